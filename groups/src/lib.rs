@@ -1,0 +1,1 @@
+//! Dynamic named groups (stub, being written).

@@ -1,0 +1,1 @@
+//! Taskers (not yet written; see issue 4).

@@ -1,0 +1,1 @@
+//! vmd (being written).
