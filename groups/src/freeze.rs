@@ -1,0 +1,118 @@
+//! Waiting for a group to fill up and freeze (`freeze`), or for another
+//! job's group to be frozen (`wait_frozen`).
+//!
+//! Waits are driven by the store's change stream: subscribe first, then
+//! read, then sleep until an event for the group arrives, so no wakeup can
+//! be missed and nothing polls.
+
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use crate::groups::{len_u32, to_table};
+use crate::store::GroupStore;
+use crate::{validate, GroupError, GroupEvent, GroupTable, Groups, Result};
+
+impl<S: GroupStore> Groups<S> {
+    /// Waits until `group` has `size` members, then freezes it and returns
+    /// its table. Idempotent for the same size.
+    ///
+    /// If more than `size` tasks join while this waits, the group may pass
+    /// `size` between two looks; that is reported as `FreezeBelowSize`,
+    /// exactly as if the extra joins had come before the call.
+    pub async fn freeze(&self, group: &str, size: u32, deadline: Duration) -> Result<GroupTable> {
+        validate::name(group)?;
+        validate::size("freeze size", size)?;
+        let mut changes = self.store().watch();
+        let work = async {
+            loop {
+                let snap = self
+                    .store()
+                    .snapshot(group)
+                    .await?
+                    .ok_or_else(|| GroupError::GroupNotFound(group.into()))?;
+                if let Some(frozen_size) = snap.meta.frozen_size {
+                    if frozen_size != size {
+                        return Err(GroupError::FrozenAtOtherSize {
+                            group: group.into(),
+                            frozen_size,
+                            size,
+                        });
+                    }
+                    if let Some(lost) = snap.meta.broken {
+                        return Err(GroupError::GroupBroken {
+                            group: group.into(),
+                            instance: lost.instance,
+                            task: lost.task,
+                        });
+                    }
+                    return Ok(to_table(snap));
+                }
+                let members = len_u32(snap.members.len());
+                if members > size {
+                    return Err(GroupError::FreezeBelowSize { group: group.into(), members, size });
+                }
+                if members == size {
+                    if self.store().freeze(group, snap.meta.revision, size).await? {
+                        tracing::info!(group, size, "group frozen");
+                        let mut table = to_table(snap);
+                        table.frozen = true;
+                        return Ok(table);
+                    }
+                    // The group changed under us: read it again.
+                    continue;
+                }
+                next_change(&mut changes, group).await?;
+            }
+        };
+        tokio::time::timeout(deadline, work).await.unwrap_or_else(|_| {
+            Err(GroupError::DeadlineExceeded { op: "freeze", group: group.into(), waited: deadline })
+        })
+    }
+
+    /// Waits until `group` exists and is frozen and returns its table.
+    /// Fails with `GroupBroken` if it is, or becomes, broken.
+    pub async fn wait_frozen(&self, group: &str, deadline: Duration) -> Result<GroupTable> {
+        validate::name(group)?;
+        let mut changes = self.store().watch();
+        let work = async {
+            loop {
+                if let Some(snap) = self.store().snapshot(group).await? {
+                    if let Some(lost) = snap.meta.broken {
+                        return Err(GroupError::GroupBroken {
+                            group: group.into(),
+                            instance: lost.instance,
+                            task: lost.task,
+                        });
+                    }
+                    if snap.meta.frozen_size.is_some() {
+                        return Ok(to_table(snap));
+                    }
+                }
+                next_change(&mut changes, group).await?;
+            }
+        };
+        tokio::time::timeout(deadline, work).await.unwrap_or_else(|_| {
+            Err(GroupError::DeadlineExceeded {
+                op: "wait_frozen",
+                group: group.into(),
+                waited: deadline,
+            })
+        })
+    }
+}
+
+/// Returns once something may have changed in `group`.
+async fn next_change(changes: &mut broadcast::Receiver<GroupEvent>, group: &str) -> Result<()> {
+    loop {
+        match changes.recv().await {
+            Ok(event) if event.group == group => return Ok(()),
+            Ok(_) => {}
+            // Missed events might concern us: re-read to be safe.
+            Err(broadcast::error::RecvError::Lagged(_)) => return Ok(()),
+            Err(broadcast::error::RecvError::Closed) => {
+                return Err(GroupError::Store("change stream closed".into()))
+            }
+        }
+    }
+}

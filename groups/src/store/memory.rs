@@ -1,0 +1,385 @@
+//! The embedded, in-process [`GroupStore`]: one mutex over plain maps.
+//!
+//! The mutex is never held across an `.await` (the methods do not await),
+//! so it is cheaper than an async lock; every method is a single critical
+//! section, which is what makes each of them atomic.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+use super::{
+    CreateOutcome, GroupMeta, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, LostMember,
+    Lookup, Membership, Removal, TaskLease,
+};
+use crate::{GroupEvent, GroupEventKind, GroupSummary, Member, Result, TaskId};
+
+/// Capacity of the change stream; slow subscribers see `Lagged`.
+const WATCH_CAPACITY: usize = 4096;
+
+/// In-memory store; the default backend of [`crate::Groups`].
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+    events: broadcast::Sender<GroupEvent>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Last event seq handed out; doubles as the revision counter.
+    seq: u64,
+    last_generation: u64,
+    last_lease: u64,
+    leases: HashMap<TaskId, LeaseRec>,
+    groups: HashMap<String, GroupRec>,
+}
+
+struct LeaseRec {
+    id: LeaseId,
+    host: String,
+    /// Groups the task is a member of, so revocation needs no scan.
+    groups: BTreeSet<String>,
+}
+
+struct GroupRec {
+    meta: GroupMeta,
+    members: BTreeMap<u32, Member>,
+    by_task: HashMap<TaskId, u32>,
+}
+
+impl GroupRec {
+    fn size(&self) -> u32 {
+        // Bounded by MAX_INSTANCE, which fits in u32.
+        u32::try_from(self.members.len()).unwrap_or(u32::MAX)
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        let (events, _) = broadcast::channel(WATCH_CAPACITY);
+        MemoryStore { inner: Mutex::new(Inner::default()), events }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Nothing under the lock panics; if something ever did, the maps
+        // are still consistent between statements, so carry on.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Publishes one change and returns its seq. Called under the lock so
+    /// that events leave in the order the changes were applied.
+    fn emit(
+        &self,
+        inner: &mut Inner,
+        kind: GroupEventKind,
+        group: &str,
+        member: Option<(u32, TaskId)>,
+        size: u32,
+        group_broken: bool,
+    ) -> u64 {
+        inner.seq += 1;
+        let event = GroupEvent {
+            seq: inner.seq,
+            kind,
+            group: group.to_string(),
+            instance: member.map(|m| m.0),
+            task: member.map(|m| m.1),
+            size,
+            group_broken,
+        };
+        // No subscribers is fine.
+        let _ = self.events.send(event);
+        inner.seq
+    }
+
+    /// Removes one membership, emitting its events. The caller has checked
+    /// that `task` is a member of `group`.
+    fn remove(&self, inner: &mut Inner, group: &str, task: TaskId, died: bool) -> Option<Removal> {
+        let rec = inner.groups.get_mut(group)?;
+        let instance = rec.by_task.remove(&task)?;
+        rec.members.remove(&instance);
+        if died && rec.meta.frozen_size.is_some() && rec.meta.broken.is_none() {
+            rec.meta.broken = Some(LostMember { instance, task });
+        }
+        let size = rec.size();
+        let broken = rec.meta.broken.is_some();
+        let kind = if died { GroupEventKind::MemberDied } else { GroupEventKind::Left };
+        let seq = self.emit(inner, kind, group, Some((instance, task)), size, broken);
+        let destroyed = size == 0;
+        if destroyed {
+            inner.groups.remove(group);
+            self.emit(inner, GroupEventKind::Destroyed, group, None, 0, broken);
+        } else if let Some(rec) = inner.groups.get_mut(group) {
+            rec.meta.revision = seq;
+        }
+        Some(Removal { group: group.to_string(), instance, task, size, destroyed })
+    }
+}
+
+#[async_trait]
+impl GroupStore for MemoryStore {
+    async fn grant_lease(&self, task: TaskId, host: &str) -> Result<Option<LeaseId>> {
+        let mut inner = self.lock();
+        if inner.leases.contains_key(&task) {
+            return Ok(None);
+        }
+        inner.last_lease += 1;
+        let id = LeaseId(inner.last_lease);
+        inner.leases.insert(task, LeaseRec { id, host: host.to_string(), groups: BTreeSet::new() });
+        Ok(Some(id))
+    }
+
+    async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
+        let inner = self.lock();
+        Ok(inner.leases.get(&task).map(|l| TaskLease { lease: l.id, host: l.host.clone() }))
+    }
+
+    async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>> {
+        let mut inner = self.lock();
+        let Some(lease) = inner.leases.remove(&task) else {
+            return Ok(None);
+        };
+        let removals = lease
+            .groups
+            .iter()
+            .filter_map(|group| self.remove(&mut inner, group, task, died))
+            .collect();
+        Ok(Some(removals))
+    }
+
+    async fn snapshot(&self, group: &str) -> Result<Option<GroupSnapshot>> {
+        let inner = self.lock();
+        Ok(inner.groups.get(group).map(|rec| GroupSnapshot {
+            name: group.to_string(),
+            meta: rec.meta.clone(),
+            members: rec.members.values().cloned().collect(),
+        }))
+    }
+
+    async fn slots(&self, group: &str) -> Result<Option<GroupSlots>> {
+        let inner = self.lock();
+        Ok(inner.groups.get(group).map(|rec| GroupSlots {
+            meta: rec.meta.clone(),
+            slots: rec.members.iter().map(|(i, m)| (*i, m.task)).collect(),
+        }))
+    }
+
+    async fn member(&self, group: &str, instance: u32) -> Result<Lookup<Member>> {
+        let inner = self.lock();
+        Ok(match inner.groups.get(group) {
+            None => Lookup::NoGroup,
+            Some(rec) => match rec.members.get(&instance) {
+                None => Lookup::NoEntry,
+                Some(m) => Lookup::Found(m.clone()),
+            },
+        })
+    }
+
+    async fn membership(&self, group: &str, task: TaskId) -> Result<Lookup<Membership>> {
+        let inner = self.lock();
+        Ok(match inner.groups.get(group) {
+            None => Lookup::NoGroup,
+            Some(rec) => match rec.by_task.get(&task) {
+                None => Lookup::NoEntry,
+                Some(&instance) => Lookup::Found(Membership {
+                    instance,
+                    size: rec.size(),
+                    generation: rec.meta.generation,
+                }),
+            },
+        })
+    }
+
+    async fn list(&self) -> Result<Vec<GroupSummary>> {
+        let inner = self.lock();
+        let mut out: Vec<GroupSummary> = inner
+            .groups
+            .iter()
+            .map(|(name, rec)| GroupSummary {
+                name: name.clone(),
+                size: rec.size(),
+                frozen: rec.meta.frozen_size.is_some(),
+                broken: rec.meta.broken.is_some(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    async fn create_member(
+        &self,
+        group: &str,
+        guard: Guard,
+        member: Member,
+        lease: LeaseId,
+    ) -> Result<CreateOutcome> {
+        let mut inner = self.lock();
+        match inner.leases.get(&member.task) {
+            Some(l) if l.id == lease => {}
+            _ => return Ok(CreateOutcome::LeaseGone),
+        }
+        let existing = inner.groups.get(group);
+        let ok = match (guard, existing) {
+            (Guard::Absent, None) => true,
+            (Guard::Revision(rev), Some(rec)) => {
+                rec.meta.revision == rev
+                    && rec.meta.frozen_size.is_none()
+                    && !rec.members.contains_key(&member.instance)
+                    && !rec.by_task.contains_key(&member.task)
+            }
+            _ => false,
+        };
+        if !ok {
+            return Ok(CreateOutcome::Conflict);
+        }
+        let generation = match existing {
+            Some(rec) => rec.meta.generation,
+            None => {
+                inner.last_generation += 1;
+                inner.last_generation
+            }
+        };
+        let (instance, task) = (member.instance, member.task);
+        let rec = inner.groups.entry(group.to_string()).or_insert_with(|| GroupRec {
+            meta: GroupMeta { generation, revision: 0, frozen_size: None, broken: None },
+            members: BTreeMap::new(),
+            by_task: HashMap::new(),
+        });
+        rec.members.insert(instance, member);
+        rec.by_task.insert(task, instance);
+        let size = rec.size();
+        let seq = self.emit(&mut inner, GroupEventKind::Joined, group, Some((instance, task)), size, false);
+        if let Some(rec) = inner.groups.get_mut(group) {
+            rec.meta.revision = seq;
+        }
+        if let Some(l) = inner.leases.get_mut(&task) {
+            l.groups.insert(group.to_string());
+        }
+        Ok(CreateOutcome::Created { generation, size })
+    }
+
+    async fn delete_member(&self, group: &str, task: TaskId) -> Result<Lookup<Removal>> {
+        let mut inner = self.lock();
+        match inner.groups.get(group) {
+            None => return Ok(Lookup::NoGroup),
+            Some(rec) if !rec.by_task.contains_key(&task) => return Ok(Lookup::NoEntry),
+            Some(_) => {}
+        }
+        if let Some(l) = inner.leases.get_mut(&task) {
+            l.groups.remove(group);
+        }
+        Ok(match self.remove(&mut inner, group, task, false) {
+            Some(r) => Lookup::Found(r),
+            None => Lookup::NoEntry,
+        })
+    }
+
+    async fn freeze(&self, group: &str, revision: u64, size: u32) -> Result<bool> {
+        let mut inner = self.lock();
+        let broken = match inner.groups.get(group) {
+            Some(rec)
+                if rec.meta.revision == revision
+                    && rec.meta.frozen_size.is_none()
+                    && rec.size() == size =>
+            {
+                rec.meta.broken.is_some()
+            }
+            _ => return Ok(false),
+        };
+        let seq = self.emit(&mut inner, GroupEventKind::Frozen, group, None, size, broken);
+        if let Some(rec) = inner.groups.get_mut(group) {
+            rec.meta.frozen_size = Some(size);
+            rec.meta.revision = seq;
+        }
+        Ok(true)
+    }
+
+    fn watch(&self) -> broadcast::Receiver<GroupEvent> {
+        self.events.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(instance: u32, task: TaskId) -> Member {
+        Member { instance, task, host: "h".into(), endpoint: vec![] }
+    }
+
+    #[tokio::test]
+    async fn create_member_is_compare_and_set() -> Result<()> {
+        let store = MemoryStore::new();
+        let (a, b) = (TaskId::new_v4(), TaskId::new_v4());
+        let la = store.grant_lease(a, "h").await?.ok_or(crate::GroupError::TaskNotFound(a))?;
+        let lb = store.grant_lease(b, "h").await?.ok_or(crate::GroupError::TaskNotFound(b))?;
+        assert_eq!(store.grant_lease(a, "h").await?, None, "one lease per task");
+
+        let created = store.create_member("g", Guard::Absent, member(0, a), la).await?;
+        assert!(matches!(created, CreateOutcome::Created { size: 1, .. }));
+        // A second creator loses the race.
+        let again = store.create_member("g", Guard::Absent, member(1, b), lb).await?;
+        assert_eq!(again, CreateOutcome::Conflict);
+
+        let rev = store.slots("g").await?.map(|s| s.meta.revision).unwrap_or(0);
+        // Stale revision, taken instance: both conflict.
+        assert_eq!(
+            store.create_member("g", Guard::Revision(rev - 1), member(1, b), lb).await?,
+            CreateOutcome::Conflict
+        );
+        assert_eq!(
+            store.create_member("g", Guard::Revision(rev), member(0, b), lb).await?,
+            CreateOutcome::Conflict
+        );
+        // Wrong lease.
+        assert_eq!(
+            store.create_member("g", Guard::Revision(rev), member(1, b), la).await?,
+            CreateOutcome::LeaseGone
+        );
+        assert!(matches!(
+            store.create_member("g", Guard::Revision(rev), member(1, b), lb).await?,
+            CreateOutcome::Created { size: 2, .. }
+        ));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn freeze_is_compare_and_set() -> Result<()> {
+        let store = MemoryStore::new();
+        let a = TaskId::new_v4();
+        let la = store.grant_lease(a, "h").await?.ok_or(crate::GroupError::TaskNotFound(a))?;
+        store.create_member("g", Guard::Absent, member(0, a), la).await?;
+        let rev = store.slots("g").await?.map(|s| s.meta.revision).unwrap_or(0);
+        assert!(!store.freeze("g", rev + 1, 1).await?, "stale revision");
+        assert!(!store.freeze("g", rev, 2).await?, "wrong size");
+        assert!(store.freeze("g", rev, 1).await?);
+        assert!(!store.freeze("g", rev, 1).await?, "revision moved on");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn revoke_removes_all_memberships_atomically() -> Result<()> {
+        let store = MemoryStore::new();
+        let (a, b) = (TaskId::new_v4(), TaskId::new_v4());
+        let la = store.grant_lease(a, "h").await?.ok_or(crate::GroupError::TaskNotFound(a))?;
+        let lb = store.grant_lease(b, "h").await?.ok_or(crate::GroupError::TaskNotFound(b))?;
+        store.create_member("x", Guard::Absent, member(0, a), la).await?;
+        store.create_member("y", Guard::Absent, member(0, a), la).await?;
+        let rev = store.slots("y").await?.map(|s| s.meta.revision).unwrap_or(0);
+        store.create_member("y", Guard::Revision(rev), member(1, b), lb).await?;
+
+        let removed = store.revoke_lease(a, true).await?.unwrap_or_default();
+        assert_eq!(removed.len(), 2);
+        assert!(store.snapshot("x").await?.is_none(), "x destroyed");
+        assert_eq!(store.snapshot("y").await?.map(|s| s.members.len()), Some(1));
+        assert_eq!(store.revoke_lease(a, true).await?, None);
+        Ok(())
+    }
+}

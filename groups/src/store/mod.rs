@@ -1,0 +1,177 @@
+//! The storage contract under the group semantics.
+//!
+//! The trait is shaped like etcd so that a replicated store can replace
+//! [`MemoryStore`] without touching [`crate::Groups`]:
+//!
+//! * every group has a `revision` that changes with every change to it
+//!   (etcd: the mod-revision of a per-group meta key rewritten by each
+//!   transaction), and mutations are compare-and-set against it; the
+//!   semantic layer reads a snapshot, decides, and retries on conflict;
+//! * memberships are bound to the task's liveness lease: revoking the lease
+//!   removes them all at once (etcd: keys attached to a lease);
+//! * every change is published, in order, on [`GroupStore::watch`] with a
+//!   strictly increasing `seq` (etcd: the watch stream's revisions).
+//!
+//! Rules that need no read-modify-write (group creation on first join,
+//! destruction on last leave, marking frozen groups broken when a member
+//! dies) are applied by the store inside the same atomic change.
+
+mod memory;
+
+pub use memory::MemoryStore;
+
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+use crate::{GroupEvent, GroupSummary, Member, Result, TaskId};
+
+/// Handle on a task's liveness lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LeaseId(pub u64);
+
+/// A live task as recorded by its lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskLease {
+    pub lease: LeaseId,
+    pub host: String,
+}
+
+/// The member whose death broke a frozen group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LostMember {
+    pub instance: u32,
+    pub task: TaskId,
+}
+
+/// Per-group flags and versioning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupMeta {
+    /// Unique per creation of the group.
+    pub generation: u64,
+    /// Changes with every change to the group; the CAS token.
+    pub revision: u64,
+    /// Size the group was frozen at, if frozen.
+    pub frozen_size: Option<u32>,
+    /// Set when a member of the frozen group died.
+    pub broken: Option<LostMember>,
+}
+
+/// Group flags plus the full member records, sorted by instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSnapshot {
+    pub name: String,
+    pub meta: GroupMeta,
+    pub members: Vec<Member>,
+}
+
+/// Group flags plus `(instance, task)` of every member, sorted by
+/// instance: what a join needs, without copying endpoints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSlots {
+    pub meta: GroupMeta,
+    pub slots: Vec<(u32, TaskId)>,
+}
+
+/// A task's membership in one group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Membership {
+    pub instance: u32,
+    /// Current size of the group.
+    pub size: u32,
+    pub generation: u64,
+}
+
+/// Result of a keyed lookup inside a group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup<T> {
+    NoGroup,
+    NoEntry,
+    Found(T),
+}
+
+/// What the CAS of [`GroupStore::create_member`] compares against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Guard {
+    /// The group must not exist; it is created (with a new generation).
+    Absent,
+    /// The group must exist at exactly this revision.
+    Revision(u64),
+}
+
+/// Outcome of [`GroupStore::create_member`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateOutcome {
+    Created { generation: u64, size: u32 },
+    /// The guard did not hold (or the instance or task slot was taken):
+    /// re-read and decide again.
+    Conflict,
+    /// The lease is no longer live (the task was closed meanwhile).
+    LeaseGone,
+}
+
+/// One membership removed by a leave or a lease revocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Removal {
+    pub group: String,
+    pub instance: u32,
+    pub task: TaskId,
+    /// Size after the removal.
+    pub size: u32,
+    /// The group became empty and was destroyed.
+    pub destroyed: bool,
+}
+
+/// Storage for groups, memberships and task leases.
+///
+/// Implementations must apply each method atomically and publish the
+/// resulting events (in order, increasing `seq`) on `watch`.
+#[async_trait]
+pub trait GroupStore: Send + Sync + 'static {
+    /// Registers a live task. `None` if the task already holds a lease.
+    async fn grant_lease(&self, task: TaskId, host: &str) -> Result<Option<LeaseId>>;
+
+    /// The task's lease, if it is live.
+    async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>>;
+
+    /// Ends the task's lease, removing all its memberships at once
+    /// (`MemberDied` events if `died`, else `Left`). If `died`, every
+    /// frozen group it was in is marked broken in the same change.
+    /// `None` if the task held no lease.
+    async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>>;
+
+    /// Full snapshot of one group.
+    async fn snapshot(&self, group: &str) -> Result<Option<GroupSnapshot>>;
+
+    /// Light snapshot of one group, for instance allocation.
+    async fn slots(&self, group: &str) -> Result<Option<GroupSlots>>;
+
+    /// The member at `instance`.
+    async fn member(&self, group: &str, instance: u32) -> Result<Lookup<Member>>;
+
+    /// The membership of `task` in `group`.
+    async fn membership(&self, group: &str, task: TaskId) -> Result<Lookup<Membership>>;
+
+    /// Summaries of all groups, sorted by name.
+    async fn list(&self) -> Result<Vec<GroupSummary>>;
+
+    /// CAS: adds `member` bound to `lease` if `guard` holds, the instance
+    /// is free, the task is not yet a member and the group is not frozen.
+    async fn create_member(
+        &self,
+        group: &str,
+        guard: Guard,
+        member: Member,
+        lease: LeaseId,
+    ) -> Result<CreateOutcome>;
+
+    /// Removes `task` from `group` (a voluntary leave); destroys the group
+    /// if it becomes empty.
+    async fn delete_member(&self, group: &str, task: TaskId) -> Result<Lookup<Removal>>;
+
+    /// CAS: freezes the group at `size` if it is at `revision`.
+    /// `false` on conflict.
+    async fn freeze(&self, group: &str, revision: u64, size: u32) -> Result<bool>;
+
+    /// Stream of all changes, starting now.
+    fn watch(&self) -> broadcast::Receiver<GroupEvent>;
+}
