@@ -1,0 +1,65 @@
+//! `vmd`: the Isthmus virtual machine daemon, one per host.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use clap::Parser;
+use isthmus_vmd::daemon::{Daemon, DaemonConfig};
+
+#[derive(Parser, Debug)]
+#[command(name = "vmd", about = "Isthmus virtual machine daemon: group service and more, over gRPC")]
+struct Args {
+    /// Address to listen on (loopback by default; port 0 picks a free port).
+    #[arg(long, default_value = isthmus_vmd::DEFAULT_ADDR, env = "ISTHMUS_VMD_LISTEN")]
+    listen: SocketAddr,
+    /// Name this host goes by in group tables (default: the system host name).
+    #[arg(long)]
+    host_name: Option<String>,
+    /// Print the bound address on this file once listening (for scripts that use port 0).
+    #[arg(long)]
+    addr_file: Option<std::path::PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let host = args.host_name.unwrap_or_else(system_host_name);
+    let daemon = Daemon::bind(DaemonConfig { listen: args.listen, host }).await?;
+    let addr = daemon.local_addr();
+    if let Some(path) = &args.addr_file {
+        std::fs::write(path, addr.to_string()).with_context(|| format!("writing {}", path.display()))?;
+    }
+    daemon.serve(shutdown_signal()).await?;
+    Ok(())
+}
+
+fn system_host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot watch SIGTERM; stopping on SIGINT only");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT"),
+        _ = term.recv() => tracing::info!("SIGTERM"),
+    }
+}

@@ -1,0 +1,75 @@
+//! Conversions between the group service's own types and the wire types of
+//! `isthmus-proto`, and the mapping of group errors onto gRPC status codes.
+
+use isthmus_groups::{ErrorKind, GroupError, GroupEvent, GroupEventKind, GroupSummary, GroupTable, Member};
+use isthmus_proto as pb;
+use tonic::{Code, Status};
+
+/// The gRPC code that tells a client what kind of mistake a group error is.
+pub fn code_of(err: &GroupError) -> Code {
+    match err.kind() {
+        ErrorKind::InvalidArgument => Code::InvalidArgument,
+        ErrorKind::NotFound => Code::NotFound,
+        ErrorKind::AlreadyExists => Code::AlreadyExists,
+        ErrorKind::FailedPrecondition => Code::FailedPrecondition,
+        ErrorKind::DeadlineExceeded => Code::DeadlineExceeded,
+        ErrorKind::Aborted => Code::Aborted,
+    }
+}
+
+pub fn status_of(err: &GroupError) -> Status {
+    Status::new(code_of(err), err.to_string())
+}
+
+pub fn error_of(err: &GroupError) -> pb::Error {
+    pb::Error { code: code_of(err) as i32, message: err.to_string() }
+}
+
+pub fn member(m: &Member) -> pb::Member {
+    pb::Member {
+        instance: m.instance,
+        task: m.task.to_string(),
+        host: m.host.clone(),
+        endpoint: m.endpoint.clone(),
+    }
+}
+
+pub fn table(t: &GroupTable) -> pb::GroupTable {
+    pb::GroupTable {
+        group: t.name.clone(),
+        generation: t.generation,
+        frozen: t.frozen,
+        broken: t.broken,
+        members: t.members.iter().map(member).collect(),
+    }
+}
+
+pub fn summary(s: &GroupSummary) -> pb::GroupSummary {
+    pb::GroupSummary { group: s.name.clone(), size: s.size, frozen: s.frozen, broken: s.broken }
+}
+
+pub fn group_event(e: &GroupEvent) -> pb::Event {
+    let kind = match e.kind {
+        GroupEventKind::Joined => pb::GroupEventKind::Joined,
+        GroupEventKind::Left => pb::GroupEventKind::Left,
+        GroupEventKind::Frozen => pb::GroupEventKind::Frozen,
+        GroupEventKind::Destroyed => pb::GroupEventKind::Destroyed,
+        GroupEventKind::MemberDied => pb::GroupEventKind::MemberDied,
+    };
+    pb::Event {
+        seq: e.seq,
+        kind: Some(pb::event::Kind::Group(pb::GroupEvent {
+            kind: kind as i32,
+            group: e.group.clone(),
+            instance: e.instance.unwrap_or(0),
+            task: e.task.map(|t| t.to_string()).unwrap_or_default(),
+            size: e.size,
+            group_broken: e.group_broken,
+        })),
+    }
+}
+
+/// Whether an event concerns one of `groups` (an empty filter matches all).
+pub fn event_matches(filter: &[String], e: &GroupEvent) -> bool {
+    filter.is_empty() || filter.iter().any(|g| *g == e.group)
+}

@@ -1,0 +1,287 @@
+//! One client task's session: the long-lived bidirectional stream that carries
+//! its group operations and pushed events, and whose end is the task's death.
+//!
+//! Flow: the first message must be `Hello`; the task then gets its id and the
+//! virtual machine's secret. Quick operations (join, gettid, …) are answered
+//! in order on the session's own tokio task, so a client sees its own
+//! operations in the order it sent them. Operations that wait (freeze,
+//! barrier, wait_frozen) run on tasks of their own so that they block
+//! nothing else. When the inbound stream ends — clean close, crash or
+//! kill -9, the kernel closes the socket either way — the task is closed and
+//! every membership it still held is removed (reported as `MEMBER_DIED`).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use isthmus_groups::{GroupError, Groups, TaskId};
+use isthmus_proto as pb;
+use pb::session_reply::Result as Reply;
+use pb::session_request::Op;
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinHandle;
+use tonic::{Code, Status, Streaming};
+use tracing::{debug, info, warn};
+
+use crate::convert;
+
+/// How long a wait lasts when the client gives no timeout (`timeout_ms = 0`).
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
+/// The longest wait a client may ask for.
+pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
+
+/// What every session of one vmd shares.
+#[derive(Clone)]
+pub struct SessionContext {
+    pub groups: Groups,
+    pub host: String,
+    pub secret: Arc<Vec<u8>>,
+}
+
+pub type ReplySender = mpsc::Sender<Result<pb::SessionReply, Status>>;
+
+/// Runs a session to its end. Replies go to `out`.
+pub async fn run(ctx: SessionContext, mut inbound: Streaming<pb::SessionRequest>, out: ReplySender) {
+    let hello = match inbound.message().await {
+        Ok(Some(pb::SessionRequest { id, op: Some(Op::Hello(hello)) })) => (id, hello),
+        Ok(Some(_)) => {
+            let _ = out
+                .send(Err(Status::failed_precondition("a session must start with Hello")))
+                .await;
+            return;
+        }
+        Ok(None) | Err(_) => return,
+    };
+    let task = TaskId(uuid::Uuid::new_v4());
+    if let Err(e) = ctx.groups.open_task(task, &ctx.host).await {
+        let _ = out.send(Err(convert::status_of(&e))).await;
+        return;
+    }
+    info!(%task, name = %hello.1.name, pid = hello.1.pid, "session opened");
+    let welcome = Reply::Welcome(pb::Welcome {
+        task: task.to_string(),
+        host: ctx.host.clone(),
+        secret: ctx.secret.as_ref().clone(),
+    });
+    if out.send(Ok(reply(hello.0, welcome))).await.is_err() {
+        close(&ctx, task).await;
+        return;
+    }
+
+    let mut session = Session { ctx: ctx.clone(), task, out, subscription: None };
+    loop {
+        match inbound.message().await {
+            Ok(Some(req)) => session.handle(req).await,
+            Ok(None) => {
+                debug!(%task, "session closed by client");
+                break;
+            }
+            Err(status) => {
+                debug!(%task, %status, "session stream broke");
+                break;
+            }
+        }
+    }
+    if let Some(sub) = session.subscription.take() {
+        sub.forwarder.abort();
+    }
+    close(&ctx, task).await;
+}
+
+async fn close(ctx: &SessionContext, task: TaskId) {
+    // A task that ends while still in groups did not leave them: to the other
+    // members that is a death, whatever the reason the stream ended.
+    match ctx.groups.close_task(task, true).await {
+        Ok(()) => info!(%task, "session ended"),
+        Err(e) => warn!(%task, error = %e, "closing session"),
+    }
+}
+
+fn reply(id: u64, result: Reply) -> pb::SessionReply {
+    pb::SessionReply { id, result: Some(result) }
+}
+
+fn error_reply(id: u64, err: &GroupError) -> pb::SessionReply {
+    reply(id, Reply::Error(convert::error_of(err)))
+}
+
+fn invalid(id: u64, message: String) -> pb::SessionReply {
+    reply(id, Reply::Error(pb::Error { code: Code::InvalidArgument as i32, message }))
+}
+
+/// Turns a client's `timeout_ms` into a wait, bounded by [`MAX_WAIT`].
+pub fn wait_of(timeout_ms: u32) -> Duration {
+    if timeout_ms == 0 {
+        DEFAULT_WAIT
+    } else {
+        Duration::from_millis(u64::from(timeout_ms)).min(MAX_WAIT)
+    }
+}
+
+/// Groups whose events this session forwards, and the task forwarding them.
+struct Subscription {
+    /// Empty: all groups.
+    filter: Arc<Mutex<Vec<String>>>,
+    forwarder: JoinHandle<()>,
+}
+
+struct Session {
+    ctx: SessionContext,
+    task: TaskId,
+    out: ReplySender,
+    subscription: Option<Subscription>,
+}
+
+impl Session {
+    async fn send(&self, r: pb::SessionReply) {
+        // The receiver is gone only when the client is: the inbound side will
+        // notice and end the session.
+        let _ = self.out.send(Ok(r)).await;
+    }
+
+    async fn handle(&mut self, req: pb::SessionRequest) {
+        let id = req.id;
+        let groups = &self.ctx.groups;
+        let task = self.task;
+        let Some(op) = req.op else {
+            self.send(invalid(id, format!("request {id} carries no operation"))).await;
+            return;
+        };
+        let result = match op {
+            Op::Hello(_) => Err(reply(
+                id,
+                Reply::Error(pb::Error {
+                    code: Code::FailedPrecondition as i32,
+                    message: format!("session already open as task {task}"),
+                }),
+            )),
+            Op::Join(j) => groups
+                .join(&j.group, task, j.instance, j.endpoint)
+                .await
+                .map(Reply::Instance)
+                .map_err(|e| error_reply(id, &e)),
+            Op::Leave(l) => groups
+                .leave(&l.group, task)
+                .await
+                .map(|()| Reply::Done(pb::Done {}))
+                .map_err(|e| error_reply(id, &e)),
+            Op::Gettid(g) => groups
+                .gettid(&g.group, g.instance)
+                .await
+                .map(|m| Reply::Member(convert::member(&m)))
+                .map_err(|e| error_reply(id, &e)),
+            Op::Getinst(g) => match parse_task(&g.task, task) {
+                Ok(who) => groups
+                    .getinst(&g.group, who)
+                    .await
+                    .map(Reply::Instance)
+                    .map_err(|e| error_reply(id, &e)),
+                Err(msg) => Err(invalid(id, msg)),
+            },
+            Op::Gsize(g) => groups
+                .gsize(&g.group)
+                .await
+                .map(Reply::Size)
+                .map_err(|e| error_reply(id, &e)),
+            Op::Members(g) => groups
+                .table(&g.group)
+                .await
+                .map(|t| Reply::Table(convert::table(&t)))
+                .map_err(|e| error_reply(id, &e)),
+            Op::ListGroups(_) => groups
+                .list()
+                .await
+                .map(|l| {
+                    Reply::Groups(pb::GroupList { groups: l.iter().map(convert::summary).collect() })
+                })
+                .map_err(|e| error_reply(id, &e)),
+            Op::Subscribe(s) => {
+                self.subscribe(s.groups);
+                Ok(Reply::Done(pb::Done {}))
+            }
+            Op::Freeze(f) => {
+                let (groups, out) = (groups.clone(), self.out.clone());
+                tokio::spawn(async move {
+                    let r = groups
+                        .freeze(&f.group, f.size, wait_of(f.timeout_ms))
+                        .await
+                        .map(|t| reply(id, Reply::Table(convert::table(&t))))
+                        .unwrap_or_else(|e| error_reply(id, &e));
+                    let _ = out.send(Ok(r)).await;
+                });
+                return;
+            }
+            Op::Barrier(b) => {
+                let (groups, out) = (groups.clone(), self.out.clone());
+                tokio::spawn(async move {
+                    let r = groups
+                        .barrier(&b.group, task, b.count, wait_of(b.timeout_ms))
+                        .await
+                        .map(|()| reply(id, Reply::Done(pb::Done {})))
+                        .unwrap_or_else(|e| error_reply(id, &e));
+                    let _ = out.send(Ok(r)).await;
+                });
+                return;
+            }
+            Op::WaitFrozen(w) => {
+                let (groups, out) = (groups.clone(), self.out.clone());
+                tokio::spawn(async move {
+                    let r = groups
+                        .wait_frozen(&w.group, wait_of(w.timeout_ms))
+                        .await
+                        .map(|t| reply(id, Reply::Table(convert::table(&t))))
+                        .unwrap_or_else(|e| error_reply(id, &e));
+                    let _ = out.send(Ok(r)).await;
+                });
+                return;
+            }
+        };
+        match result {
+            Ok(r) => self.send(reply(id, r)).await,
+            Err(r) => self.send(r).await,
+        }
+    }
+
+    /// Adds `groups` to the groups whose events this session receives (none
+    /// named: all groups), starting the forwarder on first use.
+    fn subscribe(&mut self, groups: Vec<String>) {
+        if let Some(sub) = &self.subscription {
+            if let Ok(mut filter) = sub.filter.lock() {
+                if groups.is_empty() || filter.is_empty() {
+                    filter.clear();
+                } else {
+                    filter.extend(groups);
+                }
+            }
+            return;
+        }
+        let filter = Arc::new(Mutex::new(groups));
+        let mut events = self.ctx.groups.subscribe();
+        let out = self.out.clone();
+        let task = self.task;
+        let shared = filter.clone();
+        let forwarder = tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(ev) => {
+                        let wanted = shared.lock().map(|f| convert::event_matches(&f, &ev)).unwrap_or(false);
+                        if wanted && out.send(Ok(reply(0, Reply::Event(convert::group_event(&ev))))).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        warn!(%task, missed = n, "session subscriber lagged; events lost");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        self.subscription = Some(Subscription { filter, forwarder });
+    }
+}
+
+fn parse_task(text: &str, caller: TaskId) -> Result<TaskId, String> {
+    if text.is_empty() {
+        return Ok(caller);
+    }
+    text.parse::<TaskId>().map_err(|_| format!("task id {text:?} is not a uuid"))
+}
