@@ -27,7 +27,10 @@ async fn releases_everyone_at_count_and_starts_a_new_episode() {
         let a = enter(&g, t[0], None, LONG);
         let b = enter(&g, t[1], None, LONG);
         settle().await;
-        assert!(!a.is_finished() && !b.is_finished(), "round {round}: waiting for the third");
+        assert!(
+            !a.is_finished() && !b.is_finished(),
+            "round {round}: waiting for the third"
+        );
         within(g.barrier("b", t[2], None, LONG)).await.unwrap();
         within(a).await.unwrap().unwrap();
         within(b).await.unwrap().unwrap();
@@ -50,7 +53,10 @@ async fn explicit_count_below_group_size() {
 async fn deadline_releases_the_waiter_which_then_no_longer_counts() {
     let (g, t) = group_of(2).await;
     let err = within(g.barrier("b", t[0], None, SHORT)).await.unwrap_err();
-    assert!(matches!(err, GroupError::DeadlineExceeded { op: "barrier", .. }), "{err}");
+    assert!(
+        matches!(err, GroupError::DeadlineExceeded { op: "barrier", .. }),
+        "{err}"
+    );
     assert_eq!(err.kind(), ErrorKind::DeadlineExceeded);
     // If t0's expired entry still counted, this would complete at once.
     let err = within(g.barrier("b", t[1], None, SHORT)).await.unwrap_err();
@@ -83,7 +89,12 @@ async fn member_death_breaks_the_barrier_for_all() {
         let err = within(h).await.unwrap().unwrap_err();
         assert_eq!(
             err,
-            GroupError::BarrierBroken { group: "b".into(), instance: 2, task: t[2], died: true }
+            GroupError::BarrierBroken {
+                group: "b".into(),
+                instance: 2,
+                task: t[2],
+                died: true
+            }
         );
         assert_eq!(err.kind(), ErrorKind::Aborted);
         assert!(err.to_string().contains("died"), "{err}");
@@ -103,7 +114,12 @@ async fn member_leave_breaks_the_barrier() {
     let err = within(a).await.unwrap().unwrap_err();
     assert_eq!(
         err,
-        GroupError::BarrierBroken { group: "b".into(), instance: 1, task: t[1], died: false }
+        GroupError::BarrierBroken {
+            group: "b".into(),
+            instance: 1,
+            task: t[1],
+            died: false
+        }
     );
 }
 
@@ -112,10 +128,16 @@ async fn count_mismatch_fails_only_the_mismatching_caller() {
     let (g, t) = group_of(3).await;
     let a = enter(&g, t[0], Some(2), LONG);
     settle().await;
-    let err = within(g.barrier("b", t[1], Some(3), LONG)).await.unwrap_err();
+    let err = within(g.barrier("b", t[1], Some(3), LONG))
+        .await
+        .unwrap_err();
     assert_eq!(
         err,
-        GroupError::BarrierCountMismatch { group: "b".into(), expected: 2, got: 3 }
+        GroupError::BarrierCountMismatch {
+            group: "b".into(),
+            expected: 2,
+            got: 3
+        }
     );
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(!a.is_finished(), "the first caller keeps waiting");
@@ -130,7 +152,13 @@ async fn same_task_twice_in_one_episode_is_refused() {
     let a = enter(&g, t[0], None, LONG);
     settle().await;
     let err = within(g.barrier("b", t[0], None, LONG)).await.unwrap_err();
-    assert_eq!(err, GroupError::AlreadyInBarrier { group: "b".into(), task: t[0] });
+    assert_eq!(
+        err,
+        GroupError::AlreadyInBarrier {
+            group: "b".into(),
+            task: t[0]
+        }
+    );
     within(g.barrier("b", t[1], None, LONG)).await.unwrap();
     within(a).await.unwrap().unwrap();
 }
@@ -143,7 +171,10 @@ async fn barrier_bad_input() {
     let before = state(&g).await;
     assert_eq!(
         g.barrier("b", outsider, None, LONG).await.unwrap_err(),
-        GroupError::NotMember { group: "b".into(), task: outsider }
+        GroupError::NotMember {
+            group: "b".into(),
+            task: outsider
+        }
     );
     let unknown = TaskId::new_v4();
     assert_eq!(
@@ -155,7 +186,10 @@ async fn barrier_bad_input() {
         GroupError::GroupNotFound("nope".into())
     );
     assert_eq!(
-        g.barrier("b", t[0], Some(0), LONG).await.unwrap_err().kind(),
+        g.barrier("b", t[0], Some(0), LONG)
+            .await
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidArgument
     );
     assert_eq!(

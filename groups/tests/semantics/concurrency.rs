@@ -29,7 +29,11 @@ async fn concurrent_joins_get_distinct_instances() {
     assert_eq!(g.gsize("crowd").await.unwrap(), 64);
     for (i, &task) in t.iter().enumerate() {
         let inst = g.getinst("crowd", task).await.unwrap();
-        assert_eq!(g.gettid("crowd", inst).await.unwrap().task, task, "task {i}");
+        assert_eq!(
+            g.gettid("crowd", inst).await.unwrap().task,
+            task,
+            "task {i}"
+        );
     }
 }
 
@@ -53,7 +57,10 @@ async fn concurrent_churn_stays_consistent() {
     for h in handles {
         within(h).await.unwrap().unwrap();
     }
-    assert!(g.list().await.unwrap().is_empty(), "everyone left: group destroyed");
+    assert!(
+        g.list().await.unwrap().is_empty(),
+        "everyone left: group destroyed"
+    );
 }
 
 /// Not a benchmark, a tripwire: join+leave must stay in the microsecond

@@ -24,7 +24,16 @@ async fn events_arrive_in_order_with_increasing_seq() {
     }
     let summary: Vec<_> = got
         .iter()
-        .map(|e| (e.kind, e.group.as_str(), e.instance, e.task, e.size, e.group_broken))
+        .map(|e| {
+            (
+                e.kind,
+                e.group.as_str(),
+                e.instance,
+                e.task,
+                e.size,
+                e.group_broken,
+            )
+        })
         .collect();
     assert_eq!(
         summary,

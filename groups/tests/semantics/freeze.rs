@@ -12,20 +12,31 @@ async fn freeze_waits_for_size_then_freezes() {
         tokio::spawn(async move { g.freeze("job", 3, LONG).await })
     };
     settle().await;
-    assert!(!waiter.is_finished(), "freeze must wait for the third member");
+    assert!(
+        !waiter.is_finished(),
+        "freeze must wait for the third member"
+    );
     assert!(!g.table("job").await.unwrap().frozen);
 
     g.join("job", t[2], None, vec![]).await.unwrap();
     let table = within(waiter).await.unwrap().unwrap();
     assert!(table.frozen && !table.broken);
     assert_eq!(table.members.len(), 3);
-    assert_eq!(table.members.iter().map(|m| m.instance).collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert_eq!(
+        table.members.iter().map(|m| m.instance).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
     assert!(g.list().await.unwrap()[0].frozen);
 
     // Joins to a frozen group are refused and change nothing.
     let before = state(&g).await;
     let err = g.join("job", t[3], None, vec![]).await.unwrap_err();
-    assert_eq!(err, GroupError::Frozen { group: "job".into() });
+    assert_eq!(
+        err,
+        GroupError::Frozen {
+            group: "job".into()
+        }
+    );
     assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
     assert_eq!(state(&g).await, before);
 }
@@ -36,7 +47,10 @@ async fn freeze_deadline_leaves_group_unfrozen() {
     g.join("job", t[0], None, vec![]).await.unwrap();
     let before = state(&g).await;
     let err = within(g.freeze("job", 3, SHORT)).await.unwrap_err();
-    assert!(matches!(err, GroupError::DeadlineExceeded { op: "freeze", .. }), "{err}");
+    assert!(
+        matches!(err, GroupError::DeadlineExceeded { op: "freeze", .. }),
+        "{err}"
+    );
     assert_eq!(err.kind(), ErrorKind::DeadlineExceeded);
     assert_eq!(state(&g).await, before);
     // Still open for joins.
@@ -51,7 +65,10 @@ async fn freeze_below_size_fails_immediately() {
     }
     let before = state(&g).await;
     let err = within(g.freeze("x", 2, LONG)).await.unwrap_err();
-    assert_eq!(err.to_string(), "group \"x\" has 4 members; cannot freeze at size 2");
+    assert_eq!(
+        err.to_string(),
+        "group \"x\" has 4 members; cannot freeze at size 2"
+    );
     assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
     assert_eq!(state(&g).await, before);
 }
@@ -68,7 +85,14 @@ async fn freeze_is_idempotent_for_the_same_size() {
 
     let before = state(&g).await;
     let err = within(g.freeze("x", 3, LONG)).await.unwrap_err();
-    assert_eq!(err, GroupError::FrozenAtOtherSize { group: "x".into(), frozen_size: 2, size: 3 });
+    assert_eq!(
+        err,
+        GroupError::FrozenAtOtherSize {
+            group: "x".into(),
+            frozen_size: 2,
+            size: 3
+        }
+    );
     assert_eq!(err.kind(), ErrorKind::FailedPrecondition);
     assert_eq!(state(&g).await, before);
 }
@@ -124,7 +148,10 @@ async fn freeze_fails_if_group_destroyed_while_waiting() {
     };
     settle().await;
     g.leave("x", t[0]).await.unwrap();
-    assert_eq!(within(waiter).await.unwrap().unwrap_err(), GroupError::GroupNotFound("x".into()));
+    assert_eq!(
+        within(waiter).await.unwrap().unwrap_err(),
+        GroupError::GroupNotFound("x".into())
+    );
 }
 
 #[tokio::test]
@@ -149,7 +176,16 @@ async fn wait_frozen_waits_for_creation_and_freeze() {
 async fn wait_frozen_deadline() {
     let (g, t) = setup(1).await;
     let err = within(g.wait_frozen("nobody", SHORT)).await.unwrap_err();
-    assert!(matches!(err, GroupError::DeadlineExceeded { op: "wait_frozen", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            GroupError::DeadlineExceeded {
+                op: "wait_frozen",
+                ..
+            }
+        ),
+        "{err}"
+    );
     g.join("open", t[0], None, vec![]).await.unwrap();
     let err = within(g.wait_frozen("open", SHORT)).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::DeadlineExceeded);
@@ -168,21 +204,37 @@ async fn member_death_breaks_frozen_group() {
 
     let e = within(events.recv()).await.unwrap();
     assert_eq!(e.kind, GroupEventKind::MemberDied);
-    assert_eq!((e.group.as_str(), e.instance, e.task), ("job", Some(1), Some(t[1])));
+    assert_eq!(
+        (e.group.as_str(), e.instance, e.task),
+        ("job", Some(1), Some(t[1]))
+    );
     assert_eq!(e.size, 2);
     assert!(e.group_broken);
 
     let table = g.table("job").await.unwrap();
     assert!(table.frozen && table.broken);
-    assert_eq!(table.members.iter().map(|m| m.instance).collect::<Vec<_>>(), vec![0, 2]);
+    assert_eq!(
+        table.members.iter().map(|m| m.instance).collect::<Vec<_>>(),
+        vec![0, 2]
+    );
     assert!(g.list().await.unwrap()[0].broken);
     assert_eq!(
         g.gettid("job", 1).await.unwrap_err(),
-        GroupError::InstanceNotFound { group: "job".into(), instance: 1 }
+        GroupError::InstanceNotFound {
+            group: "job".into(),
+            instance: 1
+        }
     );
 
     let err = within(g.wait_frozen("job", LONG)).await.unwrap_err();
-    assert_eq!(err, GroupError::GroupBroken { group: "job".into(), instance: 1, task: t[1] });
+    assert_eq!(
+        err,
+        GroupError::GroupBroken {
+            group: "job".into(),
+            instance: 1,
+            task: t[1]
+        }
+    );
     assert_eq!(err.kind(), ErrorKind::Aborted);
     assert!(err.to_string().contains("instance 1"), "{err}");
     let err = within(g.freeze("job", 3, LONG)).await.unwrap_err();

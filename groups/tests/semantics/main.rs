@@ -23,7 +23,9 @@ pub const SHORT: Duration = Duration::from_millis(60);
 pub const LONG: Duration = Duration::from_secs(5);
 
 pub async fn within<F: Future>(f: F) -> F::Output {
-    tokio::time::timeout(GUARD, f).await.expect("operation hung")
+    tokio::time::timeout(GUARD, f)
+        .await
+        .expect("operation hung")
 }
 
 /// A service with `n` opened tasks (on hosts "host0", "host1", ...).
@@ -32,7 +34,9 @@ pub async fn setup(n: usize) -> (Groups, Vec<TaskId>) {
     let mut tasks = Vec::new();
     for i in 0..n {
         let t = TaskId::new_v4();
-        g.open_task(t, &format!("host{i}")).await.expect("open_task");
+        g.open_task(t, &format!("host{i}"))
+            .await
+            .expect("open_task");
         tasks.push(t);
     }
     (g, tasks)

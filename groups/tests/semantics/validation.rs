@@ -32,14 +32,23 @@ async fn bad_names_are_refused_everywhere_without_change() {
             within(g.barrier(n, t[0], None, LONG)).await.unwrap_err(),
         ];
         for err in errors {
-            assert!(matches!(err, GroupError::InvalidName { .. }), "{n:?}: {err}");
+            assert!(
+                matches!(err, GroupError::InvalidName { .. }),
+                "{n:?}: {err}"
+            );
             assert_eq!(err.kind(), ErrorKind::InvalidArgument);
             assert!(err.to_string().contains(reason), "{n:?}: {err}");
             assert!(!err.to_string().contains('\n'), "name is escaped: {err}");
         }
         assert_eq!(state(&g).await, before, "{n:?}");
     }
-    assert_eq!(g.join("", t[0], None, vec![]).await.unwrap_err().to_string(), "group name \"\" is empty");
+    assert_eq!(
+        g.join("", t[0], None, vec![])
+            .await
+            .unwrap_err()
+            .to_string(),
+        "group name \"\" is empty"
+    );
 }
 
 #[tokio::test]
@@ -62,13 +71,24 @@ async fn absurd_instances_are_refused() {
             g.join("ok2", t[0], Some(bad), vec![]).await.unwrap_err(),
             g.gettid("ok", bad).await.unwrap_err(),
         ] {
-            assert_eq!(err, GroupError::InvalidInstance { instance: bad, max: MAX_INSTANCE });
+            assert_eq!(
+                err,
+                GroupError::InvalidInstance {
+                    instance: bad,
+                    max: MAX_INSTANCE
+                }
+            );
             assert_eq!(err.kind(), ErrorKind::InvalidArgument);
         }
     }
     assert_eq!(state(&g).await, before);
     // The largest valid instance works.
-    assert_eq!(g.join("ok2", t[0], Some(MAX_INSTANCE - 1), vec![]).await.unwrap(), MAX_INSTANCE - 1);
+    assert_eq!(
+        g.join("ok2", t[0], Some(MAX_INSTANCE - 1), vec![])
+            .await
+            .unwrap(),
+        MAX_INSTANCE - 1
+    );
 }
 
 #[tokio::test]
@@ -79,22 +99,55 @@ async fn unknown_things_are_not_found_without_change() {
     let ghost = TaskId::new_v4();
 
     let cases = vec![
-        (g.gettid("nope", 0).await.unwrap_err(), GroupError::GroupNotFound("nope".into())),
-        (g.getinst("nope", t[0]).await.unwrap_err(), GroupError::GroupNotFound("nope".into())),
-        (g.gsize("nope").await.unwrap_err(), GroupError::GroupNotFound("nope".into())),
-        (g.table("nope").await.unwrap_err(), GroupError::GroupNotFound("nope".into())),
-        (g.leave("nope", t[0]).await.unwrap_err(), GroupError::GroupNotFound("nope".into())),
+        (
+            g.gettid("nope", 0).await.unwrap_err(),
+            GroupError::GroupNotFound("nope".into()),
+        ),
+        (
+            g.getinst("nope", t[0]).await.unwrap_err(),
+            GroupError::GroupNotFound("nope".into()),
+        ),
+        (
+            g.gsize("nope").await.unwrap_err(),
+            GroupError::GroupNotFound("nope".into()),
+        ),
+        (
+            g.table("nope").await.unwrap_err(),
+            GroupError::GroupNotFound("nope".into()),
+        ),
+        (
+            g.leave("nope", t[0]).await.unwrap_err(),
+            GroupError::GroupNotFound("nope".into()),
+        ),
         (
             g.gettid("ok", 7).await.unwrap_err(),
-            GroupError::InstanceNotFound { group: "ok".into(), instance: 7 },
+            GroupError::InstanceNotFound {
+                group: "ok".into(),
+                instance: 7,
+            },
         ),
-        (g.getinst("ok", ghost).await.unwrap_err(), GroupError::TaskNotFound(ghost)),
-        (g.leave("ok", ghost).await.unwrap_err(), GroupError::TaskNotFound(ghost)),
-        (g.join("ok", ghost, None, vec![]).await.unwrap_err(), GroupError::TaskNotFound(ghost)),
-        (g.close_task(ghost, false).await.unwrap_err(), GroupError::TaskNotFound(ghost)),
+        (
+            g.getinst("ok", ghost).await.unwrap_err(),
+            GroupError::TaskNotFound(ghost),
+        ),
+        (
+            g.leave("ok", ghost).await.unwrap_err(),
+            GroupError::TaskNotFound(ghost),
+        ),
+        (
+            g.join("ok", ghost, None, vec![]).await.unwrap_err(),
+            GroupError::TaskNotFound(ghost),
+        ),
+        (
+            g.close_task(ghost, false).await.unwrap_err(),
+            GroupError::TaskNotFound(ghost),
+        ),
         (
             g.getinst("ok", t[1]).await.unwrap_err(),
-            GroupError::NotMember { group: "ok".into(), task: t[1] },
+            GroupError::NotMember {
+                group: "ok".into(),
+                task: t[1],
+            },
         ),
     ];
     for (got, want) in cases {
@@ -118,10 +171,15 @@ async fn bad_hosts_and_endpoints_are_refused() {
         "failed open registers nothing"
     );
 
-    let err = g.join("x", t[0], None, vec![0; MAX_ENDPOINT_LEN + 1]).await.unwrap_err();
+    let err = g
+        .join("x", t[0], None, vec![0; MAX_ENDPOINT_LEN + 1])
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(g.list().await.unwrap().is_empty());
-    g.join("x", t[0], None, vec![0; MAX_ENDPOINT_LEN]).await.unwrap();
+    g.join("x", t[0], None, vec![0; MAX_ENDPOINT_LEN])
+        .await
+        .unwrap();
 }
 
 #[test]
@@ -139,25 +197,54 @@ fn task_ids_round_trip_and_bad_ones_are_refused() {
 fn error_kinds_map_to_status_classes() {
     let t = TaskId::new_v4();
     let g = || "g".to_string();
-    assert_eq!(GroupError::Frozen { group: g() }.kind(), ErrorKind::FailedPrecondition);
     assert_eq!(
-        GroupError::FreezeBelowSize { group: g(), members: 2, size: 1 }.kind(),
+        GroupError::Frozen { group: g() }.kind(),
         ErrorKind::FailedPrecondition
     );
     assert_eq!(
-        GroupError::InstanceTaken { group: g(), instance: 1, task: t }.kind(),
+        GroupError::FreezeBelowSize {
+            group: g(),
+            members: 2,
+            size: 1
+        }
+        .kind(),
+        ErrorKind::FailedPrecondition
+    );
+    assert_eq!(
+        GroupError::InstanceTaken {
+            group: g(),
+            instance: 1,
+            task: t
+        }
+        .kind(),
         ErrorKind::AlreadyExists
     );
     assert_eq!(
-        GroupError::AlreadyMember { group: g(), instance: 1, task: t }.kind(),
+        GroupError::AlreadyMember {
+            group: g(),
+            instance: 1,
+            task: t
+        }
+        .kind(),
         ErrorKind::AlreadyExists
     );
     assert_eq!(
-        GroupError::GroupBroken { group: g(), instance: 1, task: t }.kind(),
+        GroupError::GroupBroken {
+            group: g(),
+            instance: 1,
+            task: t
+        }
+        .kind(),
         ErrorKind::Aborted
     );
     assert_eq!(
-        GroupError::BarrierBroken { group: g(), instance: 1, task: t, died: true }.kind(),
+        GroupError::BarrierBroken {
+            group: g(),
+            instance: 1,
+            task: t,
+            died: true
+        }
+        .kind(),
         ErrorKind::Aborted
     );
 }
