@@ -101,13 +101,15 @@ async fn freeze_is_idempotent_for_the_same_size() {
 async fn concurrent_freezers_all_get_the_table() {
     let (g, t) = setup(3).await;
     let mut events = g.subscribe();
+    // freeze needs the group to exist.
+    g.join("job", t[0], None, vec![]).await.unwrap();
     let waiters: Vec<_> = (0..3)
         .map(|_| {
             let g = g.clone();
             tokio::spawn(async move { g.freeze("job", 3, LONG).await })
         })
         .collect();
-    for &task in &t {
+    for &task in &t[1..] {
         g.join("job", task, None, vec![]).await.unwrap();
     }
     for w in waiters {
@@ -266,4 +268,23 @@ async fn voluntary_leave_does_not_break_frozen_group() {
     let table = within(g.wait_frozen("job", LONG)).await.unwrap();
     assert!(table.frozen && !table.broken);
     assert_eq!(table.members.len(), 1);
+}
+
+#[tokio::test]
+async fn huge_deadlines_do_not_overflow() {
+    let (g, t) = setup(1).await;
+    g.join("x", t[0], None, vec![]).await.unwrap();
+    let max = std::time::Duration::MAX;
+    within(g.barrier("x", t[0], None, max)).await.unwrap();
+    within(g.freeze("x", 1, max)).await.unwrap();
+    within(g.wait_frozen("x", max)).await.unwrap();
+}
+
+#[tokio::test]
+async fn zero_deadline_still_succeeds_when_nothing_to_wait_for() {
+    let (g, t) = setup(1).await;
+    g.join("x", t[0], None, vec![]).await.unwrap();
+    let zero = std::time::Duration::ZERO;
+    assert!(within(g.freeze("x", 1, zero)).await.unwrap().frozen);
+    assert!(within(g.wait_frozen("x", zero)).await.unwrap().frozen);
 }

@@ -224,3 +224,11 @@ async fn leave_errors() {
     );
     assert_eq!(state(&g).await, before);
 }
+
+#[tokio::test]
+async fn requested_instance_can_create_the_group() {
+    let (g, t) = setup(2).await;
+    assert_eq!(g.join("sparse", t[0], Some(7), vec![]).await.unwrap(), 7);
+    assert_eq!(g.gsize("sparse").await.unwrap(), 1);
+    assert_eq!(g.join("sparse", t[1], None, vec![]).await.unwrap(), 0);
+}
