@@ -39,7 +39,10 @@ struct Episode {
 enum Entered {
     /// This entry completed the barrier.
     Released,
-    Waiting { episode: u64, rx: oneshot::Receiver<Result<()>> },
+    Waiting {
+        episode: u64,
+        rx: oneshot::Receiver<Result<()>>,
+    },
 }
 
 impl Barriers {
@@ -83,7 +86,10 @@ impl Barriers {
             }
         }
         if ep.waiters.contains_key(&task) {
-            return Err(GroupError::AlreadyInBarrier { group: group.into(), task });
+            return Err(GroupError::AlreadyInBarrier {
+                group: group.into(),
+                task,
+            });
         }
         if len_u64(ep.waiters.len()) + 1 >= u64::from(ep.count) {
             if let Some(ep) = episodes.remove(group) {
@@ -104,7 +110,9 @@ impl Barriers {
     /// waiting there (released or broken meanwhile).
     fn withdraw(&self, group: &str, id: u64, task: TaskId) -> bool {
         let mut episodes = self.lock();
-        let Some(ep) = episodes.get_mut(group) else { return false };
+        let Some(ep) = episodes.get_mut(group) else {
+            return false;
+        };
         if ep.id != id {
             return false;
         }
@@ -118,7 +126,9 @@ impl Barriers {
     /// A member left or died: release every waiter of its group with an
     /// error naming it.
     pub(crate) fn break_group(&self, gone: &Removal, died: bool) {
-        let Some(ep) = self.lock().remove(&gone.group) else { return };
+        let Some(ep) = self.lock().remove(&gone.group) else {
+            return;
+        };
         debug!(group = %gone.group, instance = gone.instance, "barrier broken");
         for (_, tx) in ep.waiters {
             let _ = tx.send(Err(GroupError::BarrierBroken {
@@ -170,13 +180,23 @@ impl<S: GroupStore> Groups<S> {
             Entered::Released => return Ok(()),
             Entered::Waiting { episode, rx } => (episode, rx),
         };
-        let guard = Withdraw { barriers, group, episode, task };
+        let guard = Withdraw {
+            barriers,
+            group,
+            episode,
+            task,
+        };
 
         // A leave that completed between the membership check and our entry
         // did not see us; check again now that we are visible.
         match self.member_of(group, task).await {
             Ok(now) if now.generation == m.generation => {}
-            Ok(_) => return Err(GroupError::NotMember { group: group.into(), task }),
+            Ok(_) => {
+                return Err(GroupError::NotMember {
+                    group: group.into(),
+                    task,
+                })
+            }
             Err(e) => return Err(e),
         }
 

@@ -55,34 +55,71 @@ pub enum GroupError {
     NotMember { group: String, task: TaskId },
 
     #[error("task {task} is already instance {instance} of group {group:?}")]
-    AlreadyMember { group: String, task: TaskId, instance: u32 },
+    AlreadyMember {
+        group: String,
+        task: TaskId,
+        instance: u32,
+    },
 
     #[error("instance {instance} of group {group:?} is taken by task {task}")]
-    InstanceTaken { group: String, instance: u32, task: TaskId },
+    InstanceTaken {
+        group: String,
+        instance: u32,
+        task: TaskId,
+    },
 
     #[error("group {group:?} is frozen; joins are refused")]
     Frozen { group: String },
 
     #[error("group {group:?} has {members} members; cannot freeze at size {size}")]
-    FreezeBelowSize { group: String, members: u32, size: u32 },
+    FreezeBelowSize {
+        group: String,
+        members: u32,
+        size: u32,
+    },
 
-    #[error("group {group:?} is already frozen at size {frozen_size}; cannot freeze at size {size}")]
-    FrozenAtOtherSize { group: String, frozen_size: u32, size: u32 },
+    #[error(
+        "group {group:?} is already frozen at size {frozen_size}; cannot freeze at size {size}"
+    )]
+    FrozenAtOtherSize {
+        group: String,
+        frozen_size: u32,
+        size: u32,
+    },
 
     #[error("group {group:?} is full ({max} instances)")]
     GroupFull { group: String, max: u32 },
 
     #[error("{op} on group {group:?} did not complete within {waited:?}")]
-    DeadlineExceeded { op: &'static str, group: String, waited: Duration },
+    DeadlineExceeded {
+        op: &'static str,
+        group: String,
+        waited: Duration,
+    },
 
     #[error("group {group:?} is broken: instance {instance} (task {task}) died after the group was frozen")]
-    GroupBroken { group: String, instance: u32, task: TaskId },
+    GroupBroken {
+        group: String,
+        instance: u32,
+        task: TaskId,
+    },
 
     #[error("barrier on group {group:?} was broken: instance {instance} (task {task}) {}", if *died { "died" } else { "left" })]
-    BarrierBroken { group: String, instance: u32, task: TaskId, died: bool },
+    BarrierBroken {
+        group: String,
+        instance: u32,
+        task: TaskId,
+        died: bool,
+    },
 
-    #[error("barrier on group {group:?} is waiting for {expected} members; this caller asked for {got}")]
-    BarrierCountMismatch { group: String, expected: u32, got: u32 },
+    #[error(
+        "barrier on group {group:?} is waiting for {expected} members; this caller asked for {got}"
+    )]
+    BarrierCountMismatch {
+        group: String,
+        expected: u32,
+        got: u32,
+    },
 
     #[error("task {task} is already waiting at the barrier of group {group:?}")]
     AlreadyInBarrier { group: String, task: TaskId },

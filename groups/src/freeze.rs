@@ -50,7 +50,11 @@ impl<S: GroupStore> Groups<S> {
                 }
                 let members = len_u32(snap.members.len());
                 if members > size {
-                    return Err(GroupError::FreezeBelowSize { group: group.into(), members, size });
+                    return Err(GroupError::FreezeBelowSize {
+                        group: group.into(),
+                        members,
+                        size,
+                    });
                 }
                 if members == size {
                     if self.store().freeze(group, snap.meta.revision, size).await? {
@@ -65,9 +69,15 @@ impl<S: GroupStore> Groups<S> {
                 next_change(&mut changes, group).await?;
             }
         };
-        tokio::time::timeout(deadline, work).await.unwrap_or_else(|_| {
-            Err(GroupError::DeadlineExceeded { op: "freeze", group: group.into(), waited: deadline })
-        })
+        tokio::time::timeout(deadline, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(GroupError::DeadlineExceeded {
+                    op: "freeze",
+                    group: group.into(),
+                    waited: deadline,
+                })
+            })
     }
 
     /// Waits until `group` exists and is frozen and returns its table.
@@ -92,13 +102,15 @@ impl<S: GroupStore> Groups<S> {
                 next_change(&mut changes, group).await?;
             }
         };
-        tokio::time::timeout(deadline, work).await.unwrap_or_else(|_| {
-            Err(GroupError::DeadlineExceeded {
-                op: "wait_frozen",
-                group: group.into(),
-                waited: deadline,
+        tokio::time::timeout(deadline, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(GroupError::DeadlineExceeded {
+                    op: "wait_frozen",
+                    group: group.into(),
+                    waited: deadline,
+                })
             })
-        })
     }
 }
 

@@ -32,7 +32,9 @@ pub(crate) struct Shared<S> {
 
 impl<S: GroupStore> Clone for Groups<S> {
     fn clone(&self) -> Self {
-        Groups { shared: Arc::clone(&self.shared) }
+        Groups {
+            shared: Arc::clone(&self.shared),
+        }
     }
 }
 
@@ -51,7 +53,12 @@ impl Default for Groups<MemoryStore> {
 
 impl<S: GroupStore> Groups<S> {
     pub fn new(store: S) -> Self {
-        Groups { shared: Arc::new(Shared { store, barriers: Barriers::default() }) }
+        Groups {
+            shared: Arc::new(Shared {
+                store,
+                barriers: Barriers::default(),
+            }),
+        }
     }
 
     pub(crate) fn store(&self) -> &S {
@@ -74,8 +81,11 @@ impl<S: GroupStore> Groups<S> {
     /// frozen groups it was in become broken. Barriers of those groups are
     /// released with an error.
     pub async fn close_task(&self, task: TaskId, died: bool) -> Result<()> {
-        let removals =
-            self.store().revoke_lease(task, died).await?.ok_or(GroupError::TaskNotFound(task))?;
+        let removals = self
+            .store()
+            .revoke_lease(task, died)
+            .await?
+            .ok_or(GroupError::TaskNotFound(task))?;
         debug!(%task, died, groups = removals.len(), "task closed");
         for r in &removals {
             self.shared.barriers.break_group(r, died);
@@ -97,15 +107,26 @@ impl<S: GroupStore> Groups<S> {
             validate::instance(i)?;
         }
         validate::endpoint(&endpoint)?;
-        let lease = self.store().lease(task).await?.ok_or(GroupError::TaskNotFound(task))?;
-        let mut member = Member { instance: 0, task, host: lease.host, endpoint };
+        let lease = self
+            .store()
+            .lease(task)
+            .await?
+            .ok_or(GroupError::TaskNotFound(task))?;
+        let mut member = Member {
+            instance: 0,
+            task,
+            host: lease.host,
+            endpoint,
+        };
 
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (guard, chosen) = match self.store().slots(group).await? {
                 None => (Guard::Absent, instance.unwrap_or(0)),
                 Some(g) => {
                     if g.meta.frozen_size.is_some() {
-                        return Err(GroupError::Frozen { group: group.into() });
+                        return Err(GroupError::Frozen {
+                            group: group.into(),
+                        });
                     }
                     if let Some(&(i, _)) = g.slots.iter().find(|(_, t)| *t == task) {
                         return Err(GroupError::AlreadyMember {
@@ -116,11 +137,12 @@ impl<S: GroupStore> Groups<S> {
                     }
                     let chosen = match instance {
                         Some(want) => {
-                            if let Ok(at) = g.slots.binary_search_by_key(&want, |s| s.0) {
+                            let at = g.slots.binary_search_by_key(&want, |s| s.0).ok();
+                            if let Some(&(_, holder)) = at.and_then(|at| g.slots.get(at)) {
                                 return Err(GroupError::InstanceTaken {
                                     group: group.into(),
                                     instance: want,
-                                    task: g.slots[at].1,
+                                    task: holder,
                                 });
                             }
                             want
@@ -128,13 +150,20 @@ impl<S: GroupStore> Groups<S> {
                         None => lowest_free(&g.slots),
                     };
                     if chosen >= MAX_INSTANCE {
-                        return Err(GroupError::GroupFull { group: group.into(), max: MAX_INSTANCE });
+                        return Err(GroupError::GroupFull {
+                            group: group.into(),
+                            max: MAX_INSTANCE,
+                        });
                     }
                     (Guard::Revision(g.meta.revision), chosen)
                 }
             };
             member.instance = chosen;
-            match self.store().create_member(group, guard, member.clone(), lease.lease).await? {
+            match self
+                .store()
+                .create_member(group, guard, member.clone(), lease.lease)
+                .await?
+            {
                 CreateOutcome::Created { generation, size } => {
                     debug!(group, %task, instance = chosen, size, generation, "joined");
                     return Ok(chosen);
@@ -144,7 +173,10 @@ impl<S: GroupStore> Groups<S> {
                 CreateOutcome::Conflict => tokio::task::yield_now().await,
             }
         }
-        Err(GroupError::Contention { group: group.into(), attempts: MAX_CAS_ATTEMPTS })
+        Err(GroupError::Contention {
+            group: group.into(),
+            attempts: MAX_CAS_ATTEMPTS,
+        })
     }
 
     /// Leaves `group`, leaving a gap at the instance; the last leave
@@ -169,7 +201,10 @@ impl<S: GroupStore> Groups<S> {
         match self.store().member(group, instance).await? {
             Lookup::Found(m) => Ok(m),
             Lookup::NoGroup => Err(GroupError::GroupNotFound(group.into())),
-            Lookup::NoEntry => Err(GroupError::InstanceNotFound { group: group.into(), instance }),
+            Lookup::NoEntry => Err(GroupError::InstanceNotFound {
+                group: group.into(),
+                instance,
+            }),
         }
     }
 
@@ -215,7 +250,10 @@ impl<S: GroupStore> Groups<S> {
     /// is reported as such, since that is usually the real mistake.
     pub(crate) async fn not_member(&self, group: &str, task: TaskId) -> GroupError {
         match self.store().lease(task).await {
-            Ok(Some(_)) => GroupError::NotMember { group: group.into(), task },
+            Ok(Some(_)) => GroupError::NotMember {
+                group: group.into(),
+                task,
+            },
             Ok(None) => GroupError::TaskNotFound(task),
             Err(e) => e,
         }

@@ -16,6 +16,17 @@
 //! # Ok(()) }
 //! ```
 
+// Input must never be able to panic the daemon.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
 mod barrier;
 mod error;
 mod event;

@@ -44,18 +44,27 @@ pub(crate) fn name(group: &str) -> Result<()> {
     let reason = if group.is_empty() {
         "is empty".to_string()
     } else if group.len() > MAX_NAME_LEN {
-        format!("is {} bytes long; at most {MAX_NAME_LEN} are allowed", group.len())
+        format!(
+            "is {} bytes long; at most {MAX_NAME_LEN} are allowed",
+            group.len()
+        )
     } else if let Some((at, c)) = group.char_indices().find(|(_, c)| c.is_control()) {
         format!("contains control character U+{:04X} at byte {at}", c as u32)
     } else {
         return Ok(());
     };
-    Err(GroupError::InvalidName { name: escape_for_display(group), reason })
+    Err(GroupError::InvalidName {
+        name: escape_for_display(group),
+        reason,
+    })
 }
 
 pub(crate) fn instance(instance: u32) -> Result<()> {
     if instance >= MAX_INSTANCE {
-        return Err(GroupError::InvalidInstance { instance, max: MAX_INSTANCE });
+        return Err(GroupError::InvalidInstance {
+            instance,
+            max: MAX_INSTANCE,
+        });
     }
     Ok(())
 }
@@ -63,7 +72,10 @@ pub(crate) fn instance(instance: u32) -> Result<()> {
 /// Group sizes and barrier counts: 1..=MAX_INSTANCE.
 pub(crate) fn size(what: &'static str, n: u32) -> Result<()> {
     if n == 0 {
-        return Err(GroupError::InvalidArgument { what, reason: "must be at least 1".into() });
+        return Err(GroupError::InvalidArgument {
+            what,
+            reason: "must be at least 1".into(),
+        });
     }
     if n > MAX_INSTANCE {
         return Err(GroupError::InvalidArgument {
@@ -76,7 +88,10 @@ pub(crate) fn size(what: &'static str, n: u32) -> Result<()> {
 
 pub(crate) fn host(host: &str) -> Result<()> {
     let reason = if host.len() > MAX_HOST_LEN {
-        format!("is {} bytes long; at most {MAX_HOST_LEN} are allowed", host.len())
+        format!(
+            "is {} bytes long; at most {MAX_HOST_LEN} are allowed",
+            host.len()
+        )
     } else if host.chars().any(char::is_control) {
         "contains a control character".to_string()
     } else {
@@ -92,7 +107,10 @@ pub(crate) fn endpoint(endpoint: &[u8]) -> Result<()> {
     if endpoint.len() > MAX_ENDPOINT_LEN {
         return Err(GroupError::InvalidArgument {
             what: "endpoint",
-            reason: format!("{} bytes; at most {MAX_ENDPOINT_LEN} are allowed", endpoint.len()),
+            reason: format!(
+                "{} bytes; at most {MAX_ENDPOINT_LEN} are allowed",
+                endpoint.len()
+            ),
         });
     }
     Ok(())

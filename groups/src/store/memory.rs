@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use super::{
-    CreateOutcome, GroupMeta, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, LostMember,
-    Lookup, Membership, Removal, TaskLease,
+    CreateOutcome, GroupMeta, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup,
+    LostMember, Membership, Removal, TaskLease,
 };
 use crate::{GroupEvent, GroupEventKind, GroupSummary, Member, Result, TaskId};
 
@@ -64,7 +64,10 @@ impl Default for MemoryStore {
 impl MemoryStore {
     pub fn new() -> Self {
         let (events, _) = broadcast::channel(WATCH_CAPACITY);
-        MemoryStore { inner: Mutex::new(Inner::default()), events }
+        MemoryStore {
+            inner: Mutex::new(Inner::default()),
+            events,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -110,7 +113,11 @@ impl MemoryStore {
         }
         let size = rec.size();
         let broken = rec.meta.broken.is_some();
-        let kind = if died { GroupEventKind::MemberDied } else { GroupEventKind::Left };
+        let kind = if died {
+            GroupEventKind::MemberDied
+        } else {
+            GroupEventKind::Left
+        };
         let seq = self.emit(inner, kind, group, Some((instance, task)), size, broken);
         let destroyed = size == 0;
         if destroyed {
@@ -119,7 +126,13 @@ impl MemoryStore {
         } else if let Some(rec) = inner.groups.get_mut(group) {
             rec.meta.revision = seq;
         }
-        Some(Removal { group: group.to_string(), instance, task, size, destroyed })
+        Some(Removal {
+            group: group.to_string(),
+            instance,
+            task,
+            size,
+            destroyed,
+        })
     }
 }
 
@@ -132,13 +145,23 @@ impl GroupStore for MemoryStore {
         }
         inner.last_lease += 1;
         let id = LeaseId(inner.last_lease);
-        inner.leases.insert(task, LeaseRec { id, host: host.to_string(), groups: BTreeSet::new() });
+        inner.leases.insert(
+            task,
+            LeaseRec {
+                id,
+                host: host.to_string(),
+                groups: BTreeSet::new(),
+            },
+        );
         Ok(Some(id))
     }
 
     async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
         let inner = self.lock();
-        Ok(inner.leases.get(&task).map(|l| TaskLease { lease: l.id, host: l.host.clone() }))
+        Ok(inner.leases.get(&task).map(|l| TaskLease {
+            lease: l.id,
+            host: l.host.clone(),
+        }))
     }
 
     async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>> {
@@ -247,15 +270,30 @@ impl GroupStore for MemoryStore {
             }
         };
         let (instance, task) = (member.instance, member.task);
-        let rec = inner.groups.entry(group.to_string()).or_insert_with(|| GroupRec {
-            meta: GroupMeta { generation, revision: 0, frozen_size: None, broken: None },
-            members: BTreeMap::new(),
-            by_task: HashMap::new(),
-        });
+        let rec = inner
+            .groups
+            .entry(group.to_string())
+            .or_insert_with(|| GroupRec {
+                meta: GroupMeta {
+                    generation,
+                    revision: 0,
+                    frozen_size: None,
+                    broken: None,
+                },
+                members: BTreeMap::new(),
+                by_task: HashMap::new(),
+            });
         rec.members.insert(instance, member);
         rec.by_task.insert(task, instance);
         let size = rec.size();
-        let seq = self.emit(&mut inner, GroupEventKind::Joined, group, Some((instance, task)), size, false);
+        let seq = self.emit(
+            &mut inner,
+            GroupEventKind::Joined,
+            group,
+            Some((instance, task)),
+            size,
+            false,
+        );
         if let Some(rec) = inner.groups.get_mut(group) {
             rec.meta.revision = seq;
         }
@@ -293,7 +331,14 @@ impl GroupStore for MemoryStore {
             }
             _ => return Ok(false),
         };
-        let seq = self.emit(&mut inner, GroupEventKind::Frozen, group, None, size, broken);
+        let seq = self.emit(
+            &mut inner,
+            GroupEventKind::Frozen,
+            group,
+            None,
+            size,
+            broken,
+        );
         if let Some(rec) = inner.groups.get_mut(group) {
             rec.meta.frozen_size = Some(size);
             rec.meta.revision = seq;
@@ -311,40 +356,67 @@ mod tests {
     use super::*;
 
     fn member(instance: u32, task: TaskId) -> Member {
-        Member { instance, task, host: "h".into(), endpoint: vec![] }
+        Member {
+            instance,
+            task,
+            host: "h".into(),
+            endpoint: vec![],
+        }
     }
 
     #[tokio::test]
     async fn create_member_is_compare_and_set() -> Result<()> {
         let store = MemoryStore::new();
         let (a, b) = (TaskId::new_v4(), TaskId::new_v4());
-        let la = store.grant_lease(a, "h").await?.ok_or(crate::GroupError::TaskNotFound(a))?;
-        let lb = store.grant_lease(b, "h").await?.ok_or(crate::GroupError::TaskNotFound(b))?;
+        let la = store
+            .grant_lease(a, "h")
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(a))?;
+        let lb = store
+            .grant_lease(b, "h")
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(b))?;
         assert_eq!(store.grant_lease(a, "h").await?, None, "one lease per task");
 
-        let created = store.create_member("g", Guard::Absent, member(0, a), la).await?;
+        let created = store
+            .create_member("g", Guard::Absent, member(0, a), la)
+            .await?;
         assert!(matches!(created, CreateOutcome::Created { size: 1, .. }));
         // A second creator loses the race.
-        let again = store.create_member("g", Guard::Absent, member(1, b), lb).await?;
+        let again = store
+            .create_member("g", Guard::Absent, member(1, b), lb)
+            .await?;
         assert_eq!(again, CreateOutcome::Conflict);
 
-        let rev = store.slots("g").await?.map(|s| s.meta.revision).unwrap_or(0);
+        let rev = store
+            .slots("g")
+            .await?
+            .map(|s| s.meta.revision)
+            .unwrap_or(0);
         // Stale revision, taken instance: both conflict.
         assert_eq!(
-            store.create_member("g", Guard::Revision(rev - 1), member(1, b), lb).await?,
+            store
+                .create_member("g", Guard::Revision(rev - 1), member(1, b), lb)
+                .await?,
             CreateOutcome::Conflict
         );
         assert_eq!(
-            store.create_member("g", Guard::Revision(rev), member(0, b), lb).await?,
+            store
+                .create_member("g", Guard::Revision(rev), member(0, b), lb)
+                .await?,
             CreateOutcome::Conflict
         );
         // Wrong lease.
         assert_eq!(
-            store.create_member("g", Guard::Revision(rev), member(1, b), la).await?,
+            store
+                .create_member("g", Guard::Revision(rev), member(1, b), la)
+                .await?,
             CreateOutcome::LeaseGone
         );
         assert!(matches!(
-            store.create_member("g", Guard::Revision(rev), member(1, b), lb).await?,
+            store
+                .create_member("g", Guard::Revision(rev), member(1, b), lb)
+                .await?,
             CreateOutcome::Created { size: 2, .. }
         ));
         Ok(())
@@ -354,9 +426,18 @@ mod tests {
     async fn freeze_is_compare_and_set() -> Result<()> {
         let store = MemoryStore::new();
         let a = TaskId::new_v4();
-        let la = store.grant_lease(a, "h").await?.ok_or(crate::GroupError::TaskNotFound(a))?;
-        store.create_member("g", Guard::Absent, member(0, a), la).await?;
-        let rev = store.slots("g").await?.map(|s| s.meta.revision).unwrap_or(0);
+        let la = store
+            .grant_lease(a, "h")
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(a))?;
+        store
+            .create_member("g", Guard::Absent, member(0, a), la)
+            .await?;
+        let rev = store
+            .slots("g")
+            .await?
+            .map(|s| s.meta.revision)
+            .unwrap_or(0);
         assert!(!store.freeze("g", rev + 1, 1).await?, "stale revision");
         assert!(!store.freeze("g", rev, 2).await?, "wrong size");
         assert!(store.freeze("g", rev, 1).await?);
@@ -368,12 +449,28 @@ mod tests {
     async fn revoke_removes_all_memberships_atomically() -> Result<()> {
         let store = MemoryStore::new();
         let (a, b) = (TaskId::new_v4(), TaskId::new_v4());
-        let la = store.grant_lease(a, "h").await?.ok_or(crate::GroupError::TaskNotFound(a))?;
-        let lb = store.grant_lease(b, "h").await?.ok_or(crate::GroupError::TaskNotFound(b))?;
-        store.create_member("x", Guard::Absent, member(0, a), la).await?;
-        store.create_member("y", Guard::Absent, member(0, a), la).await?;
-        let rev = store.slots("y").await?.map(|s| s.meta.revision).unwrap_or(0);
-        store.create_member("y", Guard::Revision(rev), member(1, b), lb).await?;
+        let la = store
+            .grant_lease(a, "h")
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(a))?;
+        let lb = store
+            .grant_lease(b, "h")
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(b))?;
+        store
+            .create_member("x", Guard::Absent, member(0, a), la)
+            .await?;
+        store
+            .create_member("y", Guard::Absent, member(0, a), la)
+            .await?;
+        let rev = store
+            .slots("y")
+            .await?
+            .map(|s| s.meta.revision)
+            .unwrap_or(0);
+        store
+            .create_member("y", Guard::Revision(rev), member(1, b), lb)
+            .await?;
 
         let removed = store.revoke_lease(a, true).await?.unwrap_or_default();
         assert_eq!(removed.len(), 2);

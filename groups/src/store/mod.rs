@@ -101,7 +101,10 @@ pub enum Guard {
 /// Outcome of [`GroupStore::create_member`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CreateOutcome {
-    Created { generation: u64, size: u32 },
+    Created {
+        generation: u64,
+        size: u32,
+    },
     /// The guard did not hold (or the instance or task slot was taken):
     /// re-read and decide again.
     Conflict,
