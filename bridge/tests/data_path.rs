@@ -331,7 +331,7 @@ fn peer_failure_fails_pending_and_future_operations() {
             assert_eq!(x[0], 5);
             b.recv_timeout(Source::Rank(0), Tag::Value(2), &mut x, T)
         });
-        let irq = b.irecv_bytes(Source::Any, Tag::Any, None, 10).unwrap();
+        let irq = b.irecv_bytes(Source::Any, Tag::Value(3), None, 10).unwrap();
         std::thread::sleep(Duration::from_millis(100));
         ea.abort_for_test();
         match h.join().unwrap() {
