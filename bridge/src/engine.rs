@@ -30,6 +30,9 @@ pub struct EngineConfig {
     pub host: String,
 }
 
+/// Outgoing connection of one peer, filled in on first use.
+type ConnSlot = Arc<Mutex<Option<Arc<OutConn>>>>;
+
 /// A synchronous send waiting for its SYNC_ACK.
 struct SyncWaiter {
     peer: Uuid,
@@ -51,7 +54,7 @@ pub(crate) struct Inner {
     next_seq: AtomicU64,
     pub any: Arc<AnyNotifier>,
     /// One slot per peer; the slot's mutex serializes connecting so there is exactly one outgoing connection.
-    conns: Mutex<HashMap<Uuid, Arc<Mutex<Option<Arc<OutConn>>>>>>,
+    conns: Mutex<HashMap<Uuid, ConnSlot>>,
     incoming: Mutex<Vec<(Uuid, Stream)>>,
     contexts: Mutex<Contexts>,
     failed: Mutex<HashMap<Uuid, String>>,

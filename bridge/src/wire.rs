@@ -108,6 +108,7 @@ macro_rules! primitive_wire_type {
                     Cow::Owned(buf.iter().flat_map(|v| v.to_le_bytes()).collect())
                 }
             }
+            #[allow(clippy::modulo_one)]
             fn decode_into(fmt: WireFormat, bytes: &[u8], out: &mut [Self]) -> Result<usize> {
                 const SZ: usize = std::mem::size_of::<$t>();
                 if bytes.len() % SZ != 0 {

@@ -13,7 +13,9 @@ fn engine(secret: &[u8]) -> Arc<Engine> {
 }
 
 /// Two groups of engines and the intercomms between them: a[i] talks to group b and vice versa.
-fn groups(na: usize, nb: usize, context: u64) -> (Vec<Arc<Engine>>, Vec<Arc<Engine>>, Vec<InterComm>, Vec<InterComm>) {
+type Groups = (Vec<Arc<Engine>>, Vec<Arc<Engine>>, Vec<InterComm>, Vec<InterComm>);
+
+fn groups(na: usize, nb: usize, context: u64) -> Groups {
     let ea: Vec<_> = (0..na).map(|_| engine(b"vm")).collect();
     let eb: Vec<_> = (0..nb).map(|_| engine(b"vm")).collect();
     let epa: Vec<_> = ea.iter().map(|e| e.endpoint()).collect();
