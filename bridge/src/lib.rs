@@ -1,1 +1,58 @@
-//! bridge (being written).
+//! Isthmus bridge data path: point-to-point MPI semantics between
+//! separately started MPI jobs over direct sockets.
+//!
+//! # Design
+//! * One [`Engine`] per process (not a singleton). It listens on a Unix socket
+//!   in the Linux abstract namespace (`@isthmus-bridge-<uuid>`) and on TCP
+//!   `127.0.0.1:0`; [`Endpoint`] describes both plus the process uuid and host.
+//!   A peer on the same host (equal host strings) is reached over the Unix
+//!   socket, otherwise over TCP (TCP_NODELAY on).
+//! * Connections: exactly one OUTGOING connection per peer process, opened
+//!   lazily on first send and used only for frames we send. Frames from a peer
+//!   arrive on the connection it opened to us. Per-pair, per-direction FIFO
+//!   gives MPI's non-overtaking order; there are no connect races. The
+//!   connector's handshake carries magic, version, its uuid and the VM secret;
+//!   the acceptor compares the secret in constant time and rejects (logged)
+//!   connections from outside the virtual machine.
+//! * Progress: one reader thread per incoming connection blocks in `read()`,
+//!   decodes frames (see [`frame`](crate::frame) docs for the 56-byte header),
+//!   and either completes a posted receive or queues the message as unexpected,
+//!   waking waiters through Condvars. Nothing spins. Blocking sends write from
+//!   the caller's thread (header + payload in one `writev`, no copy).
+//!   Non-blocking sends up to 64 KiB are written inline when the connection is
+//!   idle; otherwise they go to the connection's writer thread, so `isend`
+//!   completes without the application calling in (independent progress).
+//! * Protocol: eager only. Every message is sent in one frame as soon as it is
+//!   posted; a message that arrives before its receive is held in the
+//!   unexpected queue (memory is the only bound). If the receive was posted
+//!   first, the reader thread reads the payload directly into the caller's
+//!   buffer (blocking `recv_bytes_into`/typed `recv`) — zero copies on receive.
+//!   Synchronous sends use SYNC_EAGER; the receiver answers SYNC_ACK (on its own
+//!   outgoing connection) when a receive MATCHES the message.
+//! * Failure: a connection that ends without BYE, a write error, or
+//!   [`Engine::peer_failed`] marks the peer failed: its pending receives,
+//!   synchronous sends and queued sends fail with `PeerFailed`, as do later
+//!   operations that name it and ANY_SOURCE receives/probes on an intercomm
+//!   with a failed remote member (messages that already arrived can still be
+//!   received). A BYE (orderly shutdown) is handled the same way once the
+//!   connection closes, since nothing more can arrive.
+//! * Contexts: messages for a context id not (yet) registered are kept until
+//!   its [`InterComm`] is created; after an InterComm is dropped, late messages
+//!   for its context are discarded (debug log).
+
+pub mod endpoint;
+pub mod engine;
+pub mod error;
+pub mod frame;
+pub mod intercomm;
+mod matching;
+pub mod request;
+mod transport;
+pub mod wire;
+
+pub use endpoint::Endpoint;
+pub use engine::{Engine, EngineConfig};
+pub use error::{BridgeError, Result};
+pub use intercomm::{InterComm, Source, Status, Tag};
+pub use request::{wait_all, wait_any, RecvRequest, Request, SendRequest, TypedRecvRequest};
+pub use wire::{fnv1a64, signature_of_name, TypeSig, WireFormat, WireType};

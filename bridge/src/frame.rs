@@ -1,0 +1,148 @@
+//! Wire format of the data connections: the connection handshake and the
+//! fixed 56-byte frame header that precedes every payload.
+//!
+//! Frame header (little-endian):
+//! ```text
+//! off size field
+//!  0   1   kind         1 EAGER, 2 SYNC_EAGER (ssend), 3 SYNC_ACK, 4 BYE
+//!  1   1   wire format  0 raw LE, 1 raw BE, 2 external32
+//!  2   2   reserved (0)
+//!  4   4   source rank  (u32, rank of the sender in ITS local group)
+//!  8   8   context id   (u64, the intercomm)
+//! 16   4   tag          (i32)
+//! 20   4   reserved (0)
+//! 24   8   seq          (u64, sender-unique; SYNC_ACK echoes the SYNC_EAGER's seq)
+//! 32   8   signature    (u64 type-signature hash of one element)
+//! 40   8   count        (u64 elements)
+//! 48   8   payload len  (u64 bytes that follow the header)
+//! ```
+//! Handshake, connector -> acceptor: `"ISTHMUS\0" | version u16 | reserved u16 |
+//! secret_len u32 | connector uuid [16] | secret bytes`.
+//! Acceptor -> connector: `status u8 (0 ok, 1 bad magic/version, 2 wrong secret) | acceptor uuid [16]`.
+
+use crate::error::{BridgeError, Result};
+use crate::wire::WireFormat;
+
+pub(crate) const HEADER_LEN: usize = 56;
+pub(crate) const HANDSHAKE_MAGIC: &[u8; 8] = b"ISTHMUS\0";
+pub(crate) const PROTOCOL_VERSION: u16 = 1;
+/// Upper bound on the VM secret length accepted in a handshake (memory guard).
+pub(crate) const MAX_SECRET_LEN: u32 = 64 * 1024;
+pub(crate) const HANDSHAKE_OK: u8 = 0;
+pub(crate) const HANDSHAKE_BAD_VERSION: u8 = 1;
+pub(crate) const HANDSHAKE_BAD_SECRET: u8 = 2;
+
+/// What a frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum FrameKind {
+    /// A message, complete in this frame.
+    Eager = 1,
+    /// A synchronous-mode message: the receiver answers SYNC_ACK once a receive matched it.
+    SyncEager = 2,
+    /// "Your SYNC_EAGER with this seq was matched." Sent on the receiver's own outgoing connection.
+    SyncAck = 3,
+    /// Orderly goodbye: the sender will send nothing more.
+    Bye = 4,
+}
+
+/// Decoded frame header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FrameHeader {
+    pub kind: FrameKind,
+    pub format: WireFormat,
+    pub source: u32,
+    pub context: u64,
+    pub tag: i32,
+    pub seq: u64,
+    pub signature: u64,
+    pub count: u64,
+    pub payload_len: u64,
+}
+
+impl FrameHeader {
+    pub(crate) fn control(kind: FrameKind, context: u64, seq: u64) -> Self {
+        FrameHeader { kind, format: WireFormat::RawLe, source: 0, context, tag: 0, seq, signature: 0, count: 0, payload_len: 0 }
+    }
+
+    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0] = self.kind as u8;
+        b[1] = self.format as u8;
+        b[4..8].copy_from_slice(&self.source.to_le_bytes());
+        b[8..16].copy_from_slice(&self.context.to_le_bytes());
+        b[16..20].copy_from_slice(&self.tag.to_le_bytes());
+        b[24..32].copy_from_slice(&self.seq.to_le_bytes());
+        b[32..40].copy_from_slice(&self.signature.to_le_bytes());
+        b[40..48].copy_from_slice(&self.count.to_le_bytes());
+        b[48..56].copy_from_slice(&self.payload_len.to_le_bytes());
+        b
+    }
+
+    pub(crate) fn decode(b: &[u8; HEADER_LEN]) -> Result<Self> {
+        let kind = match b[0] {
+            1 => FrameKind::Eager,
+            2 => FrameKind::SyncEager,
+            3 => FrameKind::SyncAck,
+            4 => FrameKind::Bye,
+            k => return Err(BridgeError::Protocol(format!("unknown frame kind {k}"))),
+        };
+        let format = WireFormat::from_u8(b[1]).ok_or_else(|| BridgeError::Protocol(format!("unknown wire format {}", b[1])))?;
+        let u64_at = |o: usize| u64::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3], b[o + 4], b[o + 5], b[o + 6], b[o + 7]]);
+        Ok(FrameHeader {
+            kind,
+            format,
+            source: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            context: u64_at(8),
+            tag: i32::from_le_bytes([b[16], b[17], b[18], b[19]]),
+            seq: u64_at(24),
+            signature: u64_at(32),
+            count: u64_at(40),
+            payload_len: u64_at(48),
+        })
+    }
+}
+
+/// Constant-time comparison (time depends only on the lengths).
+pub(crate) fn secrets_equal(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len().max(b.len());
+    let mut diff = (a.len() != b.len()) as u8;
+    for i in 0..n {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= x ^ y;
+    }
+    std::hint::black_box(diff) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_roundtrip() {
+        let h = FrameHeader {
+            kind: FrameKind::SyncEager,
+            format: WireFormat::External32,
+            source: 7,
+            context: 0xdead_beef_0000_0001,
+            tag: -1,
+            seq: 42,
+            signature: 0x1234,
+            count: 9,
+            payload_len: 1 << 40,
+        };
+        assert_eq!(FrameHeader::decode(&h.encode()).unwrap(), h);
+        let mut bad = h.encode();
+        bad[0] = 99;
+        assert!(FrameHeader::decode(&bad).is_err());
+    }
+
+    #[test]
+    fn secret_compare() {
+        assert!(secrets_equal(b"abc", b"abc"));
+        assert!(!secrets_equal(b"abc", b"abd"));
+        assert!(!secrets_equal(b"abc", b"abcd"));
+        assert!(secrets_equal(b"", b""));
+    }
+}

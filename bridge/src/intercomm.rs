@@ -1,0 +1,407 @@
+//! [`InterComm`]: MPI point-to-point semantics between a local group (this
+//! job) and a remote group (the other job), on top of the engine. Byte-level
+//! methods (`*_bytes`) are the core; typed methods use [`WireType`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::endpoint::Endpoint;
+use crate::engine::Engine;
+use crate::error::{BridgeError, Result};
+use crate::frame::{FrameHeader, FrameKind};
+use crate::matching::{fill_from_arrived, Ctx, PostedRecv, RawBuf, Target};
+use crate::request::{cv_wait, deadline_of, lock, Completion, RecvRequest, SendRequest, TypedRecvRequest};
+use crate::transport::{Queued, TryInline, INLINE_ISEND_MAX};
+use crate::wire::{TypeSig, WireType};
+
+/// Which remote rank a receive or probe accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// MPI_ANY_SOURCE.
+    Any,
+    /// One rank of the remote group.
+    Rank(u32),
+}
+
+/// Which tag a receive or probe accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// MPI_ANY_TAG.
+    Any,
+    /// One tag value (must be >= 0).
+    Value(i32),
+}
+
+/// What a completed receive or a probe reports about the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    /// Sender's rank in the remote group.
+    pub source: u32,
+    pub tag: i32,
+    /// Number of elements (as declared by the sender).
+    pub count: u64,
+    /// Payload size in bytes.
+    pub bytes: u64,
+    /// Type signature carried by the message.
+    pub signature: u64,
+    /// Wire format of the payload.
+    pub format: crate::wire::WireFormat,
+}
+
+/// An intercommunicator. `Send + Sync`; dropping it unregisters its context.
+pub struct InterComm {
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) ctx: Arc<Ctx>,
+    pub(crate) local_rank: u32,
+    pub(crate) local_size: u32,
+    pub(crate) remote: Vec<Endpoint>,
+}
+
+impl Drop for InterComm {
+    fn drop(&mut self) {
+        self.engine.inner.retire_context(&self.ctx);
+    }
+}
+
+fn check_tag(tag: i32) -> Result<()> {
+    if tag < 0 {
+        return Err(BridgeError::InvalidArgument(format!("tag {tag} is negative; MPI tags must be >= 0 (use Tag::Any to receive any tag)")));
+    }
+    Ok(())
+}
+
+fn timeout_err(t: Option<Duration>) -> BridgeError {
+    BridgeError::Timeout(t.unwrap_or_default())
+}
+
+impl InterComm {
+    /// Context id of this intercomm.
+    pub fn context(&self) -> u64 {
+        self.ctx.id
+    }
+    /// This process's rank in the local group.
+    pub fn rank(&self) -> u32 {
+        self.local_rank
+    }
+    /// Size of the local group.
+    pub fn local_size(&self) -> u32 {
+        self.local_size
+    }
+    /// Size of the remote group.
+    pub fn remote_size(&self) -> u32 {
+        self.remote.len() as u32
+    }
+    /// The engine this intercomm runs on.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    fn check_source(&self, s: Source) -> Result<()> {
+        if let Source::Rank(r) = s {
+            if r as usize >= self.remote.len() {
+                return Err(BridgeError::InvalidArgument(format!("source rank {r} does not exist: the remote group has {} ranks", self.remote.len())));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_recv_tag(tag: Tag) -> Result<()> {
+        match tag {
+            Tag::Any => Ok(()),
+            Tag::Value(t) => check_tag(t),
+        }
+    }
+
+    fn header(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, len: usize, kind: FrameKind) -> Result<(FrameHeader, &Endpoint)> {
+        let ep = self.remote.get(dest as usize).ok_or_else(|| {
+            BridgeError::InvalidArgument(format!("destination rank {dest} does not exist: the remote group has {} ranks", self.remote.len()))
+        })?;
+        check_tag(tag)?;
+        if sig.elem_size > 0 && (count as u128) * (sig.elem_size as u128) != len as u128 {
+            return Err(BridgeError::InvalidArgument(format!(
+                "payload of {len} bytes does not hold {count} elements of {} bytes",
+                sig.elem_size
+            )));
+        }
+        let hdr = FrameHeader {
+            kind,
+            format: sig.format,
+            source: self.local_rank,
+            context: self.ctx.id,
+            tag,
+            seq: self.engine.inner.next_seq(),
+            signature: sig.signature,
+            count,
+            payload_len: len as u64,
+        };
+        Ok((hdr, ep))
+    }
+
+    // ---------------------------------------------------------------- sends
+
+    /// Blocking standard-mode send (eager: returns once the bytes are in the kernel).
+    pub fn send_bytes(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: &[u8]) -> Result<()> {
+        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
+        let conn = self.engine.inner.conn(ep, dest)?;
+        conn.write_blocking(&self.engine.inner, &hdr, payload, dest)
+    }
+
+    /// Blocking synchronous send: returns once the receiver MATCHED the message.
+    pub fn ssend_bytes(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: &[u8]) -> Result<()> {
+        self.ssend_bytes_impl(dest, tag, sig, count, payload, None)
+    }
+
+    /// [`InterComm::ssend_bytes`] with an upper bound on the wait for the match.
+    /// On timeout the message has been sent and may still be matched later.
+    pub fn ssend_bytes_timeout(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: &[u8], timeout: Duration) -> Result<()> {
+        self.ssend_bytes_impl(dest, tag, sig, count, payload, Some(timeout))
+    }
+
+    fn ssend_bytes_impl(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: &[u8], timeout: Option<Duration>) -> Result<()> {
+        let inner = &self.engine.inner;
+        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
+        let conn = inner.conn(ep, dest)?;
+        let done = Completion::new(Arc::clone(&inner.any));
+        inner.add_sync_waiter(hdr.seq, ep.process, dest, Arc::clone(&done));
+        if let Err(e) = conn.write_blocking(inner, &hdr, payload, dest) {
+            inner.remove_sync_waiter(hdr.seq);
+            return Err(e);
+        }
+        match done.wait_until(deadline_of(timeout)) {
+            Some(r) => r,
+            None => {
+                inner.remove_sync_waiter(hdr.seq);
+                Err(timeout_err(timeout))
+            }
+        }
+    }
+
+    /// Non-blocking standard-mode send; completes without the application calling in again.
+    pub fn isend_bytes(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: Vec<u8>) -> Result<SendRequest> {
+        let inner = &self.engine.inner;
+        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
+        let conn = inner.conn(ep, dest)?;
+        let done = Completion::new(Arc::clone(&inner.any));
+        if payload.len() <= INLINE_ISEND_MAX {
+            if let TryInline::Done = conn.write_inline(inner, &hdr, &payload, dest, false)? {
+                done.complete(Ok(()));
+                return Ok(SendRequest { done });
+            }
+        }
+        conn.enqueue(Queued { hdr, payload, dest_rank: dest, done: Some(Arc::clone(&done)) })?;
+        Ok(SendRequest { done })
+    }
+
+    /// Non-blocking synchronous send: the request completes once the receiver matched it.
+    pub fn issend_bytes(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: Vec<u8>) -> Result<SendRequest> {
+        let inner = &self.engine.inner;
+        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
+        let conn = inner.conn(ep, dest)?;
+        let done = Completion::new(Arc::clone(&inner.any));
+        inner.add_sync_waiter(hdr.seq, ep.process, dest, Arc::clone(&done));
+        if let Err(e) = conn.enqueue(Queued { hdr, payload, dest_rank: dest, done: None }) {
+            inner.remove_sync_waiter(hdr.seq);
+            return Err(e);
+        }
+        Ok(SendRequest { done })
+    }
+
+    // ------------------------------------------------------------- receives
+
+    /// Try the unexpected queue; else post the receive (or fail if the source is dead).
+    fn post(&self, source: Source, tag: Tag, expected: Option<u64>, target: Target) -> Result<PostOutcome> {
+        self.check_source(source)?;
+        Self::check_recv_tag(tag)?;
+        let mut st = lock(&self.ctx.state);
+        if let Some(a) = st.take_unexpected_match(source, tag) {
+            drop(st);
+            let hdr = a.hdr;
+            let r = fill_from_arrived(&target, expected, a);
+            if hdr.kind == FrameKind::SyncEager {
+                self.engine.inner.send_sync_ack(&self.ctx, &hdr);
+            }
+            return Ok(PostOutcome::Immediate(r));
+        }
+        if let Some(e) = st.failure_for(source) {
+            return Err(e);
+        }
+        if self.engine.inner.is_shutting_down() {
+            return Err(BridgeError::EngineShutDown);
+        }
+        let done = Completion::new(Arc::clone(&self.engine.inner.any));
+        let id = self.engine.inner.next_seq();
+        st.posted.push_back(PostedRecv { id, source, tag, expected, target, done: Arc::clone(&done) });
+        Ok(PostOutcome::Posted { id, done })
+    }
+
+    /// Blocking receive into `buf` (zero-copy when the receive is posted before the message arrives).
+    pub fn recv_bytes_into(&self, source: Source, tag: Tag, expected_sig: Option<u64>, buf: &mut [u8]) -> Result<Status> {
+        self.recv_bytes_into_impl(source, tag, expected_sig, buf, None)
+    }
+
+    /// [`InterComm::recv_bytes_into`] with an upper bound; on timeout nothing is consumed.
+    pub fn recv_bytes_into_timeout(&self, source: Source, tag: Tag, expected_sig: Option<u64>, buf: &mut [u8], timeout: Duration) -> Result<Status> {
+        self.recv_bytes_into_impl(source, tag, expected_sig, buf, Some(timeout))
+    }
+
+    fn recv_bytes_into_impl(&self, source: Source, tag: Tag, expected: Option<u64>, buf: &mut [u8], timeout: Option<Duration>) -> Result<Status> {
+        let target = Target::Borrowed(RawBuf { ptr: buf.as_mut_ptr(), len: buf.len() });
+        match self.post(source, tag, expected, target)? {
+            PostOutcome::Immediate(r) => r.map(|(_, st)| st),
+            PostOutcome::Posted { id, done } => {
+                // RawBuf invariant: from here we return only after `done` is complete
+                // or after withdrawing the entry while it was still in the posted queue.
+                let r = match done.wait_until(deadline_of(timeout)) {
+                    Some(r) => r,
+                    None => {
+                        if self.ctx.withdraw(id) {
+                            return Err(timeout_err(timeout));
+                        }
+                        done.wait_until(None).unwrap_or(Err(BridgeError::EngineShutDown))
+                    }
+                };
+                r.map(|(_, st)| st)
+            }
+        }
+    }
+
+    /// Blocking receive of a message of at most `max_bytes`; returns its bytes.
+    pub fn recv_bytes(&self, source: Source, tag: Tag, expected_sig: Option<u64>, max_bytes: usize) -> Result<(Vec<u8>, Status)> {
+        self.irecv_bytes(source, tag, expected_sig, max_bytes)?.wait()
+    }
+
+    /// [`InterComm::recv_bytes`] with an upper bound; on timeout nothing is consumed.
+    pub fn recv_bytes_timeout(&self, source: Source, tag: Tag, expected_sig: Option<u64>, max_bytes: usize, timeout: Duration) -> Result<(Vec<u8>, Status)> {
+        self.irecv_bytes(source, tag, expected_sig, max_bytes)?.wait_timeout(timeout)
+    }
+
+    /// Non-blocking receive of a message of at most `max_bytes`.
+    pub fn irecv_bytes(&self, source: Source, tag: Tag, expected_sig: Option<u64>, max_bytes: usize) -> Result<RecvRequest> {
+        match self.post(source, tag, expected_sig, Target::Owned { max_bytes })? {
+            PostOutcome::Immediate(r) => {
+                let done = Completion::new(Arc::clone(&self.engine.inner.any));
+                done.complete(r);
+                Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id: 0 })
+            }
+            PostOutcome::Posted { id, done } => Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id }),
+        }
+    }
+
+    // --------------------------------------------------------------- probes
+
+    /// Non-blocking probe: status of the first matching unexpected message, without consuming it.
+    pub fn iprobe(&self, source: Source, tag: Tag) -> Result<Option<Status>> {
+        self.check_source(source)?;
+        Self::check_recv_tag(tag)?;
+        let st = lock(&self.ctx.state);
+        if let Some(s) = st.peek_unexpected(source, tag) {
+            return Ok(Some(s));
+        }
+        match st.failure_for(source) {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
+
+    /// Blocking probe.
+    pub fn probe(&self, source: Source, tag: Tag) -> Result<Status> {
+        self.probe_impl(source, tag, None)
+    }
+
+    /// Blocking probe with an upper bound.
+    pub fn probe_timeout(&self, source: Source, tag: Tag, timeout: Duration) -> Result<Status> {
+        self.probe_impl(source, tag, Some(timeout))
+    }
+
+    fn probe_impl(&self, source: Source, tag: Tag, timeout: Option<Duration>) -> Result<Status> {
+        self.check_source(source)?;
+        Self::check_recv_tag(tag)?;
+        let deadline = deadline_of(timeout);
+        let mut st = lock(&self.ctx.state);
+        loop {
+            if let Some(s) = st.peek_unexpected(source, tag) {
+                return Ok(s);
+            }
+            if let Some(e) = st.failure_for(source) {
+                return Err(e);
+            }
+            if self.engine.inner.is_shutting_down() {
+                return Err(BridgeError::EngineShutDown);
+            }
+            let (g, timed_out) = cv_wait(&self.ctx.arrived, st, deadline);
+            st = g;
+            if timed_out && st.peek_unexpected(source, tag).is_none() {
+                return Err(timeout_err(timeout));
+            }
+        }
+    }
+
+    // ---------------------------------------------------------- typed layer
+
+    /// Typed blocking send.
+    pub fn send<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<()> {
+        self.send_bytes(dest, tag, &T::type_sig(), buf.len() as u64, &T::encode(buf))
+    }
+
+    /// Typed synchronous send.
+    pub fn ssend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<()> {
+        self.ssend_bytes(dest, tag, &T::type_sig(), buf.len() as u64, &T::encode(buf))
+    }
+
+    /// Typed synchronous send with an upper bound on the wait for the match.
+    pub fn ssend_timeout<T: WireType>(&self, dest: u32, tag: i32, buf: &[T], timeout: Duration) -> Result<()> {
+        self.ssend_bytes_timeout(dest, tag, &T::type_sig(), buf.len() as u64, &T::encode(buf), timeout)
+    }
+
+    /// Typed non-blocking send (the data is copied into the request).
+    pub fn isend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<SendRequest> {
+        self.isend_bytes(dest, tag, &T::type_sig(), buf.len() as u64, T::encode(buf).into_owned())
+    }
+
+    /// Typed non-blocking synchronous send.
+    pub fn issend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<SendRequest> {
+        self.issend_bytes(dest, tag, &T::type_sig(), buf.len() as u64, T::encode(buf).into_owned())
+    }
+
+    /// Typed blocking receive into `buf`; `Status::count` says how many elements arrived.
+    pub fn recv<T: WireType>(&self, source: Source, tag: Tag, buf: &mut [T]) -> Result<Status> {
+        self.recv_typed(source, tag, buf, None)
+    }
+
+    /// Typed blocking receive with an upper bound.
+    pub fn recv_timeout<T: WireType>(&self, source: Source, tag: Tag, buf: &mut [T], timeout: Duration) -> Result<Status> {
+        self.recv_typed(source, tag, buf, Some(timeout))
+    }
+
+    fn recv_typed<T: WireType>(&self, source: Source, tag: Tag, buf: &mut [T], timeout: Option<Duration>) -> Result<Status> {
+        let sig = T::type_sig();
+        let capacity = buf.len().saturating_mul(sig.elem_size);
+        if let Some(bytes) = T::wire_bytes_mut(buf) {
+            let st = self.recv_bytes_into_impl(source, tag, Some(sig.signature), bytes, timeout)?;
+            if st.format != sig.format {
+                // Rare foreign-format message: convert in place through a copy.
+                let copy = bytes[..st.bytes as usize].to_vec();
+                T::decode_into(st.format, &copy, buf)?;
+            }
+            return Ok(st);
+        }
+        let (bytes, st) = match timeout {
+            None => self.recv_bytes(source, tag, Some(sig.signature), capacity)?,
+            Some(t) => self.recv_bytes_timeout(source, tag, Some(sig.signature), capacity, t)?,
+        };
+        T::decode_into(st.format, &bytes, buf)?;
+        Ok(st)
+    }
+
+    /// Typed non-blocking receive into `buf`.
+    pub fn irecv<'a, T: WireType>(&self, source: Source, tag: Tag, buf: &'a mut [T]) -> Result<TypedRecvRequest<'a, T>> {
+        let sig = T::type_sig();
+        let inner = self.irecv_bytes(source, tag, Some(sig.signature), buf.len().saturating_mul(sig.elem_size))?;
+        Ok(TypedRecvRequest { inner, out: buf })
+    }
+}
+
+enum PostOutcome {
+    Immediate(Result<crate::request::RecvOutcome>),
+    Posted { id: u64, done: Arc<Completion<crate::request::RecvOutcome>> },
+}

@@ -1,0 +1,498 @@
+//! In-process tests of the bridge data path: several engines in one process.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use isthmus_bridge::*;
+
+const T: Duration = Duration::from_secs(30);
+
+fn engine(secret: &[u8]) -> Arc<Engine> {
+    Engine::start(EngineConfig { secret: secret.to_vec(), host: "testhost".into() }).expect("engine starts")
+}
+
+/// Two groups of engines and the intercomms between them: a[i] talks to group b and vice versa.
+type Groups = (Vec<Arc<Engine>>, Vec<Arc<Engine>>, Vec<InterComm>, Vec<InterComm>);
+
+fn groups(na: usize, nb: usize, context: u64) -> Groups {
+    let ea: Vec<_> = (0..na).map(|_| engine(b"vm")).collect();
+    let eb: Vec<_> = (0..nb).map(|_| engine(b"vm")).collect();
+    let epa: Vec<_> = ea.iter().map(|e| e.endpoint()).collect();
+    let epb: Vec<_> = eb.iter().map(|e| e.endpoint()).collect();
+    let ca = ea.iter().enumerate().map(|(i, e)| e.intercomm(context, i as u32, na as u32, epb.clone()).unwrap()).collect();
+    let cb = eb.iter().enumerate().map(|(i, e)| e.intercomm(context, i as u32, nb as u32, epa.clone()).unwrap()).collect();
+    (ea, eb, ca, cb)
+}
+
+fn pair(context: u64) -> (Arc<Engine>, Arc<Engine>, InterComm, InterComm) {
+    let (mut ea, mut eb, mut ca, mut cb) = groups(1, 1, context);
+    (ea.remove(0), eb.remove(0), ca.remove(0), cb.remove(0))
+}
+
+fn checksum(v: &[u8]) -> u64 {
+    fnv1a64(v)
+}
+
+#[test]
+fn endpoint_roundtrip_and_garbage() {
+    let e = engine(b"s");
+    let ep = e.endpoint();
+    assert_eq!(Endpoint::decode(&ep.encode()).unwrap(), ep);
+    assert!(ep.unix.is_some() && ep.tcp.is_some());
+    assert!(matches!(Endpoint::decode(b"nope"), Err(BridgeError::BadEndpoint(_))));
+    let mut enc = ep.encode();
+    enc.truncate(enc.len() - 3);
+    assert!(Endpoint::decode(&enc).is_err());
+}
+
+#[test]
+fn all_pairs_exchange_with_checksums() {
+    let (_ea, _eb, ca, cb) = groups(2, 3, 7);
+    let all: Vec<(bool, InterComm)> = ca.into_iter().map(|c| (true, c)).chain(cb.into_iter().map(|c| (false, c))).collect();
+    std::thread::scope(|s| {
+        for (is_a, c) in &all {
+            s.spawn(move || {
+                let me = c.rank();
+                let side = if *is_a { 0u8 } else { 1u8 };
+                for d in 0..c.remote_size() {
+                    let len = 1000 + 37 * (me as usize) + 1013 * d as usize;
+                    let data: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(side + 3).wrapping_add(me as u8)).collect();
+                    c.send(d, 5, &[checksum(&data)]).unwrap();
+                    c.send(d, 6, &data).unwrap();
+                }
+                for src in 0..c.remote_size() {
+                    let mut sum = [0u64];
+                    c.recv_timeout(Source::Rank(src), Tag::Value(5), &mut sum, T).unwrap();
+                    let mut buf = vec![0u8; 1 << 16];
+                    let st = c.recv_timeout(Source::Rank(src), Tag::Value(6), &mut buf, T).unwrap();
+                    assert_eq!(st.source, src);
+                    assert_eq!(checksum(&buf[..st.count as usize]), sum[0]);
+                    let other = if *is_a { 1u8 } else { 0u8 };
+                    let expected_len = 1000 + 37 * src as usize + 1013 * me as usize;
+                    assert_eq!(st.count as usize, expected_len);
+                    assert_eq!(buf[1], 1u8.wrapping_mul(other + 3).wrapping_add(src as u8));
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn wildcards_and_status() {
+    let (_ea, _eb, ca, cb) = groups(2, 1, 9);
+    ca[0].send(0, 11, &[1i32, 2, 3]).unwrap();
+    ca[1].send(0, 22, &[4i32, 5]).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        let mut buf = [0i32; 8];
+        let st = cb[0].recv_timeout(Source::Any, Tag::Any, &mut buf, T).unwrap();
+        got.push((st.source, st.tag, st.count, buf[..st.count as usize].to_vec()));
+    }
+    got.sort();
+    assert_eq!(got, vec![(0, 11, 3, vec![1, 2, 3]), (1, 22, 2, vec![4, 5])]);
+    // Specific tag, any source; any tag, specific source.
+    ca[1].send(0, 1, &[10u16]).unwrap();
+    ca[0].send(0, 2, &[20u16]).unwrap();
+    let mut b = [0u16];
+    let st = cb[0].recv_timeout(Source::Any, Tag::Value(2), &mut b, T).unwrap();
+    assert_eq!((st.source, st.tag, b[0]), (0, 2, 20));
+    let st = cb[0].recv_timeout(Source::Rank(1), Tag::Any, &mut b, T).unwrap();
+    assert_eq!((st.source, st.tag, st.count, b[0]), (1, 1, 1, 10));
+    // Probe does not consume.
+    ca[0].send(0, 3, &[1.5f64, 2.5]).unwrap();
+    let p = cb[0].probe_timeout(Source::Any, Tag::Any, T).unwrap();
+    assert_eq!((p.source, p.tag, p.count, p.bytes), (0, 3, 2, 16));
+    assert_eq!(cb[0].iprobe(Source::Rank(0), Tag::Value(3)).unwrap(), Some(p));
+    assert_eq!(cb[0].iprobe(Source::Rank(0), Tag::Value(4)).unwrap(), None);
+    let mut f = [0f64; 2];
+    cb[0].recv_timeout(Source::Rank(0), Tag::Value(3), &mut f, T).unwrap();
+    assert_eq!(f, [1.5, 2.5]);
+}
+
+#[test]
+fn ordering_under_thousands_of_messages() {
+    let (_ea, _eb, a, b) = pair(11);
+    const N: u32 = 5000;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut reqs = Vec::new();
+            for i in 0..N {
+                // Mix of blocking and non-blocking sends, two tags, varying sizes.
+                let payload = vec![i; (i % 7) as usize + 1];
+                if i % 3 == 0 {
+                    reqs.push(a.isend(0, (i % 2) as i32, &payload).unwrap());
+                } else {
+                    a.send(0, (i % 2) as i32, &payload).unwrap();
+                }
+            }
+            for r in wait_all(reqs) {
+                r.unwrap();
+            }
+        });
+        // Receive with ANY tag: must see exact send order.
+        let mut buf = [0u32; 8];
+        for i in 0..N {
+            let st = b.recv_timeout(Source::Rank(0), Tag::Any, &mut buf, T).unwrap();
+            assert_eq!(buf[0], i, "message overtaken");
+            assert_eq!(st.tag, (i % 2) as i32);
+            assert_eq!(st.count, (i % 7) as u64 + 1);
+        }
+    });
+    // Per-tag order when receiving by tag out of arrival order.
+    for i in 0..200u32 {
+        a.send(0, (i % 2) as i32, &[i]).unwrap();
+    }
+    let mut b1 = [0u32];
+    for want in (1..200).step_by(2) {
+        b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut b1, T).unwrap();
+        assert_eq!(b1[0], want);
+    }
+    for want in (0..200).step_by(2) {
+        b.recv_timeout(Source::Rank(0), Tag::Value(0), &mut b1, T).unwrap();
+        assert_eq!(b1[0], want);
+    }
+}
+
+#[test]
+fn ssend_completes_only_after_match() {
+    let (_ea, _eb, a, b) = pair(13);
+    let events = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+    let ev = Arc::clone(&events);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            a.ssend_timeout(0, 1, &[42u64], T).unwrap();
+            ev.lock().unwrap().push("ssend returned");
+        });
+        // The message is there (probe sees it) but nobody matched it yet.
+        b.probe_timeout(Source::Rank(0), Tag::Value(1), T).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        events.lock().unwrap().push("recv posted");
+        let mut x = [0u64];
+        b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut x, T).unwrap();
+        assert_eq!(x[0], 42);
+    });
+    assert_eq!(*events.lock().unwrap(), vec!["recv posted", "ssend returned"]);
+
+    // issend: not complete before the match, complete after (receive posted first → zero-copy path).
+    let r = a.issend(0, 2, &[7u8; 100]).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!r.test(), "issend completed before any receive was posted");
+    let mut buf = [0u8; 100];
+    b.recv_timeout(Source::Any, Tag::Value(2), &mut buf, T).unwrap();
+    r.wait_timeout(T).unwrap();
+
+    // ssend times out when nobody receives.
+    assert!(matches!(a.ssend_timeout(0, 3, &[1u8], Duration::from_millis(100)), Err(BridgeError::Timeout(_))));
+}
+
+#[test]
+fn zero_byte_messages() {
+    let (_ea, _eb, a, b) = pair(15);
+    a.send::<u8>(0, 0, &[]).unwrap();
+    let mut empty: [u8; 0] = [];
+    let st = b.recv_timeout(Source::Rank(0), Tag::Value(0), &mut empty, T).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((st.count, st.bytes), (0, 0));
+    let r = a.issend::<i32>(0, 2, &[]).unwrap();
+    let (v, st) = b.recv_bytes_timeout(Source::Any, Tag::Value(2), None, 0, T).unwrap();
+    assert!(v.is_empty());
+    assert_eq!(st.count, 0);
+    r.wait_timeout(T).unwrap();
+}
+
+#[test]
+fn huge_256mib_message_both_paths() {
+    let (_ea, _eb, a, b) = pair(17);
+    let n = 256usize << 20;
+    let data: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+    let sum = checksum(&data);
+    // Receive posted first (zero-copy into the buffer).
+    std::thread::scope(|s| {
+        let mut buf = vec![0u8; n];
+        let b = &b;
+        let h = s.spawn(move || {
+            let st = b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut buf, T).unwrap();
+            (st, checksum(&buf))
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        a.send(0, 1, &data).unwrap();
+        let (st, got) = h.join().unwrap();
+        assert_eq!(st.bytes as usize, n);
+        assert_eq!(got, sum);
+    });
+    // Unexpected path: isend, then receive later.
+    let r = a.isend_bytes(0, 2, &u8::type_sig(), n as u64, data).unwrap();
+    r.wait_timeout(T).unwrap();
+    let (v, st) = b.recv_bytes_timeout(Source::Rank(0), Tag::Value(2), Some(u8::type_sig().signature), n, T).unwrap();
+    assert_eq!(st.count as usize, n);
+    assert_eq!(checksum(&v), sum);
+}
+
+#[test]
+fn type_mismatch_consumes_message_only() {
+    let (_ea, _eb, a, b) = pair(19);
+    a.send(0, 1, &[1.0f32, 2.0]).unwrap();
+    a.send(0, 1, &[3i32]).unwrap();
+    let mut ints = [0i32; 4];
+    match b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut ints, T) {
+        Err(BridgeError::TypeMismatch { expected, actual, from_rank: 0, tag: 1 }) => {
+            assert_eq!(expected, i32::type_sig().signature);
+            assert_eq!(actual, f32::type_sig().signature);
+        }
+        other => panic!("expected TypeMismatch, got {other:?}"),
+    }
+    let st = b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut ints, T).unwrap();
+    assert_eq!((st.count, ints[0]), (1, 3));
+    // Mismatch on the posted (zero-copy) path too.
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let mut x = [0u64; 1];
+            b.recv_timeout(Source::Rank(0), Tag::Value(2), &mut x, T)
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        a.send(0, 2, &[1u32, 2]).unwrap();
+        assert!(matches!(h.join().unwrap(), Err(BridgeError::TypeMismatch { .. })));
+    });
+}
+
+#[test]
+fn truncation_then_next_message_received() {
+    let (_ea, _eb, a, b) = pair(21);
+    a.send(0, 1, &[9u8; 100]).unwrap();
+    a.send(0, 1, &[8u8; 10]).unwrap();
+    let mut small = [0u8; 50];
+    match b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut small, T) {
+        Err(BridgeError::Truncated { message_bytes: 100, buffer_bytes: 50 }) => {}
+        other => panic!("expected Truncated, got {other:?}"),
+    }
+    let st = b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut small, T).unwrap();
+    assert_eq!((st.count, small[0]), (10, 8));
+    // Posted path.
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let mut tiny = [0u8; 4];
+            b.recv_timeout(Source::Rank(0), Tag::Value(2), &mut tiny, T)
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        a.send(0, 2, &[1u8; 5]).unwrap();
+        a.send(0, 2, &[2u8; 3]).unwrap();
+        assert!(matches!(h.join().unwrap(), Err(BridgeError::Truncated { message_bytes: 5, buffer_bytes: 4 })));
+    });
+    let mut buf = [0u8; 4];
+    let st = b.recv_timeout(Source::Rank(0), Tag::Value(2), &mut buf, T).unwrap();
+    assert_eq!((st.count, buf[0]), (3, 2));
+}
+
+#[test]
+fn intercomms_with_same_tags_do_not_mix() {
+    let ea = engine(b"vm");
+    let eb = engine(b"vm");
+    let a1 = ea.intercomm(100, 0, 1, vec![eb.endpoint()]).unwrap();
+    let a2 = ea.intercomm(200, 0, 1, vec![eb.endpoint()]).unwrap();
+    let b1 = eb.intercomm(100, 0, 1, vec![ea.endpoint()]).unwrap();
+    let b2 = eb.intercomm(200, 0, 1, vec![ea.endpoint()]).unwrap();
+    assert!(matches!(ea.intercomm(100, 0, 1, vec![eb.endpoint()]), Err(BridgeError::ContextInUse(100))));
+    for i in 0..50u32 {
+        a1.send(0, 5, &[i]).unwrap();
+        a2.send(0, 5, &[1000 + i]).unwrap();
+    }
+    let mut x = [0u32];
+    for i in 0..50u32 {
+        b2.recv_timeout(Source::Any, Tag::Any, &mut x, T).unwrap();
+        assert_eq!(x[0], 1000 + i);
+    }
+    for i in 0..50u32 {
+        b1.recv_timeout(Source::Any, Tag::Value(5), &mut x, T).unwrap();
+        assert_eq!(x[0], i);
+    }
+    // Messages sent before the receiver registers its context are kept.
+    let a3 = ea.intercomm(300, 0, 1, vec![eb.endpoint()]).unwrap();
+    a3.send(0, 1, &[77u8]).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let b3 = eb.intercomm(300, 0, 1, vec![ea.endpoint()]).unwrap();
+    let mut y = [0u8];
+    b3.recv_timeout(Source::Rank(0), Tag::Value(1), &mut y, T).unwrap();
+    assert_eq!(y[0], 77);
+    // Dropping a context: late messages are discarded, other contexts unaffected.
+    drop(b2);
+    a2.send(0, 5, &[1u32]).unwrap();
+    a1.send(0, 5, &[2u32]).unwrap();
+    b1.recv_timeout(Source::Any, Tag::Any, &mut x, T).unwrap();
+    assert_eq!(x[0], 2);
+}
+
+#[test]
+fn peer_failure_fails_pending_and_future_operations() {
+    let (ea, _eb, a, b) = pair(23);
+    a.send(0, 1, &[5u8]).unwrap();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let mut x = [0u8];
+            // The message sent before the failure is still delivered.
+            b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut x, T).unwrap();
+            assert_eq!(x[0], 5);
+            b.recv_timeout(Source::Rank(0), Tag::Value(2), &mut x, T)
+        });
+        let irq = b.irecv_bytes(Source::Any, Tag::Value(3), None, 10).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        ea.abort_for_test();
+        match h.join().unwrap() {
+            Err(BridgeError::PeerFailed { rank: 0, reason }) => assert!(reason.contains("without BYE"), "{reason}"),
+            other => panic!("expected PeerFailed, got {other:?}"),
+        }
+        assert!(matches!(irq.wait_timeout(T), Err(BridgeError::PeerFailed { .. })));
+    });
+    let mut x = [0u8];
+    assert!(matches!(b.recv_timeout(Source::Any, Tag::Any, &mut x, T), Err(BridgeError::PeerFailed { .. })));
+    assert!(matches!(b.send(0, 1, &[1u8]), Err(BridgeError::PeerFailed { rank: 0, .. })));
+    assert!(matches!(b.probe_timeout(Source::Rank(0), Tag::Any, T), Err(BridgeError::PeerFailed { .. })));
+}
+
+#[test]
+fn reported_peer_failure_fails_ssend_and_recv() {
+    let (_ea, eb, a, b) = pair(25);
+    // A blocked ssend and a blocked recv, then the group service reports the peer dead.
+    std::thread::scope(|s| {
+        let h1 = s.spawn(|| a.ssend_timeout(0, 1, &[1u8], T));
+        let h2 = s.spawn(|| {
+            let mut x = [0u8];
+            a.recv_timeout(Source::Rank(0), Tag::Value(9), &mut x, T)
+        });
+        b.probe_timeout(Source::Rank(0), Tag::Value(1), T).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        a.engine().peer_failed(eb.endpoint().process, "vmd says it died");
+        assert!(matches!(h1.join().unwrap(), Err(BridgeError::PeerFailed { rank: 0, ref reason }) if reason == "vmd says it died"));
+        assert!(matches!(h2.join().unwrap(), Err(BridgeError::PeerFailed { rank: 0, .. })));
+    });
+}
+
+#[test]
+fn wrong_secret_is_rejected() {
+    let good = engine(b"right");
+    let bad = engine(b"wrong");
+    let c = bad.intercomm(1, 0, 1, vec![good.endpoint()]).unwrap();
+    let _g = good.intercomm(1, 0, 1, vec![bad.endpoint()]).unwrap();
+    match c.send(0, 0, &[1u8]) {
+        Err(BridgeError::Connect { reason, .. }) => assert!(reason.contains("secret"), "{reason}"),
+        other => panic!("expected a Connect error, got {other:?}"),
+    }
+    // TCP path (different host) is guarded the same way.
+    let far = Engine::start(EngineConfig { secret: b"wrong".to_vec(), host: "elsewhere".into() }).unwrap();
+    let c2 = far.intercomm(1, 0, 1, vec![good.endpoint()]).unwrap();
+    assert!(matches!(c2.send(0, 0, &[1u8]), Err(BridgeError::Connect { .. })));
+}
+
+#[test]
+fn tcp_path_works_between_hosts() {
+    let ea = Engine::start(EngineConfig { secret: b"vm".to_vec(), host: "host-a".into() }).unwrap();
+    let eb = Engine::start(EngineConfig { secret: b"vm".to_vec(), host: "host-b".into() }).unwrap();
+    let a = ea.intercomm(1, 0, 1, vec![eb.endpoint()]).unwrap();
+    let b = eb.intercomm(1, 0, 1, vec![ea.endpoint()]).unwrap();
+    let data: Vec<u64> = (0..100_000).collect();
+    a.send(0, 3, &data).unwrap();
+    let mut out = vec![0u64; 100_000];
+    b.recv_timeout(Source::Rank(0), Tag::Value(3), &mut out, T).unwrap();
+    assert_eq!(out, data);
+    let r = b.issend(0, 4, &[1i8]).unwrap();
+    let mut y = [0i8];
+    a.recv_timeout(Source::Rank(0), Tag::Value(4), &mut y, T).unwrap();
+    r.wait_timeout(T).unwrap();
+}
+
+#[test]
+fn isend_progresses_without_receiver_calls() {
+    let (_ea, _eb, a, b) = pair(27);
+    // 64 MiB: far beyond socket buffers, so the writer thread and the remote
+    // reader thread must move it while neither application thread calls in.
+    let big = vec![3u8; 64 << 20];
+    let r = a.isend(0, 1, &big).unwrap();
+    r.wait_timeout(T).unwrap();
+    let mut buf = vec![0u8; 64 << 20];
+    let st = b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut buf, T).unwrap();
+    assert_eq!(st.bytes, 64 << 20);
+    assert!(buf.iter().all(|&x| x == 3));
+}
+
+#[test]
+fn intercomm_used_from_many_threads() {
+    let (_ea, _eb, a, b) = pair(29);
+    let a = Arc::new(a);
+    let b = Arc::new(b);
+    std::thread::scope(|s| {
+        for t in 0..4i32 {
+            let a = Arc::clone(&a);
+            s.spawn(move || {
+                for i in 0..500u32 {
+                    a.send(0, t, &[t as u32, i]).unwrap();
+                }
+            });
+            let b2 = Arc::clone(&b);
+            s.spawn(move || {
+                let mut x = [0u32; 2];
+                for i in 0..500u32 {
+                    let st = b2.recv_timeout(Source::Rank(0), Tag::Value(t), &mut x, T).unwrap();
+                    assert_eq!((st.tag, x[0], x[1]), (t, t as u32, i));
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn requests_wait_any_and_test() {
+    let (_ea, _eb, a, b) = pair(31);
+    let mut bufs = vec![[0u32; 1]; 3];
+    let mut it = bufs.iter_mut();
+    let r0 = b.irecv(Source::Rank(0), Tag::Value(0), it.next().unwrap()).unwrap();
+    let r1 = b.irecv(Source::Rank(0), Tag::Value(1), it.next().unwrap()).unwrap();
+    let r2 = b.irecv(Source::Rank(0), Tag::Value(2), it.next().unwrap()).unwrap();
+    let reqs = vec![r0, r1, r2];
+    assert!(reqs.iter().all(|r| !r.test()));
+    assert!(matches!(wait_any(&reqs, Some(Duration::from_millis(50))), Err(BridgeError::Timeout(_))));
+    a.send(0, 1, &[11u32]).unwrap();
+    assert_eq!(wait_any(&reqs, Some(T)).unwrap(), 1);
+    a.send(0, 0, &[10u32]).unwrap();
+    a.send(0, 2, &[12u32]).unwrap();
+    for (i, r) in wait_all(reqs).into_iter().enumerate() {
+        assert_eq!(r.unwrap().tag, i as i32);
+    }
+    assert_eq!(bufs, vec![[10], [11], [12]]);
+    // A timed-out receive is withdrawn: the next message goes to the next receive.
+    let mut x = [0u8];
+    assert!(matches!(b.recv_timeout(Source::Rank(0), Tag::Value(5), &mut x, Duration::from_millis(20)), Err(BridgeError::Timeout(_))));
+    a.send(0, 5, &[1u8]).unwrap();
+    b.recv_timeout(Source::Rank(0), Tag::Value(5), &mut x, T).unwrap();
+    assert_eq!(x[0], 1);
+}
+
+#[test]
+fn invalid_arguments() {
+    let (_ea, _eb, a, _b) = pair(33);
+    assert!(matches!(a.send(5, 0, &[1u8]), Err(BridgeError::InvalidArgument(_))));
+    assert!(matches!(a.send(0, -3, &[1u8]), Err(BridgeError::InvalidArgument(_))));
+    let mut x = [0u8];
+    assert!(matches!(a.recv_timeout(Source::Rank(9), Tag::Any, &mut x, T), Err(BridgeError::InvalidArgument(_))));
+    assert!(matches!(a.recv_timeout(Source::Any, Tag::Value(-2), &mut x, T), Err(BridgeError::InvalidArgument(_))));
+    assert!(matches!(a.send_bytes(0, 0, &u32::type_sig(), 3, &[0u8; 5]), Err(BridgeError::InvalidArgument(_))));
+}
+
+#[test]
+fn orderly_shutdown_fails_peer_waiters() {
+    let (ea, _eb, a, b) = pair(35);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let mut x = [0u8];
+            let r = b.recv_timeout(Source::Rank(0), Tag::Any, &mut x, T);
+            done.store(true, Ordering::SeqCst);
+            r
+        });
+        a.send(0, 0, &[1u8]).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        drop(a);
+        ea.shutdown();
+        h.join().unwrap().unwrap();
+    });
+    let mut x = [0u8];
+    assert!(matches!(b.recv_timeout(Source::Rank(0), Tag::Any, &mut x, T), Err(BridgeError::PeerFailed { .. })));
+}
