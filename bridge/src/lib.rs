@@ -1,1 +1,2 @@
 //! bridge (being written).
+pub mod datatype;
