@@ -310,6 +310,13 @@ pub struct TypeInfo {
     pub root_signature: u64,
     /// How many roots one element consists of.
     pub root_reps_per_elem: u64,
+    /// External32 is produced by `MPI_Pack` (native) + our own per-basic
+    /// byte swapping (true), or by `MPI_Pack_external` (false; only for
+    /// types containing basics whose native and external32 sizes differ,
+    /// e.g. `MPI_LONG` under MPICH, or `long double`).
+    pub external32_by_swapping: bool,
+    /// Per-element byte-swap program: (unit, bytes) segments in typemap order.
+    swap_program: Vec<(usize, usize)>,
 }
 
 impl TypeInfo {
@@ -458,12 +465,48 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
     if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
         return Err(DatatypeError::NotInitialized);
     }
-    let runs = flatten(dt)?;
+    let flat = signature::flatten_with_sizes(dt)?;
+    let runs = flat.runs;
     let signature = hash_runs(&runs);
     let (root, root_reps_per_elem) = primitive_root(&runs);
     let basic_count_per_elem = basic_count(&runs);
     let data_size_per_elem = signature::type_size(dt)? as usize;
-    let external32_size_per_elem = external32_size(dt, 1)?;
+
+    // external32 size and swap program from the per-basic sizes
+    let mut program: Vec<(usize, usize)> = Vec::new();
+    let mut ext32: Option<usize> = Some(0);
+    let mut native_sum: usize = 0;
+    let mut by_swapping = true;
+    for r in &runs {
+        let count = usize::try_from(r.count).map_err(|_| DatatypeError::Overflow)?;
+        match flat.sizes.get(&r.basic) {
+            Some(sz) => {
+                ext32 = ext32.and_then(|e| e.checked_add(sz.external32.checked_mul(count)?));
+                let bytes = sz.native.checked_mul(count).ok_or(DatatypeError::Overflow)?;
+                native_sum = native_sum.checked_add(bytes).ok_or(DatatypeError::Overflow)?;
+                let unit = if sz.native == sz.external32 { r.basic.swap_unit(sz.native) } else { None };
+                match unit {
+                    Some(u) => match program.last_mut() {
+                        Some(last) if last.0 == u || (last.0 <= 1 && u <= 1) => last.1 += bytes,
+                        _ => program.push((u, bytes)),
+                    },
+                    None => by_swapping = false,
+                }
+            }
+            None => {
+                ext32 = None;
+                by_swapping = false;
+            }
+        }
+    }
+    if native_sum != data_size_per_elem {
+        by_swapping = false;
+    }
+    let external32_size_per_elem = match ext32 {
+        Some(e) => e,
+        // only for types containing predefined pair types
+        None => external32_size(dt, 1)?,
+    };
     let contiguous_basic = if basic_count_per_elem == 1 && runs.len() == 1 {
         // single predefined type? (a derived type wrapping one basic also has
         // basic_count 1 but may have a gap/lb; require extent == size, lb == 0)
@@ -473,11 +516,8 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
     } else {
         None
     };
-    let swap_unit = contiguous_basic
-        .filter(|_| data_size_per_elem == external32_size_per_elem && data_size_per_elem > 0)
-        .and_then(|b| b.swap_unit(data_size_per_elem))
-        .unwrap_or(0);
-    let raw = swap_unit > 0;
+    let raw = contiguous_basic.is_some() && by_swapping && program.len() == 1 && data_size_per_elem > 0;
+    let swap_unit = if raw { program[0].0 } else { 0 };
     Ok(TypeInfo {
         signature,
         root_signature: hash_runs(&root),
@@ -491,7 +531,99 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
         extent,
         wire_size_per_elem: if raw { data_size_per_elem } else { external32_size_per_elem },
         external32_size_per_elem,
+        external32_by_swapping: by_swapping,
+        swap_program: program,
     })
+}
+
+/// Apply a per-element swap program to a packed buffer of whole elements.
+fn apply_program(buf: &mut [u8], program: &[(usize, usize)], elem_size: usize) {
+    if cfg!(target_endian = "big") || elem_size == 0 {
+        return; // native order already is external32's
+    }
+    if let [(unit, _)] = program {
+        swap::swap_in_place(buf, *unit);
+        return;
+    }
+    for elem in buf.chunks_exact_mut(elem_size) {
+        let mut off = 0;
+        for &(unit, bytes) in program {
+            swap::swap_in_place(&mut elem[off..off + bytes], unit);
+            off += bytes;
+        }
+    }
+}
+
+/// Largest element count per MPI_Pack/MPI_Unpack call (their sizes are `int`).
+fn chunk_elems(elem_size: usize) -> usize {
+    (c_int::MAX as usize / elem_size.max(1)).max(1)
+}
+
+/// `MPI_Pack` (native representation; for the implementations we support,
+/// the data bytes in typemap order without gaps) of `count` elements.
+unsafe fn native_pack(info: &TypeInfo, dt: ffi::MPI_Datatype, count: usize, ptr: *const c_void) -> Result<Vec<u8>> {
+    let total = info.data_size_per_elem.checked_mul(count).ok_or(DatatypeError::Overflow)?;
+    let mut out = vec![0u8; total];
+    let per = chunk_elems(info.data_size_per_elem);
+    let mut done = 0;
+    let mut off = 0usize;
+    while done < count {
+        let n = per.min(count - done);
+        let len = n * info.data_size_per_elem;
+        let mut position: c_int = 0;
+        mpi_call("MPI_Pack", unsafe {
+            ffi::MPI_Pack(
+                (ptr as *const u8).add(done * info.extent) as *const c_void,
+                n as c_int,
+                dt,
+                out[off..].as_mut_ptr() as *mut c_void,
+                len as c_int,
+                &mut position,
+                ffi::RSMPI_COMM_SELF,
+            )
+        })?;
+        if position as usize != len {
+            return Err(DatatypeError::Unsupported(format!(
+                "MPI_Pack produced {position} bytes for {n} elements of {} data bytes each",
+                info.data_size_per_elem
+            )));
+        }
+        done += n;
+        off += len;
+    }
+    Ok(out)
+}
+
+/// Inverse of [`native_pack`].
+unsafe fn native_unpack(info: &TypeInfo, dt: ffi::MPI_Datatype, bytes: &[u8], count: usize, out: *mut c_void) -> Result<()> {
+    let per = chunk_elems(info.data_size_per_elem);
+    let mut done = 0;
+    let mut off = 0usize;
+    while done < count {
+        let n = per.min(count - done);
+        let len = n * info.data_size_per_elem;
+        let mut position: c_int = 0;
+        mpi_call("MPI_Unpack", unsafe {
+            ffi::MPI_Unpack(
+                bytes[off..off + len].as_ptr() as *const c_void,
+                len as c_int,
+                &mut position,
+                (out as *mut u8).add(done * info.extent) as *mut c_void,
+                n as c_int,
+                dt,
+                ffi::RSMPI_COMM_SELF,
+            )
+        })?;
+        if position as usize != len {
+            return Err(DatatypeError::Unsupported(format!(
+                "MPI_Unpack consumed {position} bytes for {n} elements of {} data bytes each",
+                info.data_size_per_elem
+            )));
+        }
+        done += n;
+        off += len;
+    }
+    Ok(())
 }
 
 fn cached<T: Equivalence + 'static>() -> Result<&'static Cached> {
@@ -634,7 +766,13 @@ unsafe fn encode_impl<'a>(
         if format.is_raw() {
             return Err(DatatypeError::FormatMismatch { format, receiver_type: info.describe() });
         }
-        Cow::Owned(unsafe { pack_external32(dt, count, ptr)? })
+        if info.external32_by_swapping {
+            let mut v = unsafe { native_pack(info, dt, count, ptr)? };
+            apply_program(&mut v, &info.swap_program, info.data_size_per_elem);
+            Cow::Owned(v)
+        } else {
+            Cow::Owned(unsafe { pack_external32(dt, count, ptr)? })
+        }
     };
     Ok(Encoded {
         bytes,
@@ -673,31 +811,28 @@ unsafe fn decode_impl(
         return Ok(count);
     }
     if format.is_raw() {
-        // A raw message (one basic type) into a derived receive type: valid
-        // only if the receive type also consists of one raw-capable basic
-        // type; convert to external32 (big-endian) and unpack.
-        let single = info.runs.len() == 1;
-        let per_basic = if info.basic_count_per_elem > 0 {
-            info.data_size_per_elem / info.basic_count_per_elem as usize
+        // A raw message (one basic type) into a derived receive type that
+        // also consists of one swappable basic type: the raw bytes in native
+        // order are exactly MPI_Pack's native representation.
+        let unit = match (&info.runs[..], &info.swap_program[..]) {
+            ([_], [(unit, _)]) if info.external32_by_swapping => *unit,
+            _ => return Err(DatatypeError::FormatMismatch { format, receiver_type: info.describe() }),
+        };
+        let native: Cow<[u8]> = if format != WireFormat::native_raw() {
+            Cow::Owned(swap::swapped_copy(bytes, unit))
         } else {
-            0
+            Cow::Borrowed(bytes)
         };
-        let unit = if single
-            && info.data_size_per_elem == info.external32_size_per_elem
-            && per_basic > 0
-        {
-            info.runs[0].basic.swap_unit(per_basic)
-        } else {
-            None
-        };
-        let Some(unit) = unit else {
-            return Err(DatatypeError::FormatMismatch { format, receiver_type: info.describe() });
-        };
-        let ext: Cow<[u8]> = if format == WireFormat::RawLe { Cow::Owned(swap::swapped_copy(bytes, unit)) } else { Cow::Borrowed(bytes) };
-        unsafe { unpack_external32(dt, &ext, count, out)? };
+        unsafe { native_unpack(info, dt, &native, count, out)? };
         return Ok(count);
     }
-    unsafe { unpack_external32(dt, bytes, count, out)? };
+    if info.external32_by_swapping {
+        let mut tmp = bytes.to_vec();
+        apply_program(&mut tmp, &info.swap_program, info.data_size_per_elem);
+        unsafe { native_unpack(info, dt, &tmp, count, out)? };
+    } else {
+        unsafe { unpack_external32(dt, bytes, count, out)? };
+    }
     Ok(count)
 }
 

@@ -2,6 +2,7 @@
 //! run-length encoded) sequence of basic types, hashing it, and computing the
 //! "primitive root" used by the matching-basic-sequence rule.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::os::raw::c_int;
 use std::sync::OnceLock;
@@ -289,19 +290,65 @@ impl Drop for Children {
 /// This avoids depending on the (implementation-specific) values of the
 /// other `MPI_COMBINER_*` constants.
 pub fn flatten(dt: ffi::MPI_Datatype) -> Result<Vec<Run>> {
-    let mut out = Vec::new();
-    flatten_into(dt, &mut out, 0)?;
-    Ok(out)
+    Ok(flatten_with_sizes(dt)?.runs)
 }
 
-fn flatten_into(dt: ffi::MPI_Datatype, out: &mut Vec<Run>, depth: usize) -> Result<()> {
+/// Native and external32 byte sizes of one basic type, as reported by this
+/// MPI implementation (`MPI_Type_size`, `MPI_Pack_external_size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BasicSizes {
+    /// Native size in bytes.
+    pub native: usize,
+    /// external32 size in bytes.
+    pub external32: usize,
+}
+
+/// Flattened signature plus the sizes of the basic types it contains.
+/// `sizes` lacks entries for basics that only occurred inside predefined
+/// pair types (`MPI_FLOAT_INT`, …).
+pub(crate) struct Flat {
+    pub runs: Vec<Run>,
+    pub sizes: BTreeMap<BasicType, BasicSizes>,
+}
+
+pub(crate) fn flatten_with_sizes(dt: ffi::MPI_Datatype) -> Result<Flat> {
+    let mut flat = Flat { runs: Vec::new(), sizes: BTreeMap::new() };
+    let mut runs = Vec::new();
+    flatten_into(dt, &mut runs, &mut flat.sizes, 0)?;
+    flat.runs = runs;
+    Ok(flat)
+}
+
+fn external32_size_named(dt: ffi::MPI_Datatype) -> Result<usize> {
+    let mut size: ffi::MPI_Aint = 0;
+    mpi_call("MPI_Pack_external_size", unsafe {
+        ffi::MPI_Pack_external_size(c"external32".as_ptr(), 1, dt, &mut size)
+    })?;
+    Ok(size as usize)
+}
+
+fn flatten_into(
+    dt: ffi::MPI_Datatype,
+    out: &mut Vec<Run>,
+    sizes: &mut BTreeMap<BasicType, BasicSizes>,
+    depth: usize,
+) -> Result<()> {
     if depth > 64 {
         return Err(DatatypeError::Unsupported("datatype nesting deeper than 64".into()));
     }
     let named = combiner_named()?;
     let env = envelope(dt)?;
     if env.combiner == named {
-        for b in basics_of_named(dt)? {
+        let basics = basics_of_named(dt)?;
+        if let [b] = basics[..] {
+            if let std::collections::btree_map::Entry::Vacant(e) = sizes.entry(b) {
+                // MPI_Pack_external_size is safe on *predefined* types in
+                // every implementation we target (MPICH 4.0 traps on it for
+                // heterogeneous structs, so it is never called on those).
+                e.insert(BasicSizes { native: type_size(dt)? as usize, external32: external32_size_named(dt)? });
+            }
+        }
+        for b in basics {
             push_run(out, b, 1)?;
         }
         return Ok(());
@@ -343,7 +390,7 @@ fn flatten_into(dt: ffi::MPI_Datatype, out: &mut Vec<Run>, depth: usize) -> Resu
                 )));
             }
             let mut child = Vec::new();
-            flatten_into(child_dt, &mut child, depth + 1)?;
+            flatten_into(child_dt, &mut child, sizes, depth + 1)?;
             push_repeated(out, &child, size / child_size)
         }
         n => {
@@ -360,7 +407,7 @@ fn flatten_into(dt: ffi::MPI_Datatype, out: &mut Vec<Run>, depth: usize) -> Resu
                     return Err(DatatypeError::Unsupported("negative blocklength".into()));
                 }
                 let mut child = Vec::new();
-                flatten_into(child_dt, &mut child, depth + 1)?;
+                flatten_into(child_dt, &mut child, sizes, depth + 1)?;
                 push_repeated(out, &child, bl as u64)?;
             }
             Ok(())
