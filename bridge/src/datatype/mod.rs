@@ -545,11 +545,30 @@ fn apply_program(buf: &mut [u8], program: &[(usize, usize)], elem_size: usize) {
         swap::swap_in_place(buf, *unit);
         return;
     }
+    // per-scalar ops (offset, unit) within one element
+    let mut ops: Vec<(usize, usize)> = Vec::new();
+    let mut off = 0;
+    for &(unit, bytes) in program {
+        if unit > 1 {
+            ops.extend((0..bytes / unit).map(|k| (off + k * unit, unit)));
+        }
+        off += bytes;
+    }
+    if ops.is_empty() {
+        return;
+    }
     for elem in buf.chunks_exact_mut(elem_size) {
-        let mut off = 0;
-        for &(unit, bytes) in program {
-            swap::swap_in_place(&mut elem[off..off + bytes], unit);
-            off += bytes;
+        for &(o, unit) in &ops {
+            let p = elem[o..o + unit].as_mut_ptr();
+            // SAFETY: p..p+unit is inside `elem`; unaligned access is used.
+            unsafe {
+                match unit {
+                    2 => (p as *mut u16).write_unaligned((p as *const u16).read_unaligned().swap_bytes()),
+                    4 => (p as *mut u32).write_unaligned((p as *const u32).read_unaligned().swap_bytes()),
+                    8 => (p as *mut u64).write_unaligned((p as *const u64).read_unaligned().swap_bytes()),
+                    _ => std::slice::from_raw_parts_mut(p, unit).reverse(),
+                }
+            }
         }
     }
 }
