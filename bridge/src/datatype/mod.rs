@@ -62,13 +62,24 @@
 //!   (per scalar; complex numbers per component) if the order differs.
 //! * [`WireFormat::External32`] — everything else (rsmpi
 //!   `#[derive(Equivalence)]` structs, `UserDatatype`s such as strided
-//!   vectors, types with padding, `MPI_LONG`, `long double`, …): the bytes
-//!   produced by `MPI_Pack_external("external32", …)` for `count` elements,
-//!   decoded with `MPI_Unpack_external`. external32 is defined by the MPI
-//!   standard (big-endian, IEEE, fixed sizes, no padding, data in typemap
-//!   order), hence portable across implementations; only the data bytes
-//!   travel, so strided/padded layouts are gathered on send and scattered on
-//!   receive. Its length is `count * external32_size_per_elem`.
+//!   vectors, types with padding, `MPI_LONG`, `long double`, ...): the MPI
+//!   `external32` representation of `count` elements (big-endian, IEEE,
+//!   fixed sizes, no padding, data in typemap order -- defined by the MPI
+//!   standard, hence portable). Only the data bytes travel, so strided/padded
+//!   layouts are gathered on send and scattered on receive. Its length is
+//!   `count * external32_size_per_elem`.
+//!
+//!   How it is produced: when every basic type in the signature has equal
+//!   native and external32 sizes (all Rust primitives), we call `MPI_Pack`
+//!   (native, on `MPI_COMM_SELF`) and byte-swap each scalar ourselves
+//!   (receive: swap, then `MPI_Unpack`). Reason: MPICH 4.0.2's
+//!   `MPI_Pack_external`/`MPI_Pack_external_size` die with SIGILL on any
+//!   heterogeneous struct (e.g. every `#[derive(Equivalence)]` struct with
+//!   mixed field types). This relies on `MPI_Pack` emitting the data bytes
+//!   in typemap order without gaps (true for Open MPI and MPICH; the packed
+//!   length is checked at run time, and the tests verify the result is
+//!   byte-identical to Open MPI's `MPI_Pack_external`). Other types fall back
+//!   to `MPI_Pack_external`/`MPI_Unpack_external`.
 //!
 //! A decoder accepts either format for any receive type whose signature
 //! matches: External32 into a basic type is byte-swapped without MPI; Raw
