@@ -83,8 +83,8 @@
 //!
 //! A decoder accepts either format for any receive type whose signature
 //! matches: External32 into a basic type is byte-swapped without MPI; Raw
-//! into a derived type of one basic type is converted to external32 and
-//! unpacked.
+//! into a derived type of one basic type is (swapped to native order and)
+//! `MPI_Unpack`ed.
 //!
 //! The header the engine must transmit next to the bytes is [`MessageSig`]
 //! (signature, count, root signature, root reps) plus the [`WireFormat`]
