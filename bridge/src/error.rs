@@ -57,6 +57,10 @@ pub enum BridgeError {
     #[error("the bridge engine is shut down")]
     EngineShutDown,
 
+    /// The datatype layer could not describe, encode or decode the data.
+    #[error("datatype: {0}")]
+    Datatype(Arc<crate::datatype::DatatypeError>),
+
     /// A local I/O error (e.g. binding the listening sockets).
     #[error("I/O error while {context}: {source}")]
     Io { context: String, source: Arc<std::io::Error> },
@@ -65,5 +69,11 @@ pub enum BridgeError {
 impl BridgeError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         BridgeError::Io { context: context.into(), source: Arc::new(source) }
+    }
+}
+
+impl From<crate::datatype::DatatypeError> for BridgeError {
+    fn from(e: crate::datatype::DatatypeError) -> Self {
+        BridgeError::Datatype(Arc::new(e))
     }
 }

@@ -340,27 +340,27 @@ impl InterComm {
 
     /// Typed blocking send.
     pub fn send<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<()> {
-        self.send_bytes(dest, tag, &T::type_sig(), buf.len() as u64, &T::encode(buf))
+        self.send_bytes(dest, tag, &T::type_sig()?, buf.len() as u64, &T::encode(buf)?)
     }
 
     /// Typed synchronous send.
     pub fn ssend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<()> {
-        self.ssend_bytes(dest, tag, &T::type_sig(), buf.len() as u64, &T::encode(buf))
+        self.ssend_bytes(dest, tag, &T::type_sig()?, buf.len() as u64, &T::encode(buf)?)
     }
 
     /// Typed synchronous send with an upper bound on the wait for the match.
     pub fn ssend_timeout<T: WireType>(&self, dest: u32, tag: i32, buf: &[T], timeout: Duration) -> Result<()> {
-        self.ssend_bytes_timeout(dest, tag, &T::type_sig(), buf.len() as u64, &T::encode(buf), timeout)
+        self.ssend_bytes_timeout(dest, tag, &T::type_sig()?, buf.len() as u64, &T::encode(buf)?, timeout)
     }
 
     /// Typed non-blocking send (the data is copied into the request).
     pub fn isend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<SendRequest> {
-        self.isend_bytes(dest, tag, &T::type_sig(), buf.len() as u64, T::encode(buf).into_owned())
+        self.isend_bytes(dest, tag, &T::type_sig()?, buf.len() as u64, T::encode(buf)?.into_owned())
     }
 
     /// Typed non-blocking synchronous send.
     pub fn issend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<SendRequest> {
-        self.issend_bytes(dest, tag, &T::type_sig(), buf.len() as u64, T::encode(buf).into_owned())
+        self.issend_bytes(dest, tag, &T::type_sig()?, buf.len() as u64, T::encode(buf)?.into_owned())
     }
 
     /// Typed blocking receive into `buf`; `Status::count` says how many elements arrived.
@@ -374,7 +374,7 @@ impl InterComm {
     }
 
     fn recv_typed<T: WireType>(&self, source: Source, tag: Tag, buf: &mut [T], timeout: Option<Duration>) -> Result<Status> {
-        let sig = T::type_sig();
+        let sig = T::type_sig()?;
         let capacity = buf.len().saturating_mul(sig.elem_size);
         if let Some(bytes) = T::wire_bytes_mut(buf) {
             let st = self.recv_bytes_into_impl(source, tag, Some(sig.signature), bytes, timeout)?;
@@ -395,7 +395,7 @@ impl InterComm {
 
     /// Typed non-blocking receive into `buf`.
     pub fn irecv<'a, T: WireType>(&self, source: Source, tag: Tag, buf: &'a mut [T]) -> Result<TypedRecvRequest<'a, T>> {
-        let sig = T::type_sig();
+        let sig = T::type_sig()?;
         let inner = self.irecv_bytes(source, tag, Some(sig.signature), buf.len().saturating_mul(sig.elem_size))?;
         Ok(TypedRecvRequest { inner, out: buf })
     }

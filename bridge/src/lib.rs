@@ -40,6 +40,7 @@
 //!   its [`InterComm`] is created; after an InterComm is dropped, late messages
 //!   for its context are discarded (debug log).
 
+pub mod datatype;
 pub mod endpoint;
 pub mod engine;
 pub mod error;

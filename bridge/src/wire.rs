@@ -7,6 +7,9 @@
 
 use std::borrow::Cow;
 
+use mpi::datatype::Equivalence;
+
+use crate::datatype;
 use crate::error::{BridgeError, Result};
 
 /// How the payload bytes are laid out on the wire.
@@ -31,7 +34,23 @@ impl WireFormat {
         }
     }
 
-    pub(crate) fn from_u8(b: u8) -> Option<Self> {
+    /// The raw format of this host's byte order (same as [`WireFormat::native`]).
+    pub const fn native_raw() -> Self {
+        Self::native()
+    }
+
+    /// Whether the payload is raw bytes of a basic type (not external32).
+    pub fn is_raw(self) -> bool {
+        !matches!(self, WireFormat::External32)
+    }
+
+    /// One-byte wire code: RawLe = 0, RawBe = 1, External32 = 2.
+    pub fn to_u8(self) -> u8 {
+        self as u8
+    }
+
+    /// Inverse of [`WireFormat::to_u8`].
+    pub fn from_u8(b: u8) -> Option<Self> {
         match b {
             0 => Some(WireFormat::RawLe),
             1 => Some(WireFormat::RawBe),
@@ -80,9 +99,9 @@ pub fn signature_of_name(name: &str) -> u64 {
 /// `Equivalence` types via `MPI_Pack_external`.
 pub trait WireType: Sized + Send + Sync + 'static {
     /// Signature, format and element size of this type's wire representation.
-    fn type_sig() -> TypeSig;
+    fn type_sig() -> Result<TypeSig>;
     /// Wire bytes of `buf` (borrowed when the in-memory layout already is the wire layout).
-    fn encode(buf: &[Self]) -> Cow<'_, [u8]>;
+    fn encode(buf: &[Self]) -> Result<Cow<'_, [u8]>>;
     /// Decode `bytes` (in format `fmt`) into `out`; returns the number of elements written.
     fn decode_into(fmt: WireFormat, bytes: &[u8], out: &mut [Self]) -> Result<usize>;
     /// Zero-copy receive hook: a byte view of `out` that the wire bytes in
@@ -94,56 +113,50 @@ pub trait WireType: Sized + Send + Sync + 'static {
     }
 }
 
-macro_rules! primitive_wire_type {
-    ($($t:ty => $name:literal),* $(,)?) => {$(
-        impl WireType for $t {
-            fn type_sig() -> TypeSig {
-                TypeSig { signature: signature_of_name($name), format: WireFormat::RawLe, elem_size: std::mem::size_of::<$t>() }
-            }
-            fn encode(buf: &[Self]) -> Cow<'_, [u8]> {
-                if cfg!(target_endian = "little") {
-                    // SAFETY: primitive numbers have no padding and every bit pattern is a valid u8.
-                    Cow::Borrowed(unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), std::mem::size_of_val(buf)) })
-                } else {
-                    Cow::Owned(buf.iter().flat_map(|v| v.to_le_bytes()).collect())
-                }
-            }
-            #[allow(clippy::modulo_one)]
-            fn decode_into(fmt: WireFormat, bytes: &[u8], out: &mut [Self]) -> Result<usize> {
-                const SZ: usize = std::mem::size_of::<$t>();
-                if bytes.len() % SZ != 0 {
-                    return Err(BridgeError::Protocol(format!("payload of {} bytes is not a whole number of {} elements", bytes.len(), $name)));
-                }
-                let n = bytes.len() / SZ;
-                if n > out.len() {
-                    return Err(BridgeError::Truncated { message_bytes: bytes.len() as u64, buffer_bytes: (out.len() * SZ) as u64 });
-                }
-                for (o, c) in out.iter_mut().zip(bytes.chunks_exact(SZ)) {
-                    let mut a = [0u8; SZ];
-                    a.copy_from_slice(c);
-                    *o = match fmt {
-                        WireFormat::RawLe => <$t>::from_le_bytes(a),
-                        // external32 is big-endian IEEE / two's complement for these types.
-                        WireFormat::RawBe | WireFormat::External32 => <$t>::from_be_bytes(a),
-                    };
-                }
-                Ok(n)
-            }
-            fn wire_bytes_mut(out: &mut [Self]) -> Option<&mut [u8]> {
-                if cfg!(target_endian = "little") {
-                    let len = std::mem::size_of_val(out);
-                    // SAFETY: as in `encode`; any byte pattern is a valid value of this type.
-                    Some(unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), len) })
-                } else {
-                    None
-                }
-            }
-        }
-    )*};
-}
+/// Every rsmpi `Equivalence` type travels through the bridge: its signature
+/// and encoding come from the [`datatype`](crate::datatype) layer (raw bytes
+/// for contiguous basic types, external32 for everything else).
+impl<T: Equivalence + Send + Sync + 'static> WireType for T {
+    fn type_sig() -> Result<TypeSig> {
+        let info = datatype::type_info::<T>()?;
+        Ok(TypeSig { signature: info.signature, format: info.preferred_format(), elem_size: info.wire_size_per_elem })
+    }
 
-primitive_wire_type!(
-    u8 => "u8", u16 => "u16", u32 => "u32", u64 => "u64",
-    i8 => "i8", i16 => "i16", i32 => "i32", i64 => "i64",
-    f32 => "f32", f64 => "f64",
-);
+    fn encode(buf: &[Self]) -> Result<Cow<'_, [u8]>> {
+        Ok(datatype::encode(buf)?.bytes)
+    }
+
+    fn decode_into(fmt: WireFormat, bytes: &[u8], out: &mut [Self]) -> Result<usize> {
+        let info = datatype::type_info::<T>()?;
+        let per = info.payload_len(fmt, 1)?;
+        if per == 0 || bytes.len() % per != 0 {
+            return Err(BridgeError::Protocol(format!(
+                "payload of {} bytes is not a whole number of {}-byte elements of {}",
+                bytes.len(),
+                per,
+                info.describe()
+            )));
+        }
+        let count = bytes.len() / per;
+        if count > out.len() {
+            return Err(BridgeError::Truncated { message_bytes: bytes.len() as u64, buffer_bytes: (out.len() * per) as u64 });
+        }
+        Ok(datatype::decode_into(fmt, bytes, count, out)?)
+    }
+
+    fn wire_bytes_mut(out: &mut [Self]) -> Option<&mut [u8]> {
+        let info = datatype::type_info::<T>().ok()?;
+        // Only a single contiguous basic type whose memory layout is its wire
+        // layout may be received in place.
+        if info.preferred_format() != WireFormat::native_raw() || info.extent as usize != std::mem::size_of::<T>() {
+            return None;
+        }
+        let len = std::mem::size_of_val(out);
+        // SAFETY: `preferred_format` is raw only for predefined basic types
+        // (numbers, bool, complex); the data path writes whole elements of
+        // this type's own native representation into the view. `bool` is
+        // the exception to "any byte pattern is valid": a peer sending bool
+        // sends 0/1 bytes, and the signature check keeps other types out.
+        Some(unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), len) })
+    }
+}

@@ -8,8 +8,24 @@ use isthmus_bridge::*;
 
 const T: Duration = Duration::from_secs(30);
 
+/// Typed sends ask MPI for datatype signatures, so MPI is initialised once
+/// (as a singleton) for the whole test process and never finalised.
+fn mpi() {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    INIT.call_once(|| {
+        let (universe, _) =
+            mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises once");
+        std::mem::forget(universe);
+    });
+}
+
+fn start(config: EngineConfig) -> isthmus_bridge::Result<Arc<Engine>> {
+    mpi();
+    Engine::start(config)
+}
+
 fn engine(secret: &[u8]) -> Arc<Engine> {
-    Engine::start(EngineConfig { secret: secret.to_vec(), host: "testhost".into() }).expect("engine starts")
+    start(EngineConfig { secret: secret.to_vec(), host: "testhost".into() }).expect("engine starts")
 }
 
 /// Two groups of engines and the intercomms between them: a[i] talks to group b and vice versa.
@@ -221,9 +237,9 @@ fn huge_256mib_message_both_paths() {
         assert_eq!(got, sum);
     });
     // Unexpected path: isend, then receive later.
-    let r = a.isend_bytes(0, 2, &u8::type_sig(), n as u64, data).unwrap();
+    let r = a.isend_bytes(0, 2, &u8::type_sig().unwrap(), n as u64, data).unwrap();
     r.wait_timeout(T).unwrap();
-    let (v, st) = b.recv_bytes_timeout(Source::Rank(0), Tag::Value(2), Some(u8::type_sig().signature), n, T).unwrap();
+    let (v, st) = b.recv_bytes_timeout(Source::Rank(0), Tag::Value(2), Some(u8::type_sig().unwrap().signature), n, T).unwrap();
     assert_eq!(st.count as usize, n);
     assert_eq!(checksum(&v), sum);
 }
@@ -236,8 +252,8 @@ fn type_mismatch_consumes_message_only() {
     let mut ints = [0i32; 4];
     match b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut ints, T) {
         Err(BridgeError::TypeMismatch { expected, actual, from_rank: 0, tag: 1 }) => {
-            assert_eq!(expected, i32::type_sig().signature);
-            assert_eq!(actual, f32::type_sig().signature);
+            assert_eq!(expected, i32::type_sig().unwrap().signature);
+            assert_eq!(actual, f32::type_sig().unwrap().signature);
         }
         other => panic!("expected TypeMismatch, got {other:?}"),
     }
@@ -377,15 +393,15 @@ fn wrong_secret_is_rejected() {
         other => panic!("expected a Connect error, got {other:?}"),
     }
     // TCP path (different host) is guarded the same way.
-    let far = Engine::start(EngineConfig { secret: b"wrong".to_vec(), host: "elsewhere".into() }).unwrap();
+    let far = start(EngineConfig { secret: b"wrong".to_vec(), host: "elsewhere".into() }).unwrap();
     let c2 = far.intercomm(1, 0, 1, vec![good.endpoint()]).unwrap();
     assert!(matches!(c2.send(0, 0, &[1u8]), Err(BridgeError::Connect { .. })));
 }
 
 #[test]
 fn tcp_path_works_between_hosts() {
-    let ea = Engine::start(EngineConfig { secret: b"vm".to_vec(), host: "host-a".into() }).unwrap();
-    let eb = Engine::start(EngineConfig { secret: b"vm".to_vec(), host: "host-b".into() }).unwrap();
+    let ea = start(EngineConfig { secret: b"vm".to_vec(), host: "host-a".into() }).unwrap();
+    let eb = start(EngineConfig { secret: b"vm".to_vec(), host: "host-b".into() }).unwrap();
     let a = ea.intercomm(1, 0, 1, vec![eb.endpoint()]).unwrap();
     let b = eb.intercomm(1, 0, 1, vec![ea.endpoint()]).unwrap();
     let data: Vec<u64> = (0..100_000).collect();
@@ -473,7 +489,7 @@ fn invalid_arguments() {
     let mut x = [0u8];
     assert!(matches!(a.recv_timeout(Source::Rank(9), Tag::Any, &mut x, T), Err(BridgeError::InvalidArgument(_))));
     assert!(matches!(a.recv_timeout(Source::Any, Tag::Value(-2), &mut x, T), Err(BridgeError::InvalidArgument(_))));
-    assert!(matches!(a.send_bytes(0, 0, &u32::type_sig(), 3, &[0u8; 5]), Err(BridgeError::InvalidArgument(_))));
+    assert!(matches!(a.send_bytes(0, 0, &u32::type_sig().unwrap(), 3, &[0u8; 5]), Err(BridgeError::InvalidArgument(_))));
 }
 
 #[test]
