@@ -18,6 +18,8 @@ PER_RUN_TIMEOUT=${LAUNCH_RUN_TIMEOUT:-60}
 
 log() { echo "launch.sh: $*" >&2; }
 fail() { log "ERROR: $*"; exit 1; }
+# other load on the machine skews every number here; record it
+log "loadavg at start: $(cut -d" " -f1-3 /proc/loadavg) ($(nproc) CPUs)"
 command -v gcc >/dev/null 2>&1 || fail "gcc not found"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -17,6 +17,8 @@ RUN_TIMEOUT=${OMPI_BENCH_TIMEOUT:-300}
 
 log() { echo "ompi_connect_accept.sh: $*" >&2; }
 fail() { log "ERROR: $*"; exit 1; }
+# other load on the machine skews every number here; record it
+log "loadavg at start: $(cut -d" " -f1-3 /proc/loadavg) ($(nproc) CPUs)"
 
 for c in mpicc.openmpi mpirun.openmpi ompi-server; do
     command -v "$c" >/dev/null 2>&1 || fail "$c not found (install openmpi-bin libopenmpi-dev)"

@@ -15,6 +15,8 @@ RUN_TIMEOUT=${PVM_BENCH_TIMEOUT:-300}
 
 log() { echo "pvm_groups.sh: $*" >&2; }
 fail() { log "ERROR: $*"; exit 1; }
+# other load on the machine skews every number here; record it
+log "loadavg at start: $(cut -d" " -f1-3 /proc/loadavg) ($(nproc) CPUs)"
 
 command -v pvmd >/dev/null 2>&1 || fail "pvmd not found (install Debian packages pvm and pvm-dev)"
 command -v pvmgetarch >/dev/null 2>&1 || fail "pvmgetarch not found (install package pvm)"

@@ -17,6 +17,8 @@ RUN_TIMEOUT=${SOCKETS_BENCH_TIMEOUT:-300}
 
 log() { echo "sockets.sh: $*" >&2; }
 fail() { log "ERROR: $*"; exit 1; }
+# other load on the machine skews every number here; record it
+log "loadavg at start: $(cut -d" " -f1-3 /proc/loadavg) ($(nproc) CPUs)"
 command -v gcc >/dev/null 2>&1 || fail "gcc not found"
 
 mkdir -p "$OUT"
