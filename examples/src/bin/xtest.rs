@@ -76,6 +76,16 @@ fn run() -> anyhow::Result<()> {
         }
         return pass(&args, rank, bridge, handle);
     }
+    if args.scenario == "lost" {
+        // Side B: rank 0 dies once everyone is registered; its launcher
+        // then takes the rest of the job down.
+        if rank == 0 {
+            std::thread::sleep(Duration::from_millis(500));
+            kill_self();
+        }
+        std::thread::sleep(Duration::from_secs(30));
+        bail!("side B of 'lost' was not stopped");
+    }
     if args.scenario == "nonblocking" {
         let mut pending = bridge.intercomm_create_nonblocking(&handle, &peer, timeout)?;
         let mut computed = 0u64;
@@ -120,15 +130,6 @@ fn run() -> anyhow::Result<()> {
                 ensure!(v[0] == 3, "third job got {}", v[0]);
                 inter.send(0, 2, args.group.as_bytes())?;
             }
-        }
-        "lost" => {
-            // Side B: rank 0 dies once everyone is registered.
-            if rank == 0 {
-                std::thread::sleep(Duration::from_millis(500));
-                kill_self();
-            }
-            std::thread::sleep(Duration::from_secs(30));
-            bail!("side B of 'lost' was not stopped");
         }
         s => bail!("unknown scenario {s:?}"),
     }
