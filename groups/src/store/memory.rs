@@ -272,7 +272,14 @@ impl GroupStore for MemoryStore {
             // below exactly as for an absent group.
             if let Some(old) = inner.groups.remove(group) {
                 let broken = old.meta.broken.is_some();
-                self.emit(&mut inner, GroupEventKind::Destroyed, group, None, 0, broken);
+                self.emit(
+                    &mut inner,
+                    GroupEventKind::Destroyed,
+                    group,
+                    None,
+                    0,
+                    broken,
+                );
             }
         }
         let generation = match inner.groups.get(group) {

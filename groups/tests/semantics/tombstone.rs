@@ -238,7 +238,10 @@ async fn join_replaces_a_tombstone_with_a_new_generation() {
     g.close_task(t[1], true).await.unwrap();
 
     let mut events = g.subscribe();
-    assert_eq!(g.join("job", t[2], Some(3), b"p".to_vec()).await.unwrap(), 3);
+    assert_eq!(
+        g.join("job", t[2], Some(3), b"p".to_vec()).await.unwrap(),
+        3
+    );
     let got: Vec<_> = drain(&mut events)
         .into_iter()
         .map(|e| (e.kind, e.group, e.instance, e.task, e.size, e.group_broken))
