@@ -57,7 +57,8 @@ pub(crate) struct Inner {
     conns: Mutex<HashMap<Uuid, ConnSlot>>,
     incoming: Mutex<Vec<(Uuid, Stream)>>,
     contexts: Mutex<Contexts>,
-    failed: Mutex<HashMap<Uuid, String>>,
+    /// Peers that are gone: reason, and whether they left in order (BYE).
+    failed: Mutex<HashMap<Uuid, (String, bool)>>,
     sync_waiters: Mutex<HashMap<u64, SyncWaiter>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -148,11 +149,11 @@ impl Engine {
             ctx
         };
         // Peers that already failed count against the new intercomm too.
-        let failed: Vec<(Uuid, String)> = lock(&self.inner.failed).iter().map(|(k, v)| (*k, v.clone())).collect();
+        let failed: Vec<(Uuid, (String, bool))> = lock(&self.inner.failed).iter().map(|(k, v)| (*k, v.clone())).collect();
         {
             let mut st = lock(&ctx.state);
-            for (p, r) in &failed {
-                st.mark_process_failed(*p, r);
+            for (p, (r, orderly)) in &failed {
+                st.mark_process_failed(*p, r, *orderly);
             }
         }
         Ok(InterComm { engine: Arc::clone(self), ctx, local_rank, local_size, remote })
@@ -262,7 +263,7 @@ impl Inner {
         if self.is_shutting_down() {
             return Err(BridgeError::EngineShutDown);
         }
-        if let Some(reason) = lock(&self.failed).get(&ep.process) {
+        if let Some((reason, _)) = lock(&self.failed).get(&ep.process) {
             return Err(BridgeError::PeerFailed { rank, reason: reason.clone() });
         }
         let slot = Arc::clone(lock(&self.conns).entry(ep.process).or_default());
@@ -278,7 +279,7 @@ impl Inner {
         *guard = Some(Arc::clone(&conn));
         debug!(peer = %ep.process, "opened data connection");
         // A failure or shutdown may have been recorded while we connected.
-        if let Some(reason) = lock(&self.failed).get(&ep.process) {
+        if let Some((reason, _)) = lock(&self.failed).get(&ep.process) {
             conn.fail(reason);
         }
         if self.is_shutting_down() {
@@ -348,12 +349,23 @@ impl Inner {
 
     /// Record a failed peer and fail everything that depends on it.
     pub(crate) fn peer_failed(&self, process: Uuid, reason: &str) {
+        self.peer_gone(process, reason, false)
+    }
+
+    /// Record that a peer said goodbye: nothing more can come from it, but
+    /// unlike a failure it does not fail ANY_SOURCE operations while other
+    /// remote ranks may still send.
+    pub(crate) fn peer_departed(&self, process: Uuid, reason: &str) {
+        self.peer_gone(process, reason, true)
+    }
+
+    fn peer_gone(&self, process: Uuid, reason: &str, orderly: bool) {
         {
             let mut f = lock(&self.failed);
             if f.contains_key(&process) {
                 return;
             }
-            f.insert(process, reason.to_owned());
+            f.insert(process, (reason.to_owned(), orderly));
         }
         if !self.is_shutting_down() {
             info!(peer = %process, reason, "peer failed");
@@ -366,7 +378,7 @@ impl Inner {
         }
         let ctxs: Vec<Arc<Ctx>> = lock(&self.contexts).live.values().cloned().collect();
         for c in ctxs {
-            lock(&c.state).mark_process_failed(process, reason);
+            lock(&c.state).mark_process_failed(process, reason, orderly);
             c.arrived.notify_all();
         }
         let waiters: Vec<SyncWaiter> = {

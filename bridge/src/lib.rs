@@ -34,8 +34,10 @@
 //!   synchronous sends and queued sends fail with `PeerFailed`, as do later
 //!   operations that name it and ANY_SOURCE receives/probes on an intercomm
 //!   with a failed remote member (messages that already arrived can still be
-//!   received). A BYE (orderly shutdown) is handled the same way once the
-//!   connection closes, since nothing more can arrive.
+//!   received). A BYE (orderly shutdown) fails operations that name that
+//!   peer, since nothing more can arrive from it, but not ANY_SOURCE ones
+//!   while other remote ranks remain: a job whose ranks finish at different
+//!   times is not a failure.
 //! * Contexts: messages for a context id not (yet) registered are kept until
 //!   its [`InterComm`] is created; after an InterComm is dropped, late messages
 //!   for its context are discarded (debug log).

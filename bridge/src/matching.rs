@@ -79,7 +79,8 @@ pub(crate) struct CtxState {
     pub posted: VecDeque<PostedRecv>,
     pub unexpected: VecDeque<Arrived>,
     /// Remote ranks known to have failed, with the reason.
-    pub failed_ranks: Vec<(u32, String)>,
+    /// (`true`: it left in order, BYE; `false`: it failed).
+    pub failed_ranks: Vec<(u32, String, bool)>,
 }
 
 /// Matching state of one context id.
@@ -160,19 +161,28 @@ impl CtxState {
     /// Error for an operation on `source` if that source (or, for ANY, some remote rank) failed.
     pub(crate) fn failure_for(&self, source: Source) -> Option<BridgeError> {
         let hit = match source {
-            Source::Any => self.failed_ranks.first(),
-            Source::Rank(r) => self.failed_ranks.iter().find(|(fr, _)| *fr == r),
+            // A failure may have taken the sender with it; ranks that left in
+            // order only matter once no remote rank is left to send.
+            Source::Any => self.failed_ranks.iter().find(|(_, _, orderly)| !orderly).or_else(|| {
+                let remote = self.registration.as_ref().map_or(0, |r| r.remote.len());
+                if remote > 0 && self.failed_ranks.len() >= remote {
+                    self.failed_ranks.first()
+                } else {
+                    None
+                }
+            }),
+            Source::Rank(r) => self.failed_ranks.iter().find(|(fr, _, _)| *fr == r),
         };
-        hit.map(|(rank, reason)| BridgeError::PeerFailed { rank: *rank, reason: reason.clone() })
+        hit.map(|(rank, reason, _)| BridgeError::PeerFailed { rank: *rank, reason: reason.clone() })
     }
 
     /// Record that process `process` failed; fail the posted receives that can no longer complete.
-    pub(crate) fn mark_process_failed(&mut self, process: Uuid, reason: &str) {
+    pub(crate) fn mark_process_failed(&mut self, process: Uuid, reason: &str, orderly: bool) {
         let Some(reg) = &self.registration else { return };
         let ranks: Vec<u32> = reg.remote.iter().enumerate().filter(|(_, e)| e.process == process).map(|(i, _)| i as u32).collect();
         for r in ranks {
-            if !self.failed_ranks.iter().any(|(fr, _)| *fr == r) {
-                self.failed_ranks.push((r, reason.to_owned()));
+            if !self.failed_ranks.iter().any(|(fr, _, _)| *fr == r) {
+                self.failed_ranks.push((r, reason.to_owned(), orderly));
             }
         }
         let mut keep = VecDeque::with_capacity(self.posted.len());

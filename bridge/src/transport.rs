@@ -465,7 +465,7 @@ pub(crate) fn reader_loop(inner: Arc<Inner>, mut stream: Stream, peer_hint: Sock
     }
     if saw_bye {
         debug!(%peer, "peer said goodbye");
-        inner.peer_failed(peer, "peer engine shut down (BYE)");
+        inner.peer_departed(peer, "peer engine shut down (BYE)");
     } else {
         warn!(%peer, reason = %end_reason, "data connection from peer ended without BYE; treating the peer as failed");
         inner.peer_failed(peer, &format!("connection lost without BYE: {end_reason}"));

@@ -512,3 +512,29 @@ fn orderly_shutdown_fails_peer_waiters() {
     let mut x = [0u8];
     assert!(matches!(b.recv_timeout(Source::Rank(0), Tag::Any, &mut x, T), Err(BridgeError::PeerFailed { .. })));
 }
+
+#[test]
+fn a_rank_that_left_in_order_does_not_fail_any_source_receives() {
+    let (ea, eb, mut ca, mut cb) = groups(1, 2, 36);
+    let a = ca.remove(0);
+    let b1 = cb.remove(1);
+    let b0 = cb.remove(0);
+    // b0 talks, then finishes in order (BYE) before b1 has sent anything.
+    b0.send(0, 1, &[10u32]).unwrap();
+    let mut x = [0u32];
+    a.recv_timeout(Source::Any, Tag::Any, &mut x, T).unwrap();
+    drop(b0);
+    eb[0].shutdown();
+    std::thread::sleep(Duration::from_millis(100));
+    // An ANY_SOURCE receive still waits for b1, which is alive.
+    b1.send(0, 2, &[20u32]).unwrap();
+    let st = a.recv_timeout(Source::Any, Tag::Any, &mut x, T).unwrap();
+    assert_eq!((st.source, x[0]), (1, 20));
+    // A receive naming the departed rank fails: nothing more can come from it.
+    assert!(matches!(a.recv_timeout(Source::Rank(0), Tag::Any, &mut x, T), Err(BridgeError::PeerFailed { .. })));
+    // Once every remote rank has gone, ANY_SOURCE fails too instead of hanging.
+    drop(b1);
+    eb[1].shutdown();
+    assert!(matches!(a.recv_timeout(Source::Any, Tag::Any, &mut x, T), Err(BridgeError::PeerFailed { .. })));
+    drop(ea);
+}

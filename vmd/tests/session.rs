@@ -248,3 +248,24 @@ async fn halt_stops_the_daemon() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_shuts_down_cleanly_with_sessions_open() {
+    let mut vmd = VmdProcess::start();
+    let s = session(&vmd).await;
+    s.join("t", None, vec![]).await.unwrap();
+    let pid = vmd.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = vmd.child.try_wait().unwrap() {
+            assert!(status.success(), "vmd exited with {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "vmd still running 10 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The session notices: the next call fails instead of hanging.
+    let r = tokio::time::timeout(Duration::from_secs(10), s.gsize("t")).await.expect("no hang");
+    assert!(r.is_err());
+}

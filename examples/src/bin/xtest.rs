@@ -39,6 +39,8 @@ struct Particle {
 
 fn main() {
     if let Err(e) = run() {
+        // Exit without finalising: MPI_Finalize would wait for ranks that
+        // never get there, and the launcher tears the job down on this exit.
         eprintln!("FAIL: {e:#}");
         std::process::exit(1);
     }
@@ -47,6 +49,15 @@ fn main() {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let universe = isthmus_examples::init_mpi()?;
+    let result = scenario(&args, &universe);
+    if result.is_err() {
+        // Keep MPI from finalising (see main).
+        std::mem::forget(universe);
+    }
+    result
+}
+
+fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Result<()> {
     let world = universe.world();
     let rank = world.rank() as u32;
     let bridge = Bridge::connect().context("connecting to the vmd")?;
@@ -63,7 +74,7 @@ fn run() -> anyhow::Result<()> {
             }
             other => bail!("expected RemoteNotReady, got {:?}", other.map(|_| ())),
         }
-        return pass(&args, rank, bridge, handle);
+        return pass(args, rank, bridge, handle);
     }
     if args.scenario == "lost" && args.a {
         // The remote job registered, then lost a member: fail early.
@@ -74,7 +85,7 @@ fn run() -> anyhow::Result<()> {
             }
             other => bail!("expected RemoteLost, got {:?}", other.map(|_| ())),
         }
-        return pass(&args, rank, bridge, handle);
+        return pass(args, rank, bridge, handle);
     }
     if args.scenario == "lost" {
         // Side B: rank 0 dies once everyone is registered; its launcher
@@ -99,7 +110,7 @@ fn run() -> anyhow::Result<()> {
         std::hint::black_box(computed);
         exchange_rank_ids(&inter, rank)?;
         drop(inter);
-        return pass(&args, rank, bridge, handle);
+        return pass(args, rank, bridge, handle);
     }
 
     let inter = bridge.intercomm_create_timeout(&handle, &peer, timeout).context("intercomm_create")?;
@@ -134,7 +145,7 @@ fn run() -> anyhow::Result<()> {
         s => bail!("unknown scenario {s:?}"),
     }
     drop(inter);
-    pass(&args, rank, bridge, handle)
+    pass(args, rank, bridge, handle)
 }
 
 fn pass(args: &Args, rank: u32, bridge: Bridge, handle: isthmus_bridge::Handle) -> anyhow::Result<()> {
