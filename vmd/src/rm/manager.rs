@@ -348,6 +348,7 @@ impl ResourceManager {
                     exit: None,
                     reason: String::new(),
                     kill_requested: false,
+                    first_failure: None,
                 },
             );
             let (tx, rx) = oneshot::channel();
@@ -447,17 +448,18 @@ impl ResourceManager {
             JobReport::RankExit { rank, exit, .. } => {
                 if let Some(r) = rank.and_then(|r| job.ranks.get_mut(r as usize)) {
                     r.exit = Some(exit);
+                    if !exit.success() && job.first_failure.is_none() {
+                        job.first_failure = Some((r.rank, exit));
+                    }
                 }
                 let host = job.host.clone();
                 st.emit(RmEvent::TaskExit { job: id, rank, exit, host });
             }
             JobReport::LauncherExit { exit, reason, .. } => {
-                let failed_rank = job.ranks.iter().find(|r| r.exit.is_some_and(|e| !e.success()));
                 let (state, reason) = if job.kill_requested {
                     (JobState::Killed, "killed on request".to_string())
-                } else if let Some(r) = failed_rank {
-                    let how = r.exit.map(|e| e.to_string()).unwrap_or_default();
-                    (JobState::Failed, format!("rank {} ended with {how}", r.rank))
+                } else if let Some((rank, how)) = job.first_failure {
+                    (JobState::Failed, format!("rank {rank} ended with {how}"))
                 } else {
                     match exit {
                         Some(e) if e.success() => (JobState::Exited, reason),

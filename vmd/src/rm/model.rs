@@ -80,6 +80,8 @@ pub struct Job {
     pub exit: Option<ExitStatus>,
     pub reason: String,
     pub kill_requested: bool,
+    /// The first rank seen to fail (others may then be stopped by the launcher).
+    pub first_failure: Option<(u32, ExitStatus)>,
 }
 
 /// What a tasker needs to start a job.
