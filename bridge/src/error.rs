@@ -57,6 +57,22 @@ pub enum BridgeError {
     #[error("the bridge engine is shut down")]
     EngineShutDown,
 
+    /// The virtual machine (vmd) refused or failed a control operation.
+    #[error("vmd {op}: {message}")]
+    Vm { op: &'static str, message: String },
+
+    /// `register` found the group name held by another job (on every rank).
+    #[error("cannot register group {group:?}: {reason}")]
+    NameTaken { group: String, reason: String },
+
+    /// The remote group did not become complete before the deadline.
+    #[error("remote group {group:?} was not registered within {waited:?}")]
+    RemoteNotReady { group: String, waited: Duration },
+
+    /// The remote group was registered and lost a member.
+    #[error("remote group {group:?} lost a member: {reason}")]
+    RemoteLost { group: String, reason: String },
+
     /// The datatype layer could not describe, encode or decode the data.
     #[error("datatype: {0}")]
     Datatype(Arc<crate::datatype::DatatypeError>),

@@ -12,7 +12,7 @@ use crate::frame::{FrameHeader, FrameKind};
 use crate::matching::{fill_from_arrived, Ctx, PostedRecv, RawBuf, Target};
 use crate::request::{cv_wait, deadline_of, lock, Completion, RecvRequest, SendRequest, TypedRecvRequest};
 use crate::transport::{Queued, TryInline, INLINE_ISEND_MAX};
-use crate::wire::{TypeSig, WireType};
+use crate::wire::{TypeSig, WireFormat, WireType};
 
 /// Which remote rank a receive or probe accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -390,6 +390,33 @@ impl InterComm {
             Some(t) => self.recv_bytes_timeout(source, tag, Some(sig.signature), capacity, t)?,
         };
         T::decode_into(st.format, &bytes, buf)?;
+        Ok(st)
+    }
+
+    /// Sends any rsmpi buffer, e.g. a `View` of a `UserDatatype` such as a
+    /// strided vector: the data travel as external32 (or raw bytes when the
+    /// datatype is a contiguous basic type).
+    pub fn send_buffer<B: mpi::datatype::Buffer + ?Sized>(&self, dest: u32, tag: i32, buf: &B) -> Result<()> {
+        let enc = crate::datatype::encode_buffer(buf)?;
+        let elem_size = if enc.count == 0 { 0 } else { enc.bytes.len() / enc.count };
+        let sig = TypeSig { signature: enc.signature, format: enc.format, elem_size };
+        self.send_bytes(dest, tag, &sig, enc.count as u64, &enc.bytes)
+    }
+
+    /// Receives into any rsmpi buffer (e.g. a `MutView` of a strided vector);
+    /// the sender's element type signature must equal the buffer's.
+    pub fn recv_buffer<B: mpi::datatype::BufferMut + ?Sized>(&self, source: Source, tag: Tag, buf: &mut B) -> Result<Status> {
+        use mpi::raw::AsRaw;
+        let info = crate::datatype::datatype_info(buf.as_datatype().as_raw())?;
+        let capacity = usize::try_from(buf.count()).unwrap_or(0);
+        let max_bytes = [WireFormat::External32, WireFormat::native_raw()]
+            .iter()
+            .filter_map(|f| info.payload_len(*f, capacity).ok())
+            .max()
+            .unwrap_or(0);
+        let (bytes, st) = self.recv_bytes(source, tag, Some(info.signature), max_bytes)?;
+        let sig = crate::datatype::MessageSig { signature: st.signature, count: st.count, root_signature: 0, root_reps: 0 };
+        crate::datatype::decode_into_buffer(&sig, st.format, &bytes, buf, crate::datatype::MatchRule::ExactElement)?;
         Ok(st)
     }
 

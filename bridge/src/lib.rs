@@ -49,6 +49,7 @@ pub mod intercomm;
 mod matching;
 pub mod request;
 mod transport;
+pub mod vm;
 pub mod wire;
 
 pub use endpoint::Endpoint;
@@ -56,4 +57,5 @@ pub use engine::{Engine, EngineConfig};
 pub use error::{BridgeError, Result};
 pub use intercomm::{InterComm, Source, Status, Tag};
 pub use request::{wait_all, wait_any, RecvRequest, Request, SendRequest, TypedRecvRequest};
+pub use vm::{Bridge, Handle, PendingInterComm};
 pub use wire::{fnv1a64, signature_of_name, TypeSig, WireFormat, WireType};

@@ -20,6 +20,9 @@ impl<S: GroupStore> Groups<S> {
     /// If more than `size` tasks join while this waits, the group may pass
     /// `size` between two looks; that is reported as `FreezeBelowSize`,
     /// exactly as if the extra joins had come before the call.
+    ///
+    /// A broken group (including a tombstone) fails with `GroupBroken`,
+    /// whatever `size` is asked for: it can never be frozen again.
     pub async fn freeze(&self, group: &str, size: u32, deadline: Duration) -> Result<GroupTable> {
         validate::name(group)?;
         validate::size("freeze size", size)?;
@@ -31,19 +34,19 @@ impl<S: GroupStore> Groups<S> {
                     .snapshot(group)
                     .await?
                     .ok_or_else(|| GroupError::GroupNotFound(group.into()))?;
+                if let Some(lost) = snap.meta.broken {
+                    return Err(GroupError::GroupBroken {
+                        group: group.into(),
+                        instance: lost.instance,
+                        task: lost.task,
+                    });
+                }
                 if let Some(frozen_size) = snap.meta.frozen_size {
                     if frozen_size != size {
                         return Err(GroupError::FrozenAtOtherSize {
                             group: group.into(),
                             frozen_size,
                             size,
-                        });
-                    }
-                    if let Some(lost) = snap.meta.broken {
-                        return Err(GroupError::GroupBroken {
-                            group: group.into(),
-                            instance: lost.instance,
-                            task: lost.task,
                         });
                     }
                     return Ok(to_table(snap));
@@ -81,7 +84,10 @@ impl<S: GroupStore> Groups<S> {
     }
 
     /// Waits until `group` exists and is frozen and returns its table.
-    /// Fails with `GroupBroken` if it is, or becomes, broken.
+    /// Fails with `GroupBroken` if it is, or becomes, broken; that includes
+    /// a tombstone, so a caller arriving after every member of the group
+    /// died (an MPI launcher killing the rest of a job) fails at once
+    /// instead of waiting for its deadline.
     pub async fn wait_frozen(&self, group: &str, deadline: Duration) -> Result<GroupTable> {
         validate::name(group)?;
         let mut changes = self.store().watch();

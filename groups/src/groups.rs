@@ -95,6 +95,11 @@ impl<S: GroupStore> Groups<S> {
 
     /// Joins `group` (creating it if absent) and returns the instance:
     /// `instance` exactly if given, else the lowest free one.
+    ///
+    /// A tombstone (a broken group with no members left) counts as absent:
+    /// the join replaces it with a fresh group under a new generation.
+    /// A frozen group that still has members refuses the join (`Frozen`),
+    /// broken or not.
     pub async fn join(
         &self,
         group: &str,
@@ -122,6 +127,10 @@ impl<S: GroupStore> Groups<S> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (guard, chosen) = match self.store().slots(group).await? {
                 None => (Guard::Absent, instance.unwrap_or(0)),
+                // What is left of a broken job: the name is free again.
+                Some(g) if g.meta.is_tombstone(g.slots.len()) => {
+                    (Guard::Tombstone(g.meta.revision), instance.unwrap_or(0))
+                }
                 Some(g) => {
                     if g.meta.frozen_size.is_some() {
                         return Err(GroupError::Frozen {
@@ -180,7 +189,8 @@ impl<S: GroupStore> Groups<S> {
     }
 
     /// Leaves `group`, leaving a gap at the instance; the last leave
-    /// destroys the group. Pending barriers of the group are broken.
+    /// destroys the group, unless it is broken (then it stays as a
+    /// tombstone). Pending barriers of the group are broken.
     pub async fn leave(&self, group: &str, task: TaskId) -> Result<()> {
         validate::name(group)?;
         match self.store().delete_member(group, task).await? {

@@ -5,6 +5,32 @@
 //! liveness) on top of a [`GroupStore`]; [`MemoryStore`] is the embedded
 //! default, and the trait is shaped so that an etcd store can follow.
 //!
+//! # Group lifecycle
+//!
+//! * The first `join` creates a group, with a fresh *generation*; joins
+//!   are accepted until the group is frozen (`freeze`).
+//! * A member that *dies* (its task is closed with `died`) while the group
+//!   is frozen marks the group *broken*, for good: `wait_frozen` and
+//!   `freeze` on it fail with `GroupBroken`, naming the first instance
+//!   and task that died. A voluntary leave never breaks a group, nor does
+//!   a death before the freeze.
+//! * When the last member goes (leave or death), the group is destroyed
+//!   (PVM semantics) — unless it is broken. A broken group that empties
+//!   stays as a *tombstone*: still frozen and broken, no members, same
+//!   generation. `list`/`table` show it (size 0), `gsize` is 0,
+//!   `gettid`/`getinst` fail as for any absent member, and `wait_frozen`
+//!   fails at once with `GroupBroken`. This is what lets a peer job that
+//!   arrives after an MPI launcher has killed the rest of a failed job
+//!   learn that the job broke, instead of waiting for its deadline.
+//!   Creating a tombstone emits no `Destroyed` event (the `MemberDied`
+//!   and `Left` events already tell the story).
+//! * A `join` to a tombstone replaces it, as if the name were free: the
+//!   old incarnation is destroyed (`Destroyed` event) and a fresh group
+//!   with a new generation is created (`Joined` event), in one atomic
+//!   change, so a restarted job can register the name again. A broken
+//!   group that still has members refuses joins (`Frozen`), like any
+//!   frozen group.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> isthmus_groups::Result<()> {
 //! use isthmus_groups::{Groups, TaskId};

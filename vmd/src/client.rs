@@ -323,6 +323,12 @@ impl Session {
         }
     }
 
+    /// Events of the groups this session already follows (every group whose
+    /// table it cached by `freeze` or `wait_frozen`), without subscribing to more.
+    pub fn events(&self) -> broadcast::Receiver<pb::GroupEvent> {
+        self.inner.events.subscribe()
+    }
+
     /// The locally cached table of a frozen group, if any.
     pub fn cached(&self, group: &str) -> Option<Arc<pb::GroupTable>> {
         self.inner.frozen.read().ok()?.get(group).cloned()

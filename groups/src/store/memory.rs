@@ -119,7 +119,9 @@ impl MemoryStore {
             GroupEventKind::Left
         };
         let seq = self.emit(inner, kind, group, Some((instance, task)), size, broken);
-        let destroyed = size == 0;
+        // An empty broken group stays as a tombstone, so that a late
+        // `wait_frozen` still learns that it broke.
+        let destroyed = size == 0 && !broken;
         if destroyed {
             inner.groups.remove(group);
             self.emit(inner, GroupEventKind::Destroyed, group, None, 0, broken);
@@ -257,12 +259,30 @@ impl GroupStore for MemoryStore {
                     && !rec.members.contains_key(&member.instance)
                     && !rec.by_task.contains_key(&member.task)
             }
+            (Guard::Tombstone(rev), Some(rec)) => {
+                rec.meta.revision == rev && rec.meta.is_tombstone(rec.members.len())
+            }
             _ => false,
         };
         if !ok {
             return Ok(CreateOutcome::Conflict);
         }
-        let generation = match existing {
+        if let Guard::Tombstone(_) = guard {
+            // Same change: the old incarnation goes, a new one is created
+            // below exactly as for an absent group.
+            if let Some(old) = inner.groups.remove(group) {
+                let broken = old.meta.broken.is_some();
+                self.emit(
+                    &mut inner,
+                    GroupEventKind::Destroyed,
+                    group,
+                    None,
+                    0,
+                    broken,
+                );
+            }
+        }
+        let generation = match inner.groups.get(group) {
             Some(rec) => rec.meta.generation,
             None => {
                 inner.last_generation += 1;
@@ -442,6 +462,93 @@ mod tests {
         assert!(!store.freeze("g", rev, 2).await?, "wrong size");
         assert!(store.freeze("g", rev, 1).await?);
         assert!(!store.freeze("g", rev, 1).await?, "revision moved on");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn tombstone_is_replaced_only_by_its_guard() -> Result<()> {
+        let store = MemoryStore::new();
+        let (a, b) = (TaskId::new_v4(), TaskId::new_v4());
+        let la = store
+            .grant_lease(a, "h")
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(a))?;
+        let lb = store
+            .grant_lease(b, "h")
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(b))?;
+        store
+            .create_member("g", Guard::Absent, member(0, a), la)
+            .await?;
+        let rev = store.slots("g").await?.map(|s| s.meta.revision);
+        assert!(store.freeze("g", rev.unwrap_or(0), 1).await?);
+
+        let removed = store.revoke_lease(a, true).await?.unwrap_or_default();
+        assert_eq!(removed.len(), 1);
+        assert!(!removed.iter().any(|r| r.destroyed), "kept as a tombstone");
+        let tomb = store.slots("g").await?;
+        let meta = tomb.as_ref().map(|s| s.meta.clone());
+        let Some(meta) = meta else {
+            return Err(crate::GroupError::GroupNotFound("g".into()));
+        };
+        assert!(meta.is_tombstone(0));
+        assert_eq!(
+            meta.broken,
+            Some(LostMember {
+                instance: 0,
+                task: a
+            })
+        );
+
+        for guard in [
+            Guard::Absent,
+            Guard::Revision(meta.revision),
+            Guard::Tombstone(meta.revision - 1),
+        ] {
+            assert_eq!(
+                store.create_member("g", guard, member(0, b), lb).await?,
+                CreateOutcome::Conflict,
+                "{guard:?}"
+            );
+        }
+        let mut events = store.watch();
+        let created = store
+            .create_member("g", Guard::Tombstone(meta.revision), member(0, b), lb)
+            .await?;
+        let CreateOutcome::Created { generation, size } = created else {
+            return Err(crate::GroupError::Store(format!("{created:?}")));
+        };
+        assert!(generation > meta.generation);
+        assert_eq!(size, 1);
+        let kinds: Vec<_> = std::iter::from_fn(|| events.try_recv().ok())
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![GroupEventKind::Destroyed, GroupEventKind::Joined]
+        );
+        let fresh = store.slots("g").await?.map(|s| s.meta);
+        assert!(matches!(
+            fresh,
+            Some(GroupMeta {
+                frozen_size: None,
+                broken: None,
+                ..
+            })
+        ));
+        // A live group is not a tombstone.
+        let c = TaskId::new_v4();
+        let lc = store
+            .grant_lease(c, "h")
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(c))?;
+        let rev = fresh.map(|m| m.revision).unwrap_or(0);
+        assert_eq!(
+            store
+                .create_member("g", Guard::Tombstone(rev), member(1, c), lc)
+                .await?,
+            CreateOutcome::Conflict
+        );
         Ok(())
     }
 

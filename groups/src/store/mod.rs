@@ -14,7 +14,15 @@
 //!
 //! Rules that need no read-modify-write (group creation on first join,
 //! destruction on last leave, marking frozen groups broken when a member
-//! dies) are applied by the store inside the same atomic change.
+//! dies, keeping a broken group as a tombstone when it empties) are
+//! applied by the store inside the same atomic change.
+//!
+//! A *tombstone* is an ordinary group record with no members whose
+//! `broken` is set (and so is `frozen_size`): what is left of a broken
+//! group once its last member has gone. It keeps its generation and
+//! revision, so replacing it on a later join is a plain CAS on that
+//! revision ([`Guard::Tombstone`]); in etcd, the per-group meta key simply
+//! stays when the last member key goes.
 
 mod memory;
 
@@ -52,8 +60,16 @@ pub struct GroupMeta {
     pub revision: u64,
     /// Size the group was frozen at, if frozen.
     pub frozen_size: Option<u32>,
-    /// Set when a member of the frozen group died.
+    /// Set when a member of the frozen group died (the first one to die).
     pub broken: Option<LostMember>,
+}
+
+impl GroupMeta {
+    /// Whether a group with this meta and `members` members is a
+    /// tombstone: broken, and nobody left in it.
+    pub fn is_tombstone(&self, members: usize) -> bool {
+        members == 0 && self.broken.is_some()
+    }
 }
 
 /// Group flags plus the full member records, sorted by instance.
@@ -96,6 +112,11 @@ pub enum Guard {
     Absent,
     /// The group must exist at exactly this revision.
     Revision(u64),
+    /// The group must be a tombstone at exactly this revision; it is
+    /// destroyed and a fresh group (new generation, neither frozen nor
+    /// broken) is created in its place, in one atomic change that
+    /// publishes `Destroyed` for the tombstone and then `Joined`.
+    Tombstone(u64),
 }
 
 /// Outcome of [`GroupStore::create_member`].
@@ -120,7 +141,8 @@ pub struct Removal {
     pub task: TaskId,
     /// Size after the removal.
     pub size: u32,
-    /// The group became empty and was destroyed.
+    /// The group became empty and was destroyed. `false` when a broken
+    /// group became empty: it stays, as a tombstone.
     pub destroyed: bool,
 }
 
@@ -139,6 +161,8 @@ pub trait GroupStore: Send + Sync + 'static {
     /// Ends the task's lease, removing all its memberships at once
     /// (`MemberDied` events if `died`, else `Left`). If `died`, every
     /// frozen group it was in is marked broken in the same change.
+    /// Groups left empty are destroyed (`Destroyed` event), except broken
+    /// ones, which stay as tombstones (no further event).
     /// `None` if the task held no lease.
     async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>>;
 
@@ -158,7 +182,9 @@ pub trait GroupStore: Send + Sync + 'static {
     async fn list(&self) -> Result<Vec<GroupSummary>>;
 
     /// CAS: adds `member` bound to `lease` if `guard` holds, the instance
-    /// is free, the task is not yet a member and the group is not frozen.
+    /// is free, the task is not yet a member and the group is not frozen
+    /// (a tombstone is frozen: it can only be replaced, through
+    /// [`Guard::Tombstone`]).
     async fn create_member(
         &self,
         group: &str,
@@ -168,7 +194,8 @@ pub trait GroupStore: Send + Sync + 'static {
     ) -> Result<CreateOutcome>;
 
     /// Removes `task` from `group` (a voluntary leave); destroys the group
-    /// if it becomes empty.
+    /// if it becomes empty, unless it is broken: then it stays as a
+    /// tombstone.
     async fn delete_member(&self, group: &str, task: TaskId) -> Result<Lookup<Removal>>;
 
     /// CAS: freezes the group at `size` if it is at `revision`.

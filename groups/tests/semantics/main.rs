@@ -8,6 +8,7 @@ mod concurrency;
 mod events;
 mod freeze;
 mod membership;
+mod tombstone;
 mod validation;
 
 use std::future::Future;

@@ -1,0 +1,106 @@
+//! Ping-pong between rank 0 of two separately started jobs through the
+//! bridge: one-way latency (half a round trip) and windowed bandwidth, the
+//! same method as `bench/reference/ompi_connect_accept.c` so the numbers sit
+//! side by side. Prints `RESULT` lines (see bench/reference/README.md).
+//!
+//!   mpirun.openmpi -n 1 pingpong --group a --peer b --first
+//!   mpiexec.mpich  -n 1 pingpong --group b --peer a
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Parser;
+use isthmus_bridge::{wait_all, Bridge, Source, Tag};
+use mpi::topology::Communicator;
+
+#[derive(Parser)]
+struct Args {
+    #[arg(long)]
+    group: String,
+    #[arg(long)]
+    peer: String,
+    /// This side measures and prints.
+    #[arg(long)]
+    first: bool,
+    /// Round trips per latency size.
+    #[arg(long, default_value_t = 5000)]
+    iters: usize,
+    /// About this many MiB per bandwidth size.
+    #[arg(long, default_value_t = 1024)]
+    bw_mib: usize,
+    #[arg(long, default_value_t = 120)]
+    timeout_secs: u64,
+}
+
+const WINDOW: usize = 16;
+const LAT_SIZES: [usize; 3] = [0, 8, 1024];
+const BW_SIZES: [usize; 3] = [65536, 1 << 20, 4 << 20];
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let universe = isthmus_examples::init_mpi()?;
+    let world = universe.world();
+    let bridge = Bridge::connect().context("connecting to the vmd")?;
+    let handle = bridge.register(&args.group, &world)?;
+    let inter = bridge.intercomm_create_timeout(&handle, &args.peer, Duration::from_secs(args.timeout_secs))?;
+    if world.rank() == 0 {
+        let me = isthmus_examples::implementation();
+        eprintln!("[{me}] pingpong {} <-> {}", args.group, args.peer);
+        let mut buf = vec![0u8; 4 << 20];
+        for &size in &LAT_SIZES {
+            let warm = args.iters / 10 + 10;
+            let mut samples = Vec::with_capacity(args.iters);
+            for i in 0..args.iters + warm {
+                let t = Instant::now();
+                if args.first {
+                    inter.send(0, 1, &buf[..size])?;
+                    inter.recv(Source::Rank(0), Tag::Value(1), &mut buf[..size])?;
+                } else {
+                    inter.recv(Source::Rank(0), Tag::Value(1), &mut buf[..size])?;
+                    inter.send(0, 1, &buf[..size])?;
+                }
+                if i >= warm {
+                    samples.push(t.elapsed() / 2);
+                }
+            }
+            if args.first {
+                samples.sort();
+                let n = samples.len();
+                let us = |q: f64| samples[((n as f64 * q) as usize).min(n - 1)].as_secs_f64() * 1e6;
+                println!("RESULT bridge_lat_{size} median_us={:.3} p99_us={:.3} n={n}", us(0.5), us(0.99));
+            }
+        }
+        for &size in &BW_SIZES {
+            let reps = ((args.bw_mib << 20) / (size * WINDOW)).max(4);
+            let data = vec![1u8; size];
+            let mut ack = [0u8; 1];
+            let mut elapsed = Duration::ZERO;
+            for r in 0..reps + 2 {
+                let t = Instant::now();
+                if args.first {
+                    let reqs = (0..WINDOW).map(|_| inter.isend(0, 2, &data)).collect::<Result<Vec<_>, _>>()?;
+                    for res in wait_all(reqs) {
+                        res?;
+                    }
+                    inter.recv(Source::Rank(0), Tag::Value(3), &mut ack)?;
+                } else {
+                    for _ in 0..WINDOW {
+                        inter.recv(Source::Rank(0), Tag::Value(2), &mut buf[..size])?;
+                    }
+                    inter.send(0, 3, &ack)?;
+                }
+                if r >= 2 {
+                    elapsed += t.elapsed();
+                }
+            }
+            if args.first {
+                let n = reps * WINDOW;
+                let mbps = (size * n) as f64 / elapsed.as_secs_f64() / 1e6;
+                println!("RESULT bridge_bw_{size} bytes={size} mbps={mbps:.1} n={n}");
+            }
+        }
+    }
+    drop(inter);
+    bridge.leave(handle)?;
+    Ok(())
+}

@@ -1,0 +1,482 @@
+//! The cross-implementation test program: one scenario per run, executed by
+//! two (or three) separately launched jobs, usually one built with Open MPI
+//! and one with MPICH. `examples/tests/cross_impl.rs` launches it and checks
+//! what it prints; each rank prints `PASS <scenario> <group> rank <r>` when
+//! its checks held, and exits non-zero with the reason otherwise.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context};
+use clap::Parser;
+use isthmus_bridge::{Bridge, BridgeError, InterComm, Source, Tag};
+use mpi::datatype::{MutView, UserDatatype, View};
+use mpi::topology::Communicator;
+use mpi::traits::Equivalence;
+
+#[derive(Parser)]
+struct Args {
+    #[arg(long)]
+    scenario: String,
+    #[arg(long)]
+    group: String,
+    /// Other jobs (one per intercommunicator).
+    #[arg(long, num_args = 1..)]
+    peer: Vec<String>,
+    /// Side A of the scenario (the other side is B).
+    #[arg(long)]
+    a: bool,
+    #[arg(long, default_value_t = 120)]
+    timeout_secs: u64,
+}
+
+/// A struct with padding between its fields, as MPI programs send them.
+#[derive(Equivalence, Clone, Copy, Debug, PartialEq, Default)]
+struct Particle {
+    kind: u8,
+    pos: [f64; 3],
+    charge: i32,
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("FAIL: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let universe = isthmus_examples::init_mpi()?;
+    let world = universe.world();
+    let rank = world.rank() as u32;
+    let bridge = Bridge::connect().context("connecting to the vmd")?;
+    let handle = bridge.register(&args.group, &world).context("register")?;
+    let timeout = Duration::from_secs(args.timeout_secs);
+    let peer = args.peer.first().context("--peer missing")?.clone();
+
+    if args.scenario == "deadline" {
+        let t = Instant::now();
+        match bridge.intercomm_create_timeout(&handle, &peer, Duration::from_secs(2)) {
+            Err(BridgeError::RemoteNotReady { group, .. }) => {
+                ensure!(group == peer, "error names {group:?}");
+                ensure!(t.elapsed() >= Duration::from_secs(2), "gave up before the deadline");
+            }
+            other => bail!("expected RemoteNotReady, got {:?}", other.map(|_| ())),
+        }
+        return pass(&args, rank, bridge, handle);
+    }
+    if args.scenario == "lost" && args.a {
+        // The remote job registered, then lost a member: fail early.
+        let t = Instant::now();
+        match bridge.intercomm_create_timeout(&handle, &peer, Duration::from_secs(60)) {
+            Err(BridgeError::RemoteLost { .. }) => {
+                ensure!(t.elapsed() < Duration::from_secs(30), "failed only after {:?}", t.elapsed());
+            }
+            other => bail!("expected RemoteLost, got {:?}", other.map(|_| ())),
+        }
+        return pass(&args, rank, bridge, handle);
+    }
+    if args.scenario == "lost" {
+        // Side B: rank 0 dies once everyone is registered; its launcher
+        // then takes the rest of the job down.
+        if rank == 0 {
+            std::thread::sleep(Duration::from_millis(500));
+            kill_self();
+        }
+        std::thread::sleep(Duration::from_secs(30));
+        bail!("side B of 'lost' was not stopped");
+    }
+    if args.scenario == "nonblocking" {
+        let mut pending = bridge.intercomm_create_nonblocking(&handle, &peer, timeout)?;
+        let mut computed = 0u64;
+        let inter = loop {
+            if let Some(ic) = pending.test()? {
+                break ic;
+            }
+            computed += (0..10_000u64).sum::<u64>() % 7; // the program's own work
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        std::hint::black_box(computed);
+        exchange_rank_ids(&inter, rank)?;
+        drop(inter);
+        return pass(&args, rank, bridge, handle);
+    }
+
+    let inter = bridge.intercomm_create_timeout(&handle, &peer, timeout).context("intercomm_create")?;
+    let a = args.a;
+    match args.scenario.as_str() {
+        "allpairs" => allpairs(&inter, rank, world.size() as u32, a)?,
+        "wildcards" => wildcards(&inter, rank, a)?,
+        "ordering" => ordering(&inter, rank, a)?,
+        "ssend" => ssend(&inter, rank, a)?,
+        "big" => big(&inter, rank, a)?,
+        "datatypes" => datatypes(&inter, rank, a)?,
+        "mismatch" => mismatch(&inter, rank, a)?,
+        "truncate" => truncate(&inter, rank, a)?,
+        "multi" => {
+            let second = bridge.intercomm_create_timeout(&handle, &peer, timeout)?;
+            let others: Vec<InterComm> = args.peer[1..]
+                .iter()
+                .map(|p| bridge.intercomm_create_timeout(&handle, p, timeout))
+                .collect::<Result<_, _>>()?;
+            multi(&inter, &second, &others, rank, a, &args.group)?
+        }
+        "killed" => killed(&inter, rank, a)?,
+        "answer" => {
+            // A third job in "multi": receive one message, answer with our name.
+            if rank == 0 {
+                let mut v = [0u32; 1];
+                inter.recv(Source::Rank(0), Tag::Value(1), &mut v)?;
+                ensure!(v[0] == 3, "third job got {}", v[0]);
+                inter.send(0, 2, args.group.as_bytes())?;
+            }
+        }
+        s => bail!("unknown scenario {s:?}"),
+    }
+    drop(inter);
+    pass(&args, rank, bridge, handle)
+}
+
+fn pass(args: &Args, rank: u32, bridge: Bridge, handle: isthmus_bridge::Handle) -> anyhow::Result<()> {
+    bridge.leave(handle)?;
+    println!("PASS {} {} rank {rank}", args.scenario, args.group);
+    Ok(())
+}
+
+fn kill_self() -> ! {
+    // SIGKILL: no destructor, no goodbye, as a crash would.
+    let _ = std::process::Command::new("kill").args(["-9", &std::process::id().to_string()]).status();
+    std::thread::sleep(Duration::from_secs(10));
+    std::process::exit(99)
+}
+
+/// Deterministic payload for the pair (from, to): length and values depend on both.
+fn payload(side_a: bool, from: u32, to: u32) -> Vec<u64> {
+    let seed = (u64::from(side_a) << 40) ^ (u64::from(from) << 20) ^ u64::from(to);
+    let len = 1000 + (from as usize) * 37 + (to as usize) * 11;
+    (0..len as u64).map(|i| (seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i).rotate_left((i % 63) as u32)).collect()
+}
+
+fn checksum(v: &[u64]) -> u64 {
+    v.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, x| (h ^ x).wrapping_mul(0x100_0000_01b3))
+}
+
+fn allpairs(ic: &InterComm, rank: u32, local_size: u32, a: bool) -> anyhow::Result<()> {
+    let remote = ic.remote_size();
+    let mut sends = Vec::new();
+    for q in 0..remote {
+        sends.push(ic.isend(q, 5, &payload(a, rank, q))?);
+    }
+    for q in 0..remote {
+        let expected = payload(!a, q, rank);
+        let mut buf = vec![0u64; expected.len() + 100];
+        let st = ic.recv(Source::Rank(q), Tag::Value(5), &mut buf)?;
+        ensure!(st.count as usize == expected.len(), "count {} from {q}, expected {}", st.count, expected.len());
+        ensure!(checksum(&buf[..expected.len()]) == checksum(&expected), "checksum mismatch from remote rank {q}");
+    }
+    for s in sends {
+        s.wait()?;
+    }
+    let _ = local_size;
+    Ok(())
+}
+
+fn wildcards(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    let remote = ic.remote_size();
+    // A sends to every B rank three messages, tags 10+r, 20+r, 30+r, content
+    // [rank, tag]; B receives with ANY source and ANY tag.
+    if a {
+        for q in 0..remote {
+            for base in [10, 20, 30] {
+                let tag = base + rank as i32;
+                ic.send(q, tag, &[rank as i64, tag as i64])?;
+            }
+        }
+        // Then B answers, and A probes before receiving.
+        for _ in 0..remote {
+            let st = ic.probe(Source::Any, Tag::Any)?;
+            ensure!(st.count == 3, "probe count {}", st.count);
+            let mut v = [0i32; 3];
+            let got = ic.recv(Source::Rank(st.source), Tag::Value(st.tag), &mut v)?;
+            ensure!(got.source == st.source && v[0] as u32 == st.source && v[1] == st.tag, "probe/recv disagree: {v:?}");
+        }
+        ensure!(ic.iprobe(Source::Any, Tag::Any)?.is_none(), "a message too many");
+    } else {
+        let mut seen = Vec::new();
+        for _ in 0..3 * remote {
+            let mut v = [0i64; 2];
+            let st = ic.recv(Source::Any, Tag::Any, &mut v)?;
+            ensure!(st.source as i64 == v[0] && st.tag as i64 == v[1], "status {st:?} does not match content {v:?}");
+            ensure!(st.count == 2, "count {}", st.count);
+            seen.push((st.source, st.tag));
+        }
+        seen.sort();
+        let mut want: Vec<_> = (0..remote).flat_map(|r| [10, 20, 30].map(|b| (r, b + r as i32))).collect();
+        want.sort();
+        ensure!(seen == want, "received {seen:?}");
+        for q in 0..remote {
+            ic.send(q, 40 + rank as i32, &[rank as i32, 40 + rank as i32, 0])?;
+        }
+    }
+    Ok(())
+}
+
+fn ordering(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    const N: u64 = 5000;
+    if rank != 0 {
+        return Ok(());
+    }
+    if a {
+        let mut reqs = Vec::new();
+        for i in 0..N {
+            let len = 1 + (i % 50) as usize;
+            let mut v = vec![i; len];
+            v[0] = i;
+            let tag = (i % 2) as i32;
+            if i % 3 == 0 {
+                reqs.push(ic.isend(0, tag, &v)?);
+            } else {
+                ic.send(0, tag, &v)?;
+            }
+        }
+        for r in reqs {
+            r.wait()?;
+        }
+        let mut done = [0u8; 1];
+        ic.recv(Source::Rank(0), Tag::Value(9), &mut done)?;
+    } else {
+        // First all of tag 1, then all of tag 0: each tag's messages must
+        // come in the order sent, whatever was queued in between.
+        let mut buf = vec![0u64; 64];
+        for tag in [1i32, 0] {
+            let mut last = None;
+            for _ in 0..N / 2 {
+                let st = ic.recv(Source::Rank(0), Tag::Value(tag), &mut buf)?;
+                let i = buf[0];
+                ensure!(i % 2 == tag as u64, "tag {tag} carried message {i}");
+                ensure!(st.count == 1 + i % 50, "message {i} has {} elements", st.count);
+                if let Some(l) = last {
+                    ensure!(i > l, "message {i} overtook {l}");
+                }
+                last = Some(i);
+            }
+        }
+        ic.send(0, 9, &[1u8])?;
+    }
+    Ok(())
+}
+
+fn ssend(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    if rank != 0 {
+        return Ok(());
+    }
+    if a {
+        ic.ssend(0, 1, &[42u32])?;
+        // B sent its marker just before posting the matching receive, on the
+        // same connection as the acknowledgement: it must be here already.
+        ensure!(ic.iprobe(Source::Rank(0), Tag::Value(99))?.is_some(), "ssend returned before the receiver matched");
+        let mut m = [0u8; 1];
+        ic.recv(Source::Rank(0), Tag::Value(99), &mut m)?;
+        // An ssend whose receive never comes gives a deadline, not a hang.
+        match ic.ssend_timeout(0, 2, &[1u32], Duration::from_millis(300)) {
+            Err(BridgeError::Timeout(_)) => {}
+            other => bail!("unmatched ssend: expected Timeout, got {other:?}"),
+        }
+        ic.send(0, 3, &[0u8])?;
+    } else {
+        std::thread::sleep(Duration::from_millis(300));
+        ic.send(0, 99, &[1u8])?;
+        let mut v = [0u32; 1];
+        ic.recv(Source::Rank(0), Tag::Value(1), &mut v)?;
+        ensure!(v[0] == 42);
+        let mut end = [0u8; 1];
+        ic.recv(Source::Rank(0), Tag::Value(3), &mut end)?;
+    }
+    Ok(())
+}
+
+fn big(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    const LEN: usize = 256 << 20;
+    if rank != 0 {
+        return Ok(());
+    }
+    let make = |salt: u8| (0..LEN).map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt)).collect::<Vec<u8>>();
+    let mut buf = vec![0u8; LEN];
+    if a {
+        ic.send(0, 1, &make(1))?;
+        let st = ic.recv(Source::Rank(0), Tag::Value(2), &mut buf)?;
+        ensure!(st.count as usize == LEN && buf == make(2), "256 MiB from B arrived damaged");
+    } else {
+        let st = ic.recv(Source::Rank(0), Tag::Value(1), &mut buf)?;
+        ensure!(st.count as usize == LEN && buf == make(1), "256 MiB from A arrived damaged");
+        ic.send(0, 2, &make(2))?;
+    }
+    Ok(())
+}
+
+fn particles(salt: i32) -> Vec<Particle> {
+    (0..100)
+        .map(|i| Particle { kind: (i % 7) as u8, pos: [i as f64 * 0.5, -(i as f64), salt as f64 + 0.25], charge: salt * 1000 + i })
+        .collect()
+}
+
+fn datatypes(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    if rank != 0 {
+        return Ok(());
+    }
+    // A strided vector: 4 blocks of 2 i32, stride 5.
+    let vector = UserDatatype::vector(4, 2, 5, &i32::equivalent_datatype());
+    let full: Vec<i32> = (0..20).collect();
+    let picked: Vec<i32> = (0..4).flat_map(|b| [b * 5, b * 5 + 1]).collect();
+    let scalars_f32: Vec<f32> = (0..33).map(|i| i as f32 / 3.0).collect();
+    let scalars_i16: Vec<i16> = (0..17).map(|i| i * -300).collect();
+    let flags: Vec<bool> = (0..9).map(|i| i % 3 == 0).collect();
+    if a {
+        ic.send(0, 1, &particles(1))?;
+        // SAFETY: one vector of 4 blocks, stride 5, spans 17 of the 20 elements.
+        let view = unsafe { View::with_count_and_datatype(&full[..], 1, &vector) };
+        ic.send_buffer(0, 2, &view)?;
+        ic.send(0, 3, &scalars_f32)?;
+        ic.send(0, 4, &scalars_i16)?;
+        ic.send(0, 5, &flags)?;
+        let mut back = vec![Particle::default(); 100];
+        ic.recv(Source::Rank(0), Tag::Value(6), &mut back)?;
+        ensure!(back == particles(2), "particles from B damaged");
+    } else {
+        let mut p = vec![Particle::default(); 100];
+        let st = ic.recv(Source::Rank(0), Tag::Value(1), &mut p)?;
+        ensure!(st.count == 100 && p == particles(1), "particles from A damaged: {:?}", &p[..2]);
+        let mut strided = vec![-1i32; 20];
+        // SAFETY: as on the sending side, the vector fits the 20 elements.
+        let mut view = unsafe { MutView::with_count_and_datatype(&mut strided[..], 1, &vector) };
+        ic.recv_buffer(Source::Rank(0), Tag::Value(2), &mut view)?;
+        drop(view);
+        for (i, v) in strided.iter().enumerate() {
+            let in_block = (i % 5) < 2 && i < 20;
+            ensure!(if in_block { *v == i as i32 } else { *v == -1 }, "strided slot {i} holds {v}");
+        }
+        ensure!(picked.iter().all(|v| strided[*v as usize] == *v));
+        let mut f = vec![0f32; 33];
+        ic.recv(Source::Rank(0), Tag::Value(3), &mut f)?;
+        ensure!(f == scalars_f32, "f32 damaged");
+        let mut s = vec![0i16; 17];
+        ic.recv(Source::Rank(0), Tag::Value(4), &mut s)?;
+        ensure!(s == scalars_i16, "i16 damaged");
+        let mut b = vec![false; 9];
+        ic.recv(Source::Rank(0), Tag::Value(5), &mut b)?;
+        ensure!(b == flags, "bool damaged");
+        ic.send(0, 6, &particles(2))?;
+    }
+    Ok(())
+}
+
+fn mismatch(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    if rank != 0 {
+        return Ok(());
+    }
+    if a {
+        ic.send(0, 1, &[1.5f64, 2.5])?;
+        ic.send(0, 1, &[7i32, 8])?;
+    } else {
+        let mut ints = [0i32; 4];
+        match ic.recv(Source::Rank(0), Tag::Value(1), &mut ints) {
+            Err(BridgeError::TypeMismatch { .. }) => {}
+            other => bail!("f64 into i32: expected TypeMismatch, got {other:?}"),
+        }
+        let st = ic.recv(Source::Rank(0), Tag::Value(1), &mut ints)?;
+        ensure!(st.count == 2 && ints[..2] == [7, 8], "the next message was lost: {ints:?}");
+    }
+    Ok(())
+}
+
+fn truncate(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    if rank != 0 {
+        return Ok(());
+    }
+    if a {
+        ic.send(0, 1, &[9u32; 100])?;
+        ic.send(0, 1, &[1u32, 2, 3, 4, 5])?;
+    } else {
+        let mut small = [0u32; 10];
+        match ic.recv(Source::Rank(0), Tag::Value(1), &mut small) {
+            Err(BridgeError::Truncated { .. }) => {}
+            other => bail!("100 into 10: expected Truncated, got {other:?}"),
+        }
+        let st = ic.recv(Source::Rank(0), Tag::Value(1), &mut small)?;
+        ensure!(st.count == 5 && small[..5] == [1, 2, 3, 4, 5], "the next message was lost: {small:?}");
+    }
+    Ok(())
+}
+
+fn multi(first: &InterComm, second: &InterComm, others: &[InterComm], rank: u32, a: bool, group: &str) -> anyhow::Result<()> {
+    ensure!(first.context() != second.context(), "two intercomms share a context");
+    if rank == 0 {
+        if a {
+            // Same destination, same tag, two intercomms: never mixed.
+            first.send(0, 1, &[1u32])?;
+            second.send(0, 1, &[2u32])?;
+            for o in others {
+                o.send(0, 1, &[3u32])?;
+            }
+            for o in others {
+                let mut v = [0u8; 64];
+                let st = o.recv(Source::Rank(0), Tag::Value(2), &mut v)?;
+                ensure!(st.count > 0, "empty answer from a third job");
+            }
+        } else {
+            let mut v = [0u32; 1];
+            second.recv(Source::Any, Tag::Value(1), &mut v)?;
+            ensure!(v[0] == 2, "second intercomm got {}", v[0]);
+            first.recv(Source::Any, Tag::Value(1), &mut v)?;
+            ensure!(v[0] == 1, "first intercomm got {}", v[0]);
+        }
+    }
+    let _ = group;
+    Ok(())
+}
+
+/// A third job for "multi": answers on its one intercomm.
+fn exchange_rank_ids(ic: &InterComm, rank: u32) -> anyhow::Result<()> {
+    for q in 0..ic.remote_size() {
+        ic.send(q, 77, &[rank])?;
+    }
+    for q in 0..ic.remote_size() {
+        let mut v = [u32::MAX];
+        ic.recv(Source::Rank(q), Tag::Value(77), &mut v)?;
+        ensure!(v[0] == q, "rank id {} from {q}", v[0]);
+    }
+    Ok(())
+}
+
+fn killed(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    // A keeps receiving from every B rank; B's rank 1 dies by SIGKILL after
+    // 50 rounds. Every A rank must see an error, not hang.
+    let remote = ic.remote_size();
+    if a {
+        let mut v = [0u64; 8];
+        for round in 0.. {
+            for q in 0..remote {
+                match ic.recv_timeout(Source::Rank(q), Tag::Value(1), &mut v, Duration::from_secs(60)) {
+                    Ok(_) => {}
+                    Err(BridgeError::PeerFailed { .. }) => {
+                        ensure!(round >= 50, "peer failed too early, round {round}");
+                        return Ok(());
+                    }
+                    Err(e) => bail!("expected PeerFailed, got {e}"),
+                }
+            }
+        }
+        unreachable!()
+    } else {
+        for round in 0u64.. {
+            if rank == 1 && round == 50 {
+                kill_self();
+            }
+            for q in 0..remote {
+                ic.send(q, 1, &[round; 8])?;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        unreachable!()
+    }
+}

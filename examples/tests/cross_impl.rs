@@ -1,0 +1,279 @@
+//! Cross-implementation tests: an embedded vmd, then real jobs started
+//! separately by their own launchers — an Open MPI job (`mpirun.openmpi`) and
+//! an MPICH job (`mpiexec.mpich`) — running one scenario of `xtest` each.
+//!
+//! The Open MPI flavour of `xtest` is this package's own binary (the test
+//! suite is built with MPICC=mpicc.openmpi); the MPICH flavour is built into
+//! its own target dir by scripts/test.sh and found through
+//! `ISTHMUS_MPICH_BIN_DIR` (default: target/mpich/release).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use isthmus_vmd::daemon::{Daemon, DaemonConfig};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mpi {
+    OpenMpi,
+    Mpich,
+}
+
+struct Job {
+    mpi: Mpi,
+    np: usize,
+    group: String,
+    peers: Vec<String>,
+    a: bool,
+    timeout_secs: u64,
+}
+
+fn job(mpi: Mpi, np: usize, group: &str, peers: &[&str], a: bool) -> Job {
+    Job { mpi, np, group: group.into(), peers: peers.iter().map(|p| p.to_string()).collect(), a, timeout_secs: 120 }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn xtest(mpi: Mpi) -> PathBuf {
+    match mpi {
+        Mpi::OpenMpi => PathBuf::from(env!("CARGO_BIN_EXE_xtest")),
+        Mpi::Mpich => {
+            let dir = std::env::var_os("ISTHMUS_MPICH_BIN_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo_root().join("target/mpich/release"));
+            let p = dir.join("xtest");
+            assert!(
+                p.exists(),
+                "MPICH flavour of xtest not found at {} — build it with scripts/test.sh (MPICC=mpicc.mpich, its own target dir)",
+                p.display()
+            );
+            p
+        }
+    }
+}
+
+/// A vmd serving on a free loopback port from a thread of this test.
+struct EmbeddedVmd {
+    addr: String,
+    halt: std::sync::Arc<tokio::sync::Notify>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl EmbeddedVmd {
+    fn start() -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async move {
+                let daemon = Daemon::bind(DaemonConfig { listen: "127.0.0.1:0".parse().unwrap(), host: "localhost".into() })
+                    .await
+                    .expect("bind vmd");
+                tx.send((daemon.local_addr().to_string(), daemon.halt_handle())).unwrap();
+                daemon.serve(std::future::pending()).await.expect("serve");
+            });
+        });
+        let (addr, halt) = rx.recv_timeout(Duration::from_secs(20)).expect("vmd started");
+        EmbeddedVmd { addr, halt, thread: Some(thread) }
+    }
+}
+
+impl Drop for EmbeddedVmd {
+    fn drop(&mut self) {
+        self.halt.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn launch(vmd: &EmbeddedVmd, scenario: &str, j: &Job) -> Child {
+    let mut cmd = match j.mpi {
+        Mpi::OpenMpi => {
+            let mut c = Command::new("mpirun.openmpi");
+            c.args(["--oversubscribe", "--bind-to", "none", "-n", &j.np.to_string(), "-x", "ISTHMUS_VMD"]);
+            c
+        }
+        Mpi::Mpich => {
+            let mut c = Command::new("mpiexec.mpich");
+            c.args(["-n", &j.np.to_string(), "-genv", "ISTHMUS_VMD", &vmd.addr]);
+            c
+        }
+    };
+    cmd.arg(xtest(j.mpi))
+        .args(["--scenario", scenario, "--group", &j.group, "--timeout-secs", &j.timeout_secs.to_string()])
+        .arg("--peer")
+        .args(&j.peers)
+        .env("ISTHMUS_VMD", &vmd.addr)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl_tcp_if_include", "lo")
+        .env("OMPI_MCA_oob_tcp_if_include", "lo")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if j.a {
+        cmd.arg("--a");
+    }
+    cmd.spawn().unwrap_or_else(|e| panic!("cannot start {:?} launcher: {e}", j.mpi))
+}
+
+/// Waits for a launcher, killing it (by its PID) at the deadline.
+fn finish(mut child: Child, deadline: Duration, what: &str) -> Output {
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() > deadline => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("collect output");
+                panic!(
+                    "{what} did not finish within {deadline:?}\nstdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("waiting for {what}: {e}"),
+        }
+    }
+    child.wait_with_output().expect("collect output")
+}
+
+fn assert_passed(out: &Output, scenario: &str, j: &Job) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report = || format!("{:?} job {:?}\nstdout:\n{stdout}\nstderr:\n{}", j.mpi, j.group, String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{} exited with {}\n{}", j.group, out.status, report());
+    for r in 0..j.np {
+        let line = format!("PASS {scenario} {} rank {r}", j.group);
+        assert!(stdout.lines().any(|l| l.trim_end() == line), "missing {line:?}\n{}", report());
+    }
+}
+
+/// Runs all jobs of a scenario at once and checks that each passed.
+fn scenario(scenario: &str, jobs: &[Job]) {
+    let vmd = EmbeddedVmd::start();
+    let children: Vec<Child> = jobs.iter().map(|j| launch(&vmd, scenario, j)).collect();
+    let outputs: Vec<Output> =
+        children.into_iter().zip(jobs).map(|(c, j)| finish(c, Duration::from_secs(240), &j.group)).collect();
+    for (out, j) in outputs.iter().zip(jobs) {
+        assert_passed(out, scenario, j);
+    }
+}
+
+/// The usual pair: Open MPI with 2 ranks (side A), MPICH with 3 ranks (side B).
+fn pair(name: &str) -> Vec<Job> {
+    let (a, b) = (format!("{name}-ompi"), format!("{name}-mpich"));
+    vec![job(Mpi::OpenMpi, 2, &a, &[&b], true), job(Mpi::Mpich, 3, &b, &[&a], false)]
+}
+
+#[test]
+fn flavours_link_different_mpi_libraries() {
+    let ldd = |p: PathBuf| String::from_utf8_lossy(&Command::new("ldd").arg(p).output().expect("ldd").stdout).into_owned();
+    assert!(ldd(xtest(Mpi::OpenMpi)).contains("libmpi.so.40"), "Open MPI flavour does not link Open MPI");
+    let mpich = ldd(xtest(Mpi::Mpich));
+    assert!(mpich.contains("libmpich.so"), "MPICH flavour does not link MPICH");
+    assert!(!mpich.contains("libmpi.so.40"));
+}
+
+#[test]
+fn all_pairs_exchange_with_checksums_both_directions() {
+    scenario("allpairs", &pair("allpairs"));
+}
+
+#[test]
+fn wildcards_probe_and_status() {
+    scenario("wildcards", &pair("wild"));
+}
+
+#[test]
+fn ordering_under_thousands_of_messages() {
+    scenario("ordering", &pair("order"));
+}
+
+#[test]
+fn ssend_completes_only_after_the_match() {
+    scenario("ssend", &pair("ssend"));
+}
+
+#[test]
+fn message_of_256_mib_both_directions() {
+    let mut jobs = pair("big");
+    jobs[0].np = 1;
+    jobs[1].np = 1;
+    scenario("big", &jobs);
+}
+
+#[test]
+fn derived_datatypes_arrive_intact() {
+    scenario("datatypes", &pair("types"));
+}
+
+#[test]
+fn type_mismatch_is_an_error_and_later_messages_survive() {
+    scenario("mismatch", &pair("mismatch"));
+}
+
+#[test]
+fn too_small_buffer_is_an_error_and_later_messages_survive() {
+    scenario("truncate", &pair("trunc"));
+}
+
+#[test]
+fn several_intercomms_at_once_never_mix() {
+    // Open MPI job A holds two intercomms with MPICH job B and one with a
+    // third job C (Open MPI), all at once.
+    let jobs = vec![
+        job(Mpi::OpenMpi, 2, "multi-a", &["multi-b", "multi-c"], true),
+        job(Mpi::Mpich, 3, "multi-b", &["multi-a"], false),
+        job(Mpi::OpenMpi, 1, "multi-c", &["multi-a"], false),
+    ];
+    let vmd = EmbeddedVmd::start();
+    let children: Vec<Child> = vec![
+        launch(&vmd, "multi", &jobs[0]),
+        launch(&vmd, "multi", &jobs[1]),
+        launch(&vmd, "answer", &jobs[2]),
+    ];
+    let outs: Vec<Output> = children.into_iter().zip(&jobs).map(|(c, j)| finish(c, Duration::from_secs(240), &j.group)).collect();
+    assert_passed(&outs[0], "multi", &jobs[0]);
+    assert_passed(&outs[1], "multi", &jobs[1]);
+    assert_passed(&outs[2], "answer", &jobs[2]);
+}
+
+#[test]
+fn nonblocking_intercomm_create_completes_while_computing() {
+    scenario("nonblocking", &pair("nonblock"));
+}
+
+#[test]
+fn deadline_when_the_remote_group_never_appears() {
+    scenario("deadline", &[job(Mpi::Mpich, 2, "lonely", &["nobody"], true)]);
+    scenario("deadline", &[job(Mpi::OpenMpi, 2, "lonely", &["nobody"], true)]);
+}
+
+#[test]
+fn killed_remote_rank_gives_an_error_not_a_hang() {
+    let jobs = pair("killed");
+    let vmd = EmbeddedVmd::start();
+    let a = launch(&vmd, "killed", &jobs[0]);
+    let b = launch(&vmd, "killed", &jobs[1]);
+    let out_a = finish(a, Duration::from_secs(120), "survivor");
+    assert_passed(&out_a, "killed", &jobs[0]);
+    // The victim's launcher tears its job down; it must end, with a failure.
+    let out_b = finish(b, Duration::from_secs(60), "victim");
+    assert!(!out_b.status.success(), "the killed job's launcher reported success");
+}
+
+#[test]
+fn intercomm_create_fails_early_when_the_remote_job_lost_a_member() {
+    let jobs = pair("lost");
+    let vmd = EmbeddedVmd::start();
+    let b = launch(&vmd, "lost", &jobs[1]);
+    let out_b = finish(b, Duration::from_secs(60), "victim");
+    assert!(!out_b.status.success());
+    let a = launch(&vmd, "lost", &jobs[0]);
+    let out_a = finish(a, Duration::from_secs(120), "survivor");
+    assert_passed(&out_a, "lost", &jobs[0]);
+}
