@@ -1,18 +1,25 @@
 //! Binding, serving and stopping a vmd. The `vmd` binary, the demo and the
 //! tests all start a daemon through [`Daemon::bind`].
+//!
+//! A daemon is either the virtual machine's first vmd, holding the resource
+//! manager (host and job tables), or a vmd that joined it (`join`) as one
+//! more host. Either way it has a [`TaskerHub`] for the taskers of its host.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use isthmus_groups::Groups;
+use isthmus_proto as pb;
 use isthmus_proto::vmd_server::VmdServer;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_stream::wrappers::TcpListenerStream;
 use tracing::info;
 
-use crate::service::VmdService;
+use crate::host_link::{self, JoinedLink};
+use crate::rm::{HostDecl, HubUp, PortMsg, ResourceManager, RmError, TaskerHub};
+use crate::service::{Role, VmdService};
 use crate::session::SessionContext;
 
 /// How long a stopping daemon waits for open sessions to close.
@@ -23,8 +30,25 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 pub struct DaemonConfig {
     /// Where to listen; port 0 picks a free one.
     pub listen: SocketAddr,
-    /// The name this host goes by in group tables.
+    /// The name this host goes by in group and host tables.
     pub host: String,
+}
+
+/// How this daemon's host takes part in the virtual machine's resource
+/// management (all defaults: a new virtual machine of one host).
+#[derive(Clone, Debug, Default)]
+pub struct HostOptions {
+    /// Slots of this host (overrides its hostfile entry); `None`: the
+    /// hostfile's, else the number of CPUs.
+    pub slots: Option<u32>,
+    /// Implementations this host may run (overrides its hostfile entry);
+    /// empty: the hostfile's, else any its taskers register.
+    pub offers: Vec<String>,
+    /// Hosts read from a hostfile (the entry named like this host describes it).
+    pub hostfile: Vec<HostDecl>,
+    /// Join the virtual machine whose manager listens here instead of
+    /// starting a new one.
+    pub join: Option<String>,
 }
 
 /// A bound, not yet serving, daemon.
@@ -32,6 +56,9 @@ pub struct Daemon {
     listener: TcpListener,
     local_addr: SocketAddr,
     ctx: SessionContext,
+    role: Role,
+    hub: TaskerHub,
+    link: Option<JoinedLink>,
     halt: Arc<Notify>,
 }
 
@@ -42,18 +69,58 @@ pub enum DaemonError {
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error("serving failed: {0}")]
     Serve(#[from] tonic::transport::Error),
+    #[error("host table: {0}")]
+    Hosts(#[from] RmError),
+    #[error("cannot join the virtual machine at {addr}: {source}")]
+    Join { addr: String, source: crate::client::ClientError },
 }
 
 impl Daemon {
     pub async fn bind(config: DaemonConfig) -> Result<Self, DaemonError> {
+        Self::bind_with(config, HostOptions::default()).await
+    }
+
+    pub async fn bind_with(config: DaemonConfig, options: HostOptions) -> Result<Self, DaemonError> {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|source| DaemonError::Bind { addr: config.listen, source })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| DaemonError::Bind { addr: config.listen, source })?;
-        let ctx = SessionContext { groups: Groups::in_memory(), host: config.host, secret: Arc::new(new_secret()) };
-        Ok(Self { listener, local_addr, ctx, halt: Arc::new(Notify::new()) })
+        let local_addr = listener.local_addr().map_err(|source| DaemonError::Bind { addr: config.listen, source })?;
+        let halt = Arc::new(Notify::new());
+        let mine = options.hostfile.iter().find(|d| d.name == config.host);
+        let local = HostDecl {
+            name: config.host.clone(),
+            slots: options.slots.or(mine.map(|d| d.slots)).unwrap_or_else(cpus),
+            offers: if options.offers.is_empty() {
+                mine.map(|d| d.offers.clone()).unwrap_or_default()
+            } else {
+                options.offers.clone()
+            },
+            addr: local_addr.to_string(),
+        }
+        .validated()?;
+        let (hub, hub_up) = TaskerHub::new();
+        let (secret, role, link) = match &options.join {
+            Some(master) => {
+                let hello = pb::HostHello {
+                    name: local.name.clone(),
+                    addr: local.addr.clone(),
+                    slots: local.slots,
+                    offers: local.offers.clone(),
+                };
+                let (secret, link) = host_link::join(master, hello, hub.clone(), hub_up, halt.clone())
+                    .await
+                    .map_err(|source| DaemonError::Join { addr: master.clone(), source })?;
+                (secret, Role::Member { master: master.clone() }, Some(link))
+            }
+            None => {
+                let secret = new_secret();
+                let (rm, port) = ResourceManager::new(local, options.hostfile.clone(), &secret)?;
+                wire_local(&rm, &hub, hub_up, port);
+                (secret, Role::Manager(rm), None)
+            }
+        };
+        let ctx = SessionContext { groups: Groups::in_memory(), host: config.host, secret: Arc::new(secret) };
+        Ok(Self { listener, local_addr, ctx, role, hub, link, halt })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -65,10 +132,19 @@ impl Daemon {
         self.halt.clone()
     }
 
+    /// The resource manager, if this daemon holds it.
+    pub fn resource_manager(&self) -> Option<ResourceManager> {
+        match &self.role {
+            Role::Manager(rm) => Some(rm.clone()),
+            Role::Member { .. } => None,
+        }
+    }
+
     /// Serves until halted through the API or until `shutdown` completes.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send) -> Result<(), DaemonError> {
         let halt = self.halt.clone();
-        let service = VmdService::new(self.ctx, self.halt);
+        let hub = self.hub.clone();
+        let service = VmdService::new(self.ctx, self.role, self.hub, self.halt);
         info!(addr = %self.local_addr, "vmd serving");
         let stopping = Arc::new(Notify::new());
         let stop = {
@@ -99,8 +175,44 @@ impl Daemon {
                 info!("sessions still open after {SHUTDOWN_GRACE:?}; closing them");
             }
         }
+        // Jobs of a stopping vmd have nobody left to report to.
+        hub.kill_all();
+        if let Some(link) = self.link {
+            link.leave().await;
+        }
         Ok(())
     }
+}
+
+/// On the manager's own host, the hub's reports go straight to the manager
+/// and the manager's orders for this host straight to the hub.
+fn wire_local(
+    rm: &ResourceManager,
+    hub: &TaskerHub,
+    mut hub_up: tokio::sync::mpsc::UnboundedReceiver<HubUp>,
+    mut port: tokio::sync::mpsc::UnboundedReceiver<PortMsg>,
+) {
+    let (rm_up, host) = (rm.clone(), rm.local_host().to_string());
+    tokio::spawn(async move {
+        while let Some(msg) = hub_up.recv().await {
+            match msg {
+                HubUp::Taskers(t) => rm_up.set_taskers(&host, t),
+                HubUp::Job(r) => rm_up.report(&host, r),
+            }
+        }
+    });
+    let hub = hub.clone();
+    tokio::spawn(async move {
+        while let Some(msg) = port.recv().await {
+            if let PortMsg::Order(o) = msg {
+                hub.order(o);
+            }
+        }
+    });
+}
+
+fn cpus() -> u32 {
+    std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
 }
 
 /// 32 random bytes that members of this virtual machine show each other on

@@ -11,12 +11,21 @@
 //!   in demos and tests).
 //! * [`client`]   — the client side of a session, used by the bridge, the
 //!   console and the benchmark.
+//! * [`rm`]       — the resource manager: host table, job table, placement,
+//!   tasker hub, notifications (plain Rust, no gRPC types).
+//! * [`rm_convert`]  — resource-manager types ⇄ wire types, refusals → gRPC codes.
+//! * [`tasker_link`] — the vmd's side of a tasker's stream.
+//! * [`host_link`]   — links between the vmds (hosts) of one virtual machine.
 
 pub mod client;
 pub mod convert;
 pub mod daemon;
+pub mod host_link;
+pub mod rm;
+pub mod rm_convert;
 pub mod service;
 pub mod session;
+pub mod tasker_link;
 
 /// The address a vmd listens on when none is given, and where clients look
 /// for it when `ISTHMUS_VMD` is unset.

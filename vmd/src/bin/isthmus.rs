@@ -33,10 +33,17 @@ enum Command {
     Groups,
     /// Show a group's members (instance, task, host).
     Members { group: String },
-    /// Print events as they happen.
+    /// Print events as they happen (groups, hosts, task and job exits).
     Watch {
-        /// Only these groups (default: all).
+        /// Only these groups' group events (default: all).
         groups: Vec<String>,
+        /// Only these kinds, comma-separated: group, host_added, host_deleted,
+        /// host_failed, task_exit, job_exit, task_output (default: all but task_output).
+        #[arg(long, value_delimiter = ',')]
+        kinds: Vec<String>,
+        /// Only this job's task and job events (repeatable).
+        #[arg(long = "job")]
+        jobs: Vec<u64>,
         /// First print the current state.
         #[arg(long)]
         current: bool,
@@ -57,6 +64,65 @@ enum Command {
     },
     /// Stop the daemon.
     Halt,
+    /// List the virtual machine's hosts (slots, implementations, state).
+    #[command(alias = "hosts")]
+    Conf,
+    /// Declare a host; it is up once a vmd joins under its name.
+    Add {
+        name: String,
+        #[arg(long, default_value_t = 1)]
+        slots: u32,
+        /// Implementations it may run, comma-separated (default: any).
+        #[arg(long, value_delimiter = ',')]
+        offers: Vec<String>,
+        /// Its vmd's address, if known.
+        #[arg(long, default_value = "")]
+        addr: String,
+    },
+    /// Delete a host: its jobs are killed and its vmd stops.
+    Delete { name: String },
+    /// Check that a host's vmd responds.
+    Check { name: String },
+    /// Start a job through the resource manager.
+    Spawn {
+        /// Number of ranks.
+        #[arg(long, short = 'n', default_value_t = 1)]
+        np: u32,
+        /// Implementation: openmpi, mpich, exec, or any other a tasker registered.
+        #[arg(long = "impl", default_value = "exec")]
+        implementation: String,
+        /// Run on this host.
+        #[arg(long, conflicts_with = "most_free")]
+        host: Option<String>,
+        /// Run on the host with the most free slots.
+        #[arg(long)]
+        most_free: bool,
+        /// Extra environment for every rank, NAME=VALUE (repeatable).
+        #[arg(long = "env", short = 'e')]
+        env: Vec<String>,
+        /// Wait for the job to end, printing its output; exit 1 unless it exited with 0.
+        #[arg(long)]
+        wait: bool,
+        program: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// List jobs (state, implementation, host, ranks).
+    Ps {
+        /// Also jobs that ended recently.
+        #[arg(long, short = 'a')]
+        all: bool,
+    },
+    /// Kill every rank of a job.
+    Kill { job: u64 },
+    /// Send a signal (name or number) to a job's ranks.
+    Sig {
+        signal: String,
+        job: u64,
+        /// Only this rank.
+        #[arg(long)]
+        rank: Option<u32>,
+    },
 }
 
 /// Exit codes: 0 ok, 1 the vmd refused or failed, 2 bad usage.
@@ -145,7 +211,13 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&table_json(&t))?);
             } else {
-                let state = if t.broken { "broken" } else if t.frozen { "frozen" } else { "open" };
+                let state = if t.broken {
+                    "broken"
+                } else if t.frozen {
+                    "frozen"
+                } else {
+                    "open"
+                };
                 println!("group {} ({} members, {})", t.group, t.members.len(), state);
                 println!("{:>8}  {:<36}  HOST", "INST", "TASK");
                 for m in &t.members {
@@ -153,10 +225,14 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Watch { groups, current, count, seconds } => {
+        Command::Watch { groups, kinds, jobs, current, count, seconds } => {
+            let kinds = kinds.iter().map(|k| parse_kind(k)).collect::<anyhow::Result<Vec<i32>>>()?;
             let mut c = VmdClient::new(client::channel(addr).await?);
-            let mut stream =
-                c.watch(pb::WatchRequest { groups, current_state: current }).await.map_err(status)?.into_inner();
+            let mut stream = c
+                .watch(pb::WatchRequest { groups, current_state: current, kinds, jobs })
+                .await
+                .map_err(status)?
+                .into_inner();
             let deadline = seconds.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
             let mut seen = 0usize;
             while count.is_none_or(|n| seen < n) {
@@ -190,6 +266,172 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             }
             s.leave(&group).await?;
         }
+        Command::Conf => {
+            let mut c = VmdClient::new(client::channel(addr).await?);
+            let list = c.list_hosts(pb::ListHostsRequest {}).await.map_err(status)?.into_inner();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list.hosts.iter().map(host_json).collect::<Vec<_>>())?);
+            } else {
+                println!(
+                    "{:<16} {:<8} {:>5} {:>5} {:<22} {:<24} OFFERS",
+                    "HOST", "STATE", "SLOTS", "USED", "ADDR", "TASKERS"
+                );
+                for h in &list.hosts {
+                    let offers = if h.offers.is_empty() { "any".to_string() } else { h.offers.join(",") };
+                    let mark = if h.local { "*" } else { "" };
+                    println!(
+                        "{:<16} {:<8} {:>5} {:>5} {:<22} {:<24} {}",
+                        format!("{}{mark}", h.name),
+                        host_state(h.state),
+                        h.slots,
+                        h.slots_used,
+                        h.addr,
+                        h.taskers.join(","),
+                        offers
+                    );
+                }
+            }
+        }
+        Command::Add { name, slots, offers, addr: host_addr } => {
+            let mut c = VmdClient::new(client::channel(addr).await?);
+            let h = c
+                .add_host(pb::AddHostRequest { name, slots, offers, addr: host_addr })
+                .await
+                .map_err(status)?
+                .into_inner();
+            if json {
+                println!("{}", host_json(&h));
+            } else {
+                println!("host {} added ({}, {} slots)", h.name, host_state(h.state), h.slots);
+            }
+        }
+        Command::Delete { name } => {
+            let mut c = VmdClient::new(client::channel(addr).await?);
+            let r = c.delete_host(pb::HostRef { name: name.clone() }).await.map_err(status)?.into_inner();
+            if json {
+                println!("{}", json!({"deleted": name, "jobs_lost": r.jobs_lost}));
+            } else {
+                println!("host {name} deleted ({} jobs lost)", r.jobs_lost);
+            }
+        }
+        Command::Check { name } => {
+            let mut c = VmdClient::new(client::channel(addr).await?);
+            let r = c.check_host(pb::HostRef { name }).await.map_err(status)?.into_inner();
+            if json {
+                println!(
+                    "{}",
+                    json!({"host": r.name, "responding": r.responding, "detail": r.detail, "round_trip_us": r.round_trip_us})
+                );
+            } else {
+                let how = if r.responding { "responding" } else { "NOT responding" };
+                println!("{} {how}: {} ({} us)", r.name, r.detail, r.round_trip_us);
+            }
+            if !r.responding {
+                anyhow::bail!("host {} does not respond", r.name);
+            }
+        }
+        Command::Spawn { np, implementation, host, most_free, env, wait, program, args } => {
+            let placement = match (host, most_free) {
+                (Some(h), _) => pb::spawn_request::Placement::Host(h),
+                (None, true) => pb::spawn_request::Placement::MostFree(true),
+                (None, false) => pb::spawn_request::Placement::AnyHost(true),
+            };
+            let mut vars = std::collections::HashMap::new();
+            for e in env {
+                let (k, v) = e.split_once('=').with_context(|| format!("--env {e:?} is not NAME=VALUE"))?;
+                vars.insert(k.to_string(), v.to_string());
+            }
+            let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+            let mut c = VmdClient::new(client::channel(addr).await?);
+            // Subscribe before spawning so that not even a fast job's end is missed.
+            let events = if wait {
+                let kinds = [pb::EventKind::TaskOutput, pb::EventKind::TaskExit, pb::EventKind::JobExit];
+                let req = pb::WatchRequest { kinds: kinds.iter().map(|k| *k as i32).collect(), ..Default::default() };
+                Some(c.watch(req).await.map_err(status)?.into_inner())
+            } else {
+                None
+            };
+            let req =
+                pb::SpawnRequest { program, args, np, implementation, placement: Some(placement), env: vars, cwd };
+            let r = c.spawn(req).await.map_err(status)?.into_inner();
+            if json {
+                println!("{}", json!({"job": r.job, "host": r.host}));
+            } else {
+                println!("job {} started on {}", r.job, r.host);
+            }
+            std::io::stdout().flush().ok();
+            if let Some(mut events) = events {
+                while let Some(ev) = events.next().await {
+                    let ev = ev.map_err(status)?;
+                    let job_of = match &ev.kind {
+                        Some(pb::event::Kind::Output(o)) => o.job,
+                        Some(pb::event::Kind::TaskExit(t)) => t.job,
+                        Some(pb::event::Kind::JobExit(j)) => j.job,
+                        _ => continue,
+                    };
+                    if job_of != r.job {
+                        continue;
+                    }
+                    print_event(&ev, json);
+                    std::io::stdout().flush().ok();
+                    if let Some(pb::event::Kind::JobExit(j)) = &ev.kind {
+                        if j.state != pb::JobState::JobExited as i32 {
+                            anyhow::bail!("job {} {}: {}", j.job, job_state(j.state), j.reason);
+                        }
+                        return Ok(());
+                    }
+                }
+                anyhow::bail!("the vmd closed the event stream before job {} ended", r.job);
+            }
+        }
+        Command::Ps { all } => {
+            let mut c = VmdClient::new(client::channel(addr).await?);
+            let list = c.list_jobs(pb::ListJobsRequest { all }).await.map_err(status)?.into_inner();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&list.jobs.iter().map(job_json).collect::<Vec<_>>())?);
+            } else {
+                println!(
+                    "{:>5} {:<9} {:<9} {:<12} {:>4} {:<22} {:<10} COMMAND",
+                    "JOB", "STATE", "IMPL", "HOST", "NP", "RANKS(run/exit)", "EXIT"
+                );
+                for j in &list.jobs {
+                    let running = j.ranks.iter().filter(|r| r.state == pb::RankState::RankRunning as i32).count();
+                    let exited = j.ranks.iter().filter(|r| r.state == pb::RankState::RankExited as i32).count();
+                    let exit = j.exit.as_ref().map(exit_text).unwrap_or_default();
+                    println!(
+                        "{:>5} {:<9} {:<9} {:<12} {:>4} {:<22} {:<10} {} {}",
+                        j.job,
+                        job_state(j.state),
+                        j.implementation,
+                        j.host,
+                        j.np,
+                        format!("{running}/{exited}"),
+                        exit,
+                        j.program,
+                        j.args.join(" ")
+                    );
+                }
+            }
+        }
+        Command::Kill { job } => {
+            let mut c = VmdClient::new(client::channel(addr).await?);
+            c.kill_job(pb::KillRequest { job }).await.map_err(status)?;
+            if json {
+                println!("{}", json!({"killed": job}));
+            } else {
+                println!("job {job} killed");
+            }
+        }
+        Command::Sig { signal, job, rank } => {
+            let signal = parse_signal(&signal)?;
+            let mut c = VmdClient::new(client::channel(addr).await?);
+            let r = c.signal_job(pb::SignalRequest { job, signal, rank }).await.map_err(status)?.into_inner();
+            if json {
+                println!("{}", json!({"job": job, "signal": signal, "delivered_to": r.delivered_to}));
+            } else {
+                println!("signal {signal} sent to job {job} ({} running ranks)", r.delivered_to);
+            }
+        }
         Command::Halt => {
             let mut c = VmdClient::new(client::channel(addr).await?);
             c.halt(pb::HaltRequest {}).await.map_err(status)?;
@@ -214,8 +456,192 @@ fn table_json(t: &pb::GroupTable) -> serde_json::Value {
     })
 }
 
+/// Usage errors found after parsing exit with 2, like clap's own.
+fn usage(msg: String) -> anyhow::Error {
+    eprintln!("isthmus: {msg}");
+    std::process::exit(2);
+}
+
+fn parse_kind(k: &str) -> anyhow::Result<i32> {
+    let name = k.trim().to_ascii_uppercase();
+    match pb::EventKind::from_str_name(&name) {
+        Some(kind) if kind != pb::EventKind::Unspecified => Ok(kind as i32),
+        _ => Err(usage(format!(
+            "unknown event kind {k:?} (group, host_added, host_deleted, host_failed, task_exit, job_exit, task_output)"
+        ))),
+    }
+}
+
+fn parse_signal(s: &str) -> anyhow::Result<i32> {
+    if let Ok(n) = s.parse::<i32>() {
+        return Ok(n);
+    }
+    let name = s.trim().to_ascii_uppercase();
+    let name = name.strip_prefix("SIG").unwrap_or(&name);
+    let n = match name {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "ABRT" => 6,
+        "KILL" => 9,
+        "USR1" => 10,
+        "SEGV" => 11,
+        "USR2" => 12,
+        "PIPE" => 13,
+        "ALRM" => 14,
+        "TERM" => 15,
+        "CONT" => 18,
+        "STOP" => 19,
+        "TSTP" => 20,
+        _ => return Err(usage(format!("unknown signal {s:?} (a number, or HUP, INT, KILL, TERM, USR1, …)"))),
+    };
+    Ok(n)
+}
+
+fn host_state(s: i32) -> &'static str {
+    match pb::HostState::try_from(s) {
+        Ok(pb::HostState::HostUp) => "up",
+        Ok(pb::HostState::HostWaiting) => "waiting",
+        _ => "?",
+    }
+}
+
+fn job_state(s: i32) -> &'static str {
+    match pb::JobState::try_from(s) {
+        Ok(pb::JobState::JobStarting) => "starting",
+        Ok(pb::JobState::JobRunning) => "running",
+        Ok(pb::JobState::JobExited) => "exited",
+        Ok(pb::JobState::JobFailed) => "failed",
+        Ok(pb::JobState::JobKilled) => "killed",
+        Ok(pb::JobState::JobLost) => "lost",
+        _ => "?",
+    }
+}
+
+fn exit_text(e: &pb::ExitStatus) -> String {
+    match e.how {
+        Some(pb::exit_status::How::Code(c)) => format!("code {c}"),
+        Some(pb::exit_status::How::Signal(s)) => format!("signal {s}"),
+        None => String::new(),
+    }
+}
+
+fn exit_json(e: Option<&pb::ExitStatus>) -> serde_json::Value {
+    match e.and_then(|e| e.how) {
+        Some(pb::exit_status::How::Code(c)) => json!({"code": c}),
+        Some(pb::exit_status::How::Signal(s)) => json!({"signal": s}),
+        None => serde_json::Value::Null,
+    }
+}
+
+fn host_json(h: &pb::HostInfo) -> serde_json::Value {
+    json!({"name": h.name, "addr": h.addr, "state": host_state(h.state), "slots": h.slots, "slots_used": h.slots_used,
+           "offers": h.offers, "taskers": h.taskers, "local": h.local, "jobs": h.jobs})
+}
+
+fn job_json(j: &pb::JobInfo) -> serde_json::Value {
+    json!({"job": j.job, "state": job_state(j.state), "implementation": j.implementation, "host": j.host, "np": j.np,
+           "program": j.program, "args": j.args, "exit": exit_json(j.exit.as_ref()), "reason": j.reason,
+           "ranks": j.ranks.iter().map(|r| json!({"rank": r.rank, "pid": r.pid,
+               "state": pb::RankState::try_from(r.state).map(|s| s.as_str_name()).unwrap_or("?"),
+               "exit": exit_json(r.exit.as_ref())})).collect::<Vec<_>>()})
+}
+
 fn print_event(ev: &pb::Event, json: bool) {
-    let Some(pb::event::Kind::Group(g)) = &ev.kind else { return };
+    use pb::event::Kind;
+    match &ev.kind {
+        Some(Kind::Group(_)) | None => print_group_event(ev, json),
+        Some(Kind::Host(h)) => {
+            let kind = pb::HostEventKind::try_from(h.kind).map(|k| k.as_str_name()).unwrap_or("UNKNOWN");
+            let kind = format!("HOST_{kind}");
+            let info = h.host.clone().unwrap_or_default();
+            if json {
+                println!("{}", json!({"seq": ev.seq, "event": kind, "host": host_json(&info), "reason": h.reason}));
+            } else {
+                println!("{:>6} {:<12} {} {} slots={} {}", ev.seq, kind, info.name, info.addr, info.slots, h.reason);
+            }
+        }
+        Some(Kind::TaskExit(t)) => {
+            if json {
+                println!(
+                    "{}",
+                    json!({"seq": ev.seq, "event": "TASK_EXIT", "job": t.job, "rank": t.rank, "exit": exit_json(t.exit.as_ref()), "host": t.host})
+                );
+            } else {
+                let rank = t.rank.map(|r| r.to_string()).unwrap_or_else(|| "?".into());
+                println!(
+                    "{:>6} {:<12} job={} rank={} {}",
+                    ev.seq,
+                    "TASK_EXIT",
+                    t.job,
+                    rank,
+                    t.exit.as_ref().map(exit_text).unwrap_or_default()
+                );
+            }
+        }
+        Some(Kind::JobExit(j)) => {
+            if json {
+                println!(
+                    "{}",
+                    json!({"seq": ev.seq, "event": "JOB_EXIT", "job": j.job, "state": job_state(j.state), "exit": exit_json(j.exit.as_ref()), "reason": j.reason, "host": j.host})
+                );
+            } else {
+                println!(
+                    "{:>6} {:<12} job={} {} {} {}",
+                    ev.seq,
+                    "JOB_EXIT",
+                    j.job,
+                    job_state(j.state),
+                    j.exit.as_ref().map(exit_text).unwrap_or_default(),
+                    j.reason
+                );
+            }
+        }
+        Some(Kind::Output(o)) => {
+            let stream = if o.stream == pb::OutputStream::Stderr as i32 { "stderr" } else { "stdout" };
+            if json {
+                println!(
+                    "{}",
+                    json!({"seq": ev.seq, "event": "TASK_OUTPUT", "job": o.job, "rank": o.rank, "stream": stream, "line": o.line})
+                );
+            } else {
+                let rank = o.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into());
+                println!("[{}:{}] {}", o.job, rank, o.line);
+            }
+        }
+        Some(Kind::Job(j)) => {
+            if json {
+                let mut v = job_json(j);
+                v["event"] = json!("JOB");
+                v["seq"] = json!(ev.seq);
+                println!("{v}");
+            } else {
+                println!(
+                    "{:>6} {:<12} job={} {} {} on {} np={}",
+                    ev.seq,
+                    "JOB",
+                    j.job,
+                    job_state(j.state),
+                    j.program,
+                    j.host,
+                    j.np
+                );
+            }
+        }
+        Some(Kind::Synced(_)) => {
+            if json {
+                println!("{}", json!({"seq": ev.seq, "event": "SYNCED"}));
+            } else {
+                println!("{:>6} SYNCED", ev.seq);
+            }
+        }
+    }
+}
+
+fn print_group_event(ev: &pb::Event, json: bool) {
+    let Some(pb::event::Kind::Group(g)) = &ev.kind else {
+        return;
+    };
     let kind = pb::GroupEventKind::try_from(g.kind).map(|k| k.as_str_name()).unwrap_or("UNKNOWN");
     if json {
         println!(
@@ -225,7 +651,9 @@ fn print_event(ev: &pb::Event, json: bool) {
         );
     } else {
         let broken = if g.group_broken { " (group broken)" } else { "" };
-        println!("{:>6} {:<12} {} inst={} task={} size={}{}", ev.seq, kind, g.group, g.instance, g.task, g.size, broken);
+        println!(
+            "{:>6} {:<12} {} inst={} task={} size={}{}",
+            ev.seq, kind, g.group, g.instance, g.task, g.size, broken
+        );
     }
 }
-

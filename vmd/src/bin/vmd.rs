@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use clap::Parser;
-use isthmus_vmd::daemon::{Daemon, DaemonConfig};
+use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
 
 #[derive(Parser, Debug)]
 #[command(name = "vmd", about = "Isthmus virtual machine daemon: group service and more, over gRPC")]
@@ -18,19 +18,36 @@ struct Args {
     /// Print the bound address on this file once listening (for scripts that use port 0).
     #[arg(long)]
     addr_file: Option<std::path::PathBuf>,
+    /// TOML hostfile: the virtual machine's hosts, their slots and offered implementations.
+    #[arg(long)]
+    hostfile: Option<std::path::PathBuf>,
+    /// Slots of this host (default: its hostfile entry, else the number of CPUs).
+    #[arg(long)]
+    slots: Option<u32>,
+    /// Implementations this host may run, comma-separated (default: its
+    /// hostfile entry, else any its taskers register).
+    #[arg(long, value_delimiter = ',')]
+    offers: Vec<String>,
+    /// Join the virtual machine of the vmd at this address as one more host,
+    /// instead of starting a new virtual machine.
+    #[arg(long, conflicts_with = "hostfile")]
+    join: Option<String>,
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
     let host = args.host_name.unwrap_or_else(system_host_name);
-    let daemon = Daemon::bind(DaemonConfig { listen: args.listen, host }).await?;
+    let hostfile = match &args.hostfile {
+        Some(path) => isthmus_vmd::rm::hostfile::load(path)?,
+        None => Vec::new(),
+    };
+    let options = HostOptions { slots: args.slots, offers: args.offers, hostfile, join: args.join };
+    let daemon = Daemon::bind_with(DaemonConfig { listen: args.listen, host }, options).await?;
     let addr = daemon.local_addr();
     if let Some(path) = &args.addr_file {
         std::fs::write(path, addr.to_string()).with_context(|| format!("writing {}", path.display()))?;

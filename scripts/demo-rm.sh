@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Resource-manager demo: a vmd and its taskers (Open MPI, MPICH) are started
+# for you; a manager built with Open MPI asks the resource manager to spawn a
+# worker job built with MPICH; both register, form an intercommunicator
+# through the bridge, the manager farms out work, collects the results, sees
+# the workers' exit notifications and exits.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+bash "$ISTHMUS_ROOT/scripts/install-deps.sh"
+cd "$ISTHMUS_ROOT"
+
+echo "== building (Open MPI flavour, then MPICH flavour)"
+build_with openmpi build --release -q -p isthmus-vmd -p isthmus-taskers -p isthmus-examples --bins
+build_with mpich build --release -q -p isthmus-examples --bins
+OMPI_BIN="$ISTHMUS_TARGET_OPENMPI/release"
+MPICH_BIN="$ISTHMUS_TARGET_MPICH/release"
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cat > "$work/hosts.toml" <<TOML
+[[host]]
+name = "demo"
+slots = 8
+offers = ["openmpi", "mpich"]
+TOML
+echo "== starting vmd (host 'demo', 8 slots) on a free loopback port"
+RUST_LOG=warn "$OMPI_BIN/vmd" --listen 127.0.0.1:0 --host-name demo --hostfile "$work/hosts.toml" \
+  --addr-file "$work/addr" &
+pids+=($!)
+for _ in $(seq 200); do [ -s "$work/addr" ] && break; sleep 0.05; done
+[ -s "$work/addr" ] || { echo "vmd did not start" >&2; exit 1; }
+export ISTHMUS_VMD="$(cat "$work/addr")"
+echo "vmd at $ISTHMUS_VMD"
+
+echo "== starting taskers for openmpi and mpich"
+for impl in openmpi mpich; do
+  RUST_LOG=warn "$OMPI_BIN/tasker" --impl "$impl" --vmd "$ISTHMUS_VMD" &
+  pids+=($!)
+done
+for _ in $(seq 200); do
+  "$OMPI_BIN/isthmus" conf | grep -q 'mpich,openmpi' && break
+  sleep 0.05
+done
+"$OMPI_BIN/isthmus" conf
+
+echo "== spawning the manager (Open MPI, 1 rank) through the resource manager; it spawns the MPICH workers"
+timeout 180 "$OMPI_BIN/isthmus" spawn --wait --impl openmpi -n 1 \
+  "$OMPI_BIN/farm-manager" --worker "$MPICH_BIN/farm-worker" --workers 3 --items 24
+echo "== jobs of the virtual machine:"
+"$OMPI_BIN/isthmus" ps --all
+"$OMPI_BIN/isthmus" halt >/dev/null
+echo "== demo done"

@@ -1,0 +1,388 @@
+//! The jobs one tasker runs: starting their processes through the launcher,
+//! forwarding output line by line, delivering signals and kills, and
+//! reporting rank exits and, once every rank is accounted for, the
+//! launcher's exit.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use isthmus_proto as pb;
+use pb::job_report::Report;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::mpsc;
+use tonic::Code;
+use tracing::{info, warn};
+
+use crate::launcher::{JobSpec, Launcher, Start};
+use crate::rank_reports::ShimEvent;
+
+/// How long a job's end waits for the exit reports of ranks that have not
+/// closed their shim connection yet (only when something went wrong).
+const RANK_REPORT_GRACE: Duration = Duration::from_secs(1);
+/// How long a killed launcher gets to take its ranks down before SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// Longest output line forwarded whole; longer ones are cut.
+const MAX_LINE: usize = 64 * 1024;
+
+pub type ReportSender = mpsc::Sender<pb::TaskerReport>;
+
+/// A launcher process (or the set of exec ranks) has ended.
+#[derive(Debug)]
+pub struct LauncherDone {
+    pub job: u64,
+    pub exit: Option<pb::exit_status::How>,
+    pub reason: String,
+}
+
+struct RankProc {
+    rank: Option<u32>,
+    pid: u32,
+    exited: bool,
+}
+
+struct Job {
+    np: u32,
+    pgids: Vec<i32>,
+    ranks: Vec<RankProc>,
+    closed: u32,
+    killed: bool,
+    kill_deadline: Option<Instant>,
+    done: Option<(LauncherDone, Instant)>,
+}
+
+pub struct Jobs {
+    launcher: Arc<dyn Launcher>,
+    shim: Vec<OsString>,
+    socket: PathBuf,
+    reports: ReportSender,
+    done_tx: mpsc::UnboundedSender<LauncherDone>,
+    jobs: HashMap<u64, Job>,
+}
+
+fn report(r: Report) -> pb::TaskerReport {
+    pb::TaskerReport { kind: Some(pb::tasker_report::Kind::Job(pb::JobReport { report: Some(r) })) }
+}
+
+fn kill(pid: i32, sig: i32) {
+    if pid > 0 {
+        // SAFETY: plain kill(2); a negative pid addresses a process group we made.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+impl Jobs {
+    pub fn new(
+        launcher: Arc<dyn Launcher>,
+        shim: Vec<OsString>,
+        socket: &Path,
+        reports: ReportSender,
+        done_tx: mpsc::UnboundedSender<LauncherDone>,
+    ) -> Self {
+        Self { launcher, shim, socket: socket.to_path_buf(), reports, done_tx, jobs: HashMap::new() }
+    }
+
+    async fn send(&self, r: Report) {
+        // The stream to the vmd is gone only when the tasker is stopping.
+        let _ = self.reports.send(report(r)).await;
+    }
+
+    async fn refuse(&self, job: u64, code: Code, message: String) {
+        info!(job, %message, "launch refused");
+        self.send(Report::Refused(pb::Refused { job, code: code as i32, message })).await;
+    }
+
+    pub async fn order(&mut self, order: pb::JobOrder) {
+        match order.order {
+            Some(pb::job_order::Order::Launch(l)) => self.launch(l).await,
+            Some(pb::job_order::Order::Signal(s)) => self.signal(s.job, s.signal, s.rank),
+            Some(pb::job_order::Order::Kill(k)) => self.kill(k.job),
+            None => warn!("empty order dropped"),
+        }
+    }
+
+    async fn launch(&mut self, l: pb::LaunchOrder) {
+        let job = l.job;
+        if self.jobs.contains_key(&job) {
+            return self.refuse(job, Code::AlreadyExists, format!("job {job} is already running here")).await;
+        }
+        if l.np == 0 {
+            return self.refuse(job, Code::InvalidArgument, "np must be at least 1".into()).await;
+        }
+        let cwd = if l.cwd.is_empty() {
+            std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+        } else {
+            PathBuf::from(&l.cwd)
+        };
+        if !cwd.is_dir() {
+            let msg = format!("working directory {} does not exist on this host", cwd.display());
+            return self.refuse(job, Code::NotFound, msg).await;
+        }
+        let path_var = l.env.get("PATH").map(OsString::from);
+        let program = match crate::program::resolve(&l.program, &cwd, path_var.as_deref()) {
+            Ok(p) => p,
+            Err(msg) => return self.refuse(job, Code::NotFound, msg).await,
+        };
+        let env: std::collections::BTreeMap<String, String> = l.env.into_iter().collect();
+        let spec = JobSpec { job, program: &program, args: &l.args, np: l.np, env: &env };
+        let plan = self.launcher.plan(&spec, &self.shim);
+        self.send(Report::Accepted(pb::Accepted { job })).await;
+
+        let mut children = Vec::new();
+        let mut failure = None;
+        for start in plan {
+            match self.start(&start, &env, &cwd) {
+                Ok(child) => children.push((child, start.rank)),
+                Err(e) => {
+                    failure = Some(format!("cannot start {}: {e}", start.program.to_string_lossy()));
+                    break;
+                }
+            }
+        }
+        let pgids: Vec<i32> = children.iter().filter_map(|(c, _)| c.id()).map(|p| p as i32).collect();
+        if failure.is_some() {
+            for p in &pgids {
+                kill(-p, libc::SIGKILL);
+            }
+        }
+        info!(job, program = %program.display(), np = l.np, launcher = self.launcher.command(), "job started");
+        self.jobs.insert(
+            job,
+            Job { np: l.np, pgids, ranks: Vec::new(), closed: 0, killed: false, kill_deadline: None, done: None },
+        );
+        let (reports, done_tx) = (self.reports.clone(), self.done_tx.clone());
+        let launcher = self.launcher.clone();
+        tokio::spawn(async move {
+            let mut readers = Vec::new();
+            let mut waits = Vec::new();
+            for (mut child, rank) in children {
+                for (pipe, stream) in [
+                    (
+                        child.stdout.take().map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
+                        pb::OutputStream::Stdout,
+                    ),
+                    (
+                        child.stderr.take().map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
+                        pb::OutputStream::Stderr,
+                    ),
+                ] {
+                    if let Some(pipe) = pipe {
+                        let (reports, launcher) = (reports.clone(), launcher.clone());
+                        readers.push(tokio::spawn(forward_lines(job, rank, stream, pipe, reports, launcher)));
+                    }
+                }
+                waits.push(tokio::spawn(async move { child.wait().await }));
+            }
+            let mut exit: Option<pb::exit_status::How> = Some(pb::exit_status::How::Code(0));
+            let mut reason = failure.clone().unwrap_or_default();
+            for w in waits {
+                match w.await {
+                    Ok(Ok(status)) => {
+                        let how = match (status.code(), status.signal()) {
+                            (Some(c), _) => pb::exit_status::How::Code(c),
+                            (None, Some(s)) => pb::exit_status::How::Signal(s),
+                            _ => pb::exit_status::How::Code(1),
+                        };
+                        if exit == Some(pb::exit_status::How::Code(0)) {
+                            exit = Some(how);
+                        }
+                    }
+                    Ok(Err(e)) => reason = format!("waiting for the launcher: {e}"),
+                    Err(e) => reason = format!("launcher watch failed: {e}"),
+                }
+            }
+            if failure.is_some() {
+                exit = None;
+            }
+            for r in readers {
+                let _ = r.await;
+            }
+            let _ = done_tx.send(LauncherDone { job, exit, reason });
+        });
+    }
+
+    fn start(
+        &self,
+        start: &Start,
+        env: &std::collections::BTreeMap<String, String>,
+        cwd: &Path,
+    ) -> std::io::Result<tokio::process::Child> {
+        let mut cmd = tokio::process::Command::new(&start.program);
+        cmd.args(&start.args)
+            .envs(env)
+            .envs(start.env.iter().map(|(k, v)| (k, v)))
+            .env(crate::ENV_TASKER_SOCKET, &self.socket)
+            .env(crate::ENV_RANK_VAR, self.launcher.rank_variable())
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so that a kill reaches whatever the
+            // launcher started.
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe. The launcher gets SIGTERM when
+        // the tasker dies (the tasker's runtime has one thread, so "parent
+        // thread" and "parent" coincide).
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        cmd.spawn()
+    }
+
+    fn signal(&mut self, job: u64, sig: i32, rank: Option<u32>) {
+        let Some(j) = self.jobs.get(&job) else { return };
+        for r in j.ranks.iter().filter(|r| !r.exited && (rank.is_none() || r.rank == rank)) {
+            kill(r.pid as i32, sig);
+        }
+    }
+
+    fn kill(&mut self, job: u64) {
+        let Some(j) = self.jobs.get_mut(&job) else {
+            return;
+        };
+        info!(job, "killing job");
+        j.killed = true;
+        for r in j.ranks.iter().filter(|r| !r.exited) {
+            kill(r.pid as i32, libc::SIGKILL);
+        }
+        for p in &j.pgids {
+            kill(-p, libc::SIGTERM);
+        }
+        j.kill_deadline = Some(Instant::now() + KILL_GRACE);
+    }
+
+    /// Kills everything (the tasker is stopping).
+    pub fn kill_all(&mut self) {
+        for j in self.jobs.values() {
+            for r in j.ranks.iter().filter(|r| !r.exited) {
+                kill(r.pid as i32, libc::SIGKILL);
+            }
+            for p in &j.pgids {
+                kill(-p, libc::SIGKILL);
+            }
+        }
+    }
+
+    pub async fn shim_event(&mut self, ev: ShimEvent) {
+        match ev {
+            ShimEvent::Started { job, rank, pid } => {
+                let Some(j) = self.jobs.get_mut(&job).filter(|j| !j.killed) else {
+                    // A rank of a job that is over or being killed.
+                    kill(pid as i32, libc::SIGKILL);
+                    return;
+                };
+                j.ranks.push(RankProc { rank, pid, exited: false });
+                if let Some(rank) = rank {
+                    self.send(Report::RankStarted(pb::RankStarted { job, rank, pid })).await;
+                }
+            }
+            ShimEvent::Exited { job, rank, exit } => {
+                let Some(j) = self.jobs.get_mut(&job) else {
+                    return;
+                };
+                if let Some(r) = j.ranks.iter_mut().find(|r| r.rank == rank && !r.exited) {
+                    r.exited = true;
+                }
+                let exit = Some(pb::ExitStatus { how: Some(exit) });
+                self.send(Report::RankExit(pb::TaskExit { job, rank, exit, host: String::new() })).await;
+            }
+            ShimEvent::Closed { job: Some(job) } => {
+                if let Some(j) = self.jobs.get_mut(&job) {
+                    j.closed += 1;
+                }
+                self.try_finish(job).await;
+            }
+            ShimEvent::Closed { job: None } => {}
+        }
+    }
+
+    pub async fn launcher_done(&mut self, done: LauncherDone) {
+        let job = done.job;
+        if let Some(j) = self.jobs.get_mut(&job) {
+            j.done = Some((done, Instant::now() + RANK_REPORT_GRACE));
+        }
+        self.try_finish(job).await;
+    }
+
+    /// Reports the job's end once its launcher ended and every rank's shim
+    /// has reported (or the grace period is over).
+    async fn try_finish(&mut self, job: u64) {
+        let ready = self.jobs.get(&job).is_some_and(|j| match &j.done {
+            Some((_, deadline)) => j.closed >= j.np || Instant::now() >= *deadline,
+            None => false,
+        });
+        if !ready {
+            return;
+        }
+        let Some(j) = self.jobs.remove(&job) else {
+            return;
+        };
+        let Some((done, _)) = j.done else { return };
+        info!(job, exit = ?done.exit, "job ended");
+        let exit = done.exit.map(|how| pb::ExitStatus { how: Some(how) });
+        self.send(Report::LauncherExit(pb::LauncherExit { job, exit, reason: done.reason })).await;
+    }
+
+    /// Deadlines: kill escalation and the rank-report grace.
+    pub async fn tick(&mut self) {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        for (id, j) in &mut self.jobs {
+            if j.done.is_none() && j.kill_deadline.is_some_and(|d| now >= d) {
+                for p in &j.pgids {
+                    kill(-p, libc::SIGKILL);
+                }
+                j.kill_deadline = None;
+            }
+            if j.done.as_ref().is_some_and(|(_, d)| now >= *d) {
+                due.push(*id);
+            }
+        }
+        for id in due {
+            self.try_finish(id).await;
+        }
+    }
+}
+
+async fn forward_lines(
+    job: u64,
+    rank: Option<u32>,
+    stream: pb::OutputStream,
+    pipe: Box<dyn AsyncRead + Unpin + Send>,
+    reports: ReportSender,
+    launcher: Arc<dyn Launcher>,
+) {
+    let mut reader = BufReader::new(pipe);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        }
+        buf.truncate(MAX_LINE);
+        let text = String::from_utf8_lossy(&buf);
+        // A process that is one rank needs no tags; a launcher's lines do.
+        let (rank, line) = match rank {
+            Some(r) => (Some(r), text.into_owned()),
+            None => {
+                let (r, line) = launcher.split_rank(&text);
+                (r, line.to_string())
+            }
+        };
+        let r = Report::Output(pb::TaskOutput { job, rank, stream: stream as i32, line });
+        if reports.send(report(r)).await.is_err() {
+            return;
+        }
+    }
+}

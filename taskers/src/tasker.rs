@@ -1,0 +1,100 @@
+//! A tasker's life: connect to the vmd, register for one implementation,
+//! then serve orders until the vmd goes away. One thread (current-thread
+//! runtime): launchers are started with PR_SET_PDEATHSIG, which fires when
+//! the *thread* that started them ends, so that thread must be the process.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use isthmus_proto as pb;
+use pb::vmd_client::VmdClient;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Endpoint;
+use tracing::{info, warn};
+
+use crate::jobs::Jobs;
+use crate::launcher::Launcher;
+use crate::rank_reports::RankReports;
+
+/// How often deadlines (kill escalation, report grace) are looked at.
+const TICK: Duration = Duration::from_millis(50);
+
+#[derive(Debug, thiserror::Error)]
+pub enum TaskerError {
+    #[error("vmd address {0:?} is not valid")]
+    BadAddress(String),
+    #[error("cannot reach vmd at {addr}: {source}")]
+    Connect { addr: String, source: tonic::transport::Error },
+    #[error("the vmd refused the tasker: {0}")]
+    Refused(String),
+    #[error("the vmd closed the tasker stream before welcoming it")]
+    NoWelcome,
+    #[error("cannot create the rank report socket: {0}")]
+    Socket(std::io::Error),
+    #[error("cannot find the tasker's own executable (for the rank shim): {0}")]
+    OwnExe(std::io::Error),
+}
+
+/// Registers with the vmd at `vmd` and runs jobs with `launcher` until the
+/// vmd goes away. `ready` (if given) is called once registered.
+pub async fn run(vmd: &str, launcher: Arc<dyn Launcher>, ready: impl FnOnce(&str)) -> Result<(), TaskerError> {
+    let uri = if vmd.contains("://") { vmd.to_string() } else { format!("http://{vmd}") };
+    let endpoint = Endpoint::from_shared(uri)
+        .map_err(|_| TaskerError::BadAddress(vmd.to_string()))?
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(5))
+        .http2_keep_alive_interval(Duration::from_secs(1))
+        .keep_alive_timeout(Duration::from_secs(2));
+    let channel = endpoint.connect().await.map_err(|source| TaskerError::Connect { addr: vmd.to_string(), source })?;
+    let mut client = VmdClient::new(channel);
+
+    let (report_tx, report_rx) = mpsc::channel::<pb::TaskerReport>(4096);
+    let hello = pb::TaskerHello {
+        implementation: launcher.implementation().to_string(),
+        pid: std::process::id(),
+        launcher: launcher.command().to_string(),
+    };
+    let _ = report_tx.send(pb::TaskerReport { kind: Some(pb::tasker_report::Kind::Hello(hello)) }).await;
+    let mut orders = client
+        .tasker(ReceiverStream::new(report_rx))
+        .await
+        .map_err(|s| TaskerError::Refused(s.message().to_string()))?
+        .into_inner();
+    match orders.message().await {
+        Ok(Some(pb::TaskerOrder { kind: Some(pb::tasker_order::Kind::Welcome(w)) })) => {
+            info!(tasker = %w.tasker, host = %w.host, implementation = launcher.implementation(), "registered");
+        }
+        Ok(_) => return Err(TaskerError::NoWelcome),
+        Err(s) => return Err(TaskerError::Refused(s.message().to_string())),
+    }
+
+    let (shim_tx, mut shim_rx) = mpsc::unbounded_channel();
+    let socket = RankReports::bind(shim_tx).map_err(TaskerError::Socket)?;
+    let exe = std::env::current_exe().map_err(TaskerError::OwnExe)?;
+    let shim = vec![OsString::from(exe), OsString::from(crate::SHIM_ARG), OsString::from("--")];
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel();
+    let mut jobs = Jobs::new(launcher, shim, socket.path(), report_tx, done_tx);
+    ready(&socket.path().display().to_string());
+
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            order = orders.message() => match order {
+                Ok(Some(pb::TaskerOrder { kind: Some(pb::tasker_order::Kind::Order(o)) })) => jobs.order(o).await,
+                Ok(Some(_)) => warn!("unexpected message from vmd dropped"),
+                Ok(None) => { warn!("the vmd closed the tasker stream; stopping"); break; }
+                Err(s) => { warn!(status = %s, "lost the vmd; stopping"); break; }
+            },
+            Some(ev) = shim_rx.recv() => jobs.shim_event(ev).await,
+            Some(done) = done_rx.recv() => jobs.launcher_done(done).await,
+            _ = tick.tick() => jobs.tick().await,
+        }
+    }
+    // Jobs without a vmd have nobody to report to.
+    jobs.kill_all();
+    drop(socket);
+    Ok(())
+}

@@ -1,0 +1,278 @@
+//! `rm-bench`: the resource manager against direct launches.
+//!
+//! 1. spawn-to-exit of a trivial MPI job (`bench/reference/mpi_hello.c`,
+//!    MPI_Init + MPI_Finalize) with np = 1 and 4 under Open MPI and MPICH,
+//!    through a vmd and its taskers: from the Spawn call to the JOB_EXIT
+//!    notification at a subscriber;
+//! 2. beside it, the same job launched directly by its launcher, measured in
+//!    the same run by `bench/reference/launch.sh` (its RESULT lines);
+//! 3. the time from a rank's SIGKILL to the TASK_EXIT notification.
+//!
+//! Prints one table with ratios. Not a test: the numbers depend on load.
+//!
+//!   rm-bench [--reps 10] [--kill-reps 20]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use isthmus_proto as pb;
+use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
+use pb::vmd_client::VmdClient;
+use tokio_stream::StreamExt;
+use tonic::transport::Channel;
+
+#[derive(Parser)]
+struct Args {
+    /// Timed repetitions per configuration (after one warm-up).
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// SIGKILL-to-notification repetitions.
+    #[arg(long, default_value_t = 20)]
+    kill_reps: usize,
+}
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn stats(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    let p99 = v[((0.99 * n as f64).ceil() as usize).clamp(1, n) - 1];
+    (median, p99)
+}
+
+fn repo_root() -> anyhow::Result<PathBuf> {
+    let mut dir = std::env::current_dir()?;
+    loop {
+        if dir.join("bench/reference/launch.sh").exists() {
+            return Ok(dir);
+        }
+        if !dir.pop() {
+            bail!("run rm-bench from inside the repository (bench/reference/launch.sh not found)");
+        }
+    }
+}
+
+/// Runs launch.sh; returns name → (median_us, p99_us) and the build dir.
+fn reference(root: &Path, reps: usize) -> anyhow::Result<(BTreeMap<String, (f64, f64)>, PathBuf)> {
+    let out_dir = root.join("target/reference");
+    eprintln!("rm-bench: timing direct launches with bench/reference/launch.sh ({reps} reps)");
+    let out = Command::new("bash")
+        .arg(root.join("bench/reference/launch.sh"))
+        .arg(reps.to_string())
+        .env("REFERENCE_BUILD_DIR", &out_dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running launch.sh")?;
+    if !out.status.success() {
+        bail!("launch.sh failed: {}", out.status);
+    }
+    let mut results = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // RESULT launch_openmpi_np1 median_us=… p99_us=… n=…
+        let mut words = line.split_whitespace();
+        if words.next() != Some("RESULT") {
+            continue;
+        }
+        let Some(name) = words.next() else { continue };
+        let mut median = f64::NAN;
+        let mut p99 = f64::NAN;
+        for w in words {
+            if let Some(v) = w.strip_prefix("median_us=") {
+                median = v.parse().unwrap_or(f64::NAN);
+            } else if let Some(v) = w.strip_prefix("p99_us=") {
+                p99 = v.parse().unwrap_or(f64::NAN);
+            }
+        }
+        results.insert(name.to_string(), (median, p99));
+    }
+    Ok((results, out_dir))
+}
+
+async fn next_job_event(
+    events: &mut tonic::Streaming<pb::Event>,
+    job: u64,
+    want_exit: bool,
+) -> anyhow::Result<pb::Event> {
+    let end = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let ev = tokio::time::timeout_at(end, events.next()).await.context("no notification within the deadline")?;
+        let ev = ev.context("watch ended")??;
+        match &ev.kind {
+            Some(pb::event::Kind::JobExit(j)) if j.job == job && want_exit => return Ok(ev),
+            Some(pb::event::Kind::TaskExit(t)) if t.job == job && !want_exit => return Ok(ev),
+            Some(pb::event::Kind::JobExit(j)) if j.job == job => bail!("job {job} ended before its task exit: {j:?}"),
+            _ => {}
+        }
+    }
+}
+
+async fn spawn_to_exit(
+    c: &mut VmdClient<Channel>,
+    events: &mut tonic::Streaming<pb::Event>,
+    implementation: &str,
+    program: &Path,
+    np: u32,
+) -> anyhow::Result<f64> {
+    let req = pb::SpawnRequest {
+        program: program.display().to_string(),
+        np,
+        implementation: implementation.into(),
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let job = c.spawn(req).await?.into_inner().job;
+    let ev = next_job_event(events, job, true).await?;
+    let us = t0.elapsed().as_secs_f64() * 1e6;
+    if let Some(pb::event::Kind::JobExit(j)) = ev.kind {
+        if j.state != pb::JobState::JobExited as i32 {
+            bail!("job {job} did not exit cleanly: {j:?}");
+        }
+    }
+    Ok(us)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let root = repo_root()?;
+    let (reference, ref_dir) = reference(&root, args.reps)?;
+    let bin_dir = std::env::current_exe()?.parent().context("no bin dir")?.to_path_buf();
+    let tasker_bin = bin_dir.join("tasker");
+    if !tasker_bin.exists() {
+        bail!("{} not built (cargo build -p isthmus-taskers)", tasker_bin.display());
+    }
+
+    let options = HostOptions { slots: Some(16), ..Default::default() };
+    let daemon =
+        Daemon::bind_with(DaemonConfig { listen: "127.0.0.1:0".parse()?, host: "bench".into() }, options).await?;
+    let addr = daemon.local_addr().to_string();
+    let halt = daemon.halt_handle();
+    let server = tokio::spawn(daemon.serve(std::future::pending()));
+
+    let mut taskers = Vec::new();
+    let mut impls = Vec::new();
+    for (imp, launcher) in [("openmpi", "mpirun.openmpi"), ("mpich", "mpiexec.mpich")] {
+        if ref_dir.join(format!("mpi_hello.{imp}")).exists() && which(launcher) {
+            let child = Command::new(&tasker_bin)
+                .args(["--impl", imp, "--vmd", &addr])
+                .env("RUST_LOG", "warn")
+                .stdin(Stdio::null())
+                .spawn()
+                .with_context(|| format!("starting the {imp} tasker"))?;
+            taskers.push(Killed(child));
+            impls.push(imp);
+        }
+    }
+    let mut c = VmdClient::new(isthmus_vmd::client::channel(&addr).await?);
+    let end = Instant::now() + DEADLINE;
+    loop {
+        let hosts = c.list_hosts(pb::ListHostsRequest {}).await?.into_inner().hosts;
+        if hosts.first().is_some_and(|h| impls.iter().all(|i| h.taskers.iter().any(|t| t == i))) {
+            break;
+        }
+        if Instant::now() > end {
+            bail!("taskers did not register");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let kinds = [pb::EventKind::TaskExit as i32, pb::EventKind::JobExit as i32];
+    let mut events = c.watch(pb::WatchRequest { kinds: kinds.to_vec(), ..Default::default() }).await?.into_inner();
+
+    let mut rows = Vec::new();
+    for imp in &impls {
+        let program = ref_dir.join(format!("mpi_hello.{imp}"));
+        for np in [1u32, 4] {
+            eprintln!("rm-bench: spawn-to-exit {imp} np={np}");
+            spawn_to_exit(&mut c, &mut events, imp, &program, np).await?; // warm-up
+            let mut times = Vec::new();
+            for _ in 0..args.reps {
+                times.push(spawn_to_exit(&mut c, &mut events, imp, &program, np).await?);
+            }
+            let (median, p99) = stats(times);
+            let direct = reference.get(&format!("launch_{imp}_np{np}")).copied();
+            rows.push((format!("spawn-to-exit {imp} np={np}"), median, p99, direct));
+        }
+    }
+
+    // SIGKILL of a rank → TASK_EXIT at the subscriber.
+    let mut kill_times = Vec::new();
+    let kill_impl = impls.first().copied().unwrap_or("openmpi");
+    eprintln!("rm-bench: SIGKILL-to-notification ({kill_impl}, {} reps)", args.kill_reps);
+    for _ in 0..args.kill_reps {
+        let req = pb::SpawnRequest {
+            program: "sleep".into(),
+            args: vec!["30".into()],
+            np: 1,
+            implementation: kill_impl.into(),
+            ..Default::default()
+        };
+        let job = c.spawn(req).await?.into_inner().job;
+        let end = Instant::now() + DEADLINE;
+        let pid = loop {
+            let jobs = c.list_jobs(pb::ListJobsRequest { all: false }).await?.into_inner().jobs;
+            if let Some(pid) =
+                jobs.iter().find(|j| j.job == job).and_then(|j| j.ranks.first()).map(|r| r.pid).filter(|p| *p != 0)
+            {
+                break pid;
+            }
+            if Instant::now() > end {
+                bail!("rank of job {job} did not start");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let t0 = Instant::now();
+        // SAFETY: kill(2) of the rank the resource manager reported.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        next_job_event(&mut events, job, false).await?;
+        kill_times.push(t0.elapsed().as_secs_f64() * 1e6);
+        next_job_event(&mut events, job, true).await.ok();
+    }
+    let (kill_median, kill_p99) = stats(kill_times);
+
+    println!();
+    println!(
+        "{:<34} {:>12} {:>12} {:>14} {:>14} {:>8} {:>8}",
+        "measure", "median_us", "p99_us", "direct_med_us", "direct_p99_us", "ratio", "target"
+    );
+    for (name, median, p99, direct) in &rows {
+        let (dm, dp) = direct.unwrap_or((f64::NAN, f64::NAN));
+        println!("{name:<34} {median:>12.0} {p99:>12.0} {dm:>14.0} {dp:>14.0} {:>8.2} {:>8}", median / dm, "<=1.10");
+    }
+    println!(
+        "{:<34} {kill_median:>12.0} {kill_p99:>12.0} {:>14} {:>14} {:>8} {:>8}",
+        format!("SIGKILL-to-TASK_EXIT {kill_impl} np=1"),
+        "-",
+        "-",
+        "-",
+        "p99<100ms"
+    );
+    for (name, median, p99, _) in &rows {
+        println!("RESULT rm_{} median_us={median:.0} p99_us={p99:.0} n={}", name.replace([' ', '='], "_"), args.reps);
+    }
+    println!("RESULT rm_sigkill_to_task_exit median_us={kill_median:.0} p99_us={kill_p99:.0} n={}", args.kill_reps);
+
+    drop(taskers);
+    halt.notify_one();
+    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+    Ok(())
+}
+
+fn which(cmd: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).exists()))
+}

@@ -1,0 +1,194 @@
+//! Links between the vmds of one virtual machine. A vmd started with
+//! `--join ADDR` opens a `HostLink` stream to the vmd holding the resource
+//! manager: it introduces itself (name, address, slots, offers), receives the
+//! virtual machine's secret, then carries its taskers' reports up and their
+//! orders down. The stream is the host's liveness: a clean `HostLeave`
+//! deletes the host, any other end marks it failed.
+//!
+//! [`serve`] is the manager's side; [`join`] the joining vmd's side.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use isthmus_proto as pb;
+use pb::host_down::Kind as Down;
+use pb::host_up::Kind as Up;
+use pb::vmd_client::VmdClient;
+use tokio::sync::{mpsc, Notify};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Status, Streaming};
+use tracing::{error, info, warn};
+
+use crate::client::{self, ClientError};
+use crate::rm::{HubUp, PortMsg, ResourceManager, TaskerHub};
+use crate::rm_convert;
+
+pub type DownSender = mpsc::Sender<Result<pb::HostDown, Status>>;
+
+/// The manager's side of one joined host's link.
+pub async fn serve(rm: ResourceManager, secret: Arc<Vec<u8>>, mut inbound: Streaming<pb::HostUp>, out: DownSender) {
+    let hello = match inbound.message().await {
+        Ok(Some(pb::HostUp { kind: Some(Up::Hello(h)) })) => h,
+        Ok(Some(_)) => {
+            let _ = out.send(Err(Status::failed_precondition("a host link must start with HostHello"))).await;
+            return;
+        }
+        Ok(None) | Err(_) => return,
+    };
+    let name = hello.name.clone();
+    let (link, mut port) = match rm.link_host(rm_convert::decl(hello.name, hello.slots, hello.offers, hello.addr)) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = out.send(Err(rm_convert::status_of(&e))).await;
+            return;
+        }
+    };
+    let welcome = pb::HostDown {
+        kind: Some(Down::Welcome(pb::HostWelcome {
+            secret: secret.as_ref().clone(),
+            master: rm.local_host().to_string(),
+        })),
+    };
+    let _ = out.send(Ok(welcome)).await;
+    let forward = {
+        let out = out.clone();
+        tokio::spawn(async move {
+            while let Some(msg) = port.recv().await {
+                let (down, last) = match msg {
+                    PortMsg::Order(o) => (Down::Order(rm_convert::order(&o)), false),
+                    PortMsg::Deleted(reason) => (Down::Deleted(pb::HostDeleted { reason }), true),
+                };
+                if out.send(Ok(pb::HostDown { kind: Some(down) })).await.is_err() || last {
+                    return;
+                }
+            }
+        })
+    };
+    let failure = loop {
+        match inbound.message().await {
+            Ok(Some(pb::HostUp { kind: Some(Up::Taskers(t)) })) => {
+                rm.set_taskers(&name, t.taskers.into_iter().collect())
+            }
+            Ok(Some(pb::HostUp { kind: Some(Up::Job(r)) })) => match rm_convert::report_from(r) {
+                Some(r) => rm.report(&name, r),
+                None => warn!(host = %name, "malformed job report dropped"),
+            },
+            Ok(Some(pb::HostUp { kind: Some(Up::Leave(_)) })) => break None,
+            Ok(Some(_)) => warn!(host = %name, "unexpected message on host link dropped"),
+            Ok(None) => break Some("its link closed without leaving".to_string()),
+            Err(status) => break Some(format!("its link broke: {}", status.message())),
+        }
+    };
+    // Wait for a Deleted message to go out before closing the stream.
+    let _ = tokio::time::timeout(Duration::from_millis(200), async {
+        while !forward.is_finished() && failure.is_none() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    forward.abort();
+    rm.unlink_host(&name, link, failure);
+}
+
+/// A joining vmd's open link: send [`JoinedLink::leave`] before stopping.
+pub struct JoinedLink {
+    up: mpsc::Sender<pb::HostUp>,
+    down_done: Arc<Notify>,
+}
+
+impl JoinedLink {
+    /// Leaves the virtual machine cleanly (the host is deleted, not failed).
+    pub async fn leave(self) {
+        let _ = self.up.send(pb::HostUp { kind: Some(Up::Leave(pb::HostLeave {})) }).await;
+        drop(self.up);
+        // The manager closes the link once it has taken the leave in.
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.down_done.notified()).await;
+    }
+}
+
+/// Joins the virtual machine whose manager listens at `master`. Returns the
+/// virtual machine's secret and the link. The hub's reports go up the link;
+/// orders coming down go to the hub. `halt` is notified when this host is
+/// deleted or the manager goes away: a host cut off from its virtual
+/// machine stops, as a PVM slave daemon did.
+pub async fn join(
+    master: &str,
+    hello: pb::HostHello,
+    hub: TaskerHub,
+    mut hub_up: mpsc::UnboundedReceiver<HubUp>,
+    halt: Arc<Notify>,
+) -> Result<(Vec<u8>, JoinedLink), ClientError> {
+    let name = hello.name.clone();
+    let mut vmd = VmdClient::new(client::channel(master).await?);
+    let (up, up_rx) = mpsc::channel::<pb::HostUp>(1024);
+    up.send(pb::HostUp { kind: Some(Up::Hello(hello)) }).await.map_err(|_| ClientError::Closed)?;
+    let mut down = vmd.host_link(ReceiverStream::new(up_rx)).await.map_err(ClientError::Status)?.into_inner();
+    let secret = match down.message().await.map_err(ClientError::Status)? {
+        Some(pb::HostDown { kind: Some(Down::Welcome(w)) }) => w.secret,
+        Some(_) => return Err(ClientError::Protocol("host link did not start with HostWelcome".into())),
+        None => return Err(ClientError::Closed),
+    };
+    info!(%master, host = %name, "joined the virtual machine");
+    // Reports up. The first taskers summary is sent at once: taskers may
+    // have registered before the link was up.
+    {
+        let up = up.clone();
+        let hub = hub.clone();
+        tokio::spawn(async move {
+            let first = pb::HostUp {
+                kind: Some(Up::Taskers(pb::TaskersChanged { taskers: hub.taskers().into_iter().collect() })),
+            };
+            if up.send(first).await.is_err() {
+                return;
+            }
+            while let Some(msg) = hub_up.recv().await {
+                let kind = match msg {
+                    HubUp::Taskers(t) => Up::Taskers(pb::TaskersChanged { taskers: t.into_iter().collect() }),
+                    HubUp::Job(r) => Up::Job(rm_convert::report(&r)),
+                };
+                if up.send(pb::HostUp { kind: Some(kind) }).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    // Orders down.
+    let down_done = Arc::new(Notify::new());
+    {
+        let down_done = down_done.clone();
+        tokio::spawn(async move {
+            loop {
+                match down.message().await {
+                    Ok(Some(pb::HostDown { kind: Some(Down::Order(o)) })) => {
+                        if let Some(order) = rm_convert::order_from(o) {
+                            hub.order(order);
+                        }
+                    }
+                    Ok(Some(pb::HostDown { kind: Some(Down::Deleted(d)) })) => {
+                        warn!(reason = %d.reason, "this host was deleted from the virtual machine; stopping");
+                        hub.kill_all();
+                        // Let the kill orders reach the taskers before halting.
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        halt.notify_one();
+                        break;
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        info!("host link closed by the manager; stopping");
+                        hub.kill_all();
+                        halt.notify_one();
+                        break;
+                    }
+                    Err(status) => {
+                        error!(%status, "lost the link to the virtual machine's manager; stopping");
+                        hub.kill_all();
+                        halt.notify_one();
+                        break;
+                    }
+                }
+            }
+            down_done.notify_one();
+        });
+    }
+    Ok((secret, JoinedLink { up, down_done }))
+}

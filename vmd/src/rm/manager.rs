@@ -1,0 +1,598 @@
+//! [`ResourceManager`]: the host table, the job table and the event series
+//! behind one lock, so that a snapshot and a subscription taken together
+//! miss nothing and a slot is never counted twice.
+//!
+//! Flow of a spawn: check the request, choose a host, reserve its slots and
+//! send a launch order down the host's port (to the local hub, or up a
+//! joined host's link), then wait — briefly — for the tasker to accept or
+//! refuse it. A refused job leaves no trace; an accepted one returns its id.
+//! Reports from taskers then move the job along, and its end frees its slots
+//! and is announced.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tracing::{info, warn};
+
+use super::error::{Result, RmError, RmErrorKind};
+use super::events::{RmEvent, Sequenced};
+use super::hosts::{Host, HostDecl, HostState, HostTable, MAX_SLOTS};
+use super::model::{ExitStatus, Job, JobId, JobOrder, JobReport, JobState, LaunchSpec, Rank};
+use super::placement::{self, Placement};
+use super::{valid_name, ENV_JOB, ENV_SECRET};
+
+/// How long a tasker may take to accept or refuse a launch order.
+pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many ended jobs `ps --all` still shows.
+const KEEP_ENDED: usize = 1000;
+/// How many events may wait for a slow subscriber before it is cut off.
+const EVENT_BACKLOG: usize = 4096;
+/// The highest signal number Linux knows (SIGRTMAX).
+const MAX_SIGNAL: i32 = 64;
+
+/// What travels down a host's port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PortMsg {
+    Order(JobOrder),
+    /// The host was deleted from the virtual machine.
+    Deleted(String),
+}
+
+/// A spawn request, checked by [`ResourceManager::spawn`].
+#[derive(Clone, Debug, Default)]
+pub struct SpawnSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub np: u32,
+    pub implementation: String,
+    pub placement: Placement,
+    pub env: BTreeMap<String, String>,
+    pub cwd: String,
+}
+
+struct Port {
+    link: u64,
+    tx: mpsc::UnboundedSender<PortMsg>,
+}
+
+struct State {
+    hosts: HostTable,
+    jobs: BTreeMap<JobId, Job>,
+    ports: HashMap<String, Port>,
+    waiters: HashMap<JobId, oneshot::Sender<Result<()>>>,
+    next_job: JobId,
+    next_link: u64,
+    seq: u64,
+    events: broadcast::Sender<Arc<Sequenced>>,
+}
+
+impl State {
+    fn emit(&mut self, event: RmEvent) {
+        self.seq += 1;
+        // No subscriber is not an error.
+        let _ = self.events.send(Arc::new(Sequenced { seq: self.seq, event }));
+    }
+
+    fn send(&self, host: &str, msg: PortMsg) -> bool {
+        self.ports.get(host).is_some_and(|p| p.tx.send(msg).is_ok())
+    }
+
+    /// Ends a job: frees its slots, answers a waiting spawn, announces it.
+    fn finish(&mut self, id: JobId, state: JobState, exit: Option<ExitStatus>, reason: String) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.state.is_final() {
+            return;
+        }
+        job.state = state;
+        job.exit = exit;
+        job.reason = reason.clone();
+        let (np, host) = (job.np, job.host.clone());
+        if let Some(h) = self.hosts.get_mut(&host) {
+            if h.jobs.remove(&id) {
+                h.slots_used = h.slots_used.saturating_sub(np);
+            }
+        }
+        if let Some(w) = self.waiters.remove(&id) {
+            let _ = w.send(Err(RmError::unavailable(format!("job {id} ended before it was accepted: {reason}"))));
+        }
+        info!(job = id, ?state, %host, "job ended");
+        self.emit(RmEvent::JobExit { job: id, state, exit, reason, host });
+        self.prune();
+    }
+
+    /// Forgets a job that never ran (refused): slots back, no event.
+    fn forget(&mut self, id: JobId) {
+        if let Some(job) = self.jobs.remove(&id) {
+            if let Some(h) = self.hosts.get_mut(&job.host) {
+                if h.jobs.remove(&id) {
+                    h.slots_used = h.slots_used.saturating_sub(job.np);
+                }
+            }
+        }
+    }
+
+    fn prune(&mut self) {
+        let ended: Vec<JobId> = self.jobs.values().filter(|j| j.state.is_final()).map(|j| j.id).collect();
+        if ended.len() > KEEP_ENDED {
+            for id in ended.iter().take(ended.len() - KEEP_ENDED) {
+                self.jobs.remove(id);
+            }
+        }
+    }
+
+    /// Removes a host and loses its jobs (the host's vmd left, failed or was deleted).
+    fn drop_host(&mut self, name: &str, why: &str) -> Option<(Host, u32)> {
+        let jobs: Vec<JobId> = self.hosts.get(name)?.jobs.iter().copied().collect();
+        let lost = jobs.len() as u32;
+        for job in jobs {
+            self.finish(job, JobState::Lost, None, format!("host {name} {why}"));
+        }
+        self.ports.remove(name);
+        self.hosts.remove(name).map(|h| (h, lost))
+    }
+}
+
+/// The resource manager; cheap to clone (shared state).
+#[derive(Clone)]
+pub struct ResourceManager {
+    state: Arc<Mutex<State>>,
+    local: String,
+    secret_hex: Arc<str>,
+    accept_timeout: Duration,
+}
+
+impl ResourceManager {
+    /// A manager whose own host is `local` (always up; its orders come out of
+    /// the returned receiver, for the local tasker hub) and whose other
+    /// declared hosts wait for their vmds.
+    pub fn new(
+        local: HostDecl,
+        declared: Vec<HostDecl>,
+        secret: &[u8],
+    ) -> Result<(Self, mpsc::UnboundedReceiver<PortMsg>)> {
+        let local = local.validated()?;
+        let (events, _) = broadcast::channel(EVENT_BACKLOG);
+        let mut hosts = HostTable::default();
+        let name = local.name.clone();
+        hosts.insert(Host::from_decl(local, HostState::Up, true))?;
+        for d in declared {
+            let d = d.validated()?;
+            if d.name != name {
+                hosts.insert(Host::from_decl(d, HostState::Waiting, false))?;
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut ports = HashMap::new();
+        ports.insert(name.clone(), Port { link: 0, tx });
+        let state = State {
+            hosts,
+            jobs: BTreeMap::new(),
+            ports,
+            waiters: HashMap::new(),
+            next_job: 0,
+            next_link: 0,
+            seq: 0,
+            events,
+        };
+        let secret_hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        let rm = Self {
+            state: Arc::new(Mutex::new(state)),
+            local: name,
+            secret_hex: secret_hex.into(),
+            accept_timeout: ACCEPT_TIMEOUT,
+        };
+        Ok((rm, rx))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The name of the manager's own host.
+    pub fn local_host(&self) -> &str {
+        &self.local
+    }
+
+    /// The hosts, the jobs and a subscription to what happens next, taken
+    /// together: nothing falls between the snapshot and the first event.
+    pub fn subscribe(&self) -> (Vec<Host>, Vec<Job>, broadcast::Receiver<Arc<Sequenced>>) {
+        let st = self.lock();
+        (st.hosts.iter().cloned().collect(), st.jobs.values().cloned().collect(), st.events.subscribe())
+    }
+
+    pub fn hosts(&self) -> Vec<Host> {
+        self.lock().hosts.iter().cloned().collect()
+    }
+
+    pub fn host(&self, name: &str) -> Result<Host> {
+        self.lock().hosts.get(name).cloned().ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))
+    }
+
+    /// Jobs holding slots, or (`all`) also the recently ended ones.
+    pub fn jobs(&self, all: bool) -> Vec<Job> {
+        self.lock().jobs.values().filter(|j| all || !j.state.is_final()).cloned().collect()
+    }
+
+    pub fn job(&self, id: JobId) -> Result<Job> {
+        self.lock().jobs.get(&id).cloned().ok_or_else(|| RmError::not_found(format!("no job {id}")))
+    }
+
+    /// Declares a host; it is up once its vmd joins under that name.
+    pub fn add_host(&self, decl: HostDecl) -> Result<Host> {
+        let decl = decl.validated()?;
+        let mut st = self.lock();
+        let host = st.hosts.insert(Host::from_decl(decl, HostState::Waiting, false))?.clone();
+        info!(host = %host.name, "host declared");
+        st.emit(RmEvent::HostAdded(host.clone()));
+        Ok(host)
+    }
+
+    /// Deletes a host: its vmd is told to stop, its jobs are lost. Returns
+    /// how many jobs were lost.
+    pub fn delete_host(&self, name: &str) -> Result<u32> {
+        let mut st = self.lock();
+        let host = st.hosts.get(name).ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
+        if host.local {
+            return Err(RmError::precondition(format!(
+                "host {name} runs the resource manager and cannot be deleted (halt the vmd instead)"
+            )));
+        }
+        let jobs: Vec<JobId> = host.jobs.iter().copied().collect();
+        for job in &jobs {
+            st.send(name, PortMsg::Order(JobOrder::Kill { job: *job }));
+        }
+        st.send(name, PortMsg::Deleted("deleted from the virtual machine".into()));
+        let (host, lost) =
+            st.drop_host(name, "was deleted").ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
+        info!(host = %name, lost, "host deleted");
+        st.emit(RmEvent::HostDeleted { host, reason: "deleted".into() });
+        Ok(lost)
+    }
+
+    /// A vmd joins as host `decl.name`. A declared host takes the declared
+    /// slots and offers; an unknown one is added as it describes itself.
+    pub fn link_host(&self, decl: HostDecl) -> Result<(u64, mpsc::UnboundedReceiver<PortMsg>)> {
+        let decl = decl.validated()?;
+        let mut st = self.lock();
+        st.next_link += 1;
+        let link = st.next_link;
+        let host = match st.hosts.get_mut(&decl.name) {
+            Some(h) if h.state == HostState::Up => {
+                return Err(RmError::new(RmErrorKind::AlreadyExists, format!("host {} is already up", decl.name)));
+            }
+            Some(h) => {
+                h.state = HostState::Up;
+                h.addr = decl.addr;
+                h.clone()
+            }
+            None => st.hosts.insert(Host::from_decl(decl, HostState::Up, false))?.clone(),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        st.ports.insert(host.name.clone(), Port { link, tx });
+        info!(host = %host.name, addr = %host.addr, "host joined");
+        st.emit(RmEvent::HostAdded(host));
+        Ok((link, rx))
+    }
+
+    /// A host's link ended: `failure` says why if it did not leave cleanly.
+    pub fn unlink_host(&self, name: &str, link: u64, failure: Option<String>) {
+        let mut st = self.lock();
+        if st.ports.get(name).is_none_or(|p| p.link != link) {
+            return; // deleted already, or a newer link took its place
+        }
+        let why = if failure.is_some() { "failed" } else { "left" };
+        let Some((host, lost)) = st.drop_host(name, why) else {
+            return;
+        };
+        match failure {
+            Some(reason) => {
+                warn!(host = %name, %reason, lost, "host failed");
+                st.emit(RmEvent::HostFailed { host, reason });
+            }
+            None => {
+                info!(host = %name, lost, "host left");
+                st.emit(RmEvent::HostDeleted { host, reason: "left".into() });
+            }
+        }
+    }
+
+    /// A host's registered taskers changed.
+    pub fn set_taskers(&self, host: &str, taskers: BTreeMap<String, u32>) {
+        let mut st = self.lock();
+        if let Some(h) = st.hosts.get_mut(host) {
+            h.taskers = taskers.into_iter().filter(|(i, n)| *n > 0 && valid_name(i)).collect();
+        }
+    }
+
+    /// Starts a job; returns its id and host once a tasker accepted it.
+    pub async fn spawn(&self, spec: SpawnSpec) -> Result<(JobId, String)> {
+        check_spawn(&spec)?;
+        let (id, host, rx) = {
+            let mut st = self.lock();
+            let host = placement::choose(&st.hosts, &spec.implementation, spec.np, &spec.placement)?;
+            let (name, addr) = (host.name.clone(), host.addr.clone());
+            st.next_job += 1;
+            let id = st.next_job;
+            let mut env = spec.env.clone();
+            env.insert(crate::ENV_VMD_ADDR.to_string(), addr);
+            env.insert(ENV_JOB.to_string(), id.to_string());
+            env.insert(ENV_SECRET.to_string(), self.secret_hex.to_string());
+            let launch = LaunchSpec {
+                job: id,
+                implementation: spec.implementation.clone(),
+                program: spec.program.clone(),
+                args: spec.args.clone(),
+                np: spec.np,
+                env,
+                cwd: spec.cwd.clone(),
+            };
+            if let Some(h) = st.hosts.get_mut(&name) {
+                h.slots_used += spec.np;
+                h.jobs.insert(id);
+            }
+            st.jobs.insert(
+                id,
+                Job {
+                    id,
+                    program: spec.program.clone(),
+                    args: spec.args.clone(),
+                    np: spec.np,
+                    implementation: spec.implementation.clone(),
+                    host: name.clone(),
+                    state: JobState::Starting,
+                    ranks: (0..spec.np).map(|rank| Rank { rank, pid: None, exit: None }).collect(),
+                    exit: None,
+                    reason: String::new(),
+                    kill_requested: false,
+                    first_failure: None,
+                },
+            );
+            let (tx, rx) = oneshot::channel();
+            st.waiters.insert(id, tx);
+            if !st.send(&name, PortMsg::Order(JobOrder::Launch(launch))) {
+                st.waiters.remove(&id);
+                st.forget(id);
+                return Err(RmError::unavailable(format!("host {name} cannot take orders (its link is closing)")));
+            }
+            (id, name, rx)
+        };
+        match tokio::time::timeout(self.accept_timeout, rx).await {
+            Ok(Ok(Ok(()))) => {
+                info!(job = id, %host, program = %spec.program, np = spec.np, implementation = %spec.implementation, "job accepted");
+                Ok((id, host))
+            }
+            Ok(Ok(Err(e))) => Err(e),
+            Ok(Err(_)) => Err(RmError::unavailable(format!("job {id} was dropped before a tasker answered"))),
+            Err(_) => {
+                let mut st = self.lock();
+                st.waiters.remove(&id);
+                st.send(&host, PortMsg::Order(JobOrder::Kill { job: id }));
+                let reason = format!("the tasker on {host} did not answer within {:?}", self.accept_timeout);
+                st.finish(id, JobState::Lost, None, reason.clone());
+                Err(RmError::new(RmErrorKind::DeadlineExceeded, reason))
+            }
+        }
+    }
+
+    /// Kills every rank of a job.
+    pub fn kill(&self, id: JobId) -> Result<()> {
+        let mut st = self.lock();
+        let job = running_job(&mut st, id)?;
+        job.kill_requested = true;
+        let host = job.host.clone();
+        st.send(&host, PortMsg::Order(JobOrder::Kill { job: id }));
+        Ok(())
+    }
+
+    /// Sends `signal` to every running rank of a job, or to one rank.
+    /// Returns how many ranks were running when it was sent.
+    pub fn signal(&self, id: JobId, signal: i32, rank: Option<u32>) -> Result<u32> {
+        if !(1..=MAX_SIGNAL).contains(&signal) {
+            return Err(RmError::invalid(format!("signal {signal} is not a signal number (1-{MAX_SIGNAL})")));
+        }
+        let mut st = self.lock();
+        let job = running_job(&mut st, id)?;
+        if let Some(r) = rank {
+            if r >= job.np {
+                return Err(RmError::invalid(format!("job {id} has ranks 0-{}; there is no rank {r}", job.np - 1)));
+            }
+        }
+        let targets =
+            job.ranks.iter().filter(|r| r.is_running() && rank.is_none_or(|want| want == r.rank)).count() as u32;
+        let host = job.host.clone();
+        st.send(&host, PortMsg::Order(JobOrder::Signal { job: id, signal, rank }));
+        Ok(targets)
+    }
+
+    /// A report from a tasker on `host`.
+    pub fn report(&self, host: &str, report: JobReport) {
+        let mut st = self.lock();
+        let id = report.job();
+        let Some(job) = st.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.host != host {
+            warn!(job = id, from = host, "report about a job of another host; dropped");
+            return;
+        }
+        if job.state.is_final() {
+            return;
+        }
+        match report {
+            JobReport::Accepted { .. } => {
+                if let Some(w) = st.waiters.remove(&id) {
+                    let _ = w.send(Ok(()));
+                }
+            }
+            JobReport::Refused { error, .. } => {
+                if let Some(w) = st.waiters.remove(&id) {
+                    st.forget(id);
+                    let _ = w.send(Err(error));
+                } else {
+                    st.finish(id, JobState::Failed, None, error.message);
+                }
+            }
+            JobReport::RankStarted { rank, pid, .. } => {
+                if let Some(r) = job.ranks.get_mut(rank as usize) {
+                    r.pid = Some(pid);
+                }
+                if job.state == JobState::Starting && job.ranks.iter().all(|r| r.pid.is_some()) {
+                    job.state = JobState::Running;
+                }
+            }
+            JobReport::Output { rank, stream, line, .. } => st.emit(RmEvent::Output { job: id, rank, stream, line }),
+            JobReport::RankExit { rank, exit, .. } => {
+                if let Some(r) = rank.and_then(|r| job.ranks.get_mut(r as usize)) {
+                    r.exit = Some(exit);
+                    if !exit.success() && job.first_failure.is_none() {
+                        job.first_failure = Some((r.rank, exit));
+                    }
+                }
+                let host = job.host.clone();
+                st.emit(RmEvent::TaskExit { job: id, rank, exit, host });
+            }
+            JobReport::LauncherExit { exit, reason, .. } => {
+                let (state, reason) = if job.kill_requested {
+                    (JobState::Killed, "killed on request".to_string())
+                } else if let Some((rank, how)) = job.first_failure {
+                    (JobState::Failed, format!("rank {rank} ended with {how}"))
+                } else {
+                    match exit {
+                        Some(e) if e.success() => (JobState::Exited, reason),
+                        Some(e) => (
+                            JobState::Failed,
+                            if reason.is_empty() { format!("launcher ended with {e}") } else { reason },
+                        ),
+                        None => (JobState::Failed, reason),
+                    }
+                };
+                st.finish(id, state, exit, reason);
+            }
+            JobReport::Lost { reason, .. } => {
+                if let Some(w) = st.waiters.remove(&id) {
+                    st.forget(id);
+                    let _ = w.send(Err(RmError::unavailable(format!("job {id} could not start: {reason}"))));
+                } else {
+                    st.finish(id, JobState::Lost, None, reason);
+                }
+            }
+        }
+    }
+}
+
+fn running_job(st: &mut State, id: JobId) -> Result<&mut Job> {
+    let job = st.jobs.get_mut(&id).ok_or_else(|| RmError::not_found(format!("no job {id}")))?;
+    if job.state.is_final() {
+        return Err(RmError::precondition(format!("job {id} has already ended ({:?})", job.state)));
+    }
+    Ok(job)
+}
+
+fn check_spawn(spec: &SpawnSpec) -> Result<()> {
+    if spec.np == 0 {
+        return Err(RmError::invalid("np must be at least 1"));
+    }
+    if spec.np > MAX_SLOTS {
+        return Err(RmError::invalid(format!("np {} is more than any host may have ({MAX_SLOTS})", spec.np)));
+    }
+    if spec.program.is_empty() {
+        return Err(RmError::invalid("no program given"));
+    }
+    if !valid_name(&spec.implementation) {
+        return Err(RmError::invalid(format!("implementation name {:?} is not valid", spec.implementation)));
+    }
+    let has_nul = |s: &str| s.contains('\0');
+    if has_nul(&spec.program) || has_nul(&spec.cwd) || spec.args.iter().any(|a| has_nul(a)) {
+        return Err(RmError::invalid("program, arguments and cwd may not contain NUL bytes"));
+    }
+    for (k, v) in &spec.env {
+        if k.is_empty() || k.contains('=') || has_nul(k) || has_nul(v) {
+            return Err(RmError::invalid(format!("environment variable name {k:?} is not valid")));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rm() -> (ResourceManager, mpsc::UnboundedReceiver<PortMsg>) {
+        let local = HostDecl { name: "h1".into(), slots: 4, offers: vec![], addr: "127.0.0.1:1".into() };
+        let (rm, rx) = ResourceManager::new(local, vec![], b"s").unwrap();
+        rm.set_taskers("h1", [("exec".to_string(), 1)].into());
+        (rm, rx)
+    }
+
+    fn spec(np: u32) -> SpawnSpec {
+        SpawnSpec { program: "true".into(), np, implementation: "exec".into(), ..Default::default() }
+    }
+
+    #[tokio::test]
+    async fn spawn_reserves_slots_and_exit_frees_them() {
+        let (rm, mut port) = rm();
+        let rm2 = rm.clone();
+        let answer = tokio::spawn(async move {
+            let Some(PortMsg::Order(JobOrder::Launch(l))) = port.recv().await else { panic!() };
+            assert_eq!(l.env.get("ISTHMUS_JOB").map(String::as_str), Some("1"));
+            assert_eq!(l.env.get("ISTHMUS_SECRET").map(String::as_str), Some("73"));
+            rm2.report("h1", JobReport::Accepted { job: l.job });
+            port
+        });
+        let (id, host) = rm.spawn(spec(3)).await.unwrap();
+        let _port = answer.await.unwrap();
+        assert_eq!((id, host.as_str()), (1, "h1"));
+        assert_eq!(rm.host("h1").unwrap().slots_used, 3);
+        assert_eq!(rm.spawn(spec(2)).await.unwrap_err().kind, RmErrorKind::ResourceExhausted);
+        let (_, _, mut events) = rm.subscribe();
+        rm.report("h1", JobReport::RankExit { job: 1, rank: Some(1), exit: ExitStatus::Signal(9) });
+        rm.report("h1", JobReport::LauncherExit { job: 1, exit: Some(ExitStatus::Code(137)), reason: String::new() });
+        assert!(matches!(events.recv().await.unwrap().event, RmEvent::TaskExit { rank: Some(1), .. }));
+        let ev = events.recv().await.unwrap();
+        assert!(
+            matches!(&ev.event, RmEvent::JobExit { state: JobState::Failed, reason, .. } if reason.contains("rank 1"))
+        );
+        assert_eq!(rm.host("h1").unwrap().slots_used, 0);
+        assert_eq!(rm.kill(1).unwrap_err().kind, RmErrorKind::FailedPrecondition);
+        assert_eq!(rm.kill(9).unwrap_err().kind, RmErrorKind::NotFound);
+    }
+
+    #[tokio::test]
+    async fn refused_spawn_leaves_nothing() {
+        let (rm, mut port) = rm();
+        let rm2 = rm.clone();
+        tokio::spawn(async move {
+            while let Some(PortMsg::Order(JobOrder::Launch(l))) = port.recv().await {
+                rm2.report(
+                    "h1",
+                    JobReport::Refused { job: l.job, error: RmError::not_found("program nope not found") },
+                );
+            }
+        });
+        let e = rm.spawn(spec(1)).await.unwrap_err();
+        assert_eq!(e.kind, RmErrorKind::NotFound);
+        assert!(rm.jobs(true).is_empty());
+        assert_eq!(rm.host("h1").unwrap().slots_used, 0);
+        assert_eq!(rm.spawn(spec(0)).await.unwrap_err().kind, RmErrorKind::InvalidArgument);
+    }
+
+    #[tokio::test]
+    async fn joined_host_failing_loses_its_jobs_and_is_announced() {
+        let (rm, _port) = rm();
+        let (_, _, mut events) = rm.subscribe();
+        let decl = HostDecl { name: "h2".into(), slots: 2, offers: vec![], addr: "127.0.0.1:2".into() };
+        let (link, _rx) = rm.link_host(decl.clone()).unwrap();
+        assert!(matches!(events.recv().await.unwrap().event, RmEvent::HostAdded(ref h) if h.name == "h2"));
+        assert_eq!(rm.link_host(decl).unwrap_err().kind, RmErrorKind::AlreadyExists);
+        rm.unlink_host("h2", link, Some("link broke".into()));
+        assert!(
+            matches!(events.recv().await.unwrap().event, RmEvent::HostFailed { ref host, .. } if host.name == "h2")
+        );
+        assert_eq!(rm.delete_host("h1").unwrap_err().kind, RmErrorKind::FailedPrecondition);
+        assert_eq!(rm.delete_host("h2").unwrap_err().kind, RmErrorKind::NotFound);
+    }
+}

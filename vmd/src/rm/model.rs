@@ -1,0 +1,180 @@
+//! Jobs and ranks as the resource manager tracks them, and the orders and
+//! reports exchanged with taskers (the same on a local tasker stream and on
+//! a joined host's link).
+
+use std::collections::BTreeMap;
+
+use super::error::RmError;
+
+/// Jobs are numbered by the resource manager from 1.
+pub type JobId = u64;
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ExitStatus {
+    pub fn success(self) -> bool {
+        self == ExitStatus::Code(0)
+    }
+}
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitStatus::Code(c) => write!(f, "exit {c}"),
+            ExitStatus::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    /// Accepted by a tasker; not every rank has started yet.
+    Starting,
+    Running,
+    /// Every rank (and the launcher) exited with 0.
+    Exited,
+    /// A rank or the launcher exited non-zero or on a signal.
+    Failed,
+    /// Ended after a kill order.
+    Killed,
+    /// Its tasker or host died: its fate is unknown.
+    Lost,
+}
+
+impl JobState {
+    /// Whether the job has ended (its slots are free).
+    pub fn is_final(self) -> bool {
+        matches!(self, JobState::Exited | JobState::Failed | JobState::Killed | JobState::Lost)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rank {
+    pub rank: u32,
+    pub pid: Option<u32>,
+    pub exit: Option<ExitStatus>,
+}
+
+impl Rank {
+    pub fn is_running(&self) -> bool {
+        self.pid.is_some() && self.exit.is_none()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub id: JobId,
+    pub program: String,
+    pub args: Vec<String>,
+    pub np: u32,
+    pub implementation: String,
+    pub host: String,
+    pub state: JobState,
+    pub ranks: Vec<Rank>,
+    /// The launcher's exit, once the job ended.
+    pub exit: Option<ExitStatus>,
+    pub reason: String,
+    pub kill_requested: bool,
+    /// The first rank seen to fail (others may then be stopped by the launcher).
+    pub first_failure: Option<(u32, ExitStatus)>,
+}
+
+/// What a tasker needs to start a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchSpec {
+    pub job: JobId,
+    pub implementation: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub np: u32,
+    pub env: BTreeMap<String, String>,
+    pub cwd: String,
+}
+
+/// Orders travelling down to a tasker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobOrder {
+    Launch(LaunchSpec),
+    Signal { job: JobId, signal: i32, rank: Option<u32> },
+    Kill { job: JobId },
+}
+
+impl JobOrder {
+    pub fn job(&self) -> JobId {
+        match self {
+            JobOrder::Launch(l) => l.job,
+            JobOrder::Signal { job, .. } | JobOrder::Kill { job } => *job,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// Reports travelling up from a tasker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobReport {
+    /// The tasker found the program and is starting the launcher.
+    Accepted {
+        job: JobId,
+    },
+    /// The tasker will not run the job (program not found, …); nothing runs.
+    Refused {
+        job: JobId,
+        error: RmError,
+    },
+    RankStarted {
+        job: JobId,
+        rank: u32,
+        pid: u32,
+    },
+    Output {
+        job: JobId,
+        rank: Option<u32>,
+        stream: OutputStream,
+        line: String,
+    },
+    RankExit {
+        job: JobId,
+        rank: Option<u32>,
+        exit: ExitStatus,
+    },
+    /// The launcher ended (after its ranks); `exit` is absent if it could not start.
+    LauncherExit {
+        job: JobId,
+        exit: Option<ExitStatus>,
+        reason: String,
+    },
+    /// The tasker (or host) that ran the job is gone.
+    Lost {
+        job: JobId,
+        reason: String,
+    },
+}
+
+impl JobReport {
+    pub fn job(&self) -> JobId {
+        match self {
+            JobReport::Accepted { job }
+            | JobReport::Refused { job, .. }
+            | JobReport::RankStarted { job, .. }
+            | JobReport::Output { job, .. }
+            | JobReport::RankExit { job, .. }
+            | JobReport::LauncherExit { job, .. }
+            | JobReport::Lost { job, .. } => *job,
+        }
+    }
+
+    /// Whether the report ends the job on the tasker's side.
+    pub fn ends_job(&self) -> bool {
+        matches!(self, JobReport::Refused { .. } | JobReport::LauncherExit { .. } | JobReport::Lost { .. })
+    }
+}
