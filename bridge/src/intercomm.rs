@@ -105,6 +105,18 @@ impl InterComm {
         Ok(())
     }
 
+    /// The one peer process that can deliver a message accepted by `source`
+    /// (None for ANY_SOURCE when the remote group spans several processes).
+    fn peer_of(&self, source: Source) -> Option<uuid::Uuid> {
+        match source {
+            Source::Rank(r) => self.remote.get(r as usize).map(|e| e.process),
+            Source::Any => {
+                let first = self.remote.first()?.process;
+                self.remote.iter().all(|e| e.process == first).then_some(first)
+            }
+        }
+    }
+
     fn check_recv_tag(tag: Tag) -> Result<()> {
         match tag {
             Tag::Any => Ok(()),
@@ -167,7 +179,8 @@ impl InterComm {
             inner.remove_sync_waiter(hdr.seq);
             return Err(e);
         }
-        match done.wait_until(deadline_of(timeout)) {
+        // The SYNC_ACK comes in on the connection from the destination's process.
+        match inner.wait_from(Some(ep.process), &done, deadline_of(timeout)) {
             Some(r) => r,
             None => {
                 inner.remove_sync_waiter(hdr.seq);
@@ -251,7 +264,7 @@ impl InterComm {
             PostOutcome::Posted { id, done } => {
                 // RawBuf invariant: from here we return only after `done` is complete
                 // or after withdrawing the entry while it was still in the posted queue.
-                let r = match done.wait_until(deadline_of(timeout)) {
+                let r = match self.engine.inner.wait_from(self.peer_of(source), &done, deadline_of(timeout)) {
                     Some(r) => r,
                     None => {
                         if self.ctx.withdraw(id) {
@@ -281,9 +294,12 @@ impl InterComm {
             PostOutcome::Immediate(r) => {
                 let done = Completion::new(Arc::clone(&self.engine.inner.any));
                 done.complete(r);
-                Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id: 0 })
+                Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id: 0, via: None })
             }
-            PostOutcome::Posted { id, done } => Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id }),
+            PostOutcome::Posted { id, done } => {
+                let via = Some((Arc::clone(&self.engine.inner), self.peer_of(source)));
+                Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id, via })
+            }
         }
     }
 

@@ -8,6 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use uuid::Uuid;
+
+use crate::engine::Inner;
 use crate::error::{BridgeError, Result};
 use crate::intercomm::Status;
 use crate::matching::Ctx;
@@ -168,6 +171,9 @@ pub struct RecvRequest {
     pub(crate) done: Arc<Completion<RecvOutcome>>,
     pub(crate) ctx: Arc<Ctx>,
     pub(crate) id: u64,
+    /// Engine and the one peer that can deliver the message, so `wait` can read
+    /// its connection itself (None for a request completed at creation).
+    pub(crate) via: Option<(Arc<Inner>, Option<Uuid>)>,
 }
 
 impl RecvRequest {
@@ -191,7 +197,12 @@ impl Request for RecvRequest {
         self.test()
     }
     fn wait_timeout(self, timeout: Option<Duration>) -> Result<(Vec<u8>, Status)> {
-        let r = match self.done.wait_until(deadline_of(timeout)) {
+        let deadline = deadline_of(timeout);
+        let first = match &self.via {
+            Some((inner, peer)) => inner.wait_from(*peer, &self.done, deadline),
+            None => self.done.wait_until(deadline),
+        };
+        let r = match first {
             Some(r) => r,
             None => {
                 // Withdraw; if the reader claimed it meanwhile, take its result instead.
