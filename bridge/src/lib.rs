@@ -26,8 +26,9 @@
 //!   token back at most 1 ms after the application stopped waiting). Waiters
 //!   on anything else use Condvars. Nothing spins. Blocking sends write from
 //!   the caller's thread (header + payload in one `writev`, no copy).
-//!   Non-blocking sends up to 64 KiB are written inline when the connection is
-//!   idle; otherwise they go to the connection's writer thread, so `isend`
+//!   Non-blocking sends are written inline from the caller's memory when the
+//!   connection is idle (any size; `isend` then returns complete); otherwise
+//!   they are copied and go to the connection's writer thread, so `isend`
 //!   completes without the application calling in (independent progress).
 //! * Protocol: eager only. Every message is sent in one frame as soon as it is
 //!   posted; a message that arrives before its receive is held in the

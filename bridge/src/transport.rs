@@ -21,8 +21,6 @@ use crate::request::{cv_wait, lock, Completion};
 
 /// Timeout for connect + handshake; data reads/writes have none.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// isend payloads up to this size are written inline by the caller when the connection is idle.
-pub(crate) const INLINE_ISEND_MAX: usize = 64 * 1024;
 
 /// A connected byte stream, Unix or TCP.
 pub(crate) enum Stream {
