@@ -18,10 +18,13 @@
 //!   the token it is kicked out of `poll` through the eventfd.
 //! * Handing the token back is lazy: a leaving application thread does not
 //!   wake the background thread (that would cost a wake-up per message); the
-//!   parked background thread rechecks every [`HANDBACK_TICK`] while
-//!   application threads are around and takes the token once none waits.
-//!   Independent progress therefore resumes at most one tick after the
-//!   application stops calling in.
+//!   parked background thread rechecks every [`HANDBACK_TICK`] and takes the
+//!   token once no application thread waited during a whole tick (so a
+//!   ping-pong that leaves the library between messages never has to kick
+//!   it). Independent progress therefore resumes at most two ticks after the
+//!   application stops calling in (threads blocked in probe, `wait_any`, an
+//!   issend request or an ANY_SOURCE receive over several processes rely on
+//!   the background readers and may see a message up to that late).
 //! * Anything that completes a waiter without reading this socket (peer
 //!   failure, engine shutdown, intercomm teardown) calls [`InConn::wake`] so
 //!   token holders blocked in `poll` and threads waiting for the token
@@ -29,7 +32,7 @@
 
 use std::io::{self, BufReader, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -69,6 +72,9 @@ pub(crate) struct InConn {
     cv: Condvar,
     /// Application threads currently waiting on this peer (read without the lock by token holders).
     app_waiting: AtomicUsize,
+    /// Bumped whenever an application thread starts waiting: tells the parked
+    /// background thread whether the application was active during its last tick.
+    activity: AtomicU64,
     /// eventfd that interrupts a token holder blocked in poll().
     kick: OwnedFd,
 }
@@ -95,6 +101,7 @@ impl InConn {
             state: Mutex::new(InState { reader: Some(Reader { rd: BufReader::with_capacity(READ_BUFFER, stream), saw_bye: false }), bg_holds: false, ended: false }),
             cv: Condvar::new(),
             app_waiting: AtomicUsize::new(0),
+            activity: AtomicU64::new(0),
             kick,
         }))
     }
@@ -179,22 +186,28 @@ impl InConn {
 
     /// Background thread body: hold the token whenever no application thread wants it.
     pub(crate) fn background(self: Arc<Self>, inner: Arc<Inner>) {
+        // At connection start nobody waits yet: take the token at once.
+        let mut quiet_needed = false;
         loop {
             let mut r = {
                 let mut st = lock(&self.state);
+                let mut seen: Option<u64> = None;
                 loop {
                     if st.ended || inner.is_shutting_down() {
                         return;
                     }
-                    if self.app_waiting.load(Ordering::SeqCst) == 0 {
+                    let act = self.activity.load(Ordering::SeqCst);
+                    if self.app_waiting.load(Ordering::SeqCst) == 0 && (!quiet_needed || seen == Some(act)) {
                         if let Some(r) = st.reader.take() {
                             st.bg_holds = true;
                             break r;
                         }
                     }
+                    seen = Some(act);
                     st = cv_wait(&self.cv, st, Some(Instant::now() + HANDBACK_TICK)).0;
                 }
             };
+            quiet_needed = true;
             loop {
                 if let Step::Ended = self.pump(&inner, &mut r, None) {
                     return;
@@ -222,6 +235,7 @@ impl InConn {
             }
         }
         self.app_waiting.fetch_add(1, Ordering::SeqCst);
+        self.activity.fetch_add(1, Ordering::Relaxed);
         let _waiting = Waiting(&self.app_waiting);
         let mut st = lock(&self.state);
         loop {

@@ -22,8 +22,9 @@
 //!   peer's connection and reads it itself, so the message completes its wait
 //!   without a second thread's wake-up; otherwise the connection's background
 //!   thread holds the token and blocks in `poll()` on the socket and an
-//!   eventfd (kicked when an application thread wants the token; it takes the
-//!   token back at most 1 ms after the application stopped waiting). Waiters
+//!   eventfd (kicked when an application thread wants the token; it takes
+//!   the token back once no application thread waited for a whole 1 ms tick,
+//!   so at most 2 ms after the application stopped waiting). Waiters
 //!   on anything else use Condvars. Nothing spins. Blocking sends write from
 //!   the caller's thread (header + payload in one `writev`, no copy).
 //!   Non-blocking sends are written inline from the caller's memory when the

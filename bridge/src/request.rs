@@ -60,46 +60,59 @@ enum Slot<T> {
     Taken,
 }
 
+struct SlotState<T> {
+    slot: Slot<T>,
+    /// Threads blocked on `cv`. std's Condvar makes a futex syscall on every
+    /// notify; most completions are set by the very thread that waits for them
+    /// (leader/follower reading), so notify only when someone sleeps.
+    sleepers: usize,
+}
+
 /// One-shot completion cell. The first `complete` wins; later ones are ignored.
 pub(crate) struct Completion<T> {
-    slot: Mutex<Slot<T>>,
+    state: Mutex<SlotState<T>>,
     cv: Condvar,
     any: Arc<AnyNotifier>,
 }
 
 impl<T> Completion<T> {
     pub(crate) fn new(any: Arc<AnyNotifier>) -> Arc<Self> {
-        Arc::new(Completion { slot: Mutex::new(Slot::Pending), cv: Condvar::new(), any })
+        Arc::new(Completion { state: Mutex::new(SlotState { slot: Slot::Pending, sleepers: 0 }), cv: Condvar::new(), any })
     }
 
     pub(crate) fn complete(&self, r: Result<T>) {
-        {
-            let mut s = lock(&self.slot);
-            if !matches!(*s, Slot::Pending) {
+        let wake = {
+            let mut s = lock(&self.state);
+            if !matches!(s.slot, Slot::Pending) {
                 return;
             }
-            *s = Slot::Done(r);
+            s.slot = Slot::Done(r);
+            s.sleepers > 0
+        };
+        if wake {
+            self.cv.notify_all();
         }
-        self.cv.notify_all();
         self.any.bump();
     }
 
     pub(crate) fn is_pending(&self) -> bool {
-        matches!(*lock(&self.slot), Slot::Pending)
+        matches!(lock(&self.state).slot, Slot::Pending)
     }
 
     /// Wait until done or the deadline passes; `None` on timeout.
     pub(crate) fn wait_until(&self, deadline: Option<Instant>) -> Option<Result<T>> {
-        let mut s = lock(&self.slot);
+        let mut s = lock(&self.state);
         loop {
-            match std::mem::replace(&mut *s, Slot::Taken) {
+            match std::mem::replace(&mut s.slot, Slot::Taken) {
                 Slot::Done(r) => return Some(r),
                 Slot::Taken => return Some(Err(BridgeError::InvalidArgument("request result was already taken".into()))),
-                Slot::Pending => *s = Slot::Pending,
+                Slot::Pending => s.slot = Slot::Pending,
             }
+            s.sleepers += 1;
             let (g, timed_out) = cv_wait(&self.cv, s, deadline);
             s = g;
-            if timed_out && matches!(*s, Slot::Pending) {
+            s.sleepers -= 1;
+            if timed_out && matches!(s.slot, Slot::Pending) {
                 return None;
             }
         }
