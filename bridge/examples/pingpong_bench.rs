@@ -65,6 +65,9 @@ fn bridge(size: usize) -> Duration {
 }
 
 fn main() {
+    // The typed layer asks MPI for datatype extents, so MPI must be up (two
+    // threads use the bridge, hence MULTIPLE).
+    let _universe = mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises");
     println!("{:>10} {:>14} {:>12} {:>14} {:>12}", "size", "raw one-way", "raw GB/s", "bridge one-way", "bridge GB/s");
     for &size in &[8usize, 1024, 65536, 1 << 20, 4 << 20, 16 << 20] {
         let r = raw(size);

@@ -16,6 +16,7 @@ use uuid::Uuid;
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
+use crate::incoming::InConn;
 use crate::intercomm::InterComm;
 use crate::matching::{fill_from_arrived, status_of, Arrived, Ctx, Registration, Target};
 use crate::request::{lock, AnyNotifier, Completion};
@@ -56,6 +57,8 @@ pub(crate) struct Inner {
     /// One slot per peer; the slot's mutex serializes connecting so there is exactly one outgoing connection.
     conns: Mutex<HashMap<Uuid, ConnSlot>>,
     incoming: Mutex<Vec<(Uuid, Stream)>>,
+    /// Incoming connection of each peer, for application threads that read it themselves.
+    in_conns: Mutex<HashMap<Uuid, Arc<InConn>>>,
     contexts: Mutex<Contexts>,
     /// Peers that are gone: reason, and whether they left in order (BYE).
     failed: Mutex<HashMap<Uuid, (String, bool)>>,
@@ -87,6 +90,7 @@ impl Engine {
             any: Arc::new(AnyNotifier::default()),
             conns: Mutex::new(HashMap::new()),
             incoming: Mutex::new(Vec::new()),
+            in_conns: Mutex::new(HashMap::new()),
             contexts: Mutex::new(Contexts { live: HashMap::new(), retired: HashSet::new() }),
             failed: Mutex::new(HashMap::new()),
             sync_waiters: Mutex::new(HashMap::new()),
@@ -197,6 +201,7 @@ impl Engine {
         if let Some(a) = inner.endpoint.tcp {
             let _ = TcpStream::connect(a);
         }
+        inner.wake_all_readers();
         let handles: Vec<JoinHandle<()>> = std::mem::take(&mut *lock(&inner.threads));
         // Writers and acceptors exit on their own; readers after their socket is shut down.
         let (writers_and_acceptors, readers): (Vec<_>, Vec<_>) =
@@ -220,6 +225,7 @@ impl Engine {
             drop(posted); // PostedRecv::drop completes with EngineShutDown
             c.arrived.notify_all();
         }
+        inner.wake_all_readers();
         for (_, w) in lock(&inner.sync_waiters).drain() {
             w.done.complete(Err(BridgeError::EngineShutDown));
         }
@@ -248,7 +254,8 @@ impl Inner {
 
     fn spawn_reader(self: &Arc<Self>, s: Stream, addr: Option<std::net::SocketAddr>) {
         let me = Arc::clone(self);
-        match spawn("bridge-reader", move || transport::reader_loop(me, s, addr.into())) {
+        let via = addr.map(|a| a.to_string()).unwrap_or_else(|| "unix socket".into());
+        match spawn("bridge-reader", move || crate::incoming::serve(me, s, via)) {
             Ok(h) => lock(&self.threads).push(h),
             Err(e) => warn!(error = %e, "cannot start a reader thread; connection dropped"),
         }
@@ -256,6 +263,30 @@ impl Inner {
 
     pub(crate) fn register_incoming(&self, peer: Uuid, s: Stream) {
         lock(&self.incoming).push((peer, s));
+    }
+
+    pub(crate) fn add_in_conn(&self, c: Arc<InConn>) {
+        lock(&self.in_conns).insert(c.peer, c);
+    }
+
+    /// Make every thread waiting on an incoming connection re-check its completion.
+    fn wake_all_readers(&self) {
+        let all: Vec<Arc<InConn>> = lock(&self.in_conns).values().cloned().collect();
+        for c in all {
+            c.wake();
+        }
+    }
+
+    /// Block until `done` completes (None on timeout). If what completes it can
+    /// only come from `peer`, read that peer's connection from this thread
+    /// (leader/follower, see [`crate::incoming`]); otherwise wait for the
+    /// background readers.
+    pub(crate) fn wait_from<T>(self: &Arc<Self>, peer: Option<Uuid>, done: &Completion<T>, deadline: Option<std::time::Instant>) -> Option<Result<T>> {
+        let conn = peer.and_then(|p| lock(&self.in_conns).get(&p).cloned());
+        match conn {
+            Some(c) => c.wait_reading(self, done, deadline),
+            None => done.wait_until(deadline),
+        }
     }
 
     /// The outgoing connection to `ep`, opened (with handshake) on first use.
@@ -312,6 +343,8 @@ impl Inner {
             debug!(context = ctx.id, count = unexpected.len(), "InterComm dropped with unreceived messages; discarding them");
         }
         drop(posted);
+        // Receivers of this context blocked reading a socket must see their completion.
+        self.wake_all_readers();
     }
 
     /// Register a synchronous send before its frame goes out.
@@ -388,6 +421,11 @@ impl Inner {
         };
         for w in waiters {
             w.done.complete(Err(BridgeError::PeerFailed { rank: w.dest_rank, reason: reason.to_owned() }));
+        }
+        // Threads blocked reading the failed peer's socket must see their failed completions.
+        let conn = lock(&self.in_conns).get(&process).cloned();
+        if let Some(c) = conn {
+            c.wake();
         }
     }
 

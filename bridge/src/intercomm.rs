@@ -2,6 +2,7 @@
 //! job) and a remote group (the other job), on top of the engine. Byte-level
 //! methods (`*_bytes`) are the core; typed methods use [`WireType`].
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
 use crate::matching::{fill_from_arrived, Ctx, PostedRecv, RawBuf, Target};
 use crate::request::{cv_wait, deadline_of, lock, Completion, RecvRequest, SendRequest, TypedRecvRequest};
-use crate::transport::{Queued, TryInline, INLINE_ISEND_MAX};
+use crate::transport::{Queued, TryInline};
 use crate::wire::{TypeSig, WireFormat, WireType};
 
 /// Which remote rank a receive or probe accepts.
@@ -105,6 +106,18 @@ impl InterComm {
         Ok(())
     }
 
+    /// The one peer process that can deliver a message accepted by `source`
+    /// (None for ANY_SOURCE when the remote group spans several processes).
+    fn peer_of(&self, source: Source) -> Option<uuid::Uuid> {
+        match source {
+            Source::Rank(r) => self.remote.get(r as usize).map(|e| e.process),
+            Source::Any => {
+                let first = self.remote.first()?.process;
+                self.remote.iter().all(|e| e.process == first).then_some(first)
+            }
+        }
+    }
+
     fn check_recv_tag(tag: Tag) -> Result<()> {
         match tag {
             Tag::Any => Ok(()),
@@ -167,7 +180,8 @@ impl InterComm {
             inner.remove_sync_waiter(hdr.seq);
             return Err(e);
         }
-        match done.wait_until(deadline_of(timeout)) {
+        // The SYNC_ACK comes in on the connection from the destination's process.
+        match inner.wait_from(Some(ep.process), &done, deadline_of(timeout)) {
             Some(r) => r,
             None => {
                 inner.remove_sync_waiter(hdr.seq);
@@ -178,17 +192,22 @@ impl InterComm {
 
     /// Non-blocking standard-mode send; completes without the application calling in again.
     pub fn isend_bytes(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: Vec<u8>) -> Result<SendRequest> {
+        self.isend_cow(dest, tag, sig, count, Cow::Owned(payload))
+    }
+
+    /// isend of borrowed or owned bytes: written inline from the caller when the
+    /// connection is idle (any size, no copy), else copied (if borrowed) and
+    /// handed to the writer thread.
+    fn isend_cow(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: Cow<'_, [u8]>) -> Result<SendRequest> {
         let inner = &self.engine.inner;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = inner.conn(ep, dest)?;
         let done = Completion::new(Arc::clone(&inner.any));
-        if payload.len() <= INLINE_ISEND_MAX {
-            if let TryInline::Done = conn.write_inline(inner, &hdr, &payload, dest, false)? {
-                done.complete(Ok(()));
-                return Ok(SendRequest { done });
-            }
+        if let TryInline::Done = conn.write_inline(inner, &hdr, &payload, dest, false)? {
+            done.complete(Ok(()));
+            return Ok(SendRequest { done });
         }
-        conn.enqueue(Queued { hdr, payload, dest_rank: dest, done: Some(Arc::clone(&done)) })?;
+        conn.enqueue(Queued { hdr, payload: payload.into_owned(), dest_rank: dest, done: Some(Arc::clone(&done)) })?;
         Ok(SendRequest { done })
     }
 
@@ -251,7 +270,7 @@ impl InterComm {
             PostOutcome::Posted { id, done } => {
                 // RawBuf invariant: from here we return only after `done` is complete
                 // or after withdrawing the entry while it was still in the posted queue.
-                let r = match done.wait_until(deadline_of(timeout)) {
+                let r = match self.engine.inner.wait_from(self.peer_of(source), &done, deadline_of(timeout)) {
                     Some(r) => r,
                     None => {
                         if self.ctx.withdraw(id) {
@@ -281,9 +300,12 @@ impl InterComm {
             PostOutcome::Immediate(r) => {
                 let done = Completion::new(Arc::clone(&self.engine.inner.any));
                 done.complete(r);
-                Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id: 0 })
+                Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id: 0, via: None })
             }
-            PostOutcome::Posted { id, done } => Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id }),
+            PostOutcome::Posted { id, done } => {
+                let via = Some((Arc::clone(&self.engine.inner), self.peer_of(source)));
+                Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id, via })
+            }
         }
     }
 
@@ -353,9 +375,10 @@ impl InterComm {
         self.ssend_bytes_timeout(dest, tag, &T::type_sig()?, buf.len() as u64, &T::encode(buf)?, timeout)
     }
 
-    /// Typed non-blocking send (the data is copied into the request).
+    /// Typed non-blocking send. Written from the caller's memory when the
+    /// connection is idle; otherwise the data are copied into the request.
     pub fn isend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<SendRequest> {
-        self.isend_bytes(dest, tag, &T::type_sig()?, buf.len() as u64, T::encode(buf)?.into_owned())
+        self.isend_cow(dest, tag, &T::type_sig()?, buf.len() as u64, T::encode(buf)?)
     }
 
     /// Typed non-blocking synchronous send.

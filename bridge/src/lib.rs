@@ -14,18 +14,27 @@
 //!   connector's handshake carries magic, version, its uuid and the VM secret;
 //!   the acceptor compares the secret in constant time and rejects (logged)
 //!   connections from outside the virtual machine.
-//! * Progress: one reader thread per incoming connection blocks in `read()`,
-//!   decodes frames (see [`frame`](crate::frame) docs for the 56-byte header),
-//!   and either completes a posted receive or queues the message as unexpected,
-//!   waking waiters through Condvars. Nothing spins. Blocking sends write from
+//! * Progress (leader/follower, see [`incoming`](crate::incoming)): each
+//!   incoming connection has one reader token. Whoever holds it reads frames
+//!   (see [`frame`](crate::frame) docs for the 56-byte header) and either
+//!   completes a posted receive or queues the message as unexpected. A thread
+//!   blocked in a receive naming a rank (or an ssend) takes the token of that
+//!   peer's connection and reads it itself, so the message completes its wait
+//!   without a second thread's wake-up; otherwise the connection's background
+//!   thread holds the token and blocks in `poll()` on the socket and an
+//!   eventfd (kicked when an application thread wants the token; it takes
+//!   the token back once no application thread waited for a whole 1 ms tick,
+//!   so at most 2 ms after the application stopped waiting). Waiters
+//!   on anything else use Condvars. Nothing spins. Blocking sends write from
 //!   the caller's thread (header + payload in one `writev`, no copy).
-//!   Non-blocking sends up to 64 KiB are written inline when the connection is
-//!   idle; otherwise they go to the connection's writer thread, so `isend`
+//!   Non-blocking sends are written inline from the caller's memory when the
+//!   connection is idle (any size; `isend` then returns complete); otherwise
+//!   they are copied and go to the connection's writer thread, so `isend`
 //!   completes without the application calling in (independent progress).
 //! * Protocol: eager only. Every message is sent in one frame as soon as it is
 //!   posted; a message that arrives before its receive is held in the
 //!   unexpected queue (memory is the only bound). If the receive was posted
-//!   first, the reader thread reads the payload directly into the caller's
+//!   first, the token holder reads the payload directly into the caller's
 //!   buffer (blocking `recv_bytes_into`/typed `recv`) — zero copies on receive.
 //!   Synchronous sends use SYNC_EAGER; the receiver answers SYNC_ACK (on its own
 //!   outgoing connection) when a receive MATCHES the message.
@@ -47,6 +56,7 @@ pub mod endpoint;
 pub mod engine;
 pub mod error;
 pub mod frame;
+mod incoming;
 pub mod intercomm;
 mod matching;
 pub mod request;

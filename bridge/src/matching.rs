@@ -15,12 +15,13 @@ use crate::frame::FrameHeader;
 use crate::intercomm::{Source, Status, Tag};
 use crate::request::{lock, Completion, RecvOutcome};
 
-/// Caller memory a blocking receive lends to the reader thread.
+/// Caller memory a blocking receive lends to whichever thread holds the
+/// reader token of the sender's connection (possibly the caller itself).
 ///
 /// INVARIANT (soundness of the zero-copy receive): the `recv_bytes_into*` call
 /// that created this pointer does not return until the receive's completion
 /// has been set, and the completion is set only after the last write through
-/// this pointer (by the reader thread or by the caller itself). The call also
+/// this pointer (by the token holder or by the caller itself). The call also
 /// never withdraws-and-returns once the entry left the posted queue.
 pub(crate) struct RawBuf {
     pub ptr: *mut u8,

@@ -8,6 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use uuid::Uuid;
+
+use crate::engine::Inner;
 use crate::error::{BridgeError, Result};
 use crate::intercomm::Status;
 use crate::matching::Ctx;
@@ -57,46 +60,59 @@ enum Slot<T> {
     Taken,
 }
 
+struct SlotState<T> {
+    slot: Slot<T>,
+    /// Threads blocked on `cv`. std's Condvar makes a futex syscall on every
+    /// notify; most completions are set by the very thread that waits for them
+    /// (leader/follower reading), so notify only when someone sleeps.
+    sleepers: usize,
+}
+
 /// One-shot completion cell. The first `complete` wins; later ones are ignored.
 pub(crate) struct Completion<T> {
-    slot: Mutex<Slot<T>>,
+    state: Mutex<SlotState<T>>,
     cv: Condvar,
     any: Arc<AnyNotifier>,
 }
 
 impl<T> Completion<T> {
     pub(crate) fn new(any: Arc<AnyNotifier>) -> Arc<Self> {
-        Arc::new(Completion { slot: Mutex::new(Slot::Pending), cv: Condvar::new(), any })
+        Arc::new(Completion { state: Mutex::new(SlotState { slot: Slot::Pending, sleepers: 0 }), cv: Condvar::new(), any })
     }
 
     pub(crate) fn complete(&self, r: Result<T>) {
-        {
-            let mut s = lock(&self.slot);
-            if !matches!(*s, Slot::Pending) {
+        let wake = {
+            let mut s = lock(&self.state);
+            if !matches!(s.slot, Slot::Pending) {
                 return;
             }
-            *s = Slot::Done(r);
+            s.slot = Slot::Done(r);
+            s.sleepers > 0
+        };
+        if wake {
+            self.cv.notify_all();
         }
-        self.cv.notify_all();
         self.any.bump();
     }
 
     pub(crate) fn is_pending(&self) -> bool {
-        matches!(*lock(&self.slot), Slot::Pending)
+        matches!(lock(&self.state).slot, Slot::Pending)
     }
 
     /// Wait until done or the deadline passes; `None` on timeout.
     pub(crate) fn wait_until(&self, deadline: Option<Instant>) -> Option<Result<T>> {
-        let mut s = lock(&self.slot);
+        let mut s = lock(&self.state);
         loop {
-            match std::mem::replace(&mut *s, Slot::Taken) {
+            match std::mem::replace(&mut s.slot, Slot::Taken) {
                 Slot::Done(r) => return Some(r),
                 Slot::Taken => return Some(Err(BridgeError::InvalidArgument("request result was already taken".into()))),
-                Slot::Pending => *s = Slot::Pending,
+                Slot::Pending => s.slot = Slot::Pending,
             }
+            s.sleepers += 1;
             let (g, timed_out) = cv_wait(&self.cv, s, deadline);
             s = g;
-            if timed_out && matches!(*s, Slot::Pending) {
+            s.sleepers -= 1;
+            if timed_out && matches!(s.slot, Slot::Pending) {
                 return None;
             }
         }
@@ -168,6 +184,9 @@ pub struct RecvRequest {
     pub(crate) done: Arc<Completion<RecvOutcome>>,
     pub(crate) ctx: Arc<Ctx>,
     pub(crate) id: u64,
+    /// Engine and the one peer that can deliver the message, so `wait` can read
+    /// its connection itself (None for a request completed at creation).
+    pub(crate) via: Option<(Arc<Inner>, Option<Uuid>)>,
 }
 
 impl RecvRequest {
@@ -191,7 +210,12 @@ impl Request for RecvRequest {
         self.test()
     }
     fn wait_timeout(self, timeout: Option<Duration>) -> Result<(Vec<u8>, Status)> {
-        let r = match self.done.wait_until(deadline_of(timeout)) {
+        let deadline = deadline_of(timeout);
+        let first = match &self.via {
+            Some((inner, peer)) => inner.wait_from(*peer, &self.done, deadline),
+            None => self.done.wait_until(deadline),
+        };
+        let r = match first {
             Some(r) => r,
             None => {
                 // Withdraw; if the reader claimed it meanwhile, take its result instead.

@@ -1,16 +1,16 @@
-//! Sockets: the Unix/TCP stream abstraction, the connection handshake, the
-//! outgoing connection with its writer thread ([`OutConn`]), and the reader
-//! loop that runs one thread per incoming connection.
+//! Sockets: the Unix/TCP stream abstraction, the connection handshake, and
+//! the outgoing connection with its writer thread ([`OutConn`]). Reading
+//! incoming connections lives in [`incoming`](crate::incoming).
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use tracing::{debug, warn};
+use tracing::warn;
 use uuid::Uuid;
 
 use crate::endpoint::Endpoint;
@@ -21,10 +21,6 @@ use crate::request::{cv_wait, lock, Completion};
 
 /// Timeout for connect + handshake; data reads/writes have none.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// isend payloads up to this size are written inline by the caller when the connection is idle.
-pub(crate) const INLINE_ISEND_MAX: usize = 64 * 1024;
-/// Read buffer of a reader thread; big enough to pick up many small frames per read().
-const READ_BUFFER: usize = 256 * 1024;
 
 /// A connected byte stream, Unix or TCP.
 pub(crate) enum Stream {
@@ -55,6 +51,15 @@ impl Stream {
                 s.set_read_timeout(t)?;
                 s.set_write_timeout(t)
             }
+        }
+    }
+}
+
+impl std::os::fd::AsRawFd for Stream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
         }
     }
 }
@@ -422,62 +427,5 @@ pub(crate) fn discard_payload<R: Read>(rd: &mut R, len: u64) -> io::Result<()> {
         return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection ended in the middle of a message"));
     }
     Ok(())
-}
-
-/// Reader thread body for one accepted connection.
-pub(crate) fn reader_loop(inner: Arc<Inner>, mut stream: Stream, peer_hint: SocketAddrHint) {
-    let Some(peer) = accept_handshake(&inner, &mut stream) else {
-        stream.shutdown();
-        return;
-    };
-    debug!(%peer, via = %peer_hint.0, "accepted data connection");
-    if let Ok(h) = stream.try_clone() {
-        inner.register_incoming(peer, h);
-    }
-    let mut rd = io::BufReader::with_capacity(READ_BUFFER, stream);
-    let mut saw_bye = false;
-    let end_reason: String = loop {
-        let mut hb = [0u8; HEADER_LEN];
-        if let Err(e) = rd.read_exact(&mut hb) {
-            break if e.kind() == io::ErrorKind::UnexpectedEof { "connection closed".to_owned() } else { format!("read error: {e}") };
-        }
-        let hdr = match FrameHeader::decode(&hb) {
-            Ok(h) => h,
-            Err(e) => break format!("{e}"),
-        };
-        let res = match hdr.kind {
-            FrameKind::Eager | FrameKind::SyncEager => inner.deliver(peer, hdr, &mut rd),
-            FrameKind::SyncAck => {
-                inner.sync_acked(hdr.seq);
-                Ok(())
-            }
-            FrameKind::Bye => {
-                saw_bye = true;
-                Ok(())
-            }
-        };
-        if let Err(e) = res {
-            break format!("{e}");
-        }
-    };
-    if inner.is_shutting_down() {
-        return;
-    }
-    if saw_bye {
-        debug!(%peer, "peer said goodbye");
-        inner.peer_departed(peer, "peer engine shut down (BYE)");
-    } else {
-        warn!(%peer, reason = %end_reason, "data connection from peer ended without BYE; treating the peer as failed");
-        inner.peer_failed(peer, &format!("connection lost without BYE: {end_reason}"));
-    }
-}
-
-/// Printable remote address of an accepted connection (for logs).
-pub(crate) struct SocketAddrHint(pub String);
-
-impl From<Option<SocketAddr>> for SocketAddrHint {
-    fn from(a: Option<SocketAddr>) -> Self {
-        SocketAddrHint(a.map(|a| a.to_string()).unwrap_or_else(|| "unix socket".into()))
-    }
 }
 
