@@ -3,6 +3,9 @@
 # Open MPI job of 2 ranks and an MPICH job of 3 ranks started separately, by
 # their own launchers; they find each other by name, form an
 # intercommunicator, and pass a token round a ring that crosses both jobs.
+# Part 2 (scripts/demo-rm.sh): a vmd with its taskers; an Open MPI manager
+# asks the resource manager to spawn MPICH workers, farms out work over the
+# bridge and sees the workers' exit notifications.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 bash "$ISTHMUS_ROOT/scripts/install-deps.sh"
@@ -46,4 +49,7 @@ wait "$mpich_pid"
 echo "== groups left in the virtual machine (should be none):"
 "$OMPI_BIN/isthmus" --vmd "$ISTHMUS_VMD" groups
 "$OMPI_BIN/isthmus" --vmd "$ISTHMUS_VMD" halt >/dev/null
-echo "== demo done"
+echo "== part 1 done"
+echo
+echo "== part 2: the same kind of coupling, started through the resource manager"
+bash "$ISTHMUS_ROOT/scripts/demo-rm.sh"
