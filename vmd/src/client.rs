@@ -79,6 +79,13 @@ pub async fn channel(addr: &str) -> Result<Channel> {
     endpoint.connect().await.map_err(|source| ClientError::Connect { addr: addr.to_string(), source })
 }
 
+/// A frozen group's table as cached in the client: members shared, sorted
+/// by instance, so a lookup is a binary search and a reference count.
+struct FrozenGroup {
+    table: Arc<pb::GroupTable>,
+    members: Vec<Arc<pb::Member>>,
+}
+
 /// A task's session with its vmd. Cheap to clone; the session ends when the
 /// last clone is dropped (or the process dies).
 #[derive(Clone)]
@@ -92,7 +99,7 @@ struct Inner {
     next_id: AtomicU64,
     welcome: pb::Welcome,
     events: broadcast::Sender<pb::GroupEvent>,
-    frozen: RwLock<HashMap<String, Arc<pb::GroupTable>>>,
+    frozen: RwLock<HashMap<String, Arc<FrozenGroup>>>,
     reader: tokio::task::JoinHandle<()>,
 }
 
@@ -229,15 +236,13 @@ impl Session {
 
     /// The member at `instance`: from the local table when the group is
     /// frozen and cached, else from the vmd.
-    pub async fn gettid(&self, group: &str, instance: u32) -> Result<pb::Member> {
-        if let Some(table) = self.cached(group) {
-            if let Some(m) = table.members.iter().find(|m| m.instance == instance) {
-                return Ok(m.clone());
-            }
+    pub async fn gettid(&self, group: &str, instance: u32) -> Result<Arc<pb::Member>> {
+        if let Some(m) = self.cached_member(group, instance) {
+            return Ok(m);
         }
         let op = Op::Gettid(pb::GetTidRequest { group: group.to_string(), instance });
         match self.call(op, CALL_TIMEOUT).await? {
-            Reply::Member(m) => Ok(m),
+            Reply::Member(m) => Ok(Arc::new(m)),
             other => Err(unexpected("gettid", other)),
         }
     }
@@ -331,14 +336,24 @@ impl Session {
 
     /// The locally cached table of a frozen group, if any.
     pub fn cached(&self, group: &str) -> Option<Arc<pb::GroupTable>> {
-        self.inner.frozen.read().ok()?.get(group).cloned()
+        Some(self.inner.frozen.read().ok()?.get(group)?.table.clone())
+    }
+
+    /// The member at `instance` of a cached frozen group, without a call.
+    fn cached_member(&self, group: &str, instance: u32) -> Option<Arc<pb::Member>> {
+        let frozen = self.inner.frozen.read().ok()?;
+        let g = frozen.get(group)?;
+        let i = g.members.binary_search_by_key(&instance, |m| m.instance).ok()?;
+        g.members.get(i).cloned()
     }
 
     fn cache(&self, table: pb::GroupTable) -> Arc<pb::GroupTable> {
         let table = Arc::new(table);
         if table.frozen && !table.broken {
+            let mut members: Vec<Arc<pb::Member>> = table.members.iter().cloned().map(Arc::new).collect();
+            members.sort_by_key(|m| m.instance);
             if let Ok(mut f) = self.inner.frozen.write() {
-                f.insert(table.group.clone(), table.clone());
+                f.insert(table.group.clone(), Arc::new(FrozenGroup { table: table.clone(), members }));
             }
         }
         table
