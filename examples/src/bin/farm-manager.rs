@@ -136,7 +136,8 @@ fn main() -> anyhow::Result<()> {
                         Some(e) => e.to_string(),
                         None => "?".into(),
                     };
-                    println!("[{me}] manager: notified: worker rank {:?} of job {job} ended ({how})", t.rank);
+                    let rank = t.rank.map_or_else(|| "?".to_string(), |r| r.to_string());
+                    println!("[{me}] manager: notified: worker rank {rank} of job {job} ended ({how})");
                     if let Some(r) = t.rank {
                         exited.insert(r);
                     }
