@@ -31,23 +31,22 @@ slots = 8
 offers = ["openmpi", "mpich"]
 TOML
 echo "== starting vmd (host 'demo', 8 slots) on a free loopback port"
-RUST_LOG=warn "$OMPI_BIN/vmd" --listen 127.0.0.1:0 --host-name demo --hostfile "$work/hosts.toml" \
-  --addr-file "$work/addr" &
-pids+=($!)
-for _ in $(seq 200); do [ -s "$work/addr" ] && break; sleep 0.05; done
-[ -s "$work/addr" ] || { echo "vmd did not start" >&2; exit 1; }
-export ISTHMUS_VMD="$(cat "$work/addr")"
-echo "vmd at $ISTHMUS_VMD"
+start_vmd "$work" --host-name demo --hostfile "$work/hosts.toml"
+pids+=("$VMD_PID")
 
 echo "== starting taskers for openmpi and mpich"
 for impl in openmpi mpich; do
   RUST_LOG=warn "$OMPI_BIN/tasker" --impl "$impl" --vmd "$ISTHMUS_VMD" &
   pids+=($!)
 done
-for _ in $(seq 200); do
-  "$OMPI_BIN/isthmus" conf | grep -q 'mpich,openmpi' && break
+# Ready when both taskers are registered: "mpich,openmpi" then stands in the
+# TASKERS column as well as in OFFERS.
+ready=0
+for _ in $(seq 400); do
+  if [ "$("$OMPI_BIN/isthmus" conf | grep -o 'mpich,openmpi' | wc -l)" -ge 2 ]; then ready=1; break; fi
   sleep 0.05
 done
+[ "$ready" = 1 ] || { echo "taskers did not register within 20 s" >&2; exit 1; }
 "$OMPI_BIN/isthmus" conf
 
 echo "== spawning the manager (Open MPI, 1 rank) through the resource manager; it spawns the MPICH workers"

@@ -29,12 +29,8 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== starting vmd on a free loopback port"
-RUST_LOG=warn "$OMPI_BIN/vmd" --listen 127.0.0.1:0 --addr-file "$work/addr" &
-pids+=($!)
-for _ in $(seq 200); do [ -s "$work/addr" ] && break; sleep 0.05; done
-[ -s "$work/addr" ] || { echo "vmd did not start" >&2; exit 1; }
-export ISTHMUS_VMD="$(cat "$work/addr")"
-echo "vmd at $ISTHMUS_VMD"
+start_vmd "$work"
+pids+=("$VMD_PID")
 
 echo "== launching the MPICH job (3 ranks) with mpiexec.mpich"
 timeout 180 mpiexec.mpich -n 3 -genv ISTHMUS_VMD "$ISTHMUS_VMD" \
