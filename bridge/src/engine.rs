@@ -356,9 +356,16 @@ impl Inner {
         lock(&self.sync_waiters).remove(&seq);
     }
 
-    pub(crate) fn sync_acked(&self, seq: u64) {
-        match lock(&self.sync_waiters).remove(&seq) {
-            Some(w) => w.done.complete(Ok(())),
+    pub(crate) fn sync_acked(&self, from: Uuid, seq: u64) {
+        let mut waiters = lock(&self.sync_waiters);
+        // Only the peer the ssend went to may complete it.
+        match waiters.get(&seq) {
+            Some(w) if w.peer == from => {
+                if let Some(w) = waiters.remove(&seq) {
+                    w.done.complete(Ok(()));
+                }
+            }
+            Some(_) => debug!(seq, %from, "SYNC_ACK from a process the synchronous send did not go to; ignored"),
             None => debug!(seq, "SYNC_ACK for an unknown or withdrawn synchronous send"),
         }
     }

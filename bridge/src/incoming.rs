@@ -303,7 +303,7 @@ fn read_frame(inner: &Arc<Inner>, peer: Uuid, r: &mut Reader) -> std::result::Re
     let res = match hdr.kind {
         FrameKind::Eager | FrameKind::SyncEager => inner.deliver(peer, hdr, &mut r.rd),
         FrameKind::SyncAck => {
-            inner.sync_acked(hdr.seq);
+            inner.sync_acked(peer, hdr.seq);
             Ok(())
         }
         FrameKind::Bye => {

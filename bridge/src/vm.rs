@@ -235,6 +235,22 @@ impl Bridge {
                 peers.insert((remote.to_string(), i as u32), e.process);
             }
         }
+        // A death that came before the peers were recorded above was not
+        // passed to the engine. The session drops a cached table on any such
+        // event (and caches none fetched across one): if ours is not the
+        // table cached now, ask the vmd who is still there.
+        let current = self.session.cached(remote).map(|t| t.generation);
+        if current != Some(table.generation) {
+            let alive = self.rt.block_on(self.session.members(remote)).ok();
+            for (i, e) in endpoints.iter().enumerate() {
+                let here = alive.as_ref().is_some_and(|t| {
+                    t.generation == table.generation && t.members.iter().any(|m| m.instance as usize == i)
+                });
+                if !here {
+                    self.engine.peer_failed(e.process, &format!("member {i} of group {remote:?} is gone"));
+                }
+            }
+        }
         let (group, generation, rank, size) = local;
         let context = context_id((group, *generation), (remote, table.generation), ordinal);
         debug!(local = %group, remote, ordinal, context = format_args!("{context:#x}"), "intercomm formed");

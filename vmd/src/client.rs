@@ -100,6 +100,9 @@ struct Inner {
     welcome: pb::Welcome,
     events: broadcast::Sender<pb::GroupEvent>,
     frozen: RwLock<HashMap<String, Arc<FrozenGroup>>>,
+    /// Bumped by every event that makes cached tables stale: a table fetched
+    /// across a bump may already be out of date and is not cached.
+    stale_epoch: AtomicU64,
     reader: tokio::task::JoinHandle<()>,
 }
 
@@ -160,6 +163,7 @@ impl Session {
                 welcome,
                 events,
                 frozen: RwLock::new(HashMap::new()),
+                stale_epoch: AtomicU64::new(0),
                 reader,
             }
         });
@@ -289,9 +293,10 @@ impl Session {
     /// Waits until `group` has `size` members, freezes it and caches its table.
     pub async fn freeze(&self, group: &str, size: u32, timeout: Duration) -> Result<Arc<pb::GroupTable>> {
         self.post(Op::Subscribe(pb::SubscribeRequest { groups: vec![group.to_string()] }));
+        let epoch = self.inner.stale_epoch.load(Ordering::SeqCst);
         let op = Op::Freeze(pb::FreezeRequest { group: group.to_string(), size, timeout_ms: millis(timeout) });
         match self.call(op, timeout + WAIT_MARGIN).await? {
-            Reply::Table(t) => Ok(self.cache(t)),
+            Reply::Table(t) => Ok(self.cache(t, epoch)),
             other => Err(unexpected("freeze", other)),
         }
     }
@@ -302,9 +307,10 @@ impl Session {
             return Ok(t);
         }
         self.post(Op::Subscribe(pb::SubscribeRequest { groups: vec![group.to_string()] }));
+        let epoch = self.inner.stale_epoch.load(Ordering::SeqCst);
         let op = Op::WaitFrozen(pb::WaitFrozenRequest { group: group.to_string(), timeout_ms: millis(timeout) });
         match self.call(op, timeout + WAIT_MARGIN).await? {
-            Reply::Table(t) => Ok(self.cache(t)),
+            Reply::Table(t) => Ok(self.cache(t, epoch)),
             other => Err(unexpected("wait_frozen", other)),
         }
     }
@@ -347,13 +353,18 @@ impl Session {
         g.members.get(i).cloned()
     }
 
-    fn cache(&self, table: pb::GroupTable) -> Arc<pb::GroupTable> {
+    /// Caches a frozen table fetched by a call that started at `epoch`,
+    /// unless an event since then may have made it stale.
+    fn cache(&self, table: pb::GroupTable, epoch: u64) -> Arc<pb::GroupTable> {
         let table = Arc::new(table);
         if table.frozen && !table.broken {
             let mut members: Vec<Arc<pb::Member>> = table.members.iter().cloned().map(Arc::new).collect();
             members.sort_by_key(|m| m.instance);
             if let Ok(mut f) = self.inner.frozen.write() {
-                f.insert(table.group.clone(), Arc::new(FrozenGroup { table: table.clone(), members }));
+                // Checked under the lock that `on_event` takes to invalidate.
+                if self.inner.stale_epoch.load(Ordering::SeqCst) == epoch {
+                    f.insert(table.group.clone(), Arc::new(FrozenGroup { table: table.clone(), members }));
+                }
             }
         }
         table
@@ -378,9 +389,17 @@ impl Inner {
             pb::GroupEventKind::try_from(ev.kind),
             Ok(pb::GroupEventKind::Destroyed | pb::GroupEventKind::MemberDied | pb::GroupEventKind::Left)
         );
-        if stale {
+        // An event without a group says the vmd dropped events for this
+        // session: every cached table may be stale.
+        let lost = ev.group.is_empty();
+        if stale || lost {
             if let Ok(mut f) = self.frozen.write() {
-                f.remove(&ev.group);
+                self.stale_epoch.fetch_add(1, Ordering::SeqCst);
+                if lost {
+                    f.clear();
+                } else {
+                    f.remove(&ev.group);
+                }
             }
         }
         let _ = self.events.send(ev);

@@ -249,7 +249,11 @@ impl Session {
                 if groups.is_empty() || filter.is_empty() {
                     filter.clear();
                 } else {
-                    filter.extend(groups);
+                    for g in groups {
+                        if !filter.contains(&g) {
+                            filter.push(g);
+                        }
+                    }
                 }
             }
             return;
@@ -270,6 +274,12 @@ impl Session {
                     }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         warn!(%task, missed = n, "session subscriber lagged; events lost");
+                        // Tell the client, so that it drops what it cached
+                        // on the strength of events it will never see.
+                        let lost = pb::Event { seq: 0, kind: Some(pb::event::Kind::Group(pb::GroupEvent::default())) };
+                        if out.send(Ok(reply(0, Reply::Event(lost)))).await.is_err() {
+                            return;
+                        }
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 }
