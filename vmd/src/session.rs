@@ -199,38 +199,26 @@ impl Session {
                 Ok(Reply::Done(pb::Done {}))
             }
             Op::Freeze(f) => {
-                let (groups, out) = (groups.clone(), self.out.clone());
-                tokio::spawn(async move {
-                    let r = groups
-                        .freeze(&f.group, f.size, wait_of(f.timeout_ms))
-                        .await
-                        .map(|t| reply(id, Reply::Table(convert::table(&t))))
-                        .unwrap_or_else(|e| error_reply(id, &e));
-                    let _ = out.send(Ok(r)).await;
+                let groups = groups.clone();
+                self.reply_later(id, async move {
+                    let t = groups.freeze(&f.group, f.size, wait_of(f.timeout_ms)).await?;
+                    Ok(Reply::Table(convert::table(&t)))
                 });
                 return;
             }
             Op::Barrier(b) => {
-                let (groups, out) = (groups.clone(), self.out.clone());
-                tokio::spawn(async move {
-                    let r = groups
-                        .barrier(&b.group, task, b.count, wait_of(b.timeout_ms))
-                        .await
-                        .map(|()| reply(id, Reply::Done(pb::Done {})))
-                        .unwrap_or_else(|e| error_reply(id, &e));
-                    let _ = out.send(Ok(r)).await;
+                let groups = groups.clone();
+                self.reply_later(id, async move {
+                    groups.barrier(&b.group, task, b.count, wait_of(b.timeout_ms)).await?;
+                    Ok(Reply::Done(pb::Done {}))
                 });
                 return;
             }
             Op::WaitFrozen(w) => {
-                let (groups, out) = (groups.clone(), self.out.clone());
-                tokio::spawn(async move {
-                    let r = groups
-                        .wait_frozen(&w.group, wait_of(w.timeout_ms))
-                        .await
-                        .map(|t| reply(id, Reply::Table(convert::table(&t))))
-                        .unwrap_or_else(|e| error_reply(id, &e));
-                    let _ = out.send(Ok(r)).await;
+                let groups = groups.clone();
+                self.reply_later(id, async move {
+                    let t = groups.wait_frozen(&w.group, wait_of(w.timeout_ms)).await?;
+                    Ok(Reply::Table(convert::table(&t)))
                 });
                 return;
             }
@@ -239,6 +227,23 @@ impl Session {
             Ok(r) => self.send(reply(id, r)).await,
             Err(r) => self.send(r).await,
         }
+    }
+
+    /// Runs an operation that waits (freeze, barrier, wait_frozen) on a task
+    /// of its own, so it blocks nothing else, and replies when it ends.
+    fn reply_later(
+        &self,
+        id: u64,
+        op: impl std::future::Future<Output = Result<Reply, GroupError>> + Send + 'static,
+    ) {
+        let out = self.out.clone();
+        tokio::spawn(async move {
+            let r = match op.await {
+                Ok(result) => reply(id, result),
+                Err(e) => error_reply(id, &e),
+            };
+            let _ = out.send(Ok(r)).await;
+        });
     }
 
     /// Adds `groups` to the groups whose events this session receives (none
