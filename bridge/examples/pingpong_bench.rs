@@ -9,7 +9,13 @@ use std::time::{Duration, Instant};
 use isthmus_bridge::{Engine, EngineConfig, Source, Tag};
 
 fn iters_for(size: usize) -> usize {
-    if size <= 4096 { 20_000 } else if size <= (1 << 20) { 1000 } else { 200 }
+    if size <= 4096 {
+        20_000
+    } else if size <= (1 << 20) {
+        1000
+    } else {
+        200
+    }
 }
 
 fn raw(size: usize) -> Duration {
@@ -37,16 +43,24 @@ fn raw(size: usize) -> Duration {
 }
 
 fn bridge(size: usize) -> Duration {
-    let cfg = || EngineConfig { secret: b"bench".to_vec(), host: "h".into() };
+    let cfg = || EngineConfig {
+        secret: b"bench".to_vec(),
+        host: "h".into(),
+    };
     let ea = Engine::start(cfg()).expect("engine");
     let eb = Engine::start(cfg()).expect("engine");
-    let a = ea.intercomm(1, 0, 1, vec![eb.endpoint()]).expect("intercomm");
-    let b = eb.intercomm(1, 0, 1, vec![ea.endpoint()]).expect("intercomm");
+    let a = ea
+        .intercomm(1, 0, 1, vec![eb.endpoint()])
+        .expect("intercomm");
+    let b = eb
+        .intercomm(1, 0, 1, vec![ea.endpoint()])
+        .expect("intercomm");
     let n = iters_for(size);
     let h = std::thread::spawn(move || {
         let mut buf = vec![0u8; size];
         for _ in 0..n + 10 {
-            b.recv(Source::Rank(0), Tag::Value(0), &mut buf).expect("recv");
+            b.recv(Source::Rank(0), Tag::Value(0), &mut buf)
+                .expect("recv");
             b.send(0, 0, &buf).expect("send");
         }
     });
@@ -57,7 +71,8 @@ fn bridge(size: usize) -> Duration {
             t0 = Instant::now();
         }
         a.send(0, 0, &buf).expect("send");
-        a.recv(Source::Rank(0), Tag::Value(0), &mut buf).expect("recv");
+        a.recv(Source::Rank(0), Tag::Value(0), &mut buf)
+            .expect("recv");
     }
     let el = t0.elapsed();
     h.join().expect("join");
@@ -67,12 +82,23 @@ fn bridge(size: usize) -> Duration {
 fn main() {
     // The typed layer asks MPI for datatype extents, so MPI must be up (two
     // threads use the bridge, hence MULTIPLE).
-    let _universe = mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises");
-    println!("{:>10} {:>14} {:>12} {:>14} {:>12}", "size", "raw one-way", "raw GB/s", "bridge one-way", "bridge GB/s");
+    let _universe =
+        mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises");
+    println!(
+        "{:>10} {:>14} {:>12} {:>14} {:>12}",
+        "size", "raw one-way", "raw GB/s", "bridge one-way", "bridge GB/s"
+    );
     for &size in &[8usize, 1024, 65536, 1 << 20, 4 << 20, 16 << 20] {
         let r = raw(size);
         let b = bridge(size);
         let gbs = |d: Duration| size as f64 / d.as_secs_f64() / 1e9;
-        println!("{:>10} {:>12.2}us {:>12.2} {:>12.2}us {:>12.2}", size, r.as_secs_f64() * 1e6, gbs(r), b.as_secs_f64() * 1e6, gbs(b));
+        println!(
+            "{:>10} {:>12.2}us {:>12.2} {:>12.2}us {:>12.2}",
+            size,
+            r.as_secs_f64() * 1e6,
+            gbs(r),
+            b.as_secs_f64() * 1e6,
+            gbs(b)
+        );
     }
 }

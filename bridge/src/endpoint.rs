@@ -46,7 +46,9 @@ impl Endpoint {
     pub fn decode(bytes: &[u8]) -> Result<Endpoint> {
         let mut r = Cursor { bytes, pos: 0 };
         if r.take(4)? != ENDPOINT_MAGIC {
-            return Err(BridgeError::BadEndpoint("record does not start with the ISEP magic".into()));
+            return Err(BridgeError::BadEndpoint(
+                "record does not start with the ISEP magic".into(),
+            ));
         }
         let version = r.take(1)?[0];
         if version != ENDPOINT_VERSION {
@@ -54,16 +56,29 @@ impl Endpoint {
         }
         let mut id = [0u8; 16];
         id.copy_from_slice(r.take(16)?);
-        let host = r.string()?.ok_or_else(|| BridgeError::BadEndpoint("host is missing".into()))?;
+        let host = r
+            .string()?
+            .ok_or_else(|| BridgeError::BadEndpoint("host is missing".into()))?;
         let unix = r.string()?;
         let tcp = match r.string()? {
             None => None,
-            Some(s) => Some(s.parse::<SocketAddr>().map_err(|e| BridgeError::BadEndpoint(format!("bad TCP address {s:?}: {e}")))?),
+            Some(s) => Some(
+                s.parse::<SocketAddr>()
+                    .map_err(|e| BridgeError::BadEndpoint(format!("bad TCP address {s:?}: {e}")))?,
+            ),
         };
         if r.pos != bytes.len() {
-            return Err(BridgeError::BadEndpoint(format!("{} trailing bytes after the record", bytes.len() - r.pos)));
+            return Err(BridgeError::BadEndpoint(format!(
+                "{} trailing bytes after the record",
+                bytes.len() - r.pos
+            )));
         }
-        Ok(Endpoint { process: Uuid::from_bytes(id), host, unix, tcp })
+        Ok(Endpoint {
+            process: Uuid::from_bytes(id),
+            host,
+            unix,
+            tcp,
+        })
     }
 }
 
@@ -89,9 +104,17 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or_else(|| {
-            BridgeError::BadEndpoint(format!("record truncated: need {n} bytes at offset {}, have {}", self.pos, self.bytes.len()))
-        })?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or_else(|| {
+                BridgeError::BadEndpoint(format!(
+                    "record truncated: need {n} bytes at offset {}, have {}",
+                    self.pos,
+                    self.bytes.len()
+                ))
+            })?;
         let s = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -103,7 +126,8 @@ impl<'a> Cursor<'a> {
             return Ok(None);
         }
         let s = self.take(len as usize)?;
-        let s = std::str::from_utf8(s).map_err(|e| BridgeError::BadEndpoint(format!("string field is not UTF-8: {e}")))?;
+        let s = std::str::from_utf8(s)
+            .map_err(|e| BridgeError::BadEndpoint(format!("string field is not UTF-8: {e}")))?;
         Ok(Some(s.to_owned()))
     }
 }

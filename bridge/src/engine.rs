@@ -77,11 +77,22 @@ impl Engine {
     pub fn start(config: EngineConfig) -> Result<Arc<Engine>> {
         let process = Uuid::new_v4();
         let unix_name = format!("@isthmus-bridge-{process}");
-        let unix = UnixListener::bind_addr(&transport::unix_addr(&unix_name).map_err(|e| BridgeError::io("building the Unix socket address", e))?)
-            .map_err(|e| BridgeError::io(format!("binding Unix socket {unix_name}"), e))?;
-        let tcp = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| BridgeError::io("binding TCP 127.0.0.1:0", e))?;
-        let tcp_addr = tcp.local_addr().map_err(|e| BridgeError::io("reading the TCP listener address", e))?;
-        let endpoint = Endpoint { process, host: config.host, unix: Some(unix_name.clone()), tcp: Some(tcp_addr) };
+        let unix = UnixListener::bind_addr(
+            &transport::unix_addr(&unix_name)
+                .map_err(|e| BridgeError::io("building the Unix socket address", e))?,
+        )
+        .map_err(|e| BridgeError::io(format!("binding Unix socket {unix_name}"), e))?;
+        let tcp = TcpListener::bind(("127.0.0.1", 0))
+            .map_err(|e| BridgeError::io("binding TCP 127.0.0.1:0", e))?;
+        let tcp_addr = tcp
+            .local_addr()
+            .map_err(|e| BridgeError::io("reading the TCP listener address", e))?;
+        let endpoint = Endpoint {
+            process,
+            host: config.host,
+            unix: Some(unix_name.clone()),
+            tcp: Some(tcp_addr),
+        };
         let inner = Arc::new(Inner {
             endpoint,
             secret: config.secret,
@@ -91,7 +102,10 @@ impl Engine {
             conns: Mutex::new(HashMap::new()),
             incoming: Mutex::new(Vec::new()),
             in_conns: Mutex::new(HashMap::new()),
-            contexts: Mutex::new(Contexts { live: HashMap::new(), retired: HashSet::new() }),
+            contexts: Mutex::new(Contexts {
+                live: HashMap::new(),
+                retired: HashSet::new(),
+            }),
             failed: Mutex::new(HashMap::new()),
             sync_waiters: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
@@ -136,9 +150,17 @@ impl Engine {
 
     /// Create an intercommunicator: `remote[i]` is the endpoint of remote rank i.
     /// Messages that arrived for `context` before this call are kept and matched.
-    pub fn intercomm(self: &Arc<Self>, context: u64, local_rank: u32, local_size: u32, remote: Vec<Endpoint>) -> Result<InterComm> {
+    pub fn intercomm(
+        self: &Arc<Self>,
+        context: u64,
+        local_rank: u32,
+        local_size: u32,
+        remote: Vec<Endpoint>,
+    ) -> Result<InterComm> {
         if local_rank >= local_size {
-            return Err(BridgeError::InvalidArgument(format!("local rank {local_rank} is not below local size {local_size}")));
+            return Err(BridgeError::InvalidArgument(format!(
+                "local rank {local_rank} is not below local size {local_size}"
+            )));
         }
         let ctx = {
             let mut cs = lock(&self.inner.contexts);
@@ -148,19 +170,30 @@ impl Engine {
             if st.registration.is_some() {
                 return Err(BridgeError::ContextInUse(context));
             }
-            st.registration = Some(Registration { remote: remote.clone() });
+            st.registration = Some(Registration {
+                remote: remote.clone(),
+            });
             drop(st);
             ctx
         };
         // Peers that already failed count against the new intercomm too.
-        let failed: Vec<(Uuid, (String, bool))> = lock(&self.inner.failed).iter().map(|(k, v)| (*k, v.clone())).collect();
+        let failed: Vec<(Uuid, (String, bool))> = lock(&self.inner.failed)
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
         {
             let mut st = lock(&ctx.state);
             for (p, (r, orderly)) in &failed {
                 st.mark_process_failed(*p, r, *orderly);
             }
         }
-        Ok(InterComm { engine: Arc::clone(self), ctx, local_rank, local_size, remote })
+        Ok(InterComm {
+            engine: Arc::clone(self),
+            ctx,
+            local_rank,
+            local_size,
+            remote,
+        })
     }
 
     /// Report that a peer process died (called by the group-service layer).
@@ -186,7 +219,10 @@ impl Engine {
         if inner.shutting_down.swap(true, Ordering::SeqCst) {
             return;
         }
-        let conns: Vec<Arc<OutConn>> = lock(&inner.conns).values().filter_map(|slot| lock(slot).clone()).collect();
+        let conns: Vec<Arc<OutConn>> = lock(&inner.conns)
+            .values()
+            .filter_map(|slot| lock(slot).clone())
+            .collect();
         for c in &conns {
             if orderly {
                 c.close()
@@ -205,7 +241,11 @@ impl Engine {
         let handles: Vec<JoinHandle<()>> = std::mem::take(&mut *lock(&inner.threads));
         // Writers and acceptors exit on their own; readers after their socket is shut down.
         let (writers_and_acceptors, readers): (Vec<_>, Vec<_>) =
-            handles.into_iter().partition(|h| h.thread().name().is_some_and(|n| !n.starts_with("bridge-reader")));
+            handles.into_iter().partition(|h| {
+                h.thread()
+                    .name()
+                    .is_some_and(|n| !n.starts_with("bridge-reader"))
+            });
         for h in writers_and_acceptors {
             let _ = h.join();
         }
@@ -240,7 +280,10 @@ impl Drop for Engine {
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
-    std::thread::Builder::new().name(name.to_owned()).spawn(f).map_err(|e| BridgeError::io(format!("spawning thread {name}"), e))
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(f)
+        .map_err(|e| BridgeError::io(format!("spawning thread {name}"), e))
 }
 
 impl Inner {
@@ -254,7 +297,9 @@ impl Inner {
 
     fn spawn_reader(self: &Arc<Self>, s: Stream, addr: Option<std::net::SocketAddr>) {
         let me = Arc::clone(self);
-        let via = addr.map(|a| a.to_string()).unwrap_or_else(|| "unix socket".into());
+        let via = addr
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| "unix socket".into());
         match spawn("bridge-reader", move || crate::incoming::serve(me, s, via)) {
             Ok(h) => lock(&self.threads).push(h),
             Err(e) => warn!(error = %e, "cannot start a reader thread; connection dropped"),
@@ -281,7 +326,12 @@ impl Inner {
     /// only come from `peer`, read that peer's connection from this thread
     /// (leader/follower, see [`crate::incoming`]); otherwise wait for the
     /// background readers.
-    pub(crate) fn wait_from<T>(self: &Arc<Self>, peer: Option<Uuid>, done: &Completion<T>, deadline: Option<std::time::Instant>) -> Option<Result<T>> {
+    pub(crate) fn wait_from<T>(
+        self: &Arc<Self>,
+        peer: Option<Uuid>,
+        done: &Completion<T>,
+        deadline: Option<std::time::Instant>,
+    ) -> Option<Result<T>> {
         let conn = peer.and_then(|p| lock(&self.in_conns).get(&p).cloned());
         match conn {
             Some(c) => c.wait_reading(self, done, deadline),
@@ -295,7 +345,10 @@ impl Inner {
             return Err(BridgeError::EngineShutDown);
         }
         if let Some((reason, _)) = lock(&self.failed).get(&ep.process) {
-            return Err(BridgeError::PeerFailed { rank, reason: reason.clone() });
+            return Err(BridgeError::PeerFailed {
+                rank,
+                reason: reason.clone(),
+            });
         }
         let slot = Arc::clone(lock(&self.conns).entry(ep.process).or_default());
         let mut guard = lock(&slot);
@@ -303,7 +356,8 @@ impl Inner {
             return Ok(Arc::clone(c));
         }
         let stream = transport::connect(self, ep)?;
-        let conn = OutConn::new(ep.process, stream).map_err(|e| BridgeError::io("cloning a socket handle", e))?;
+        let conn = OutConn::new(ep.process, stream)
+            .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
         let (c2, me) = (Arc::clone(&conn), Arc::clone(self));
         let h = spawn("bridge-writer", move || c2.writer_loop(me))?;
         lock(&self.threads).push(h);
@@ -324,7 +378,9 @@ impl Inner {
         if cs.retired.contains(&context) || self.is_shutting_down() {
             return None;
         }
-        Some(Arc::clone(cs.live.entry(context).or_insert_with(|| Ctx::new(context))))
+        Some(Arc::clone(
+            cs.live.entry(context).or_insert_with(|| Ctx::new(context)),
+        ))
     }
 
     pub(crate) fn retire_context(&self, ctx: &Arc<Ctx>) {
@@ -337,10 +393,17 @@ impl Inner {
         let (posted, unexpected) = {
             let mut st = lock(&ctx.state);
             st.registration = None;
-            (st.posted.drain(..).collect::<Vec<_>>(), st.unexpected.drain(..).collect::<Vec<_>>())
+            (
+                st.posted.drain(..).collect::<Vec<_>>(),
+                st.unexpected.drain(..).collect::<Vec<_>>(),
+            )
         };
         if !unexpected.is_empty() {
-            debug!(context = ctx.id, count = unexpected.len(), "InterComm dropped with unreceived messages; discarding them");
+            debug!(
+                context = ctx.id,
+                count = unexpected.len(),
+                "InterComm dropped with unreceived messages; discarding them"
+            );
         }
         drop(posted);
         // Receivers of this context blocked reading a socket must see their completion.
@@ -348,8 +411,21 @@ impl Inner {
     }
 
     /// Register a synchronous send before its frame goes out.
-    pub(crate) fn add_sync_waiter(&self, seq: u64, peer: Uuid, dest_rank: u32, done: Arc<Completion<()>>) {
-        lock(&self.sync_waiters).insert(seq, SyncWaiter { peer, dest_rank, done });
+    pub(crate) fn add_sync_waiter(
+        &self,
+        seq: u64,
+        peer: Uuid,
+        dest_rank: u32,
+        done: Arc<Completion<()>>,
+    ) {
+        lock(&self.sync_waiters).insert(
+            seq,
+            SyncWaiter {
+                peer,
+                dest_rank,
+                done,
+            },
+        );
     }
 
     pub(crate) fn remove_sync_waiter(&self, seq: u64) {
@@ -365,7 +441,9 @@ impl Inner {
                     w.done.complete(Ok(()));
                 }
             }
-            Some(_) => debug!(seq, %from, "SYNC_ACK from a process the synchronous send did not go to; ignored"),
+            Some(_) => {
+                debug!(seq, %from, "SYNC_ACK from a process the synchronous send did not go to; ignored")
+            }
             None => debug!(seq, "SYNC_ACK for an unknown or withdrawn synchronous send"),
         }
     }
@@ -374,14 +452,27 @@ impl Inner {
     pub(crate) fn send_sync_ack(self: &Arc<Self>, ctx: &Ctx, hdr: &FrameHeader) {
         let ep = {
             let st = lock(&ctx.state);
-            st.registration.as_ref().and_then(|r| r.remote.get(hdr.source as usize).cloned())
+            st.registration
+                .as_ref()
+                .and_then(|r| r.remote.get(hdr.source as usize).cloned())
         };
         let Some(ep) = ep else {
-            warn!(context = ctx.id, source = hdr.source, "cannot acknowledge a synchronous send: unknown source rank");
+            warn!(
+                context = ctx.id,
+                source = hdr.source,
+                "cannot acknowledge a synchronous send: unknown source rank"
+            );
             return;
         };
         let ack = FrameHeader::control(FrameKind::SyncAck, hdr.context, hdr.seq);
-        let r = self.conn(&ep, hdr.source).and_then(|c| c.enqueue(Queued { hdr: ack, payload: Vec::new(), dest_rank: hdr.source, done: None }));
+        let r = self.conn(&ep, hdr.source).and_then(|c| {
+            c.enqueue(Queued {
+                hdr: ack,
+                payload: Vec::new(),
+                dest_rank: hdr.source,
+                done: None,
+            })
+        });
         if let Err(e) = r {
             debug!(error = %e, "could not send SYNC_ACK");
         }
@@ -423,11 +514,18 @@ impl Inner {
         }
         let waiters: Vec<SyncWaiter> = {
             let mut m = lock(&self.sync_waiters);
-            let keys: Vec<u64> = m.iter().filter(|(_, w)| w.peer == process).map(|(k, _)| *k).collect();
+            let keys: Vec<u64> = m
+                .iter()
+                .filter(|(_, w)| w.peer == process)
+                .map(|(k, _)| *k)
+                .collect();
             keys.into_iter().filter_map(|k| m.remove(&k)).collect()
         };
         for w in waiters {
-            w.done.complete(Err(BridgeError::PeerFailed { rank: w.dest_rank, reason: reason.to_owned() }));
+            w.done.complete(Err(BridgeError::PeerFailed {
+                rank: w.dest_rank,
+                reason: reason.to_owned(),
+            }));
         }
         // Threads blocked reading the failed peer's socket must see their failed completions.
         let conn = lock(&self.in_conns).get(&process).cloned();
@@ -437,9 +535,22 @@ impl Inner {
     }
 
     /// Reader thread: a message frame arrived; match it or queue it as unexpected.
-    pub(crate) fn deliver<R: Read>(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader, rd: &mut R) -> Result<()> {
-        let io_err = |e: std::io::Error| BridgeError::PeerFailed { rank: hdr.source, reason: format!("receiving a message failed: {e}") };
-        let len = usize::try_from(hdr.payload_len).map_err(|_| BridgeError::Protocol(format!("payload of {} bytes does not fit in memory", hdr.payload_len)))?;
+    pub(crate) fn deliver<R: Read>(
+        self: &Arc<Self>,
+        peer: Uuid,
+        hdr: FrameHeader,
+        rd: &mut R,
+    ) -> Result<()> {
+        let io_err = |e: std::io::Error| BridgeError::PeerFailed {
+            rank: hdr.source,
+            reason: format!("receiving a message failed: {e}"),
+        };
+        let len = usize::try_from(hdr.payload_len).map_err(|_| {
+            BridgeError::Protocol(format!(
+                "payload of {} bytes does not fit in memory",
+                hdr.payload_len
+            ))
+        })?;
         let sync = hdr.kind == FrameKind::SyncEager;
         let Some(ctx) = self.ctx_for_incoming(hdr.context) else {
             debug!(%peer, context = hdr.context, bytes = len, "message for a dropped context; discarding");
@@ -448,10 +559,14 @@ impl Inner {
         let posted = lock(&ctx.state).take_posted_match(&hdr);
         if let Some(p) = posted {
             // Matched a posted receive before the payload was read: read straight into its target.
-            let outcome = match crate::matching::check_match(p.expected, match &p.target {
-                Target::Owned { max_bytes } => *max_bytes,
-                Target::Borrowed(b) => b.len,
-            }, &hdr) {
+            let outcome = match crate::matching::check_match(
+                p.expected,
+                match &p.target {
+                    Target::Owned { max_bytes } => *max_bytes,
+                    Target::Borrowed(b) => b.len,
+                },
+                &hdr,
+            ) {
                 Err(e) => {
                     let r = transport::discard_payload(rd, hdr.payload_len).map_err(io_err);
                     p.done.complete(Err(e));
@@ -497,7 +612,8 @@ impl Inner {
         // A receive may have been posted while the payload was being read.
         if let Some(p) = st.take_posted_match(&hdr) {
             drop(st);
-            p.done.complete(fill_from_arrived(&p.target, p.expected, arrived));
+            p.done
+                .complete(fill_from_arrived(&p.target, p.expected, arrived));
             if sync {
                 self.send_sync_ack(&ctx, &hdr);
             }

@@ -19,11 +19,19 @@ pub enum BridgeError {
     /// The matched message's type signature differs from the one the receive expected.
     /// The message is consumed; later messages are unaffected.
     #[error("type signature mismatch: receive expected {expected:#018x} but the message from rank {from_rank} (tag {tag}) carries {actual:#018x}")]
-    TypeMismatch { expected: u64, actual: u64, from_rank: u32, tag: i32 },
+    TypeMismatch {
+        expected: u64,
+        actual: u64,
+        from_rank: u32,
+        tag: i32,
+    },
 
     /// The matched message is larger than the receive buffer. The message is consumed.
     #[error("message truncated: the message has {message_bytes} bytes but the receive buffer holds only {buffer_bytes}")]
-    Truncated { message_bytes: u64, buffer_bytes: u64 },
+    Truncated {
+        message_bytes: u64,
+        buffer_bytes: u64,
+    },
 
     /// A caller passed an argument MPI would reject (bad rank, negative tag, size mismatch, ...).
     #[error("invalid argument: {0}")]
@@ -35,7 +43,11 @@ pub enum BridgeError {
 
     /// Opening the data connection to a peer failed.
     #[error("cannot connect to peer process {process} at {address}: {reason}")]
-    Connect { process: uuid::Uuid, address: String, reason: String },
+    Connect {
+        process: uuid::Uuid,
+        address: String,
+        reason: String,
+    },
 
     /// A peer record (published endpoint) could not be decoded.
     #[error("malformed endpoint record: {0}")]
@@ -47,7 +59,10 @@ pub enum BridgeError {
 
     /// A payload arrived in a wire format this type cannot decode.
     #[error("wire format {format:?} cannot be decoded as {type_name}")]
-    UnsupportedFormat { format: crate::wire::WireFormat, type_name: &'static str },
+    UnsupportedFormat {
+        format: crate::wire::WireFormat,
+        type_name: &'static str,
+    },
 
     /// The context id is already used by a live InterComm on this engine.
     #[error("context id {0:#x} is already in use by another InterComm on this engine")]
@@ -79,12 +94,18 @@ pub enum BridgeError {
 
     /// A local I/O error (e.g. binding the listening sockets).
     #[error("I/O error while {context}: {source}")]
-    Io { context: String, source: Arc<std::io::Error> },
+    Io {
+        context: String,
+        source: Arc<std::io::Error>,
+    },
 }
 
 impl BridgeError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        BridgeError::Io { context: context.into(), source: Arc::new(source) }
+        BridgeError::Io {
+            context: context.into(),
+            source: Arc::new(source),
+        }
     }
 }
 

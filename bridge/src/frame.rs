@@ -62,7 +62,17 @@ pub(crate) struct FrameHeader {
 
 impl FrameHeader {
     pub(crate) fn control(kind: FrameKind, context: u64, seq: u64) -> Self {
-        FrameHeader { kind, format: WireFormat::RawLe, source: 0, context, tag: 0, seq, signature: 0, count: 0, payload_len: 0 }
+        FrameHeader {
+            kind,
+            format: WireFormat::RawLe,
+            source: 0,
+            context,
+            tag: 0,
+            seq,
+            signature: 0,
+            count: 0,
+            payload_len: 0,
+        }
     }
 
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
@@ -87,8 +97,20 @@ impl FrameHeader {
             4 => FrameKind::Bye,
             k => return Err(BridgeError::Protocol(format!("unknown frame kind {k}"))),
         };
-        let format = WireFormat::from_u8(b[1]).ok_or_else(|| BridgeError::Protocol(format!("unknown wire format {}", b[1])))?;
-        let u64_at = |o: usize| u64::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3], b[o + 4], b[o + 5], b[o + 6], b[o + 7]]);
+        let format = WireFormat::from_u8(b[1])
+            .ok_or_else(|| BridgeError::Protocol(format!("unknown wire format {}", b[1])))?;
+        let u64_at = |o: usize| {
+            u64::from_le_bytes([
+                b[o],
+                b[o + 1],
+                b[o + 2],
+                b[o + 3],
+                b[o + 4],
+                b[o + 5],
+                b[o + 6],
+                b[o + 7],
+            ])
+        };
         Ok(FrameHeader {
             kind,
             format,

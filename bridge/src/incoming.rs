@@ -98,7 +98,14 @@ impl InConn {
         let kick = unsafe { OwnedFd::from_raw_fd(fd) };
         Ok(Arc::new(InConn {
             peer,
-            state: Mutex::new(InState { reader: Some(Reader { rd: BufReader::with_capacity(READ_BUFFER, stream), saw_bye: false }), bg_holds: false, ended: false }),
+            state: Mutex::new(InState {
+                reader: Some(Reader {
+                    rd: BufReader::with_capacity(READ_BUFFER, stream),
+                    saw_bye: false,
+                }),
+                bg_holds: false,
+                ended: false,
+            }),
             cv: Condvar::new(),
             app_waiting: AtomicUsize::new(0),
             activity: AtomicU64::new(0),
@@ -141,8 +148,16 @@ impl InConn {
                 }
             };
             let mut fds = [
-                libc::pollfd { fd: r.rd.get_ref().as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: self.kick.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                libc::pollfd {
+                    fd: r.rd.get_ref().as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.kick.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
             ];
             // SAFETY: `fds` is a live array of two pollfd; both descriptors stay open
             // while we hold the token (the socket) or the InConn (the eventfd).
@@ -158,7 +173,11 @@ impl InConn {
                 self.drain_kick();
             }
             if fds[0].revents == 0 {
-                return if n == 0 { Step::Timeout } else { Step::Progress };
+                return if n == 0 {
+                    Step::Timeout
+                } else {
+                    Step::Progress
+                };
             }
         }
         match read_frame(inner, self.peer, r) {
@@ -197,7 +216,9 @@ impl InConn {
                         return;
                     }
                     let act = self.activity.load(Ordering::SeqCst);
-                    if self.app_waiting.load(Ordering::SeqCst) == 0 && (!quiet_needed || seen == Some(act)) {
+                    if self.app_waiting.load(Ordering::SeqCst) == 0
+                        && (!quiet_needed || seen == Some(act))
+                    {
                         if let Some(r) = st.reader.take() {
                             st.bg_holds = true;
                             break r;
@@ -227,7 +248,12 @@ impl InConn {
     /// Application thread: block until `done` completes (or `deadline`), reading
     /// this connection ourselves whenever nobody else does.
     /// Returns None on timeout with `done` still pending.
-    pub(crate) fn wait_reading<T>(&self, inner: &Arc<Inner>, done: &Completion<T>, deadline: Option<Instant>) -> Option<crate::Result<T>> {
+    pub(crate) fn wait_reading<T>(
+        &self,
+        inner: &Arc<Inner>,
+        done: &Completion<T>,
+        deadline: Option<Instant>,
+    ) -> Option<crate::Result<T>> {
         struct Waiting<'a>(&'a AtomicUsize);
         impl Drop for Waiting<'_> {
             fn drop(&mut self) {
@@ -297,7 +323,11 @@ impl InConn {
 fn read_frame(inner: &Arc<Inner>, peer: Uuid, r: &mut Reader) -> std::result::Result<(), String> {
     let mut hb = [0u8; HEADER_LEN];
     if let Err(e) = r.rd.read_exact(&mut hb) {
-        return Err(if e.kind() == io::ErrorKind::UnexpectedEof { "connection closed".to_owned() } else { format!("read error: {e}") });
+        return Err(if e.kind() == io::ErrorKind::UnexpectedEof {
+            "connection closed".to_owned()
+        } else {
+            format!("read error: {e}")
+        });
     }
     let hdr = FrameHeader::decode(&hb).map_err(|e| format!("{e}"))?;
     let res = match hdr.kind {

@@ -11,7 +11,9 @@ use crate::engine::Engine;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
 use crate::matching::{fill_from_arrived, Ctx, PostedRecv, RawBuf, Target};
-use crate::request::{cv_wait, deadline_of, lock, Completion, RecvRequest, SendRequest, TypedRecvRequest};
+use crate::request::{
+    cv_wait, deadline_of, lock, Completion, RecvRequest, SendRequest, TypedRecvRequest,
+};
 use crate::transport::{Queued, TryInline};
 use crate::wire::{TypeSig, WireFormat, WireType};
 
@@ -66,7 +68,9 @@ impl Drop for InterComm {
 
 fn check_tag(tag: i32) -> Result<()> {
     if tag < 0 {
-        return Err(BridgeError::InvalidArgument(format!("tag {tag} is negative; MPI tags must be >= 0 (use Tag::Any to receive any tag)")));
+        return Err(BridgeError::InvalidArgument(format!(
+            "tag {tag} is negative; MPI tags must be >= 0 (use Tag::Any to receive any tag)"
+        )));
     }
     Ok(())
 }
@@ -100,7 +104,10 @@ impl InterComm {
     fn check_source(&self, s: Source) -> Result<()> {
         if let Source::Rank(r) = s {
             if r as usize >= self.remote.len() {
-                return Err(BridgeError::InvalidArgument(format!("source rank {r} does not exist: the remote group has {} ranks", self.remote.len())));
+                return Err(BridgeError::InvalidArgument(format!(
+                    "source rank {r} does not exist: the remote group has {} ranks",
+                    self.remote.len()
+                )));
             }
         }
         Ok(())
@@ -113,7 +120,10 @@ impl InterComm {
             Source::Rank(r) => self.remote.get(r as usize).map(|e| e.process),
             Source::Any => {
                 let first = self.remote.first()?.process;
-                self.remote.iter().all(|e| e.process == first).then_some(first)
+                self.remote
+                    .iter()
+                    .all(|e| e.process == first)
+                    .then_some(first)
             }
         }
     }
@@ -125,9 +135,20 @@ impl InterComm {
         }
     }
 
-    fn header(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, len: usize, kind: FrameKind) -> Result<(FrameHeader, &Endpoint)> {
+    fn header(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        len: usize,
+        kind: FrameKind,
+    ) -> Result<(FrameHeader, &Endpoint)> {
         let ep = self.remote.get(dest as usize).ok_or_else(|| {
-            BridgeError::InvalidArgument(format!("destination rank {dest} does not exist: the remote group has {} ranks", self.remote.len()))
+            BridgeError::InvalidArgument(format!(
+                "destination rank {dest} does not exist: the remote group has {} ranks",
+                self.remote.len()
+            ))
         })?;
         check_tag(tag)?;
         if sig.elem_size > 0 && (count as u128) * (sig.elem_size as u128) != len as u128 {
@@ -153,24 +174,54 @@ impl InterComm {
     // ---------------------------------------------------------------- sends
 
     /// Blocking standard-mode send (eager: returns once the bytes are in the kernel).
-    pub fn send_bytes(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: &[u8]) -> Result<()> {
+    pub fn send_bytes(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: &[u8],
+    ) -> Result<()> {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = self.engine.inner.conn(ep, dest)?;
         conn.write_blocking(&self.engine.inner, &hdr, payload, dest)
     }
 
     /// Blocking synchronous send: returns once the receiver MATCHED the message.
-    pub fn ssend_bytes(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: &[u8]) -> Result<()> {
+    pub fn ssend_bytes(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: &[u8],
+    ) -> Result<()> {
         self.ssend_bytes_impl(dest, tag, sig, count, payload, None)
     }
 
     /// [`InterComm::ssend_bytes`] with an upper bound on the wait for the match.
     /// On timeout the message has been sent and may still be matched later.
-    pub fn ssend_bytes_timeout(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: &[u8], timeout: Duration) -> Result<()> {
+    pub fn ssend_bytes_timeout(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: &[u8],
+        timeout: Duration,
+    ) -> Result<()> {
         self.ssend_bytes_impl(dest, tag, sig, count, payload, Some(timeout))
     }
 
-    fn ssend_bytes_impl(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: &[u8], timeout: Option<Duration>) -> Result<()> {
+    fn ssend_bytes_impl(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         let inner = &self.engine.inner;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
         let conn = inner.conn(ep, dest)?;
@@ -191,14 +242,28 @@ impl InterComm {
     }
 
     /// Non-blocking standard-mode send; completes without the application calling in again.
-    pub fn isend_bytes(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: Vec<u8>) -> Result<SendRequest> {
+    pub fn isend_bytes(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: Vec<u8>,
+    ) -> Result<SendRequest> {
         self.isend_cow(dest, tag, sig, count, Cow::Owned(payload))
     }
 
     /// isend of borrowed or owned bytes: written inline from the caller when the
     /// connection is idle (any size, no copy), else copied (if borrowed) and
     /// handed to the writer thread.
-    fn isend_cow(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: Cow<'_, [u8]>) -> Result<SendRequest> {
+    fn isend_cow(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: Cow<'_, [u8]>,
+    ) -> Result<SendRequest> {
         let inner = &self.engine.inner;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = inner.conn(ep, dest)?;
@@ -207,18 +272,35 @@ impl InterComm {
             done.complete(Ok(()));
             return Ok(SendRequest { done });
         }
-        conn.enqueue(Queued { hdr, payload: payload.into_owned(), dest_rank: dest, done: Some(Arc::clone(&done)) })?;
+        conn.enqueue(Queued {
+            hdr,
+            payload: payload.into_owned(),
+            dest_rank: dest,
+            done: Some(Arc::clone(&done)),
+        })?;
         Ok(SendRequest { done })
     }
 
     /// Non-blocking synchronous send: the request completes once the receiver matched it.
-    pub fn issend_bytes(&self, dest: u32, tag: i32, sig: &TypeSig, count: u64, payload: Vec<u8>) -> Result<SendRequest> {
+    pub fn issend_bytes(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: Vec<u8>,
+    ) -> Result<SendRequest> {
         let inner = &self.engine.inner;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
         let conn = inner.conn(ep, dest)?;
         let done = Completion::new(Arc::clone(&inner.any));
         inner.add_sync_waiter(hdr.seq, ep.process, dest, Arc::clone(&done));
-        if let Err(e) = conn.enqueue(Queued { hdr, payload, dest_rank: dest, done: None }) {
+        if let Err(e) = conn.enqueue(Queued {
+            hdr,
+            payload,
+            dest_rank: dest,
+            done: None,
+        }) {
             inner.remove_sync_waiter(hdr.seq);
             return Err(e);
         }
@@ -228,7 +310,13 @@ impl InterComm {
     // ------------------------------------------------------------- receives
 
     /// Try the unexpected queue; else post the receive (or fail if the source is dead).
-    fn post(&self, source: Source, tag: Tag, expected: Option<u64>, target: Target) -> Result<PostOutcome> {
+    fn post(
+        &self,
+        source: Source,
+        tag: Tag,
+        expected: Option<u64>,
+        target: Target,
+    ) -> Result<PostOutcome> {
         self.check_source(source)?;
         Self::check_recv_tag(tag)?;
         let mut st = lock(&self.ctx.state);
@@ -249,34 +337,69 @@ impl InterComm {
         }
         let done = Completion::new(Arc::clone(&self.engine.inner.any));
         let id = self.engine.inner.next_seq();
-        st.posted.push_back(PostedRecv { id, source, tag, expected, target, done: Arc::clone(&done) });
+        st.posted.push_back(PostedRecv {
+            id,
+            source,
+            tag,
+            expected,
+            target,
+            done: Arc::clone(&done),
+        });
         Ok(PostOutcome::Posted { id, done })
     }
 
     /// Blocking receive into `buf` (zero-copy when the receive is posted before the message arrives).
-    pub fn recv_bytes_into(&self, source: Source, tag: Tag, expected_sig: Option<u64>, buf: &mut [u8]) -> Result<Status> {
+    pub fn recv_bytes_into(
+        &self,
+        source: Source,
+        tag: Tag,
+        expected_sig: Option<u64>,
+        buf: &mut [u8],
+    ) -> Result<Status> {
         self.recv_bytes_into_impl(source, tag, expected_sig, buf, None)
     }
 
     /// [`InterComm::recv_bytes_into`] with an upper bound; on timeout nothing is consumed.
-    pub fn recv_bytes_into_timeout(&self, source: Source, tag: Tag, expected_sig: Option<u64>, buf: &mut [u8], timeout: Duration) -> Result<Status> {
+    pub fn recv_bytes_into_timeout(
+        &self,
+        source: Source,
+        tag: Tag,
+        expected_sig: Option<u64>,
+        buf: &mut [u8],
+        timeout: Duration,
+    ) -> Result<Status> {
         self.recv_bytes_into_impl(source, tag, expected_sig, buf, Some(timeout))
     }
 
-    fn recv_bytes_into_impl(&self, source: Source, tag: Tag, expected: Option<u64>, buf: &mut [u8], timeout: Option<Duration>) -> Result<Status> {
-        let target = Target::Borrowed(RawBuf { ptr: buf.as_mut_ptr(), len: buf.len() });
+    fn recv_bytes_into_impl(
+        &self,
+        source: Source,
+        tag: Tag,
+        expected: Option<u64>,
+        buf: &mut [u8],
+        timeout: Option<Duration>,
+    ) -> Result<Status> {
+        let target = Target::Borrowed(RawBuf {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        });
         match self.post(source, tag, expected, target)? {
             PostOutcome::Immediate(r) => r.map(|(_, st)| st),
             PostOutcome::Posted { id, done } => {
                 // RawBuf invariant: from here we return only after `done` is complete
                 // or after withdrawing the entry while it was still in the posted queue.
-                let r = match self.engine.inner.wait_from(self.peer_of(source), &done, deadline_of(timeout)) {
+                let r = match self.engine.inner.wait_from(
+                    self.peer_of(source),
+                    &done,
+                    deadline_of(timeout),
+                ) {
                     Some(r) => r,
                     None => {
                         if self.ctx.withdraw(id) {
                             return Err(timeout_err(timeout));
                         }
-                        done.wait_until(None).unwrap_or(Err(BridgeError::EngineShutDown))
+                        done.wait_until(None)
+                            .unwrap_or(Err(BridgeError::EngineShutDown))
                     }
                 };
                 r.map(|(_, st)| st)
@@ -285,26 +408,57 @@ impl InterComm {
     }
 
     /// Blocking receive of a message of at most `max_bytes`; returns its bytes.
-    pub fn recv_bytes(&self, source: Source, tag: Tag, expected_sig: Option<u64>, max_bytes: usize) -> Result<(Vec<u8>, Status)> {
-        self.irecv_bytes(source, tag, expected_sig, max_bytes)?.wait()
+    pub fn recv_bytes(
+        &self,
+        source: Source,
+        tag: Tag,
+        expected_sig: Option<u64>,
+        max_bytes: usize,
+    ) -> Result<(Vec<u8>, Status)> {
+        self.irecv_bytes(source, tag, expected_sig, max_bytes)?
+            .wait()
     }
 
     /// [`InterComm::recv_bytes`] with an upper bound; on timeout nothing is consumed.
-    pub fn recv_bytes_timeout(&self, source: Source, tag: Tag, expected_sig: Option<u64>, max_bytes: usize, timeout: Duration) -> Result<(Vec<u8>, Status)> {
-        self.irecv_bytes(source, tag, expected_sig, max_bytes)?.wait_timeout(timeout)
+    pub fn recv_bytes_timeout(
+        &self,
+        source: Source,
+        tag: Tag,
+        expected_sig: Option<u64>,
+        max_bytes: usize,
+        timeout: Duration,
+    ) -> Result<(Vec<u8>, Status)> {
+        self.irecv_bytes(source, tag, expected_sig, max_bytes)?
+            .wait_timeout(timeout)
     }
 
     /// Non-blocking receive of a message of at most `max_bytes`.
-    pub fn irecv_bytes(&self, source: Source, tag: Tag, expected_sig: Option<u64>, max_bytes: usize) -> Result<RecvRequest> {
+    pub fn irecv_bytes(
+        &self,
+        source: Source,
+        tag: Tag,
+        expected_sig: Option<u64>,
+        max_bytes: usize,
+    ) -> Result<RecvRequest> {
         match self.post(source, tag, expected_sig, Target::Owned { max_bytes })? {
             PostOutcome::Immediate(r) => {
                 let done = Completion::new(Arc::clone(&self.engine.inner.any));
                 done.complete(r);
-                Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id: 0, via: None })
+                Ok(RecvRequest {
+                    done,
+                    ctx: Arc::clone(&self.ctx),
+                    id: 0,
+                    via: None,
+                })
             }
             PostOutcome::Posted { id, done } => {
                 let via = Some((Arc::clone(&self.engine.inner), self.peer_of(source)));
-                Ok(RecvRequest { done, ctx: Arc::clone(&self.ctx), id, via })
+                Ok(RecvRequest {
+                    done,
+                    ctx: Arc::clone(&self.ctx),
+                    id,
+                    via,
+                })
             }
         }
     }
@@ -362,28 +516,65 @@ impl InterComm {
 
     /// Typed blocking send.
     pub fn send<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<()> {
-        self.send_bytes(dest, tag, &T::type_sig()?, buf.len() as u64, &T::encode(buf)?)
+        self.send_bytes(
+            dest,
+            tag,
+            &T::type_sig()?,
+            buf.len() as u64,
+            &T::encode(buf)?,
+        )
     }
 
     /// Typed synchronous send.
     pub fn ssend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<()> {
-        self.ssend_bytes(dest, tag, &T::type_sig()?, buf.len() as u64, &T::encode(buf)?)
+        self.ssend_bytes(
+            dest,
+            tag,
+            &T::type_sig()?,
+            buf.len() as u64,
+            &T::encode(buf)?,
+        )
     }
 
     /// Typed synchronous send with an upper bound on the wait for the match.
-    pub fn ssend_timeout<T: WireType>(&self, dest: u32, tag: i32, buf: &[T], timeout: Duration) -> Result<()> {
-        self.ssend_bytes_timeout(dest, tag, &T::type_sig()?, buf.len() as u64, &T::encode(buf)?, timeout)
+    pub fn ssend_timeout<T: WireType>(
+        &self,
+        dest: u32,
+        tag: i32,
+        buf: &[T],
+        timeout: Duration,
+    ) -> Result<()> {
+        self.ssend_bytes_timeout(
+            dest,
+            tag,
+            &T::type_sig()?,
+            buf.len() as u64,
+            &T::encode(buf)?,
+            timeout,
+        )
     }
 
     /// Typed non-blocking send. Written from the caller's memory when the
     /// connection is idle; otherwise the data are copied into the request.
     pub fn isend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<SendRequest> {
-        self.isend_cow(dest, tag, &T::type_sig()?, buf.len() as u64, T::encode(buf)?)
+        self.isend_cow(
+            dest,
+            tag,
+            &T::type_sig()?,
+            buf.len() as u64,
+            T::encode(buf)?,
+        )
     }
 
     /// Typed non-blocking synchronous send.
     pub fn issend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<SendRequest> {
-        self.issend_bytes(dest, tag, &T::type_sig()?, buf.len() as u64, T::encode(buf)?.into_owned())
+        self.issend_bytes(
+            dest,
+            tag,
+            &T::type_sig()?,
+            buf.len() as u64,
+            T::encode(buf)?.into_owned(),
+        )
     }
 
     /// Typed blocking receive into `buf`; `Status::count` says how many elements arrived.
@@ -392,11 +583,23 @@ impl InterComm {
     }
 
     /// Typed blocking receive with an upper bound.
-    pub fn recv_timeout<T: WireType>(&self, source: Source, tag: Tag, buf: &mut [T], timeout: Duration) -> Result<Status> {
+    pub fn recv_timeout<T: WireType>(
+        &self,
+        source: Source,
+        tag: Tag,
+        buf: &mut [T],
+        timeout: Duration,
+    ) -> Result<Status> {
         self.recv_typed(source, tag, buf, Some(timeout))
     }
 
-    fn recv_typed<T: WireType>(&self, source: Source, tag: Tag, buf: &mut [T], timeout: Option<Duration>) -> Result<Status> {
+    fn recv_typed<T: WireType>(
+        &self,
+        source: Source,
+        tag: Tag,
+        buf: &mut [T],
+        timeout: Option<Duration>,
+    ) -> Result<Status> {
         let sig = T::type_sig()?;
         let capacity = buf.len().saturating_mul(sig.elem_size);
         if let Some(bytes) = T::wire_bytes_mut(buf) {
@@ -419,16 +622,34 @@ impl InterComm {
     /// Sends any rsmpi buffer, e.g. a `View` of a `UserDatatype` such as a
     /// strided vector: the data travel as external32 (or raw bytes when the
     /// datatype is a contiguous basic type).
-    pub fn send_buffer<B: mpi::datatype::Buffer + ?Sized>(&self, dest: u32, tag: i32, buf: &B) -> Result<()> {
+    pub fn send_buffer<B: mpi::datatype::Buffer + ?Sized>(
+        &self,
+        dest: u32,
+        tag: i32,
+        buf: &B,
+    ) -> Result<()> {
         let enc = crate::datatype::encode_buffer(buf)?;
-        let elem_size = if enc.count == 0 { 0 } else { enc.bytes.len() / enc.count };
-        let sig = TypeSig { signature: enc.signature, format: enc.format, elem_size };
+        let elem_size = if enc.count == 0 {
+            0
+        } else {
+            enc.bytes.len() / enc.count
+        };
+        let sig = TypeSig {
+            signature: enc.signature,
+            format: enc.format,
+            elem_size,
+        };
         self.send_bytes(dest, tag, &sig, enc.count as u64, &enc.bytes)
     }
 
     /// Receives into any rsmpi buffer (e.g. a `MutView` of a strided vector);
     /// the sender's element type signature must equal the buffer's.
-    pub fn recv_buffer<B: mpi::datatype::BufferMut + ?Sized>(&self, source: Source, tag: Tag, buf: &mut B) -> Result<Status> {
+    pub fn recv_buffer<B: mpi::datatype::BufferMut + ?Sized>(
+        &self,
+        source: Source,
+        tag: Tag,
+        buf: &mut B,
+    ) -> Result<Status> {
         use mpi::raw::AsRaw;
         let info = crate::datatype::datatype_info(buf.as_datatype().as_raw())?;
         let capacity = usize::try_from(buf.count()).unwrap_or(0);
@@ -438,20 +659,44 @@ impl InterComm {
             .max()
             .unwrap_or(0);
         let (bytes, st) = self.recv_bytes(source, tag, Some(info.signature), max_bytes)?;
-        let sig = crate::datatype::MessageSig { signature: st.signature, count: st.count, root_signature: 0, root_reps: 0 };
-        crate::datatype::decode_into_buffer(&sig, st.format, &bytes, buf, crate::datatype::MatchRule::ExactElement)?;
+        let sig = crate::datatype::MessageSig {
+            signature: st.signature,
+            count: st.count,
+            root_signature: 0,
+            root_reps: 0,
+        };
+        crate::datatype::decode_into_buffer(
+            &sig,
+            st.format,
+            &bytes,
+            buf,
+            crate::datatype::MatchRule::ExactElement,
+        )?;
         Ok(st)
     }
 
     /// Typed non-blocking receive into `buf`.
-    pub fn irecv<'a, T: WireType>(&self, source: Source, tag: Tag, buf: &'a mut [T]) -> Result<TypedRecvRequest<'a, T>> {
+    pub fn irecv<'a, T: WireType>(
+        &self,
+        source: Source,
+        tag: Tag,
+        buf: &'a mut [T],
+    ) -> Result<TypedRecvRequest<'a, T>> {
         let sig = T::type_sig()?;
-        let inner = self.irecv_bytes(source, tag, Some(sig.signature), buf.len().saturating_mul(sig.elem_size))?;
+        let inner = self.irecv_bytes(
+            source,
+            tag,
+            Some(sig.signature),
+            buf.len().saturating_mul(sig.elem_size),
+        )?;
         Ok(TypedRecvRequest { inner, out: buf })
     }
 }
 
 enum PostOutcome {
     Immediate(Result<crate::request::RecvOutcome>),
-    Posted { id: u64, done: Arc<Completion<crate::request::RecvOutcome>> },
+    Posted {
+        id: u64,
+        done: Arc<Completion<crate::request::RecvOutcome>>,
+    },
 }

@@ -103,18 +103,33 @@ pub(crate) fn accepts(source: Source, tag: Tag, hdr: &FrameHeader) -> bool {
 }
 
 pub(crate) fn status_of(hdr: &FrameHeader) -> Status {
-    Status { source: hdr.source, tag: hdr.tag, count: hdr.count, bytes: hdr.payload_len, signature: hdr.signature, format: hdr.format }
+    Status {
+        source: hdr.source,
+        tag: hdr.tag,
+        count: hdr.count,
+        bytes: hdr.payload_len,
+        signature: hdr.signature,
+        format: hdr.format,
+    }
 }
 
 /// Signature and size checks of a matched message against its receive.
 pub(crate) fn check_match(expected: Option<u64>, capacity: usize, hdr: &FrameHeader) -> Result<()> {
     if let Some(e) = expected {
         if e != hdr.signature {
-            return Err(BridgeError::TypeMismatch { expected: e, actual: hdr.signature, from_rank: hdr.source, tag: hdr.tag });
+            return Err(BridgeError::TypeMismatch {
+                expected: e,
+                actual: hdr.signature,
+                from_rank: hdr.source,
+                tag: hdr.tag,
+            });
         }
     }
     if hdr.payload_len > capacity as u64 {
-        return Err(BridgeError::Truncated { message_bytes: hdr.payload_len, buffer_bytes: capacity as u64 });
+        return Err(BridgeError::Truncated {
+            message_bytes: hdr.payload_len,
+            buffer_bytes: capacity as u64,
+        });
     }
     Ok(())
 }
@@ -123,7 +138,12 @@ impl Ctx {
     pub(crate) fn new(id: u64) -> Arc<Ctx> {
         Arc::new(Ctx {
             id,
-            state: Mutex::new(CtxState { registration: None, posted: VecDeque::new(), unexpected: VecDeque::new(), failed_ranks: Vec::new() }),
+            state: Mutex::new(CtxState {
+                registration: None,
+                posted: VecDeque::new(),
+                unexpected: VecDeque::new(),
+                failed_ranks: Vec::new(),
+            }),
             arrived: Condvar::new(),
         })
     }
@@ -135,7 +155,8 @@ impl Ctx {
             Some(i) => {
                 if let Some(p) = st.posted.remove(i) {
                     // Not an error the caller sees: it gets Timeout / already dropped the request.
-                    p.done.complete(Err(BridgeError::Timeout(Default::default())));
+                    p.done
+                        .complete(Err(BridgeError::Timeout(Default::default())));
                 }
                 true
             }
@@ -146,17 +167,26 @@ impl Ctx {
 
 impl CtxState {
     pub(crate) fn take_posted_match(&mut self, hdr: &FrameHeader) -> Option<PostedRecv> {
-        let i = self.posted.iter().position(|p| accepts(p.source, p.tag, hdr))?;
+        let i = self
+            .posted
+            .iter()
+            .position(|p| accepts(p.source, p.tag, hdr))?;
         self.posted.remove(i)
     }
 
     pub(crate) fn take_unexpected_match(&mut self, source: Source, tag: Tag) -> Option<Arrived> {
-        let i = self.unexpected.iter().position(|a| accepts(source, tag, &a.hdr))?;
+        let i = self
+            .unexpected
+            .iter()
+            .position(|a| accepts(source, tag, &a.hdr))?;
         self.unexpected.remove(i)
     }
 
     pub(crate) fn peek_unexpected(&self, source: Source, tag: Tag) -> Option<Status> {
-        self.unexpected.iter().find(|a| accepts(source, tag, &a.hdr)).map(|a| status_of(&a.hdr))
+        self.unexpected
+            .iter()
+            .find(|a| accepts(source, tag, &a.hdr))
+            .map(|a| status_of(&a.hdr))
     }
 
     /// Error for an operation on `source` if that source (or, for ANY, some remote rank) failed.
@@ -164,23 +194,38 @@ impl CtxState {
         let hit = match source {
             // A failure may have taken the sender with it; ranks that left in
             // order only matter once no remote rank is left to send.
-            Source::Any => self.failed_ranks.iter().find(|(_, _, orderly)| !orderly).or_else(|| {
-                let remote = self.registration.as_ref().map_or(0, |r| r.remote.len());
-                if remote > 0 && self.failed_ranks.len() >= remote {
-                    self.failed_ranks.first()
-                } else {
-                    None
-                }
-            }),
+            Source::Any => self
+                .failed_ranks
+                .iter()
+                .find(|(_, _, orderly)| !orderly)
+                .or_else(|| {
+                    let remote = self.registration.as_ref().map_or(0, |r| r.remote.len());
+                    if remote > 0 && self.failed_ranks.len() >= remote {
+                        self.failed_ranks.first()
+                    } else {
+                        None
+                    }
+                }),
             Source::Rank(r) => self.failed_ranks.iter().find(|(fr, _, _)| *fr == r),
         };
-        hit.map(|(rank, reason, _)| BridgeError::PeerFailed { rank: *rank, reason: reason.clone() })
+        hit.map(|(rank, reason, _)| BridgeError::PeerFailed {
+            rank: *rank,
+            reason: reason.clone(),
+        })
     }
 
     /// Record that process `process` failed; fail the posted receives that can no longer complete.
     pub(crate) fn mark_process_failed(&mut self, process: Uuid, reason: &str, orderly: bool) {
-        let Some(reg) = &self.registration else { return };
-        let ranks: Vec<u32> = reg.remote.iter().enumerate().filter(|(_, e)| e.process == process).map(|(i, _)| i as u32).collect();
+        let Some(reg) = &self.registration else {
+            return;
+        };
+        let ranks: Vec<u32> = reg
+            .remote
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.process == process)
+            .map(|(i, _)| i as u32)
+            .collect();
         for r in ranks {
             if !self.failed_ranks.iter().any(|(fr, _, _)| *fr == r) {
                 self.failed_ranks.push((r, reason.to_owned(), orderly));
@@ -198,7 +243,11 @@ impl CtxState {
 }
 
 /// Copy/move an arrived message into a receive target after matching.
-pub(crate) fn fill_from_arrived(target: &Target, expected: Option<u64>, a: Arrived) -> Result<RecvOutcome> {
+pub(crate) fn fill_from_arrived(
+    target: &Target,
+    expected: Option<u64>,
+    a: Arrived,
+) -> Result<RecvOutcome> {
     check_match(expected, target.capacity(), &a.hdr)?;
     let st = status_of(&a.hdr);
     match target {

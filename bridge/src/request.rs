@@ -22,7 +22,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-pub(crate) fn cv_wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>, deadline: Option<Instant>) -> (MutexGuard<'a, T>, bool) {
+pub(crate) fn cv_wait<'a, T>(
+    cv: &Condvar,
+    g: MutexGuard<'a, T>,
+    deadline: Option<Instant>,
+) -> (MutexGuard<'a, T>, bool) {
     match deadline {
         None => (cv.wait(g).unwrap_or_else(|p| p.into_inner()), false),
         Some(d) => {
@@ -30,7 +34,9 @@ pub(crate) fn cv_wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>, deadline: Optio
             if now >= d {
                 return (g, true);
             }
-            let (g, _) = cv.wait_timeout(g, d - now).unwrap_or_else(|p| p.into_inner());
+            let (g, _) = cv
+                .wait_timeout(g, d - now)
+                .unwrap_or_else(|p| p.into_inner());
             (g, Instant::now() >= d)
         }
     }
@@ -77,7 +83,14 @@ pub(crate) struct Completion<T> {
 
 impl<T> Completion<T> {
     pub(crate) fn new(any: Arc<AnyNotifier>) -> Arc<Self> {
-        Arc::new(Completion { state: Mutex::new(SlotState { slot: Slot::Pending, sleepers: 0 }), cv: Condvar::new(), any })
+        Arc::new(Completion {
+            state: Mutex::new(SlotState {
+                slot: Slot::Pending,
+                sleepers: 0,
+            }),
+            cv: Condvar::new(),
+            any,
+        })
     }
 
     pub(crate) fn complete(&self, r: Result<T>) {
@@ -105,7 +118,11 @@ impl<T> Completion<T> {
         loop {
             match std::mem::replace(&mut s.slot, Slot::Taken) {
                 Slot::Done(r) => return Some(r),
-                Slot::Taken => return Some(Err(BridgeError::InvalidArgument("request result was already taken".into()))),
+                Slot::Taken => {
+                    return Some(Err(BridgeError::InvalidArgument(
+                        "request result was already taken".into(),
+                    )))
+                }
                 Slot::Pending => s.slot = Slot::Pending,
             }
             s.sleepers += 1;
@@ -222,7 +239,9 @@ impl Request for RecvRequest {
                 if self.ctx.withdraw(self.id) {
                     return Err(BridgeError::Timeout(timeout.unwrap_or_default()));
                 }
-                self.done.wait_until(None).unwrap_or(Err(BridgeError::EngineShutDown))
+                self.done
+                    .wait_until(None)
+                    .unwrap_or(Err(BridgeError::EngineShutDown))
             }
         };
         r.map(|(v, st)| (v.unwrap_or_default(), st))
@@ -287,7 +306,9 @@ pub fn wait_all<R: Request>(reqs: Vec<R>) -> Vec<Result<R::Output>> {
 /// `wait` on it to get the result). `Err(Timeout)` if none finished in time;
 /// `Err(InvalidArgument)` for an empty slice.
 pub fn wait_any<R: Request>(reqs: &[R], timeout: Option<Duration>) -> Result<usize> {
-    let first = reqs.first().ok_or_else(|| BridgeError::InvalidArgument("wait_any on an empty request list".into()))?;
+    let first = reqs
+        .first()
+        .ok_or_else(|| BridgeError::InvalidArgument("wait_any on an empty request list".into()))?;
     let any = Arc::clone(first.notifier());
     any.waiters.fetch_add(1, Ordering::SeqCst);
     struct Unregister<'a>(&'a AnyNotifier);

@@ -102,10 +102,19 @@ pub(crate) fn unix_addr(name: &str) -> io::Result<UnixAddr> {
 pub(crate) fn write_frame(s: &mut Stream, hdr: &FrameHeader, payload: &[u8]) -> io::Result<()> {
     let h = hdr.encode();
     let mut storage = [IoSlice::new(&h), IoSlice::new(payload)];
-    let mut bufs: &mut [IoSlice<'_>] = if payload.is_empty() { &mut storage[..1] } else { &mut storage[..] };
+    let mut bufs: &mut [IoSlice<'_>] = if payload.is_empty() {
+        &mut storage[..1]
+    } else {
+        &mut storage[..]
+    };
     while !bufs.is_empty() {
         match s.write_vectored(bufs) {
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "peer stopped accepting data")),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "peer stopped accepting data",
+                ))
+            }
             Ok(n) => IoSlice::advance_slices(&mut bufs, n),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
@@ -121,12 +130,21 @@ pub(crate) fn connect(inner: &Inner, ep: &Endpoint) -> Result<Stream> {
         (Some(path), _) if same_host => {
             let s = unix_addr(path)
                 .and_then(|a| UnixStream::connect_addr(&a))
-                .map_err(|e| BridgeError::Connect { process: ep.process, address: path.clone(), reason: e.to_string() })?;
+                .map_err(|e| BridgeError::Connect {
+                    process: ep.process,
+                    address: path.clone(),
+                    reason: e.to_string(),
+                })?;
             (Stream::Unix(s), path.clone())
         }
         (_, Some(addr)) => {
-            let s = TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT)
-                .map_err(|e| BridgeError::Connect { process: ep.process, address: addr.to_string(), reason: e.to_string() })?;
+            let s = TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT).map_err(|e| {
+                BridgeError::Connect {
+                    process: ep.process,
+                    address: addr.to_string(),
+                    reason: e.to_string(),
+                }
+            })?;
             let _ = s.set_nodelay(true);
             (Stream::Tcp(s), addr.to_string())
         }
@@ -134,12 +152,19 @@ pub(crate) fn connect(inner: &Inner, ep: &Endpoint) -> Result<Stream> {
             return Err(BridgeError::Connect {
                 process: ep.process,
                 address: format!("host {}", ep.host),
-                reason: "endpoint has no TCP address and no Unix socket usable from this host".into(),
+                reason: "endpoint has no TCP address and no Unix socket usable from this host"
+                    .into(),
             })
         }
     };
-    let fail = |reason: String| BridgeError::Connect { process: ep.process, address: address.clone(), reason };
-    stream.set_timeouts(Some(HANDSHAKE_TIMEOUT)).map_err(|e| fail(e.to_string()))?;
+    let fail = |reason: String| BridgeError::Connect {
+        process: ep.process,
+        address: address.clone(),
+        reason,
+    };
+    stream
+        .set_timeouts(Some(HANDSHAKE_TIMEOUT))
+        .map_err(|e| fail(e.to_string()))?;
     let mut hello = Vec::with_capacity(32 + inner.secret.len());
     hello.extend_from_slice(HANDSHAKE_MAGIC);
     hello.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
@@ -147,20 +172,36 @@ pub(crate) fn connect(inner: &Inner, ep: &Endpoint) -> Result<Stream> {
     hello.extend_from_slice(&(inner.secret.len() as u32).to_le_bytes());
     hello.extend_from_slice(inner.endpoint.process.as_bytes());
     hello.extend_from_slice(&inner.secret);
-    stream.write_all(&hello).map_err(|e| fail(format!("sending handshake: {e}")))?;
+    stream
+        .write_all(&hello)
+        .map_err(|e| fail(format!("sending handshake: {e}")))?;
     let mut reply = [0u8; 17];
-    stream.read_exact(&mut reply).map_err(|e| fail(format!("peer closed the connection during the handshake ({e}); wrong VM secret?")))?;
+    stream.read_exact(&mut reply).map_err(|e| {
+        fail(format!(
+            "peer closed the connection during the handshake ({e}); wrong VM secret?"
+        ))
+    })?;
     match reply[0] {
         HANDSHAKE_OK => {}
-        HANDSHAKE_BAD_SECRET => return Err(fail("peer rejected our VM secret (not a member of the same virtual machine)".into())),
+        HANDSHAKE_BAD_SECRET => {
+            return Err(fail(
+                "peer rejected our VM secret (not a member of the same virtual machine)".into(),
+            ))
+        }
         HANDSHAKE_BAD_VERSION => return Err(fail("peer rejected our protocol version".into())),
-        s => return Err(fail(format!("peer answered the handshake with unknown status {s}"))),
+        s => {
+            return Err(fail(format!(
+                "peer answered the handshake with unknown status {s}"
+            )))
+        }
     }
     let mut id = [0u8; 16];
     id.copy_from_slice(&reply[1..]);
     let got = Uuid::from_bytes(id);
     if got != ep.process {
-        return Err(fail(format!("reached process {got}, not the expected one (stale endpoint?)")));
+        return Err(fail(format!(
+            "reached process {got}, not the expected one (stale endpoint?)"
+        )));
     }
     stream.set_timeouts(None).map_err(|e| fail(e.to_string()))?;
     Ok(stream)
@@ -177,7 +218,10 @@ pub(crate) fn accept_handshake(inner: &Inner, stream: &mut Stream) -> Option<Uui
         let mut id = [0u8; 16];
         id.copy_from_slice(&fixed[16..32]);
         let peer = Uuid::from_bytes(id);
-        if &fixed[..8] != HANDSHAKE_MAGIC || version != PROTOCOL_VERSION || secret_len > MAX_SECRET_LEN {
+        if &fixed[..8] != HANDSHAKE_MAGIC
+            || version != PROTOCOL_VERSION
+            || secret_len > MAX_SECRET_LEN
+        {
             warn!(%peer, version, "rejecting data connection: bad magic, protocol version or secret length");
             let _ = stream.write_all(&[HANDSHAKE_BAD_VERSION]);
             return Ok(None);
@@ -244,26 +288,50 @@ impl OutConn {
         let shutdown_handle = stream.try_clone()?;
         Ok(Arc::new(OutConn {
             peer,
-            state: Mutex::new(OutState { stream: Some(stream), queue: VecDeque::new(), failed: None, closing: false, waiting: 0 }),
+            state: Mutex::new(OutState {
+                stream: Some(stream),
+                queue: VecDeque::new(),
+                failed: None,
+                closing: false,
+                waiting: 0,
+            }),
             cv: Condvar::new(),
             shutdown_handle,
         }))
     }
 
     fn failed_err(reason: &str, dest_rank: u32) -> BridgeError {
-        BridgeError::PeerFailed { rank: dest_rank, reason: reason.to_owned() }
+        BridgeError::PeerFailed {
+            rank: dest_rank,
+            reason: reason.to_owned(),
+        }
     }
 
     /// Write one frame from the calling thread, waiting for earlier frames first (keeps FIFO order).
-    pub(crate) fn write_blocking(&self, inner: &Inner, hdr: &FrameHeader, payload: &[u8], dest_rank: u32) -> Result<()> {
+    pub(crate) fn write_blocking(
+        &self,
+        inner: &Inner,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+    ) -> Result<()> {
         match self.write_inline(inner, hdr, payload, dest_rank, true)? {
             TryInline::Done => Ok(()),
-            TryInline::Busy => Err(BridgeError::Protocol("internal: blocking write reported busy".into())),
+            TryInline::Busy => Err(BridgeError::Protocol(
+                "internal: blocking write reported busy".into(),
+            )),
         }
     }
 
     /// Write inline if `wait` or the connection is idle; otherwise report Busy.
-    pub(crate) fn write_inline(&self, inner: &Inner, hdr: &FrameHeader, payload: &[u8], dest_rank: u32, wait: bool) -> Result<TryInline> {
+    pub(crate) fn write_inline(
+        &self,
+        inner: &Inner,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+        wait: bool,
+    ) -> Result<TryInline> {
         let mut st = lock(&self.state);
         let mut stream = loop {
             if let Some(r) = &st.failed {
@@ -373,11 +441,14 @@ impl OutConn {
                 st.waiting -= 1;
             };
             drop(st);
-            let Some(stream_ref) = stream.as_mut() else { return };
+            let Some(stream_ref) = stream.as_mut() else {
+                return;
+            };
             match item {
                 None => {
                     // Closing and drained: say goodbye.
-                    let _ = write_frame(stream_ref, &FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
+                    let _ =
+                        write_frame(stream_ref, &FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
                     stream_ref.shutdown();
                     return;
                 }
@@ -413,10 +484,18 @@ impl OutConn {
 
 pub(crate) fn read_payload_vec<R: Read>(rd: &mut R, len: usize) -> io::Result<Vec<u8>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, format!("cannot allocate {len} bytes for a message: {e}")))?;
+    v.try_reserve_exact(len).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("cannot allocate {len} bytes for a message: {e}"),
+        )
+    })?;
     rd.take(len as u64).read_to_end(&mut v)?;
     if v.len() != len {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection ended in the middle of a message"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "connection ended in the middle of a message",
+        ));
     }
     Ok(v)
 }
@@ -424,8 +503,10 @@ pub(crate) fn read_payload_vec<R: Read>(rd: &mut R, len: usize) -> io::Result<Ve
 pub(crate) fn discard_payload<R: Read>(rd: &mut R, len: u64) -> io::Result<()> {
     let n = io::copy(&mut rd.take(len), &mut io::sink())?;
     if n != len {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection ended in the middle of a message"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "connection ended in the middle of a message",
+        ));
     }
     Ok(())
 }
-

@@ -92,12 +92,25 @@ impl Bridge {
             .build()
             .map_err(|e| BridgeError::io("starting the vmd session runtime", e))?;
         let name = std::env::args().next().unwrap_or_else(|| "bridge".into());
-        let session = rt.block_on(Session::connect(addr, &name)).map_err(|e| vm_error("connect", e))?;
-        let engine =
-            Engine::start(EngineConfig { secret: session.secret().to_vec(), host: session.host().to_string() })?;
+        let session = rt
+            .block_on(Session::connect(addr, &name))
+            .map_err(|e| vm_error("connect", e))?;
+        let engine = Engine::start(EngineConfig {
+            secret: session.secret().to_vec(),
+            host: session.host().to_string(),
+        })?;
         let peers: Arc<Mutex<HashMap<(String, u32), uuid::Uuid>>> = Arc::default();
-        rt.spawn(forward_deaths(session.events(), Arc::downgrade(&engine), peers.clone()));
-        Ok(Bridge { engine, session, peers, rt })
+        rt.spawn(forward_deaths(
+            session.events(),
+            Arc::downgrade(&engine),
+            peers.clone(),
+        ));
+        Ok(Bridge {
+            engine,
+            session,
+            peers,
+            rt,
+        })
     }
 
     /// This process's task id in the virtual machine.
@@ -114,29 +127,50 @@ impl Bridge {
     /// joins with instance = its rank; on return the group is complete and
     /// frozen. A name held by another job is an error on every rank.
     pub fn register<C: Communicator>(&self, group: &str, comm: &C) -> Result<Handle> {
-        let rank = u32::try_from(comm.rank()).map_err(|_| BridgeError::InvalidArgument("negative rank".into()))?;
-        let size = u32::try_from(comm.size()).map_err(|_| BridgeError::InvalidArgument("negative size".into()))?;
+        let rank = u32::try_from(comm.rank())
+            .map_err(|_| BridgeError::InvalidArgument("negative rank".into()))?;
+        let size = u32::try_from(comm.size())
+            .map_err(|_| BridgeError::InvalidArgument("negative size".into()))?;
         let endpoint = self.engine.endpoint().encode();
-        let joined = self.rt.block_on(self.session.join(group, Some(rank), endpoint));
+        let joined = self
+            .rt
+            .block_on(self.session.join(group, Some(rank), endpoint));
         if !all_ranks_agree(comm, joined.is_ok()) {
             return Err(match joined {
                 Ok(_) => {
                     self.leave_quietly(group);
-                    BridgeError::NameTaken { group: group.into(), reason: "another rank of this job could not join".into() }
+                    BridgeError::NameTaken {
+                        group: group.into(),
+                        reason: "another rank of this job could not join".into(),
+                    }
                 }
-                Err(e) => BridgeError::NameTaken { group: group.into(), reason: e.to_string() },
+                Err(e) => BridgeError::NameTaken {
+                    group: group.into(),
+                    reason: e.to_string(),
+                },
             });
         }
-        let frozen = self.rt.block_on(self.session.freeze(group, size, REGISTER_TIMEOUT));
+        let frozen = self
+            .rt
+            .block_on(self.session.freeze(group, size, REGISTER_TIMEOUT));
         if !all_ranks_agree(comm, frozen.is_ok()) {
             self.leave_quietly(group);
             return Err(match frozen {
-                Ok(_) => BridgeError::NameTaken { group: group.into(), reason: "another rank of this job could not freeze the group".into() },
+                Ok(_) => BridgeError::NameTaken {
+                    group: group.into(),
+                    reason: "another rank of this job could not freeze the group".into(),
+                },
                 Err(e) => vm_error("register", e),
             });
         }
         let table = frozen.map_err(|e| vm_error("register", e))?;
-        debug!(group, rank, size, generation = table.generation, "registered");
+        debug!(
+            group,
+            rank,
+            size,
+            generation = table.generation,
+            "registered"
+        );
         Ok(Handle {
             group: group.into(),
             generation: table.generation,
@@ -157,7 +191,9 @@ impl Bridge {
     /// last rank to leave destroys the group.
     pub fn leave(&self, handle: Handle) -> Result<()> {
         handle.comm.barrier();
-        self.rt.block_on(self.session.leave(&handle.group)).map_err(|e| vm_error("leave", e))
+        self.rt
+            .block_on(self.session.leave(&handle.group))
+            .map_err(|e| vm_error("leave", e))
     }
 
     /// Forms an intercommunicator with the separately started job registered
@@ -169,7 +205,12 @@ impl Bridge {
 
     /// Like [`Bridge::intercomm_create`], with a deadline. Fails before the
     /// deadline if the remote group was registered and lost a member.
-    pub fn intercomm_create_timeout(&self, handle: &Handle, remote: &str, timeout: Duration) -> Result<InterComm> {
+    pub fn intercomm_create_timeout(
+        &self,
+        handle: &Handle,
+        remote: &str,
+        timeout: Duration,
+    ) -> Result<InterComm> {
         self.intercomm_start(handle, remote, timeout)?.wait()
     }
 
@@ -184,7 +225,12 @@ impl Bridge {
         self.intercomm_start(handle, remote, timeout)
     }
 
-    fn intercomm_start(&self, handle: &Handle, remote: &str, timeout: Duration) -> Result<PendingInterComm<'_>> {
+    fn intercomm_start(
+        &self,
+        handle: &Handle,
+        remote: &str,
+        timeout: Duration,
+    ) -> Result<PendingInterComm<'_>> {
         if remote == handle.group {
             return Err(BridgeError::InvalidArgument(format!(
                 "cannot form an intercommunicator of group {remote:?} with itself"
@@ -193,7 +239,10 @@ impl Bridge {
         // Counted at the call, so the order of calls fixes the context ids
         // even when several creations are pending at once.
         let ordinal = {
-            let mut formed = handle.formed.lock().map_err(|_| BridgeError::Protocol("handle lock poisoned".into()))?;
+            let mut formed = handle
+                .formed
+                .lock()
+                .map_err(|_| BridgeError::Protocol("handle lock poisoned".into()))?;
             let n = formed.entry(remote.to_string()).or_insert(0);
             *n += 1;
             *n
@@ -206,7 +255,12 @@ impl Bridge {
         });
         Ok(PendingInterComm {
             bridge: self,
-            local: (handle.group.clone(), handle.generation, handle.rank, handle.size),
+            local: (
+                handle.group.clone(),
+                handle.generation,
+                handle.rank,
+                handle.size,
+            ),
             remote: remote.to_string(),
             ordinal,
             timeout,
@@ -244,10 +298,14 @@ impl Bridge {
             let alive = self.rt.block_on(self.session.members(remote)).ok();
             for (i, e) in endpoints.iter().enumerate() {
                 let here = alive.as_ref().is_some_and(|t| {
-                    t.generation == table.generation && t.members.iter().any(|m| m.instance as usize == i)
+                    t.generation == table.generation
+                        && t.members.iter().any(|m| m.instance as usize == i)
                 });
                 if !here {
-                    self.engine.peer_failed(e.process, &format!("member {i} of group {remote:?} is gone"));
+                    self.engine.peer_failed(
+                        e.process,
+                        &format!("member {i} of group {remote:?} is gone"),
+                    );
                 }
             }
         }
@@ -290,14 +348,17 @@ impl PendingInterComm<'_> {
 
     fn complete(&self, r: Result<Arc<pb::GroupTable>, ClientError>) -> Result<InterComm> {
         match r {
-            Ok(table) => self.bridge.finish(&self.local, &self.remote, self.ordinal, &table),
+            Ok(table) => self
+                .bridge
+                .finish(&self.local, &self.remote, self.ordinal, &table),
             Err(e) if e.code() == Code::DeadlineExceeded => Err(BridgeError::RemoteNotReady {
                 group: self.remote.clone(),
                 waited: self.timeout,
             }),
-            Err(e) if e.code() == Code::Aborted => {
-                Err(BridgeError::RemoteLost { group: self.remote.clone(), reason: e.to_string() })
-            }
+            Err(e) if e.code() == Code::Aborted => Err(BridgeError::RemoteLost {
+                group: self.remote.clone(),
+                reason: e.to_string(),
+            }),
             Err(e) => Err(vm_error("intercomm_create", e)),
         }
     }
@@ -315,7 +376,10 @@ fn all_ranks_agree<C: Communicator>(comm: &C, mine: bool) -> bool {
 /// between two group incarnations: symmetric in the two groups.
 pub fn context_id(a: (&str, u64), b: (&str, u64), ordinal: u64) -> u64 {
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    let key = format!("{}\u{1f}{}\u{1e}{}\u{1f}{}\u{1e}{}", lo.0, lo.1, hi.0, hi.1, ordinal);
+    let key = format!(
+        "{}\u{1f}{}\u{1e}{}\u{1f}{}\u{1e}{}",
+        lo.0, lo.1, hi.0, hi.1, ordinal
+    );
     fnv1a64(key.as_bytes())
 }
 
@@ -338,12 +402,23 @@ async fn forward_deaths(
         if ev.kind != pb::GroupEventKind::MemberDied as i32 {
             continue;
         }
-        let process = peers.lock().ok().and_then(|p| p.get(&(ev.group.clone(), ev.instance)).copied());
-        let (Some(process), Some(engine)) = (process, engine.upgrade()) else { continue };
-        engine.peer_failed(process, &format!("member {} of group {:?} died", ev.instance, ev.group));
+        let process = peers
+            .lock()
+            .ok()
+            .and_then(|p| p.get(&(ev.group.clone(), ev.instance)).copied());
+        let (Some(process), Some(engine)) = (process, engine.upgrade()) else {
+            continue;
+        };
+        engine.peer_failed(
+            process,
+            &format!("member {} of group {:?} died", ev.instance, ev.group),
+        );
     }
 }
 
 fn vm_error(op: &'static str, e: ClientError) -> BridgeError {
-    BridgeError::Vm { op, message: e.to_string() }
+    BridgeError::Vm {
+        op,
+        message: e.to_string(),
+    }
 }

@@ -119,7 +119,11 @@ pub trait WireType: Sized + Send + Sync + 'static {
 impl<T: Equivalence + Send + Sync + 'static> WireType for T {
     fn type_sig() -> Result<TypeSig> {
         let info = datatype::type_info::<T>()?;
-        Ok(TypeSig { signature: info.signature, format: info.preferred_format(), elem_size: info.wire_size_per_elem })
+        Ok(TypeSig {
+            signature: info.signature,
+            format: info.preferred_format(),
+            elem_size: info.wire_size_per_elem,
+        })
     }
 
     fn encode(buf: &[Self]) -> Result<Cow<'_, [u8]>> {
@@ -139,7 +143,10 @@ impl<T: Equivalence + Send + Sync + 'static> WireType for T {
         }
         let count = bytes.len() / per;
         if count > out.len() {
-            return Err(BridgeError::Truncated { message_bytes: bytes.len() as u64, buffer_bytes: (out.len() * per) as u64 });
+            return Err(BridgeError::Truncated {
+                message_bytes: bytes.len() as u64,
+                buffer_bytes: (out.len() * per) as u64,
+            });
         }
         Ok(datatype::decode_into(fmt, bytes, count, out)?)
     }
@@ -148,7 +155,9 @@ impl<T: Equivalence + Send + Sync + 'static> WireType for T {
         let info = datatype::type_info::<T>().ok()?;
         // Only a single contiguous basic type whose memory layout is its wire
         // layout may be received in place.
-        if info.preferred_format() != WireFormat::native_raw() || info.extent as usize != std::mem::size_of::<T>() {
+        if info.preferred_format() != WireFormat::native_raw()
+            || info.extent as usize != std::mem::size_of::<T>()
+        {
             return None;
         }
         let len = std::mem::size_of_val(out);

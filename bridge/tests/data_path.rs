@@ -25,19 +25,42 @@ fn start(config: EngineConfig) -> isthmus_bridge::Result<Arc<Engine>> {
 }
 
 fn engine(secret: &[u8]) -> Arc<Engine> {
-    start(EngineConfig { secret: secret.to_vec(), host: "testhost".into() }).expect("engine starts")
+    start(EngineConfig {
+        secret: secret.to_vec(),
+        host: "testhost".into(),
+    })
+    .expect("engine starts")
 }
 
 /// Two groups of engines and the intercomms between them: a[i] talks to group b and vice versa.
-type Groups = (Vec<Arc<Engine>>, Vec<Arc<Engine>>, Vec<InterComm>, Vec<InterComm>);
+type Groups = (
+    Vec<Arc<Engine>>,
+    Vec<Arc<Engine>>,
+    Vec<InterComm>,
+    Vec<InterComm>,
+);
 
 fn groups(na: usize, nb: usize, context: u64) -> Groups {
     let ea: Vec<_> = (0..na).map(|_| engine(b"vm")).collect();
     let eb: Vec<_> = (0..nb).map(|_| engine(b"vm")).collect();
     let epa: Vec<_> = ea.iter().map(|e| e.endpoint()).collect();
     let epb: Vec<_> = eb.iter().map(|e| e.endpoint()).collect();
-    let ca = ea.iter().enumerate().map(|(i, e)| e.intercomm(context, i as u32, na as u32, epb.clone()).unwrap()).collect();
-    let cb = eb.iter().enumerate().map(|(i, e)| e.intercomm(context, i as u32, nb as u32, epa.clone()).unwrap()).collect();
+    let ca = ea
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            e.intercomm(context, i as u32, na as u32, epb.clone())
+                .unwrap()
+        })
+        .collect();
+    let cb = eb
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            e.intercomm(context, i as u32, nb as u32, epa.clone())
+                .unwrap()
+        })
+        .collect();
     (ea, eb, ca, cb)
 }
 
@@ -56,7 +79,10 @@ fn endpoint_roundtrip_and_garbage() {
     let ep = e.endpoint();
     assert_eq!(Endpoint::decode(&ep.encode()).unwrap(), ep);
     assert!(ep.unix.is_some() && ep.tcp.is_some());
-    assert!(matches!(Endpoint::decode(b"nope"), Err(BridgeError::BadEndpoint(_))));
+    assert!(matches!(
+        Endpoint::decode(b"nope"),
+        Err(BridgeError::BadEndpoint(_))
+    ));
     let mut enc = ep.encode();
     enc.truncate(enc.len() - 3);
     assert!(Endpoint::decode(&enc).is_err());
@@ -65,7 +91,11 @@ fn endpoint_roundtrip_and_garbage() {
 #[test]
 fn all_pairs_exchange_with_checksums() {
     let (_ea, _eb, ca, cb) = groups(2, 3, 7);
-    let all: Vec<(bool, InterComm)> = ca.into_iter().map(|c| (true, c)).chain(cb.into_iter().map(|c| (false, c))).collect();
+    let all: Vec<(bool, InterComm)> = ca
+        .into_iter()
+        .map(|c| (true, c))
+        .chain(cb.into_iter().map(|c| (false, c)))
+        .collect();
     std::thread::scope(|s| {
         for (is_a, c) in &all {
             s.spawn(move || {
@@ -73,15 +103,20 @@ fn all_pairs_exchange_with_checksums() {
                 let side = if *is_a { 0u8 } else { 1u8 };
                 for d in 0..c.remote_size() {
                     let len = 1000 + 37 * (me as usize) + 1013 * d as usize;
-                    let data: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(side + 3).wrapping_add(me as u8)).collect();
+                    let data: Vec<u8> = (0..len)
+                        .map(|i| (i as u8).wrapping_mul(side + 3).wrapping_add(me as u8))
+                        .collect();
                     c.send(d, 5, &[checksum(&data)]).unwrap();
                     c.send(d, 6, &data).unwrap();
                 }
                 for src in 0..c.remote_size() {
                     let mut sum = [0u64];
-                    c.recv_timeout(Source::Rank(src), Tag::Value(5), &mut sum, T).unwrap();
+                    c.recv_timeout(Source::Rank(src), Tag::Value(5), &mut sum, T)
+                        .unwrap();
                     let mut buf = vec![0u8; 1 << 16];
-                    let st = c.recv_timeout(Source::Rank(src), Tag::Value(6), &mut buf, T).unwrap();
+                    let st = c
+                        .recv_timeout(Source::Rank(src), Tag::Value(6), &mut buf, T)
+                        .unwrap();
                     assert_eq!(st.source, src);
                     assert_eq!(checksum(&buf[..st.count as usize]), sum[0]);
                     let other = if *is_a { 1u8 } else { 0u8 };
@@ -102,8 +137,15 @@ fn wildcards_and_status() {
     let mut got = Vec::new();
     for _ in 0..2 {
         let mut buf = [0i32; 8];
-        let st = cb[0].recv_timeout(Source::Any, Tag::Any, &mut buf, T).unwrap();
-        got.push((st.source, st.tag, st.count, buf[..st.count as usize].to_vec()));
+        let st = cb[0]
+            .recv_timeout(Source::Any, Tag::Any, &mut buf, T)
+            .unwrap();
+        got.push((
+            st.source,
+            st.tag,
+            st.count,
+            buf[..st.count as usize].to_vec(),
+        ));
     }
     got.sort();
     assert_eq!(got, vec![(0, 11, 3, vec![1, 2, 3]), (1, 22, 2, vec![4, 5])]);
@@ -111,18 +153,27 @@ fn wildcards_and_status() {
     ca[1].send(0, 1, &[10u16]).unwrap();
     ca[0].send(0, 2, &[20u16]).unwrap();
     let mut b = [0u16];
-    let st = cb[0].recv_timeout(Source::Any, Tag::Value(2), &mut b, T).unwrap();
+    let st = cb[0]
+        .recv_timeout(Source::Any, Tag::Value(2), &mut b, T)
+        .unwrap();
     assert_eq!((st.source, st.tag, b[0]), (0, 2, 20));
-    let st = cb[0].recv_timeout(Source::Rank(1), Tag::Any, &mut b, T).unwrap();
+    let st = cb[0]
+        .recv_timeout(Source::Rank(1), Tag::Any, &mut b, T)
+        .unwrap();
     assert_eq!((st.source, st.tag, st.count, b[0]), (1, 1, 1, 10));
     // Probe does not consume.
     ca[0].send(0, 3, &[1.5f64, 2.5]).unwrap();
     let p = cb[0].probe_timeout(Source::Any, Tag::Any, T).unwrap();
     assert_eq!((p.source, p.tag, p.count, p.bytes), (0, 3, 2, 16));
-    assert_eq!(cb[0].iprobe(Source::Rank(0), Tag::Value(3)).unwrap(), Some(p));
+    assert_eq!(
+        cb[0].iprobe(Source::Rank(0), Tag::Value(3)).unwrap(),
+        Some(p)
+    );
     assert_eq!(cb[0].iprobe(Source::Rank(0), Tag::Value(4)).unwrap(), None);
     let mut f = [0f64; 2];
-    cb[0].recv_timeout(Source::Rank(0), Tag::Value(3), &mut f, T).unwrap();
+    cb[0]
+        .recv_timeout(Source::Rank(0), Tag::Value(3), &mut f, T)
+        .unwrap();
     assert_eq!(f, [1.5, 2.5]);
 }
 
@@ -149,7 +200,9 @@ fn ordering_under_thousands_of_messages() {
         // Receive with ANY tag: must see exact send order.
         let mut buf = [0u32; 8];
         for i in 0..N {
-            let st = b.recv_timeout(Source::Rank(0), Tag::Any, &mut buf, T).unwrap();
+            let st = b
+                .recv_timeout(Source::Rank(0), Tag::Any, &mut buf, T)
+                .unwrap();
             assert_eq!(buf[0], i, "message overtaken");
             assert_eq!(st.tag, (i % 2) as i32);
             assert_eq!(st.count, (i % 7) as u64 + 1);
@@ -161,11 +214,13 @@ fn ordering_under_thousands_of_messages() {
     }
     let mut b1 = [0u32];
     for want in (1..200).step_by(2) {
-        b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut b1, T).unwrap();
+        b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut b1, T)
+            .unwrap();
         assert_eq!(b1[0], want);
     }
     for want in (0..200).step_by(2) {
-        b.recv_timeout(Source::Rank(0), Tag::Value(0), &mut b1, T).unwrap();
+        b.recv_timeout(Source::Rank(0), Tag::Value(0), &mut b1, T)
+            .unwrap();
         assert_eq!(b1[0], want);
     }
 }
@@ -185,21 +240,29 @@ fn ssend_completes_only_after_match() {
         std::thread::sleep(Duration::from_millis(300));
         events.lock().unwrap().push("recv posted");
         let mut x = [0u64];
-        b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut x, T).unwrap();
+        b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut x, T)
+            .unwrap();
         assert_eq!(x[0], 42);
     });
-    assert_eq!(*events.lock().unwrap(), vec!["recv posted", "ssend returned"]);
+    assert_eq!(
+        *events.lock().unwrap(),
+        vec!["recv posted", "ssend returned"]
+    );
 
     // issend: not complete before the match, complete after (receive posted first → zero-copy path).
     let r = a.issend(0, 2, &[7u8; 100]).unwrap();
     std::thread::sleep(Duration::from_millis(100));
     assert!(!r.test(), "issend completed before any receive was posted");
     let mut buf = [0u8; 100];
-    b.recv_timeout(Source::Any, Tag::Value(2), &mut buf, T).unwrap();
+    b.recv_timeout(Source::Any, Tag::Value(2), &mut buf, T)
+        .unwrap();
     r.wait_timeout(T).unwrap();
 
     // ssend times out when nobody receives.
-    assert!(matches!(a.ssend_timeout(0, 3, &[1u8], Duration::from_millis(100)), Err(BridgeError::Timeout(_))));
+    assert!(matches!(
+        a.ssend_timeout(0, 3, &[1u8], Duration::from_millis(100)),
+        Err(BridgeError::Timeout(_))
+    ));
 }
 
 #[test]
@@ -207,10 +270,14 @@ fn zero_byte_messages() {
     let (_ea, _eb, a, b) = pair(15);
     a.send::<u8>(0, 0, &[]).unwrap();
     let mut empty: [u8; 0] = [];
-    let st = b.recv_timeout(Source::Rank(0), Tag::Value(0), &mut empty, T).unwrap_or_else(|e| panic!("{e}"));
+    let st = b
+        .recv_timeout(Source::Rank(0), Tag::Value(0), &mut empty, T)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((st.count, st.bytes), (0, 0));
     let r = a.issend::<i32>(0, 2, &[]).unwrap();
-    let (v, st) = b.recv_bytes_timeout(Source::Any, Tag::Value(2), None, 0, T).unwrap();
+    let (v, st) = b
+        .recv_bytes_timeout(Source::Any, Tag::Value(2), None, 0, T)
+        .unwrap();
     assert!(v.is_empty());
     assert_eq!(st.count, 0);
     r.wait_timeout(T).unwrap();
@@ -227,7 +294,9 @@ fn huge_256mib_message_both_paths() {
         let mut buf = vec![0u8; n];
         let b = &b;
         let h = s.spawn(move || {
-            let st = b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut buf, T).unwrap();
+            let st = b
+                .recv_timeout(Source::Rank(0), Tag::Value(1), &mut buf, T)
+                .unwrap();
             (st, checksum(&buf))
         });
         std::thread::sleep(Duration::from_millis(50));
@@ -237,9 +306,19 @@ fn huge_256mib_message_both_paths() {
         assert_eq!(got, sum);
     });
     // Unexpected path: isend, then receive later.
-    let r = a.isend_bytes(0, 2, &u8::type_sig().unwrap(), n as u64, data).unwrap();
+    let r = a
+        .isend_bytes(0, 2, &u8::type_sig().unwrap(), n as u64, data)
+        .unwrap();
     r.wait_timeout(T).unwrap();
-    let (v, st) = b.recv_bytes_timeout(Source::Rank(0), Tag::Value(2), Some(u8::type_sig().unwrap().signature), n, T).unwrap();
+    let (v, st) = b
+        .recv_bytes_timeout(
+            Source::Rank(0),
+            Tag::Value(2),
+            Some(u8::type_sig().unwrap().signature),
+            n,
+            T,
+        )
+        .unwrap();
     assert_eq!(st.count as usize, n);
     assert_eq!(checksum(&v), sum);
 }
@@ -251,13 +330,20 @@ fn type_mismatch_consumes_message_only() {
     a.send(0, 1, &[3i32]).unwrap();
     let mut ints = [0i32; 4];
     match b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut ints, T) {
-        Err(BridgeError::TypeMismatch { expected, actual, from_rank: 0, tag: 1 }) => {
+        Err(BridgeError::TypeMismatch {
+            expected,
+            actual,
+            from_rank: 0,
+            tag: 1,
+        }) => {
             assert_eq!(expected, i32::type_sig().unwrap().signature);
             assert_eq!(actual, f32::type_sig().unwrap().signature);
         }
         other => panic!("expected TypeMismatch, got {other:?}"),
     }
-    let st = b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut ints, T).unwrap();
+    let st = b
+        .recv_timeout(Source::Rank(0), Tag::Value(1), &mut ints, T)
+        .unwrap();
     assert_eq!((st.count, ints[0]), (1, 3));
     // Mismatch on the posted (zero-copy) path too.
     std::thread::scope(|s| {
@@ -267,7 +353,10 @@ fn type_mismatch_consumes_message_only() {
         });
         std::thread::sleep(Duration::from_millis(50));
         a.send(0, 2, &[1u32, 2]).unwrap();
-        assert!(matches!(h.join().unwrap(), Err(BridgeError::TypeMismatch { .. })));
+        assert!(matches!(
+            h.join().unwrap(),
+            Err(BridgeError::TypeMismatch { .. })
+        ));
     });
 }
 
@@ -278,10 +367,15 @@ fn truncation_then_next_message_received() {
     a.send(0, 1, &[8u8; 10]).unwrap();
     let mut small = [0u8; 50];
     match b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut small, T) {
-        Err(BridgeError::Truncated { message_bytes: 100, buffer_bytes: 50 }) => {}
+        Err(BridgeError::Truncated {
+            message_bytes: 100,
+            buffer_bytes: 50,
+        }) => {}
         other => panic!("expected Truncated, got {other:?}"),
     }
-    let st = b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut small, T).unwrap();
+    let st = b
+        .recv_timeout(Source::Rank(0), Tag::Value(1), &mut small, T)
+        .unwrap();
     assert_eq!((st.count, small[0]), (10, 8));
     // Posted path.
     std::thread::scope(|s| {
@@ -292,10 +386,18 @@ fn truncation_then_next_message_received() {
         std::thread::sleep(Duration::from_millis(50));
         a.send(0, 2, &[1u8; 5]).unwrap();
         a.send(0, 2, &[2u8; 3]).unwrap();
-        assert!(matches!(h.join().unwrap(), Err(BridgeError::Truncated { message_bytes: 5, buffer_bytes: 4 })));
+        assert!(matches!(
+            h.join().unwrap(),
+            Err(BridgeError::Truncated {
+                message_bytes: 5,
+                buffer_bytes: 4
+            })
+        ));
     });
     let mut buf = [0u8; 4];
-    let st = b.recv_timeout(Source::Rank(0), Tag::Value(2), &mut buf, T).unwrap();
+    let st = b
+        .recv_timeout(Source::Rank(0), Tag::Value(2), &mut buf, T)
+        .unwrap();
     assert_eq!((st.count, buf[0]), (3, 2));
 }
 
@@ -307,7 +409,10 @@ fn intercomms_with_same_tags_do_not_mix() {
     let a2 = ea.intercomm(200, 0, 1, vec![eb.endpoint()]).unwrap();
     let b1 = eb.intercomm(100, 0, 1, vec![ea.endpoint()]).unwrap();
     let b2 = eb.intercomm(200, 0, 1, vec![ea.endpoint()]).unwrap();
-    assert!(matches!(ea.intercomm(100, 0, 1, vec![eb.endpoint()]), Err(BridgeError::ContextInUse(100))));
+    assert!(matches!(
+        ea.intercomm(100, 0, 1, vec![eb.endpoint()]),
+        Err(BridgeError::ContextInUse(100))
+    ));
     for i in 0..50u32 {
         a1.send(0, 5, &[i]).unwrap();
         a2.send(0, 5, &[1000 + i]).unwrap();
@@ -318,7 +423,8 @@ fn intercomms_with_same_tags_do_not_mix() {
         assert_eq!(x[0], 1000 + i);
     }
     for i in 0..50u32 {
-        b1.recv_timeout(Source::Any, Tag::Value(5), &mut x, T).unwrap();
+        b1.recv_timeout(Source::Any, Tag::Value(5), &mut x, T)
+            .unwrap();
         assert_eq!(x[0], i);
     }
     // Messages sent before the receiver registers its context are kept.
@@ -327,7 +433,8 @@ fn intercomms_with_same_tags_do_not_mix() {
     std::thread::sleep(Duration::from_millis(50));
     let b3 = eb.intercomm(300, 0, 1, vec![ea.endpoint()]).unwrap();
     let mut y = [0u8];
-    b3.recv_timeout(Source::Rank(0), Tag::Value(1), &mut y, T).unwrap();
+    b3.recv_timeout(Source::Rank(0), Tag::Value(1), &mut y, T)
+        .unwrap();
     assert_eq!(y[0], 77);
     // Dropping a context: late messages are discarded, other contexts unaffected.
     drop(b2);
@@ -345,7 +452,8 @@ fn peer_failure_fails_pending_and_future_operations() {
         let h = s.spawn(|| {
             let mut x = [0u8];
             // The message sent before the failure is still delivered.
-            b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut x, T).unwrap();
+            b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut x, T)
+                .unwrap();
             assert_eq!(x[0], 5);
             b.recv_timeout(Source::Rank(0), Tag::Value(2), &mut x, T)
         });
@@ -353,15 +461,29 @@ fn peer_failure_fails_pending_and_future_operations() {
         std::thread::sleep(Duration::from_millis(100));
         ea.abort_for_test();
         match h.join().unwrap() {
-            Err(BridgeError::PeerFailed { rank: 0, reason }) => assert!(reason.contains("without BYE"), "{reason}"),
+            Err(BridgeError::PeerFailed { rank: 0, reason }) => {
+                assert!(reason.contains("without BYE"), "{reason}")
+            }
             other => panic!("expected PeerFailed, got {other:?}"),
         }
-        assert!(matches!(irq.wait_timeout(T), Err(BridgeError::PeerFailed { .. })));
+        assert!(matches!(
+            irq.wait_timeout(T),
+            Err(BridgeError::PeerFailed { .. })
+        ));
     });
     let mut x = [0u8];
-    assert!(matches!(b.recv_timeout(Source::Any, Tag::Any, &mut x, T), Err(BridgeError::PeerFailed { .. })));
-    assert!(matches!(b.send(0, 1, &[1u8]), Err(BridgeError::PeerFailed { rank: 0, .. })));
-    assert!(matches!(b.probe_timeout(Source::Rank(0), Tag::Any, T), Err(BridgeError::PeerFailed { .. })));
+    assert!(matches!(
+        b.recv_timeout(Source::Any, Tag::Any, &mut x, T),
+        Err(BridgeError::PeerFailed { .. })
+    ));
+    assert!(matches!(
+        b.send(0, 1, &[1u8]),
+        Err(BridgeError::PeerFailed { rank: 0, .. })
+    ));
+    assert!(matches!(
+        b.probe_timeout(Source::Rank(0), Tag::Any, T),
+        Err(BridgeError::PeerFailed { .. })
+    ));
 }
 
 #[test]
@@ -376,9 +498,15 @@ fn reported_peer_failure_fails_ssend_and_recv() {
         });
         b.probe_timeout(Source::Rank(0), Tag::Value(1), T).unwrap();
         std::thread::sleep(Duration::from_millis(50));
-        a.engine().peer_failed(eb.endpoint().process, "vmd says it died");
-        assert!(matches!(h1.join().unwrap(), Err(BridgeError::PeerFailed { rank: 0, ref reason }) if reason == "vmd says it died"));
-        assert!(matches!(h2.join().unwrap(), Err(BridgeError::PeerFailed { rank: 0, .. })));
+        a.engine()
+            .peer_failed(eb.endpoint().process, "vmd says it died");
+        assert!(
+            matches!(h1.join().unwrap(), Err(BridgeError::PeerFailed { rank: 0, ref reason }) if reason == "vmd says it died")
+        );
+        assert!(matches!(
+            h2.join().unwrap(),
+            Err(BridgeError::PeerFailed { rank: 0, .. })
+        ));
     });
 }
 
@@ -393,25 +521,42 @@ fn wrong_secret_is_rejected() {
         other => panic!("expected a Connect error, got {other:?}"),
     }
     // TCP path (different host) is guarded the same way.
-    let far = start(EngineConfig { secret: b"wrong".to_vec(), host: "elsewhere".into() }).unwrap();
+    let far = start(EngineConfig {
+        secret: b"wrong".to_vec(),
+        host: "elsewhere".into(),
+    })
+    .unwrap();
     let c2 = far.intercomm(1, 0, 1, vec![good.endpoint()]).unwrap();
-    assert!(matches!(c2.send(0, 0, &[1u8]), Err(BridgeError::Connect { .. })));
+    assert!(matches!(
+        c2.send(0, 0, &[1u8]),
+        Err(BridgeError::Connect { .. })
+    ));
 }
 
 #[test]
 fn tcp_path_works_between_hosts() {
-    let ea = start(EngineConfig { secret: b"vm".to_vec(), host: "host-a".into() }).unwrap();
-    let eb = start(EngineConfig { secret: b"vm".to_vec(), host: "host-b".into() }).unwrap();
+    let ea = start(EngineConfig {
+        secret: b"vm".to_vec(),
+        host: "host-a".into(),
+    })
+    .unwrap();
+    let eb = start(EngineConfig {
+        secret: b"vm".to_vec(),
+        host: "host-b".into(),
+    })
+    .unwrap();
     let a = ea.intercomm(1, 0, 1, vec![eb.endpoint()]).unwrap();
     let b = eb.intercomm(1, 0, 1, vec![ea.endpoint()]).unwrap();
     let data: Vec<u64> = (0..100_000).collect();
     a.send(0, 3, &data).unwrap();
     let mut out = vec![0u64; 100_000];
-    b.recv_timeout(Source::Rank(0), Tag::Value(3), &mut out, T).unwrap();
+    b.recv_timeout(Source::Rank(0), Tag::Value(3), &mut out, T)
+        .unwrap();
     assert_eq!(out, data);
     let r = b.issend(0, 4, &[1i8]).unwrap();
     let mut y = [0i8];
-    a.recv_timeout(Source::Rank(0), Tag::Value(4), &mut y, T).unwrap();
+    a.recv_timeout(Source::Rank(0), Tag::Value(4), &mut y, T)
+        .unwrap();
     r.wait_timeout(T).unwrap();
 }
 
@@ -424,7 +569,9 @@ fn isend_progresses_without_receiver_calls() {
     let r = a.isend(0, 1, &big).unwrap();
     r.wait_timeout(T).unwrap();
     let mut buf = vec![0u8; 64 << 20];
-    let st = b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut buf, T).unwrap();
+    let st = b
+        .recv_timeout(Source::Rank(0), Tag::Value(1), &mut buf, T)
+        .unwrap();
     assert_eq!(st.bytes, 64 << 20);
     assert!(buf.iter().all(|&x| x == 3));
 }
@@ -446,7 +593,9 @@ fn intercomm_used_from_many_threads() {
             s.spawn(move || {
                 let mut x = [0u32; 2];
                 for i in 0..500u32 {
-                    let st = b2.recv_timeout(Source::Rank(0), Tag::Value(t), &mut x, T).unwrap();
+                    let st = b2
+                        .recv_timeout(Source::Rank(0), Tag::Value(t), &mut x, T)
+                        .unwrap();
                     assert_eq!((st.tag, x[0], x[1]), (t, t as u32, i));
                 }
             });
@@ -459,12 +608,21 @@ fn requests_wait_any_and_test() {
     let (_ea, _eb, a, b) = pair(31);
     let mut bufs = vec![[0u32; 1]; 3];
     let mut it = bufs.iter_mut();
-    let r0 = b.irecv(Source::Rank(0), Tag::Value(0), it.next().unwrap()).unwrap();
-    let r1 = b.irecv(Source::Rank(0), Tag::Value(1), it.next().unwrap()).unwrap();
-    let r2 = b.irecv(Source::Rank(0), Tag::Value(2), it.next().unwrap()).unwrap();
+    let r0 = b
+        .irecv(Source::Rank(0), Tag::Value(0), it.next().unwrap())
+        .unwrap();
+    let r1 = b
+        .irecv(Source::Rank(0), Tag::Value(1), it.next().unwrap())
+        .unwrap();
+    let r2 = b
+        .irecv(Source::Rank(0), Tag::Value(2), it.next().unwrap())
+        .unwrap();
     let reqs = vec![r0, r1, r2];
     assert!(reqs.iter().all(|r| !r.test()));
-    assert!(matches!(wait_any(&reqs, Some(Duration::from_millis(50))), Err(BridgeError::Timeout(_))));
+    assert!(matches!(
+        wait_any(&reqs, Some(Duration::from_millis(50))),
+        Err(BridgeError::Timeout(_))
+    ));
     a.send(0, 1, &[11u32]).unwrap();
     assert_eq!(wait_any(&reqs, Some(T)).unwrap(), 1);
     a.send(0, 0, &[10u32]).unwrap();
@@ -475,21 +633,45 @@ fn requests_wait_any_and_test() {
     assert_eq!(bufs, vec![[10], [11], [12]]);
     // A timed-out receive is withdrawn: the next message goes to the next receive.
     let mut x = [0u8];
-    assert!(matches!(b.recv_timeout(Source::Rank(0), Tag::Value(5), &mut x, Duration::from_millis(20)), Err(BridgeError::Timeout(_))));
+    assert!(matches!(
+        b.recv_timeout(
+            Source::Rank(0),
+            Tag::Value(5),
+            &mut x,
+            Duration::from_millis(20)
+        ),
+        Err(BridgeError::Timeout(_))
+    ));
     a.send(0, 5, &[1u8]).unwrap();
-    b.recv_timeout(Source::Rank(0), Tag::Value(5), &mut x, T).unwrap();
+    b.recv_timeout(Source::Rank(0), Tag::Value(5), &mut x, T)
+        .unwrap();
     assert_eq!(x[0], 1);
 }
 
 #[test]
 fn invalid_arguments() {
     let (_ea, _eb, a, _b) = pair(33);
-    assert!(matches!(a.send(5, 0, &[1u8]), Err(BridgeError::InvalidArgument(_))));
-    assert!(matches!(a.send(0, -3, &[1u8]), Err(BridgeError::InvalidArgument(_))));
+    assert!(matches!(
+        a.send(5, 0, &[1u8]),
+        Err(BridgeError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        a.send(0, -3, &[1u8]),
+        Err(BridgeError::InvalidArgument(_))
+    ));
     let mut x = [0u8];
-    assert!(matches!(a.recv_timeout(Source::Rank(9), Tag::Any, &mut x, T), Err(BridgeError::InvalidArgument(_))));
-    assert!(matches!(a.recv_timeout(Source::Any, Tag::Value(-2), &mut x, T), Err(BridgeError::InvalidArgument(_))));
-    assert!(matches!(a.send_bytes(0, 0, &u32::type_sig().unwrap(), 3, &[0u8; 5]), Err(BridgeError::InvalidArgument(_))));
+    assert!(matches!(
+        a.recv_timeout(Source::Rank(9), Tag::Any, &mut x, T),
+        Err(BridgeError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        a.recv_timeout(Source::Any, Tag::Value(-2), &mut x, T),
+        Err(BridgeError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        a.send_bytes(0, 0, &u32::type_sig().unwrap(), 3, &[0u8; 5]),
+        Err(BridgeError::InvalidArgument(_))
+    ));
 }
 
 #[test]
@@ -510,7 +692,10 @@ fn orderly_shutdown_fails_peer_waiters() {
         h.join().unwrap().unwrap();
     });
     let mut x = [0u8];
-    assert!(matches!(b.recv_timeout(Source::Rank(0), Tag::Any, &mut x, T), Err(BridgeError::PeerFailed { .. })));
+    assert!(matches!(
+        b.recv_timeout(Source::Rank(0), Tag::Any, &mut x, T),
+        Err(BridgeError::PeerFailed { .. })
+    ));
 }
 
 #[test]
@@ -531,10 +716,16 @@ fn a_rank_that_left_in_order_does_not_fail_any_source_receives() {
     let st = a.recv_timeout(Source::Any, Tag::Any, &mut x, T).unwrap();
     assert_eq!((st.source, x[0]), (1, 20));
     // A receive naming the departed rank fails: nothing more can come from it.
-    assert!(matches!(a.recv_timeout(Source::Rank(0), Tag::Any, &mut x, T), Err(BridgeError::PeerFailed { .. })));
+    assert!(matches!(
+        a.recv_timeout(Source::Rank(0), Tag::Any, &mut x, T),
+        Err(BridgeError::PeerFailed { .. })
+    ));
     // Once every remote rank has gone, ANY_SOURCE fails too instead of hanging.
     drop(b1);
     eb[1].shutdown();
-    assert!(matches!(a.recv_timeout(Source::Any, Tag::Any, &mut x, T), Err(BridgeError::PeerFailed { .. })));
+    assert!(matches!(
+        a.recv_timeout(Source::Any, Tag::Any, &mut x, T),
+        Err(BridgeError::PeerFailed { .. })
+    ));
     drop(ea);
 }

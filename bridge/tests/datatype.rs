@@ -29,12 +29,19 @@ struct Nested {
 }
 
 fn runs(list: &[(BasicType, u64)]) -> Vec<Run> {
-    list.iter().map(|&(basic, count)| Run { basic, count }).collect()
+    list.iter()
+        .map(|&(basic, count)| Run { basic, count })
+        .collect()
 }
 
 fn check_sig<T: Equivalence + 'static>(expect: &[(BasicType, u64)]) -> u64 {
     let info = type_info::<T>().unwrap();
-    assert_eq!(info.runs, runs(expect), "runs of {}", std::any::type_name::<T>());
+    assert_eq!(
+        info.runs,
+        runs(expect),
+        "runs of {}",
+        std::any::type_name::<T>()
+    );
     assert_eq!(info.signature, hash_runs(&info.runs));
     // cached: same pointer on second call
     assert!(std::ptr::eq(info, type_info::<T>().unwrap()));
@@ -62,14 +69,24 @@ fn primitives() {
         }
     }
     // usize/isize are rsmpi aliases of u64/i64 on 64-bit
-    assert_eq!(type_info::<usize>().unwrap().signature, type_info::<u64>().unwrap().signature);
-    for t in [type_info::<f64>().unwrap(), type_info::<bool>().unwrap(), type_info::<u16>().unwrap()] {
+    assert_eq!(
+        type_info::<usize>().unwrap().signature,
+        type_info::<u64>().unwrap().signature
+    );
+    for t in [
+        type_info::<f64>().unwrap(),
+        type_info::<bool>().unwrap(),
+        type_info::<u16>().unwrap(),
+    ] {
         assert!(t.raw, "{t:?} should use the raw path");
         assert!(t.contiguous_basic.is_some());
         assert_eq!(t.wire_size_per_elem, t.data_size_per_elem);
     }
     // stability: pinned values (identical under Open MPI and MPICH)
-    assert_eq!(hash_runs(&runs(&[(F64, 1)])), type_info::<f64>().unwrap().signature);
+    assert_eq!(
+        hash_runs(&runs(&[(F64, 1)])),
+        type_info::<f64>().unwrap().signature
+    );
     println!("signature f64 = {:#018x}, i32 = {:#018x}", sigs[9], sigs[4]);
     println!("primitives: ok");
 }
@@ -82,7 +99,11 @@ fn padded_struct() {
     assert_eq!(info.external32_size_per_elem, 13);
     assert_eq!(info.extent, std::mem::size_of::<Padded>());
     let data: Vec<Padded> = (0..100)
-        .map(|i| Padded { a: i as u8, b: i as f64 * 0.5 - 7.25, c: -(i as i32) * 1000 })
+        .map(|i| Padded {
+            a: i as u8,
+            b: i as f64 * 0.5 - 7.25,
+            c: -(i as i32) * 1000,
+        })
         .collect();
     let enc = encode(&data).unwrap();
     assert_eq!(enc.format, WireFormat::External32);
@@ -93,30 +114,72 @@ fn padded_struct() {
     assert_eq!(&enc.bytes[9..13], &0i32.to_be_bytes());
     assert_eq!(&enc.bytes[13 + 9..13 + 13], &(-1000i32).to_be_bytes());
     let mut out = vec![Padded::default(); 120];
-    let n = decode_message(&enc.sig(), enc.format, &enc.bytes, &mut out, MatchRule::ExactElement).unwrap();
+    let n = decode_message(
+        &enc.sig(),
+        enc.format,
+        &enc.bytes,
+        &mut out,
+        MatchRule::ExactElement,
+    )
+    .unwrap();
     assert_eq!(n, 100);
     assert_eq!(&out[..100], &data[..]);
     assert_eq!(out[100], Padded::default());
 
     // nested arrays of structs
-    check_sig::<Nested>(&[(U8, 1), (F64, 1), (I32, 1), (U8, 1), (F64, 1), (I32, 1), (Bool, 1), (U16, 3)]);
+    check_sig::<Nested>(&[
+        (U8, 1),
+        (F64, 1),
+        (I32, 1),
+        (U8, 1),
+        (F64, 1),
+        (I32, 1),
+        (Bool, 1),
+        (U16, 3),
+    ]);
     let nd = vec![
-        Nested { p: [data[3], data[4]], flag: true, v: [1, 2, 65535] },
-        Nested { p: [data[5], data[6]], flag: false, v: [7, 8, 9] },
+        Nested {
+            p: [data[3], data[4]],
+            flag: true,
+            v: [1, 2, 65535],
+        },
+        Nested {
+            p: [data[5], data[6]],
+            flag: false,
+            v: [7, 8, 9],
+        },
     ];
     let enc = encode(&nd).unwrap();
     let mut out = vec![Nested::default(); 2];
-    decode_message(&enc.sig(), enc.format, &enc.bytes, &mut out, MatchRule::ExactElement).unwrap();
+    decode_message(
+        &enc.sig(),
+        enc.format,
+        &enc.bytes,
+        &mut out,
+        MatchRule::ExactElement,
+    )
+    .unwrap();
     assert_eq!(out, nd);
     // our MPI_Pack + swap external32 equals MPI_Pack_external's, where the
     // implementation can do it (MPICH 4.0 traps on heterogeneous structs)
     if !is_mpich() {
         let owner = Padded::equivalent_datatype();
-        let mpi_bytes = unsafe { pack_external32(owner.as_raw(), data.len(), data.as_ptr() as *const _) }.unwrap();
-        assert_eq!(&mpi_bytes[..], &encode(&data).unwrap().bytes[..], "Padded: ours vs MPI_Pack_external");
+        let mpi_bytes =
+            unsafe { pack_external32(owner.as_raw(), data.len(), data.as_ptr() as *const _) }
+                .unwrap();
+        assert_eq!(
+            &mpi_bytes[..],
+            &encode(&data).unwrap().bytes[..],
+            "Padded: ours vs MPI_Pack_external"
+        );
         let owner = Nested::equivalent_datatype();
-        let mpi_bytes = unsafe { pack_external32(owner.as_raw(), nd.len(), nd.as_ptr() as *const _) }.unwrap();
-        assert_eq!(&mpi_bytes[..], &encode(&nd).unwrap().bytes[..], "Nested: ours vs MPI_Pack_external");
+        let mpi_bytes =
+            unsafe { pack_external32(owner.as_raw(), nd.len(), nd.as_ptr() as *const _) }.unwrap();
+        assert_eq!(
+            &mpi_bytes[..],
+            &encode(&nd).unwrap().bytes[..],
+            "Nested: ours vs MPI_Pack_external"
+        );
         println!("derived structs: identical to MPI_Pack_external output");
     }
     println!("padded/nested struct external32 round-trip: ok");
@@ -135,16 +198,34 @@ fn strided_vector() {
     let enc = encode_buffer(&view).unwrap();
     assert_eq!(enc.format, WireFormat::External32);
     let mpi_bytes = unsafe { pack_external32(vty.as_raw(), 2, src.as_ptr() as *const _) }.unwrap();
-    assert_eq!(&mpi_bytes[..], &enc.bytes[..], "vector: ours vs MPI_Pack_external");
-    let picked: Vec<i32> = [0, 3, 6, 9, 10, 13, 16, 19].iter().map(|&i| src[i]).collect();
+    assert_eq!(
+        &mpi_bytes[..],
+        &enc.bytes[..],
+        "vector: ours vs MPI_Pack_external"
+    );
+    let picked: Vec<i32> = [0, 3, 6, 9, 10, 13, 16, 19]
+        .iter()
+        .map(|&i| src[i])
+        .collect();
     let expect: Vec<u8> = picked.iter().flat_map(|v| v.to_be_bytes()).collect();
-    assert_eq!(&enc.bytes[..], &expect[..], "exactly the strided elements, big-endian");
+    assert_eq!(
+        &enc.bytes[..],
+        &expect[..],
+        "exactly the strided elements, big-endian"
+    );
 
     // receive into the same strided layout: only the strided slots change
     let mut dst = vec![0i32; 24];
     {
         let mut mview = unsafe { MutView::with_count_and_datatype(&mut dst[..], 2, &vty) };
-        let n = decode_into_buffer(&enc.sig(), enc.format, &enc.bytes, &mut mview, MatchRule::ExactElement).unwrap();
+        let n = decode_into_buffer(
+            &enc.sig(),
+            enc.format,
+            &enc.bytes,
+            &mut mview,
+            MatchRule::ExactElement,
+        )
+        .unwrap();
         assert_eq!(n, 2);
     }
     for (i, v) in dst.iter().enumerate() {
@@ -157,10 +238,23 @@ fn strided_vector() {
     // receive into a plain i32 slice: MPI's basic-sequence rule allows it
     let mut flat = vec![0i32; 8];
     assert!(matches!(
-        decode_message(&enc.sig(), enc.format, &enc.bytes, &mut flat, MatchRule::ExactElement),
+        decode_message(
+            &enc.sig(),
+            enc.format,
+            &enc.bytes,
+            &mut flat,
+            MatchRule::ExactElement
+        ),
         Err(DatatypeError::SignatureMismatch { .. })
     ));
-    let n = decode_message(&enc.sig(), enc.format, &enc.bytes, &mut flat, MatchRule::BasicSequence).unwrap();
+    let n = decode_message(
+        &enc.sig(),
+        enc.format,
+        &enc.bytes,
+        &mut flat,
+        MatchRule::BasicSequence,
+    )
+    .unwrap();
     assert_eq!(n, 8);
     assert_eq!(flat, picked);
     // and a raw i32 message into the strided layout (raw -> external32 conversion)
@@ -169,7 +263,14 @@ fn strided_vector() {
     let mut dst2 = vec![0i32; 24];
     {
         let mut mview = unsafe { MutView::with_count_and_datatype(&mut dst2[..], 2, &vty) };
-        let n = decode_into_buffer(&enc2.sig(), enc2.format, &enc2.bytes, &mut mview, MatchRule::BasicSequence).unwrap();
+        let n = decode_into_buffer(
+            &enc2.sig(),
+            enc2.format,
+            &enc2.bytes,
+            &mut mview,
+            MatchRule::BasicSequence,
+        )
+        .unwrap();
         assert_eq!(n, 2);
     }
     assert_eq!(dst, dst2);
@@ -180,18 +281,44 @@ fn mismatches() {
     let f = [1.0f64, 2.0, 3.0];
     let enc = encode(&f).unwrap();
     let mut out = [0i32; 6];
-    let err = decode_message(&enc.sig(), enc.format, &enc.bytes, &mut out, MatchRule::BasicSequence).unwrap_err();
+    let err = decode_message(
+        &enc.sig(),
+        enc.format,
+        &enc.bytes,
+        &mut out,
+        MatchRule::BasicSequence,
+    )
+    .unwrap_err();
     println!("f64 -> i32: {err}");
     assert!(matches!(err, DatatypeError::SignatureMismatch { .. }));
     assert_eq!(out, [0; 6], "nothing written on mismatch");
-    assert_ne!(type_info::<f64>().unwrap().signature, type_info::<i32>().unwrap().signature);
-    assert_ne!(type_info::<f64>().unwrap().signature, type_info::<i64>().unwrap().signature);
+    assert_ne!(
+        type_info::<f64>().unwrap().signature,
+        type_info::<i32>().unwrap().signature
+    );
+    assert_ne!(
+        type_info::<f64>().unwrap().signature,
+        type_info::<i64>().unwrap().signature
+    );
 
     // truncation
     let mut small = [0f64; 2];
-    let err = decode_message(&enc.sig(), enc.format, &enc.bytes, &mut small, MatchRule::ExactElement).unwrap_err();
+    let err = decode_message(
+        &enc.sig(),
+        enc.format,
+        &enc.bytes,
+        &mut small,
+        MatchRule::ExactElement,
+    )
+    .unwrap_err();
     println!("3 f64 -> [f64; 2]: {err}");
-    assert!(matches!(err, DatatypeError::Truncated { incoming: 3, capacity: 2 }));
+    assert!(matches!(
+        err,
+        DatatypeError::Truncated {
+            incoming: 3,
+            capacity: 2
+        }
+    ));
 
     // length mismatch
     let err = decode_into::<f64>(enc.format, &enc.bytes[..20], 3, &mut [0.0; 3]).unwrap_err();
@@ -201,17 +328,45 @@ fn mismatches() {
     let ints = [10i32, 20, 30, 40];
     let enc = encode(&ints).unwrap();
     let mut pairs = [Pair::default(); 2];
-    assert!(decode_message(&enc.sig(), enc.format, &enc.bytes, &mut pairs, MatchRule::ExactElement).is_err());
-    let n = decode_message(&enc.sig(), enc.format, &enc.bytes, &mut pairs, MatchRule::BasicSequence).unwrap();
+    assert!(decode_message(
+        &enc.sig(),
+        enc.format,
+        &enc.bytes,
+        &mut pairs,
+        MatchRule::ExactElement
+    )
+    .is_err());
+    let n = decode_message(
+        &enc.sig(),
+        enc.format,
+        &enc.bytes,
+        &mut pairs,
+        MatchRule::BasicSequence,
+    )
+    .unwrap();
     assert_eq!(n, 2);
     assert_eq!(pairs, [Pair { x: 10, y: 20 }, Pair { x: 30, y: 40 }]);
     let enc3 = encode(&ints[..3]).unwrap();
-    let err = decode_message(&enc3.sig(), enc3.format, &enc3.bytes, &mut pairs, MatchRule::BasicSequence).unwrap_err();
+    let err = decode_message(
+        &enc3.sig(),
+        enc3.format,
+        &enc3.bytes,
+        &mut pairs,
+        MatchRule::BasicSequence,
+    )
+    .unwrap_err();
     assert!(matches!(err, DatatypeError::PartialElement { .. }), "{err}");
     // and back: 2 Pair (external32) -> 4 i32 (raw receiver swaps without MPI)
     let encp = encode(&pairs).unwrap();
     let mut back = [0i32; 5];
-    let n = decode_message(&encp.sig(), encp.format, &encp.bytes, &mut back, MatchRule::BasicSequence).unwrap();
+    let n = decode_message(
+        &encp.sig(),
+        encp.format,
+        &encp.bytes,
+        &mut back,
+        MatchRule::BasicSequence,
+    )
+    .unwrap();
     assert_eq!((n, &back[..4]), (4, &ints[..]));
     println!("mismatch / truncation / basic-sequence rule: ok");
 }
@@ -220,7 +375,10 @@ fn byte_order() {
     let vals = [1.5f64, -2.25, f64::MAX, f64::MIN_POSITIVE, 0.0];
     let enc = encode(&vals).unwrap();
     assert_eq!(enc.format, WireFormat::native_raw());
-    assert!(matches!(enc.bytes, std::borrow::Cow::Borrowed(_)), "raw send is zero-copy");
+    assert!(
+        matches!(enc.bytes, std::borrow::Cow::Borrowed(_)),
+        "raw send is zero-copy"
+    );
     let be = encode_as(&vals, Some(WireFormat::RawBe)).unwrap();
     let expect: Vec<u8> = vals.iter().flat_map(|v| v.to_be_bytes()).collect();
     assert_eq!(&be.bytes[..], &expect[..]);
@@ -243,24 +401,53 @@ fn byte_order() {
     assert_eq!(ob, b);
     // our hand-made external32 for raw types equals MPI's own
     for (name, dt, bytes) in [
-        ("f64", unsafe { ffi::RSMPI_DOUBLE }, encode_as(&vals, Some(WireFormat::External32)).unwrap().bytes.into_owned()),
-        ("i32", unsafe { ffi::RSMPI_INT32_T }, encode_as(&[1i32, -2, i32::MAX], Some(WireFormat::External32)).unwrap().bytes.into_owned()),
-        ("bool", unsafe { ffi::RSMPI_C_BOOL }, encode_as(&b, Some(WireFormat::External32)).unwrap().bytes.into_owned()),
+        (
+            "f64",
+            unsafe { ffi::RSMPI_DOUBLE },
+            encode_as(&vals, Some(WireFormat::External32))
+                .unwrap()
+                .bytes
+                .into_owned(),
+        ),
+        (
+            "i32",
+            unsafe { ffi::RSMPI_INT32_T },
+            encode_as(&[1i32, -2, i32::MAX], Some(WireFormat::External32))
+                .unwrap()
+                .bytes
+                .into_owned(),
+        ),
+        (
+            "bool",
+            unsafe { ffi::RSMPI_C_BOOL },
+            encode_as(&b, Some(WireFormat::External32))
+                .unwrap()
+                .bytes
+                .into_owned(),
+        ),
     ] {
         let n = bytes.len() / type_info_for(dt).external32_size_per_elem;
         let src: Vec<u8> = match name {
             "f64" => vals.iter().flat_map(|v| v.to_ne_bytes()).collect(),
-            "i32" => [1i32, -2, i32::MAX].iter().flat_map(|v| v.to_ne_bytes()).collect(),
+            "i32" => [1i32, -2, i32::MAX]
+                .iter()
+                .flat_map(|v| v.to_ne_bytes())
+                .collect(),
             _ => b.iter().map(|&v| v as u8).collect(),
         };
         let mpi_bytes = unsafe { pack_external32(dt, n, src.as_ptr() as *const _) }.unwrap();
-        assert_eq!(mpi_bytes, bytes, "external32 of {name}: ours vs MPI_Pack_external");
+        assert_eq!(
+            mpi_bytes, bytes,
+            "external32 of {name}: ours vs MPI_Pack_external"
+        );
     }
     println!("byte order / RawBe / external32 fast path: ok");
 }
 
 fn is_mpich() -> bool {
-    mpi::environment::library_version().unwrap_or_default().contains("MPICH")
+    mpi::environment::library_version()
+        .unwrap_or_default()
+        .contains("MPICH")
 }
 
 fn type_info_for(dt: ffi::MPI_Datatype) -> TypeInfo {

@@ -22,6 +22,10 @@ pub fn implementation() -> String {
     } else if v.contains("MPICH") {
         "MPICH".into()
     } else {
-        v.split([',', '\n']).next().unwrap_or("unknown MPI").trim().to_string()
+        v.split([',', '\n'])
+            .next()
+            .unwrap_or("unknown MPI")
+            .trim()
+            .to_string()
     }
 }

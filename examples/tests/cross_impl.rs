@@ -29,11 +29,21 @@ struct Job {
 }
 
 fn job(mpi: Mpi, np: usize, group: &str, peers: &[&str], a: bool) -> Job {
-    Job { mpi, np, group: group.into(), peers: peers.iter().map(|p| p.to_string()).collect(), a, timeout_secs: 120 }
+    Job {
+        mpi,
+        np,
+        group: group.into(),
+        peers: peers.iter().map(|p| p.to_string()).collect(),
+        a,
+        timeout_secs: 120,
+    }
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 fn xtest(mpi: Mpi) -> PathBuf {
@@ -65,17 +75,30 @@ impl EmbeddedVmd {
     fn start() -> Self {
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
             rt.block_on(async move {
-                let daemon = Daemon::bind(DaemonConfig { listen: "127.0.0.1:0".parse().unwrap(), host: "localhost".into() })
-                    .await
-                    .expect("bind vmd");
-                tx.send((daemon.local_addr().to_string(), daemon.halt_handle())).unwrap();
+                let daemon = Daemon::bind(DaemonConfig {
+                    listen: "127.0.0.1:0".parse().unwrap(),
+                    host: "localhost".into(),
+                })
+                .await
+                .expect("bind vmd");
+                tx.send((daemon.local_addr().to_string(), daemon.halt_handle()))
+                    .unwrap();
                 daemon.serve(std::future::pending()).await.expect("serve");
             });
         });
-        let (addr, halt) = rx.recv_timeout(Duration::from_secs(20)).expect("vmd started");
-        EmbeddedVmd { addr, halt, thread: Some(thread) }
+        let (addr, halt) = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("vmd started");
+        EmbeddedVmd {
+            addr,
+            halt,
+            thread: Some(thread),
+        }
     }
 }
 
@@ -92,7 +115,15 @@ fn launch(vmd: &EmbeddedVmd, scenario: &str, j: &Job) -> Child {
     let mut cmd = match j.mpi {
         Mpi::OpenMpi => {
             let mut c = Command::new("mpirun.openmpi");
-            c.args(["--oversubscribe", "--bind-to", "none", "-n", &j.np.to_string(), "-x", "ISTHMUS_VMD"]);
+            c.args([
+                "--oversubscribe",
+                "--bind-to",
+                "none",
+                "-n",
+                &j.np.to_string(),
+                "-x",
+                "ISTHMUS_VMD",
+            ]);
             c
         }
         Mpi::Mpich => {
@@ -102,7 +133,14 @@ fn launch(vmd: &EmbeddedVmd, scenario: &str, j: &Job) -> Child {
         }
     };
     cmd.arg(xtest(j.mpi))
-        .args(["--scenario", scenario, "--group", &j.group, "--timeout-secs", &j.timeout_secs.to_string()])
+        .args([
+            "--scenario",
+            scenario,
+            "--group",
+            &j.group,
+            "--timeout-secs",
+            &j.timeout_secs.to_string(),
+        ])
         .arg("--peer")
         .args(&j.peers)
         .env("ISTHMUS_VMD", &vmd.addr)
@@ -117,7 +155,8 @@ fn launch(vmd: &EmbeddedVmd, scenario: &str, j: &Job) -> Child {
     if j.a {
         cmd.arg("--a");
     }
-    cmd.spawn().unwrap_or_else(|e| panic!("cannot start {:?} launcher: {e}", j.mpi))
+    cmd.spawn()
+        .unwrap_or_else(|e| panic!("cannot start {:?} launcher: {e}", j.mpi))
 }
 
 /// Waits for a launcher, killing it (by its PID) at the deadline.
@@ -144,11 +183,28 @@ fn finish(mut child: Child, deadline: Duration, what: &str) -> Output {
 
 fn assert_passed(out: &Output, scenario: &str, j: &Job) {
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let report = || format!("{:?} job {:?}\nstdout:\n{stdout}\nstderr:\n{}", j.mpi, j.group, String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{} exited with {}\n{}", j.group, out.status, report());
+    let report = || {
+        format!(
+            "{:?} job {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+            j.mpi,
+            j.group,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    assert!(
+        out.status.success(),
+        "{} exited with {}\n{}",
+        j.group,
+        out.status,
+        report()
+    );
     for r in 0..j.np {
         let line = format!("PASS {scenario} {} rank {r}", j.group);
-        assert!(stdout.lines().any(|l| l.trim_end() == line), "missing {line:?}\n{}", report());
+        assert!(
+            stdout.lines().any(|l| l.trim_end() == line),
+            "missing {line:?}\n{}",
+            report()
+        );
     }
 }
 
@@ -156,8 +212,11 @@ fn assert_passed(out: &Output, scenario: &str, j: &Job) {
 fn scenario(scenario: &str, jobs: &[Job]) {
     let vmd = EmbeddedVmd::start();
     let children: Vec<Child> = jobs.iter().map(|j| launch(&vmd, scenario, j)).collect();
-    let outputs: Vec<Output> =
-        children.into_iter().zip(jobs).map(|(c, j)| finish(c, Duration::from_secs(240), &j.group)).collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .zip(jobs)
+        .map(|(c, j)| finish(c, Duration::from_secs(240), &j.group))
+        .collect();
     for (out, j) in outputs.iter().zip(jobs) {
         assert_passed(out, scenario, j);
     }
@@ -166,15 +225,27 @@ fn scenario(scenario: &str, jobs: &[Job]) {
 /// The usual pair: Open MPI with 2 ranks (side A), MPICH with 3 ranks (side B).
 fn pair(name: &str) -> Vec<Job> {
     let (a, b) = (format!("{name}-ompi"), format!("{name}-mpich"));
-    vec![job(Mpi::OpenMpi, 2, &a, &[&b], true), job(Mpi::Mpich, 3, &b, &[&a], false)]
+    vec![
+        job(Mpi::OpenMpi, 2, &a, &[&b], true),
+        job(Mpi::Mpich, 3, &b, &[&a], false),
+    ]
 }
 
 #[test]
 fn flavours_link_different_mpi_libraries() {
-    let ldd = |p: PathBuf| String::from_utf8_lossy(&Command::new("ldd").arg(p).output().expect("ldd").stdout).into_owned();
-    assert!(ldd(xtest(Mpi::OpenMpi)).contains("libmpi.so.40"), "Open MPI flavour does not link Open MPI");
+    let ldd = |p: PathBuf| {
+        String::from_utf8_lossy(&Command::new("ldd").arg(p).output().expect("ldd").stdout)
+            .into_owned()
+    };
+    assert!(
+        ldd(xtest(Mpi::OpenMpi)).contains("libmpi.so.40"),
+        "Open MPI flavour does not link Open MPI"
+    );
     let mpich = ldd(xtest(Mpi::Mpich));
-    assert!(mpich.contains("libmpich.so"), "MPICH flavour does not link MPICH");
+    assert!(
+        mpich.contains("libmpich.so"),
+        "MPICH flavour does not link MPICH"
+    );
     assert!(!mpich.contains("libmpi.so.40"));
 }
 
@@ -236,7 +307,11 @@ fn several_intercomms_at_once_never_mix() {
         launch(&vmd, "multi", &jobs[1]),
         launch(&vmd, "answer", &jobs[2]),
     ];
-    let outs: Vec<Output> = children.into_iter().zip(&jobs).map(|(c, j)| finish(c, Duration::from_secs(240), &j.group)).collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .zip(&jobs)
+        .map(|(c, j)| finish(c, Duration::from_secs(240), &j.group))
+        .collect();
     assert_passed(&outs[0], "multi", &jobs[0]);
     assert_passed(&outs[1], "multi", &jobs[1]);
     assert_passed(&outs[2], "answer", &jobs[2]);
@@ -249,8 +324,14 @@ fn nonblocking_intercomm_create_completes_while_computing() {
 
 #[test]
 fn deadline_when_the_remote_group_never_appears() {
-    scenario("deadline", &[job(Mpi::Mpich, 2, "lonely", &["nobody"], true)]);
-    scenario("deadline", &[job(Mpi::OpenMpi, 2, "lonely", &["nobody"], true)]);
+    scenario(
+        "deadline",
+        &[job(Mpi::Mpich, 2, "lonely", &["nobody"], true)],
+    );
+    scenario(
+        "deadline",
+        &[job(Mpi::OpenMpi, 2, "lonely", &["nobody"], true)],
+    );
 }
 
 #[test]
@@ -263,7 +344,10 @@ fn killed_remote_rank_gives_an_error_not_a_hang() {
     assert_passed(&out_a, "killed", &jobs[0]);
     // The victim's launcher tears its job down; it must end, with a failure.
     let out_b = finish(b, Duration::from_secs(60), "victim");
-    assert!(!out_b.status.success(), "the killed job's launcher reported success");
+    assert!(
+        !out_b.status.success(),
+        "the killed job's launcher reported success"
+    );
 }
 
 #[test]

@@ -65,7 +65,11 @@ pub struct Jobs {
 }
 
 fn report(r: Report) -> pb::TaskerReport {
-    pb::TaskerReport { kind: Some(pb::tasker_report::Kind::Job(pb::JobReport { report: Some(r) })) }
+    pb::TaskerReport {
+        kind: Some(pb::tasker_report::Kind::Job(pb::JobReport {
+            report: Some(r),
+        })),
+    }
 }
 
 fn kill(pid: i32, sig: i32) {
@@ -83,7 +87,14 @@ impl Jobs {
         reports: ReportSender,
         done_tx: mpsc::UnboundedSender<LauncherDone>,
     ) -> Self {
-        Self { launcher, shim, socket: socket.to_path_buf(), reports, done_tx, jobs: HashMap::new() }
+        Self {
+            launcher,
+            shim,
+            socket: socket.to_path_buf(),
+            reports,
+            done_tx,
+            jobs: HashMap::new(),
+        }
     }
 
     async fn send(&self, r: Report) {
@@ -93,7 +104,12 @@ impl Jobs {
 
     async fn refuse(&self, job: u64, code: Code, message: String) {
         info!(job, %message, "launch refused");
-        self.send(Report::Refused(pb::Refused { job, code: code as i32, message })).await;
+        self.send(Report::Refused(pb::Refused {
+            job,
+            code: code as i32,
+            message,
+        }))
+        .await;
     }
 
     pub async fn order(&mut self, order: pb::JobOrder) {
@@ -108,10 +124,18 @@ impl Jobs {
     async fn launch(&mut self, l: pb::LaunchOrder) {
         let job = l.job;
         if self.jobs.contains_key(&job) {
-            return self.refuse(job, Code::AlreadyExists, format!("job {job} is already running here")).await;
+            return self
+                .refuse(
+                    job,
+                    Code::AlreadyExists,
+                    format!("job {job} is already running here"),
+                )
+                .await;
         }
         if l.np == 0 {
-            return self.refuse(job, Code::InvalidArgument, "np must be at least 1".into()).await;
+            return self
+                .refuse(job, Code::InvalidArgument, "np must be at least 1".into())
+                .await;
         }
         let cwd = if l.cwd.is_empty() {
             std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
@@ -119,7 +143,10 @@ impl Jobs {
             PathBuf::from(&l.cwd)
         };
         if !cwd.is_dir() {
-            let msg = format!("working directory {} does not exist on this host", cwd.display());
+            let msg = format!(
+                "working directory {} does not exist on this host",
+                cwd.display()
+            );
             return self.refuse(job, Code::NotFound, msg).await;
         }
         let path_var = l.env.get("PATH").map(OsString::from);
@@ -128,7 +155,13 @@ impl Jobs {
             Err(msg) => return self.refuse(job, Code::NotFound, msg).await,
         };
         let env: std::collections::BTreeMap<String, String> = l.env.into_iter().collect();
-        let spec = JobSpec { job, program: &program, args: &l.args, np: l.np, env: &env };
+        let spec = JobSpec {
+            job,
+            program: &program,
+            args: &l.args,
+            np: l.np,
+            env: &env,
+        };
         let plan = self.launcher.plan(&spec, &self.shim);
         self.send(Report::Accepted(pb::Accepted { job })).await;
 
@@ -138,12 +171,19 @@ impl Jobs {
             match self.start(&start, &env, &cwd) {
                 Ok(child) => children.push((child, start.rank)),
                 Err(e) => {
-                    failure = Some(format!("cannot start {}: {e}", start.program.to_string_lossy()));
+                    failure = Some(format!(
+                        "cannot start {}: {e}",
+                        start.program.to_string_lossy()
+                    ));
                     break;
                 }
             }
         }
-        let pgids: Vec<i32> = children.iter().filter_map(|(c, _)| c.id()).map(|p| p as i32).collect();
+        let pgids: Vec<i32> = children
+            .iter()
+            .filter_map(|(c, _)| c.id())
+            .map(|p| p as i32)
+            .collect();
         if failure.is_some() {
             for p in &pgids {
                 kill(-p, libc::SIGKILL);
@@ -152,7 +192,15 @@ impl Jobs {
         info!(job, program = %program.display(), np = l.np, launcher = self.launcher.command(), "job started");
         self.jobs.insert(
             job,
-            Job { np: l.np, pgids, ranks: Vec::new(), closed: 0, killed: false, kill_deadline: None, done: None },
+            Job {
+                np: l.np,
+                pgids,
+                ranks: Vec::new(),
+                closed: 0,
+                killed: false,
+                kill_deadline: None,
+                done: None,
+            },
         );
         let (reports, done_tx) = (self.reports.clone(), self.done_tx.clone());
         let launcher = self.launcher.clone();
@@ -162,17 +210,25 @@ impl Jobs {
             for (mut child, rank) in children {
                 for (pipe, stream) in [
                     (
-                        child.stdout.take().map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
+                        child
+                            .stdout
+                            .take()
+                            .map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
                         pb::OutputStream::Stdout,
                     ),
                     (
-                        child.stderr.take().map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
+                        child
+                            .stderr
+                            .take()
+                            .map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
                         pb::OutputStream::Stderr,
                     ),
                 ] {
                     if let Some(pipe) = pipe {
                         let (reports, launcher) = (reports.clone(), launcher.clone());
-                        readers.push(tokio::spawn(forward_lines(job, rank, stream, pipe, reports, launcher)));
+                        readers.push(tokio::spawn(forward_lines(
+                            job, rank, stream, pipe, reports, launcher,
+                        )));
                     }
                 }
                 waits.push(tokio::spawn(async move { child.wait().await }));
@@ -238,7 +294,11 @@ impl Jobs {
 
     fn signal(&mut self, job: u64, sig: i32, rank: Option<u32>) {
         let Some(j) = self.jobs.get(&job) else { return };
-        for r in j.ranks.iter().filter(|r| !r.exited && (rank.is_none() || r.rank == rank)) {
+        for r in j
+            .ranks
+            .iter()
+            .filter(|r| !r.exited && (rank.is_none() || r.rank == rank))
+        {
             kill(r.pid as i32, sig);
         }
     }
@@ -278,9 +338,14 @@ impl Jobs {
                     kill(pid as i32, libc::SIGKILL);
                     return;
                 };
-                j.ranks.push(RankProc { rank, pid, exited: false });
+                j.ranks.push(RankProc {
+                    rank,
+                    pid,
+                    exited: false,
+                });
                 if let Some(rank) = rank {
-                    self.send(Report::RankStarted(pb::RankStarted { job, rank, pid })).await;
+                    self.send(Report::RankStarted(pb::RankStarted { job, rank, pid }))
+                        .await;
                 }
             }
             ShimEvent::Exited { job, rank, exit } => {
@@ -291,7 +356,13 @@ impl Jobs {
                     r.exited = true;
                 }
                 let exit = Some(pb::ExitStatus { how: Some(exit) });
-                self.send(Report::RankExit(pb::TaskExit { job, rank, exit, host: String::new() })).await;
+                self.send(Report::RankExit(pb::TaskExit {
+                    job,
+                    rank,
+                    exit,
+                    host: String::new(),
+                }))
+                .await;
             }
             ShimEvent::Closed { job: Some(job) } => {
                 if let Some(j) = self.jobs.get_mut(&job) {
@@ -327,7 +398,12 @@ impl Jobs {
         let Some((done, _)) = j.done else { return };
         info!(job, exit = ?done.exit, "job ended");
         let exit = done.exit.map(|how| pb::ExitStatus { how: Some(how) });
-        self.send(Report::LauncherExit(pb::LauncherExit { job, exit, reason: done.reason })).await;
+        self.send(Report::LauncherExit(pb::LauncherExit {
+            job,
+            exit,
+            reason: done.reason,
+        }))
+        .await;
     }
 
     /// Deadlines: kill escalation and the rank-report grace.
@@ -380,7 +456,12 @@ async fn forward_lines(
                 (r, line.to_string())
             }
         };
-        let r = Report::Output(pb::TaskOutput { job, rank, stream: stream as i32, line });
+        let r = Report::Output(pb::TaskOutput {
+            job,
+            rank,
+            stream: stream as i32,
+            line,
+        });
         if reports.send(report(r)).await.is_err() {
             return;
         }

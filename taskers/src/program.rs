@@ -22,7 +22,9 @@ pub fn resolve(program: &str, cwd: &Path, path: Option<&OsStr>) -> Result<PathBu
         };
     }
     let own = std::env::var_os("PATH");
-    let search = path.or(own.as_deref()).unwrap_or(OsStr::new("/usr/bin:/bin"));
+    let search = path
+        .or(own.as_deref())
+        .unwrap_or(OsStr::new("/usr/bin:/bin"));
     std::env::split_paths(search)
         .map(|dir| cwd.join(dir).join(program))
         .find(|p| is_executable(p))
@@ -41,8 +43,12 @@ mod tests {
     fn finds_programs_and_refuses_missing_ones() {
         assert!(resolve("sh", Path::new("/"), None).unwrap().ends_with("sh"));
         assert!(resolve("/bin/sh", Path::new("/tmp"), None).is_ok());
-        assert!(resolve("no-such-program-xyz", Path::new("/"), None).unwrap_err().contains("not found"));
-        assert!(resolve("./no-such", Path::new("/"), None).unwrap_err().contains("not found"));
+        assert!(resolve("no-such-program-xyz", Path::new("/"), None)
+            .unwrap_err()
+            .contains("not found"));
+        assert!(resolve("./no-such", Path::new("/"), None)
+            .unwrap_err()
+            .contains("not found"));
         let plain = std::env::temp_dir().join(format!("isthmus-not-exec-{}", std::process::id()));
         std::fs::write(&plain, "data").unwrap();
         std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();

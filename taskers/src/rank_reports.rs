@@ -24,9 +24,7 @@ pub enum ShimEvent {
         exit: pb::exit_status::How,
     },
     /// A shim's connection closed (`job` if it said which).
-    Closed {
-        job: Option<u64>,
-    },
+    Closed { job: Option<u64> },
 }
 
 /// The socket, removed when dropped.
@@ -40,7 +38,10 @@ impl RankReports {
         let path = std::env::temp_dir().join(format!(
             "isthmus-tasker-{}-{}.sock",
             std::process::id(),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
         ));
         let listener = UnixListener::bind(&path)?;
         tokio::spawn(async move {
@@ -101,9 +102,11 @@ pub fn parse(line: &str) -> Option<ShimEvent> {
         }
     };
     match words.as_slice() {
-        ["start", job, r, pid] => {
-            Some(ShimEvent::Started { job: job.parse().ok()?, rank: rank(r)?, pid: pid.parse().ok()? })
-        }
+        ["start", job, r, pid] => Some(ShimEvent::Started {
+            job: job.parse().ok()?,
+            rank: rank(r)?,
+            pid: pid.parse().ok()?,
+        }),
         ["exit", job, r, how, n] => {
             let n: i32 = n.parse().ok()?;
             let exit = match *how {
@@ -111,7 +114,11 @@ pub fn parse(line: &str) -> Option<ShimEvent> {
                 "signal" => pb::exit_status::How::Signal(n),
                 _ => return None,
             };
-            Some(ShimEvent::Exited { job: job.parse().ok()?, rank: rank(r)?, exit })
+            Some(ShimEvent::Exited {
+                job: job.parse().ok()?,
+                rank: rank(r)?,
+                exit,
+            })
         }
         _ => None,
     }
@@ -123,10 +130,21 @@ mod tests {
 
     #[test]
     fn parses_reports() {
-        assert_eq!(parse("start 3 1 999"), Some(ShimEvent::Started { job: 3, rank: Some(1), pid: 999 }));
+        assert_eq!(
+            parse("start 3 1 999"),
+            Some(ShimEvent::Started {
+                job: 3,
+                rank: Some(1),
+                pid: 999
+            })
+        );
         assert_eq!(
             parse("exit 3 - signal 9"),
-            Some(ShimEvent::Exited { job: 3, rank: None, exit: pb::exit_status::How::Signal(9) })
+            Some(ShimEvent::Exited {
+                job: 3,
+                rank: None,
+                exit: pb::exit_status::How::Signal(9)
+            })
         );
         assert_eq!(parse("exit 3 x code 1"), None);
         assert_eq!(parse("hello"), None);

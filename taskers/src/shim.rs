@@ -23,8 +23,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Signals the shim passes on to the program.
-const FORWARDED: &[libc::c_int] =
-    &[libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM];
+const FORWARDED: &[libc::c_int] = &[
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
 
 fn signal_set() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it.
@@ -55,7 +62,9 @@ pub fn run(program: &OsString, args: &[OsString]) -> i32 {
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 
     let mut cmd = Command::new(program);
-    cmd.args(args).env_remove(crate::ENV_TASKER_SOCKET).env_remove(crate::ENV_RANK_VAR);
+    cmd.args(args)
+        .env_remove(crate::ENV_TASKER_SOCKET)
+        .env_remove(crate::ENV_RANK_VAR);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -71,7 +80,10 @@ pub fn run(program: &OsString, args: &[OsString]) -> i32 {
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("isthmus rank shim: cannot start {}: {e}", program.to_string_lossy());
+            eprintln!(
+                "isthmus rank shim: cannot start {}: {e}",
+                program.to_string_lossy()
+            );
             if let Some(s) = report.as_mut() {
                 let _ = writeln!(s, "exit {job} {rank} code 127");
             }

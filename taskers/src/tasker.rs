@@ -26,7 +26,10 @@ pub enum TaskerError {
     #[error("vmd address {0:?} is not valid")]
     BadAddress(String),
     #[error("cannot reach vmd at {addr}: {source}")]
-    Connect { addr: String, source: tonic::transport::Error },
+    Connect {
+        addr: String,
+        source: tonic::transport::Error,
+    },
     #[error("the vmd refused the tasker: {0}")]
     Refused(String),
     #[error("the vmd closed the tasker stream before welcoming it")]
@@ -39,15 +42,29 @@ pub enum TaskerError {
 
 /// Registers with the vmd at `vmd` and runs jobs with `launcher` until the
 /// vmd goes away. `ready` (if given) is called once registered.
-pub async fn run(vmd: &str, launcher: Arc<dyn Launcher>, ready: impl FnOnce(&str)) -> Result<(), TaskerError> {
-    let uri = if vmd.contains("://") { vmd.to_string() } else { format!("http://{vmd}") };
+pub async fn run(
+    vmd: &str,
+    launcher: Arc<dyn Launcher>,
+    ready: impl FnOnce(&str),
+) -> Result<(), TaskerError> {
+    let uri = if vmd.contains("://") {
+        vmd.to_string()
+    } else {
+        format!("http://{vmd}")
+    };
     let endpoint = Endpoint::from_shared(uri)
         .map_err(|_| TaskerError::BadAddress(vmd.to_string()))?
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(5))
         .http2_keep_alive_interval(Duration::from_secs(1))
         .keep_alive_timeout(Duration::from_secs(2));
-    let channel = endpoint.connect().await.map_err(|source| TaskerError::Connect { addr: vmd.to_string(), source })?;
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|source| TaskerError::Connect {
+            addr: vmd.to_string(),
+            source,
+        })?;
     let mut client = VmdClient::new(channel);
 
     let (report_tx, report_rx) = mpsc::channel::<pb::TaskerReport>(4096);
@@ -56,14 +73,20 @@ pub async fn run(vmd: &str, launcher: Arc<dyn Launcher>, ready: impl FnOnce(&str
         pid: std::process::id(),
         launcher: launcher.command().to_string(),
     };
-    let _ = report_tx.send(pb::TaskerReport { kind: Some(pb::tasker_report::Kind::Hello(hello)) }).await;
+    let _ = report_tx
+        .send(pb::TaskerReport {
+            kind: Some(pb::tasker_report::Kind::Hello(hello)),
+        })
+        .await;
     let mut orders = client
         .tasker(ReceiverStream::new(report_rx))
         .await
         .map_err(|s| TaskerError::Refused(s.message().to_string()))?
         .into_inner();
     match orders.message().await {
-        Ok(Some(pb::TaskerOrder { kind: Some(pb::tasker_order::Kind::Welcome(w)) })) => {
+        Ok(Some(pb::TaskerOrder {
+            kind: Some(pb::tasker_order::Kind::Welcome(w)),
+        })) => {
             info!(tasker = %w.tasker, host = %w.host, implementation = launcher.implementation(), "registered");
         }
         Ok(_) => return Err(TaskerError::NoWelcome),
@@ -73,7 +96,11 @@ pub async fn run(vmd: &str, launcher: Arc<dyn Launcher>, ready: impl FnOnce(&str
     let (shim_tx, mut shim_rx) = mpsc::unbounded_channel();
     let socket = RankReports::bind(shim_tx).map_err(TaskerError::Socket)?;
     let exe = std::env::current_exe().map_err(TaskerError::OwnExe)?;
-    let shim = vec![OsString::from(exe), OsString::from(crate::SHIM_ARG), OsString::from("--")];
+    let shim = vec![
+        OsString::from(exe),
+        OsString::from(crate::SHIM_ARG),
+        OsString::from("--"),
+    ];
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
     let mut jobs = Jobs::new(launcher, shim, socket.path(), report_tx, done_tx);
     ready(&socket.path().display().to_string());

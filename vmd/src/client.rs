@@ -34,7 +34,10 @@ const WAIT_MARGIN: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("cannot reach vmd at {addr}: {source}")]
-    Connect { addr: String, source: tonic::transport::Error },
+    Connect {
+        addr: String,
+        source: tonic::transport::Error,
+    },
     #[error("vmd address {addr:?} is not valid: {reason}")]
     BadAddress { addr: String, reason: String },
     #[error("{}", .0.message())]
@@ -69,14 +72,27 @@ pub fn default_addr() -> String {
 
 /// Opens a gRPC channel to a vmd (`host:port` or `http://host:port`).
 pub async fn channel(addr: &str) -> Result<Channel> {
-    let uri = if addr.contains("://") { addr.to_string() } else { format!("http://{addr}") };
+    let uri = if addr.contains("://") {
+        addr.to_string()
+    } else {
+        format!("http://{addr}")
+    };
     let endpoint = Endpoint::from_shared(uri)
-        .map_err(|e| ClientError::BadAddress { addr: addr.to_string(), reason: e.to_string() })?
+        .map_err(|e| ClientError::BadAddress {
+            addr: addr.to_string(),
+            reason: e.to_string(),
+        })?
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(5))
         .http2_keep_alive_interval(Duration::from_secs(1))
         .keep_alive_timeout(Duration::from_secs(2));
-    endpoint.connect().await.map_err(|source| ClientError::Connect { addr: addr.to_string(), source })
+    endpoint
+        .connect()
+        .await
+        .map_err(|source| ClientError::Connect {
+            addr: addr.to_string(),
+            source,
+        })
 }
 
 /// A frozen group's table as cached in the client: members shared, sorted
@@ -117,23 +133,46 @@ impl Session {
     pub async fn connect(addr: &str, name: &str) -> Result<Self> {
         let mut client = VmdClient::new(channel(addr).await?);
         let (tx, rx) = mpsc::unbounded_channel();
-        let hello = pb::Hello { name: name.to_string(), pid: std::process::id() };
-        tx.send(pb::SessionRequest { id: 1, op: Some(Op::Hello(hello)) }).map_err(|_| ClientError::Closed)?;
-        let mut replies = tokio::time::timeout(CALL_TIMEOUT, client.session(UnboundedReceiverStream::new(rx)))
-            .await
-            .map_err(|_| ClientError::Timeout(CALL_TIMEOUT))?
-            .map_err(ClientError::Status)?
-            .into_inner();
+        let hello = pb::Hello {
+            name: name.to_string(),
+            pid: std::process::id(),
+        };
+        tx.send(pb::SessionRequest {
+            id: 1,
+            op: Some(Op::Hello(hello)),
+        })
+        .map_err(|_| ClientError::Closed)?;
+        let mut replies = tokio::time::timeout(
+            CALL_TIMEOUT,
+            client.session(UnboundedReceiverStream::new(rx)),
+        )
+        .await
+        .map_err(|_| ClientError::Timeout(CALL_TIMEOUT))?
+        .map_err(ClientError::Status)?
+        .into_inner();
         let first = tokio::time::timeout(CALL_TIMEOUT, replies.message())
             .await
             .map_err(|_| ClientError::Timeout(CALL_TIMEOUT))?
             .map_err(ClientError::Status)?;
         let welcome = match first {
-            Some(pb::SessionReply { result: Some(Reply::Welcome(w)), .. }) => w,
-            Some(pb::SessionReply { result: Some(Reply::Error(e)), .. }) => {
-                return Err(ClientError::Status(Status::new(Code::from(e.code), e.message)))
+            Some(pb::SessionReply {
+                result: Some(Reply::Welcome(w)),
+                ..
+            }) => w,
+            Some(pb::SessionReply {
+                result: Some(Reply::Error(e)),
+                ..
+            }) => {
+                return Err(ClientError::Status(Status::new(
+                    Code::from(e.code),
+                    e.message,
+                )))
             }
-            Some(other) => return Err(ClientError::Protocol(format!("expected Welcome, got {other:?}"))),
+            Some(other) => {
+                return Err(ClientError::Protocol(format!(
+                    "expected Welcome, got {other:?}"
+                )))
+            }
             None => return Err(ClientError::Closed),
         };
         let (events, _) = broadcast::channel(4096);
@@ -193,13 +232,25 @@ impl Session {
     async fn call(&self, op: Op, timeout: Duration) -> Result<Reply> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.inner.pending.lock().map_err(|_| ClientError::Closed)?.insert(id, tx);
-        if self.inner.requests.send(pb::SessionRequest { id, op: Some(op) }).is_err() {
+        self.inner
+            .pending
+            .lock()
+            .map_err(|_| ClientError::Closed)?
+            .insert(id, tx);
+        if self
+            .inner
+            .requests
+            .send(pb::SessionRequest { id, op: Some(op) })
+            .is_err()
+        {
             self.forget(id);
             return Err(ClientError::Closed);
         }
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(Reply::Error(e))) => Err(ClientError::Status(Status::new(Code::from(e.code), e.message))),
+            Ok(Ok(Reply::Error(e))) => Err(ClientError::Status(Status::new(
+                Code::from(e.code),
+                e.message,
+            ))),
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(_)) => Err(ClientError::Closed),
             Err(_) => {
@@ -218,13 +269,20 @@ impl Session {
     /// Sends a request whose reply nobody waits for.
     fn post(&self, op: Op) {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let _ = self.inner.requests.send(pb::SessionRequest { id, op: Some(op) });
+        let _ = self
+            .inner
+            .requests
+            .send(pb::SessionRequest { id, op: Some(op) });
     }
 
     /// Joins `group`, at the lowest free instance or exactly at `instance`,
     /// publishing `endpoint`. Returns the instance.
     pub async fn join(&self, group: &str, instance: Option<u32>, endpoint: Vec<u8>) -> Result<u32> {
-        let op = Op::Join(pb::JoinRequest { group: group.to_string(), instance, endpoint });
+        let op = Op::Join(pb::JoinRequest {
+            group: group.to_string(),
+            instance,
+            endpoint,
+        });
         match self.call(op, CALL_TIMEOUT).await? {
             Reply::Instance(i) => Ok(i),
             other => Err(unexpected("join", other)),
@@ -232,7 +290,15 @@ impl Session {
     }
 
     pub async fn leave(&self, group: &str) -> Result<()> {
-        match self.call(Op::Leave(pb::LeaveRequest { group: group.to_string() }), CALL_TIMEOUT).await? {
+        match self
+            .call(
+                Op::Leave(pb::LeaveRequest {
+                    group: group.to_string(),
+                }),
+                CALL_TIMEOUT,
+            )
+            .await?
+        {
             Reply::Done(_) => Ok(()),
             other => Err(unexpected("leave", other)),
         }
@@ -244,7 +310,10 @@ impl Session {
         if let Some(m) = self.cached_member(group, instance) {
             return Ok(m);
         }
-        let op = Op::Gettid(pb::GetTidRequest { group: group.to_string(), instance });
+        let op = Op::Gettid(pb::GetTidRequest {
+            group: group.to_string(),
+            instance,
+        });
         match self.call(op, CALL_TIMEOUT).await? {
             Reply::Member(m) => Ok(Arc::new(m)),
             other => Err(unexpected("gettid", other)),
@@ -259,7 +328,10 @@ impl Session {
                 return Ok(m.instance);
             }
         }
-        let op = Op::Getinst(pb::GetInstRequest { group: group.to_string(), task });
+        let op = Op::Getinst(pb::GetInstRequest {
+            group: group.to_string(),
+            task,
+        });
         match self.call(op, CALL_TIMEOUT).await? {
             Reply::Instance(i) => Ok(i),
             other => Err(unexpected("getinst", other)),
@@ -270,31 +342,61 @@ impl Session {
         if let Some(table) = self.cached(group) {
             return Ok(table.members.len() as u32);
         }
-        match self.call(Op::Gsize(pb::GroupRef { group: group.to_string() }), CALL_TIMEOUT).await? {
+        match self
+            .call(
+                Op::Gsize(pb::GroupRef {
+                    group: group.to_string(),
+                }),
+                CALL_TIMEOUT,
+            )
+            .await?
+        {
             Reply::Size(s) => Ok(s),
             other => Err(unexpected("gsize", other)),
         }
     }
 
     pub async fn members(&self, group: &str) -> Result<pb::GroupTable> {
-        match self.call(Op::Members(pb::GroupRef { group: group.to_string() }), CALL_TIMEOUT).await? {
+        match self
+            .call(
+                Op::Members(pb::GroupRef {
+                    group: group.to_string(),
+                }),
+                CALL_TIMEOUT,
+            )
+            .await?
+        {
             Reply::Table(t) => Ok(t),
             other => Err(unexpected("members", other)),
         }
     }
 
     pub async fn list_groups(&self) -> Result<Vec<pb::GroupSummary>> {
-        match self.call(Op::ListGroups(pb::ListGroupsRequest {}), CALL_TIMEOUT).await? {
+        match self
+            .call(Op::ListGroups(pb::ListGroupsRequest {}), CALL_TIMEOUT)
+            .await?
+        {
             Reply::Groups(g) => Ok(g.groups),
             other => Err(unexpected("list_groups", other)),
         }
     }
 
     /// Waits until `group` has `size` members, freezes it and caches its table.
-    pub async fn freeze(&self, group: &str, size: u32, timeout: Duration) -> Result<Arc<pb::GroupTable>> {
-        self.post(Op::Subscribe(pb::SubscribeRequest { groups: vec![group.to_string()] }));
+    pub async fn freeze(
+        &self,
+        group: &str,
+        size: u32,
+        timeout: Duration,
+    ) -> Result<Arc<pb::GroupTable>> {
+        self.post(Op::Subscribe(pb::SubscribeRequest {
+            groups: vec![group.to_string()],
+        }));
         let epoch = self.inner.stale_epoch.load(Ordering::SeqCst);
-        let op = Op::Freeze(pb::FreezeRequest { group: group.to_string(), size, timeout_ms: millis(timeout) });
+        let op = Op::Freeze(pb::FreezeRequest {
+            group: group.to_string(),
+            size,
+            timeout_ms: millis(timeout),
+        });
         match self.call(op, timeout + WAIT_MARGIN).await? {
             Reply::Table(t) => Ok(self.cache(t, epoch)),
             other => Err(unexpected("freeze", other)),
@@ -306,9 +408,14 @@ impl Session {
         if let Some(t) = self.cached(group) {
             return Ok(t);
         }
-        self.post(Op::Subscribe(pb::SubscribeRequest { groups: vec![group.to_string()] }));
+        self.post(Op::Subscribe(pb::SubscribeRequest {
+            groups: vec![group.to_string()],
+        }));
         let epoch = self.inner.stale_epoch.load(Ordering::SeqCst);
-        let op = Op::WaitFrozen(pb::WaitFrozenRequest { group: group.to_string(), timeout_ms: millis(timeout) });
+        let op = Op::WaitFrozen(pb::WaitFrozenRequest {
+            group: group.to_string(),
+            timeout_ms: millis(timeout),
+        });
         match self.call(op, timeout + WAIT_MARGIN).await? {
             Reply::Table(t) => Ok(self.cache(t, epoch)),
             other => Err(unexpected("wait_frozen", other)),
@@ -317,7 +424,11 @@ impl Session {
 
     /// Waits until `count` members (None: all) of `group` have entered.
     pub async fn barrier(&self, group: &str, count: Option<u32>, timeout: Duration) -> Result<()> {
-        let op = Op::Barrier(pb::BarrierRequest { group: group.to_string(), count, timeout_ms: millis(timeout) });
+        let op = Op::Barrier(pb::BarrierRequest {
+            group: group.to_string(),
+            count,
+            timeout_ms: millis(timeout),
+        });
         match self.call(op, timeout + WAIT_MARGIN).await? {
             Reply::Done(_) => Ok(()),
             other => Err(unexpected("barrier", other)),
@@ -327,7 +438,9 @@ impl Session {
     /// Receives the events of `groups` (none named: all groups) from now on.
     pub async fn subscribe(&self, groups: &[&str]) -> Result<broadcast::Receiver<pb::GroupEvent>> {
         let rx = self.inner.events.subscribe();
-        let op = Op::Subscribe(pb::SubscribeRequest { groups: groups.iter().map(|g| g.to_string()).collect() });
+        let op = Op::Subscribe(pb::SubscribeRequest {
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        });
         match self.call(op, CALL_TIMEOUT).await? {
             Reply::Done(_) => Ok(rx),
             other => Err(unexpected("subscribe", other)),
@@ -349,7 +462,10 @@ impl Session {
     fn cached_member(&self, group: &str, instance: u32) -> Option<Arc<pb::Member>> {
         let frozen = self.inner.frozen.read().ok()?;
         let g = frozen.get(group)?;
-        let i = g.members.binary_search_by_key(&instance, |m| m.instance).ok()?;
+        let i = g
+            .members
+            .binary_search_by_key(&instance, |m| m.instance)
+            .ok()?;
         g.members.get(i).cloned()
     }
 
@@ -358,12 +474,19 @@ impl Session {
     fn cache(&self, table: pb::GroupTable, epoch: u64) -> Arc<pb::GroupTable> {
         let table = Arc::new(table);
         if table.frozen && !table.broken {
-            let mut members: Vec<Arc<pb::Member>> = table.members.iter().cloned().map(Arc::new).collect();
+            let mut members: Vec<Arc<pb::Member>> =
+                table.members.iter().cloned().map(Arc::new).collect();
             members.sort_by_key(|m| m.instance);
             if let Ok(mut f) = self.inner.frozen.write() {
                 // Checked under the lock that `on_event` takes to invalidate.
                 if self.inner.stale_epoch.load(Ordering::SeqCst) == epoch {
-                    f.insert(table.group.clone(), Arc::new(FrozenGroup { table: table.clone(), members }));
+                    f.insert(
+                        table.group.clone(),
+                        Arc::new(FrozenGroup {
+                            table: table.clone(),
+                            members,
+                        }),
+                    );
                 }
             }
         }
@@ -374,11 +497,19 @@ impl Session {
 impl Inner {
     fn dispatch(&self, reply: pb::SessionReply) {
         let Some(result) = reply.result else { return };
-        if let Reply::Event(pb::Event { kind: Some(pb::event::Kind::Group(ev)), .. }) = result {
+        if let Reply::Event(pb::Event {
+            kind: Some(pb::event::Kind::Group(ev)),
+            ..
+        }) = result
+        {
             self.on_event(ev);
             return;
         }
-        let waiter = self.pending.lock().ok().and_then(|mut p| p.remove(&reply.id));
+        let waiter = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(&reply.id));
         if let Some(w) = waiter {
             let _ = w.send(result);
         }
@@ -387,7 +518,9 @@ impl Inner {
     fn on_event(&self, ev: pb::GroupEvent) {
         let stale = matches!(
             pb::GroupEventKind::try_from(ev.kind),
-            Ok(pb::GroupEventKind::Destroyed | pb::GroupEventKind::MemberDied | pb::GroupEventKind::Left)
+            Ok(pb::GroupEventKind::Destroyed
+                | pb::GroupEventKind::MemberDied
+                | pb::GroupEventKind::Left)
         );
         // An event without a group says the vmd dropped events for this
         // session: every cached table may be stale.

@@ -1,7 +1,9 @@
 //! Conversions between the group service's own types and the wire types of
 //! `isthmus-proto`, and the mapping of group errors onto gRPC status codes.
 
-use isthmus_groups::{ErrorKind, GroupError, GroupEvent, GroupEventKind, GroupSummary, GroupTable, Member};
+use isthmus_groups::{
+    ErrorKind, GroupError, GroupEvent, GroupEventKind, GroupSummary, GroupTable, Member,
+};
 use isthmus_proto as pb;
 use tonic::{Code, Status};
 
@@ -22,7 +24,10 @@ pub fn status_of(err: &GroupError) -> Status {
 }
 
 pub fn error_of(err: &GroupError) -> pb::Error {
-    pb::Error { code: code_of(err) as i32, message: err.to_string() }
+    pb::Error {
+        code: code_of(err) as i32,
+        message: err.to_string(),
+    }
 }
 
 pub fn member(m: &Member) -> pb::Member {
@@ -45,7 +50,12 @@ pub fn table(t: &GroupTable) -> pb::GroupTable {
 }
 
 pub fn summary(s: &GroupSummary) -> pb::GroupSummary {
-    pb::GroupSummary { group: s.name.clone(), size: s.size, frozen: s.frozen, broken: s.broken }
+    pb::GroupSummary {
+        group: s.name.clone(),
+        size: s.size,
+        frozen: s.frozen,
+        broken: s.broken,
+    }
 }
 
 pub fn group_event(e: &GroupEvent) -> pb::Event {

@@ -66,13 +66,19 @@ pub struct Daemon {
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("serving failed: {0}")]
     Serve(#[from] tonic::transport::Error),
     #[error("host table: {0}")]
     Hosts(#[from] RmError),
     #[error("cannot join the virtual machine at {addr}: {source}")]
-    Join { addr: String, source: crate::client::ClientError },
+    Join {
+        addr: String,
+        source: crate::client::ClientError,
+    },
 }
 
 impl Daemon {
@@ -80,11 +86,21 @@ impl Daemon {
         Self::bind_with(config, HostOptions::default()).await
     }
 
-    pub async fn bind_with(config: DaemonConfig, options: HostOptions) -> Result<Self, DaemonError> {
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|source| DaemonError::Bind { addr: config.listen, source })?;
-        let local_addr = listener.local_addr().map_err(|source| DaemonError::Bind { addr: config.listen, source })?;
+    pub async fn bind_with(
+        config: DaemonConfig,
+        options: HostOptions,
+    ) -> Result<Self, DaemonError> {
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| DaemonError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
+        let local_addr = listener.local_addr().map_err(|source| DaemonError::Bind {
+            addr: config.listen,
+            source,
+        })?;
         let halt = Arc::new(Notify::new());
         let mine = options.hostfile.iter().find(|d| d.name == config.host);
         let local = HostDecl {
@@ -107,10 +123,20 @@ impl Daemon {
                     slots: local.slots,
                     offers: local.offers.clone(),
                 };
-                let (secret, link) = host_link::join(master, hello, hub.clone(), hub_up, halt.clone())
-                    .await
-                    .map_err(|source| DaemonError::Join { addr: master.clone(), source })?;
-                (secret, Role::Member { master: master.clone() }, Some(link))
+                let (secret, link) =
+                    host_link::join(master, hello, hub.clone(), hub_up, halt.clone())
+                        .await
+                        .map_err(|source| DaemonError::Join {
+                            addr: master.clone(),
+                            source,
+                        })?;
+                (
+                    secret,
+                    Role::Member {
+                        master: master.clone(),
+                    },
+                    Some(link),
+                )
             }
             None => {
                 let secret = new_secret();
@@ -119,8 +145,20 @@ impl Daemon {
                 (secret, Role::Manager(rm), None)
             }
         };
-        let ctx = SessionContext { groups: Groups::in_memory(), host: config.host, secret: Arc::new(secret) };
-        Ok(Self { listener, local_addr, ctx, role, hub, link, halt })
+        let ctx = SessionContext {
+            groups: Groups::in_memory(),
+            host: config.host,
+            secret: Arc::new(secret),
+        };
+        Ok(Self {
+            listener,
+            local_addr,
+            ctx,
+            role,
+            hub,
+            link,
+            halt,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -141,7 +179,10 @@ impl Daemon {
     }
 
     /// Serves until halted through the API or until `shutdown` completes.
-    pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send) -> Result<(), DaemonError> {
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(), DaemonError> {
         let halt = self.halt.clone();
         let hub = self.hub.clone();
         let service = VmdService::new(self.ctx, self.role, self.hub, self.halt);
@@ -212,7 +253,9 @@ fn wire_local(
 }
 
 fn cpus() -> u32 {
-    std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
 }
 
 /// 32 random bytes that members of this virtual machine show each other on

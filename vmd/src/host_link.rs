@@ -26,17 +26,33 @@ use crate::rm_convert;
 pub type DownSender = mpsc::Sender<Result<pb::HostDown, Status>>;
 
 /// The manager's side of one joined host's link.
-pub async fn serve(rm: ResourceManager, secret: Arc<Vec<u8>>, mut inbound: Streaming<pb::HostUp>, out: DownSender) {
+pub async fn serve(
+    rm: ResourceManager,
+    secret: Arc<Vec<u8>>,
+    mut inbound: Streaming<pb::HostUp>,
+    out: DownSender,
+) {
     let hello = match inbound.message().await {
-        Ok(Some(pb::HostUp { kind: Some(Up::Hello(h)) })) => h,
+        Ok(Some(pb::HostUp {
+            kind: Some(Up::Hello(h)),
+        })) => h,
         Ok(Some(_)) => {
-            let _ = out.send(Err(Status::failed_precondition("a host link must start with HostHello"))).await;
+            let _ = out
+                .send(Err(Status::failed_precondition(
+                    "a host link must start with HostHello",
+                )))
+                .await;
             return;
         }
         Ok(None) | Err(_) => return,
     };
     let name = hello.name.clone();
-    let (link, mut port) = match rm.link_host(rm_convert::decl(hello.name, hello.slots, hello.offers, hello.addr)) {
+    let (link, mut port) = match rm.link_host(rm_convert::decl(
+        hello.name,
+        hello.slots,
+        hello.offers,
+        hello.addr,
+    )) {
         Ok(r) => r,
         Err(e) => {
             let _ = out.send(Err(rm_convert::status_of(&e))).await;
@@ -58,7 +74,12 @@ pub async fn serve(rm: ResourceManager, secret: Arc<Vec<u8>>, mut inbound: Strea
                     PortMsg::Order(o) => (Down::Order(rm_convert::order(&o)), false),
                     PortMsg::Deleted(reason) => (Down::Deleted(pb::HostDeleted { reason }), true),
                 };
-                if out.send(Ok(pb::HostDown { kind: Some(down) })).await.is_err() || last {
+                if out
+                    .send(Ok(pb::HostDown { kind: Some(down) }))
+                    .await
+                    .is_err()
+                    || last
+                {
                     return;
                 }
             }
@@ -66,14 +87,18 @@ pub async fn serve(rm: ResourceManager, secret: Arc<Vec<u8>>, mut inbound: Strea
     };
     let failure = loop {
         match inbound.message().await {
-            Ok(Some(pb::HostUp { kind: Some(Up::Taskers(t)) })) => {
-                rm.set_taskers(&name, t.taskers.into_iter().collect())
-            }
-            Ok(Some(pb::HostUp { kind: Some(Up::Job(r)) })) => match rm_convert::report_from(r) {
+            Ok(Some(pb::HostUp {
+                kind: Some(Up::Taskers(t)),
+            })) => rm.set_taskers(&name, t.taskers.into_iter().collect()),
+            Ok(Some(pb::HostUp {
+                kind: Some(Up::Job(r)),
+            })) => match rm_convert::report_from(r) {
                 Some(r) => rm.report(&name, r),
                 None => warn!(host = %name, "malformed job report dropped"),
             },
-            Ok(Some(pb::HostUp { kind: Some(Up::Leave(_)) })) => break None,
+            Ok(Some(pb::HostUp {
+                kind: Some(Up::Leave(_)),
+            })) => break None,
             Ok(Some(_)) => warn!(host = %name, "unexpected message on host link dropped"),
             Ok(None) => break Some("its link closed without leaving".to_string()),
             Err(status) => break Some(format!("its link broke: {}", status.message())),
@@ -99,7 +124,12 @@ pub struct JoinedLink {
 impl JoinedLink {
     /// Leaves the virtual machine cleanly (the host is deleted, not failed).
     pub async fn leave(self) {
-        let _ = self.up.send(pb::HostUp { kind: Some(Up::Leave(pb::HostLeave {})) }).await;
+        let _ = self
+            .up
+            .send(pb::HostUp {
+                kind: Some(Up::Leave(pb::HostLeave {})),
+            })
+            .await;
         drop(self.up);
         // The manager closes the link once it has taken the leave in.
         let _ = tokio::time::timeout(Duration::from_secs(1), self.down_done.notified()).await;
@@ -121,11 +151,25 @@ pub async fn join(
     let name = hello.name.clone();
     let mut vmd = VmdClient::new(client::channel(master).await?);
     let (up, up_rx) = mpsc::channel::<pb::HostUp>(1024);
-    up.send(pb::HostUp { kind: Some(Up::Hello(hello)) }).await.map_err(|_| ClientError::Closed)?;
-    let mut down = vmd.host_link(ReceiverStream::new(up_rx)).await.map_err(ClientError::Status)?.into_inner();
+    up.send(pb::HostUp {
+        kind: Some(Up::Hello(hello)),
+    })
+    .await
+    .map_err(|_| ClientError::Closed)?;
+    let mut down = vmd
+        .host_link(ReceiverStream::new(up_rx))
+        .await
+        .map_err(ClientError::Status)?
+        .into_inner();
     let secret = match down.message().await.map_err(ClientError::Status)? {
-        Some(pb::HostDown { kind: Some(Down::Welcome(w)) }) => w.secret,
-        Some(_) => return Err(ClientError::Protocol("host link did not start with HostWelcome".into())),
+        Some(pb::HostDown {
+            kind: Some(Down::Welcome(w)),
+        }) => w.secret,
+        Some(_) => {
+            return Err(ClientError::Protocol(
+                "host link did not start with HostWelcome".into(),
+            ))
+        }
         None => return Err(ClientError::Closed),
     };
     info!(%master, host = %name, "joined the virtual machine");
@@ -136,14 +180,18 @@ pub async fn join(
         let hub = hub.clone();
         tokio::spawn(async move {
             let first = pb::HostUp {
-                kind: Some(Up::Taskers(pb::TaskersChanged { taskers: hub.taskers().into_iter().collect() })),
+                kind: Some(Up::Taskers(pb::TaskersChanged {
+                    taskers: hub.taskers().into_iter().collect(),
+                })),
             };
             if up.send(first).await.is_err() {
                 return;
             }
             while let Some(msg) = hub_up.recv().await {
                 let kind = match msg {
-                    HubUp::Taskers(t) => Up::Taskers(pb::TaskersChanged { taskers: t.into_iter().collect() }),
+                    HubUp::Taskers(t) => Up::Taskers(pb::TaskersChanged {
+                        taskers: t.into_iter().collect(),
+                    }),
                     HubUp::Job(r) => Up::Job(rm_convert::report(&r)),
                 };
                 if up.send(pb::HostUp { kind: Some(kind) }).await.is_err() {
@@ -159,12 +207,16 @@ pub async fn join(
         tokio::spawn(async move {
             loop {
                 match down.message().await {
-                    Ok(Some(pb::HostDown { kind: Some(Down::Order(o)) })) => {
+                    Ok(Some(pb::HostDown {
+                        kind: Some(Down::Order(o)),
+                    })) => {
                         if let Some(order) = rm_convert::order_from(o) {
                             hub.order(order);
                         }
                     }
-                    Ok(Some(pb::HostDown { kind: Some(Down::Deleted(d)) })) => {
+                    Ok(Some(pb::HostDown {
+                        kind: Some(Down::Deleted(d)),
+                    })) => {
                         warn!(reason = %d.reason, "this host was deleted from the virtual machine; stopping");
                         hub.kill_all();
                         // Let the kill orders reach the taskers before halting.

@@ -9,8 +9,8 @@ use tonic::{Code, Status};
 
 use crate::rm::manager::SpawnSpec;
 use crate::rm::{
-    ExitStatus, Host, HostDecl, HostState, Job, JobOrder, JobReport, JobState, LaunchSpec, OutputStream, Placement,
-    RmError, RmErrorKind, RmEvent, Sequenced,
+    ExitStatus, Host, HostDecl, HostState, Job, JobOrder, JobReport, JobState, LaunchSpec,
+    OutputStream, Placement, RmError, RmErrorKind, RmEvent, Sequenced,
 };
 
 pub fn code_of(kind: RmErrorKind) -> Code {
@@ -132,7 +132,13 @@ pub fn event_kind(e: &RmEvent) -> pb::EventKind {
     }
 }
 
-pub fn host_event(kind: pb::HostEventKind, h: &Host, reason: &str, local: &str, seq: u64) -> pb::Event {
+pub fn host_event(
+    kind: pb::HostEventKind,
+    h: &Host,
+    reason: &str,
+    local: &str,
+    seq: u64,
+) -> pb::Event {
     pb::Event {
         seq,
         kind: Some(pb::event::Kind::Host(pb::HostEvent {
@@ -148,9 +154,18 @@ pub fn event(e: &Sequenced, local: &str) -> pb::Event {
     let seq = e.seq;
     match &e.event {
         RmEvent::HostAdded(h) => host_event(pb::HostEventKind::Added, h, "", local, seq),
-        RmEvent::HostDeleted { host: h, reason } => host_event(pb::HostEventKind::Deleted, h, reason, local, seq),
-        RmEvent::HostFailed { host: h, reason } => host_event(pb::HostEventKind::Failed, h, reason, local, seq),
-        RmEvent::TaskExit { job, rank, exit: x, host } => pb::Event {
+        RmEvent::HostDeleted { host: h, reason } => {
+            host_event(pb::HostEventKind::Deleted, h, reason, local, seq)
+        }
+        RmEvent::HostFailed { host: h, reason } => {
+            host_event(pb::HostEventKind::Failed, h, reason, local, seq)
+        }
+        RmEvent::TaskExit {
+            job,
+            rank,
+            exit: x,
+            host,
+        } => pb::Event {
             seq,
             kind: Some(Kind::TaskExit(pb::TaskExit {
                 job: *job,
@@ -159,7 +174,13 @@ pub fn event(e: &Sequenced, local: &str) -> pb::Event {
                 host: host.clone(),
             })),
         },
-        RmEvent::JobExit { job, state, exit: x, reason, host } => pb::Event {
+        RmEvent::JobExit {
+            job,
+            state,
+            exit: x,
+            reason,
+            host,
+        } => pb::Event {
             seq,
             kind: Some(Kind::JobExit(pb::JobExit {
                 job: *job,
@@ -169,7 +190,12 @@ pub fn event(e: &Sequenced, local: &str) -> pb::Event {
                 host: host.clone(),
             })),
         },
-        RmEvent::Output { job, rank, stream: s, line } => pb::Event {
+        RmEvent::Output {
+            job,
+            rank,
+            stream: s,
+            line,
+        } => pb::Event {
             seq,
             kind: Some(Kind::Output(pb::TaskOutput {
                 job: *job,
@@ -199,7 +225,12 @@ pub fn spawn_spec(r: pb::SpawnRequest) -> SpawnSpec {
 }
 
 pub fn decl(name: String, slots: u32, offers: Vec<String>, addr: String) -> HostDecl {
-    HostDecl { name, slots, offers, addr }
+    HostDecl {
+        name,
+        slots,
+        offers,
+        addr,
+    }
 }
 
 pub fn order(o: &JobOrder) -> pb::JobOrder {
@@ -215,9 +246,11 @@ pub fn order(o: &JobOrder) -> pb::JobOrder {
                 env: l.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 cwd: l.cwd.clone(),
             }),
-            JobOrder::Signal { job, signal, rank } => {
-                Order::Signal(pb::SignalOrder { job: *job, signal: *signal, rank: *rank })
-            }
+            JobOrder::Signal { job, signal, rank } => Order::Signal(pb::SignalOrder {
+                job: *job,
+                signal: *signal,
+                rank: *rank,
+            }),
             JobOrder::Kill { job } => Order::Kill(pb::KillOrder { job: *job }),
         }),
     }
@@ -236,7 +269,11 @@ pub fn order_from(o: pb::JobOrder) -> Option<JobOrder> {
             env: l.env.into_iter().collect::<BTreeMap<_, _>>(),
             cwd: l.cwd,
         }),
-        Order::Signal(s) => JobOrder::Signal { job: s.job, signal: s.signal, rank: s.rank },
+        Order::Signal(s) => JobOrder::Signal {
+            job: s.job,
+            signal: s.signal,
+            rank: s.rank,
+        },
         Order::Kill(k) => JobOrder::Kill { job: k.job },
     })
 }
@@ -251,19 +288,41 @@ pub fn report(r: &JobReport) -> pb::JobReport {
                 code: code_of(error.kind) as i32,
                 message: error.message.clone(),
             }),
-            JobReport::RankStarted { job, rank, pid } => {
-                Report::RankStarted(pb::RankStarted { job: *job, rank: *rank, pid: *pid })
-            }
-            JobReport::Output { job, rank, stream: s, line } => {
-                Report::Output(pb::TaskOutput { job: *job, rank: *rank, stream: stream(*s) as i32, line: line.clone() })
-            }
-            JobReport::RankExit { job, rank, exit: x } => {
-                Report::RankExit(pb::TaskExit { job: *job, rank: *rank, exit: Some(exit(*x)), host: String::new() })
-            }
-            JobReport::LauncherExit { job, exit: x, reason } => {
-                Report::LauncherExit(pb::LauncherExit { job: *job, exit: x.map(exit), reason: reason.clone() })
-            }
-            JobReport::Lost { job, reason } => Report::Lost(pb::JobLost { job: *job, reason: reason.clone() }),
+            JobReport::RankStarted { job, rank, pid } => Report::RankStarted(pb::RankStarted {
+                job: *job,
+                rank: *rank,
+                pid: *pid,
+            }),
+            JobReport::Output {
+                job,
+                rank,
+                stream: s,
+                line,
+            } => Report::Output(pb::TaskOutput {
+                job: *job,
+                rank: *rank,
+                stream: stream(*s) as i32,
+                line: line.clone(),
+            }),
+            JobReport::RankExit { job, rank, exit: x } => Report::RankExit(pb::TaskExit {
+                job: *job,
+                rank: *rank,
+                exit: Some(exit(*x)),
+                host: String::new(),
+            }),
+            JobReport::LauncherExit {
+                job,
+                exit: x,
+                reason,
+            } => Report::LauncherExit(pb::LauncherExit {
+                job: *job,
+                exit: x.map(exit),
+                reason: reason.clone(),
+            }),
+            JobReport::Lost { job, reason } => Report::Lost(pb::JobLost {
+                job: *job,
+                reason: reason.clone(),
+            }),
         }),
     }
 }
@@ -273,8 +332,15 @@ pub fn report_from(r: pb::JobReport) -> Option<JobReport> {
     use pb::job_report::Report;
     Some(match r.report? {
         Report::Accepted(a) => JobReport::Accepted { job: a.job },
-        Report::Refused(x) => JobReport::Refused { job: x.job, error: RmError::new(kind_of(x.code), x.message) },
-        Report::RankStarted(s) => JobReport::RankStarted { job: s.job, rank: s.rank, pid: s.pid },
+        Report::Refused(x) => JobReport::Refused {
+            job: x.job,
+            error: RmError::new(kind_of(x.code), x.message),
+        },
+        Report::RankStarted(s) => JobReport::RankStarted {
+            job: s.job,
+            rank: s.rank,
+            pid: s.pid,
+        },
         Report::Output(o) => JobReport::Output {
             job: o.job,
             rank: o.rank,
@@ -285,10 +351,19 @@ pub fn report_from(r: pb::JobReport) -> Option<JobReport> {
             },
             line: o.line,
         },
-        Report::RankExit(x) => JobReport::RankExit { job: x.job, rank: x.rank, exit: exit_from(x.exit.as_ref())? },
-        Report::LauncherExit(x) => {
-            JobReport::LauncherExit { job: x.job, exit: exit_from(x.exit.as_ref()), reason: x.reason }
-        }
-        Report::Lost(l) => JobReport::Lost { job: l.job, reason: l.reason },
+        Report::RankExit(x) => JobReport::RankExit {
+            job: x.job,
+            rank: x.rank,
+            exit: exit_from(x.exit.as_ref())?,
+        },
+        Report::LauncherExit(x) => JobReport::LauncherExit {
+            job: x.job,
+            exit: exit_from(x.exit.as_ref()),
+            reason: x.reason,
+        },
+        Report::Lost(l) => JobReport::Lost {
+            job: l.job,
+            reason: l.reason,
+        },
     })
 }

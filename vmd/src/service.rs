@@ -37,7 +37,12 @@ pub struct VmdService {
 
 impl VmdService {
     pub fn new(ctx: SessionContext, role: Role, hub: TaskerHub, halt: Arc<Notify>) -> Self {
-        Self { ctx, role, hub, halt }
+        Self {
+            ctx,
+            role,
+            hub,
+            halt,
+        }
     }
 
     /// The resource manager, or the refusal of a vmd that is not it.
@@ -78,18 +83,39 @@ impl Vmd for VmdService {
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
-    async fn list_groups(&self, _: Request<pb::ListGroupsRequest>) -> Result<Response<pb::GroupList>, Status> {
-        let list = self.ctx.groups.list().await.map_err(|e| convert::status_of(&e))?;
-        Ok(Response::new(pb::GroupList { groups: list.iter().map(convert::summary).collect() }))
+    async fn list_groups(
+        &self,
+        _: Request<pb::ListGroupsRequest>,
+    ) -> Result<Response<pb::GroupList>, Status> {
+        let list = self
+            .ctx
+            .groups
+            .list()
+            .await
+            .map_err(|e| convert::status_of(&e))?;
+        Ok(Response::new(pb::GroupList {
+            groups: list.iter().map(convert::summary).collect(),
+        }))
     }
 
-    async fn get_group(&self, request: Request<pb::GroupRef>) -> Result<Response<pb::GroupTable>, Status> {
+    async fn get_group(
+        &self,
+        request: Request<pb::GroupRef>,
+    ) -> Result<Response<pb::GroupTable>, Status> {
         let group = request.into_inner().group;
-        let table = self.ctx.groups.table(&group).await.map_err(|e| convert::status_of(&e))?;
+        let table = self
+            .ctx
+            .groups
+            .table(&group)
+            .await
+            .map_err(|e| convert::status_of(&e))?;
         Ok(Response::new(convert::table(&table)))
     }
 
-    async fn watch(&self, request: Request<pb::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+    async fn watch(
+        &self,
+        request: Request<pb::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
         let req = request.into_inner();
         let filter = WatchFilter::new(&req)?;
         // Subscribe before reading the current state, so that nothing falls
@@ -114,19 +140,32 @@ impl Vmd for VmdService {
                 if req.current_state {
                     if filter.wants(pb::EventKind::HostAdded) {
                         for h in &hosts {
-                            snapshot.push(rm_convert::host_event(pb::HostEventKind::Added, h, "", &local, 0));
+                            snapshot.push(rm_convert::host_event(
+                                pb::HostEventKind::Added,
+                                h,
+                                "",
+                                &local,
+                                0,
+                            ));
                         }
                     }
-                    if filter.wants(pb::EventKind::TaskExit) || filter.wants(pb::EventKind::JobExit) {
+                    if filter.wants(pb::EventKind::TaskExit) || filter.wants(pb::EventKind::JobExit)
+                    {
                         for j in jobs.iter().filter(|j| filter.wants_job(j.id)) {
-                            snapshot.push(pb::Event { seq: 0, kind: Some(pb::event::Kind::Job(rm_convert::job(j))) });
+                            snapshot.push(pb::Event {
+                                seq: 0,
+                                kind: Some(pb::event::Kind::Job(rm_convert::job(j))),
+                            });
                         }
                     }
                 }
                 rm_events = Some(events);
             }
             if req.current_state {
-                snapshot.push(pb::Event { seq: 0, kind: Some(pb::event::Kind::Synced(pb::Synced {})) });
+                snapshot.push(pb::Event {
+                    seq: 0,
+                    kind: Some(pb::event::Kind::Synced(pb::Synced {})),
+                });
             }
             for ev in snapshot {
                 if tx.send(Ok(ev)).await.is_err() {
@@ -157,7 +196,8 @@ impl Vmd for VmdService {
                     Ok(None) => {}
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         warn!(missed = n, "watcher lagged");
-                        let status = Status::data_loss(format!("watcher fell behind and missed {n} events"));
+                        let status =
+                            Status::data_loss(format!("watcher fell behind and missed {n} events"));
                         let _ = tx.send(Err(status)).await;
                         return;
                     }
@@ -168,50 +208,92 @@ impl Vmd for VmdService {
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
-    async fn list_hosts(&self, _: Request<pb::ListHostsRequest>) -> Result<Response<pb::HostList>, Status> {
+    async fn list_hosts(
+        &self,
+        _: Request<pb::ListHostsRequest>,
+    ) -> Result<Response<pb::HostList>, Status> {
         let rm = self.rm()?;
         let local = rm.local_host();
-        Ok(Response::new(pb::HostList { hosts: rm.hosts().iter().map(|h| rm_convert::host(h, local)).collect() }))
+        Ok(Response::new(pb::HostList {
+            hosts: rm
+                .hosts()
+                .iter()
+                .map(|h| rm_convert::host(h, local))
+                .collect(),
+        }))
     }
 
-    async fn add_host(&self, request: Request<pb::AddHostRequest>) -> Result<Response<pb::HostInfo>, Status> {
+    async fn add_host(
+        &self,
+        request: Request<pb::AddHostRequest>,
+    ) -> Result<Response<pb::HostInfo>, Status> {
         let rm = self.rm()?;
         let r = request.into_inner();
-        let host = rm.add_host(rm_convert::decl(r.name, r.slots, r.offers, r.addr)).map_err(rm_status)?;
+        let host = rm
+            .add_host(rm_convert::decl(r.name, r.slots, r.offers, r.addr))
+            .map_err(rm_status)?;
         Ok(Response::new(rm_convert::host(&host, rm.local_host())))
     }
 
-    async fn delete_host(&self, request: Request<pb::HostRef>) -> Result<Response<pb::DeleteHostReply>, Status> {
-        let jobs_lost = self.rm()?.delete_host(&request.into_inner().name).map_err(rm_status)?;
+    async fn delete_host(
+        &self,
+        request: Request<pb::HostRef>,
+    ) -> Result<Response<pb::DeleteHostReply>, Status> {
+        let jobs_lost = self
+            .rm()?
+            .delete_host(&request.into_inner().name)
+            .map_err(rm_status)?;
         Ok(Response::new(pb::DeleteHostReply { jobs_lost }))
     }
 
-    async fn check_host(&self, request: Request<pb::HostRef>) -> Result<Response<pb::HostCheck>, Status> {
+    async fn check_host(
+        &self,
+        request: Request<pb::HostRef>,
+    ) -> Result<Response<pb::HostCheck>, Status> {
         let rm = self.rm()?;
         let name = request.into_inner().name;
         let host = rm.host(&name).map_err(rm_status)?;
         Ok(Response::new(check(&host, rm.local_host()).await))
     }
 
-    async fn spawn(&self, request: Request<pb::SpawnRequest>) -> Result<Response<pb::SpawnReply>, Status> {
+    async fn spawn(
+        &self,
+        request: Request<pb::SpawnRequest>,
+    ) -> Result<Response<pb::SpawnReply>, Status> {
         let spec = rm_convert::spawn_spec(request.into_inner());
         let (job, host) = self.rm()?.spawn(spec).await.map_err(rm_status)?;
         Ok(Response::new(pb::SpawnReply { job, host }))
     }
 
-    async fn list_jobs(&self, request: Request<pb::ListJobsRequest>) -> Result<Response<pb::JobList>, Status> {
+    async fn list_jobs(
+        &self,
+        request: Request<pb::ListJobsRequest>,
+    ) -> Result<Response<pb::JobList>, Status> {
         let jobs = self.rm()?.jobs(request.into_inner().all);
-        Ok(Response::new(pb::JobList { jobs: jobs.iter().map(rm_convert::job).collect() }))
+        Ok(Response::new(pb::JobList {
+            jobs: jobs.iter().map(rm_convert::job).collect(),
+        }))
     }
 
-    async fn kill_job(&self, request: Request<pb::KillRequest>) -> Result<Response<pb::KillReply>, Status> {
-        self.rm()?.kill(request.into_inner().job).map_err(rm_status)?;
+    async fn kill_job(
+        &self,
+        request: Request<pb::KillRequest>,
+    ) -> Result<Response<pb::KillReply>, Status> {
+        self.rm()?
+            .kill(request.into_inner().job)
+            .map_err(rm_status)?;
         Ok(Response::new(pb::KillReply {}))
     }
 
-    async fn signal_job(&self, request: Request<pb::SignalRequest>) -> Result<Response<pb::SignalReply>, Status> {
+    async fn signal_job(
+        &self,
+        request: Request<pb::SignalRequest>,
+    ) -> Result<Response<pb::SignalReply>, Status> {
         let r = request.into_inner();
-        let delivered_to = self.rm()?.signal(r.job, r.signal, r.rank).map_err(rm_status)?;
+        let delivered_to = self
+            .rm()?
+            .signal(r.job, r.signal, r.rank)
+            .map_err(rm_status)?;
         Ok(Response::new(pb::SignalReply { delivered_to }))
     }
 
@@ -220,7 +302,12 @@ impl Vmd for VmdService {
         request: Request<Streaming<pb::TaskerReport>>,
     ) -> Result<Response<Self::TaskerStream>, Status> {
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(tasker_link::run(self.hub.clone(), self.ctx.host.clone(), request.into_inner(), tx));
+        tokio::spawn(tasker_link::run(
+            self.hub.clone(),
+            self.ctx.host.clone(),
+            request.into_inner(),
+            tx,
+        ));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -230,7 +317,12 @@ impl Vmd for VmdService {
     ) -> Result<Response<Self::HostLinkStream>, Status> {
         let rm = self.rm()?.clone();
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(host_link::serve(rm, self.ctx.secret.clone(), request.into_inner(), tx));
+        tokio::spawn(host_link::serve(
+            rm,
+            self.ctx.secret.clone(),
+            request.into_inner(),
+            tx,
+        ));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -257,16 +349,34 @@ async fn current_state(groups: &isthmus_groups::Groups, filter: &[String]) -> Ve
         };
         let size = table.members.len() as u32;
         for m in &table.members {
-            out.push(snapshot_event(pb::GroupEventKind::Joined, &table.name, m.instance, m.task.to_string(), size));
+            out.push(snapshot_event(
+                pb::GroupEventKind::Joined,
+                &table.name,
+                m.instance,
+                m.task.to_string(),
+                size,
+            ));
         }
         if table.frozen {
-            out.push(snapshot_event(pb::GroupEventKind::Frozen, &table.name, 0, String::new(), size));
+            out.push(snapshot_event(
+                pb::GroupEventKind::Frozen,
+                &table.name,
+                0,
+                String::new(),
+                size,
+            ));
         }
     }
     out
 }
 
-fn snapshot_event(kind: pb::GroupEventKind, group: &str, instance: u32, task: String, size: u32) -> pb::Event {
+fn snapshot_event(
+    kind: pb::GroupEventKind,
+    group: &str,
+    instance: u32,
+    task: String,
+    size: u32,
+) -> pb::Event {
     pb::Event {
         seq: 0,
         kind: Some(pb::event::Kind::Group(pb::GroupEvent {
@@ -293,12 +403,17 @@ impl WatchFilter {
         for k in &req.kinds {
             match pb::EventKind::try_from(*k) {
                 Ok(pb::EventKind::Unspecified) | Err(_) => {
-                    return Err(Status::invalid_argument(format!("event kind {k} is not known")));
+                    return Err(Status::invalid_argument(format!(
+                        "event kind {k} is not known"
+                    )));
                 }
                 Ok(kind) => kinds.push(kind),
             }
         }
-        Ok(Self { kinds, jobs: req.jobs.clone() })
+        Ok(Self {
+            kinds,
+            jobs: req.jobs.clone(),
+        })
     }
 
     fn wants(&self, kind: pb::EventKind) -> bool {
@@ -314,7 +429,8 @@ impl WatchFilter {
     }
 
     fn wants_rm(&self, ev: &Sequenced) -> bool {
-        self.wants(rm_convert::event_kind(&ev.event)) && ev.event.job().is_none_or(|j| self.wants_job(j))
+        self.wants(rm_convert::event_kind(&ev.event))
+            && ev.event.job().is_none_or(|j| self.wants_job(j))
     }
 }
 
@@ -330,7 +446,12 @@ async fn recv_rm(
 
 /// Whether a host's vmd answers, and how fast.
 async fn check(host: &crate::rm::Host, local: &str) -> pb::HostCheck {
-    let mut out = pb::HostCheck { name: host.name.clone(), responding: false, detail: String::new(), round_trip_us: 0 };
+    let mut out = pb::HostCheck {
+        name: host.name.clone(),
+        responding: false,
+        detail: String::new(),
+        round_trip_us: 0,
+    };
     if host.name == local {
         out.responding = true;
         out.detail = "this vmd".into();
@@ -342,7 +463,9 @@ async fn check(host: &crate::rm::Host, local: &str) -> pb::HostCheck {
     }
     let started = std::time::Instant::now();
     let answer = tokio::time::timeout(std::time::Duration::from_secs(3), async {
-        let channel = crate::client::channel(&host.addr).await.map_err(|e| e.to_string())?;
+        let channel = crate::client::channel(&host.addr)
+            .await
+            .map_err(|e| e.to_string())?;
         pb::vmd_client::VmdClient::new(channel)
             .list_groups(pb::ListGroupsRequest {})
             .await

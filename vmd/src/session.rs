@@ -40,12 +40,21 @@ pub struct SessionContext {
 pub type ReplySender = mpsc::Sender<Result<pb::SessionReply, Status>>;
 
 /// Runs a session to its end. Replies go to `out`.
-pub async fn run(ctx: SessionContext, mut inbound: Streaming<pb::SessionRequest>, out: ReplySender) {
+pub async fn run(
+    ctx: SessionContext,
+    mut inbound: Streaming<pb::SessionRequest>,
+    out: ReplySender,
+) {
     let hello = match inbound.message().await {
-        Ok(Some(pb::SessionRequest { id, op: Some(Op::Hello(hello)) })) => (id, hello),
+        Ok(Some(pb::SessionRequest {
+            id,
+            op: Some(Op::Hello(hello)),
+        })) => (id, hello),
         Ok(Some(_)) => {
             let _ = out
-                .send(Err(Status::failed_precondition("a session must start with Hello")))
+                .send(Err(Status::failed_precondition(
+                    "a session must start with Hello",
+                )))
                 .await;
             return;
         }
@@ -67,7 +76,12 @@ pub async fn run(ctx: SessionContext, mut inbound: Streaming<pb::SessionRequest>
         return;
     }
 
-    let mut session = Session { ctx: ctx.clone(), task, out, subscription: None };
+    let mut session = Session {
+        ctx: ctx.clone(),
+        task,
+        out,
+        subscription: None,
+    };
     loop {
         match inbound.message().await {
             Ok(Some(req)) => session.handle(req).await,
@@ -97,7 +111,10 @@ async fn close(ctx: &SessionContext, task: TaskId) {
 }
 
 fn reply(id: u64, result: Reply) -> pb::SessionReply {
-    pb::SessionReply { id, result: Some(result) }
+    pb::SessionReply {
+        id,
+        result: Some(result),
+    }
 }
 
 fn error_reply(id: u64, err: &GroupError) -> pb::SessionReply {
@@ -105,7 +122,13 @@ fn error_reply(id: u64, err: &GroupError) -> pb::SessionReply {
 }
 
 fn invalid(id: u64, message: String) -> pb::SessionReply {
-    reply(id, Reply::Error(pb::Error { code: Code::InvalidArgument as i32, message }))
+    reply(
+        id,
+        Reply::Error(pb::Error {
+            code: Code::InvalidArgument as i32,
+            message,
+        }),
+    )
 }
 
 /// Turns a client's `timeout_ms` into a wait, bounded by [`MAX_WAIT`].
@@ -143,7 +166,8 @@ impl Session {
         let groups = &self.ctx.groups;
         let task = self.task;
         let Some(op) = req.op else {
-            self.send(invalid(id, format!("request {id} carries no operation"))).await;
+            self.send(invalid(id, format!("request {id} carries no operation")))
+                .await;
             return;
         };
         let result = match op {
@@ -191,7 +215,9 @@ impl Session {
                 .list()
                 .await
                 .map(|l| {
-                    Reply::Groups(pb::GroupList { groups: l.iter().map(convert::summary).collect() })
+                    Reply::Groups(pb::GroupList {
+                        groups: l.iter().map(convert::summary).collect(),
+                    })
                 })
                 .map_err(|e| error_reply(id, &e)),
             Op::Subscribe(s) => {
@@ -201,7 +227,9 @@ impl Session {
             Op::Freeze(f) => {
                 let groups = groups.clone();
                 self.reply_later(id, async move {
-                    let t = groups.freeze(&f.group, f.size, wait_of(f.timeout_ms)).await?;
+                    let t = groups
+                        .freeze(&f.group, f.size, wait_of(f.timeout_ms))
+                        .await?;
                     Ok(Reply::Table(convert::table(&t)))
                 });
                 return;
@@ -209,7 +237,9 @@ impl Session {
             Op::Barrier(b) => {
                 let groups = groups.clone();
                 self.reply_later(id, async move {
-                    groups.barrier(&b.group, task, b.count, wait_of(b.timeout_ms)).await?;
+                    groups
+                        .barrier(&b.group, task, b.count, wait_of(b.timeout_ms))
+                        .await?;
                     Ok(Reply::Done(pb::Done {}))
                 });
                 return;
@@ -272,8 +302,16 @@ impl Session {
             loop {
                 match events.recv().await {
                     Ok(ev) => {
-                        let wanted = shared.lock().map(|f| convert::event_matches(&f, &ev)).unwrap_or(false);
-                        if wanted && out.send(Ok(reply(0, Reply::Event(convert::group_event(&ev))))).await.is_err() {
+                        let wanted = shared
+                            .lock()
+                            .map(|f| convert::event_matches(&f, &ev))
+                            .unwrap_or(false);
+                        if wanted
+                            && out
+                                .send(Ok(reply(0, Reply::Event(convert::group_event(&ev)))))
+                                .await
+                                .is_err()
+                        {
                             return;
                         }
                     }
@@ -281,7 +319,10 @@ impl Session {
                         warn!(%task, missed = n, "session subscriber lagged; events lost");
                         // Tell the client, so that it drops what it cached
                         // on the strength of events it will never see.
-                        let lost = pb::Event { seq: 0, kind: Some(pb::event::Kind::Group(pb::GroupEvent::default())) };
+                        let lost = pb::Event {
+                            seq: 0,
+                            kind: Some(pb::event::Kind::Group(pb::GroupEvent::default())),
+                        };
                         if out.send(Ok(reply(0, Reply::Event(lost)))).await.is_err() {
                             return;
                         }
@@ -298,5 +339,6 @@ fn parse_task(text: &str, caller: TaskId) -> Result<TaskId, String> {
     if text.is_empty() {
         return Ok(caller);
     }
-    text.parse::<TaskId>().map_err(|_| format!("task id {text:?} is not a uuid"))
+    text.parse::<TaskId>()
+        .map_err(|_| format!("task id {text:?} is not a uuid"))
 }

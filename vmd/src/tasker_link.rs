@@ -15,11 +15,22 @@ use crate::rm_convert;
 
 pub type OrderSender = mpsc::Sender<Result<pb::TaskerOrder, Status>>;
 
-pub async fn run(hub: TaskerHub, host: String, mut inbound: Streaming<pb::TaskerReport>, out: OrderSender) {
+pub async fn run(
+    hub: TaskerHub,
+    host: String,
+    mut inbound: Streaming<pb::TaskerReport>,
+    out: OrderSender,
+) {
     let hello = match inbound.message().await {
-        Ok(Some(pb::TaskerReport { kind: Some(Up::Hello(h)) })) => h,
+        Ok(Some(pb::TaskerReport {
+            kind: Some(Up::Hello(h)),
+        })) => h,
         Ok(Some(_)) => {
-            let _ = out.send(Err(Status::failed_precondition("a tasker stream must start with TaskerHello"))).await;
+            let _ = out
+                .send(Err(Status::failed_precondition(
+                    "a tasker stream must start with TaskerHello",
+                )))
+                .await;
             return;
         }
         Ok(None) | Err(_) => return,
@@ -32,7 +43,12 @@ pub async fn run(hub: TaskerHub, host: String, mut inbound: Streaming<pb::Tasker
         }
     };
     info!(tasker = id, implementation = %hello.implementation, pid = hello.pid, launcher = %hello.launcher, "tasker connected");
-    let welcome = pb::TaskerOrder { kind: Some(Down::Welcome(pb::TaskerWelcome { tasker: id.to_string(), host })) };
+    let welcome = pb::TaskerOrder {
+        kind: Some(Down::Welcome(pb::TaskerWelcome {
+            tasker: id.to_string(),
+            host,
+        })),
+    };
     if out.send(Ok(welcome)).await.is_err() {
         hub.deregister(id);
         return;
@@ -41,7 +57,9 @@ pub async fn run(hub: TaskerHub, host: String, mut inbound: Streaming<pb::Tasker
         let out = out.clone();
         tokio::spawn(async move {
             while let Some(order) = orders.recv().await {
-                let msg = pb::TaskerOrder { kind: Some(Down::Order(rm_convert::order(&order))) };
+                let msg = pb::TaskerOrder {
+                    kind: Some(Down::Order(rm_convert::order(&order))),
+                };
                 if out.send(Ok(msg)).await.is_err() {
                     return;
                 }
@@ -50,7 +68,9 @@ pub async fn run(hub: TaskerHub, host: String, mut inbound: Streaming<pb::Tasker
     };
     loop {
         match inbound.message().await {
-            Ok(Some(pb::TaskerReport { kind: Some(Up::Job(report)) })) => match rm_convert::report_from(report) {
+            Ok(Some(pb::TaskerReport {
+                kind: Some(Up::Job(report)),
+            })) => match rm_convert::report_from(report) {
                 Some(r) => hub.report(id, r),
                 None => warn!(tasker = id, "malformed job report dropped"),
             },

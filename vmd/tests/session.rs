@@ -33,15 +33,25 @@ async fn lowest_free_instance_and_gaps() {
         assert_eq!(c.join("g", None, vec![]).await.unwrap(), i as u32);
     }
     s[1].leave("g").await.unwrap();
-    assert_eq!(s[3].join("g", None, vec![]).await.unwrap(), 1, "the next joiner takes the gap");
+    assert_eq!(
+        s[3].join("g", None, vec![]).await.unwrap(),
+        1,
+        "the next joiner takes the gap"
+    );
     assert_eq!(s[0].gsize("g").await.unwrap(), 3);
     let m = s[0].gettid("g", 1).await.unwrap();
     assert_eq!(m.task, s[3].task());
     assert_eq!(m.host, "testhost");
     assert_eq!(s[0].getinst("g", Some(s[2].task())).await.unwrap(), 2);
     // A task in several groups.
-    assert_eq!(s[0].join("other", Some(5), b"ep".to_vec()).await.unwrap(), 5);
-    assert_eq!(s[0].gettid("other", 5).await.unwrap().endpoint, b"ep".to_vec());
+    assert_eq!(
+        s[0].join("other", Some(5), b"ep".to_vec()).await.unwrap(),
+        5
+    );
+    assert_eq!(
+        s[0].gettid("other", 5).await.unwrap().endpoint,
+        b"ep".to_vec()
+    );
     // Last leave destroys the group.
     s[0].leave("other").await.unwrap();
     assert_eq!(code(s[0].gsize("other").await).0, Code::NotFound);
@@ -87,29 +97,87 @@ async fn bad_input_gets_precise_errors_and_state_stays() {
     other.join("good", None, vec![]).await.unwrap();
 
     let cases: Vec<(Code, &str, (Code, String))> = vec![
-        (Code::InvalidArgument, "empty", code(s.join("", None, vec![]).await)),
-        (Code::InvalidArgument, "255", code(s.join(&"x".repeat(256), None, vec![]).await)),
-        (Code::InvalidArgument, "control", code(s.join("bad\nname", None, vec![]).await)),
-        (Code::InvalidArgument, "instance", code(s.join("new", Some(u32::MAX), vec![]).await)),
-        (Code::AlreadyExists, "taken", code(s.join("other-group", Some(0), vec![]).await.and(other.join("other-group", Some(0), vec![]).await))),
-        (Code::AlreadyExists, "already", code(s.join("good", None, vec![]).await)),
+        (
+            Code::InvalidArgument,
+            "empty",
+            code(s.join("", None, vec![]).await),
+        ),
+        (
+            Code::InvalidArgument,
+            "255",
+            code(s.join(&"x".repeat(256), None, vec![]).await),
+        ),
+        (
+            Code::InvalidArgument,
+            "control",
+            code(s.join("bad\nname", None, vec![]).await),
+        ),
+        (
+            Code::InvalidArgument,
+            "instance",
+            code(s.join("new", Some(u32::MAX), vec![]).await),
+        ),
+        (
+            Code::AlreadyExists,
+            "taken",
+            code(
+                s.join("other-group", Some(0), vec![])
+                    .await
+                    .and(other.join("other-group", Some(0), vec![]).await),
+            ),
+        ),
+        (
+            Code::AlreadyExists,
+            "already",
+            code(s.join("good", None, vec![]).await),
+        ),
         (Code::NotFound, "nosuch", code(s.gettid("nosuch", 0).await)),
-        (Code::NotFound, "instance 7", code(s.gettid("good", 7).await)),
-        (Code::InvalidArgument, "not a uuid", code(s.getinst("good", Some("not-a-uuid")).await)),
-        (Code::NotFound, "", code(s.getinst("good", Some(&uuid::Uuid::new_v4().to_string())).await)),
+        (
+            Code::NotFound,
+            "instance 7",
+            code(s.gettid("good", 7).await),
+        ),
+        (
+            Code::InvalidArgument,
+            "not a uuid",
+            code(s.getinst("good", Some("not-a-uuid")).await),
+        ),
+        (
+            Code::NotFound,
+            "",
+            code(
+                s.getinst("good", Some(&uuid::Uuid::new_v4().to_string()))
+                    .await,
+            ),
+        ),
         (Code::NotFound, "nosuch", code(s.leave("nosuch").await)),
-        (Code::FailedPrecondition, "good", code(s.freeze("good", 1, Duration::from_secs(1)).await)),
-        (Code::InvalidArgument, "", code(s.freeze("good", 0, Duration::from_secs(1)).await)),
+        (
+            Code::FailedPrecondition,
+            "good",
+            code(s.freeze("good", 1, Duration::from_secs(1)).await),
+        ),
+        (
+            Code::InvalidArgument,
+            "",
+            code(s.freeze("good", 0, Duration::from_secs(1)).await),
+        ),
     ];
     for (want, needle, (got, msg)) in cases {
         assert_eq!(got, want, "wrong code for {needle:?}: {msg}");
-        assert!(msg.to_lowercase().contains(&needle.to_lowercase()), "message {msg:?} does not name {needle:?}");
+        assert!(
+            msg.to_lowercase().contains(&needle.to_lowercase()),
+            "message {msg:?} does not name {needle:?}"
+        );
     }
     // State unchanged: "good" still has exactly the two members, not frozen.
     let t = s.members("good").await.unwrap();
     assert_eq!(t.members.len(), 2);
     assert!(!t.frozen);
-    assert_eq!(code(s.gsize("new").await).0, Code::NotFound, "a refused join created no group");
+    assert_eq!(
+        code(s.gsize("new").await).0,
+        Code::NotFound,
+        "a refused join created no group"
+    );
     let (c, msg) = code(s.members("").await);
     assert_eq!(c, Code::InvalidArgument, "{msg}");
 }
@@ -131,14 +199,20 @@ async fn freeze_waits_then_caches_and_refuses_joins() {
     assert!(table.frozen);
     assert_eq!(table.members.len(), 2);
     assert!(a.cached("f").is_some(), "frozen table cached locally");
-    assert_eq!(a.gettid("f", 1).await.unwrap().endpoint, b"b-endpoint".to_vec());
+    assert_eq!(
+        a.gettid("f", 1).await.unwrap().endpoint,
+        b"b-endpoint".to_vec()
+    );
     let (c, msg) = code(late.join("f", None, vec![]).await);
     assert_eq!(c, Code::FailedPrecondition, "{msg}");
     // Another task waits for the frozen group and gets the same table.
     let seen = late.wait_frozen("f", T).await.unwrap();
     assert_eq!(seen.members, table.members);
     // wait_frozen on a group that never appears gives a deadline error.
-    assert_eq!(code(late.wait_frozen("never", Duration::from_millis(200)).await).0, Code::DeadlineExceeded);
+    assert_eq!(
+        code(late.wait_frozen("never", Duration::from_millis(200)).await).0,
+        Code::DeadlineExceeded
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,7 +242,10 @@ async fn barrier_releases_all_and_has_deadlines() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let mut s = s;
     drop(s.pop());
-    let r = tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("released").unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("released")
+        .unwrap();
     assert_eq!(code(r).0, Code::Aborted);
 }
 
@@ -194,7 +271,10 @@ async fn killed_client_leaves_within_a_second_and_watchers_hear() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let died = loop {
-        let ev = tokio::time::timeout(Duration::from_secs(5), events.recv()).await.expect("event").unwrap();
+        let ev = tokio::time::timeout(Duration::from_secs(5), events.recv())
+            .await
+            .expect("event")
+            .unwrap();
         if ev.kind == pb::GroupEventKind::MemberDied as i32 {
             break ev;
         }
@@ -202,7 +282,10 @@ async fn killed_client_leaves_within_a_second_and_watchers_hear() {
     let elapsed = killed_at.elapsed();
     assert_eq!(died.group, "k");
     assert_eq!(died.instance, 1);
-    assert!(elapsed < Duration::from_secs(1), "death noticed after {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_secs(1),
+        "death noticed after {elapsed:?}"
+    );
     assert_eq!(member.gsize("k").await.unwrap(), 1);
 }
 
@@ -255,17 +338,26 @@ async fn sigterm_shuts_down_cleanly_with_sessions_open() {
     let s = session(&vmd).await;
     s.join("t", None, vec![]).await.unwrap();
     let pid = vmd.child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some(status) = vmd.child.try_wait().unwrap() {
             assert!(status.success(), "vmd exited with {status}");
             break;
         }
-        assert!(Instant::now() < deadline, "vmd still running 10 s after SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "vmd still running 10 s after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // The session notices: the next call fails instead of hanging.
-    let r = tokio::time::timeout(Duration::from_secs(10), s.gsize("t")).await.expect("no hang");
+    let r = tokio::time::timeout(Duration::from_secs(10), s.gsize("t"))
+        .await
+        .expect("no hang");
     assert!(r.is_err());
 }

@@ -171,7 +171,9 @@ pub enum DatatypeError {
         receiver_type: String,
     },
     /// The message holds more elements than the receive buffer.
-    #[error("message truncated: {incoming} elements arrived but the receive buffer holds {capacity}")]
+    #[error(
+        "message truncated: {incoming} elements arrived but the receive buffer holds {capacity}"
+    )]
     Truncated {
         /// Elements in the message.
         incoming: usize,
@@ -231,7 +233,11 @@ pub(crate) fn mpi_call(call: &'static str, code: c_int) -> Result<()> {
             "unknown error".to_string()
         }
     };
-    Err(DatatypeError::Mpi { call, code, message })
+    Err(DatatypeError::Mpi {
+        call,
+        code,
+        message,
+    })
 }
 
 fn to_count(n: usize) -> Result<c_int> {
@@ -302,7 +308,11 @@ impl TypeInfo {
 
     /// Payload length in bytes of `count` elements in `format`.
     pub fn payload_len(&self, format: WireFormat, count: usize) -> Result<usize> {
-        let per = if format.is_raw() { self.data_size_per_elem } else { self.external32_size_per_elem };
+        let per = if format.is_raw() {
+            self.data_size_per_elem
+        } else {
+            self.external32_size_per_elem
+        };
         per.checked_mul(count).ok_or(DatatypeError::Overflow)
     }
 
@@ -323,7 +333,12 @@ impl TypeInfo {
 
     /// Check an incoming message against this (receive) type; returns the
     /// number of receive elements the message fills.
-    pub fn match_message(&self, msg: &MessageSig, capacity: usize, rule: MatchRule) -> Result<usize> {
+    pub fn match_message(
+        &self,
+        msg: &MessageSig,
+        capacity: usize,
+        rule: MatchRule,
+    ) -> Result<usize> {
         let n = if msg.signature == self.signature {
             usize::try_from(msg.count).map_err(|_| DatatypeError::Overflow)?
         } else if rule == MatchRule::BasicSequence
@@ -336,7 +351,8 @@ impl TypeInfo {
                     per_elem: self.root_reps_per_elem,
                 });
             }
-            usize::try_from(msg.root_reps / self.root_reps_per_elem).map_err(|_| DatatypeError::Overflow)?
+            usize::try_from(msg.root_reps / self.root_reps_per_elem)
+                .map_err(|_| DatatypeError::Overflow)?
         } else {
             return Err(DatatypeError::SignatureMismatch {
                 message: msg.signature,
@@ -347,7 +363,10 @@ impl TypeInfo {
             });
         };
         if n > capacity {
-            return Err(DatatypeError::Truncated { incoming: n, capacity });
+            return Err(DatatypeError::Truncated {
+                incoming: n,
+                capacity,
+            });
         }
         Ok(n)
     }
@@ -395,7 +414,10 @@ impl Encoded<'_> {
     }
     /// Detach from the send buffer.
     pub fn into_owned(self) -> Encoded<'static> {
-        Encoded { bytes: Cow::Owned(self.bytes.into_owned()), ..self }
+        Encoded {
+            bytes: Cow::Owned(self.bytes.into_owned()),
+            ..self
+        }
     }
 }
 
@@ -414,13 +436,16 @@ struct Cached {
 }
 
 fn cache() -> &'static Mutex<HashMap<TypeId, &'static Cached>> {
-    static CACHE: std::sync::OnceLock<Mutex<HashMap<TypeId, &'static Cached>>> = std::sync::OnceLock::new();
+    static CACHE: std::sync::OnceLock<Mutex<HashMap<TypeId, &'static Cached>>> =
+        std::sync::OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
 fn extent_of(dt: ffi::MPI_Datatype) -> Result<(isize, isize)> {
     let (mut lb, mut ext): (ffi::MPI_Aint, ffi::MPI_Aint) = (0, 0);
-    mpi_call("MPI_Type_get_extent", unsafe { ffi::MPI_Type_get_extent(dt, &mut lb, &mut ext) })?;
+    mpi_call("MPI_Type_get_extent", unsafe {
+        ffi::MPI_Type_get_extent(dt, &mut lb, &mut ext)
+    })?;
     Ok((lb as isize, ext as isize))
 }
 
@@ -453,9 +478,18 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
         match flat.sizes.get(&r.basic) {
             Some(sz) => {
                 ext32 = ext32.and_then(|e| e.checked_add(sz.external32.checked_mul(count)?));
-                let bytes = sz.native.checked_mul(count).ok_or(DatatypeError::Overflow)?;
-                native_sum = native_sum.checked_add(bytes).ok_or(DatatypeError::Overflow)?;
-                let unit = if sz.native == sz.external32 { r.basic.swap_unit(sz.native) } else { None };
+                let bytes = sz
+                    .native
+                    .checked_mul(count)
+                    .ok_or(DatatypeError::Overflow)?;
+                native_sum = native_sum
+                    .checked_add(bytes)
+                    .ok_or(DatatypeError::Overflow)?;
+                let unit = if sz.native == sz.external32 {
+                    r.basic.swap_unit(sz.native)
+                } else {
+                    None
+                };
                 match unit {
                     Some(u) => match program.last_mut() {
                         Some(last) if last.0 == u || (last.0 <= 1 && u <= 1) => last.1 += bytes,
@@ -487,7 +521,8 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
     } else {
         None
     };
-    let raw = contiguous_basic.is_some() && by_swapping && program.len() == 1 && data_size_per_elem > 0;
+    let raw =
+        contiguous_basic.is_some() && by_swapping && program.len() == 1 && data_size_per_elem > 0;
     let swap_unit = if raw { program[0].0 } else { 0 };
     Ok(TypeInfo {
         signature,
@@ -500,7 +535,11 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
         swap_unit,
         data_size_per_elem,
         extent,
-        wire_size_per_elem: if raw { data_size_per_elem } else { external32_size_per_elem },
+        wire_size_per_elem: if raw {
+            data_size_per_elem
+        } else {
+            external32_size_per_elem
+        },
         external32_size_per_elem,
         external32_by_swapping: by_swapping,
         swap_program: program,
@@ -534,9 +573,12 @@ fn apply_program(buf: &mut [u8], program: &[(usize, usize)], elem_size: usize) {
             // SAFETY: p..p+unit is inside `elem`; unaligned access is used.
             unsafe {
                 match unit {
-                    2 => (p as *mut u16).write_unaligned((p as *const u16).read_unaligned().swap_bytes()),
-                    4 => (p as *mut u32).write_unaligned((p as *const u32).read_unaligned().swap_bytes()),
-                    8 => (p as *mut u64).write_unaligned((p as *const u64).read_unaligned().swap_bytes()),
+                    2 => (p as *mut u16)
+                        .write_unaligned((p as *const u16).read_unaligned().swap_bytes()),
+                    4 => (p as *mut u32)
+                        .write_unaligned((p as *const u32).read_unaligned().swap_bytes()),
+                    8 => (p as *mut u64)
+                        .write_unaligned((p as *const u64).read_unaligned().swap_bytes()),
                     _ => std::slice::from_raw_parts_mut(p, unit).reverse(),
                 }
             }
@@ -551,8 +593,16 @@ fn chunk_elems(elem_size: usize) -> usize {
 
 /// `MPI_Pack` (native representation; for the implementations we support,
 /// the data bytes in typemap order without gaps) of `count` elements.
-unsafe fn native_pack(info: &TypeInfo, dt: ffi::MPI_Datatype, count: usize, ptr: *const c_void) -> Result<Vec<u8>> {
-    let total = info.data_size_per_elem.checked_mul(count).ok_or(DatatypeError::Overflow)?;
+unsafe fn native_pack(
+    info: &TypeInfo,
+    dt: ffi::MPI_Datatype,
+    count: usize,
+    ptr: *const c_void,
+) -> Result<Vec<u8>> {
+    let total = info
+        .data_size_per_elem
+        .checked_mul(count)
+        .ok_or(DatatypeError::Overflow)?;
     let mut out = vec![0u8; total];
     let per = chunk_elems(info.data_size_per_elem);
     let mut done = 0;
@@ -585,7 +635,13 @@ unsafe fn native_pack(info: &TypeInfo, dt: ffi::MPI_Datatype, count: usize, ptr:
 }
 
 /// Inverse of [`native_pack`].
-unsafe fn native_unpack(info: &TypeInfo, dt: ffi::MPI_Datatype, bytes: &[u8], count: usize, out: *mut c_void) -> Result<()> {
+unsafe fn native_unpack(
+    info: &TypeInfo,
+    dt: ffi::MPI_Datatype,
+    bytes: &[u8],
+    count: usize,
+    out: *mut c_void,
+) -> Result<()> {
     let per = chunk_elems(info.data_size_per_elem);
     let mut done = 0;
     let mut off = 0usize;
@@ -636,7 +692,9 @@ fn cached<T: Equivalence + 'static>() -> Result<&'static Cached> {
         mpi_call("MPI_Type_create_resized", unsafe {
             ffi::MPI_Type_create_resized(dt, 0, size as ffi::MPI_Aint, &mut newtype)
         })?;
-        mpi_call("MPI_Type_commit", unsafe { ffi::MPI_Type_commit(&mut newtype) })?;
+        mpi_call("MPI_Type_commit", unsafe {
+            ffi::MPI_Type_commit(&mut newtype)
+        })?;
         Some(Handle(newtype))
     } else {
         None
@@ -674,7 +732,11 @@ fn as_bytes<T>(buf: &[T]) -> &[u8] {
 ///
 /// # Safety
 /// `ptr` must point to `count` valid elements of `dt`.
-pub unsafe fn pack_external32(dt: ffi::MPI_Datatype, count: usize, ptr: *const c_void) -> Result<Vec<u8>> {
+pub unsafe fn pack_external32(
+    dt: ffi::MPI_Datatype,
+    count: usize,
+    ptr: *const c_void,
+) -> Result<Vec<u8>> {
     let size = external32_size(dt, count)?;
     let mut out = vec![0u8; size];
     let mut position: ffi::MPI_Aint = 0;
@@ -699,7 +761,12 @@ pub unsafe fn pack_external32(dt: ffi::MPI_Datatype, count: usize, ptr: *const c
 ///
 /// # Safety
 /// `out` must point to writable memory for `count` elements of `dt`.
-pub unsafe fn unpack_external32(dt: ffi::MPI_Datatype, bytes: &[u8], count: usize, out: *mut c_void) -> Result<()> {
+pub unsafe fn unpack_external32(
+    dt: ffi::MPI_Datatype,
+    bytes: &[u8],
+    count: usize,
+    out: *mut c_void,
+) -> Result<()> {
     let mut position: ffi::MPI_Aint = 0;
     if count == 0 {
         return Ok(());
@@ -739,7 +806,9 @@ unsafe fn encode_impl<'a>(
     let bytes: Cow<'a, [u8]> = if info.raw {
         let native: &[u8] = match borrowed {
             Some(b) => b,
-            None => unsafe { std::slice::from_raw_parts(ptr as *const u8, count * info.data_size_per_elem) },
+            None => unsafe {
+                std::slice::from_raw_parts(ptr as *const u8, count * info.data_size_per_elem)
+            },
         };
         let need_swap = match format {
             WireFormat::External32 => cfg!(target_endian = "little"),
@@ -754,7 +823,10 @@ unsafe fn encode_impl<'a>(
         }
     } else {
         if format.is_raw() {
-            return Err(DatatypeError::FormatMismatch { format, receiver_type: info.describe() });
+            return Err(DatatypeError::FormatMismatch {
+                format,
+                receiver_type: info.describe(),
+            });
         }
         if info.external32_by_swapping {
             let mut v = unsafe { native_pack(info, dt, count, ptr)? };
@@ -785,7 +857,12 @@ unsafe fn decode_impl(
 ) -> Result<usize> {
     let expected = info.payload_len(format, count)?;
     if bytes.len() != expected {
-        return Err(DatatypeError::LengthMismatch { actual: bytes.len(), expected, count, format });
+        return Err(DatatypeError::LengthMismatch {
+            actual: bytes.len(),
+            expected,
+            count,
+            format,
+        });
     }
     if info.raw {
         // Fast path, no MPI: copy then fix byte order.
@@ -806,7 +883,12 @@ unsafe fn decode_impl(
         // order are exactly MPI_Pack's native representation.
         let unit = match (&info.runs[..], &info.swap_program[..]) {
             ([_], [(unit, _)]) if info.external32_by_swapping => *unit,
-            _ => return Err(DatatypeError::FormatMismatch { format, receiver_type: info.describe() }),
+            _ => {
+                return Err(DatatypeError::FormatMismatch {
+                    format,
+                    receiver_type: info.describe(),
+                })
+            }
         };
         let native: Cow<[u8]> = if format != WireFormat::native_raw() {
             Cow::Owned(swap::swapped_copy(bytes, unit))
@@ -835,31 +917,67 @@ pub fn encode<T: Equivalence + 'static>(buf: &[T]) -> Result<Encoded<'_>> {
 /// Encode a slice of `T` in a specific format (`None` = preferred). Raw
 /// formats are only possible for types with `TypeInfo::raw`; External32 is
 /// always possible (for raw types it is produced without MPI).
-pub fn encode_as<T: Equivalence + 'static>(buf: &[T], format: Option<WireFormat>) -> Result<Encoded<'_>> {
+pub fn encode_as<T: Equivalence + 'static>(
+    buf: &[T],
+    format: Option<WireFormat>,
+) -> Result<Encoded<'_>> {
     let c = cached::<T>()?;
     if c.info.raw {
         // no MPI call on this path
         return unsafe {
-            encode_impl(&c.info, ffi::RSMPI_DATATYPE_NULL, buf.len(), buf.as_ptr() as *const c_void, Some(as_bytes(buf)), format)
+            encode_impl(
+                &c.info,
+                ffi::RSMPI_DATATYPE_NULL,
+                buf.len(),
+                buf.as_ptr() as *const c_void,
+                Some(as_bytes(buf)),
+                format,
+            )
         };
     }
     let owner = T::equivalent_datatype();
     let dt = c.resized.map(|h| h.0).unwrap_or(owner.as_raw());
-    unsafe { encode_impl(&c.info, dt, buf.len(), buf.as_ptr() as *const c_void, None, format) }
+    unsafe {
+        encode_impl(
+            &c.info,
+            dt,
+            buf.len(),
+            buf.as_ptr() as *const c_void,
+            None,
+            format,
+        )
+    }
 }
 
 /// Decode `count` elements (as announced by the message header) in `format`
 /// into the front of `out`; returns the number of elements written. Does
 /// *not* check the signature (see [`decode_message`]); does check the
 /// payload length and capacity.
-pub fn decode_into<T: Equivalence + 'static>(format: WireFormat, bytes: &[u8], count: usize, out: &mut [T]) -> Result<usize> {
+pub fn decode_into<T: Equivalence + 'static>(
+    format: WireFormat,
+    bytes: &[u8],
+    count: usize,
+    out: &mut [T],
+) -> Result<usize> {
     if count > out.len() {
-        return Err(DatatypeError::Truncated { incoming: count, capacity: out.len() });
+        return Err(DatatypeError::Truncated {
+            incoming: count,
+            capacity: out.len(),
+        });
     }
     let c = cached::<T>()?;
     let owner = T::equivalent_datatype();
     let dt = c.resized.map(|h| h.0).unwrap_or(owner.as_raw());
-    unsafe { decode_impl(&c.info, dt, format, bytes, count, out.as_mut_ptr() as *mut c_void) }
+    unsafe {
+        decode_impl(
+            &c.info,
+            dt,
+            format,
+            bytes,
+            count,
+            out.as_mut_ptr() as *mut c_void,
+        )
+    }
 }
 
 /// Check `sig` against `T` under `rule`, then decode; returns the number of
@@ -905,7 +1023,11 @@ pub fn decode_into_buffer<B: BufferMut + ?Sized>(
 /// # Safety
 /// `dt` must be a valid committed datatype and `buf` must address `count`
 /// elements of it (as for `MPI_Send`).
-pub unsafe fn encode_raw(dt: ffi::MPI_Datatype, count: usize, buf: *const c_void) -> Result<Encoded<'static>> {
+pub unsafe fn encode_raw(
+    dt: ffi::MPI_Datatype,
+    count: usize,
+    buf: *const c_void,
+) -> Result<Encoded<'static>> {
     let info = datatype_info(dt)?;
     unsafe { encode_impl(&info, dt, count, buf, None, None) }
 }
@@ -916,7 +1038,13 @@ pub unsafe fn encode_raw(dt: ffi::MPI_Datatype, count: usize, buf: *const c_void
 /// # Safety
 /// `dt` must be a valid committed datatype and `out` must address writable
 /// memory for `count` elements of it (as for `MPI_Recv`).
-pub unsafe fn decode_raw(dt: ffi::MPI_Datatype, format: WireFormat, bytes: &[u8], count: usize, out: *mut c_void) -> Result<usize> {
+pub unsafe fn decode_raw(
+    dt: ffi::MPI_Datatype,
+    format: WireFormat,
+    bytes: &[u8],
+    count: usize,
+    out: *mut c_void,
+) -> Result<usize> {
     let info = datatype_info(dt)?;
     unsafe { decode_impl(&info, dt, format, bytes, count, out) }
 }

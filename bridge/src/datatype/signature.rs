@@ -33,7 +33,10 @@ pub(crate) fn push_run(runs: &mut Vec<Run>, basic: BasicType, count: u64) -> Res
     }
     if let Some(last) = runs.last_mut() {
         if last.basic == basic {
-            last.count = last.count.checked_add(count).ok_or(DatatypeError::Overflow)?;
+            last.count = last
+                .count
+                .checked_add(count)
+                .ok_or(DatatypeError::Overflow)?;
             return Ok(());
         }
     }
@@ -52,7 +55,10 @@ pub(crate) fn push_repeated(out: &mut Vec<Run>, child: &[Run], reps: u64) -> Res
         return Ok(());
     }
     if child.len() == 1 {
-        let n = child[0].count.checked_mul(reps).ok_or(DatatypeError::Overflow)?;
+        let n = child[0]
+            .count
+            .checked_mul(reps)
+            .ok_or(DatatypeError::Overflow)?;
         return push_run(out, child[0].basic, n);
     }
     if (child.len() as u64).saturating_mul(reps) > MAX_RUNS as u64 {
@@ -177,7 +183,13 @@ pub fn primitive_root(runs: &[Run]) -> (Vec<Run>, u64) {
         return (Vec::new(), 0);
     }
     if runs.len() == 1 {
-        return (vec![Run { basic: runs[0].basic, count: 1 }], total);
+        return (
+            vec![Run {
+                basic: runs[0].basic,
+                count: 1,
+            }],
+            total,
+        );
     }
     // r must divide the number of occurrences of every basic type.
     let mut per_type: std::collections::BTreeMap<BasicType, u64> = Default::default();
@@ -209,7 +221,10 @@ pub fn primitive_root(runs: &[Run]) -> (Vec<Run>, u64) {
                     break;
                 }
                 let take = run.count.min(need);
-                root.push(Run { basic: run.basic, count: take });
+                root.push(Run {
+                    basic: run.basic,
+                    count: take,
+                });
                 need -= take;
             }
             return (root, r);
@@ -241,7 +256,12 @@ fn envelope(dt: ffi::MPI_Datatype) -> Result<Envelope> {
     mpi_call("MPI_Type_get_envelope", unsafe {
         ffi::MPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut combiner)
     })?;
-    Ok(Envelope { ni, na, nd, combiner })
+    Ok(Envelope {
+        ni,
+        na,
+        nd,
+        combiner,
+    })
 }
 
 /// `MPI_Type_size` of a datatype (bytes of data, gaps excluded).
@@ -312,7 +332,10 @@ pub(crate) struct Flat {
 }
 
 pub(crate) fn flatten_with_sizes(dt: ffi::MPI_Datatype) -> Result<Flat> {
-    let mut flat = Flat { runs: Vec::new(), sizes: BTreeMap::new() };
+    let mut flat = Flat {
+        runs: Vec::new(),
+        sizes: BTreeMap::new(),
+    };
     let mut runs = Vec::new();
     flatten_into(dt, &mut runs, &mut flat.sizes, 0)?;
     flat.runs = runs;
@@ -334,7 +357,9 @@ fn flatten_into(
     depth: usize,
 ) -> Result<()> {
     if depth > 64 {
-        return Err(DatatypeError::Unsupported("datatype nesting deeper than 64".into()));
+        return Err(DatatypeError::Unsupported(
+            "datatype nesting deeper than 64".into(),
+        ));
     }
     let named = combiner_named()?;
     let env = envelope(dt)?;
@@ -345,7 +370,10 @@ fn flatten_into(
                 // MPI_Pack_external_size is safe on *predefined* types in
                 // every implementation we target (MPICH 4.0 traps on it for
                 // heterogeneous structs, so it is never called on those).
-                e.insert(BasicSizes { native: type_size(dt)? as usize, external32: external32_size_named(dt)? });
+                e.insert(BasicSizes {
+                    native: type_size(dt)? as usize,
+                    external32: external32_size_named(dt)?,
+                });
             }
         }
         for b in basics {
@@ -434,7 +462,14 @@ mod tests {
         let s = [r(I8, 1), r(I16, 1), r(I8, 2), r(I16, 1), r(I8, 1)];
         assert_eq!(primitive_root(&s), (vec![r(I8, 1), r(I16, 1), r(I8, 1)], 2));
         // (a a b)^3
-        let s = [r(I8, 2), r(I16, 1), r(I8, 2), r(I16, 1), r(I8, 2), r(I16, 1)];
+        let s = [
+            r(I8, 2),
+            r(I16, 1),
+            r(I8, 2),
+            r(I16, 1),
+            r(I8, 2),
+            r(I16, 1),
+        ];
         assert_eq!(primitive_root(&s), (vec![r(I8, 2), r(I16, 1)], 3));
         // not periodic although counts are divisible: a a b b
         let s = [r(I8, 2), r(I16, 2)];
@@ -447,7 +482,10 @@ mod tests {
         let h = hash_runs(&[r(F64, 1)]);
         assert_eq!(h, hash_runs(&[r(F64, 1)]));
         assert_ne!(h, hash_runs(&[r(I32, 1)]));
-        assert_ne!(hash_runs(&[r(I32, 2)]), hash_runs(&[r(I32, 1), r(I32, 1)]).wrapping_add(1));
+        assert_ne!(
+            hash_runs(&[r(I32, 2)]),
+            hash_runs(&[r(I32, 1), r(I32, 1)]).wrapping_add(1)
+        );
     }
 
     #[test]

@@ -42,10 +42,15 @@ fn parse(stdout: &str) -> BTreeMap<String, Value> {
             continue;
         }
         let Some(name) = w.next() else { continue };
-        let kv: BTreeMap<&str, f64> =
-            w.filter_map(|x| x.split_once('=')).filter_map(|(k, v)| v.parse().ok().map(|v| (k, v))).collect();
+        let kv: BTreeMap<&str, f64> = w
+            .filter_map(|x| x.split_once('='))
+            .filter_map(|(k, v)| v.parse().ok().map(|v| (k, v)))
+            .collect();
         let value = match (kv.get("median_us"), kv.get("p99_us"), kv.get("mbps")) {
-            (Some(m), Some(p), _) => Value::Latency { median_us: *m, p99_us: *p },
+            (Some(m), Some(p), _) => Value::Latency {
+                median_us: *m,
+                p99_us: *p,
+            },
             (_, _, Some(b)) => Value::Bandwidth { mbps: *b },
             _ => continue,
         };
@@ -55,7 +60,10 @@ fn parse(stdout: &str) -> BTreeMap<String, Value> {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 fn main() -> anyhow::Result<()> {
@@ -67,13 +75,21 @@ fn main() -> anyhow::Result<()> {
     let theirs = mpich_dir.join("pingpong");
     for p in [&ours, &theirs] {
         if !p.exists() {
-            bail!("{} not found: run scripts/bench-bridge.sh, which builds both flavours", p.display());
+            bail!(
+                "{} not found: run scripts/bench-bridge.sh, which builds both flavours",
+                p.display()
+            );
         }
     }
 
     // An embedded vmd on a free loopback port.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let daemon = rt.block_on(Daemon::bind(DaemonConfig { listen: "127.0.0.1:0".parse()?, host: "localhost".into() }))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let daemon = rt.block_on(Daemon::bind(DaemonConfig {
+        listen: "127.0.0.1:0".parse()?,
+        host: "localhost".into(),
+    }))?;
     let addr = daemon.local_addr().to_string();
     let halt = daemon.halt_handle();
     let server = std::thread::spawn(move || rt.block_on(daemon.serve(std::future::pending())));
@@ -84,14 +100,33 @@ fn main() -> anyhow::Result<()> {
     let mut mpich = Command::new("mpiexec.mpich")
         .args(["-n", "1", "-genv", "ISTHMUS_VMD", &addr])
         .arg(&theirs)
-        .args(["--group", "bench-mpich", "--peer", "bench-ompi", "--iters", &iters, "--bw-mib", &bw])
+        .args([
+            "--group",
+            "bench-mpich",
+            "--peer",
+            "bench-ompi",
+            "--iters",
+            &iters,
+            "--bw-mib",
+            &bw,
+        ])
         .stdout(Stdio::null())
         .spawn()
         .context("starting the MPICH job")?;
     let ompi = Command::new("mpirun.openmpi")
         .args(["--bind-to", "none", "-n", "1", "-x", "ISTHMUS_VMD"])
         .arg(&ours)
-        .args(["--group", "bench-ompi", "--peer", "bench-mpich", "--first", "--iters", &iters, "--bw-mib", &bw])
+        .args([
+            "--group",
+            "bench-ompi",
+            "--peer",
+            "bench-mpich",
+            "--first",
+            "--iters",
+            &iters,
+            "--bw-mib",
+            &bw,
+        ])
         .env("ISTHMUS_VMD", &addr)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -111,9 +146,17 @@ fn main() -> anyhow::Result<()> {
         for (script, extra) in [("ompi_connect_accept.sh", &iters), ("sockets.sh", &iters)] {
             let path = repo_root().join("bench/reference").join(script);
             eprintln!("bridge-bench: reference {script}");
-            let out = Command::new("bash").arg(&path).arg(extra).arg(&bw).stderr(Stdio::inherit()).output()?;
+            let out = Command::new("bash")
+                .arg(&path)
+                .arg(extra)
+                .arg(&bw)
+                .stderr(Stdio::inherit())
+                .output()?;
             if !out.status.success() {
-                eprintln!("bridge-bench: {script} failed ({}); its column stays empty", out.status);
+                eprintln!(
+                    "bridge-bench: {script} failed ({}); its column stays empty",
+                    out.status
+                );
             }
             reference.extend(parse(&String::from_utf8_lossy(&out.stdout)));
         }
@@ -135,20 +178,41 @@ fn print_table(bridge: &BTreeMap<String, Value>, reference: &BTreeMap<String, Va
     let f = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into());
     println!();
     println!("one-way latency, µs (median / p99)     ratio = bridge / Open MPI connect-accept (target ≤ 1.0)");
-    println!("{:<8} {:>20} {:>20} {:>8} {:>14} {:>14}", "size", "bridge OMPI↔MPICH", "OMPI connect/accept", "ratio", "TCP loopback", "Unix socket");
+    println!(
+        "{:<8} {:>20} {:>20} {:>8} {:>14} {:>14}",
+        "size", "bridge OMPI↔MPICH", "OMPI connect/accept", "ratio", "TCP loopback", "Unix socket"
+    );
     for (size, sock) in [("0", "1"), ("8", "8"), ("1024", "1024")] {
         let b = lat(bridge, &format!("bridge_lat_{size}"));
         let o = lat(reference, &format!("ompi_lat_{size}"));
         let t = lat(reference, &format!("tcp_lat_{sock}"));
         let u = lat(reference, &format!("unix_lat_{sock}"));
-        let pair = |x: Option<(f64, f64)>| x.map(|(m, p)| format!("{m:.2} / {p:.2}")).unwrap_or_else(|| "-".into());
+        let pair = |x: Option<(f64, f64)>| {
+            x.map(|(m, p)| format!("{m:.2} / {p:.2}"))
+                .unwrap_or_else(|| "-".into())
+        };
         let ratio = b.zip(o).map(|(b, o)| b.0 / o.0);
-        println!("{:<8} {:>20} {:>20} {:>8} {:>14} {:>14}", format!("{size} B"), pair(b), pair(o), f(ratio), pair(t), pair(u));
+        println!(
+            "{:<8} {:>20} {:>20} {:>8} {:>14} {:>14}",
+            format!("{size} B"),
+            pair(b),
+            pair(o),
+            f(ratio),
+            pair(t),
+            pair(u)
+        );
     }
     println!();
     println!("bandwidth, MB/s (16-message window)     ratio = bridge / Open MPI connect-accept (target ≥ 0.9)");
-    println!("{:<8} {:>20} {:>20} {:>8} {:>14} {:>14}", "size", "bridge OMPI↔MPICH", "OMPI connect/accept", "ratio", "TCP loopback", "Unix socket");
-    for (size, label) in [("65536", "64 KiB"), ("1048576", "1 MiB"), ("4194304", "4 MiB")] {
+    println!(
+        "{:<8} {:>20} {:>20} {:>8} {:>14} {:>14}",
+        "size", "bridge OMPI↔MPICH", "OMPI connect/accept", "ratio", "TCP loopback", "Unix socket"
+    );
+    for (size, label) in [
+        ("65536", "64 KiB"),
+        ("1048576", "1 MiB"),
+        ("4194304", "4 MiB"),
+    ] {
         let b = bw(bridge, &format!("bridge_bw_{size}"));
         let o = bw(reference, &format!("ompi_bw_{size}"));
         let ratio = b.zip(o).map(|(b, o)| b / o);

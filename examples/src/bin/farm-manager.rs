@@ -51,14 +51,25 @@ fn main() -> anyhow::Result<()> {
         bail!("run the manager with one rank");
     }
     let me = isthmus_examples::implementation();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
 
     // Subscribe before spawning so that no exit can be missed.
     let addr = client::default_addr();
     let (mut vmd, mut events) = rt.block_on(async {
         let mut vmd = pb::vmd_client::VmdClient::new(client::channel(&addr).await?);
-        let kinds = [pb::EventKind::TaskExit as i32, pb::EventKind::JobExit as i32];
-        let events = vmd.watch(pb::WatchRequest { kinds: kinds.to_vec(), ..Default::default() }).await?.into_inner();
+        let kinds = [
+            pb::EventKind::TaskExit as i32,
+            pb::EventKind::JobExit as i32,
+        ];
+        let events = vmd
+            .watch(pb::WatchRequest {
+                kinds: kinds.to_vec(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
         anyhow::Ok((vmd, events))
     })?;
     let spawn = pb::SpawnRequest {
@@ -69,8 +80,10 @@ fn main() -> anyhow::Result<()> {
         placement: Some(pb::spawn_request::Placement::MostFree(true)),
         ..Default::default()
     };
-    let reply =
-        rt.block_on(vmd.spawn(spawn)).map_err(|s| anyhow::anyhow!("spawn refused: {}", s.message()))?.into_inner();
+    let reply = rt
+        .block_on(vmd.spawn(spawn))
+        .map_err(|s| anyhow::anyhow!("spawn refused: {}", s.message()))?
+        .into_inner();
     let job = reply.job;
     println!(
         "[{me}] manager: spawned {} {} workers as job {job} on host {}",
@@ -78,7 +91,9 @@ fn main() -> anyhow::Result<()> {
     );
 
     let bridge = Bridge::connect().context("connecting to the vmd")?;
-    let handle = bridge.register("farm-manager", &world).context("register")?;
+    let handle = bridge
+        .register("farm-manager", &world)
+        .context("register")?;
     let inter = bridge
         .intercomm_create_timeout(&handle, "farm-workers", Duration::from_secs(120))
         .context("intercomm_create with the workers")?;
@@ -103,7 +118,12 @@ fn main() -> anyhow::Result<()> {
         let status = inter.recv(Source::Any, Tag::Value(RESULT), &mut result)?;
         outstanding -= 1;
         if result[1] != expected(result[0]) {
-            bail!("worker {} got item {} wrong: {}", status.source, result[0], result[1]);
+            bail!(
+                "worker {} got item {} wrong: {}",
+                status.source,
+                result[0],
+                result[1]
+            );
         }
         total += result[1];
         done += 1;
@@ -137,14 +157,21 @@ fn main() -> anyhow::Result<()> {
                         None => "?".into(),
                     };
                     let rank = t.rank.map_or_else(|| "?".to_string(), |r| r.to_string());
-                    println!("[{me}] manager: notified: worker rank {rank} of job {job} ended ({how})");
+                    println!(
+                        "[{me}] manager: notified: worker rank {rank} of job {job} ended ({how})"
+                    );
                     if let Some(r) = t.rank {
                         exited.insert(r);
                     }
                 }
                 Some(pb::event::Kind::JobExit(j)) if j.job == job => {
-                    let state = pb::JobState::try_from(j.state).map(|s| s.as_str_name()).unwrap_or("?");
-                    println!("[{me}] manager: notified: job {job} ended: {state} {}", j.reason);
+                    let state = pb::JobState::try_from(j.state)
+                        .map(|s| s.as_str_name())
+                        .unwrap_or("?");
+                    println!(
+                        "[{me}] manager: notified: job {job} ended: {state} {}",
+                        j.reason
+                    );
                     if j.state != pb::JobState::JobExited as i32 {
                         bail!("the worker job did not exit cleanly");
                     }

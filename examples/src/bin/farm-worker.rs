@@ -21,7 +21,9 @@ fn main() -> anyhow::Result<()> {
     let me = isthmus_examples::implementation();
     let job = std::env::var("ISTHMUS_JOB").unwrap_or_else(|_| "?".into());
     let bridge = Bridge::connect().context("connecting to the vmd")?;
-    let handle = bridge.register("farm-workers", &world).context("register")?;
+    let handle = bridge
+        .register("farm-workers", &world)
+        .context("register")?;
     let inter = bridge
         .intercomm_create_timeout(&handle, "farm-manager", Duration::from_secs(120))
         .context("intercomm_create with the manager")?;

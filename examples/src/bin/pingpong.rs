@@ -42,7 +42,11 @@ fn main() -> anyhow::Result<()> {
     let world = universe.world();
     let bridge = Bridge::connect().context("connecting to the vmd")?;
     let handle = bridge.register(&args.group, &world)?;
-    let inter = bridge.intercomm_create_timeout(&handle, &args.peer, Duration::from_secs(args.timeout_secs))?;
+    let inter = bridge.intercomm_create_timeout(
+        &handle,
+        &args.peer,
+        Duration::from_secs(args.timeout_secs),
+    )?;
     if world.rank() == 0 {
         let me = isthmus_examples::implementation();
         eprintln!("[{me}] pingpong {} <-> {}", args.group, args.peer);
@@ -67,7 +71,11 @@ fn main() -> anyhow::Result<()> {
                 samples.sort();
                 let n = samples.len();
                 let us = |q: f64| samples[((n as f64 * q) as usize).min(n - 1)].as_secs_f64() * 1e6;
-                println!("RESULT bridge_lat_{size} median_us={:.3} p99_us={:.3} n={n}", us(0.5), us(0.99));
+                println!(
+                    "RESULT bridge_lat_{size} median_us={:.3} p99_us={:.3} n={n}",
+                    us(0.5),
+                    us(0.99)
+                );
             }
         }
         for &size in &BW_SIZES {
@@ -78,7 +86,9 @@ fn main() -> anyhow::Result<()> {
             for r in 0..reps + 2 {
                 let t = Instant::now();
                 if args.first {
-                    let reqs = (0..WINDOW).map(|_| inter.isend(0, 2, &data)).collect::<Result<Vec<_>, _>>()?;
+                    let reqs = (0..WINDOW)
+                        .map(|_| inter.isend(0, 2, &data))
+                        .collect::<Result<Vec<_>, _>>()?;
                     for res in wait_all(reqs) {
                         res?;
                     }

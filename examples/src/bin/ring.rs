@@ -48,7 +48,10 @@ fn main() -> anyhow::Result<()> {
         .context("intercomm_create")?;
     let remote_size = inter.remote_size() as i32;
     if rank == 0 {
-        println!("[{me}] job {:?}: {size} ranks, connected to {:?} with {remote_size} ranks", args.group, args.peer);
+        println!(
+            "[{me}] job {:?}: {size} ranks, connected to {:?} with {remote_size} ranks",
+            args.group, args.peer
+        );
     }
 
     let last = rank == size - 1;
@@ -58,11 +61,18 @@ fn main() -> anyhow::Result<()> {
         if !starts {
             // From the previous rank: native inside the job, the bridge at the seam.
             if rank == 0 {
-                inter.recv(Source::Rank((remote_size - 1) as u32), Tag::Value(TAG), &mut token)?;
+                inter.recv(
+                    Source::Rank((remote_size - 1) as u32),
+                    Tag::Value(TAG),
+                    &mut token,
+                )?;
             } else {
                 world.process_at_rank(rank - 1).receive_into(&mut token);
             }
-            println!("[{me}] {} rank {rank}: token lap {} after {} hops", args.group, token[0], token[1]);
+            println!(
+                "[{me}] {} rank {rank}: token lap {} after {} hops",
+                args.group, token[0], token[1]
+            );
         } else {
             token = [u64::from(lap), 0];
         }
@@ -73,10 +83,21 @@ fn main() -> anyhow::Result<()> {
             world.process_at_rank(rank + 1).send(&token);
         }
         if starts {
-            inter.recv(Source::Rank((remote_size - 1) as u32), Tag::Value(TAG), &mut token)?;
+            inter.recv(
+                Source::Rank((remote_size - 1) as u32),
+                Tag::Value(TAG),
+                &mut token,
+            )?;
             let total = size as u64 + remote_size as u64;
-            println!("[{me}] {} rank 0: lap {} complete, {} hops (ring of {total})", args.group, token[0], token[1]);
-            anyhow::ensure!(token[1] == total, "token made {} hops, expected {total}", token[1]);
+            println!(
+                "[{me}] {} rank 0: lap {} complete, {} hops (ring of {total})",
+                args.group, token[0], token[1]
+            );
+            anyhow::ensure!(
+                token[1] == total,
+                "token made {} hops, expected {total}",
+                token[1]
+            );
         }
     }
     drop(inter);

@@ -70,7 +70,10 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
         match bridge.intercomm_create_timeout(&handle, &peer, Duration::from_secs(2)) {
             Err(BridgeError::RemoteNotReady { group, .. }) => {
                 ensure!(group == peer, "error names {group:?}");
-                ensure!(t.elapsed() >= Duration::from_secs(2), "gave up before the deadline");
+                ensure!(
+                    t.elapsed() >= Duration::from_secs(2),
+                    "gave up before the deadline"
+                );
             }
             other => bail!("expected RemoteNotReady, got {:?}", other.map(|_| ())),
         }
@@ -81,7 +84,11 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
         let t = Instant::now();
         match bridge.intercomm_create_timeout(&handle, &peer, Duration::from_secs(60)) {
             Err(BridgeError::RemoteLost { .. }) => {
-                ensure!(t.elapsed() < Duration::from_secs(30), "failed only after {:?}", t.elapsed());
+                ensure!(
+                    t.elapsed() < Duration::from_secs(30),
+                    "failed only after {:?}",
+                    t.elapsed()
+                );
             }
             other => bail!("expected RemoteLost, got {:?}", other.map(|_| ())),
         }
@@ -113,7 +120,9 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
         return pass(args, rank, bridge, handle);
     }
 
-    let inter = bridge.intercomm_create_timeout(&handle, &peer, timeout).context("intercomm_create")?;
+    let inter = bridge
+        .intercomm_create_timeout(&handle, &peer, timeout)
+        .context("intercomm_create")?;
     let a = args.a;
     match args.scenario.as_str() {
         "allpairs" => allpairs(&inter, rank, world.size() as u32, a)?,
@@ -148,7 +157,12 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
     pass(args, rank, bridge, handle)
 }
 
-fn pass(args: &Args, rank: u32, bridge: Bridge, handle: isthmus_bridge::Handle) -> anyhow::Result<()> {
+fn pass(
+    args: &Args,
+    rank: u32,
+    bridge: Bridge,
+    handle: isthmus_bridge::Handle,
+) -> anyhow::Result<()> {
     bridge.leave(handle)?;
     println!("PASS {} {} rank {rank}", args.scenario, args.group);
     Ok(())
@@ -156,7 +170,9 @@ fn pass(args: &Args, rank: u32, bridge: Bridge, handle: isthmus_bridge::Handle) 
 
 fn kill_self() -> ! {
     // SIGKILL: no destructor, no goodbye, as a crash would.
-    let _ = std::process::Command::new("kill").args(["-9", &std::process::id().to_string()]).status();
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &std::process::id().to_string()])
+        .status();
     std::thread::sleep(Duration::from_secs(10));
     std::process::exit(99)
 }
@@ -165,11 +181,15 @@ fn kill_self() -> ! {
 fn payload(side_a: bool, from: u32, to: u32) -> Vec<u64> {
     let seed = (u64::from(side_a) << 40) ^ (u64::from(from) << 20) ^ u64::from(to);
     let len = 1000 + (from as usize) * 37 + (to as usize) * 11;
-    (0..len as u64).map(|i| (seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i).rotate_left((i % 63) as u32)).collect()
+    (0..len as u64)
+        .map(|i| (seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i).rotate_left((i % 63) as u32))
+        .collect()
 }
 
 fn checksum(v: &[u64]) -> u64 {
-    v.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, x| (h ^ x).wrapping_mul(0x100_0000_01b3))
+    v.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, x| {
+        (h ^ x).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 fn allpairs(ic: &InterComm, rank: u32, local_size: u32, a: bool) -> anyhow::Result<()> {
@@ -182,8 +202,16 @@ fn allpairs(ic: &InterComm, rank: u32, local_size: u32, a: bool) -> anyhow::Resu
         let expected = payload(!a, q, rank);
         let mut buf = vec![0u64; expected.len() + 100];
         let st = ic.recv(Source::Rank(q), Tag::Value(5), &mut buf)?;
-        ensure!(st.count as usize == expected.len(), "count {} from {q}, expected {}", st.count, expected.len());
-        ensure!(checksum(&buf[..expected.len()]) == checksum(&expected), "checksum mismatch from remote rank {q}");
+        ensure!(
+            st.count as usize == expected.len(),
+            "count {} from {q}, expected {}",
+            st.count,
+            expected.len()
+        );
+        ensure!(
+            checksum(&buf[..expected.len()]) == checksum(&expected),
+            "checksum mismatch from remote rank {q}"
+        );
     }
     for s in sends {
         s.wait()?;
@@ -209,20 +237,31 @@ fn wildcards(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
             ensure!(st.count == 3, "probe count {}", st.count);
             let mut v = [0i32; 3];
             let got = ic.recv(Source::Rank(st.source), Tag::Value(st.tag), &mut v)?;
-            ensure!(got.source == st.source && v[0] as u32 == st.source && v[1] == st.tag, "probe/recv disagree: {v:?}");
+            ensure!(
+                got.source == st.source && v[0] as u32 == st.source && v[1] == st.tag,
+                "probe/recv disagree: {v:?}"
+            );
         }
-        ensure!(ic.iprobe(Source::Any, Tag::Any)?.is_none(), "a message too many");
+        ensure!(
+            ic.iprobe(Source::Any, Tag::Any)?.is_none(),
+            "a message too many"
+        );
     } else {
         let mut seen = Vec::new();
         for _ in 0..3 * remote {
             let mut v = [0i64; 2];
             let st = ic.recv(Source::Any, Tag::Any, &mut v)?;
-            ensure!(st.source as i64 == v[0] && st.tag as i64 == v[1], "status {st:?} does not match content {v:?}");
+            ensure!(
+                st.source as i64 == v[0] && st.tag as i64 == v[1],
+                "status {st:?} does not match content {v:?}"
+            );
             ensure!(st.count == 2, "count {}", st.count);
             seen.push((st.source, st.tag));
         }
         seen.sort();
-        let mut want: Vec<_> = (0..remote).flat_map(|r| [10, 20, 30].map(|b| (r, b + r as i32))).collect();
+        let mut want: Vec<_> = (0..remote)
+            .flat_map(|r| [10, 20, 30].map(|b| (r, b + r as i32)))
+            .collect();
         want.sort();
         ensure!(seen == want, "received {seen:?}");
         for q in 0..remote {
@@ -265,7 +304,11 @@ fn ordering(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
                 let st = ic.recv(Source::Rank(0), Tag::Value(tag), &mut buf)?;
                 let i = buf[0];
                 ensure!(i % 2 == tag as u64, "tag {tag} carried message {i}");
-                ensure!(st.count == 1 + i % 50, "message {i} has {} elements", st.count);
+                ensure!(
+                    st.count == 1 + i % 50,
+                    "message {i} has {} elements",
+                    st.count
+                );
                 if let Some(l) = last {
                     ensure!(i > l, "message {i} overtook {l}");
                 }
@@ -285,7 +328,10 @@ fn ssend(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
         ic.ssend(0, 1, &[42u32])?;
         // B sent its marker just before posting the matching receive, on the
         // same connection as the acknowledgement: it must be here already.
-        ensure!(ic.iprobe(Source::Rank(0), Tag::Value(99))?.is_some(), "ssend returned before the receiver matched");
+        ensure!(
+            ic.iprobe(Source::Rank(0), Tag::Value(99))?.is_some(),
+            "ssend returned before the receiver matched"
+        );
         let mut m = [0u8; 1];
         ic.recv(Source::Rank(0), Tag::Value(99), &mut m)?;
         // An ssend whose receive never comes gives a deadline, not a hang.
@@ -311,15 +357,25 @@ fn big(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
     if rank != 0 {
         return Ok(());
     }
-    let make = |salt: u8| (0..LEN).map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt)).collect::<Vec<u8>>();
+    let make = |salt: u8| {
+        (0..LEN)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt))
+            .collect::<Vec<u8>>()
+    };
     let mut buf = vec![0u8; LEN];
     if a {
         ic.send(0, 1, &make(1))?;
         let st = ic.recv(Source::Rank(0), Tag::Value(2), &mut buf)?;
-        ensure!(st.count as usize == LEN && buf == make(2), "256 MiB from B arrived damaged");
+        ensure!(
+            st.count as usize == LEN && buf == make(2),
+            "256 MiB from B arrived damaged"
+        );
     } else {
         let st = ic.recv(Source::Rank(0), Tag::Value(1), &mut buf)?;
-        ensure!(st.count as usize == LEN && buf == make(1), "256 MiB from A arrived damaged");
+        ensure!(
+            st.count as usize == LEN && buf == make(1),
+            "256 MiB from A arrived damaged"
+        );
         ic.send(0, 2, &make(2))?;
     }
     Ok(())
@@ -327,7 +383,11 @@ fn big(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
 
 fn particles(salt: i32) -> Vec<Particle> {
     (0..100)
-        .map(|i| Particle { kind: (i % 7) as u8, pos: [i as f64 * 0.5, -(i as f64), salt as f64 + 0.25], charge: salt * 1000 + i })
+        .map(|i| Particle {
+            kind: (i % 7) as u8,
+            pos: [i as f64 * 0.5, -(i as f64), salt as f64 + 0.25],
+            charge: salt * 1000 + i,
+        })
         .collect()
 }
 
@@ -356,7 +416,11 @@ fn datatypes(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
     } else {
         let mut p = vec![Particle::default(); 100];
         let st = ic.recv(Source::Rank(0), Tag::Value(1), &mut p)?;
-        ensure!(st.count == 100 && p == particles(1), "particles from A damaged: {:?}", &p[..2]);
+        ensure!(
+            st.count == 100 && p == particles(1),
+            "particles from A damaged: {:?}",
+            &p[..2]
+        );
         let mut strided = vec![-1i32; 20];
         // SAFETY: as on the sending side, the vector fits the 20 elements.
         let mut view = unsafe { MutView::with_count_and_datatype(&mut strided[..], 1, &vector) };
@@ -364,7 +428,10 @@ fn datatypes(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
         drop(view);
         for (i, v) in strided.iter().enumerate() {
             let in_block = (i % 5) < 2 && i < 20;
-            ensure!(if in_block { *v == i as i32 } else { *v == -1 }, "strided slot {i} holds {v}");
+            ensure!(
+                if in_block { *v == i as i32 } else { *v == -1 },
+                "strided slot {i} holds {v}"
+            );
         }
         ensure!(picked.iter().all(|v| strided[*v as usize] == *v));
         let mut f = vec![0f32; 33];
@@ -395,7 +462,10 @@ fn mismatch(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
             other => bail!("f64 into i32: expected TypeMismatch, got {other:?}"),
         }
         let st = ic.recv(Source::Rank(0), Tag::Value(1), &mut ints)?;
-        ensure!(st.count == 2 && ints[..2] == [7, 8], "the next message was lost: {ints:?}");
+        ensure!(
+            st.count == 2 && ints[..2] == [7, 8],
+            "the next message was lost: {ints:?}"
+        );
     }
     Ok(())
 }
@@ -414,13 +484,26 @@ fn truncate(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
             other => bail!("100 into 10: expected Truncated, got {other:?}"),
         }
         let st = ic.recv(Source::Rank(0), Tag::Value(1), &mut small)?;
-        ensure!(st.count == 5 && small[..5] == [1, 2, 3, 4, 5], "the next message was lost: {small:?}");
+        ensure!(
+            st.count == 5 && small[..5] == [1, 2, 3, 4, 5],
+            "the next message was lost: {small:?}"
+        );
     }
     Ok(())
 }
 
-fn multi(first: &InterComm, second: &InterComm, others: &[InterComm], rank: u32, a: bool, group: &str) -> anyhow::Result<()> {
-    ensure!(first.context() != second.context(), "two intercomms share a context");
+fn multi(
+    first: &InterComm,
+    second: &InterComm,
+    others: &[InterComm],
+    rank: u32,
+    a: bool,
+    group: &str,
+) -> anyhow::Result<()> {
+    ensure!(
+        first.context() != second.context(),
+        "two intercomms share a context"
+    );
     if rank == 0 {
         if a {
             // Same destination, same tag, two intercomms: never mixed.
@@ -467,7 +550,12 @@ fn killed(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
         let mut v = [0u64; 8];
         for round in 0.. {
             for q in 0..remote {
-                match ic.recv_timeout(Source::Rank(q), Tag::Value(1), &mut v, Duration::from_secs(60)) {
+                match ic.recv_timeout(
+                    Source::Rank(q),
+                    Tag::Value(1),
+                    &mut v,
+                    Duration::from_secs(60),
+                ) {
                     Ok(_) => {}
                     Err(BridgeError::PeerFailed { .. }) => {
                         ensure!(round >= 50, "peer failed too early, round {round}");

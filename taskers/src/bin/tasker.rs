@@ -9,7 +9,10 @@ use clap::Parser;
 use isthmus_taskers::launcher;
 
 #[derive(Parser, Debug)]
-#[command(name = "tasker", about = "Isthmus tasker: launches jobs of one implementation for its host's vmd")]
+#[command(
+    name = "tasker",
+    about = "Isthmus tasker: launches jobs of one implementation for its host's vmd"
+)]
 struct Args {
     /// Implementation to serve: openmpi, mpich or exec.
     #[arg(long = "impl")]
@@ -24,7 +27,9 @@ fn main() -> anyhow::Result<()> {
     if argv.get(1).is_some_and(|a| a == isthmus_taskers::SHIM_ARG) {
         // Kept free of the runtime and of clap: it runs once per rank.
         let rest = argv.get(2..).unwrap_or_default();
-        let rest = rest.strip_prefix(&[std::ffi::OsString::from("--")][..]).unwrap_or(rest);
+        let rest = rest
+            .strip_prefix(&[std::ffi::OsString::from("--")][..])
+            .unwrap_or(rest);
         let Some((program, args)) = rest.split_first() else {
             eprintln!("usage: tasker rank-shim -- program [args...]");
             std::process::exit(2);
@@ -32,21 +37,37 @@ fn main() -> anyhow::Result<()> {
         std::process::exit(isthmus_taskers::shim::run(program, args));
     }
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
     let Some(launcher) = launcher::by_name(&args.implementation) else {
-        eprintln!("tasker: unknown implementation {:?} (known: {})", args.implementation, launcher::NAMES.join(", "));
+        eprintln!(
+            "tasker: unknown implementation {:?} (known: {})",
+            args.implementation,
+            launcher::NAMES.join(", ")
+        );
         std::process::exit(2);
     };
     if launcher.command() != "exec" && !launcher::installed(launcher.command()) {
-        anyhow::bail!("{} is not installed (not found on PATH)", launcher.command());
+        anyhow::bail!(
+            "{} is not installed (not found on PATH)",
+            launcher.command()
+        );
     }
     let launcher: Arc<dyn launcher::Launcher> = Arc::from(launcher);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
-    runtime.block_on(isthmus_taskers::tasker::run(&args.vmd, launcher, |socket| {
-        tracing::info!(socket, "tasker ready");
-    }))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(isthmus_taskers::tasker::run(
+        &args.vmd,
+        launcher,
+        |socket| {
+            tracing::info!(socket, "tasker ready");
+        },
+    ))?;
     Ok(())
 }

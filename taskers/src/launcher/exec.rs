@@ -35,7 +35,12 @@ impl Launcher for Exec {
                     args.push(job.program.into());
                 }
                 args.extend(job.args.iter().map(OsString::from));
-                Start { program, args, env: vec![(ENV_RANK.to_string(), rank.to_string())], rank: Some(rank) }
+                Start {
+                    program,
+                    args,
+                    env: vec![(ENV_RANK.to_string(), rank.to_string())],
+                    rank: Some(rank),
+                }
             })
             .collect()
     }

@@ -30,7 +30,12 @@ impl Launcher for Mpich {
         args.extend(shim.iter().cloned());
         args.push(job.program.into());
         args.extend(job.args.iter().map(OsString::from));
-        vec![Start { program: self.command().into(), args, env: Vec::new(), rank: None }]
+        vec![Start {
+            program: self.command().into(),
+            args,
+            env: Vec::new(),
+            rank: None,
+        }]
     }
 
     fn split_rank<'l>(&self, line: &'l str) -> (Option<u32>, &'l str) {
@@ -56,6 +61,9 @@ mod tests {
     fn splits_tagged_lines() {
         assert_eq!(Mpich.split_rank("[2] hi [x]"), (Some(2), "hi [x]"));
         assert_eq!(Mpich.split_rank("[0]"), (Some(0), ""));
-        assert_eq!(Mpich.split_rank("[proxy:0] error"), (None, "[proxy:0] error"));
+        assert_eq!(
+            Mpich.split_rank("[proxy:0] error"),
+            (None, "[proxy:0] error")
+        );
     }
 }

@@ -24,22 +24,38 @@ impl Launcher for OpenMpi {
     }
 
     fn plan(&self, job: &JobSpec<'_>, shim: &[OsString]) -> Vec<Start> {
-        let mut args: Vec<OsString> = ["--oversubscribe", "--tag-output", "-n"].iter().map(OsString::from).collect();
+        let mut args: Vec<OsString> = ["--oversubscribe", "--tag-output", "-n"]
+            .iter()
+            .map(OsString::from)
+            .collect();
         args.push(job.np.to_string().into());
         let mut env = Vec::new();
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } == 0 {
             env.push(("OMPI_ALLOW_RUN_AS_ROOT".to_string(), "1".to_string()));
-            env.push(("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM".to_string(), "1".to_string()));
+            env.push((
+                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM".to_string(),
+                "1".to_string(),
+            ));
         }
-        for var in job.env.keys().map(String::as_str).chain([crate::ENV_TASKER_SOCKET, crate::ENV_RANK_VAR]) {
+        for var in job
+            .env
+            .keys()
+            .map(String::as_str)
+            .chain([crate::ENV_TASKER_SOCKET, crate::ENV_RANK_VAR])
+        {
             args.push("-x".into());
             args.push(var.into());
         }
         args.extend(shim.iter().cloned());
         args.push(job.program.into());
         args.extend(job.args.iter().map(OsString::from));
-        vec![Start { program: self.command().into(), args, env, rank: None }]
+        vec![Start {
+            program: self.command().into(),
+            args,
+            env,
+            rank: None,
+        }]
     }
 
     fn split_rank<'l>(&self, line: &'l str) -> (Option<u32>, &'l str) {
@@ -69,9 +85,15 @@ mod tests {
 
     #[test]
     fn splits_tagged_lines() {
-        assert_eq!(OpenMpi.split_rank("[1,3]<stdout>:hello: world"), (Some(3), "hello: world"));
+        assert_eq!(
+            OpenMpi.split_rank("[1,3]<stdout>:hello: world"),
+            (Some(3), "hello: world")
+        );
         assert_eq!(OpenMpi.split_rank("[1,0]<stderr>:"), (Some(0), ""));
-        assert_eq!(OpenMpi.split_rank("------ mpirun noticed"), (None, "------ mpirun noticed"));
+        assert_eq!(
+            OpenMpi.split_rank("------ mpirun noticed"),
+            (None, "------ mpirun noticed")
+        );
         assert_eq!(OpenMpi.split_rank("[x]<stdout>:y"), (None, "[x]<stdout>:y"));
     }
 }

@@ -23,7 +23,11 @@ pub fn bin_dir() -> PathBuf {
 
 pub fn bin(name: &str) -> PathBuf {
     let p = bin_dir().join(name);
-    assert!(p.exists(), "{} not built: run `cargo build --workspace` (or `cargo test --workspace`) first", p.display());
+    assert!(
+        p.exists(),
+        "{} not built: run `cargo build --workspace` (or `cargo test --workspace`) first",
+        p.display()
+    );
     p
 }
 
@@ -62,7 +66,11 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("isthmus-{tag}-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+        let p = std::env::temp_dir().join(format!(
+            "isthmus-{tag}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
         std::fs::create_dir_all(&p).expect("create temp dir");
         TempDir(p)
     }
@@ -86,7 +94,13 @@ impl Vmd {
         let dir = TempDir::new("rm");
         let addr_file = dir.0.join("addr");
         let child = Command::new(bin("vmd"))
-            .args(["--listen", "127.0.0.1:0", "--host-name", host, "--addr-file"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--host-name",
+                host,
+                "--addr-file",
+            ])
             .arg(&addr_file)
             .args(extra)
             .env("RUST_LOG", "error")
@@ -117,7 +131,10 @@ impl Vmd {
         let offers: Vec<String> = offers.iter().map(|o| format!("{o:?}")).collect();
         std::fs::write(
             &path,
-            format!("[[host]]\nname = {host:?}\nslots = {slots}\noffers = [{}]\n", offers.join(", ")),
+            format!(
+                "[[host]]\nname = {host:?}\nslots = {slots}\noffers = [{}]\n",
+                offers.join(", ")
+            ),
         )
         .expect("write hostfile");
         let vmd = Vmd::start(host, &["--hostfile", path.to_str().expect("utf-8 path")]);
@@ -126,7 +143,11 @@ impl Vmd {
     }
 
     pub async fn client(&self) -> VmdClient<Channel> {
-        VmdClient::new(isthmus_vmd::client::channel(&self.addr).await.expect("connect"))
+        VmdClient::new(
+            isthmus_vmd::client::channel(&self.addr)
+                .await
+                .expect("connect"),
+        )
     }
 
     /// Starts a tasker for `implementation` on this vmd and waits until the
@@ -151,14 +172,22 @@ pub async fn tasker_on(rm: &Vmd, vmd_addr: &str, implementation: &str, host: Opt
     let mut c = rm.client().await;
     let end = Instant::now() + T;
     loop {
-        let hosts = c.list_hosts(pb::ListHostsRequest {}).await.expect("list hosts").into_inner().hosts;
-        let found = hosts
-            .iter()
-            .any(|h| host.map_or(h.local, |n| h.name == n) && h.taskers.iter().any(|t| t == implementation));
+        let hosts = c
+            .list_hosts(pb::ListHostsRequest {})
+            .await
+            .expect("list hosts")
+            .into_inner()
+            .hosts;
+        let found = hosts.iter().any(|h| {
+            host.map_or(h.local, |n| h.name == n) && h.taskers.iter().any(|t| t == implementation)
+        });
         if found {
             return proc;
         }
-        assert!(Instant::now() < end, "tasker {implementation} did not register");
+        assert!(
+            Instant::now() < end,
+            "tasker {implementation} did not register"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -167,13 +196,20 @@ pub type Events = tonic::Streaming<pb::Event>;
 
 pub async fn watch(vmd: &Vmd, kinds: &[pb::EventKind], current_state: bool) -> Events {
     let mut c = vmd.client().await;
-    let req =
-        pb::WatchRequest { kinds: kinds.iter().map(|k| *k as i32).collect(), current_state, ..Default::default() };
+    let req = pb::WatchRequest {
+        kinds: kinds.iter().map(|k| *k as i32).collect(),
+        current_state,
+        ..Default::default()
+    };
     c.watch(req).await.expect("watch").into_inner()
 }
 
 /// The next event satisfying `pred`, skipping others; panics at the deadline.
-pub async fn next_where(events: &mut Events, what: &str, pred: impl Fn(&pb::Event) -> bool) -> pb::Event {
+pub async fn next_where(
+    events: &mut Events,
+    what: &str,
+    pred: impl Fn(&pb::Event) -> bool,
+) -> pb::Event {
     let end = tokio::time::Instant::now() + T;
     loop {
         match tokio::time::timeout_at(end, events.next()).await {
@@ -190,7 +226,10 @@ pub async fn next_where(events: &mut Events, what: &str, pred: impl Fn(&pb::Even
 pub async fn job_events(events: &mut Events, job: u64) -> Vec<pb::Event> {
     let mut out = Vec::new();
     loop {
-        let ev = next_where(events, &format!("events of job {job}"), |e| event_job(e) == Some(job)).await;
+        let ev = next_where(events, &format!("events of job {job}"), |e| {
+            event_job(e) == Some(job)
+        })
+        .await;
         let end = matches!(ev.kind, Some(pb::event::Kind::JobExit(_)));
         out.push(ev);
         if end {
@@ -213,7 +252,9 @@ pub fn lines(events: &[pb::Event], rank: u32, stream: pb::OutputStream) -> Vec<S
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            Some(pb::event::Kind::Output(o)) if o.rank == Some(rank) && o.stream == stream as i32 => {
+            Some(pb::event::Kind::Output(o))
+                if o.rank == Some(rank) && o.stream == stream as i32 =>
+            {
                 Some(o.line.clone())
             }
             _ => None,
@@ -253,7 +294,12 @@ pub fn spawn_req(implementation: &str, np: u32, program: &str, args: &[&str]) ->
 pub async fn rank_pids(c: &mut VmdClient<Channel>, job: u64) -> Vec<u32> {
     let end = Instant::now() + T;
     loop {
-        let jobs = c.list_jobs(pb::ListJobsRequest { all: true }).await.expect("ps").into_inner().jobs;
+        let jobs = c
+            .list_jobs(pb::ListJobsRequest { all: true })
+            .await
+            .expect("ps")
+            .into_inner()
+            .jobs;
         if let Some(j) = jobs.iter().find(|j| j.job == job) {
             if j.ranks.iter().all(|r| r.pid != 0) {
                 return j.ranks.iter().map(|r| r.pid).collect();
@@ -267,13 +313,24 @@ pub async fn rank_pids(c: &mut VmdClient<Channel>, job: u64) -> Vec<u32> {
 pub fn alive(pid: u32) -> bool {
     // A zombie is dead for our purpose.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
         .unwrap_or(false)
 }
 
 /// Runs the console against `addr`, returning (exit code, stdout, stderr).
 pub fn console(addr: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(bin("isthmus")).arg("--vmd").arg(addr).args(args).output().expect("run console");
+    let out = Command::new(bin("isthmus"))
+        .arg("--vmd")
+        .arg(addr)
+        .args(args)
+        .output()
+        .expect("run console");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -46,7 +46,11 @@ fn stat(mut samples: Vec<Duration>) -> Stat {
     samples.sort();
     let n = samples.len();
     let at = |q: f64| samples[((n as f64 * q) as usize).min(n - 1)].as_secs_f64() * 1e6;
-    Stat { median_us: at(0.5), p99_us: at(0.99), n }
+    Stat {
+        median_us: at(0.5),
+        p99_us: at(0.99),
+        n,
+    }
 }
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -73,12 +77,19 @@ async fn main() -> anyhow::Result<()> {
         let _ = c.wait();
     }
     let ours = result?;
-    let pvm = if args.no_pvm { BTreeMap::new() } else { pvm_reference(args.iters) };
+    let pvm = if args.no_pvm {
+        BTreeMap::new()
+    } else {
+        pvm_reference(args.iters)
+    };
     print_table(&ours, &pvm);
     Ok(())
 }
 
-async fn measure(addr: &str, args: &Args) -> anyhow::Result<Vec<(&'static str, &'static str, Stat)>> {
+async fn measure(
+    addr: &str,
+    args: &Args,
+) -> anyhow::Result<Vec<(&'static str, &'static str, Stat)>> {
     let n = args.iters;
     let s = Session::connect(addr, "groups-bench").await?;
     let warm = n / 10 + 10;
@@ -99,9 +110,24 @@ async fn measure(addr: &str, args: &Args) -> anyhow::Result<Vec<(&'static str, &
     let other = Session::connect(addr, "groups-bench-peer").await?;
     s.join("bench-g", None, b"endpoint".to_vec()).await?;
     other.join("bench-g", None, Vec::new()).await?;
-    out.push(("gettid", "pvm_gettid", time_n(n, warm, || async { s.gettid("bench-g", 1).await.map(drop) }).await?));
-    out.push(("getinst", "pvm_getinst", time_n(n, warm, || async { s.getinst("bench-g", None).await.map(drop) }).await?));
-    out.push(("gsize", "pvm_gsize", time_n(n, warm, || async { s.gsize("bench-g").await.map(drop) }).await?));
+    out.push((
+        "gettid",
+        "pvm_gettid",
+        time_n(n, warm, || async { s.gettid("bench-g", 1).await.map(drop) }).await?,
+    ));
+    out.push((
+        "getinst",
+        "pvm_getinst",
+        time_n(n, warm, || async {
+            s.getinst("bench-g", None).await.map(drop)
+        })
+        .await?,
+    ));
+    out.push((
+        "gsize",
+        "pvm_gsize",
+        time_n(n, warm, || async { s.gsize("bench-g").await.map(drop) }).await?,
+    ));
     drop(other);
 
     for count in [2u32, 4] {
@@ -112,7 +138,14 @@ async fn measure(addr: &str, args: &Args) -> anyhow::Result<Vec<(&'static str, &
         for _ in 1..count {
             members.push(
                 Command::new(std::env::current_exe()?)
-                    .args(["--vmd", addr, "--member", &group, "--count", &count.to_string()])
+                    .args([
+                        "--vmd",
+                        addr,
+                        "--member",
+                        &group,
+                        "--count",
+                        &count.to_string(),
+                    ])
                     .args(["--iters", &(iters + warm).to_string()])
                     .stdin(Stdio::null())
                     .spawn()
@@ -135,8 +168,16 @@ async fn measure(addr: &str, args: &Args) -> anyhow::Result<Vec<(&'static str, &
             }
         }
         s.leave(&group).await?;
-        let name = if count == 2 { "barrier(2)" } else { "barrier(4)" };
-        let reference = if count == 2 { "pvm_barrier_2" } else { "pvm_barrier_4" };
+        let name = if count == 2 {
+            "barrier(2)"
+        } else {
+            "barrier(4)"
+        };
+        let reference = if count == 2 {
+            "pvm_barrier_2"
+        } else {
+            "pvm_barrier_4"
+        };
         out.push((name, reference, stat(samples)));
     }
 
@@ -216,10 +257,17 @@ fn pvm_reference(iters: usize) -> BTreeMap<String, Stat> {
     let script = repo_root().join("bench/reference/pvm_groups.sh");
     let mut map = BTreeMap::new();
     if !script.exists() {
-        eprintln!("groups-bench: {} not found; no PVM reference", script.display());
+        eprintln!(
+            "groups-bench: {} not found; no PVM reference",
+            script.display()
+        );
         return map;
     }
-    let out = Command::new("bash").arg(&script).arg(iters.to_string()).stderr(Stdio::inherit()).output();
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(iters.to_string())
+        .stderr(Stdio::inherit())
+        .output();
     let out = match out {
         Ok(o) if o.status.success() => o,
         Ok(o) => {
@@ -254,7 +302,14 @@ fn parse_result(line: &str) -> Option<(String, Stat)> {
             _ => {}
         }
     }
-    Some((name, Stat { median_us: median?, p99_us: p99?, n }))
+    Some((
+        name,
+        Stat {
+            median_us: median?,
+            p99_us: p99?,
+            n,
+        },
+    ))
 }
 
 fn repo_root() -> PathBuf {
@@ -271,7 +326,11 @@ fn print_table(ours: &[(&str, &str, Stat)], pvm: &BTreeMap<String, Stat>) {
     println!("{}", "-".repeat(96));
     for (name, reference, s) in ours {
         let (pm, pp, ratio) = match pvm.get(*reference) {
-            Some(p) => (format!("{:.2}", p.median_us), format!("{:.2}", p.p99_us), format!("{:.2}", s.median_us / p.median_us)),
+            Some(p) => (
+                format!("{:.2}", p.median_us),
+                format!("{:.2}", p.p99_us),
+                format!("{:.2}", s.median_us / p.median_us),
+            ),
             None => ("-".into(), "-".into(), "-".into()),
         };
         println!(

@@ -14,7 +14,10 @@ use serde_json::json;
 use tokio_stream::StreamExt;
 
 #[derive(Parser, Debug)]
-#[command(name = "isthmus", about = "Isthmus console: look at and steer a virtual machine")]
+#[command(
+    name = "isthmus",
+    about = "Isthmus console: look at and steer a virtual machine"
+)]
 struct Cli {
     /// vmd address (default: $ISTHMUS_VMD or 127.0.0.1:7711).
     #[arg(long, global = true)]
@@ -164,7 +167,11 @@ async fn interactive(addr: &str, json: bool) -> anyhow::Result<()> {
         }
         let parsed = Cli::try_parse_from(std::iter::once("isthmus").chain(words.iter().copied()));
         match parsed {
-            Ok(Cli { command: Some(cmd), json: j, .. }) => {
+            Ok(Cli {
+                command: Some(cmd),
+                json: j,
+                ..
+            }) => {
                 let halt = matches!(cmd, Command::Halt);
                 if let Err(e) = run(addr, json || j, cmd).await {
                     eprintln!("isthmus: {e:#}");
@@ -185,7 +192,11 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
     match cmd {
         Command::Groups => {
             let mut c = VmdClient::new(client::channel(addr).await?);
-            let list = c.list_groups(pb::ListGroupsRequest {}).await.map_err(status)?.into_inner();
+            let list = c
+                .list_groups(pb::ListGroupsRequest {})
+                .await
+                .map_err(status)?
+                .into_inner();
             if json {
                 let v: Vec<_> = list
                     .groups
@@ -207,7 +218,11 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
         }
         Command::Members { group } => {
             let mut c = VmdClient::new(client::channel(addr).await?);
-            let t = c.get_group(pb::GroupRef { group }).await.map_err(status)?.into_inner();
+            let t = c
+                .get_group(pb::GroupRef { group })
+                .await
+                .map_err(status)?
+                .into_inner();
             if json {
                 println!("{}", serde_json::to_string_pretty(&table_json(&t))?);
             } else {
@@ -225,11 +240,26 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Watch { groups, kinds, jobs, current, count, seconds } => {
-            let kinds = kinds.iter().map(|k| parse_kind(k)).collect::<anyhow::Result<Vec<i32>>>()?;
+        Command::Watch {
+            groups,
+            kinds,
+            jobs,
+            current,
+            count,
+            seconds,
+        } => {
+            let kinds = kinds
+                .iter()
+                .map(|k| parse_kind(k))
+                .collect::<anyhow::Result<Vec<i32>>>()?;
             let mut c = VmdClient::new(client::channel(addr).await?);
             let mut stream = c
-                .watch(pb::WatchRequest { groups, current_state: current, kinds, jobs })
+                .watch(pb::WatchRequest {
+                    groups,
+                    current_state: current,
+                    kinds,
+                    jobs,
+                })
                 .await
                 .map_err(status)?
                 .into_inner();
@@ -249,11 +279,18 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
                 seen += 1;
             }
         }
-        Command::Join { group, instance, seconds } => {
+        Command::Join {
+            group,
+            instance,
+            seconds,
+        } => {
             let s = Session::connect(addr, "isthmus-console").await?;
             let inst = s.join(&group, instance, Vec::new()).await?;
             if json {
-                println!("{}", json!({"group": group, "instance": inst, "task": s.task()}));
+                println!(
+                    "{}",
+                    json!({"group": group, "instance": inst, "task": s.task()})
+                );
             } else {
                 println!("joined {group} as instance {inst} (task {})", s.task());
             }
@@ -261,23 +298,38 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             match seconds {
                 Some(secs) => tokio::time::sleep(Duration::from_secs(secs)).await,
                 None => {
-                    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+                    tokio::signal::ctrl_c()
+                        .await
+                        .context("waiting for Ctrl-C")?;
                 }
             }
             s.leave(&group).await?;
         }
         Command::Conf => {
             let mut c = VmdClient::new(client::channel(addr).await?);
-            let list = c.list_hosts(pb::ListHostsRequest {}).await.map_err(status)?.into_inner();
+            let list = c
+                .list_hosts(pb::ListHostsRequest {})
+                .await
+                .map_err(status)?
+                .into_inner();
             if json {
-                println!("{}", serde_json::to_string_pretty(&list.hosts.iter().map(host_json).collect::<Vec<_>>())?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &list.hosts.iter().map(host_json).collect::<Vec<_>>()
+                    )?
+                );
             } else {
                 println!(
                     "{:<16} {:<8} {:>5} {:>5} {:<22} {:<24} OFFERS",
                     "HOST", "STATE", "SLOTS", "USED", "ADDR", "TASKERS"
                 );
                 for h in &list.hosts {
-                    let offers = if h.offers.is_empty() { "any".to_string() } else { h.offers.join(",") };
+                    let offers = if h.offers.is_empty() {
+                        "any".to_string()
+                    } else {
+                        h.offers.join(",")
+                    };
                     let mark = if h.local { "*" } else { "" };
                     println!(
                         "{:<16} {:<8} {:>5} {:>5} {:<22} {:<24} {}",
@@ -292,22 +344,41 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Add { name, slots, offers, addr: host_addr } => {
+        Command::Add {
+            name,
+            slots,
+            offers,
+            addr: host_addr,
+        } => {
             let mut c = VmdClient::new(client::channel(addr).await?);
             let h = c
-                .add_host(pb::AddHostRequest { name, slots, offers, addr: host_addr })
+                .add_host(pb::AddHostRequest {
+                    name,
+                    slots,
+                    offers,
+                    addr: host_addr,
+                })
                 .await
                 .map_err(status)?
                 .into_inner();
             if json {
                 println!("{}", host_json(&h));
             } else {
-                println!("host {} added ({}, {} slots)", h.name, host_state(h.state), h.slots);
+                println!(
+                    "host {} added ({}, {} slots)",
+                    h.name,
+                    host_state(h.state),
+                    h.slots
+                );
             }
         }
         Command::Delete { name } => {
             let mut c = VmdClient::new(client::channel(addr).await?);
-            let r = c.delete_host(pb::HostRef { name: name.clone() }).await.map_err(status)?.into_inner();
+            let r = c
+                .delete_host(pb::HostRef { name: name.clone() })
+                .await
+                .map_err(status)?
+                .into_inner();
             if json {
                 println!("{}", json!({"deleted": name, "jobs_lost": r.jobs_lost}));
             } else {
@@ -316,21 +387,38 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
         }
         Command::Check { name } => {
             let mut c = VmdClient::new(client::channel(addr).await?);
-            let r = c.check_host(pb::HostRef { name }).await.map_err(status)?.into_inner();
+            let r = c
+                .check_host(pb::HostRef { name })
+                .await
+                .map_err(status)?
+                .into_inner();
             if json {
                 println!(
                     "{}",
                     json!({"host": r.name, "responding": r.responding, "detail": r.detail, "round_trip_us": r.round_trip_us})
                 );
             } else {
-                let how = if r.responding { "responding" } else { "NOT responding" };
+                let how = if r.responding {
+                    "responding"
+                } else {
+                    "NOT responding"
+                };
                 println!("{} {how}: {} ({} us)", r.name, r.detail, r.round_trip_us);
             }
             if !r.responding {
                 anyhow::bail!("host {} does not respond", r.name);
             }
         }
-        Command::Spawn { np, implementation, host, most_free, env, wait, program, args } => {
+        Command::Spawn {
+            np,
+            implementation,
+            host,
+            most_free,
+            env,
+            wait,
+            program,
+            args,
+        } => {
             let placement = match (host, most_free) {
                 (Some(h), _) => pb::spawn_request::Placement::Host(h),
                 (None, true) => pb::spawn_request::Placement::MostFree(true),
@@ -338,21 +426,39 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             };
             let mut vars = std::collections::HashMap::new();
             for e in env {
-                let (k, v) = e.split_once('=').with_context(|| format!("--env {e:?} is not NAME=VALUE"))?;
+                let (k, v) = e
+                    .split_once('=')
+                    .with_context(|| format!("--env {e:?} is not NAME=VALUE"))?;
                 vars.insert(k.to_string(), v.to_string());
             }
-            let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+            let cwd = std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default();
             let mut c = VmdClient::new(client::channel(addr).await?);
             // Subscribe before spawning so that not even a fast job's end is missed.
             let events = if wait {
-                let kinds = [pb::EventKind::TaskOutput, pb::EventKind::TaskExit, pb::EventKind::JobExit];
-                let req = pb::WatchRequest { kinds: kinds.iter().map(|k| *k as i32).collect(), ..Default::default() };
+                let kinds = [
+                    pb::EventKind::TaskOutput,
+                    pb::EventKind::TaskExit,
+                    pb::EventKind::JobExit,
+                ];
+                let req = pb::WatchRequest {
+                    kinds: kinds.iter().map(|k| *k as i32).collect(),
+                    ..Default::default()
+                };
                 Some(c.watch(req).await.map_err(status)?.into_inner())
             } else {
                 None
             };
-            let req =
-                pb::SpawnRequest { program, args, np, implementation, placement: Some(placement), env: vars, cwd };
+            let req = pb::SpawnRequest {
+                program,
+                args,
+                np,
+                implementation,
+                placement: Some(placement),
+                env: vars,
+                cwd,
+            };
             let r = c.spawn(req).await.map_err(status)?.into_inner();
             if json {
                 println!("{}", json!({"job": r.job, "host": r.host}));
@@ -386,17 +492,34 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
         }
         Command::Ps { all } => {
             let mut c = VmdClient::new(client::channel(addr).await?);
-            let list = c.list_jobs(pb::ListJobsRequest { all }).await.map_err(status)?.into_inner();
+            let list = c
+                .list_jobs(pb::ListJobsRequest { all })
+                .await
+                .map_err(status)?
+                .into_inner();
             if json {
-                println!("{}", serde_json::to_string_pretty(&list.jobs.iter().map(job_json).collect::<Vec<_>>())?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &list.jobs.iter().map(job_json).collect::<Vec<_>>()
+                    )?
+                );
             } else {
                 println!(
                     "{:>5} {:<9} {:<9} {:<12} {:>4} {:<22} {:<10} COMMAND",
                     "JOB", "STATE", "IMPL", "HOST", "NP", "RANKS(run/exit)", "EXIT"
                 );
                 for j in &list.jobs {
-                    let running = j.ranks.iter().filter(|r| r.state == pb::RankState::RankRunning as i32).count();
-                    let exited = j.ranks.iter().filter(|r| r.state == pb::RankState::RankExited as i32).count();
+                    let running = j
+                        .ranks
+                        .iter()
+                        .filter(|r| r.state == pb::RankState::RankRunning as i32)
+                        .count();
+                    let exited = j
+                        .ranks
+                        .iter()
+                        .filter(|r| r.state == pb::RankState::RankExited as i32)
+                        .count();
                     let exit = j.exit.as_ref().map(exit_text).unwrap_or_default();
                     println!(
                         "{:>5} {:<9} {:<9} {:<12} {:>4} {:<22} {:<10} {} {}",
@@ -425,11 +548,21 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
         Command::Sig { signal, job, rank } => {
             let signal = parse_signal(&signal)?;
             let mut c = VmdClient::new(client::channel(addr).await?);
-            let r = c.signal_job(pb::SignalRequest { job, signal, rank }).await.map_err(status)?.into_inner();
+            let r = c
+                .signal_job(pb::SignalRequest { job, signal, rank })
+                .await
+                .map_err(status)?
+                .into_inner();
             if json {
-                println!("{}", json!({"job": job, "signal": signal, "delivered_to": r.delivered_to}));
+                println!(
+                    "{}",
+                    json!({"job": job, "signal": signal, "delivered_to": r.delivered_to})
+                );
             } else {
-                println!("signal {signal} sent to job {job} ({} running ranks)", r.delivered_to);
+                println!(
+                    "signal {signal} sent to job {job} ({} running ranks)",
+                    r.delivered_to
+                );
             }
         }
         Command::Halt => {
@@ -493,7 +626,11 @@ fn parse_signal(s: &str) -> anyhow::Result<i32> {
         "CONT" => 18,
         "STOP" => 19,
         "TSTP" => 20,
-        _ => return Err(usage(format!("unknown signal {s:?} (a number, or HUP, INT, KILL, TERM, USR1, …)"))),
+        _ => {
+            return Err(usage(format!(
+                "unknown signal {s:?} (a number, or HUP, INT, KILL, TERM, USR1, …)"
+            )))
+        }
     };
     Ok(n)
 }
@@ -552,13 +689,21 @@ fn print_event(ev: &pb::Event, json: bool) {
     match &ev.kind {
         Some(Kind::Group(_)) | None => print_group_event(ev, json),
         Some(Kind::Host(h)) => {
-            let kind = pb::HostEventKind::try_from(h.kind).map(|k| k.as_str_name()).unwrap_or("UNKNOWN");
+            let kind = pb::HostEventKind::try_from(h.kind)
+                .map(|k| k.as_str_name())
+                .unwrap_or("UNKNOWN");
             let kind = format!("HOST_{kind}");
             let info = h.host.clone().unwrap_or_default();
             if json {
-                println!("{}", json!({"seq": ev.seq, "event": kind, "host": host_json(&info), "reason": h.reason}));
+                println!(
+                    "{}",
+                    json!({"seq": ev.seq, "event": kind, "host": host_json(&info), "reason": h.reason})
+                );
             } else {
-                println!("{:>6} {:<12} {} {} slots={} {}", ev.seq, kind, info.name, info.addr, info.slots, h.reason);
+                println!(
+                    "{:>6} {:<12} {} {} slots={} {}",
+                    ev.seq, kind, info.name, info.addr, info.slots, h.reason
+                );
             }
         }
         Some(Kind::TaskExit(t)) => {
@@ -598,7 +743,11 @@ fn print_event(ev: &pb::Event, json: bool) {
             }
         }
         Some(Kind::Output(o)) => {
-            let stream = if o.stream == pb::OutputStream::Stderr as i32 { "stderr" } else { "stdout" };
+            let stream = if o.stream == pb::OutputStream::Stderr as i32 {
+                "stderr"
+            } else {
+                "stdout"
+            };
             if json {
                 println!(
                     "{}",
@@ -642,7 +791,9 @@ fn print_group_event(ev: &pb::Event, json: bool) {
     let Some(pb::event::Kind::Group(g)) = &ev.kind else {
         return;
     };
-    let kind = pb::GroupEventKind::try_from(g.kind).map(|k| k.as_str_name()).unwrap_or("UNKNOWN");
+    let kind = pb::GroupEventKind::try_from(g.kind)
+        .map(|k| k.as_str_name())
+        .unwrap_or("UNKNOWN");
     if json {
         println!(
             "{}",
@@ -650,7 +801,11 @@ fn print_group_event(ev: &pb::Event, json: bool) {
                    "task": g.task, "size": g.size, "group_broken": g.group_broken})
         );
     } else {
-        let broken = if g.group_broken { " (group broken)" } else { "" };
+        let broken = if g.group_broken {
+            " (group broken)"
+        } else {
+            ""
+        };
         println!(
             "{:>6} {:<12} {} inst={} task={} size={}{}",
             ev.seq, kind, g.group, g.instance, g.task, g.size, broken

@@ -51,7 +51,11 @@ fn stats(mut v: Vec<f64>) -> (f64, f64) {
     if n == 0 {
         return (f64::NAN, f64::NAN);
     }
-    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
     let p99 = v[((0.99 * n as f64).ceil() as usize).clamp(1, n) - 1];
     (median, p99)
 }
@@ -111,12 +115,16 @@ async fn next_job_event(
 ) -> anyhow::Result<pb::Event> {
     let end = tokio::time::Instant::now() + DEADLINE;
     loop {
-        let ev = tokio::time::timeout_at(end, events.next()).await.context("no notification within the deadline")?;
+        let ev = tokio::time::timeout_at(end, events.next())
+            .await
+            .context("no notification within the deadline")?;
         let ev = ev.context("watch ended")??;
         match &ev.kind {
             Some(pb::event::Kind::JobExit(j)) if j.job == job && want_exit => return Ok(ev),
             Some(pb::event::Kind::TaskExit(t)) if t.job == job && !want_exit => return Ok(ev),
-            Some(pb::event::Kind::JobExit(j)) if j.job == job => bail!("job {job} ended before its task exit: {j:?}"),
+            Some(pb::event::Kind::JobExit(j)) if j.job == job => {
+                bail!("job {job} ended before its task exit: {j:?}")
+            }
             _ => {}
         }
     }
@@ -152,15 +160,30 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let root = repo_root()?;
     let (reference, ref_dir) = reference(&root, args.reps)?;
-    let bin_dir = std::env::current_exe()?.parent().context("no bin dir")?.to_path_buf();
+    let bin_dir = std::env::current_exe()?
+        .parent()
+        .context("no bin dir")?
+        .to_path_buf();
     let tasker_bin = bin_dir.join("tasker");
     if !tasker_bin.exists() {
-        bail!("{} not built (cargo build -p isthmus-taskers)", tasker_bin.display());
+        bail!(
+            "{} not built (cargo build -p isthmus-taskers)",
+            tasker_bin.display()
+        );
     }
 
-    let options = HostOptions { slots: Some(16), ..Default::default() };
-    let daemon =
-        Daemon::bind_with(DaemonConfig { listen: "127.0.0.1:0".parse()?, host: "bench".into() }, options).await?;
+    let options = HostOptions {
+        slots: Some(16),
+        ..Default::default()
+    };
+    let daemon = Daemon::bind_with(
+        DaemonConfig {
+            listen: "127.0.0.1:0".parse()?,
+            host: "bench".into(),
+        },
+        options,
+    )
+    .await?;
     let addr = daemon.local_addr().to_string();
     let halt = daemon.halt_handle();
     let server = tokio::spawn(daemon.serve(std::future::pending()));
@@ -182,8 +205,15 @@ async fn main() -> anyhow::Result<()> {
     let mut c = VmdClient::new(isthmus_vmd::client::channel(&addr).await?);
     let end = Instant::now() + DEADLINE;
     loop {
-        let hosts = c.list_hosts(pb::ListHostsRequest {}).await?.into_inner().hosts;
-        if hosts.first().is_some_and(|h| impls.iter().all(|i| h.taskers.iter().any(|t| t == i))) {
+        let hosts = c
+            .list_hosts(pb::ListHostsRequest {})
+            .await?
+            .into_inner()
+            .hosts;
+        if hosts
+            .first()
+            .is_some_and(|h| impls.iter().all(|i| h.taskers.iter().any(|t| t == i)))
+        {
             break;
         }
         if Instant::now() > end {
@@ -191,8 +221,17 @@ async fn main() -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let kinds = [pb::EventKind::TaskExit as i32, pb::EventKind::JobExit as i32];
-    let mut events = c.watch(pb::WatchRequest { kinds: kinds.to_vec(), ..Default::default() }).await?.into_inner();
+    let kinds = [
+        pb::EventKind::TaskExit as i32,
+        pb::EventKind::JobExit as i32,
+    ];
+    let mut events = c
+        .watch(pb::WatchRequest {
+            kinds: kinds.to_vec(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
 
     let mut rows = Vec::new();
     for imp in &impls {
@@ -213,7 +252,10 @@ async fn main() -> anyhow::Result<()> {
     // SIGKILL of a rank → TASK_EXIT at the subscriber.
     let mut kill_times = Vec::new();
     let kill_impl = impls.first().copied().unwrap_or("openmpi");
-    eprintln!("rm-bench: SIGKILL-to-notification ({kill_impl}, {} reps)", args.kill_reps);
+    eprintln!(
+        "rm-bench: SIGKILL-to-notification ({kill_impl}, {} reps)",
+        args.kill_reps
+    );
     for _ in 0..args.kill_reps {
         let req = pb::SpawnRequest {
             program: "sleep".into(),
@@ -225,9 +267,17 @@ async fn main() -> anyhow::Result<()> {
         let job = c.spawn(req).await?.into_inner().job;
         let end = Instant::now() + DEADLINE;
         let pid = loop {
-            let jobs = c.list_jobs(pb::ListJobsRequest { all: false }).await?.into_inner().jobs;
-            if let Some(pid) =
-                jobs.iter().find(|j| j.job == job).and_then(|j| j.ranks.first()).map(|r| r.pid).filter(|p| *p != 0)
+            let jobs = c
+                .list_jobs(pb::ListJobsRequest { all: false })
+                .await?
+                .into_inner()
+                .jobs;
+            if let Some(pid) = jobs
+                .iter()
+                .find(|j| j.job == job)
+                .and_then(|j| j.ranks.first())
+                .map(|r| r.pid)
+                .filter(|p| *p != 0)
             {
                 break pid;
             }
@@ -252,7 +302,11 @@ async fn main() -> anyhow::Result<()> {
     );
     for (name, median, p99, direct) in &rows {
         let (dm, dp) = direct.unwrap_or((f64::NAN, f64::NAN));
-        println!("{name:<34} {median:>12.0} {p99:>12.0} {dm:>14.0} {dp:>14.0} {:>8.2} {:>8}", median / dm, "<=1.10");
+        println!(
+            "{name:<34} {median:>12.0} {p99:>12.0} {dm:>14.0} {dp:>14.0} {:>8.2} {:>8}",
+            median / dm,
+            "<=1.10"
+        );
     }
     println!(
         "{:<34} {kill_median:>12.0} {kill_p99:>12.0} {:>14} {:>14} {:>8} {:>8}",
@@ -263,9 +317,16 @@ async fn main() -> anyhow::Result<()> {
         "p99<100ms"
     );
     for (name, median, p99, _) in &rows {
-        println!("RESULT rm_{} median_us={median:.0} p99_us={p99:.0} n={}", name.replace([' ', '='], "_"), args.reps);
+        println!(
+            "RESULT rm_{} median_us={median:.0} p99_us={p99:.0} n={}",
+            name.replace([' ', '='], "_"),
+            args.reps
+        );
     }
-    println!("RESULT rm_sigkill_to_task_exit median_us={kill_median:.0} p99_us={kill_p99:.0} n={}", args.kill_reps);
+    println!(
+        "RESULT rm_sigkill_to_task_exit median_us={kill_median:.0} p99_us={kill_p99:.0} n={}",
+        args.kill_reps
+    );
 
     drop(taskers);
     halt.notify_one();
@@ -274,5 +335,6 @@ async fn main() -> anyhow::Result<()> {
 }
 
 fn which(cmd: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).exists()))
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).exists()))
 }

@@ -7,7 +7,10 @@ use clap::Parser;
 use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
 
 #[derive(Parser, Debug)]
-#[command(name = "vmd", about = "Isthmus virtual machine daemon: group service and more, over gRPC")]
+#[command(
+    name = "vmd",
+    about = "Isthmus virtual machine daemon: group service and more, over gRPC"
+)]
 struct Args {
     /// Address to listen on (loopback by default; port 0 picks a free port).
     #[arg(long, default_value = isthmus_vmd::DEFAULT_ADDR, env = "ISTHMUS_VMD_LISTEN")]
@@ -37,7 +40,9 @@ struct Args {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
@@ -46,11 +51,24 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => isthmus_vmd::rm::hostfile::load(path)?,
         None => Vec::new(),
     };
-    let options = HostOptions { slots: args.slots, offers: args.offers, hostfile, join: args.join };
-    let daemon = Daemon::bind_with(DaemonConfig { listen: args.listen, host }, options).await?;
+    let options = HostOptions {
+        slots: args.slots,
+        offers: args.offers,
+        hostfile,
+        join: args.join,
+    };
+    let daemon = Daemon::bind_with(
+        DaemonConfig {
+            listen: args.listen,
+            host,
+        },
+        options,
+    )
+    .await?;
     let addr = daemon.local_addr();
     if let Some(path) = &args.addr_file {
-        std::fs::write(path, addr.to_string()).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, addr.to_string())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     daemon.serve(shutdown_signal()).await?;
     Ok(())

@@ -22,7 +22,10 @@ pub struct RmError {
 
 impl RmError {
     pub fn new(kind: RmErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(RmErrorKind::InvalidArgument, message)

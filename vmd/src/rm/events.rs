@@ -8,18 +8,42 @@ use super::model::{ExitStatus, JobId, JobState, OutputStream};
 #[derive(Clone, Debug)]
 pub enum RmEvent {
     HostAdded(Host),
-    HostDeleted { host: Host, reason: String },
-    HostFailed { host: Host, reason: String },
-    TaskExit { job: JobId, rank: Option<u32>, exit: ExitStatus, host: String },
-    JobExit { job: JobId, state: JobState, exit: Option<ExitStatus>, reason: String, host: String },
-    Output { job: JobId, rank: Option<u32>, stream: OutputStream, line: String },
+    HostDeleted {
+        host: Host,
+        reason: String,
+    },
+    HostFailed {
+        host: Host,
+        reason: String,
+    },
+    TaskExit {
+        job: JobId,
+        rank: Option<u32>,
+        exit: ExitStatus,
+        host: String,
+    },
+    JobExit {
+        job: JobId,
+        state: JobState,
+        exit: Option<ExitStatus>,
+        reason: String,
+        host: String,
+    },
+    Output {
+        job: JobId,
+        rank: Option<u32>,
+        stream: OutputStream,
+        line: String,
+    },
 }
 
 impl RmEvent {
     /// The job an event concerns, if any.
     pub fn job(&self) -> Option<JobId> {
         match self {
-            RmEvent::TaskExit { job, .. } | RmEvent::JobExit { job, .. } | RmEvent::Output { job, .. } => Some(*job),
+            RmEvent::TaskExit { job, .. }
+            | RmEvent::JobExit { job, .. }
+            | RmEvent::Output { job, .. } => Some(*job),
             _ => None,
         }
     }

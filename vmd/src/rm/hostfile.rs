@@ -37,15 +37,23 @@ struct Entry {
 
 /// Parses a hostfile's text; `origin` names it in messages.
 pub fn parse(text: &str, origin: &str) -> Result<Vec<HostDecl>> {
-    let file: Hostfile = toml::from_str(text).map_err(|e| RmError::invalid(format!("{origin}: {e}")))?;
+    let file: Hostfile =
+        toml::from_str(text).map_err(|e| RmError::invalid(format!("{origin}: {e}")))?;
     let mut out: Vec<HostDecl> = Vec::new();
     for e in file.host {
-        let decl =
-            HostDecl { name: e.name, slots: e.slots.unwrap_or(1), offers: e.offers, addr: e.addr.unwrap_or_default() }
-                .validated()
-                .map_err(|err| RmError::invalid(format!("{origin}: {}", err.message)))?;
+        let decl = HostDecl {
+            name: e.name,
+            slots: e.slots.unwrap_or(1),
+            offers: e.offers,
+            addr: e.addr.unwrap_or_default(),
+        }
+        .validated()
+        .map_err(|err| RmError::invalid(format!("{origin}: {}", err.message)))?;
         if out.iter().any(|d| d.name == decl.name) {
-            return Err(RmError::invalid(format!("{origin}: host {} is listed twice", decl.name)));
+            return Err(RmError::invalid(format!(
+                "{origin}: host {} is listed twice",
+                decl.name
+            )));
         }
         out.push(decl);
     }
@@ -55,8 +63,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<HostDecl>> {
 /// Reads and parses a hostfile.
 pub fn load(path: &std::path::Path) -> Result<Vec<HostDecl>> {
     let origin = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| RmError::invalid(format!("cannot read hostfile {origin}: {e}")))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| RmError::invalid(format!("cannot read hostfile {origin}: {e}")))?;
     parse(&text, &origin)
 }
 
@@ -66,8 +74,11 @@ mod tests {
 
     #[test]
     fn parses_entries_and_defaults() {
-        let hosts =
-            parse("[[host]]\nname='a'\nslots=4\noffers=['mpich','openmpi']\n[[host]]\nname='b'\n", "t").unwrap();
+        let hosts = parse(
+            "[[host]]\nname='a'\nslots=4\noffers=['mpich','openmpi']\n[[host]]\nname='b'\n",
+            "t",
+        )
+        .unwrap();
         assert_eq!(hosts.len(), 2);
         assert_eq!(hosts[0].slots, 4);
         assert_eq!(hosts[0].offers, vec!["mpich", "openmpi"]);
@@ -77,9 +88,18 @@ mod tests {
 
     #[test]
     fn refuses_bad_files_naming_the_problem() {
-        assert!(parse("[[host]]\nname='a'\nslot=4\n", "f").unwrap_err().message.contains("slot"));
-        assert!(parse("[[host]]\nname='a b'\n", "f").unwrap_err().message.contains("not valid"));
-        assert!(parse("[[host]]\nname='a'\n[[host]]\nname='a'\n", "f").unwrap_err().message.contains("twice"));
+        assert!(parse("[[host]]\nname='a'\nslot=4\n", "f")
+            .unwrap_err()
+            .message
+            .contains("slot"));
+        assert!(parse("[[host]]\nname='a b'\n", "f")
+            .unwrap_err()
+            .message
+            .contains("not valid"));
+        assert!(parse("[[host]]\nname='a'\n[[host]]\nname='a'\n", "f")
+            .unwrap_err()
+            .message
+            .contains("twice"));
         assert!(parse("[[host]]\nname='a'\nslots=-1\n", "f").is_err());
     }
 }

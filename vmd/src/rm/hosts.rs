@@ -31,12 +31,18 @@ impl HostDecl {
             )));
         }
         if self.slots > MAX_SLOTS {
-            return Err(RmError::invalid(format!("host {}: {} slots is more than {MAX_SLOTS}", self.name, self.slots)));
+            return Err(RmError::invalid(format!(
+                "host {}: {} slots is more than {MAX_SLOTS}",
+                self.name, self.slots
+            )));
         }
         self.slots = self.slots.max(1);
         for imp in &self.offers {
             if !valid_name(imp) {
-                return Err(RmError::invalid(format!("host {}: implementation name {imp:?} is not valid", self.name)));
+                return Err(RmError::invalid(format!(
+                    "host {}: implementation name {imp:?} is not valid",
+                    self.name
+                )));
             }
         }
         self.offers.sort();
@@ -131,7 +137,9 @@ impl HostTable {
             ));
         }
         self.hosts.push(host);
-        self.hosts.last().ok_or_else(|| RmError::invalid("host table is empty after insert"))
+        self.hosts
+            .last()
+            .ok_or_else(|| RmError::invalid("host table is empty after insert"))
     }
 
     pub fn remove(&mut self, name: &str) -> Option<Host> {
@@ -144,7 +152,12 @@ impl HostTable {
         let mut all = BTreeSet::new();
         for h in &self.hosts {
             all.extend(h.offers.iter().cloned());
-            all.extend(h.taskers.iter().filter(|(_, n)| **n > 0).map(|(i, _)| i.clone()));
+            all.extend(
+                h.taskers
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(i, _)| i.clone()),
+            );
         }
         all
     }

@@ -57,7 +57,13 @@ pub struct TaskerHub {
 impl TaskerHub {
     pub fn new() -> (Self, mpsc::UnboundedReceiver<HubUp>) {
         let (up, rx) = mpsc::unbounded_channel();
-        (Self { state: Arc::default(), up }, rx)
+        (
+            Self {
+                state: Arc::default(),
+                up,
+            },
+            rx,
+        )
     }
 
     fn lock(&self) -> MutexGuard<'_, HubState> {
@@ -73,7 +79,10 @@ impl TaskerHub {
     }
 
     /// Registers a tasker for `implementation`; orders arrive on the receiver.
-    pub fn register(&self, implementation: &str) -> Result<(TaskerId, mpsc::UnboundedReceiver<JobOrder>)> {
+    pub fn register(
+        &self,
+        implementation: &str,
+    ) -> Result<(TaskerId, mpsc::UnboundedReceiver<JobOrder>)> {
         if !valid_name(implementation) {
             return Err(RmError::invalid(format!(
                 "implementation name {implementation:?} is not valid (1-64 letters, digits, '.', '_', '-')"
@@ -84,8 +93,14 @@ impl TaskerHub {
             let mut st = self.lock();
             st.next += 1;
             let id = st.next;
-            st.taskers
-                .insert(id, Tasker { implementation: implementation.to_string(), orders: tx, jobs: BTreeSet::new() });
+            st.taskers.insert(
+                id,
+                Tasker {
+                    implementation: implementation.to_string(),
+                    orders: tx,
+                    jobs: BTreeSet::new(),
+                },
+            );
             info!(tasker = id, implementation, "tasker registered");
             (id, st.summary())
         };
@@ -124,7 +139,10 @@ impl TaskerHub {
         {
             let mut st = self.lock();
             if st.job_tasker.get(&job) != Some(&tasker) {
-                warn!(tasker, job, "report about a job this tasker does not run; dropped");
+                warn!(
+                    tasker,
+                    job, "report about a job this tasker does not run; dropped"
+                );
                 return;
             }
             if report.ends_job() {
@@ -152,7 +170,10 @@ impl TaskerHub {
                         .map(|(id, _)| *id);
                     match pick {
                         Some(id) => {
-                            let sent = st.taskers.get(&id).is_some_and(|t| t.orders.send(order.clone()).is_ok());
+                            let sent = st
+                                .taskers
+                                .get(&id)
+                                .is_some_and(|t| t.orders.send(order.clone()).is_ok());
                             if sent {
                                 st.job_tasker.insert(job, id);
                                 if let Some(t) = st.taskers.get_mut(&id) {
@@ -163,7 +184,10 @@ impl TaskerHub {
                                 Some(format!("the {} tasker went away", spec.implementation))
                             }
                         }
-                        None => Some(format!("no {} tasker is registered on this host", spec.implementation)),
+                        None => Some(format!(
+                            "no {} tasker is registered on this host",
+                            spec.implementation
+                        )),
                     }
                 }
                 JobOrder::Signal { .. } | JobOrder::Kill { .. } => {
@@ -176,7 +200,10 @@ impl TaskerHub {
             }
         };
         if let Some(message) = refused {
-            self.send_up(HubUp::Job(JobReport::Refused { job, error: RmError::precondition(message) }));
+            self.send_up(HubUp::Job(JobReport::Refused {
+                job,
+                error: RmError::precondition(message),
+            }));
         }
     }
 
@@ -210,20 +237,42 @@ mod tests {
     async fn routes_launches_and_reports_lost_jobs_of_a_dead_tasker() {
         let (hub, mut up) = TaskerHub::new();
         let (a, mut a_orders) = hub.register("exec").unwrap();
-        assert_eq!(up.recv().await, Some(HubUp::Taskers([("exec".to_string(), 1)].into())));
+        assert_eq!(
+            up.recv().await,
+            Some(HubUp::Taskers([("exec".to_string(), 1)].into()))
+        );
         hub.order(launch(1, "exec"));
         assert_eq!(a_orders.recv().await, Some(launch(1, "exec")));
         hub.order(launch(2, "mpich"));
-        assert!(matches!(up.recv().await, Some(HubUp::Job(JobReport::Refused { job: 2, .. }))));
+        assert!(matches!(
+            up.recv().await,
+            Some(HubUp::Job(JobReport::Refused { job: 2, .. }))
+        ));
         // A report about somebody else's job is dropped.
         hub.report(a + 1, JobReport::Accepted { job: 1 });
         hub.report(a, JobReport::Accepted { job: 1 });
-        assert_eq!(up.recv().await, Some(HubUp::Job(JobReport::Accepted { job: 1 })));
+        assert_eq!(
+            up.recv().await,
+            Some(HubUp::Job(JobReport::Accepted { job: 1 }))
+        );
         hub.order(launch(3, "exec"));
-        hub.report(a, JobReport::LauncherExit { job: 3, exit: Some(ExitStatus::Code(0)), reason: String::new() });
-        assert!(matches!(up.recv().await, Some(HubUp::Job(JobReport::LauncherExit { job: 3, .. }))));
+        hub.report(
+            a,
+            JobReport::LauncherExit {
+                job: 3,
+                exit: Some(ExitStatus::Code(0)),
+                reason: String::new(),
+            },
+        );
+        assert!(matches!(
+            up.recv().await,
+            Some(HubUp::Job(JobReport::LauncherExit { job: 3, .. }))
+        ));
         hub.deregister(a);
-        assert!(matches!(up.recv().await, Some(HubUp::Job(JobReport::Lost { job: 1, .. }))));
+        assert!(matches!(
+            up.recv().await,
+            Some(HubUp::Job(JobReport::Lost { job: 1, .. }))
+        ));
         assert_eq!(up.recv().await, Some(HubUp::Taskers(BTreeMap::new())));
         assert!(hub.register("bad name").is_err());
     }

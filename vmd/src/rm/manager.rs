@@ -72,7 +72,10 @@ impl State {
     fn emit(&mut self, event: RmEvent) {
         self.seq += 1;
         // No subscriber is not an error.
-        let _ = self.events.send(Arc::new(Sequenced { seq: self.seq, event }));
+        let _ = self.events.send(Arc::new(Sequenced {
+            seq: self.seq,
+            event,
+        }));
     }
 
     fn send(&self, host: &str, msg: PortMsg) -> bool {
@@ -97,10 +100,18 @@ impl State {
             }
         }
         if let Some(w) = self.waiters.remove(&id) {
-            let _ = w.send(Err(RmError::unavailable(format!("job {id} ended before it was accepted: {reason}"))));
+            let _ = w.send(Err(RmError::unavailable(format!(
+                "job {id} ended before it was accepted: {reason}"
+            ))));
         }
         info!(job = id, ?state, %host, "job ended");
-        self.emit(RmEvent::JobExit { job: id, state, exit, reason, host });
+        self.emit(RmEvent::JobExit {
+            job: id,
+            state,
+            exit,
+            reason,
+            host,
+        });
         self.prune();
     }
 
@@ -116,7 +127,12 @@ impl State {
     }
 
     fn prune(&mut self) {
-        let ended: Vec<JobId> = self.jobs.values().filter(|j| j.state.is_final()).map(|j| j.id).collect();
+        let ended: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| j.state.is_final())
+            .map(|j| j.id)
+            .collect();
         if ended.len() > KEEP_ENDED {
             for id in ended.iter().take(ended.len() - KEEP_ENDED) {
                 self.jobs.remove(id);
@@ -201,7 +217,11 @@ impl ResourceManager {
     /// together: nothing falls between the snapshot and the first event.
     pub fn subscribe(&self) -> (Vec<Host>, Vec<Job>, broadcast::Receiver<Arc<Sequenced>>) {
         let st = self.lock();
-        (st.hosts.iter().cloned().collect(), st.jobs.values().cloned().collect(), st.events.subscribe())
+        (
+            st.hosts.iter().cloned().collect(),
+            st.jobs.values().cloned().collect(),
+            st.events.subscribe(),
+        )
     }
 
     pub fn hosts(&self) -> Vec<Host> {
@@ -209,23 +229,39 @@ impl ResourceManager {
     }
 
     pub fn host(&self, name: &str) -> Result<Host> {
-        self.lock().hosts.get(name).cloned().ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))
+        self.lock()
+            .hosts
+            .get(name)
+            .cloned()
+            .ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))
     }
 
     /// Jobs holding slots, or (`all`) also the recently ended ones.
     pub fn jobs(&self, all: bool) -> Vec<Job> {
-        self.lock().jobs.values().filter(|j| all || !j.state.is_final()).cloned().collect()
+        self.lock()
+            .jobs
+            .values()
+            .filter(|j| all || !j.state.is_final())
+            .cloned()
+            .collect()
     }
 
     pub fn job(&self, id: JobId) -> Result<Job> {
-        self.lock().jobs.get(&id).cloned().ok_or_else(|| RmError::not_found(format!("no job {id}")))
+        self.lock()
+            .jobs
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| RmError::not_found(format!("no job {id}")))
     }
 
     /// Declares a host; it is up once its vmd joins under that name.
     pub fn add_host(&self, decl: HostDecl) -> Result<Host> {
         let decl = decl.validated()?;
         let mut st = self.lock();
-        let host = st.hosts.insert(Host::from_decl(decl, HostState::Waiting, false))?.clone();
+        let host = st
+            .hosts
+            .insert(Host::from_decl(decl, HostState::Waiting, false))?
+            .clone();
         info!(host = %host.name, "host declared");
         st.emit(RmEvent::HostAdded(host.clone()));
         Ok(host)
@@ -235,7 +271,10 @@ impl ResourceManager {
     /// how many jobs were lost.
     pub fn delete_host(&self, name: &str) -> Result<u32> {
         let mut st = self.lock();
-        let host = st.hosts.get(name).ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
+        let host = st
+            .hosts
+            .get(name)
+            .ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
         if host.local {
             return Err(RmError::precondition(format!(
                 "host {name} runs the resource manager and cannot be deleted (halt the vmd instead)"
@@ -245,11 +284,18 @@ impl ResourceManager {
         for job in &jobs {
             st.send(name, PortMsg::Order(JobOrder::Kill { job: *job }));
         }
-        st.send(name, PortMsg::Deleted("deleted from the virtual machine".into()));
-        let (host, lost) =
-            st.drop_host(name, "was deleted").ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
+        st.send(
+            name,
+            PortMsg::Deleted("deleted from the virtual machine".into()),
+        );
+        let (host, lost) = st
+            .drop_host(name, "was deleted")
+            .ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
         info!(host = %name, lost, "host deleted");
-        st.emit(RmEvent::HostDeleted { host, reason: "deleted".into() });
+        st.emit(RmEvent::HostDeleted {
+            host,
+            reason: "deleted".into(),
+        });
         Ok(lost)
     }
 
@@ -262,14 +308,20 @@ impl ResourceManager {
         let link = st.next_link;
         let host = match st.hosts.get_mut(&decl.name) {
             Some(h) if h.state == HostState::Up => {
-                return Err(RmError::new(RmErrorKind::AlreadyExists, format!("host {} is already up", decl.name)));
+                return Err(RmError::new(
+                    RmErrorKind::AlreadyExists,
+                    format!("host {} is already up", decl.name),
+                ));
             }
             Some(h) => {
                 h.state = HostState::Up;
                 h.addr = decl.addr;
                 h.clone()
             }
-            None => st.hosts.insert(Host::from_decl(decl, HostState::Up, false))?.clone(),
+            None => st
+                .hosts
+                .insert(Host::from_decl(decl, HostState::Up, false))?
+                .clone(),
         };
         let (tx, rx) = mpsc::unbounded_channel();
         st.ports.insert(host.name.clone(), Port { link, tx });
@@ -295,7 +347,10 @@ impl ResourceManager {
             }
             None => {
                 info!(host = %name, lost, "host left");
-                st.emit(RmEvent::HostDeleted { host, reason: "left".into() });
+                st.emit(RmEvent::HostDeleted {
+                    host,
+                    reason: "left".into(),
+                });
             }
         }
     }
@@ -304,7 +359,10 @@ impl ResourceManager {
     pub fn set_taskers(&self, host: &str, taskers: BTreeMap<String, u32>) {
         let mut st = self.lock();
         if let Some(h) = st.hosts.get_mut(host) {
-            h.taskers = taskers.into_iter().filter(|(i, n)| *n > 0 && valid_name(i)).collect();
+            h.taskers = taskers
+                .into_iter()
+                .filter(|(i, n)| *n > 0 && valid_name(i))
+                .collect();
         }
     }
 
@@ -313,7 +371,8 @@ impl ResourceManager {
         check_spawn(&spec)?;
         let (id, host, rx) = {
             let mut st = self.lock();
-            let host = placement::choose(&st.hosts, &spec.implementation, spec.np, &spec.placement)?;
+            let host =
+                placement::choose(&st.hosts, &spec.implementation, spec.np, &spec.placement)?;
             let (name, addr) = (host.name.clone(), host.addr.clone());
             st.next_job += 1;
             let id = st.next_job;
@@ -344,7 +403,13 @@ impl ResourceManager {
                     implementation: spec.implementation.clone(),
                     host: name.clone(),
                     state: JobState::Starting,
-                    ranks: (0..spec.np).map(|rank| Rank { rank, pid: None, exit: None }).collect(),
+                    ranks: (0..spec.np)
+                        .map(|rank| Rank {
+                            rank,
+                            pid: None,
+                            exit: None,
+                        })
+                        .collect(),
                     exit: None,
                     reason: String::new(),
                     kill_requested: false,
@@ -356,7 +421,9 @@ impl ResourceManager {
             if !st.send(&name, PortMsg::Order(JobOrder::Launch(launch))) {
                 st.waiters.remove(&id);
                 st.forget(id);
-                return Err(RmError::unavailable(format!("host {name} cannot take orders (its link is closing)")));
+                return Err(RmError::unavailable(format!(
+                    "host {name} cannot take orders (its link is closing)"
+                )));
             }
             (id, name, rx)
         };
@@ -366,12 +433,17 @@ impl ResourceManager {
                 Ok((id, host))
             }
             Ok(Ok(Err(e))) => Err(e),
-            Ok(Err(_)) => Err(RmError::unavailable(format!("job {id} was dropped before a tasker answered"))),
+            Ok(Err(_)) => Err(RmError::unavailable(format!(
+                "job {id} was dropped before a tasker answered"
+            ))),
             Err(_) => {
                 let mut st = self.lock();
                 st.waiters.remove(&id);
                 st.send(&host, PortMsg::Order(JobOrder::Kill { job: id }));
-                let reason = format!("the tasker on {host} did not answer within {:?}", self.accept_timeout);
+                let reason = format!(
+                    "the tasker on {host} did not answer within {:?}",
+                    self.accept_timeout
+                );
                 st.finish(id, JobState::Lost, None, reason.clone());
                 Err(RmError::new(RmErrorKind::DeadlineExceeded, reason))
             }
@@ -392,19 +464,34 @@ impl ResourceManager {
     /// Returns how many ranks were running when it was sent.
     pub fn signal(&self, id: JobId, signal: i32, rank: Option<u32>) -> Result<u32> {
         if !(1..=MAX_SIGNAL).contains(&signal) {
-            return Err(RmError::invalid(format!("signal {signal} is not a signal number (1-{MAX_SIGNAL})")));
+            return Err(RmError::invalid(format!(
+                "signal {signal} is not a signal number (1-{MAX_SIGNAL})"
+            )));
         }
         let mut st = self.lock();
         let job = running_job(&mut st, id)?;
         if let Some(r) = rank {
             if r >= job.np {
-                return Err(RmError::invalid(format!("job {id} has ranks 0-{}; there is no rank {r}", job.np - 1)));
+                return Err(RmError::invalid(format!(
+                    "job {id} has ranks 0-{}; there is no rank {r}",
+                    job.np - 1
+                )));
             }
         }
-        let targets =
-            job.ranks.iter().filter(|r| r.is_running() && rank.is_none_or(|want| want == r.rank)).count() as u32;
+        let targets = job
+            .ranks
+            .iter()
+            .filter(|r| r.is_running() && rank.is_none_or(|want| want == r.rank))
+            .count() as u32;
         let host = job.host.clone();
-        st.send(&host, PortMsg::Order(JobOrder::Signal { job: id, signal, rank }));
+        st.send(
+            &host,
+            PortMsg::Order(JobOrder::Signal {
+                job: id,
+                signal,
+                rank,
+            }),
+        );
         Ok(targets)
     }
 
@@ -416,7 +503,11 @@ impl ResourceManager {
             return;
         };
         if job.host != host {
-            warn!(job = id, from = host, "report about a job of another host; dropped");
+            warn!(
+                job = id,
+                from = host,
+                "report about a job of another host; dropped"
+            );
             return;
         }
         if job.state.is_final() {
@@ -444,7 +535,14 @@ impl ResourceManager {
                     job.state = JobState::Running;
                 }
             }
-            JobReport::Output { rank, stream, line, .. } => st.emit(RmEvent::Output { job: id, rank, stream, line }),
+            JobReport::Output {
+                rank, stream, line, ..
+            } => st.emit(RmEvent::Output {
+                job: id,
+                rank,
+                stream,
+                line,
+            }),
             JobReport::RankExit { rank, exit, .. } => {
                 if let Some(r) = rank.and_then(|r| job.ranks.get_mut(r as usize)) {
                     r.exit = Some(exit);
@@ -453,7 +551,12 @@ impl ResourceManager {
                     }
                 }
                 let host = job.host.clone();
-                st.emit(RmEvent::TaskExit { job: id, rank, exit, host });
+                st.emit(RmEvent::TaskExit {
+                    job: id,
+                    rank,
+                    exit,
+                    host,
+                });
             }
             JobReport::LauncherExit { exit, reason, .. } => {
                 let (state, reason) = if job.kill_requested {
@@ -465,7 +568,11 @@ impl ResourceManager {
                         Some(e) if e.success() => (JobState::Exited, reason),
                         Some(e) => (
                             JobState::Failed,
-                            if reason.is_empty() { format!("launcher ended with {e}") } else { reason },
+                            if reason.is_empty() {
+                                format!("launcher ended with {e}")
+                            } else {
+                                reason
+                            },
                         ),
                         None => (JobState::Failed, reason),
                     }
@@ -475,7 +582,9 @@ impl ResourceManager {
             JobReport::Lost { reason, .. } => {
                 if let Some(w) = st.waiters.remove(&id) {
                     st.forget(id);
-                    let _ = w.send(Err(RmError::unavailable(format!("job {id} could not start: {reason}"))));
+                    let _ = w.send(Err(RmError::unavailable(format!(
+                        "job {id} could not start: {reason}"
+                    ))));
                 } else {
                     st.finish(id, JobState::Lost, None, reason);
                 }
@@ -485,9 +594,15 @@ impl ResourceManager {
 }
 
 fn running_job(st: &mut State, id: JobId) -> Result<&mut Job> {
-    let job = st.jobs.get_mut(&id).ok_or_else(|| RmError::not_found(format!("no job {id}")))?;
+    let job = st
+        .jobs
+        .get_mut(&id)
+        .ok_or_else(|| RmError::not_found(format!("no job {id}")))?;
     if job.state.is_final() {
-        return Err(RmError::precondition(format!("job {id} has already ended ({:?})", job.state)));
+        return Err(RmError::precondition(format!(
+            "job {id} has already ended ({:?})",
+            job.state
+        )));
     }
     Ok(job)
 }
@@ -497,21 +612,31 @@ fn check_spawn(spec: &SpawnSpec) -> Result<()> {
         return Err(RmError::invalid("np must be at least 1"));
     }
     if spec.np > MAX_SLOTS {
-        return Err(RmError::invalid(format!("np {} is more than any host may have ({MAX_SLOTS})", spec.np)));
+        return Err(RmError::invalid(format!(
+            "np {} is more than any host may have ({MAX_SLOTS})",
+            spec.np
+        )));
     }
     if spec.program.is_empty() {
         return Err(RmError::invalid("no program given"));
     }
     if !valid_name(&spec.implementation) {
-        return Err(RmError::invalid(format!("implementation name {:?} is not valid", spec.implementation)));
+        return Err(RmError::invalid(format!(
+            "implementation name {:?} is not valid",
+            spec.implementation
+        )));
     }
     let has_nul = |s: &str| s.contains('\0');
     if has_nul(&spec.program) || has_nul(&spec.cwd) || spec.args.iter().any(|a| has_nul(a)) {
-        return Err(RmError::invalid("program, arguments and cwd may not contain NUL bytes"));
+        return Err(RmError::invalid(
+            "program, arguments and cwd may not contain NUL bytes",
+        ));
     }
     for (k, v) in &spec.env {
         if k.is_empty() || k.contains('=') || has_nul(k) || has_nul(v) {
-            return Err(RmError::invalid(format!("environment variable name {k:?} is not valid")));
+            return Err(RmError::invalid(format!(
+                "environment variable name {k:?} is not valid"
+            )));
         }
     }
     Ok(())
@@ -522,14 +647,24 @@ mod tests {
     use super::*;
 
     fn rm() -> (ResourceManager, mpsc::UnboundedReceiver<PortMsg>) {
-        let local = HostDecl { name: "h1".into(), slots: 4, offers: vec![], addr: "127.0.0.1:1".into() };
+        let local = HostDecl {
+            name: "h1".into(),
+            slots: 4,
+            offers: vec![],
+            addr: "127.0.0.1:1".into(),
+        };
         let (rm, rx) = ResourceManager::new(local, vec![], b"s").unwrap();
         rm.set_taskers("h1", [("exec".to_string(), 1)].into());
         (rm, rx)
     }
 
     fn spec(np: u32) -> SpawnSpec {
-        SpawnSpec { program: "true".into(), np, implementation: "exec".into(), ..Default::default() }
+        SpawnSpec {
+            program: "true".into(),
+            np,
+            implementation: "exec".into(),
+            ..Default::default()
+        }
     }
 
     #[tokio::test]
@@ -537,7 +672,9 @@ mod tests {
         let (rm, mut port) = rm();
         let rm2 = rm.clone();
         let answer = tokio::spawn(async move {
-            let Some(PortMsg::Order(JobOrder::Launch(l))) = port.recv().await else { panic!() };
+            let Some(PortMsg::Order(JobOrder::Launch(l))) = port.recv().await else {
+                panic!()
+            };
             assert_eq!(l.env.get("ISTHMUS_JOB").map(String::as_str), Some("1"));
             assert_eq!(l.env.get("ISTHMUS_SECRET").map(String::as_str), Some("73"));
             rm2.report("h1", JobReport::Accepted { job: l.job });
@@ -547,17 +684,40 @@ mod tests {
         let _port = answer.await.unwrap();
         assert_eq!((id, host.as_str()), (1, "h1"));
         assert_eq!(rm.host("h1").unwrap().slots_used, 3);
-        assert_eq!(rm.spawn(spec(2)).await.unwrap_err().kind, RmErrorKind::ResourceExhausted);
+        assert_eq!(
+            rm.spawn(spec(2)).await.unwrap_err().kind,
+            RmErrorKind::ResourceExhausted
+        );
         let (_, _, mut events) = rm.subscribe();
-        rm.report("h1", JobReport::RankExit { job: 1, rank: Some(1), exit: ExitStatus::Signal(9) });
-        rm.report("h1", JobReport::LauncherExit { job: 1, exit: Some(ExitStatus::Code(137)), reason: String::new() });
-        assert!(matches!(events.recv().await.unwrap().event, RmEvent::TaskExit { rank: Some(1), .. }));
+        rm.report(
+            "h1",
+            JobReport::RankExit {
+                job: 1,
+                rank: Some(1),
+                exit: ExitStatus::Signal(9),
+            },
+        );
+        rm.report(
+            "h1",
+            JobReport::LauncherExit {
+                job: 1,
+                exit: Some(ExitStatus::Code(137)),
+                reason: String::new(),
+            },
+        );
+        assert!(matches!(
+            events.recv().await.unwrap().event,
+            RmEvent::TaskExit { rank: Some(1), .. }
+        ));
         let ev = events.recv().await.unwrap();
         assert!(
             matches!(&ev.event, RmEvent::JobExit { state: JobState::Failed, reason, .. } if reason.contains("rank 1"))
         );
         assert_eq!(rm.host("h1").unwrap().slots_used, 0);
-        assert_eq!(rm.kill(1).unwrap_err().kind, RmErrorKind::FailedPrecondition);
+        assert_eq!(
+            rm.kill(1).unwrap_err().kind,
+            RmErrorKind::FailedPrecondition
+        );
         assert_eq!(rm.kill(9).unwrap_err().kind, RmErrorKind::NotFound);
     }
 
@@ -569,7 +729,10 @@ mod tests {
             while let Some(PortMsg::Order(JobOrder::Launch(l))) = port.recv().await {
                 rm2.report(
                     "h1",
-                    JobReport::Refused { job: l.job, error: RmError::not_found("program nope not found") },
+                    JobReport::Refused {
+                        job: l.job,
+                        error: RmError::not_found("program nope not found"),
+                    },
                 );
             }
         });
@@ -577,22 +740,41 @@ mod tests {
         assert_eq!(e.kind, RmErrorKind::NotFound);
         assert!(rm.jobs(true).is_empty());
         assert_eq!(rm.host("h1").unwrap().slots_used, 0);
-        assert_eq!(rm.spawn(spec(0)).await.unwrap_err().kind, RmErrorKind::InvalidArgument);
+        assert_eq!(
+            rm.spawn(spec(0)).await.unwrap_err().kind,
+            RmErrorKind::InvalidArgument
+        );
     }
 
     #[tokio::test]
     async fn joined_host_failing_loses_its_jobs_and_is_announced() {
         let (rm, _port) = rm();
         let (_, _, mut events) = rm.subscribe();
-        let decl = HostDecl { name: "h2".into(), slots: 2, offers: vec![], addr: "127.0.0.1:2".into() };
+        let decl = HostDecl {
+            name: "h2".into(),
+            slots: 2,
+            offers: vec![],
+            addr: "127.0.0.1:2".into(),
+        };
         let (link, _rx) = rm.link_host(decl.clone()).unwrap();
-        assert!(matches!(events.recv().await.unwrap().event, RmEvent::HostAdded(ref h) if h.name == "h2"));
-        assert_eq!(rm.link_host(decl).unwrap_err().kind, RmErrorKind::AlreadyExists);
+        assert!(
+            matches!(events.recv().await.unwrap().event, RmEvent::HostAdded(ref h) if h.name == "h2")
+        );
+        assert_eq!(
+            rm.link_host(decl).unwrap_err().kind,
+            RmErrorKind::AlreadyExists
+        );
         rm.unlink_host("h2", link, Some("link broke".into()));
         assert!(
             matches!(events.recv().await.unwrap().event, RmEvent::HostFailed { ref host, .. } if host.name == "h2")
         );
-        assert_eq!(rm.delete_host("h1").unwrap_err().kind, RmErrorKind::FailedPrecondition);
-        assert_eq!(rm.delete_host("h2").unwrap_err().kind, RmErrorKind::NotFound);
+        assert_eq!(
+            rm.delete_host("h1").unwrap_err().kind,
+            RmErrorKind::FailedPrecondition
+        );
+        assert_eq!(
+            rm.delete_host("h2").unwrap_err().kind,
+            RmErrorKind::NotFound
+        );
     }
 }

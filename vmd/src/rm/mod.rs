@@ -28,7 +28,9 @@ pub use events::{RmEvent, Sequenced};
 pub use hosts::{Host, HostDecl, HostState};
 pub use hub::{HubUp, TaskerHub};
 pub use manager::{PortMsg, ResourceManager};
-pub use model::{ExitStatus, Job, JobId, JobOrder, JobReport, JobState, LaunchSpec, OutputStream, Rank};
+pub use model::{
+    ExitStatus, Job, JobId, JobOrder, JobReport, JobState, LaunchSpec, OutputStream, Rank,
+};
 pub use placement::Placement;
 
 /// Environment variables a rank finds its way home with (no flags needed).
@@ -40,5 +42,7 @@ pub const ENV_SECRET: &str = "ISTHMUS_SECRET";
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }

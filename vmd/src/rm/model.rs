@@ -49,7 +49,10 @@ pub enum JobState {
 impl JobState {
     /// Whether the job has ended (its slots are free).
     pub fn is_final(self) -> bool {
-        matches!(self, JobState::Exited | JobState::Failed | JobState::Killed | JobState::Lost)
+        matches!(
+            self,
+            JobState::Exited | JobState::Failed | JobState::Killed | JobState::Lost
+        )
     }
 }
 
@@ -100,8 +103,14 @@ pub struct LaunchSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobOrder {
     Launch(LaunchSpec),
-    Signal { job: JobId, signal: i32, rank: Option<u32> },
-    Kill { job: JobId },
+    Signal {
+        job: JobId,
+        signal: i32,
+        rank: Option<u32>,
+    },
+    Kill {
+        job: JobId,
+    },
 }
 
 impl JobOrder {
@@ -175,6 +184,9 @@ impl JobReport {
 
     /// Whether the report ends the job on the tasker's side.
     pub fn ends_job(&self) -> bool {
-        matches!(self, JobReport::Refused { .. } | JobReport::LauncherExit { .. } | JobReport::Lost { .. })
+        matches!(
+            self,
+            JobReport::Refused { .. } | JobReport::LauncherExit { .. } | JobReport::Lost { .. }
+        )
     }
 }

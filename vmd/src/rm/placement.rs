@@ -14,19 +14,32 @@ pub enum Placement {
 }
 
 /// The host a job of `np` ranks of `implementation` goes to.
-pub fn choose<'a>(hosts: &'a HostTable, implementation: &str, np: u32, placement: &Placement) -> Result<&'a Host> {
+pub fn choose<'a>(
+    hosts: &'a HostTable,
+    implementation: &str,
+    np: u32,
+    placement: &Placement,
+) -> Result<&'a Host> {
     let known = hosts.known_implementations();
     if !known.contains(implementation) {
-        let list = if known.is_empty() { "none".to_string() } else { known.into_iter().collect::<Vec<_>>().join(", ") };
+        let list = if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.into_iter().collect::<Vec<_>>().join(", ")
+        };
         return Err(RmError::not_found(format!(
             "unknown implementation {implementation:?}: no host offers it and no tasker registered it (known: {list})"
         )));
     }
     match placement {
         Placement::Host(name) => {
-            let host = hosts.get(name).ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
+            let host = hosts
+                .get(name)
+                .ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
             if host.state != HostState::Up {
-                return Err(RmError::precondition(format!("host {name} is declared but its vmd has not joined")));
+                return Err(RmError::precondition(format!(
+                    "host {name} is declared but its vmd has not joined"
+                )));
             }
             if !host.can_run(implementation) {
                 return Err(RmError::precondition(format!(
@@ -39,14 +52,20 @@ pub fn choose<'a>(hosts: &'a HostTable, implementation: &str, np: u32, placement
             Ok(host)
         }
         Placement::Any | Placement::MostFree => {
-            let mut capable = hosts.iter().filter(|h| h.can_run(implementation)).peekable();
+            let mut capable = hosts
+                .iter()
+                .filter(|h| h.can_run(implementation))
+                .peekable();
             if capable.peek().is_none() {
                 return Err(RmError::precondition(format!(
                     "no host offers {implementation} now: no host that is up has a tasker registered for it"
                 )));
             }
             let capable: Vec<&Host> = capable.collect();
-            let best = capable.iter().copied().max_by_key(|h| (h.free(), std::cmp::Reverse(position(hosts, h))));
+            let best = capable
+                .iter()
+                .copied()
+                .max_by_key(|h| (h.free(), std::cmp::Reverse(position(hosts, h))));
             let chosen = match placement {
                 Placement::MostFree => best.filter(|h| h.free() >= np),
                 _ => capable.iter().copied().find(|h| h.free() >= np),
@@ -57,7 +76,10 @@ pub fn choose<'a>(hosts: &'a HostTable, implementation: &str, np: u32, placement
 }
 
 fn position(hosts: &HostTable, h: &Host) -> usize {
-    hosts.iter().position(|x| x.name == h.name).unwrap_or(usize::MAX)
+    hosts
+        .iter()
+        .position(|x| x.name == h.name)
+        .unwrap_or(usize::MAX)
 }
 
 fn not_enough(np: u32, implementation: &str, best: Option<&Host>) -> RmError {
@@ -67,7 +89,9 @@ fn not_enough(np: u32, implementation: &str, best: Option<&Host>) -> RmError {
     };
     RmError::new(
         RmErrorKind::ResourceExhausted,
-        format!("not enough slots: the job needs {np} on one host offering {implementation}; {detail}"),
+        format!(
+            "not enough slots: the job needs {np} on one host offering {implementation}; {detail}"
+        ),
     )
 }
 
@@ -78,9 +102,18 @@ mod tests {
 
     fn table() -> HostTable {
         let mut t = HostTable::default();
-        for (name, slots, used, imp) in [("a", 4, 3, "openmpi"), ("b", 8, 2, "openmpi"), ("c", 16, 0, "mpich")] {
+        for (name, slots, used, imp) in [
+            ("a", 4, 3, "openmpi"),
+            ("b", 8, 2, "openmpi"),
+            ("c", 16, 0, "mpich"),
+        ] {
             let mut h = Host::from_decl(
-                HostDecl { name: name.into(), slots, offers: vec![], addr: String::new() },
+                HostDecl {
+                    name: name.into(),
+                    slots,
+                    offers: vec![],
+                    addr: String::new(),
+                },
                 HostState::Up,
                 false,
             );
@@ -96,8 +129,16 @@ mod tests {
         let t = table();
         assert_eq!(choose(&t, "openmpi", 1, &Placement::Any).unwrap().name, "a");
         assert_eq!(choose(&t, "openmpi", 2, &Placement::Any).unwrap().name, "b");
-        assert_eq!(choose(&t, "openmpi", 1, &Placement::MostFree).unwrap().name, "b");
-        assert_eq!(choose(&t, "mpich", 1, &Placement::Host("c".into())).unwrap().name, "c");
+        assert_eq!(
+            choose(&t, "openmpi", 1, &Placement::MostFree).unwrap().name,
+            "b"
+        );
+        assert_eq!(
+            choose(&t, "mpich", 1, &Placement::Host("c".into()))
+                .unwrap()
+                .name,
+            "c"
+        );
     }
 
     #[test]
@@ -109,9 +150,16 @@ mod tests {
         let e = choose(&t, "openmpi", 7, &Placement::Any).unwrap_err();
         assert_eq!(e.kind, RmErrorKind::ResourceExhausted);
         assert!(e.message.contains("b has 6 free"), "{}", e.message);
-        assert_eq!(choose(&t, "openmpi", 1, &Placement::Host("z".into())).unwrap_err().kind, RmErrorKind::NotFound);
         assert_eq!(
-            choose(&t, "openmpi", 1, &Placement::Host("c".into())).unwrap_err().kind,
+            choose(&t, "openmpi", 1, &Placement::Host("z".into()))
+                .unwrap_err()
+                .kind,
+            RmErrorKind::NotFound
+        );
+        assert_eq!(
+            choose(&t, "openmpi", 1, &Placement::Host("c".into()))
+                .unwrap_err()
+                .kind,
             RmErrorKind::FailedPrecondition
         );
     }

@@ -18,7 +18,13 @@ impl VmdProcess {
         let dir = TempDir::new("vmd");
         let addr_file = dir.0.join("addr");
         let child = Command::new(env!("CARGO_BIN_EXE_vmd"))
-            .args(["--listen", "127.0.0.1:0", "--host-name", "testhost", "--addr-file"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--host-name",
+                "testhost",
+                "--addr-file",
+            ])
             .arg(&addr_file)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
@@ -31,10 +37,17 @@ impl VmdProcess {
                     break a;
                 }
             }
-            assert!(started.elapsed() < Duration::from_secs(20), "vmd did not start");
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "vmd did not start"
+            );
             std::thread::sleep(Duration::from_millis(10));
         };
-        VmdProcess { child, addr, _dir: dir }
+        VmdProcess {
+            child,
+            addr,
+            _dir: dir,
+        }
     }
 }
 
@@ -50,7 +63,11 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("isthmus-{tag}-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+        let p = std::env::temp_dir().join(format!(
+            "isthmus-{tag}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
         std::fs::create_dir_all(&p).expect("create temp dir");
         TempDir(p)
     }
