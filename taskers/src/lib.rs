@@ -28,10 +28,8 @@ pub mod shim;
 pub mod tasker;
 
 /// Environment variables between the tasker, the launcher and the shim.
-pub const ENV_TASKER_SOCKET: &str = "ISTHMUS_TASKER_SOCKET";
-/// Names the variable holding the rank in the launcher's environment.
-pub const ENV_RANK_VAR: &str = "ISTHMUS_RANK_VAR";
-/// The job id (set by the vmd; the shim reads it too).
-pub const ENV_JOB: &str = "ISTHMUS_JOB";
+pub use isthmus_types::env::{
+    JOB as ENV_JOB, RANK_VAR as ENV_RANK_VAR, TASKER_SOCKET as ENV_TASKER_SOCKET,
+};
 /// The argument that turns the tasker binary into the rank shim.
 pub const SHIM_ARG: &str = "rank-shim";

@@ -67,7 +67,7 @@ pub type Result<T, E = ClientError> = std::result::Result<T, E>;
 
 /// The vmd address from `ISTHMUS_VMD`, or the default loopback address.
 pub fn default_addr() -> String {
-    std::env::var(crate::ENV_VMD_ADDR).unwrap_or_else(|_| crate::DEFAULT_ADDR.to_string())
+    isthmus_types::env::vmd_addr()
 }
 
 /// Opens a gRPC channel to a vmd (`host:port` or `http://host:port`).

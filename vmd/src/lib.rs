@@ -27,10 +27,4 @@ pub mod service;
 pub mod session;
 pub mod tasker_link;
 
-/// The address a vmd listens on when none is given, and where clients look
-/// for it when `ISTHMUS_VMD` is unset.
-pub const DEFAULT_ADDR: &str = "127.0.0.1:7711";
-
-/// Environment variable that tells clients (the bridge, the console) where
-/// their vmd listens, as `host:port` or `http://host:port`.
-pub const ENV_VMD_ADDR: &str = "ISTHMUS_VMD";
+pub use isthmus_types::env::{DEFAULT_VMD_ADDR as DEFAULT_ADDR, VMD_ADDR as ENV_VMD_ADDR};

@@ -18,7 +18,7 @@ struct Args {
     #[arg(long = "impl")]
     implementation: String,
     /// The vmd of this host (default: $ISTHMUS_VMD or 127.0.0.1:7711).
-    #[arg(long, env = "ISTHMUS_VMD", default_value = "127.0.0.1:7711")]
+    #[arg(long, env = isthmus_types::env::VMD_ADDR, default_value = isthmus_types::env::DEFAULT_VMD_ADDR)]
     vmd: String,
 }
 

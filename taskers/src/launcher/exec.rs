@@ -8,7 +8,7 @@ use super::{JobSpec, Launcher, Start};
 pub struct Exec;
 
 /// Where an exec rank finds its rank.
-pub const ENV_RANK: &str = "ISTHMUS_RANK";
+pub use isthmus_types::env::RANK as ENV_RANK;
 
 impl Launcher for Exec {
     fn implementation(&self) -> &'static str {

@@ -13,7 +13,7 @@ use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
 )]
 struct Args {
     /// Address to listen on (loopback by default; port 0 picks a free port).
-    #[arg(long, default_value = isthmus_vmd::DEFAULT_ADDR, env = "ISTHMUS_VMD_LISTEN")]
+    #[arg(long, default_value = isthmus_vmd::DEFAULT_ADDR, env = isthmus_types::env::VMD_LISTEN)]
     listen: SocketAddr,
     /// Name this host goes by in group tables (default: the system host name).
     #[arg(long)]

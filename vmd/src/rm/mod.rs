@@ -34,8 +34,7 @@ pub use model::{
 pub use placement::Placement;
 
 /// Environment variables a rank finds its way home with (no flags needed).
-pub const ENV_JOB: &str = "ISTHMUS_JOB";
-pub const ENV_SECRET: &str = "ISTHMUS_SECRET";
+pub use isthmus_types::env::{JOB as ENV_JOB, SECRET as ENV_SECRET};
 
 /// Whether `name` may name a host or an implementation: 1–64 characters of
 /// letters, digits, `.`, `_`, `-`.
