@@ -11,7 +11,7 @@ use tokio::sync::broadcast;
 
 use crate::groups::{len_u32, to_table};
 use crate::store::GroupStore;
-use crate::{validate, GroupError, GroupEvent, GroupTable, Groups, Result};
+use crate::{validate, GroupError, GroupEvent, GroupTable, Groups, Result, TaskId};
 
 impl<S: GroupStore> Groups<S> {
     /// Waits until `group` has `size` members, then freezes it and returns
@@ -89,20 +89,55 @@ impl<S: GroupStore> Groups<S> {
     /// died (an MPI launcher killing the rest of a job) fails at once
     /// instead of waiting for its deadline.
     pub async fn wait_frozen(&self, group: &str, deadline: Duration) -> Result<GroupTable> {
+        self.wait_for_frozen(group, deadline, None).await
+    }
+
+    /// [`wait_frozen`](Self::wait_frozen) on behalf of `task`: a group that
+    /// broke before `task` was opened belongs to an earlier run the task
+    /// never knew (a crashed job whose re-run is starting), so for it the
+    /// broken incarnation counts as absent and the wait goes on until a
+    /// fresh generation is frozen. A group that breaks while the task
+    /// lives, before or during the wait, still fails it at once.
+    pub async fn wait_frozen_as(
+        &self,
+        task: TaskId,
+        group: &str,
+        deadline: Duration,
+    ) -> Result<GroupTable> {
+        let opened_at = self
+            .store()
+            .lease(task)
+            .await?
+            .ok_or(GroupError::TaskNotFound(task))?
+            .opened_at;
+        self.wait_for_frozen(group, deadline, Some(opened_at)).await
+    }
+
+    async fn wait_for_frozen(
+        &self,
+        group: &str,
+        deadline: Duration,
+        asker_opened_at: Option<u64>,
+    ) -> Result<GroupTable> {
         validate::name(group)?;
         let mut changes = self.store().watch();
         let work = async {
             loop {
                 if let Some(snap) = self.store().snapshot(group).await? {
-                    if let Some(lost) = snap.meta.broken {
-                        return Err(GroupError::GroupBroken {
-                            group: group.into(),
-                            instance: lost.instance,
-                            task: lost.task,
-                        });
-                    }
-                    if snap.meta.frozen_size.is_some() {
-                        return Ok(to_table(snap));
+                    let before_asker =
+                        |seq: u64| asker_opened_at.is_some_and(|opened| seq <= opened);
+                    match snap.meta.broken {
+                        // An earlier run's wreck: wait for its successor.
+                        Some(lost) if before_asker(lost.seq) => {}
+                        Some(lost) => {
+                            return Err(GroupError::GroupBroken {
+                                group: group.into(),
+                                instance: lost.instance,
+                                task: lost.task,
+                            });
+                        }
+                        None if snap.meta.frozen_size.is_some() => return Ok(to_table(snap)),
+                        None => {}
                     }
                 }
                 next_change(&mut changes, group).await?;

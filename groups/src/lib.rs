@@ -22,6 +22,10 @@
 //!   fails at once with `GroupBroken`. This is what lets a peer job that
 //!   arrives after an MPI launcher has killed the rest of a failed job
 //!   learn that the job broke, instead of waiting for its deadline.
+//!   That early failure is for tasks that lived through the break: for a
+//!   task opened after it (`wait_frozen_as`), the broken incarnation
+//!   belongs to a run it never knew, a crashed job whose re-run is
+//!   starting, so it waits for the fresh generation instead.
 //!   Creating a tombstone emits no `Destroyed` event (the `MemberDied`
 //!   and `Left` events already tell the story).
 //! * A `join` to a tombstone replaces it, as if the name were free: the

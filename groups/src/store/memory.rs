@@ -38,6 +38,7 @@ struct Inner {
 struct LeaseRec {
     id: LeaseId,
     host: String,
+    opened_at: u64,
     /// Groups the task is a member of, so revocation needs no scan.
     groups: BTreeSet<String>,
 }
@@ -105,11 +106,17 @@ impl MemoryStore {
     /// Removes one membership, emitting its events. The caller has checked
     /// that `task` is a member of `group`.
     fn remove(&self, inner: &mut Inner, group: &str, task: TaskId, died: bool) -> Option<Removal> {
+        // `emit` below hands out exactly the next seq to this removal.
+        let seq = inner.seq + 1;
         let rec = inner.groups.get_mut(group)?;
         let instance = rec.by_task.remove(&task)?;
         rec.members.remove(&instance);
         if died && rec.meta.frozen_size.is_some() && rec.meta.broken.is_none() {
-            rec.meta.broken = Some(LostMember { instance, task });
+            rec.meta.broken = Some(LostMember {
+                instance,
+                task,
+                seq,
+            });
         }
         let size = rec.size();
         let broken = rec.meta.broken.is_some();
@@ -147,11 +154,13 @@ impl GroupStore for MemoryStore {
         }
         inner.last_lease += 1;
         let id = LeaseId(inner.last_lease);
+        let opened_at = inner.seq;
         inner.leases.insert(
             task,
             LeaseRec {
                 id,
                 host: host.to_string(),
+                opened_at,
                 groups: BTreeSet::new(),
             },
         );
@@ -163,6 +172,7 @@ impl GroupStore for MemoryStore {
         Ok(inner.leases.get(&task).map(|l| TaskLease {
             lease: l.id,
             host: l.host.clone(),
+            opened_at: l.opened_at,
         }))
     }
 
@@ -496,7 +506,9 @@ mod tests {
             meta.broken,
             Some(LostMember {
                 instance: 0,
-                task: a
+                task: a,
+                // The death's own event is the tombstone's last change.
+                seq: meta.revision,
             })
         );
 

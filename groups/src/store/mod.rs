@@ -42,6 +42,9 @@ pub struct LeaseId(pub u64);
 pub struct TaskLease {
     pub lease: LeaseId,
     pub host: String,
+    /// The store's `seq` when the lease was granted: events with a higher
+    /// seq happened after the task was opened.
+    pub opened_at: u64,
 }
 
 /// The member whose death broke a frozen group.
@@ -49,6 +52,9 @@ pub struct TaskLease {
 pub struct LostMember {
     pub instance: u32,
     pub task: TaskId,
+    /// The `seq` of the death that broke the group. A task opened at or
+    /// after it never knew this incarnation (see `Groups::wait_frozen_as`).
+    pub seq: u64,
 }
 
 /// Per-group flags and versioning.

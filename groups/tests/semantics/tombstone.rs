@@ -368,3 +368,68 @@ async fn unfrozen_group_whose_members_die_is_destroyed() {
     );
     assert!(g.list().await.unwrap().is_empty());
 }
+
+/// A crashed run does not block its re-run: a task opened after the old
+/// incarnation broke waits for the new one instead of failing on the wreck,
+/// while a task that lived through the break is still told at once.
+#[tokio::test]
+async fn a_task_opened_after_the_break_waits_for_the_next_generation() {
+    let (g, t) = setup(3).await;
+    let (old_peer, old_member) = (t[0], t[1]);
+    frozen(&g, "ocean", &[old_member]).await;
+    let old_generation = g.table("ocean").await.unwrap().generation;
+    g.close_task(old_member, true).await.unwrap();
+
+    // The old run's peer knew that incarnation: it fails at once.
+    let err = at_once(g.wait_frozen_as(old_peer, "ocean", LONG))
+        .await
+        .unwrap_err();
+    assert_eq!(err, broken_by("ocean", 0, old_member));
+
+    // The re-run's peer starts after the crash and waits...
+    let new_peer = TaskId::new_v4();
+    g.open_task(new_peer, "host9").await.unwrap();
+    let waiting = tokio::spawn({
+        let g = g.clone();
+        async move { g.wait_frozen_as(new_peer, "ocean", LONG).await }
+    });
+    settle().await;
+    assert!(
+        !waiting.is_finished(),
+        "must wait, not fail on the old wreck"
+    );
+
+    // ...until the re-run registers the name again.
+    let new_member = t[2];
+    frozen(&g, "ocean", &[new_member]).await;
+    let table = within(waiting).await.unwrap().unwrap();
+    assert_ne!(table.generation, old_generation, "a fresh generation");
+    assert_eq!(table.members.len(), 1);
+    assert_eq!(table.members[0].task, new_member);
+}
+
+/// A group that breaks after the asking task was opened fails it at once,
+/// however new the task is; an unknown task is refused.
+#[tokio::test]
+async fn a_break_after_the_task_opened_fails_it_at_once() {
+    let (g, t) = setup(3).await;
+    let waiter = t[2];
+    frozen(&g, "ocean", &t[..2]).await;
+    let waiting = tokio::spawn({
+        let g = g.clone();
+        async move { g.wait_frozen_as(waiter, "ocean", LONG).await }
+    });
+    // Frozen already: the waiter got the table. Break it now and ask again.
+    within(waiting).await.unwrap().unwrap();
+    g.close_task(t[0], true).await.unwrap();
+    let err = at_once(g.wait_frozen_as(waiter, "ocean", LONG))
+        .await
+        .unwrap_err();
+    assert_eq!(err, broken_by("ocean", 0, t[0]));
+
+    let stranger = TaskId::new_v4();
+    let err = at_once(g.wait_frozen_as(stranger, "ocean", SHORT))
+        .await
+        .unwrap_err();
+    assert_eq!(err, GroupError::TaskNotFound(stranger));
+}
