@@ -7,7 +7,7 @@ use std::os::raw::{c_char, c_int};
 
 use mpi::ffi;
 
-use super::{mpi_call, DatatypeError, Result};
+use super::error::{mpi_call, DatatypeError, Result};
 
 /// A basic (predefined, non-derived) MPI datatype, named portably.
 ///

@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 use mpi::ffi;
 
 use super::basic::{basics_of_named, BasicType};
-use super::{mpi_call, DatatypeError, Result};
+use super::error::{mpi_call, DatatypeError, Result};
+use crate::hash::{fnv1a64, FNV_OFFSET};
 
 /// A run of `count` consecutive basic elements of type `basic`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,18 +94,6 @@ impl fmt::Display for RunsDisplay<'_> {
         f.write_str("]")
     }
 }
-
-/// 64-bit FNV-1a. Stable across processes, builds and MPI implementations
-/// (unlike `std`'s `DefaultHasher`).
-pub fn fnv1a64(bytes: &[u8], mut h: u64) -> u64 {
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Stable hash of a normalized run list: FNV-1a over the ASCII tag
 /// `"isthmus-sig-v1"` followed by, per run, the basic type's one-byte code
@@ -295,24 +284,6 @@ impl Drop for Children {
     }
 }
 
-/// Flatten a datatype to its normalized basic-type run list (the type
-/// signature of ONE element of that datatype).
-///
-/// Only two structural facts are needed:
-/// * predefined types (`MPI_COMBINER_NAMED`) are identified by handle/name;
-/// * a constructor with several child types is `MPI_Type_create_struct`
-///   (ints = `[count, blocklengths...]`): concatenate the children;
-/// * any constructor with ONE child type (dup, contiguous, (h)vector,
-///   (h)indexed(_block), subarray, darray, resized, 1-field struct) repeats
-///   the child's signature `size(type) / size(child)` times, because a
-///   derived type's signature is a sequence of whole copies of its child's.
-///
-/// This avoids depending on the (implementation-specific) values of the
-/// other `MPI_COMBINER_*` constants.
-pub fn flatten(dt: ffi::MPI_Datatype) -> Result<Vec<Run>> {
-    Ok(flatten_with_sizes(dt)?.runs)
-}
-
 /// Native and external32 byte sizes of one basic type, as reported by this
 /// MPI implementation (`MPI_Type_size`, `MPI_Pack_external_size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,6 +302,20 @@ pub(crate) struct Flat {
     pub sizes: BTreeMap<BasicType, BasicSizes>,
 }
 
+/// Flatten a datatype to its normalized basic-type run list (the type
+/// signature of ONE element of that datatype) plus the sizes of its basics.
+///
+/// Only two structural facts are needed:
+/// * predefined types (`MPI_COMBINER_NAMED`) are identified by handle/name;
+/// * a constructor with several child types is `MPI_Type_create_struct`
+///   (ints = `[count, blocklengths...]`): concatenate the children;
+/// * any constructor with ONE child type (dup, contiguous, (h)vector,
+///   (h)indexed(_block), subarray, darray, resized, 1-field struct) repeats
+///   the child's signature `size(type) / size(child)` times, because a
+///   derived type's signature is a sequence of whole copies of its child's.
+///
+/// This avoids depending on the (implementation-specific) values of the
+/// other `MPI_COMBINER_*` constants.
 pub(crate) fn flatten_with_sizes(dt: ffi::MPI_Datatype) -> Result<Flat> {
     let mut flat = Flat {
         runs: Vec::new(),
