@@ -70,6 +70,7 @@ unsafe fn encode_impl<'a>(
     let bytes: Cow<'a, [u8]> = if info.raw {
         let native: &[u8] = match borrowed {
             Some(b) => b,
+            // SAFETY: the caller guarantees `count` elements at `ptr`; raw types have no gaps, so they span `count * data_size_per_elem` bytes.
             None => unsafe {
                 std::slice::from_raw_parts(ptr as *const u8, count * info.data_size_per_elem)
             },
@@ -94,10 +95,12 @@ unsafe fn encode_impl<'a>(
         }
         if info.external32_by_swapping {
             let mut v =
+                // SAFETY: the caller guarantees `count` elements of `dt` at `ptr`.
                 unsafe { native_pack(info.data_size_per_elem, info.extent, dt, count, ptr)? };
             swap::apply_program(&mut v, &info.swap_program, info.data_size_per_elem);
             Cow::Owned(v)
         } else {
+            // SAFETY: the caller guarantees `count` elements of `dt` at `ptr`.
             Cow::Owned(unsafe { pack_external32(dt, count, ptr)? })
         }
     };
@@ -131,6 +134,7 @@ unsafe fn decode_impl(
     }
     if info.raw {
         // Fast path, no MPI: copy then fix byte order.
+        // SAFETY: the caller guarantees writable room for `count` elements at `out`; raw types have no gaps, so that is `expected` bytes.
         let dst = unsafe { std::slice::from_raw_parts_mut(out as *mut u8, expected) };
         dst.copy_from_slice(bytes);
         let src_is_le = match format {
@@ -160,6 +164,7 @@ unsafe fn decode_impl(
         } else {
             Cow::Borrowed(bytes)
         };
+        // SAFETY: the caller guarantees writable room for `count` elements of `dt` at `out`.
         unsafe {
             native_unpack(
                 info.data_size_per_elem,
@@ -175,8 +180,10 @@ unsafe fn decode_impl(
     if info.external32_by_swapping {
         let mut tmp = bytes.to_vec();
         swap::apply_program(&mut tmp, &info.swap_program, info.data_size_per_elem);
+        // SAFETY: the caller guarantees writable room for `count` elements of `dt` at `out`.
         unsafe { native_unpack(info.data_size_per_elem, info.extent, dt, &tmp, count, out)? };
     } else {
+        // SAFETY: the caller guarantees writable room for `count` elements of `dt` at `out`.
         unsafe { unpack_external32(dt, bytes, count, out)? };
     }
     Ok(count)
@@ -198,6 +205,7 @@ pub fn encode_as<T: Equivalence + 'static>(
     let c = cached::<T>()?;
     if c.info.raw {
         // no MPI call on this path
+        // SAFETY: `buf` is a live slice of `buf.len()` elements of T, also lent as bytes.
         return unsafe {
             encode_impl(
                 &c.info,
@@ -211,6 +219,7 @@ pub fn encode_as<T: Equivalence + 'static>(
     }
     let owner = T::equivalent_datatype();
     let dt = c.resized.map(|h| h.0).unwrap_or(owner.as_raw());
+    // SAFETY: `buf` is a live slice of `buf.len()` elements; `dt` is T's datatype, resized to `size_of::<T>()` if needed.
     unsafe {
         encode_impl(
             &c.info,
@@ -242,6 +251,7 @@ pub fn decode_into<T: Equivalence + 'static>(
     let c = cached::<T>()?;
     let owner = T::equivalent_datatype();
     let dt = c.resized.map(|h| h.0).unwrap_or(owner.as_raw());
+    // SAFETY: `out` holds at least `count` elements (checked above); `dt` is T's datatype, resized to `size_of::<T>()` if needed.
     unsafe {
         decode_impl(
             &c.info,
@@ -272,6 +282,7 @@ pub fn decode_message<T: Equivalence + 'static>(
 pub fn encode_buffer<B: Buffer + ?Sized>(buf: &B) -> Result<Encoded<'static>> {
     let dt = buf.as_datatype();
     let count = usize::try_from(buf.count()).map_err(|_| DatatypeError::Overflow)?;
+    // SAFETY: rsmpi's Buffer guarantees `count` elements of its datatype at `pointer()`.
     unsafe { encode_raw(dt.as_raw(), count, buf.pointer()) }
 }
 
@@ -289,6 +300,7 @@ pub fn decode_into_buffer<B: BufferMut + ?Sized>(
     let info = datatype_info(dt)?;
     let n = info.match_message(sig, capacity, rule)?;
     let ptr = buf.pointer_mut();
+    // SAFETY: rsmpi's BufferMut guarantees `count` >= `n` writable elements of its datatype at `pointer_mut()`.
     unsafe { decode_impl(&info, dt, format, bytes, n, ptr) }
 }
 
@@ -303,6 +315,7 @@ pub unsafe fn encode_raw(
     buf: *const c_void,
 ) -> Result<Encoded<'static>> {
     let info = datatype_info(dt)?;
+    // SAFETY: forwarded from this function's own contract.
     unsafe { encode_impl(&info, dt, count, buf, None, None) }
 }
 
@@ -320,5 +333,6 @@ pub unsafe fn decode_raw(
     out: *mut c_void,
 ) -> Result<usize> {
     let info = datatype_info(dt)?;
+    // SAFETY: forwarded from this function's own contract.
     unsafe { decode_impl(&info, dt, format, bytes, count, out) }
 }

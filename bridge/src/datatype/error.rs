@@ -106,6 +106,7 @@ pub(crate) fn mpi_call(call: &'static str, code: c_int) -> Result<()> {
     }
     let mut buf = [0 as c_char; 1024];
     let mut len: c_int = 0;
+    // SAFETY: `buf` is a live buffer of MPI_MAX_ERROR_STRING (<= 1024) bytes that MPI_Error_string NUL-terminates; `len` is a live out-parameter.
     let message = unsafe {
         if ffi::MPI_Error_string(code, buf.as_mut_ptr(), &mut len) == 0 {
             CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()

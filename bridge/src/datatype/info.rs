@@ -158,6 +158,7 @@ pub struct MessageSig {
 /// values; Open MPI's are pointers, hence not `Send` by default).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Handle(pub(crate) ffi::MPI_Datatype);
+// SAFETY: an MPI datatype handle is a plain value; MPI calls on it are made under the threading level the application chose, as for any rsmpi handle.
 unsafe impl Send for Handle {}
 unsafe impl Sync for Handle {}
 
@@ -176,6 +177,7 @@ fn cache() -> &'static Mutex<HashMap<TypeId, &'static Cached>> {
 
 fn extent_of(dt: ffi::MPI_Datatype) -> Result<(isize, isize)> {
     let (mut lb, mut ext): (ffi::MPI_Aint, ffi::MPI_Aint) = (0, 0);
+    // SAFETY: the datatype handle is valid; `lb` and `ext` are live out-parameters.
     mpi_call("MPI_Type_get_extent", unsafe {
         ffi::MPI_Type_get_extent(dt, &mut lb, &mut ext)
     })?;
@@ -289,10 +291,13 @@ pub(crate) fn cached<T: Equivalence + 'static>() -> Result<&'static Cached> {
     let size = std::mem::size_of::<T>();
     let (lb, ext) = extent_of(dt)?;
     let resized = if lb != 0 || ext as usize != size {
+        // SAFETY: reading rsmpi's predefined null-handle static.
         let mut newtype: ffi::MPI_Datatype = unsafe { ffi::RSMPI_DATATYPE_NULL };
+        // SAFETY: `dt` is a valid committed datatype; `newtype` is a live out-parameter.
         mpi_call("MPI_Type_create_resized", unsafe {
             ffi::MPI_Type_create_resized(dt, 0, size as ffi::MPI_Aint, &mut newtype)
         })?;
+        // SAFETY: `newtype` was just created by MPI_Type_create_resized.
         mpi_call("MPI_Type_commit", unsafe {
             ffi::MPI_Type_commit(&mut newtype)
         })?;

@@ -18,6 +18,7 @@ const EXTERNAL32: &CStr = c"external32";
 
 pub(crate) fn external32_size(dt: ffi::MPI_Datatype, count: usize) -> Result<usize> {
     let mut size: ffi::MPI_Aint = 0;
+    // SAFETY: the datatype handle is valid and `size` is a live out-parameter.
     mpi_call("MPI_Pack_external_size", unsafe {
         ffi::MPI_Pack_external_size(EXTERNAL32.as_ptr(), to_count(count)?, dt, &mut size)
     })?;
@@ -49,6 +50,7 @@ pub(crate) unsafe fn native_pack(
         let n = per.min(count - done);
         let len = n * data_size_per_elem;
         let mut position: c_int = 0;
+        // SAFETY: the caller guarantees `count` elements at `ptr` (stride `extent`); the output slice holds `len` bytes, the size MPI_Pack reports for `n` elements.
         mpi_call("MPI_Pack", unsafe {
             ffi::MPI_Pack(
                 (ptr as *const u8).add(done * extent) as *const c_void,
@@ -88,6 +90,7 @@ pub(crate) unsafe fn native_unpack(
         let n = per.min(count - done);
         let len = n * data_size_per_elem;
         let mut position: c_int = 0;
+        // SAFETY: `bytes[off..off + len]` is in bounds (checked by the slice); the caller guarantees writable room for `count` elements at `out` (stride `extent`).
         mpi_call("MPI_Unpack", unsafe {
             ffi::MPI_Unpack(
                 bytes[off..off + len].as_ptr() as *const c_void,
@@ -124,6 +127,7 @@ pub unsafe fn pack_external32(
     let mut out = vec![0u8; size];
     let mut position: ffi::MPI_Aint = 0;
     if count > 0 {
+        // SAFETY: the caller guarantees `count` valid elements at `ptr`; `out` holds the `size` bytes MPI_Pack_external_size asked for.
         mpi_call("MPI_Pack_external", unsafe {
             ffi::MPI_Pack_external(
                 EXTERNAL32.as_ptr(),
@@ -154,6 +158,7 @@ pub unsafe fn unpack_external32(
     if count == 0 {
         return Ok(());
     }
+    // SAFETY: input is a live slice of its stated length; the caller guarantees writable room for `count` elements at `out`.
     mpi_call("MPI_Unpack_external", unsafe {
         ffi::MPI_Unpack_external(
             EXTERNAL32.as_ptr(),

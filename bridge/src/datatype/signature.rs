@@ -229,6 +229,7 @@ fn combiner_named() -> Result<c_int> {
     if let Some(v) = NAMED.get() {
         return Ok(*v);
     }
+    // SAFETY: reading rsmpi's predefined handle static.
     let env = envelope(unsafe { ffi::RSMPI_INT32_T })?;
     Ok(*NAMED.get_or_init(|| env.combiner))
 }
@@ -242,6 +243,7 @@ struct Envelope {
 
 fn envelope(dt: ffi::MPI_Datatype) -> Result<Envelope> {
     let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+    // SAFETY: the datatype handle is valid; all four out-parameters are live.
     mpi_call("MPI_Type_get_envelope", unsafe {
         ffi::MPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut combiner)
     })?;
@@ -256,6 +258,7 @@ fn envelope(dt: ffi::MPI_Datatype) -> Result<Envelope> {
 /// `MPI_Type_size` of a datatype (bytes of data, gaps excluded).
 pub(crate) fn type_size(dt: ffi::MPI_Datatype) -> Result<u64> {
     let mut s: c_int = 0;
+    // SAFETY: the datatype handle is valid; `s` is a live out-parameter.
     mpi_call("MPI_Type_size", unsafe { ffi::MPI_Type_size(dt, &mut s) })?;
     if s < 0 {
         return Err(DatatypeError::Unsupported(
@@ -277,6 +280,7 @@ impl Drop for Children {
         for t in &mut self.types {
             if let Ok(env) = envelope(*t) {
                 if env.combiner != self.named {
+                    // SAFETY: `t` is a derived handle MPI_Type_get_contents returned for us to free (predefined ones are skipped).
                     unsafe { ffi::MPI_Type_free(t) };
                 }
             }
@@ -329,6 +333,7 @@ pub(crate) fn flatten_with_sizes(dt: ffi::MPI_Datatype) -> Result<Flat> {
 
 fn external32_size_named(dt: ffi::MPI_Datatype) -> Result<usize> {
     let mut size: ffi::MPI_Aint = 0;
+    // SAFETY: `dt` is a predefined handle (see the caller); `size` is a live out-parameter.
     mpi_call("MPI_Pack_external_size", unsafe {
         ffi::MPI_Pack_external_size(c"external32".as_ptr(), 1, dt, &mut size)
     })?;
@@ -369,6 +374,7 @@ fn flatten_into(
     let mut ints = vec![0 as c_int; env.ni.max(0) as usize];
     let mut addrs = vec![0 as ffi::MPI_Aint; env.na.max(0) as usize];
     let mut types: Vec<ffi::MPI_Datatype> = Vec::with_capacity(env.nd.max(0) as usize);
+    // SAFETY: the arrays have the capacities MPI_Type_get_envelope announced; `types` gets its length only after MPI filled it.
     mpi_call("MPI_Type_get_contents", unsafe {
         let rc = ffi::MPI_Type_get_contents(
             dt,
