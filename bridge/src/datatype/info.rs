@@ -48,7 +48,7 @@ pub struct TypeInfo {
     /// Distance between consecutive elements in memory (extent; for
     /// `Equivalence` types `size_of::<T>()`).
     pub extent: usize,
-    /// Wire bytes per element in the format [`encode`] chooses.
+    /// Wire bytes per element in the format [`encode`](super::encode) chooses.
     pub wire_size_per_elem: usize,
     /// Bytes per element in external32.
     pub external32_size_per_elem: usize,
@@ -66,7 +66,7 @@ pub struct TypeInfo {
 }
 
 impl TypeInfo {
-    /// The format [`encode`] produces for this type on this host.
+    /// The format [`encode`](super::encode) produces for this type on this host.
     pub fn preferred_format(&self) -> WireFormat {
         if self.raw {
             WireFormat::native()
