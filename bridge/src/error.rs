@@ -57,13 +57,6 @@ pub enum BridgeError {
     #[error("protocol violation: {0}")]
     Protocol(String),
 
-    /// A payload arrived in a wire format this type cannot decode.
-    #[error("wire format {format:?} cannot be decoded as {type_name}")]
-    UnsupportedFormat {
-        format: crate::wire::WireFormat,
-        type_name: &'static str,
-    },
-
     /// The context id is already used by a live InterComm on this engine.
     #[error("context id {0:#x} is already in use by another InterComm on this engine")]
     ContextInUse(u64),

@@ -1,5 +1,6 @@
-//! Wire format of the data connections: the connection handshake and the
-//! fixed 56-byte frame header that precedes every payload.
+//! Wire format of the data connections: the connection handshake, the
+//! fixed 56-byte frame header that precedes every payload, and reading a
+//! payload of a known length.
 //!
 //! Frame header (little-endian):
 //! ```text
@@ -20,8 +21,10 @@
 //! secret_len u32 | connector uuid [16] | secret bytes`.
 //! Acceptor -> connector: `status u8 (0 ok, 1 bad magic/version, 2 wrong secret) | acceptor uuid [16]`.
 
+use std::io::{self, Read};
+
 use crate::error::{BridgeError, Result};
-use crate::wire::WireFormat;
+use crate::format::WireFormat;
 
 pub(crate) const HEADER_LEN: usize = 56;
 pub(crate) const HANDSHAKE_MAGIC: &[u8; 8] = b"ISTHMUS\0";
@@ -135,6 +138,37 @@ pub(crate) fn secrets_equal(a: &[u8], b: &[u8]) -> bool {
         diff |= x ^ y;
     }
     std::hint::black_box(diff) == 0
+}
+
+/// Read a payload of `len` bytes into a new vector (allocation failure is an error, not an abort).
+pub(crate) fn read_payload_vec<R: Read>(rd: &mut R, len: usize) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("cannot allocate {len} bytes for a message: {e}"),
+        )
+    })?;
+    rd.take(len as u64).read_to_end(&mut v)?;
+    if v.len() != len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "connection ended in the middle of a message",
+        ));
+    }
+    Ok(v)
+}
+
+/// Skip a payload of `len` bytes.
+pub(crate) fn discard_payload<R: Read>(rd: &mut R, len: u64) -> io::Result<()> {
+    let n = io::copy(&mut rd.take(len), &mut io::sink())?;
+    if n != len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "connection ended in the middle of a message",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -39,10 +39,28 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 use uuid::Uuid;
 
-use crate::engine::Inner;
+use crate::completion::Completion;
+use crate::error::Result;
 use crate::frame::{FrameHeader, FrameKind, HEADER_LEN};
-use crate::request::{cv_wait, lock, Completion};
+use crate::outgoing::PeerLost;
+use crate::sync::{cv_wait, lock};
 use crate::transport::Stream;
+
+/// The buffered socket a token holder reads frames (and payloads) from.
+pub(crate) type FrameReader = BufReader<Stream>;
+
+/// What reading a connection reports to its owner (the engine); a
+/// connection that ends without BYE is reported through [`PeerLost`].
+pub(crate) trait FrameHandler: PeerLost {
+    fn is_shutting_down(&self) -> bool;
+    /// A message frame (EAGER or SYNC_EAGER) from `peer`; its payload is next
+    /// in `rd`. `Err` ends the connection.
+    fn message(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()>;
+    /// `peer` acknowledged our synchronous send `seq`.
+    fn sync_ack(&self, peer: Uuid, seq: u64);
+    /// `peer` said goodbye (BYE) and closed: nothing more will come from it.
+    fn peer_departed(&self, peer: Uuid, reason: &str);
+}
 
 /// How often a parked background reader checks whether application threads left.
 pub(crate) const HANDBACK_TICK: Duration = Duration::from_millis(1);
@@ -51,7 +69,7 @@ const READ_BUFFER: usize = 256 * 1024;
 
 /// The reader token: the buffered socket plus per-connection parse state.
 pub(crate) struct Reader {
-    rd: BufReader<Stream>,
+    rd: FrameReader,
     saw_bye: bool,
 }
 
@@ -134,7 +152,12 @@ impl InConn {
     }
 
     /// Token holder: wait for data (or a kick / the deadline), then process one frame.
-    fn pump(&self, inner: &Arc<Inner>, r: &mut Reader, deadline: Option<Instant>) -> Step {
+    fn pump<H: FrameHandler>(
+        &self,
+        owner: &Arc<H>,
+        r: &mut Reader,
+        deadline: Option<Instant>,
+    ) -> Step {
         if r.rd.buffer().is_empty() {
             let timeout_ms: libc::c_int = match deadline {
                 None => -1,
@@ -167,7 +190,7 @@ impl InConn {
                 if e.kind() == io::ErrorKind::Interrupted {
                     return Step::Progress;
                 }
-                return self.end(inner, r, format!("poll failed: {e}"));
+                return self.end(owner, r, format!("poll failed: {e}"));
             }
             if fds[1].revents != 0 {
                 self.drain_kick();
@@ -180,23 +203,23 @@ impl InConn {
                 };
             }
         }
-        match read_frame(inner, self.peer, r) {
+        match read_frame(owner, self.peer, r) {
             Ok(()) => Step::Progress,
-            Err(reason) => self.end(inner, r, reason),
+            Err(reason) => self.end(owner, r, reason),
         }
     }
 
     /// The connection ended: record it and run failure detection (EOF without BYE → PeerFailed).
-    fn end(&self, inner: &Arc<Inner>, r: &Reader, reason: String) -> Step {
+    fn end<H: FrameHandler>(&self, owner: &Arc<H>, r: &Reader, reason: String) -> Step {
         lock(&self.state).ended = true;
         let peer = self.peer;
-        if !inner.is_shutting_down() {
+        if !owner.is_shutting_down() {
             if r.saw_bye {
                 debug!(%peer, "peer said goodbye");
-                inner.peer_departed(peer, "peer engine shut down (BYE)");
+                owner.peer_departed(peer, "peer engine shut down (BYE)");
             } else {
                 warn!(%peer, %reason, "data connection from peer ended without BYE; treating the peer as failed");
-                inner.peer_failed(peer, &format!("connection lost without BYE: {reason}"));
+                owner.peer_lost(peer, &format!("connection lost without BYE: {reason}"));
             }
         }
         self.wake();
@@ -204,7 +227,7 @@ impl InConn {
     }
 
     /// Background thread body: hold the token whenever no application thread wants it.
-    pub(crate) fn background(self: Arc<Self>, inner: Arc<Inner>) {
+    pub(crate) fn background<H: FrameHandler>(self: Arc<Self>, owner: Arc<H>) {
         // At connection start nobody waits yet: take the token at once.
         let mut quiet_needed = false;
         loop {
@@ -212,7 +235,7 @@ impl InConn {
                 let mut st = lock(&self.state);
                 let mut seen: Option<u64> = None;
                 loop {
-                    if st.ended || inner.is_shutting_down() {
+                    if st.ended || owner.is_shutting_down() {
                         return;
                     }
                     let act = self.activity.load(Ordering::SeqCst);
@@ -230,10 +253,10 @@ impl InConn {
             };
             quiet_needed = true;
             loop {
-                if let Step::Ended = self.pump(&inner, &mut r, None) {
+                if let Step::Ended = self.pump(&owner, &mut r, None) {
                     return;
                 }
-                if self.app_waiting.load(Ordering::SeqCst) > 0 || inner.is_shutting_down() {
+                if self.app_waiting.load(Ordering::SeqCst) > 0 || owner.is_shutting_down() {
                     break;
                 }
             }
@@ -248,12 +271,12 @@ impl InConn {
     /// Application thread: block until `done` completes (or `deadline`), reading
     /// this connection ourselves whenever nobody else does.
     /// Returns None on timeout with `done` still pending.
-    pub(crate) fn wait_reading<T>(
+    pub(crate) fn wait_reading<H: FrameHandler, T>(
         &self,
-        inner: &Arc<Inner>,
+        owner: &Arc<H>,
         done: &Completion<T>,
         deadline: Option<Instant>,
-    ) -> Option<crate::Result<T>> {
+    ) -> Option<Result<T>> {
         struct Waiting<'a>(&'a AtomicUsize);
         impl Drop for Waiting<'_> {
             fn drop(&mut self) {
@@ -278,7 +301,7 @@ impl InConn {
                 let mut timed_out = false;
                 let mut ended = false;
                 while done.is_pending() {
-                    match self.pump(inner, &mut r, deadline) {
+                    match self.pump(owner, &mut r, deadline) {
                         Step::Progress => {}
                         Step::Timeout => {
                             timed_out = true;
@@ -320,7 +343,11 @@ impl InConn {
 }
 
 /// Read one frame and act on it. Err carries why the connection must end.
-fn read_frame(inner: &Arc<Inner>, peer: Uuid, r: &mut Reader) -> std::result::Result<(), String> {
+fn read_frame<H: FrameHandler>(
+    owner: &Arc<H>,
+    peer: Uuid,
+    r: &mut Reader,
+) -> std::result::Result<(), String> {
     let mut hb = [0u8; HEADER_LEN];
     if let Err(e) = r.rd.read_exact(&mut hb) {
         return Err(if e.kind() == io::ErrorKind::UnexpectedEof {
@@ -331,9 +358,9 @@ fn read_frame(inner: &Arc<Inner>, peer: Uuid, r: &mut Reader) -> std::result::Re
     }
     let hdr = FrameHeader::decode(&hb).map_err(|e| format!("{e}"))?;
     let res = match hdr.kind {
-        FrameKind::Eager | FrameKind::SyncEager => inner.deliver(peer, hdr, &mut r.rd),
+        FrameKind::Eager | FrameKind::SyncEager => owner.message(peer, hdr, &mut r.rd),
         FrameKind::SyncAck => {
-            inner.sync_acked(peer, hdr.seq);
+            owner.sync_ack(peer, hdr.seq);
             Ok(())
         }
         FrameKind::Bye => {
@@ -342,26 +369,4 @@ fn read_frame(inner: &Arc<Inner>, peer: Uuid, r: &mut Reader) -> std::result::Re
         }
     };
     res.map_err(|e| format!("{e}"))
-}
-
-/// Thread body for one accepted connection: handshake, register, then background reading.
-pub(crate) fn serve(inner: Arc<Inner>, mut stream: Stream, via: String) {
-    let Some(peer) = crate::transport::accept_handshake(&inner, &mut stream) else {
-        stream.shutdown();
-        return;
-    };
-    debug!(%peer, %via, "accepted data connection");
-    if let Ok(h) = stream.try_clone() {
-        inner.register_incoming(peer, h);
-    }
-    let conn = match InConn::new(peer, stream) {
-        Ok(c) => c,
-        Err(e) => {
-            warn!(%peer, error = %e, "cannot create an eventfd; dropping the data connection");
-            inner.peer_failed(peer, &format!("cannot serve its connection: {e}"));
-            return;
-        }
-    };
-    inner.add_in_conn(Arc::clone(&conn));
-    conn.background(inner);
 }

@@ -1,55 +1,29 @@
 //! [`InterComm`]: MPI point-to-point semantics between a local group (this
 //! job) and a remote group (the other job), on top of the engine. Byte-level
 //! methods (`*_bytes`) are the core; typed methods use [`WireType`].
+//! [`Engine::intercomm`] is defined here, so the engine does not depend on
+//! intercommunicators.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use uuid::Uuid;
+
+use crate::completion::Completion;
+use crate::datatype;
 use crate::endpoint::Endpoint;
 use crate::engine::Engine;
 use crate::error::{BridgeError, Result};
+use crate::format::WireFormat;
 use crate::frame::{FrameHeader, FrameKind};
-use crate::matching::{fill_from_arrived, Ctx, PostedRecv, RawBuf, Target};
-use crate::request::{
-    cv_wait, deadline_of, lock, Completion, RecvRequest, SendRequest, TypedRecvRequest,
+use crate::matching::{
+    fill_from_arrived, Ctx, PostedRecv, RawBuf, RecvOutcome, Source, Status, Tag, Target,
 };
-use crate::transport::{Queued, TryInline};
-use crate::wire::{TypeSig, WireFormat, WireType};
-
-/// Which remote rank a receive or probe accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// MPI_ANY_SOURCE.
-    Any,
-    /// One rank of the remote group.
-    Rank(u32),
-}
-
-/// Which tag a receive or probe accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tag {
-    /// MPI_ANY_TAG.
-    Any,
-    /// One tag value (must be >= 0).
-    Value(i32),
-}
-
-/// What a completed receive or a probe reports about the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Status {
-    /// Sender's rank in the remote group.
-    pub source: u32,
-    pub tag: i32,
-    /// Number of elements (as declared by the sender).
-    pub count: u64,
-    /// Payload size in bytes.
-    pub bytes: u64,
-    /// Type signature carried by the message.
-    pub signature: u64,
-    /// Wire format of the payload.
-    pub format: crate::wire::WireFormat,
-}
+use crate::outgoing::{Queued, TryInline};
+use crate::request::{RecvProgress, RecvRequest, SendRequest, TypedRecvRequest};
+use crate::sync::{cv_wait, deadline_of, lock};
+use crate::wire::{TypeSig, WireType};
 
 /// An intercommunicator. `Send + Sync`; dropping it unregisters its context.
 pub struct InterComm {
@@ -62,7 +36,41 @@ pub struct InterComm {
 
 impl Drop for InterComm {
     fn drop(&mut self) {
-        self.engine.inner.retire_context(&self.ctx);
+        self.engine.shared.retire_context(&self.ctx);
+    }
+}
+
+impl Engine {
+    /// Create an intercommunicator: `remote[i]` is the endpoint of remote rank i.
+    /// Messages that arrived for `context` before this call are kept and matched.
+    pub fn intercomm(
+        self: &Arc<Self>,
+        context: u64,
+        local_rank: u32,
+        local_size: u32,
+        remote: Vec<Endpoint>,
+    ) -> Result<InterComm> {
+        if local_rank >= local_size {
+            return Err(BridgeError::InvalidArgument(format!(
+                "local rank {local_rank} is not below local size {local_size}"
+            )));
+        }
+        let ctx = self.shared.contexts.register(context, remote.clone())?;
+        // Peers that already failed count against the new intercomm too.
+        let failed = self.shared.failures.all();
+        {
+            let mut st = lock(&ctx.state);
+            for (p, r, orderly) in &failed {
+                st.mark_process_failed(*p, r, *orderly);
+            }
+        }
+        Ok(InterComm {
+            engine: Arc::clone(self),
+            ctx,
+            local_rank,
+            local_size,
+            remote,
+        })
     }
 }
 
@@ -115,7 +123,7 @@ impl InterComm {
 
     /// The one peer process that can deliver a message accepted by `source`
     /// (None for ANY_SOURCE when the remote group spans several processes).
-    fn peer_of(&self, source: Source) -> Option<uuid::Uuid> {
+    fn peer_of(&self, source: Source) -> Option<Uuid> {
         match source {
             Source::Rank(r) => self.remote.get(r as usize).map(|e| e.process),
             Source::Any => {
@@ -163,7 +171,7 @@ impl InterComm {
             source: self.local_rank,
             context: self.ctx.id,
             tag,
-            seq: self.engine.inner.next_seq(),
+            seq: self.engine.shared.next_seq(),
             signature: sig.signature,
             count,
             payload_len: len as u64,
@@ -183,8 +191,8 @@ impl InterComm {
         payload: &[u8],
     ) -> Result<()> {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
-        let conn = self.engine.inner.conn(ep, dest)?;
-        conn.write_blocking(&self.engine.inner, &hdr, payload, dest)
+        let conn = self.engine.shared.conn(ep, dest)?;
+        conn.write_blocking(self.engine.shared.as_ref(), &hdr, payload, dest)
     }
 
     /// Blocking synchronous send: returns once the receiver MATCHED the message.
@@ -222,20 +230,22 @@ impl InterComm {
         payload: &[u8],
         timeout: Option<Duration>,
     ) -> Result<()> {
-        let inner = &self.engine.inner;
+        let shared = &self.engine.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
-        let conn = inner.conn(ep, dest)?;
-        let done = Completion::new(Arc::clone(&inner.any));
-        inner.add_sync_waiter(hdr.seq, ep.process, dest, Arc::clone(&done));
-        if let Err(e) = conn.write_blocking(inner, &hdr, payload, dest) {
-            inner.remove_sync_waiter(hdr.seq);
+        let conn = shared.conn(ep, dest)?;
+        let done = Completion::new(Arc::clone(&shared.any));
+        shared
+            .ssends
+            .add(hdr.seq, ep.process, dest, Arc::clone(&done));
+        if let Err(e) = conn.write_blocking(shared.as_ref(), &hdr, payload, dest) {
+            shared.ssends.remove(hdr.seq);
             return Err(e);
         }
         // The SYNC_ACK comes in on the connection from the destination's process.
-        match inner.wait_from(Some(ep.process), &done, deadline_of(timeout)) {
+        match shared.wait_from(Some(ep.process), &done, deadline_of(timeout)) {
             Some(r) => r,
             None => {
-                inner.remove_sync_waiter(hdr.seq);
+                shared.ssends.remove(hdr.seq);
                 Err(timeout_err(timeout))
             }
         }
@@ -264,11 +274,11 @@ impl InterComm {
         count: u64,
         payload: Cow<'_, [u8]>,
     ) -> Result<SendRequest> {
-        let inner = &self.engine.inner;
+        let shared = &self.engine.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
-        let conn = inner.conn(ep, dest)?;
-        let done = Completion::new(Arc::clone(&inner.any));
-        if let TryInline::Done = conn.write_inline(inner, &hdr, &payload, dest, false)? {
+        let conn = shared.conn(ep, dest)?;
+        let done = Completion::new(Arc::clone(&shared.any));
+        if let TryInline::Done = conn.write_inline(shared.as_ref(), &hdr, &payload, dest, false)? {
             done.complete(Ok(()));
             return Ok(SendRequest { done });
         }
@@ -290,18 +300,20 @@ impl InterComm {
         count: u64,
         payload: Vec<u8>,
     ) -> Result<SendRequest> {
-        let inner = &self.engine.inner;
+        let shared = &self.engine.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
-        let conn = inner.conn(ep, dest)?;
-        let done = Completion::new(Arc::clone(&inner.any));
-        inner.add_sync_waiter(hdr.seq, ep.process, dest, Arc::clone(&done));
+        let conn = shared.conn(ep, dest)?;
+        let done = Completion::new(Arc::clone(&shared.any));
+        shared
+            .ssends
+            .add(hdr.seq, ep.process, dest, Arc::clone(&done));
         if let Err(e) = conn.enqueue(Queued {
             hdr,
             payload,
             dest_rank: dest,
             done: None,
         }) {
-            inner.remove_sync_waiter(hdr.seq);
+            shared.ssends.remove(hdr.seq);
             return Err(e);
         }
         Ok(SendRequest { done })
@@ -325,18 +337,18 @@ impl InterComm {
             let hdr = a.hdr;
             let r = fill_from_arrived(&target, expected, a);
             if hdr.kind == FrameKind::SyncEager {
-                self.engine.inner.send_sync_ack(&self.ctx, &hdr);
+                self.engine.shared.send_sync_ack(&self.ctx, &hdr);
             }
             return Ok(PostOutcome::Immediate(r));
         }
         if let Some(e) = st.failure_for(source) {
             return Err(e);
         }
-        if self.engine.inner.is_shutting_down() {
+        if self.engine.shared.is_shutting_down() {
             return Err(BridgeError::EngineShutDown);
         }
-        let done = Completion::new(Arc::clone(&self.engine.inner.any));
-        let id = self.engine.inner.next_seq();
+        let done = Completion::new(Arc::clone(&self.engine.shared.any));
+        let id = self.engine.shared.next_seq();
         st.posted.push_back(PostedRecv {
             id,
             source,
@@ -388,7 +400,7 @@ impl InterComm {
             PostOutcome::Posted { id, done } => {
                 // RawBuf invariant: from here we return only after `done` is complete
                 // or after withdrawing the entry while it was still in the posted queue.
-                let r = match self.engine.inner.wait_from(
+                let r = match self.engine.shared.wait_from(
                     self.peer_of(source),
                     &done,
                     deadline_of(timeout),
@@ -442,7 +454,7 @@ impl InterComm {
     ) -> Result<RecvRequest> {
         match self.post(source, tag, expected_sig, Target::Owned { max_bytes })? {
             PostOutcome::Immediate(r) => {
-                let done = Completion::new(Arc::clone(&self.engine.inner.any));
+                let done = Completion::new(Arc::clone(&self.engine.shared.any));
                 done.complete(r);
                 Ok(RecvRequest {
                     done,
@@ -452,7 +464,8 @@ impl InterComm {
                 })
             }
             PostOutcome::Posted { id, done } => {
-                let via = Some((Arc::clone(&self.engine.inner), self.peer_of(source)));
+                let progress: Arc<dyn RecvProgress> = self.engine.shared.clone();
+                let via = Some((progress, self.peer_of(source)));
                 Ok(RecvRequest {
                     done,
                     ctx: Arc::clone(&self.ctx),
@@ -501,7 +514,7 @@ impl InterComm {
             if let Some(e) = st.failure_for(source) {
                 return Err(e);
             }
-            if self.engine.inner.is_shutting_down() {
+            if self.engine.shared.is_shutting_down() {
                 return Err(BridgeError::EngineShutDown);
             }
             let (g, timed_out) = cv_wait(&self.ctx.arrived, st, deadline);
@@ -628,12 +641,8 @@ impl InterComm {
         tag: i32,
         buf: &B,
     ) -> Result<()> {
-        let enc = crate::datatype::encode_buffer(buf)?;
-        let elem_size = if enc.count == 0 {
-            0
-        } else {
-            enc.bytes.len() / enc.count
-        };
+        let enc = datatype::encode_buffer(buf)?;
+        let elem_size = enc.bytes.len().checked_div(enc.count).unwrap_or(0);
         let sig = TypeSig {
             signature: enc.signature,
             format: enc.format,
@@ -651,26 +660,26 @@ impl InterComm {
         buf: &mut B,
     ) -> Result<Status> {
         use mpi::raw::AsRaw;
-        let info = crate::datatype::datatype_info(buf.as_datatype().as_raw())?;
+        let info = datatype::datatype_info(buf.as_datatype().as_raw())?;
         let capacity = usize::try_from(buf.count()).unwrap_or(0);
-        let max_bytes = [WireFormat::External32, WireFormat::native_raw()]
+        let max_bytes = [WireFormat::External32, WireFormat::native()]
             .iter()
             .filter_map(|f| info.payload_len(*f, capacity).ok())
             .max()
             .unwrap_or(0);
         let (bytes, st) = self.recv_bytes(source, tag, Some(info.signature), max_bytes)?;
-        let sig = crate::datatype::MessageSig {
+        let sig = datatype::MessageSig {
             signature: st.signature,
             count: st.count,
             root_signature: 0,
             root_reps: 0,
         };
-        crate::datatype::decode_into_buffer(
+        datatype::decode_into_buffer(
             &sig,
             st.format,
             &bytes,
             buf,
-            crate::datatype::MatchRule::ExactElement,
+            datatype::MatchRule::ExactElement,
         )?;
         Ok(st)
     }
@@ -694,9 +703,9 @@ impl InterComm {
 }
 
 enum PostOutcome {
-    Immediate(Result<crate::request::RecvOutcome>),
+    Immediate(Result<RecvOutcome>),
     Posted {
         id: u64,
-        done: Arc<Completion<crate::request::RecvOutcome>>,
+        done: Arc<Completion<RecvOutcome>>,
     },
 }

@@ -14,9 +14,9 @@
 //!   connector's handshake carries magic, version, its uuid and the VM secret;
 //!   the acceptor compares the secret in constant time and rejects (logged)
 //!   connections from outside the virtual machine.
-//! * Progress (leader/follower, see [`incoming`](crate::incoming)): each
+//! * Progress (leader/follower, see the `incoming` module): each
 //!   incoming connection has one reader token. Whoever holds it reads frames
-//!   (see [`frame`](crate::frame) docs for the 56-byte header) and either
+//!   (see the `frame` module for the 56-byte header) and either
 //!   completes a posted receive or queues the message as unexpected. A thread
 //!   blocked in a receive naming a rank (or an ssend) takes the token of that
 //!   peer's connection and reads it itself, so the message completes its wait
@@ -50,24 +50,67 @@
 //! * Contexts: messages for a context id not (yet) registered are kept until
 //!   its [`InterComm`] is created; after an InterComm is dropped, late messages
 //!   for its context are discarded (debug log).
+//!
+//! # Modules (each imports only those listed before it; no cycles)
+//! * `format` — [`WireFormat`]; `hash` — the one FNV-1a; `sync` — locking
+//!   and Condvar waits with deadlines.
+//! * [`datatype`] — MPI datatypes: `basic`, `signature` (flattening,
+//!   hashing), `info` ([`datatype::TypeInfo`], cache, matching rules),
+//!   `pack` (MPI_Pack / external32 calls), `swap`, `codec` (encode/decode).
+//! * `error` — [`BridgeError`]; `endpoint` — [`Endpoint`]; `wire` — the
+//!   datatype seam ([`TypeSig`], [`WireType`]); `frame` — header, handshake
+//!   constants, payload reading.
+//! * `completion` — one-shot completions and `wait_any`'s notifier;
+//!   `matching` — [`Source`], [`Tag`], [`Status`], the per-context queues
+//!   and the delivery decision for an arriving message.
+//! * Engine tables, each ignorant of the others: `contexts` (context id →
+//!   matching state), `failures` (peers that are gone), `ssend_waiters`
+//!   (ssends awaiting SYNC_ACK), `connections` (outgoing/incoming per peer).
+//! * `transport` — sockets, frame writing, handshake; `outgoing` — the
+//!   outgoing connection and its writer thread, reports through `PeerLost`;
+//!   `incoming` — leader/follower reading, reports through `FrameHandler`.
+//! * `request` — request handles, [`wait_all`], [`wait_any`];
+//!   `engine` — [`Engine`] (listeners, shutdown) over `engine::shared`,
+//!   which composes the tables and implements the reporting traits;
+//!   `intercomm` — [`InterComm`] and `Engine::intercomm`; `vm` —
+//!   [`Bridge`]: PVMPI's calls over the vmd session.
 
+// Library code reports errors instead of panicking (tests may unwrap).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+// Leaves first: each module imports only modules above it in this list
+// (checked by scripts/check-module-cycles.sh).
+mod completion;
+mod connections;
+mod contexts;
 pub mod datatype;
-pub mod endpoint;
-pub mod engine;
-pub mod error;
-pub mod frame;
+mod endpoint;
+mod engine;
+mod error;
+mod failures;
+mod format;
+mod frame;
+mod hash;
 mod incoming;
-pub mod intercomm;
+mod intercomm;
 mod matching;
-pub mod request;
+mod outgoing;
+mod request;
+mod ssend_waiters;
+mod sync;
 mod transport;
-pub mod vm;
-pub mod wire;
+mod vm;
+mod wire;
 
 pub use endpoint::Endpoint;
 pub use engine::{Engine, EngineConfig};
 pub use error::{BridgeError, Result};
-pub use intercomm::{InterComm, Source, Status, Tag};
+pub use format::WireFormat;
+pub use intercomm::InterComm;
+pub use matching::{Source, Status, Tag};
 pub use request::{wait_all, wait_any, RecvRequest, Request, SendRequest, TypedRecvRequest};
-pub use vm::{Bridge, Handle, PendingInterComm};
-pub use wire::{fnv1a64, signature_of_name, TypeSig, WireFormat, WireType};
+pub use vm::{Bridge, Handle, PendingInterComm, DEFAULT_CONNECT_TIMEOUT};
+pub use wire::{TypeSig, WireType};

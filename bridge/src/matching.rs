@@ -1,19 +1,61 @@
-//! MPI matching for one context id (one intercomm): the posted-receive queue
-//! and the unexpected-message queue, both in arrival/posting order, so a
-//! message matches the first posted receive that accepts it and a receive
+//! MPI matching for one context id (one intercomm): what a receive accepts
+//! ([`Source`], [`Tag`]), what it reports ([`Status`]), and the two queues —
+//! posted receives and unexpected messages, both in arrival/posting order, so
+//! a message matches the first posted receive that accepts it and a receive
 //! takes the first unexpected message it accepts (MPI non-overtaking order
-//! together with per-peer FIFO connections).
+//! together with per-peer FIFO connections). [`Ctx::deliver`] is the whole
+//! decision for an arriving message.
 
 use std::collections::VecDeque;
+use std::io::Read;
 use std::sync::{Arc, Condvar, Mutex};
 
+use tracing::debug;
 use uuid::Uuid;
 
+use crate::completion::Completion;
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
-use crate::frame::FrameHeader;
-use crate::intercomm::{Source, Status, Tag};
-use crate::request::{lock, Completion, RecvOutcome};
+use crate::format::WireFormat;
+use crate::frame::{discard_payload, read_payload_vec, FrameHeader};
+use crate::sync::lock;
+
+/// Which remote rank a receive or probe accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// MPI_ANY_SOURCE.
+    Any,
+    /// One rank of the remote group.
+    Rank(u32),
+}
+
+/// Which tag a receive or probe accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// MPI_ANY_TAG.
+    Any,
+    /// One tag value (must be >= 0).
+    Value(i32),
+}
+
+/// What a completed receive or a probe reports about the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    /// Sender's rank in the remote group.
+    pub source: u32,
+    pub tag: i32,
+    /// Number of elements (as declared by the sender).
+    pub count: u64,
+    /// Payload size in bytes.
+    pub bytes: u64,
+    /// Type signature carried by the message.
+    pub signature: u64,
+    /// Wire format of the payload.
+    pub format: WireFormat,
+}
+
+/// Result of a matched receive: payload bytes (None when written into a caller buffer) + status.
+pub(crate) type RecvOutcome = (Option<Vec<u8>>, Status);
 
 /// Caller memory a blocking receive lends to whichever thread holds the
 /// reader token of the sender's connection (possibly the caller itself).
@@ -146,6 +188,114 @@ impl Ctx {
             }),
             arrived: Condvar::new(),
         })
+    }
+
+    /// Reader side: a message frame for this context arrived and its payload
+    /// is next in `rd`. Completes the first posted receive that accepts it
+    /// (reading the payload straight into a borrowed buffer) or queues it as
+    /// unexpected. `Ok(true)` when a receive matched it, so the sender of a
+    /// SYNC_EAGER is owed its SYNC_ACK; `Err` when reading failed (the
+    /// connection is lost).
+    pub(crate) fn deliver<R: Read>(&self, hdr: FrameHeader, rd: &mut R) -> Result<bool> {
+        let io_err = |e: std::io::Error| BridgeError::PeerFailed {
+            rank: hdr.source,
+            reason: format!("receiving a message failed: {e}"),
+        };
+        let len = usize::try_from(hdr.payload_len).map_err(|_| {
+            BridgeError::Protocol(format!(
+                "payload of {} bytes does not fit in memory",
+                hdr.payload_len
+            ))
+        })?;
+        let posted = lock(&self.state).take_posted_match(&hdr);
+        if let Some(p) = posted {
+            // Matched a posted receive before the payload was read: read straight into its target.
+            return match check_match(p.expected, p.target.capacity(), &hdr) {
+                Err(e) => {
+                    let r = discard_payload(rd, hdr.payload_len).map_err(io_err);
+                    p.done.complete(Err(e));
+                    r.map(|()| true)
+                }
+                Ok(()) => {
+                    let read = match &p.target {
+                        Target::Borrowed(b) => {
+                            // SAFETY: RawBuf invariant — the owner waits for `p.done`; `len` is
+                            // at most `b.len` (checked by `check_match` above).
+                            let dst = unsafe { std::slice::from_raw_parts_mut(b.ptr, len) };
+                            rd.read_exact(dst).map(|()| None)
+                        }
+                        Target::Owned { .. } => read_payload_vec(rd, len).map(Some),
+                    };
+                    match read {
+                        Ok(v) => {
+                            p.done.complete(Ok((v, status_of(&hdr))));
+                            Ok(true)
+                        }
+                        Err(e) => {
+                            let e = io_err(e);
+                            p.done.complete(Err(e.clone()));
+                            Err(e)
+                        }
+                    }
+                }
+            };
+        }
+        let payload = read_payload_vec(rd, len).map_err(io_err)?;
+        let arrived = Arrived { hdr, payload };
+        let mut st = lock(&self.state);
+        // A receive may have been posted while the payload was being read.
+        if let Some(p) = st.take_posted_match(&hdr) {
+            drop(st);
+            p.done
+                .complete(fill_from_arrived(&p.target, p.expected, arrived));
+            Ok(true)
+        } else {
+            st.unexpected.push_back(arrived);
+            drop(st);
+            self.arrived.notify_all();
+            Ok(false)
+        }
+    }
+
+    /// The intercomm was dropped: forget its remote group and fail or discard what is queued.
+    pub(crate) fn retire(&self) {
+        let (posted, unexpected) = {
+            let mut st = lock(&self.state);
+            st.registration = None;
+            (
+                st.posted.drain(..).collect::<Vec<_>>(),
+                st.unexpected.drain(..).collect::<Vec<_>>(),
+            )
+        };
+        if !unexpected.is_empty() {
+            debug!(
+                context = self.id,
+                count = unexpected.len(),
+                "InterComm dropped with unreceived messages; discarding them"
+            );
+        }
+        drop(posted); // PostedRecv::drop completes them with EngineShutDown
+    }
+
+    /// The engine stops: fail the posted receives and wake probes.
+    pub(crate) fn shut_down(&self) {
+        let posted: Vec<_> = lock(&self.state).posted.drain(..).collect();
+        drop(posted); // PostedRecv::drop completes with EngineShutDown
+        self.arrived.notify_all();
+    }
+
+    /// The sender's endpoint of a message from remote rank `source` (for its SYNC_ACK).
+    pub(crate) fn remote_endpoint(&self, source: u32) -> Option<Endpoint> {
+        let st = lock(&self.state);
+        st.registration
+            .as_ref()
+            .and_then(|r| r.remote.get(source as usize).cloned())
+    }
+
+    /// Record that `process` failed or left; fail what can no longer complete and wake probes.
+    pub(crate) fn process_gone(&self, process: Uuid, reason: &str, orderly: bool) {
+        lock(&self.state).mark_process_failed(process, reason, orderly);
+        self.arrived.notify_all();
     }
 
     /// Remove a still-posted receive; false if it was already matched (claimed).

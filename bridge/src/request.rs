@@ -1,143 +1,29 @@
-//! Completion objects and the non-blocking request handles
-//! ([`SendRequest`], [`RecvRequest`], [`TypedRecvRequest`]) with
-//! wait/test/wait_all/wait_any. Completions are set by whichever thread
-//! finishes the operation (reader, writer, or caller) and wake waiters through
-//! a Condvar; nothing spins.
+//! The non-blocking request handles ([`SendRequest`], [`RecvRequest`],
+//! [`TypedRecvRequest`]) with wait/test, and [`wait_all`] / [`wait_any`]
+//! over them.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use crate::engine::Inner;
+use crate::completion::{AnyNotifier, Completion};
 use crate::error::{BridgeError, Result};
-use crate::intercomm::Status;
-use crate::matching::Ctx;
+use crate::matching::{Ctx, RecvOutcome, Status};
+use crate::sync::deadline_of;
 use crate::wire::WireType;
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A poisoned lock only means another thread panicked while holding it; the
-    // protected queues stay structurally valid, so keep going.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-pub(crate) fn cv_wait<'a, T>(
-    cv: &Condvar,
-    g: MutexGuard<'a, T>,
-    deadline: Option<Instant>,
-) -> (MutexGuard<'a, T>, bool) {
-    match deadline {
-        None => (cv.wait(g).unwrap_or_else(|p| p.into_inner()), false),
-        Some(d) => {
-            let now = Instant::now();
-            if now >= d {
-                return (g, true);
-            }
-            let (g, _) = cv
-                .wait_timeout(g, d - now)
-                .unwrap_or_else(|p| p.into_inner());
-            (g, Instant::now() >= d)
-        }
-    }
-}
-
-/// Engine-wide wake-up for `wait_any`: bumped on every completion while someone waits in `wait_any`.
-#[doc(hidden)]
-#[derive(Default)]
-pub struct AnyNotifier {
-    generation: Mutex<u64>,
-    cv: Condvar,
-    waiters: AtomicUsize,
-}
-
-impl AnyNotifier {
-    fn bump(&self) {
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            *lock(&self.generation) += 1;
-            self.cv.notify_all();
-        }
-    }
-}
-
-enum Slot<T> {
-    Pending,
-    Done(Result<T>),
-    Taken,
-}
-
-struct SlotState<T> {
-    slot: Slot<T>,
-    /// Threads blocked on `cv`. std's Condvar makes a futex syscall on every
-    /// notify; most completions are set by the very thread that waits for them
-    /// (leader/follower reading), so notify only when someone sleeps.
-    sleepers: usize,
-}
-
-/// One-shot completion cell. The first `complete` wins; later ones are ignored.
-pub(crate) struct Completion<T> {
-    state: Mutex<SlotState<T>>,
-    cv: Condvar,
-    any: Arc<AnyNotifier>,
-}
-
-impl<T> Completion<T> {
-    pub(crate) fn new(any: Arc<AnyNotifier>) -> Arc<Self> {
-        Arc::new(Completion {
-            state: Mutex::new(SlotState {
-                slot: Slot::Pending,
-                sleepers: 0,
-            }),
-            cv: Condvar::new(),
-            any,
-        })
-    }
-
-    pub(crate) fn complete(&self, r: Result<T>) {
-        let wake = {
-            let mut s = lock(&self.state);
-            if !matches!(s.slot, Slot::Pending) {
-                return;
-            }
-            s.slot = Slot::Done(r);
-            s.sleepers > 0
-        };
-        if wake {
-            self.cv.notify_all();
-        }
-        self.any.bump();
-    }
-
-    pub(crate) fn is_pending(&self) -> bool {
-        matches!(lock(&self.state).slot, Slot::Pending)
-    }
-
-    /// Wait until done or the deadline passes; `None` on timeout.
-    pub(crate) fn wait_until(&self, deadline: Option<Instant>) -> Option<Result<T>> {
-        let mut s = lock(&self.state);
-        loop {
-            match std::mem::replace(&mut s.slot, Slot::Taken) {
-                Slot::Done(r) => return Some(r),
-                Slot::Taken => {
-                    return Some(Err(BridgeError::InvalidArgument(
-                        "request result was already taken".into(),
-                    )))
-                }
-                Slot::Pending => s.slot = Slot::Pending,
-            }
-            s.sleepers += 1;
-            let (g, timed_out) = cv_wait(&self.cv, s, deadline);
-            s = g;
-            s.sleepers -= 1;
-            if timed_out && matches!(s.slot, Slot::Pending) {
-                return None;
-            }
-        }
-    }
-}
-
-pub(crate) fn deadline_of(timeout: Option<Duration>) -> Option<Instant> {
-    timeout.map(|t| Instant::now() + t)
+/// How a receive request makes progress while its owner waits: the engine
+/// reads the sender's connection on the waiting thread when only one peer
+/// can deliver the message (leader/follower), else waits for its readers.
+pub(crate) trait RecvProgress: Send + Sync {
+    /// Block until `done` completes; None on timeout (`done` still pending).
+    fn wait_recv(
+        self: Arc<Self>,
+        peer: Option<Uuid>,
+        done: &Completion<RecvOutcome>,
+        deadline: Option<Instant>,
+    ) -> Option<Result<RecvOutcome>>;
 }
 
 /// Common interface of request handles, for [`wait_all`] / [`wait_any`].
@@ -187,12 +73,9 @@ impl Request for SendRequest {
         }
     }
     fn notifier(&self) -> &Arc<AnyNotifier> {
-        &self.done.any
+        self.done.notifier()
     }
 }
-
-/// Result of a matched owned receive: payload bytes (None when written into a caller buffer) + status.
-pub(crate) type RecvOutcome = (Option<Vec<u8>>, Status);
 
 /// Handle of a non-blocking byte receive (`irecv_bytes`); yields the payload and its status.
 /// Dropping a still-pending request withdraws the receive (no message is lost).
@@ -203,7 +86,7 @@ pub struct RecvRequest {
     pub(crate) id: u64,
     /// Engine and the one peer that can deliver the message, so `wait` can read
     /// its connection itself (None for a request completed at creation).
-    pub(crate) via: Option<(Arc<Inner>, Option<Uuid>)>,
+    pub(crate) via: Option<(Arc<dyn RecvProgress>, Option<Uuid>)>,
 }
 
 impl RecvRequest {
@@ -229,7 +112,7 @@ impl Request for RecvRequest {
     fn wait_timeout(self, timeout: Option<Duration>) -> Result<(Vec<u8>, Status)> {
         let deadline = deadline_of(timeout);
         let first = match &self.via {
-            Some((inner, peer)) => inner.wait_from(*peer, &self.done, deadline),
+            Some((progress, peer)) => Arc::clone(progress).wait_recv(*peer, &self.done, deadline),
             None => self.done.wait_until(deadline),
         };
         let r = match first {
@@ -247,7 +130,7 @@ impl Request for RecvRequest {
         r.map(|(v, st)| (v.unwrap_or_default(), st))
     }
     fn notifier(&self) -> &Arc<AnyNotifier> {
-        &self.done.any
+        self.done.notifier()
     }
 }
 
@@ -309,32 +192,11 @@ pub fn wait_any<R: Request>(reqs: &[R], timeout: Option<Duration>) -> Result<usi
     let first = reqs
         .first()
         .ok_or_else(|| BridgeError::InvalidArgument("wait_any on an empty request list".into()))?;
-    let any = Arc::clone(first.notifier());
-    any.waiters.fetch_add(1, Ordering::SeqCst);
-    struct Unregister<'a>(&'a AnyNotifier);
-    impl Drop for Unregister<'_> {
-        fn drop(&mut self) {
-            self.0.waiters.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-    let _guard = Unregister(&any);
-    let deadline = deadline_of(timeout);
-    let mut gen = lock(&any.generation);
-    loop {
-        // Check with the generation lock held: a completion after this scan bumps the generation and notifies.
-        if let Some(i) = reqs.iter().position(|r| r.is_complete()) {
-            return Ok(i);
-        }
-        let seen = *gen;
-        loop {
-            let (g, timed_out) = cv_wait(&any.cv, gen, deadline);
-            gen = g;
-            if *gen != seen {
-                break;
-            }
-            if timed_out {
-                return Err(BridgeError::Timeout(timeout.unwrap_or_default()));
-            }
-        }
-    }
+    first
+        .notifier()
+        .wait_for(
+            || reqs.iter().position(|r| r.is_complete()),
+            deadline_of(timeout),
+        )
+        .ok_or(BridgeError::Timeout(timeout.unwrap_or_default()))
 }

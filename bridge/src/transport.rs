@@ -1,23 +1,22 @@
-//! Sockets: the Unix/TCP stream abstraction, the connection handshake, and
-//! the outgoing connection with its writer thread ([`OutConn`]). Reading
-//! incoming connections lives in [`incoming`](crate::incoming).
+//! Sockets: the Unix/TCP stream abstraction, writing a frame, and the
+//! connection handshake (connector and acceptor side). Reading incoming
+//! connections lives in `incoming`, the outgoing connection in `outgoing`.
 
-use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixStream};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use tracing::warn;
 use uuid::Uuid;
 
 use crate::endpoint::Endpoint;
-use crate::engine::Inner;
 use crate::error::{BridgeError, Result};
-use crate::frame::*;
-use crate::request::{cv_wait, lock, Completion};
+use crate::frame::{
+    secrets_equal, FrameHeader, HANDSHAKE_BAD_SECRET, HANDSHAKE_BAD_VERSION, HANDSHAKE_MAGIC,
+    HANDSHAKE_OK, MAX_SECRET_LEN, PROTOCOL_VERSION,
+};
 
 /// Timeout for connect + handshake; data reads/writes have none.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -124,8 +123,10 @@ pub(crate) fn write_frame(s: &mut Stream, hdr: &FrameHeader, payload: &[u8]) -> 
 }
 
 /// Open a data connection to `ep` (Unix if same host, else TCP) and run the connector handshake.
-pub(crate) fn connect(inner: &Inner, ep: &Endpoint) -> Result<Stream> {
-    let same_host = ep.host == inner.endpoint.host;
+///
+/// `me` is this engine's endpoint and `secret` the virtual machine's secret.
+pub(crate) fn connect(me: &Endpoint, secret: &[u8], ep: &Endpoint) -> Result<Stream> {
+    let same_host = ep.host == me.host;
     let (mut stream, address) = match (&ep.unix, ep.tcp) {
         (Some(path), _) if same_host => {
             let s = unix_addr(path)
@@ -165,13 +166,13 @@ pub(crate) fn connect(inner: &Inner, ep: &Endpoint) -> Result<Stream> {
     stream
         .set_timeouts(Some(HANDSHAKE_TIMEOUT))
         .map_err(|e| fail(e.to_string()))?;
-    let mut hello = Vec::with_capacity(32 + inner.secret.len());
+    let mut hello = Vec::with_capacity(32 + secret.len());
     hello.extend_from_slice(HANDSHAKE_MAGIC);
     hello.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
     hello.extend_from_slice(&0u16.to_le_bytes());
-    hello.extend_from_slice(&(inner.secret.len() as u32).to_le_bytes());
-    hello.extend_from_slice(inner.endpoint.process.as_bytes());
-    hello.extend_from_slice(&inner.secret);
+    hello.extend_from_slice(&(secret.len() as u32).to_le_bytes());
+    hello.extend_from_slice(me.process.as_bytes());
+    hello.extend_from_slice(secret);
     stream
         .write_all(&hello)
         .map_err(|e| fail(format!("sending handshake: {e}")))?;
@@ -208,7 +209,8 @@ pub(crate) fn connect(inner: &Inner, ep: &Endpoint) -> Result<Stream> {
 }
 
 /// Acceptor side of the handshake; returns the peer's process id, or None if rejected (already logged).
-pub(crate) fn accept_handshake(inner: &Inner, stream: &mut Stream) -> Option<Uuid> {
+/// `me` is this process's id and `secret` the virtual machine's secret.
+pub(crate) fn accept_handshake(me: Uuid, secret: &[u8], stream: &mut Stream) -> Option<Uuid> {
     let run = |stream: &mut Stream| -> io::Result<Option<Uuid>> {
         stream.set_timeouts(Some(HANDSHAKE_TIMEOUT))?;
         let mut fixed = [0u8; 32];
@@ -226,16 +228,16 @@ pub(crate) fn accept_handshake(inner: &Inner, stream: &mut Stream) -> Option<Uui
             let _ = stream.write_all(&[HANDSHAKE_BAD_VERSION]);
             return Ok(None);
         }
-        let mut secret = vec![0u8; secret_len as usize];
-        stream.read_exact(&mut secret)?;
-        if !secrets_equal(&secret, &inner.secret) {
+        let mut received = vec![0u8; secret_len as usize];
+        stream.read_exact(&mut received)?;
+        if !secrets_equal(&received, secret) {
             warn!(%peer, "rejecting data connection: wrong virtual-machine secret");
             let _ = stream.write_all(&[HANDSHAKE_BAD_SECRET]);
             return Ok(None);
         }
         let mut reply = [0u8; 17];
         reply[0] = HANDSHAKE_OK;
-        reply[1..].copy_from_slice(inner.endpoint.process.as_bytes());
+        reply[1..].copy_from_slice(me.as_bytes());
         stream.write_all(&reply)?;
         stream.set_timeouts(None)?;
         Ok(Some(peer))
@@ -247,266 +249,4 @@ pub(crate) fn accept_handshake(inner: &Inner, stream: &mut Stream) -> Option<Uui
             None
         }
     }
-}
-
-/// A frame waiting for the writer thread.
-pub(crate) struct Queued {
-    pub hdr: FrameHeader,
-    pub payload: Vec<u8>,
-    pub dest_rank: u32,
-    /// Completed when the frame is written (eager isend); None for issend (completed by SYNC_ACK) and control frames.
-    pub done: Option<Arc<Completion<()>>>,
-}
-
-struct OutState {
-    /// None while some thread is writing (it holds the stream).
-    stream: Option<Stream>,
-    queue: VecDeque<Queued>,
-    failed: Option<String>,
-    closing: bool,
-    waiting: usize,
-}
-
-/// Our one outgoing connection to a peer process. Frames are written either
-/// inline by the caller (when the connection is idle and nothing is queued)
-/// or by the connection's writer thread, always in FIFO order.
-pub(crate) struct OutConn {
-    pub peer: Uuid,
-    state: Mutex<OutState>,
-    cv: Condvar,
-    /// Clone of the socket used to shut it down from outside.
-    shutdown_handle: Stream,
-}
-
-pub(crate) enum TryInline {
-    Done,
-    Busy,
-}
-
-impl OutConn {
-    pub(crate) fn new(peer: Uuid, stream: Stream) -> io::Result<Arc<OutConn>> {
-        let shutdown_handle = stream.try_clone()?;
-        Ok(Arc::new(OutConn {
-            peer,
-            state: Mutex::new(OutState {
-                stream: Some(stream),
-                queue: VecDeque::new(),
-                failed: None,
-                closing: false,
-                waiting: 0,
-            }),
-            cv: Condvar::new(),
-            shutdown_handle,
-        }))
-    }
-
-    fn failed_err(reason: &str, dest_rank: u32) -> BridgeError {
-        BridgeError::PeerFailed {
-            rank: dest_rank,
-            reason: reason.to_owned(),
-        }
-    }
-
-    /// Write one frame from the calling thread, waiting for earlier frames first (keeps FIFO order).
-    pub(crate) fn write_blocking(
-        &self,
-        inner: &Inner,
-        hdr: &FrameHeader,
-        payload: &[u8],
-        dest_rank: u32,
-    ) -> Result<()> {
-        match self.write_inline(inner, hdr, payload, dest_rank, true)? {
-            TryInline::Done => Ok(()),
-            TryInline::Busy => Err(BridgeError::Protocol(
-                "internal: blocking write reported busy".into(),
-            )),
-        }
-    }
-
-    /// Write inline if `wait` or the connection is idle; otherwise report Busy.
-    pub(crate) fn write_inline(
-        &self,
-        inner: &Inner,
-        hdr: &FrameHeader,
-        payload: &[u8],
-        dest_rank: u32,
-        wait: bool,
-    ) -> Result<TryInline> {
-        let mut st = lock(&self.state);
-        let mut stream = loop {
-            if let Some(r) = &st.failed {
-                return Err(Self::failed_err(r, dest_rank));
-            }
-            if st.closing {
-                return Err(BridgeError::EngineShutDown);
-            }
-            if st.queue.is_empty() {
-                if let Some(s) = st.stream.take() {
-                    break s;
-                }
-            }
-            if !wait {
-                return Ok(TryInline::Busy);
-            }
-            st.waiting += 1;
-            st = cv_wait(&self.cv, st, None).0;
-            st.waiting -= 1;
-        };
-        drop(st);
-        let res = write_frame(&mut stream, hdr, payload);
-        let mut st = lock(&self.state);
-        st.stream = Some(stream);
-        let wake = st.waiting > 0;
-        drop(st);
-        if wake {
-            self.cv.notify_all();
-        }
-        match res {
-            Ok(()) => Ok(TryInline::Done),
-            Err(e) => {
-                let reason = format!("writing to the peer failed: {e}");
-                inner.peer_failed(self.peer, &reason);
-                Err(Self::failed_err(&reason, dest_rank))
-            }
-        }
-    }
-
-    /// Hand a frame to the writer thread.
-    pub(crate) fn enqueue(&self, q: Queued) -> Result<()> {
-        let mut st = lock(&self.state);
-        if let Some(r) = &st.failed {
-            return Err(Self::failed_err(r, q.dest_rank));
-        }
-        if st.closing {
-            return Err(BridgeError::EngineShutDown);
-        }
-        st.queue.push_back(q);
-        let wake = st.waiting > 0;
-        drop(st);
-        if wake {
-            self.cv.notify_all();
-        }
-        Ok(())
-    }
-
-    /// Mark failed: queued frames error out; the socket is shut down.
-    pub(crate) fn fail(&self, reason: &str) {
-        let queued: Vec<Queued> = {
-            let mut st = lock(&self.state);
-            if st.failed.is_none() {
-                st.failed = Some(reason.to_owned());
-            }
-            st.queue.drain(..).collect()
-        };
-        for q in queued {
-            if let Some(d) = q.done {
-                d.complete(Err(Self::failed_err(reason, q.dest_rank)));
-            }
-        }
-        self.shutdown_handle.shutdown();
-        self.cv.notify_all();
-    }
-
-    /// Orderly close: the writer drains the queue, sends BYE and exits.
-    pub(crate) fn close(&self) {
-        lock(&self.state).closing = true;
-        self.cv.notify_all();
-    }
-
-    /// Abrupt close (tests / abort): no BYE.
-    pub(crate) fn abort(&self) {
-        self.fail("engine aborted");
-    }
-
-    /// Writer thread body.
-    pub(crate) fn writer_loop(self: Arc<Self>, inner: Arc<Inner>) {
-        loop {
-            let mut st = lock(&self.state);
-            let (item, mut stream) = loop {
-                if st.failed.is_some() {
-                    return;
-                }
-                if st.stream.is_some() {
-                    if let Some(q) = st.queue.pop_front() {
-                        let s = st.stream.take();
-                        break (Some(q), s);
-                    }
-                    if st.closing {
-                        let s = st.stream.take();
-                        break (None, s);
-                    }
-                }
-                st.waiting += 1;
-                st = cv_wait(&self.cv, st, None).0;
-                st.waiting -= 1;
-            };
-            drop(st);
-            let Some(stream_ref) = stream.as_mut() else {
-                return;
-            };
-            match item {
-                None => {
-                    // Closing and drained: say goodbye.
-                    let _ =
-                        write_frame(stream_ref, &FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
-                    stream_ref.shutdown();
-                    return;
-                }
-                Some(q) => {
-                    let res = write_frame(stream_ref, &q.hdr, &q.payload);
-                    let mut st = lock(&self.state);
-                    st.stream = stream;
-                    let wake = st.waiting > 0;
-                    drop(st);
-                    if wake {
-                        self.cv.notify_all();
-                    }
-                    match res {
-                        Ok(()) => {
-                            if let Some(d) = q.done {
-                                d.complete(Ok(()));
-                            }
-                        }
-                        Err(e) => {
-                            let reason = format!("writing to the peer failed: {e}");
-                            if let Some(d) = q.done {
-                                d.complete(Err(Self::failed_err(&reason, q.dest_rank)));
-                            }
-                            inner.peer_failed(self.peer, &reason);
-                            return;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-pub(crate) fn read_payload_vec<R: Read>(rd: &mut R, len: usize) -> io::Result<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::OutOfMemory,
-            format!("cannot allocate {len} bytes for a message: {e}"),
-        )
-    })?;
-    rd.take(len as u64).read_to_end(&mut v)?;
-    if v.len() != len {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "connection ended in the middle of a message",
-        ));
-    }
-    Ok(v)
-}
-
-pub(crate) fn discard_payload<R: Read>(rd: &mut R, len: u64) -> io::Result<()> {
-    let n = io::copy(&mut rd.take(len), &mut io::sink())?;
-    if n != len {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "connection ended in the middle of a message",
-        ));
-    }
-    Ok(())
 }

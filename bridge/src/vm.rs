@@ -33,8 +33,8 @@ use tracing::{debug, warn};
 use crate::endpoint::Endpoint;
 use crate::engine::{Engine, EngineConfig};
 use crate::error::{BridgeError, Result};
+use crate::hash::{fnv1a64, FNV_OFFSET};
 use crate::intercomm::InterComm;
-use crate::wire::fnv1a64;
 
 /// How long `register` waits for all ranks of the job to have joined.
 pub const REGISTER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -380,7 +380,7 @@ pub fn context_id(a: (&str, u64), b: (&str, u64), ordinal: u64) -> u64 {
         "{}\u{1f}{}\u{1e}{}\u{1f}{}\u{1e}{}",
         lo.0, lo.1, hi.0, hi.1, ordinal
     );
-    fnv1a64(key.as_bytes())
+    fnv1a64(key.as_bytes(), FNV_OFFSET)
 }
 
 /// Passes each death of a remote member to the engine.

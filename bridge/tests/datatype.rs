@@ -102,7 +102,7 @@ fn padded_struct() {
         .map(|i| Padded {
             a: i as u8,
             b: i as f64 * 0.5 - 7.25,
-            c: -(i as i32) * 1000,
+            c: -i * 1000,
         })
         .collect();
     let enc = encode(&data).unwrap();
@@ -259,7 +259,7 @@ fn strided_vector() {
     assert_eq!(flat, picked);
     // and a raw i32 message into the strided layout (raw -> external32 conversion)
     let enc2 = encode(&picked).unwrap();
-    assert_eq!(enc2.format, WireFormat::native_raw());
+    assert_eq!(enc2.format, WireFormat::native());
     let mut dst2 = vec![0i32; 24];
     {
         let mut mview = unsafe { MutView::with_count_and_datatype(&mut dst2[..], 2, &vty) };
@@ -374,7 +374,7 @@ fn mismatches() {
 fn byte_order() {
     let vals = [1.5f64, -2.25, f64::MAX, f64::MIN_POSITIVE, 0.0];
     let enc = encode(&vals).unwrap();
-    assert_eq!(enc.format, WireFormat::native_raw());
+    assert_eq!(enc.format, WireFormat::native());
     assert!(
         matches!(enc.bytes, std::borrow::Cow::Borrowed(_)),
         "raw send is zero-copy"

@@ -7,7 +7,7 @@ use std::os::raw::{c_char, c_int};
 
 use mpi::ffi;
 
-use super::{mpi_call, DatatypeError, Result};
+use super::error::{mpi_call, DatatypeError, Result};
 
 /// A basic (predefined, non-derived) MPI datatype, named portably.
 ///
@@ -287,6 +287,7 @@ pub(crate) fn basics_for_name(name: &str) -> Option<&'static [BasicType]> {
 /// The handles rsmpi exposes (`RSMPI_*`); compared first, by value, so a
 /// user renaming a predefined type cannot fool us for the common types.
 fn known_handles() -> [(ffi::MPI_Datatype, BasicType); 13] {
+    // SAFETY: reading rsmpi's predefined handle statics, which MPI initialises before any datatype is used.
     unsafe {
         [
             (ffi::RSMPI_C_BOOL, BasicType::Bool),
@@ -311,9 +312,11 @@ pub(crate) fn type_name(dt: ffi::MPI_Datatype) -> Result<String> {
     // MPI_MAX_OBJECT_NAME is 64 (Open MPI) / 128 (MPICH); 256 covers both.
     let mut buf = [0 as c_char; 256];
     let mut len: c_int = 0;
+    // SAFETY: `buf` is a live buffer larger than MPI_MAX_OBJECT_NAME in both implementations; `len` is a live out-parameter.
     mpi_call("MPI_Type_get_name", unsafe {
         ffi::MPI_Type_get_name(dt, buf.as_mut_ptr(), &mut len)
     })?;
+    // SAFETY: MPI_Type_get_name wrote a NUL-terminated string into `buf` (zeroed beforehand).
     let s = unsafe { CStr::from_ptr(buf.as_ptr()) };
     Ok(s.to_string_lossy().into_owned())
 }

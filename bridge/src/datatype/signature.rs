@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 use mpi::ffi;
 
 use super::basic::{basics_of_named, BasicType};
-use super::{mpi_call, DatatypeError, Result};
+use super::error::{mpi_call, DatatypeError, Result};
+use crate::hash::{fnv1a64, FNV_OFFSET};
 
 /// A run of `count` consecutive basic elements of type `basic`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,18 +94,6 @@ impl fmt::Display for RunsDisplay<'_> {
         f.write_str("]")
     }
 }
-
-/// 64-bit FNV-1a. Stable across processes, builds and MPI implementations
-/// (unlike `std`'s `DefaultHasher`).
-pub fn fnv1a64(bytes: &[u8], mut h: u64) -> u64 {
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Stable hash of a normalized run list: FNV-1a over the ASCII tag
 /// `"isthmus-sig-v1"` followed by, per run, the basic type's one-byte code
@@ -240,6 +229,7 @@ fn combiner_named() -> Result<c_int> {
     if let Some(v) = NAMED.get() {
         return Ok(*v);
     }
+    // SAFETY: reading rsmpi's predefined handle static.
     let env = envelope(unsafe { ffi::RSMPI_INT32_T })?;
     Ok(*NAMED.get_or_init(|| env.combiner))
 }
@@ -253,6 +243,7 @@ struct Envelope {
 
 fn envelope(dt: ffi::MPI_Datatype) -> Result<Envelope> {
     let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+    // SAFETY: the datatype handle is valid; all four out-parameters are live.
     mpi_call("MPI_Type_get_envelope", unsafe {
         ffi::MPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut combiner)
     })?;
@@ -267,6 +258,7 @@ fn envelope(dt: ffi::MPI_Datatype) -> Result<Envelope> {
 /// `MPI_Type_size` of a datatype (bytes of data, gaps excluded).
 pub(crate) fn type_size(dt: ffi::MPI_Datatype) -> Result<u64> {
     let mut s: c_int = 0;
+    // SAFETY: the datatype handle is valid; `s` is a live out-parameter.
     mpi_call("MPI_Type_size", unsafe { ffi::MPI_Type_size(dt, &mut s) })?;
     if s < 0 {
         return Err(DatatypeError::Unsupported(
@@ -288,29 +280,12 @@ impl Drop for Children {
         for t in &mut self.types {
             if let Ok(env) = envelope(*t) {
                 if env.combiner != self.named {
+                    // SAFETY: `t` is a derived handle MPI_Type_get_contents returned for us to free (predefined ones are skipped).
                     unsafe { ffi::MPI_Type_free(t) };
                 }
             }
         }
     }
-}
-
-/// Flatten a datatype to its normalized basic-type run list (the type
-/// signature of ONE element of that datatype).
-///
-/// Only two structural facts are needed:
-/// * predefined types (`MPI_COMBINER_NAMED`) are identified by handle/name;
-/// * a constructor with several child types is `MPI_Type_create_struct`
-///   (ints = `[count, blocklengths...]`): concatenate the children;
-/// * any constructor with ONE child type (dup, contiguous, (h)vector,
-///   (h)indexed(_block), subarray, darray, resized, 1-field struct) repeats
-///   the child's signature `size(type) / size(child)` times, because a
-///   derived type's signature is a sequence of whole copies of its child's.
-///
-/// This avoids depending on the (implementation-specific) values of the
-/// other `MPI_COMBINER_*` constants.
-pub fn flatten(dt: ffi::MPI_Datatype) -> Result<Vec<Run>> {
-    Ok(flatten_with_sizes(dt)?.runs)
 }
 
 /// Native and external32 byte sizes of one basic type, as reported by this
@@ -331,6 +306,20 @@ pub(crate) struct Flat {
     pub sizes: BTreeMap<BasicType, BasicSizes>,
 }
 
+/// Flatten a datatype to its normalized basic-type run list (the type
+/// signature of ONE element of that datatype) plus the sizes of its basics.
+///
+/// Only two structural facts are needed:
+/// * predefined types (`MPI_COMBINER_NAMED`) are identified by handle/name;
+/// * a constructor with several child types is `MPI_Type_create_struct`
+///   (ints = `[count, blocklengths...]`): concatenate the children;
+/// * any constructor with ONE child type (dup, contiguous, (h)vector,
+///   (h)indexed(_block), subarray, darray, resized, 1-field struct) repeats
+///   the child's signature `size(type) / size(child)` times, because a
+///   derived type's signature is a sequence of whole copies of its child's.
+///
+/// This avoids depending on the (implementation-specific) values of the
+/// other `MPI_COMBINER_*` constants.
 pub(crate) fn flatten_with_sizes(dt: ffi::MPI_Datatype) -> Result<Flat> {
     let mut flat = Flat {
         runs: Vec::new(),
@@ -344,6 +333,7 @@ pub(crate) fn flatten_with_sizes(dt: ffi::MPI_Datatype) -> Result<Flat> {
 
 fn external32_size_named(dt: ffi::MPI_Datatype) -> Result<usize> {
     let mut size: ffi::MPI_Aint = 0;
+    // SAFETY: `dt` is a predefined handle (see the caller); `size` is a live out-parameter.
     mpi_call("MPI_Pack_external_size", unsafe {
         ffi::MPI_Pack_external_size(c"external32".as_ptr(), 1, dt, &mut size)
     })?;
@@ -384,6 +374,7 @@ fn flatten_into(
     let mut ints = vec![0 as c_int; env.ni.max(0) as usize];
     let mut addrs = vec![0 as ffi::MPI_Aint; env.na.max(0) as usize];
     let mut types: Vec<ffi::MPI_Datatype> = Vec::with_capacity(env.nd.max(0) as usize);
+    // SAFETY: the arrays have the capacities MPI_Type_get_envelope announced; `types` gets its length only after MPI filled it.
     mpi_call("MPI_Type_get_contents", unsafe {
         let rc = ffi::MPI_Type_get_contents(
             dt,

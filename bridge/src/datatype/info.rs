@@ -1,0 +1,329 @@
+//! What the datatype layer knows about one element of a datatype
+//! ([`TypeInfo`]): computed from MPI once per Rust type and cached, or per
+//! call for a raw datatype handle; and the receive-side matching rules.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use mpi::datatype::Equivalence;
+use mpi::ffi;
+use mpi::raw::AsRaw;
+
+use super::basic::BasicType;
+use super::error::{mpi_call, DatatypeError, Result};
+use super::pack::external32_size;
+use super::signature::{self, basic_count, hash_runs, primitive_root, Run, RunsDisplay};
+use crate::format::WireFormat;
+use crate::sync::lock;
+
+/// Which type-matching rule to apply on receive (see module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MatchRule {
+    /// Per-element signatures must be equal.
+    #[default]
+    ExactElement,
+    /// The message's basic sequence must be a whole-element prefix of the
+    /// receive buffer's (MPI semantics).
+    BasicSequence,
+}
+
+/// Everything the datatype layer knows about one element of a datatype.
+#[derive(Debug, Clone)]
+pub struct TypeInfo {
+    /// Stable hash of `runs` ([`hash_runs`]).
+    pub signature: u64,
+    /// Normalized basic-type runs of ONE element, in typemap order.
+    pub runs: Vec<Run>,
+    /// Number of basic elements in one element.
+    pub basic_count_per_elem: u64,
+    /// `Some(b)` when the datatype is a single predefined basic type.
+    pub contiguous_basic: Option<BasicType>,
+    /// Whether the raw fast path is used (see module docs).
+    pub raw: bool,
+    /// Byte-swap unit for the raw path (0 when `!raw`).
+    pub swap_unit: usize,
+    /// Bytes of data in one element (`MPI_Type_size`, gaps excluded).
+    pub data_size_per_elem: usize,
+    /// Distance between consecutive elements in memory (extent; for
+    /// `Equivalence` types `size_of::<T>()`).
+    pub extent: usize,
+    /// Wire bytes per element in the format [`encode`](super::encode) chooses.
+    pub wire_size_per_elem: usize,
+    /// Bytes per element in external32.
+    pub external32_size_per_elem: usize,
+    /// Hash of the primitive root of `runs` (see [`MatchRule::BasicSequence`]).
+    pub root_signature: u64,
+    /// How many roots one element consists of.
+    pub root_reps_per_elem: u64,
+    /// External32 is produced by `MPI_Pack` (native) + our own per-basic
+    /// byte swapping (true), or by `MPI_Pack_external` (false; only for
+    /// types containing basics whose native and external32 sizes differ,
+    /// e.g. `MPI_LONG` under MPICH, or `long double`).
+    pub external32_by_swapping: bool,
+    /// Per-element byte-swap program: (unit, bytes) segments in typemap order.
+    pub(crate) swap_program: Vec<(usize, usize)>,
+}
+
+impl TypeInfo {
+    /// The format [`encode`](super::encode) produces for this type on this host.
+    pub fn preferred_format(&self) -> WireFormat {
+        if self.raw {
+            WireFormat::native()
+        } else {
+            WireFormat::External32
+        }
+    }
+
+    /// Payload length in bytes of `count` elements in `format`.
+    pub fn payload_len(&self, format: WireFormat, count: usize) -> Result<usize> {
+        let per = if format.is_raw() {
+            self.data_size_per_elem
+        } else {
+            self.external32_size_per_elem
+        };
+        per.checked_mul(count).ok_or(DatatypeError::Overflow)
+    }
+
+    /// The signature header of a message of `count` elements of this type.
+    pub fn message_sig(&self, count: usize) -> MessageSig {
+        MessageSig {
+            signature: self.signature,
+            count: count as u64,
+            root_signature: self.root_signature,
+            root_reps: self.root_reps_per_elem.saturating_mul(count as u64),
+        }
+    }
+
+    /// Human-readable basic sequence, e.g. `[u8, f64, i32]`.
+    pub fn describe(&self) -> String {
+        RunsDisplay(&self.runs).to_string()
+    }
+
+    /// Check an incoming message against this (receive) type; returns the
+    /// number of receive elements the message fills.
+    pub fn match_message(
+        &self,
+        msg: &MessageSig,
+        capacity: usize,
+        rule: MatchRule,
+    ) -> Result<usize> {
+        let n = if msg.signature == self.signature {
+            usize::try_from(msg.count).map_err(|_| DatatypeError::Overflow)?
+        } else if rule == MatchRule::BasicSequence
+            && msg.root_signature == self.root_signature
+            && self.root_reps_per_elem > 0
+        {
+            if !msg.root_reps.is_multiple_of(self.root_reps_per_elem) {
+                return Err(DatatypeError::PartialElement {
+                    root_reps: msg.root_reps,
+                    per_elem: self.root_reps_per_elem,
+                });
+            }
+            usize::try_from(msg.root_reps / self.root_reps_per_elem)
+                .map_err(|_| DatatypeError::Overflow)?
+        } else {
+            return Err(DatatypeError::SignatureMismatch {
+                message: msg.signature,
+                message_root: msg.root_signature,
+                receiver: self.signature,
+                receiver_root: self.root_signature,
+                receiver_type: self.describe(),
+            });
+        };
+        if n > capacity {
+            return Err(DatatypeError::Truncated {
+                incoming: n,
+                capacity,
+            });
+        }
+        Ok(n)
+    }
+}
+
+/// The type-signature header that travels with a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MessageSig {
+    /// Per-element signature of the sender's type.
+    pub signature: u64,
+    /// Number of sender elements.
+    pub count: u64,
+    /// Root signature of the sender's type.
+    pub root_signature: u64,
+    /// Total root repetitions in the message (`count * root_reps_per_elem`).
+    pub root_reps: u64,
+}
+
+/// A datatype handle that can live in a global (MPI handles are plain
+/// values; Open MPI's are pointers, hence not `Send` by default).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Handle(pub(crate) ffi::MPI_Datatype);
+// SAFETY: an MPI datatype handle is a plain value; MPI calls on it are made under the threading level the application chose, as for any rsmpi handle.
+unsafe impl Send for Handle {}
+unsafe impl Sync for Handle {}
+
+pub(crate) struct Cached {
+    pub(crate) info: TypeInfo,
+    /// A resized copy of `T`'s datatype when its lb/extent disagree with
+    /// `size_of::<T>()` (so that element `i` is at `ptr + i*size_of::<T>()`).
+    pub(crate) resized: Option<Handle>,
+}
+
+fn cache() -> &'static Mutex<HashMap<TypeId, &'static Cached>> {
+    static CACHE: std::sync::OnceLock<Mutex<HashMap<TypeId, &'static Cached>>> =
+        std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+fn extent_of(dt: ffi::MPI_Datatype) -> Result<(isize, isize)> {
+    let (mut lb, mut ext): (ffi::MPI_Aint, ffi::MPI_Aint) = (0, 0);
+    // SAFETY: the datatype handle is valid; `lb` and `ext` are live out-parameters.
+    mpi_call("MPI_Type_get_extent", unsafe {
+        ffi::MPI_Type_get_extent(dt, &mut lb, &mut ext)
+    })?;
+    // MPI_Aint is isize under Open MPI, i64 under MPICH.
+    #[allow(clippy::unnecessary_cast)]
+    Ok((lb as isize, ext as isize))
+}
+
+fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
+    if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+        return Err(DatatypeError::NotInitialized);
+    }
+    let flat = signature::flatten_with_sizes(dt)?;
+    let runs = flat.runs;
+    let signature = hash_runs(&runs);
+    let (root, root_reps_per_elem) = primitive_root(&runs);
+    let basic_count_per_elem = basic_count(&runs);
+    let data_size_per_elem = signature::type_size(dt)? as usize;
+
+    // external32 size and swap program from the per-basic sizes
+    let mut program: Vec<(usize, usize)> = Vec::new();
+    let mut ext32: Option<usize> = Some(0);
+    let mut native_sum: usize = 0;
+    let mut by_swapping = true;
+    for r in &runs {
+        let count = usize::try_from(r.count).map_err(|_| DatatypeError::Overflow)?;
+        match flat.sizes.get(&r.basic) {
+            Some(sz) => {
+                ext32 = ext32.and_then(|e| e.checked_add(sz.external32.checked_mul(count)?));
+                let bytes = sz
+                    .native
+                    .checked_mul(count)
+                    .ok_or(DatatypeError::Overflow)?;
+                native_sum = native_sum
+                    .checked_add(bytes)
+                    .ok_or(DatatypeError::Overflow)?;
+                let unit = if sz.native == sz.external32 {
+                    r.basic.swap_unit(sz.native)
+                } else {
+                    None
+                };
+                match unit {
+                    Some(u) => match program.last_mut() {
+                        Some(last) if last.0 == u || (last.0 <= 1 && u <= 1) => last.1 += bytes,
+                        _ => program.push((u, bytes)),
+                    },
+                    None => by_swapping = false,
+                }
+            }
+            None => {
+                ext32 = None;
+                by_swapping = false;
+            }
+        }
+    }
+    if native_sum != data_size_per_elem {
+        by_swapping = false;
+    }
+    let external32_size_per_elem = match ext32 {
+        Some(e) => e,
+        // only for types containing predefined pair types
+        None => external32_size(dt, 1)?,
+    };
+    let contiguous_basic = if basic_count_per_elem == 1 && runs.len() == 1 {
+        // single predefined type? (a derived type wrapping one basic also has
+        // basic_count 1 but may have a gap/lb; require extent == size, lb == 0)
+        let (lb, ext) = extent_of(dt)?;
+        (lb == 0 && ext as usize == data_size_per_elem && extent == data_size_per_elem)
+            .then_some(runs[0].basic)
+    } else {
+        None
+    };
+    let raw =
+        contiguous_basic.is_some() && by_swapping && program.len() == 1 && data_size_per_elem > 0;
+    let swap_unit = if raw { program[0].0 } else { 0 };
+    Ok(TypeInfo {
+        signature,
+        root_signature: hash_runs(&root),
+        root_reps_per_elem,
+        runs,
+        basic_count_per_elem,
+        contiguous_basic,
+        raw,
+        swap_unit,
+        data_size_per_elem,
+        extent,
+        wire_size_per_elem: if raw {
+            data_size_per_elem
+        } else {
+            external32_size_per_elem
+        },
+        external32_size_per_elem,
+        external32_by_swapping: by_swapping,
+        swap_program: program,
+    })
+}
+
+pub(crate) fn cached<T: Equivalence + 'static>() -> Result<&'static Cached> {
+    let id = TypeId::of::<T>();
+    if let Some(c) = lock(cache()).get(&id) {
+        return Ok(c);
+    }
+    // Compute outside the lock only in the sense of correctness; holding it
+    // serializes first-time MPI queries, which is what we want.
+    let mut map = lock(cache());
+    if let Some(c) = map.get(&id) {
+        return Ok(c);
+    }
+    let owner = T::equivalent_datatype();
+    let dt = owner.as_raw();
+    let size = std::mem::size_of::<T>();
+    let (lb, ext) = extent_of(dt)?;
+    let resized = if lb != 0 || ext as usize != size {
+        // SAFETY: reading rsmpi's predefined null-handle static.
+        let mut newtype: ffi::MPI_Datatype = unsafe { ffi::RSMPI_DATATYPE_NULL };
+        // SAFETY: `dt` is a valid committed datatype; `newtype` is a live out-parameter.
+        mpi_call("MPI_Type_create_resized", unsafe {
+            ffi::MPI_Type_create_resized(dt, 0, size as ffi::MPI_Aint, &mut newtype)
+        })?;
+        // SAFETY: `newtype` was just created by MPI_Type_create_resized.
+        mpi_call("MPI_Type_commit", unsafe {
+            ffi::MPI_Type_commit(&mut newtype)
+        })?;
+        Some(Handle(newtype))
+    } else {
+        None
+    };
+    let info = compute_info(resized.map(|h| h.0).unwrap_or(dt), size)?;
+    let leaked: &'static Cached = Box::leak(Box::new(Cached { info, resized }));
+    map.insert(id, leaked);
+    Ok(leaked)
+}
+
+/// Signature and layout information of the Rust type `T` (queried from MPI
+/// once, then cached).
+pub fn type_info<T: Equivalence + 'static>() -> Result<&'static TypeInfo> {
+    Ok(&cached::<T>()?.info)
+}
+
+/// Signature and layout information of an arbitrary committed datatype
+/// handle (e.g. a `UserDatatype` vector). Not cached (handles can be freed
+/// and reused). The element stride is the datatype's extent.
+pub fn datatype_info(dt: ffi::MPI_Datatype) -> Result<TypeInfo> {
+    if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+        return Err(DatatypeError::NotInitialized);
+    }
+    let (_, ext) = extent_of(dt)?;
+    compute_info(dt, ext.max(0) as usize)
+}

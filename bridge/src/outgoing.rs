@@ -1,0 +1,255 @@
+//! Our one outgoing connection to each peer ([`OutConn`]): frames are
+//! written inline by the sending thread when the connection is idle, else
+//! queued for the connection's writer thread; always in FIFO order. A write
+//! error is reported to the owner through [`PeerLost`].
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex};
+
+use uuid::Uuid;
+
+use crate::completion::Completion;
+use crate::error::{BridgeError, Result};
+use crate::frame::{FrameHeader, FrameKind};
+use crate::sync::{cv_wait, lock};
+use crate::transport::{write_frame, Stream};
+
+/// What a connection tells its owner (the engine) when the peer is lost.
+pub(crate) trait PeerLost: Send + Sync + 'static {
+    /// Writing to (or reading from) `peer` failed: fail everything that involves it.
+    fn peer_lost(&self, peer: Uuid, reason: &str);
+}
+
+/// A frame waiting for the writer thread.
+pub(crate) struct Queued {
+    pub hdr: FrameHeader,
+    pub payload: Vec<u8>,
+    pub dest_rank: u32,
+    /// Completed when the frame is written (eager isend); None for issend (completed by SYNC_ACK) and control frames.
+    pub done: Option<Arc<Completion<()>>>,
+}
+
+struct OutState {
+    /// None while some thread is writing (it holds the stream).
+    stream: Option<Stream>,
+    queue: VecDeque<Queued>,
+    failed: Option<String>,
+    closing: bool,
+    waiting: usize,
+}
+
+/// Our one outgoing connection to a peer process. Frames are written either
+/// inline by the caller (when the connection is idle and nothing is queued)
+/// or by the connection's writer thread, always in FIFO order.
+pub(crate) struct OutConn {
+    pub peer: Uuid,
+    state: Mutex<OutState>,
+    cv: Condvar,
+    /// Clone of the socket used to shut it down from outside.
+    shutdown_handle: Stream,
+}
+
+pub(crate) enum TryInline {
+    Done,
+    Busy,
+}
+
+impl OutConn {
+    pub(crate) fn new(peer: Uuid, stream: Stream) -> io::Result<Arc<OutConn>> {
+        let shutdown_handle = stream.try_clone()?;
+        Ok(Arc::new(OutConn {
+            peer,
+            state: Mutex::new(OutState {
+                stream: Some(stream),
+                queue: VecDeque::new(),
+                failed: None,
+                closing: false,
+                waiting: 0,
+            }),
+            cv: Condvar::new(),
+            shutdown_handle,
+        }))
+    }
+
+    fn failed_err(reason: &str, dest_rank: u32) -> BridgeError {
+        BridgeError::PeerFailed {
+            rank: dest_rank,
+            reason: reason.to_owned(),
+        }
+    }
+
+    /// Write one frame from the calling thread, waiting for earlier frames first (keeps FIFO order).
+    pub(crate) fn write_blocking(
+        &self,
+        lost: &impl PeerLost,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+    ) -> Result<()> {
+        match self.write_inline(lost, hdr, payload, dest_rank, true)? {
+            TryInline::Done => Ok(()),
+            TryInline::Busy => Err(BridgeError::Protocol(
+                "internal: blocking write reported busy".into(),
+            )),
+        }
+    }
+
+    /// Write inline if `wait` or the connection is idle; otherwise report Busy.
+    pub(crate) fn write_inline(
+        &self,
+        lost: &impl PeerLost,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+        wait: bool,
+    ) -> Result<TryInline> {
+        let mut st = lock(&self.state);
+        let mut stream = loop {
+            if let Some(r) = &st.failed {
+                return Err(Self::failed_err(r, dest_rank));
+            }
+            if st.closing {
+                return Err(BridgeError::EngineShutDown);
+            }
+            if st.queue.is_empty() {
+                if let Some(s) = st.stream.take() {
+                    break s;
+                }
+            }
+            if !wait {
+                return Ok(TryInline::Busy);
+            }
+            st.waiting += 1;
+            st = cv_wait(&self.cv, st, None).0;
+            st.waiting -= 1;
+        };
+        drop(st);
+        let res = write_frame(&mut stream, hdr, payload);
+        let mut st = lock(&self.state);
+        st.stream = Some(stream);
+        let wake = st.waiting > 0;
+        drop(st);
+        if wake {
+            self.cv.notify_all();
+        }
+        match res {
+            Ok(()) => Ok(TryInline::Done),
+            Err(e) => {
+                let reason = format!("writing to the peer failed: {e}");
+                lost.peer_lost(self.peer, &reason);
+                Err(Self::failed_err(&reason, dest_rank))
+            }
+        }
+    }
+
+    /// Hand a frame to the writer thread.
+    pub(crate) fn enqueue(&self, q: Queued) -> Result<()> {
+        let mut st = lock(&self.state);
+        if let Some(r) = &st.failed {
+            return Err(Self::failed_err(r, q.dest_rank));
+        }
+        if st.closing {
+            return Err(BridgeError::EngineShutDown);
+        }
+        st.queue.push_back(q);
+        let wake = st.waiting > 0;
+        drop(st);
+        if wake {
+            self.cv.notify_all();
+        }
+        Ok(())
+    }
+
+    /// Mark failed: queued frames error out; the socket is shut down.
+    pub(crate) fn fail(&self, reason: &str) {
+        let queued: Vec<Queued> = {
+            let mut st = lock(&self.state);
+            if st.failed.is_none() {
+                st.failed = Some(reason.to_owned());
+            }
+            st.queue.drain(..).collect()
+        };
+        for q in queued {
+            if let Some(d) = q.done {
+                d.complete(Err(Self::failed_err(reason, q.dest_rank)));
+            }
+        }
+        self.shutdown_handle.shutdown();
+        self.cv.notify_all();
+    }
+
+    /// Orderly close: the writer drains the queue, sends BYE and exits.
+    pub(crate) fn close(&self) {
+        lock(&self.state).closing = true;
+        self.cv.notify_all();
+    }
+
+    /// Abrupt close (tests / abort): no BYE.
+    pub(crate) fn abort(&self) {
+        self.fail("engine aborted");
+    }
+
+    /// Writer thread body.
+    pub(crate) fn writer_loop(self: Arc<Self>, lost: Arc<impl PeerLost>) {
+        loop {
+            let mut st = lock(&self.state);
+            let (item, mut stream) = loop {
+                if st.failed.is_some() {
+                    return;
+                }
+                if st.stream.is_some() {
+                    if let Some(q) = st.queue.pop_front() {
+                        let s = st.stream.take();
+                        break (Some(q), s);
+                    }
+                    if st.closing {
+                        let s = st.stream.take();
+                        break (None, s);
+                    }
+                }
+                st.waiting += 1;
+                st = cv_wait(&self.cv, st, None).0;
+                st.waiting -= 1;
+            };
+            drop(st);
+            let Some(stream_ref) = stream.as_mut() else {
+                return;
+            };
+            match item {
+                None => {
+                    // Closing and drained: say goodbye.
+                    let _ =
+                        write_frame(stream_ref, &FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
+                    stream_ref.shutdown();
+                    return;
+                }
+                Some(q) => {
+                    let res = write_frame(stream_ref, &q.hdr, &q.payload);
+                    let mut st = lock(&self.state);
+                    st.stream = stream;
+                    let wake = st.waiting > 0;
+                    drop(st);
+                    if wake {
+                        self.cv.notify_all();
+                    }
+                    match res {
+                        Ok(()) => {
+                            if let Some(d) = q.done {
+                                d.complete(Ok(()));
+                            }
+                        }
+                        Err(e) => {
+                            let reason = format!("writing to the peer failed: {e}");
+                            if let Some(d) = q.done {
+                                d.complete(Err(Self::failed_err(&reason, q.dest_rank)));
+                            }
+                            lost.peer_lost(self.peer, &reason);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
