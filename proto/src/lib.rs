@@ -1,5 +1,6 @@
 //! Wire types of the Isthmus virtual machine daemon, generated from
-//! `proto/isthmus.proto`. Nothing but generated code and tiny helpers lives here.
+//! `proto/isthmus.proto`, and [`convert`]: the one edge between them and the
+//! domain types of `isthmus-types`.
 
 #![allow(clippy::large_enum_variant)]
 
@@ -9,3 +10,5 @@ pub mod v1 {
 }
 
 pub use v1::*;
+
+pub mod convert;

@@ -1,22 +1,21 @@
 //! The jobs one tasker runs: starting their processes through the launcher,
 //! forwarding output line by line, delivering signals and kills, and
 //! reporting rank exits and, once every rank is accounted for, the
-//! launcher's exit.
+//! launcher's exit. Orders come in and reports go out as the job protocol's
+//! domain types ([`isthmus_types::job`]); [`crate::tasker`] puts them on the wire.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use isthmus_proto as pb;
-use pb::job_report::Report;
+use isthmus_types::job::{ExitStatus, JobId, JobOrder, JobReport, LaunchSpec, OutputStream};
+use isthmus_types::refusal::{Refusal, RefusalKind};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::mpsc;
-use tonic::Code;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::launcher::{JobSpec, Launcher, Start};
 use crate::rank_reports::ShimEvent;
@@ -29,13 +28,13 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 /// Longest output line forwarded whole; longer ones are cut.
 const MAX_LINE: usize = 64 * 1024;
 
-pub type ReportSender = mpsc::Sender<pb::TaskerReport>;
+pub type ReportSender = mpsc::Sender<JobReport>;
 
 /// A launcher process (or the set of exec ranks) has ended.
 #[derive(Debug)]
 pub struct LauncherDone {
-    pub job: u64,
-    pub exit: Option<pb::exit_status::How>,
+    pub job: JobId,
+    pub exit: Option<ExitStatus>,
     pub reason: String,
 }
 
@@ -61,15 +60,7 @@ pub struct Jobs {
     socket: PathBuf,
     reports: ReportSender,
     done_tx: mpsc::UnboundedSender<LauncherDone>,
-    jobs: HashMap<u64, Job>,
-}
-
-fn report(r: Report) -> pb::TaskerReport {
-    pb::TaskerReport {
-        kind: Some(pb::tasker_report::Kind::Job(pb::JobReport {
-            report: Some(r),
-        })),
-    }
+    jobs: HashMap<JobId, Job>,
 }
 
 fn kill(pid: i32, sig: i32) {
@@ -97,44 +88,43 @@ impl Jobs {
         }
     }
 
-    async fn send(&self, r: Report) {
+    async fn send(&self, r: JobReport) {
         // The stream to the vmd is gone only when the tasker is stopping.
-        let _ = self.reports.send(report(r)).await;
+        let _ = self.reports.send(r).await;
     }
 
-    async fn refuse(&self, job: u64, code: Code, message: String) {
+    async fn refuse(&self, job: JobId, kind: RefusalKind, message: String) {
         info!(job, %message, "launch refused");
-        self.send(Report::Refused(pb::Refused {
-            job,
-            code: code as i32,
-            message,
-        }))
-        .await;
+        let error = Refusal::new(kind, message);
+        self.send(JobReport::Refused { job, error }).await;
     }
 
-    pub async fn order(&mut self, order: pb::JobOrder) {
-        match order.order {
-            Some(pb::job_order::Order::Launch(l)) => self.launch(l).await,
-            Some(pb::job_order::Order::Signal(s)) => self.signal(s.job, s.signal, s.rank),
-            Some(pb::job_order::Order::Kill(k)) => self.kill(k.job),
-            None => warn!("empty order dropped"),
+    pub async fn order(&mut self, order: JobOrder) {
+        match order {
+            JobOrder::Launch(l) => self.launch(l).await,
+            JobOrder::Signal { job, signal, rank } => self.signal(job, signal, rank),
+            JobOrder::Kill { job } => self.kill(job),
         }
     }
 
-    async fn launch(&mut self, l: pb::LaunchOrder) {
+    async fn launch(&mut self, l: LaunchSpec) {
         let job = l.job;
         if self.jobs.contains_key(&job) {
             return self
                 .refuse(
                     job,
-                    Code::AlreadyExists,
+                    RefusalKind::AlreadyExists,
                     format!("job {job} is already running here"),
                 )
                 .await;
         }
         if l.np == 0 {
             return self
-                .refuse(job, Code::InvalidArgument, "np must be at least 1".into())
+                .refuse(
+                    job,
+                    RefusalKind::InvalidArgument,
+                    "np must be at least 1".into(),
+                )
                 .await;
         }
         let cwd = if l.cwd.is_empty() {
@@ -147,14 +137,14 @@ impl Jobs {
                 "working directory {} does not exist on this host",
                 cwd.display()
             );
-            return self.refuse(job, Code::NotFound, msg).await;
+            return self.refuse(job, RefusalKind::NotFound, msg).await;
         }
         let path_var = l.env.get("PATH").map(OsString::from);
         let program = match crate::program::resolve(&l.program, &cwd, path_var.as_deref()) {
             Ok(p) => p,
-            Err(msg) => return self.refuse(job, Code::NotFound, msg).await,
+            Err(msg) => return self.refuse(job, RefusalKind::NotFound, msg).await,
         };
-        let env: std::collections::BTreeMap<String, String> = l.env.into_iter().collect();
+        let env = l.env;
         let spec = JobSpec {
             job,
             program: &program,
@@ -163,7 +153,7 @@ impl Jobs {
             env: &env,
         };
         let plan = self.launcher.plan(&spec, &self.shim);
-        self.send(Report::Accepted(pb::Accepted { job })).await;
+        self.send(JobReport::Accepted { job }).await;
 
         let mut children = Vec::new();
         let mut failure = None;
@@ -214,14 +204,14 @@ impl Jobs {
                             .stdout
                             .take()
                             .map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
-                        pb::OutputStream::Stdout,
+                        OutputStream::Stdout,
                     ),
                     (
                         child
                             .stderr
                             .take()
                             .map(|p| Box::new(p) as Box<dyn AsyncRead + Unpin + Send>),
-                        pb::OutputStream::Stderr,
+                        OutputStream::Stderr,
                     ),
                 ] {
                     if let Some(pipe) = pipe {
@@ -233,18 +223,13 @@ impl Jobs {
                 }
                 waits.push(tokio::spawn(async move { child.wait().await }));
             }
-            let mut exit: Option<pb::exit_status::How> = Some(pb::exit_status::How::Code(0));
+            let mut exit = Some(ExitStatus::Code(0));
             let mut reason = failure.clone().unwrap_or_default();
             for w in waits {
                 match w.await {
                     Ok(Ok(status)) => {
-                        let how = match (status.code(), status.signal()) {
-                            (Some(c), _) => pb::exit_status::How::Code(c),
-                            (None, Some(s)) => pb::exit_status::How::Signal(s),
-                            _ => pb::exit_status::How::Code(1),
-                        };
-                        if exit == Some(pb::exit_status::How::Code(0)) {
-                            exit = Some(how);
+                        if exit == Some(ExitStatus::Code(0)) {
+                            exit = Some(status.into());
                         }
                     }
                     Ok(Err(e)) => reason = format!("waiting for the launcher: {e}"),
@@ -264,7 +249,7 @@ impl Jobs {
     fn start(
         &self,
         start: &Start,
-        env: &std::collections::BTreeMap<String, String>,
+        env: &BTreeMap<String, String>,
         cwd: &Path,
     ) -> std::io::Result<tokio::process::Child> {
         let mut cmd = tokio::process::Command::new(&start.program);
@@ -292,7 +277,7 @@ impl Jobs {
         cmd.spawn()
     }
 
-    fn signal(&mut self, job: u64, sig: i32, rank: Option<u32>) {
+    fn signal(&mut self, job: JobId, sig: i32, rank: Option<u32>) {
         let Some(j) = self.jobs.get(&job) else { return };
         for r in j
             .ranks
@@ -303,7 +288,7 @@ impl Jobs {
         }
     }
 
-    fn kill(&mut self, job: u64) {
+    fn kill(&mut self, job: JobId) {
         let Some(j) = self.jobs.get_mut(&job) else {
             return;
         };
@@ -344,8 +329,7 @@ impl Jobs {
                     exited: false,
                 });
                 if let Some(rank) = rank {
-                    self.send(Report::RankStarted(pb::RankStarted { job, rank, pid }))
-                        .await;
+                    self.send(JobReport::RankStarted { job, rank, pid }).await;
                 }
             }
             ShimEvent::Exited { job, rank, exit } => {
@@ -355,14 +339,7 @@ impl Jobs {
                 if let Some(r) = j.ranks.iter_mut().find(|r| r.rank == rank && !r.exited) {
                     r.exited = true;
                 }
-                let exit = Some(pb::ExitStatus { how: Some(exit) });
-                self.send(Report::RankExit(pb::TaskExit {
-                    job,
-                    rank,
-                    exit,
-                    host: String::new(),
-                }))
-                .await;
+                self.send(JobReport::RankExit { job, rank, exit }).await;
             }
             ShimEvent::Closed { job: Some(job) } => {
                 if let Some(j) = self.jobs.get_mut(&job) {
@@ -384,7 +361,7 @@ impl Jobs {
 
     /// Reports the job's end once its launcher ended and every rank's shim
     /// has reported (or the grace period is over).
-    async fn try_finish(&mut self, job: u64) {
+    async fn try_finish(&mut self, job: JobId) {
         let ready = self.jobs.get(&job).is_some_and(|j| match &j.done {
             Some((_, deadline)) => j.closed >= j.np || Instant::now() >= *deadline,
             None => false,
@@ -397,12 +374,11 @@ impl Jobs {
         };
         let Some((done, _)) = j.done else { return };
         info!(job, exit = ?done.exit, "job ended");
-        let exit = done.exit.map(|how| pb::ExitStatus { how: Some(how) });
-        self.send(Report::LauncherExit(pb::LauncherExit {
+        self.send(JobReport::LauncherExit {
             job,
-            exit,
+            exit: done.exit,
             reason: done.reason,
-        }))
+        })
         .await;
     }
 
@@ -428,9 +404,9 @@ impl Jobs {
 }
 
 async fn forward_lines(
-    job: u64,
+    job: JobId,
     rank: Option<u32>,
-    stream: pb::OutputStream,
+    stream: OutputStream,
     pipe: Box<dyn AsyncRead + Unpin + Send>,
     reports: ReportSender,
     launcher: Arc<dyn Launcher>,
@@ -456,13 +432,13 @@ async fn forward_lines(
                 (r, line.to_string())
             }
         };
-        let r = Report::Output(pb::TaskOutput {
+        let r = JobReport::Output {
             job,
             rank,
-            stream: stream as i32,
+            stream,
             line,
-        });
-        if reports.send(report(r)).await.is_err() {
+        };
+        if reports.send(r).await.is_err() {
             return;
         }
     }

@@ -9,22 +9,22 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use isthmus_proto as pb;
+use isthmus_types::job::{ExitStatus, JobId};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShimEvent {
     Started {
-        job: u64,
+        job: JobId,
         rank: Option<u32>,
         pid: u32,
     },
     Exited {
-        job: u64,
+        job: JobId,
         rank: Option<u32>,
-        exit: pb::exit_status::How,
+        exit: ExitStatus,
     },
     /// A shim's connection closed (`job` if it said which).
-    Closed { job: Option<u64> },
+    Closed { job: Option<JobId> },
 }
 
 /// The socket, removed when dropped.
@@ -110,8 +110,8 @@ pub fn parse(line: &str) -> Option<ShimEvent> {
         ["exit", job, r, how, n] => {
             let n: i32 = n.parse().ok()?;
             let exit = match *how {
-                "code" => pb::exit_status::How::Code(n),
-                "signal" => pb::exit_status::How::Signal(n),
+                "code" => ExitStatus::Code(n),
+                "signal" => ExitStatus::Signal(n),
                 _ => return None,
             };
             Some(ShimEvent::Exited {
@@ -143,7 +143,7 @@ mod tests {
             Some(ShimEvent::Exited {
                 job: 3,
                 rank: None,
-                exit: pb::exit_status::How::Signal(9)
+                exit: ExitStatus::Signal(9)
             })
         );
         assert_eq!(parse("exit 3 x code 1"), None);

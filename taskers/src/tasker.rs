@@ -2,15 +2,20 @@
 //! then serve orders until the vmd goes away. One thread (current-thread
 //! runtime): launchers are started with PR_SET_PDEATHSIG, which fires when
 //! the *thread* that started them ends, so that thread must be the process.
+//!
+//! This is the tasker's only wire edge: orders arriving on the stream become
+//! [`JobOrder`]s for [`Jobs`], and its [`JobReport`]s become stream messages.
 
 use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::Duration;
 
 use isthmus_proto as pb;
+use isthmus_types::job::{JobOrder, JobReport};
 use pb::vmd_client::VmdClient;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
 use tonic::transport::Endpoint;
 use tracing::{info, warn};
 
@@ -67,19 +72,19 @@ pub async fn run(
         })?;
     let mut client = VmdClient::new(channel);
 
-    let (report_tx, report_rx) = mpsc::channel::<pb::TaskerReport>(4096);
-    let hello = pb::TaskerHello {
-        implementation: launcher.implementation().to_string(),
-        pid: std::process::id(),
-        launcher: launcher.command().to_string(),
+    let (report_tx, report_rx) = mpsc::channel::<JobReport>(4096);
+    let hello = pb::TaskerReport {
+        kind: Some(pb::tasker_report::Kind::Hello(pb::TaskerHello {
+            implementation: launcher.implementation().to_string(),
+            pid: std::process::id(),
+            launcher: launcher.command().to_string(),
+        })),
     };
-    let _ = report_tx
-        .send(pb::TaskerReport {
-            kind: Some(pb::tasker_report::Kind::Hello(hello)),
-        })
-        .await;
+    let reports = ReceiverStream::new(report_rx).map(|r| pb::TaskerReport {
+        kind: Some(pb::tasker_report::Kind::Job(r.into())),
+    });
     let mut orders = client
-        .tasker(ReceiverStream::new(report_rx))
+        .tasker(tokio_stream::once(hello).chain(reports))
         .await
         .map_err(|s| TaskerError::Refused(s.message().to_string()))?
         .into_inner();
@@ -110,7 +115,10 @@ pub async fn run(
     loop {
         tokio::select! {
             order = orders.message() => match order {
-                Ok(Some(pb::TaskerOrder { kind: Some(pb::tasker_order::Kind::Order(o)) })) => jobs.order(o).await,
+                Ok(Some(pb::TaskerOrder { kind: Some(pb::tasker_order::Kind::Order(o)) })) => match JobOrder::try_from(o) {
+                    Ok(o) => jobs.order(o).await,
+                    Err(e) => warn!(error = %e, "job order dropped"),
+                },
                 Ok(Some(_)) => warn!("unexpected message from vmd dropped"),
                 Ok(None) => { warn!("the vmd closed the tasker stream; stopping"); break; }
                 Err(s) => { warn!(status = %s, "lost the vmd; stopping"); break; }

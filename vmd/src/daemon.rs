@@ -12,13 +12,13 @@ use std::time::Duration;
 use isthmus_groups::Groups;
 use isthmus_proto as pb;
 use isthmus_proto::vmd_server::VmdServer;
+use isthmus_rm::{HostDecl, HubUp, PortMsg, Refusal, ResourceManager, TaskerHub};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_stream::wrappers::TcpListenerStream;
 use tracing::info;
 
 use crate::host_link::{self, JoinedLink};
-use crate::rm::{HostDecl, HubUp, PortMsg, ResourceManager, RmError, TaskerHub};
 use crate::service::{Role, VmdService};
 use crate::session::SessionContext;
 
@@ -73,7 +73,7 @@ pub enum DaemonError {
     #[error("serving failed: {0}")]
     Serve(#[from] tonic::transport::Error),
     #[error("host table: {0}")]
-    Hosts(#[from] RmError),
+    Hosts(#[from] Refusal),
     #[error("cannot join the virtual machine at {addr}: {source}")]
     Join {
         addr: String,
@@ -103,7 +103,7 @@ impl Daemon {
         })?;
         let halt = Arc::new(Notify::new());
         let mine = options.hostfile.iter().find(|d| d.name == config.host);
-        let local = HostDecl {
+        let local = isthmus_rm::hosts::validated(HostDecl {
             name: config.host.clone(),
             slots: options.slots.or(mine.map(|d| d.slots)).unwrap_or_else(cpus),
             offers: if options.offers.is_empty() {
@@ -112,8 +112,7 @@ impl Daemon {
                 options.offers.clone()
             },
             addr: local_addr.to_string(),
-        }
-        .validated()?;
+        })?;
         let (hub, hub_up) = TaskerHub::new();
         let (secret, role, link) = match &options.join {
             Some(master) => {

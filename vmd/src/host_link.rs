@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use isthmus_proto as pb;
+use isthmus_rm::{HubUp, JobOrder, JobReport, PortMsg, ResourceManager, TaskerHub};
 use pb::host_down::Kind as Down;
 use pb::host_up::Kind as Up;
 use pb::vmd_client::VmdClient;
@@ -20,7 +21,6 @@ use tonic::{Status, Streaming};
 use tracing::{error, info, warn};
 
 use crate::client::{self, ClientError};
-use crate::rm::{HubUp, PortMsg, ResourceManager, TaskerHub};
 use crate::rm_convert;
 
 pub type DownSender = mpsc::Sender<Result<pb::HostDown, Status>>;
@@ -47,12 +47,7 @@ pub async fn serve(
         Ok(None) | Err(_) => return,
     };
     let name = hello.name.clone();
-    let (link, mut port) = match rm.link_host(rm_convert::decl(
-        hello.name,
-        hello.slots,
-        hello.offers,
-        hello.addr,
-    )) {
+    let (link, mut port) = match rm.link_host(hello.into()) {
         Ok(r) => r,
         Err(e) => {
             let _ = out.send(Err(rm_convert::status_of(&e))).await;
@@ -71,7 +66,7 @@ pub async fn serve(
         tokio::spawn(async move {
             while let Some(msg) = port.recv().await {
                 let (down, last) = match msg {
-                    PortMsg::Order(o) => (Down::Order(rm_convert::order(&o)), false),
+                    PortMsg::Order(o) => (Down::Order(o.into()), false),
                     PortMsg::Deleted(reason) => (Down::Deleted(pb::HostDeleted { reason }), true),
                 };
                 if out
@@ -92,9 +87,9 @@ pub async fn serve(
             })) => rm.set_taskers(&name, t.taskers.into_iter().collect()),
             Ok(Some(pb::HostUp {
                 kind: Some(Up::Job(r)),
-            })) => match rm_convert::report_from(r) {
-                Some(r) => rm.report(&name, r),
-                None => warn!(host = %name, "malformed job report dropped"),
+            })) => match JobReport::try_from(r) {
+                Ok(r) => rm.report(&name, r),
+                Err(e) => warn!(host = %name, error = %e, "job report dropped"),
             },
             Ok(Some(pb::HostUp {
                 kind: Some(Up::Leave(_)),
@@ -192,7 +187,7 @@ pub async fn join(
                     HubUp::Taskers(t) => Up::Taskers(pb::TaskersChanged {
                         taskers: t.into_iter().collect(),
                     }),
-                    HubUp::Job(r) => Up::Job(rm_convert::report(&r)),
+                    HubUp::Job(r) => Up::Job(r.into()),
                 };
                 if up.send(pb::HostUp { kind: Some(kind) }).await.is_err() {
                     return;
@@ -209,11 +204,10 @@ pub async fn join(
                 match down.message().await {
                     Ok(Some(pb::HostDown {
                         kind: Some(Down::Order(o)),
-                    })) => {
-                        if let Some(order) = rm_convert::order_from(o) {
-                            hub.order(order);
-                        }
-                    }
+                    })) => match JobOrder::try_from(o) {
+                        Ok(order) => hub.order(order),
+                        Err(e) => warn!(error = %e, "job order dropped"),
+                    },
                     Ok(Some(pb::HostDown {
                         kind: Some(Down::Deleted(d)),
                     })) => {

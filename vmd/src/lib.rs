@@ -11,9 +11,8 @@
 //!   in demos and tests).
 //! * [`client`]   — the client side of a session, used by the bridge, the
 //!   console and the benchmark.
-//! * [`rm`]       — the resource manager: host table, job table, placement,
-//!   tasker hub, notifications (plain Rust, no gRPC types).
-//! * [`rm_convert`]  — resource-manager types ⇄ wire types, refusals → gRPC codes.
+//! * [`rm_convert`]  — the resource manager's ([`isthmus_rm`]) refusals as
+//!   gRPC statuses (its types meet the wire in [`isthmus_proto::convert`]).
 //! * [`tasker_link`] — the vmd's side of a tasker's stream.
 //! * [`host_link`]   — links between the vmds (hosts) of one virtual machine.
 
@@ -21,7 +20,6 @@ pub mod client;
 pub mod convert;
 pub mod daemon;
 pub mod host_link;
-pub mod rm;
 pub mod rm_convert;
 pub mod service;
 pub mod session;

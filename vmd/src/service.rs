@@ -1,6 +1,6 @@
 //! The `Vmd` gRPC service: a thin layer that hands sessions to [`session`],
 //! answers the console's calls from the group service and the resource
-//! manager ([`crate::rm`]), hands tasker streams to [`crate::tasker_link`]
+//! manager ([`isthmus_rm`]), hands tasker streams to [`crate::tasker_link`]
 //! and host links to [`crate::host_link`], streams events to watchers and
 //! halts the daemon on request.
 
@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use isthmus_proto as pb;
+use isthmus_rm::{ResourceManager, Sequenced, TaskerHub};
 use pb::vmd_server::Vmd;
 use tokio::sync::{broadcast, mpsc, Notify};
 use tokio_stream::wrappers::ReceiverStream;
@@ -15,7 +16,6 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::{info, warn};
 
-use crate::rm::{ResourceManager, Sequenced, TaskerHub};
 use crate::session::{self, SessionContext};
 use crate::{convert, host_link, rm_convert, tasker_link};
 
@@ -57,7 +57,7 @@ impl VmdService {
     }
 }
 
-fn rm_status(e: crate::rm::RmError) -> Status {
+fn rm_status(e: isthmus_rm::Refusal) -> Status {
     rm_convert::status_of(&e)
 }
 
@@ -140,7 +140,7 @@ impl Vmd for VmdService {
                 if req.current_state {
                     if filter.wants(pb::EventKind::HostAdded) {
                         for h in &hosts {
-                            snapshot.push(rm_convert::host_event(
+                            snapshot.push(pb::convert::host_event(
                                 pb::HostEventKind::Added,
                                 h,
                                 "",
@@ -154,7 +154,7 @@ impl Vmd for VmdService {
                         for j in jobs.iter().filter(|j| filter.wants_job(j.id)) {
                             snapshot.push(pb::Event {
                                 seq: 0,
-                                kind: Some(pb::event::Kind::Job(rm_convert::job(j))),
+                                kind: Some(pb::event::Kind::Job(j.into())),
                             });
                         }
                     }
@@ -182,7 +182,7 @@ impl Vmd for VmdService {
                         Err(e) => Err(e),
                     },
                     ev = recv_rm(&mut rm_events) => match ev {
-                        Ok(ev) if filter.wants_rm(&ev) => Ok(Some(rm_convert::event(&ev, &local))),
+                        Ok(ev) if filter.wants_rm(&ev) => Ok(Some(pb::convert::event(&ev, &local))),
                         Ok(_) => Ok(None),
                         Err(e) => Err(e),
                     },
@@ -218,7 +218,7 @@ impl Vmd for VmdService {
             hosts: rm
                 .hosts()
                 .iter()
-                .map(|h| rm_convert::host(h, local))
+                .map(|h| pb::convert::host_info(h, local))
                 .collect(),
         }))
     }
@@ -228,11 +228,13 @@ impl Vmd for VmdService {
         request: Request<pb::AddHostRequest>,
     ) -> Result<Response<pb::HostInfo>, Status> {
         let rm = self.rm()?;
-        let r = request.into_inner();
         let host = rm
-            .add_host(rm_convert::decl(r.name, r.slots, r.offers, r.addr))
+            .add_host(request.into_inner().into())
             .map_err(rm_status)?;
-        Ok(Response::new(rm_convert::host(&host, rm.local_host())))
+        Ok(Response::new(pb::convert::host_info(
+            &host,
+            rm.local_host(),
+        )))
     }
 
     async fn delete_host(
@@ -260,7 +262,7 @@ impl Vmd for VmdService {
         &self,
         request: Request<pb::SpawnRequest>,
     ) -> Result<Response<pb::SpawnReply>, Status> {
-        let spec = rm_convert::spawn_spec(request.into_inner());
+        let spec = request.into_inner().into();
         let (job, host) = self.rm()?.spawn(spec).await.map_err(rm_status)?;
         Ok(Response::new(pb::SpawnReply { job, host }))
     }
@@ -271,7 +273,7 @@ impl Vmd for VmdService {
     ) -> Result<Response<pb::JobList>, Status> {
         let jobs = self.rm()?.jobs(request.into_inner().all);
         Ok(Response::new(pb::JobList {
-            jobs: jobs.iter().map(rm_convert::job).collect(),
+            jobs: jobs.iter().map(pb::JobInfo::from).collect(),
         }))
     }
 
@@ -429,7 +431,7 @@ impl WatchFilter {
     }
 
     fn wants_rm(&self, ev: &Sequenced) -> bool {
-        self.wants(rm_convert::event_kind(&ev.event))
+        self.wants(pb::EventKind::from(&ev.event))
             && ev.event.job().is_none_or(|j| self.wants_job(j))
     }
 }
@@ -445,7 +447,7 @@ async fn recv_rm(
 }
 
 /// Whether a host's vmd answers, and how fast.
-async fn check(host: &crate::rm::Host, local: &str) -> pb::HostCheck {
+async fn check(host: &isthmus_rm::Host, local: &str) -> pb::HostCheck {
     let mut out = pb::HostCheck {
         name: host.name.clone(),
         responding: false,
@@ -457,7 +459,7 @@ async fn check(host: &crate::rm::Host, local: &str) -> pb::HostCheck {
         out.detail = "this vmd".into();
         return out;
     }
-    if host.state == crate::rm::HostState::Waiting {
+    if host.state == isthmus_rm::HostState::Waiting {
         out.detail = "declared; its vmd has not joined".into();
         return out;
     }

@@ -4,13 +4,13 @@
 //! when it ends, the hub reports the tasker's unfinished jobs lost.
 
 use isthmus_proto as pb;
+use isthmus_rm::{JobReport, TaskerHub};
 use pb::tasker_order::Kind as Down;
 use pb::tasker_report::Kind as Up;
 use tokio::sync::mpsc;
 use tonic::{Status, Streaming};
 use tracing::{debug, info, warn};
 
-use crate::rm::TaskerHub;
 use crate::rm_convert;
 
 pub type OrderSender = mpsc::Sender<Result<pb::TaskerOrder, Status>>;
@@ -58,7 +58,7 @@ pub async fn run(
         tokio::spawn(async move {
             while let Some(order) = orders.recv().await {
                 let msg = pb::TaskerOrder {
-                    kind: Some(Down::Order(rm_convert::order(&order))),
+                    kind: Some(Down::Order(order.into())),
                 };
                 if out.send(Ok(msg)).await.is_err() {
                     return;
@@ -70,9 +70,9 @@ pub async fn run(
         match inbound.message().await {
             Ok(Some(pb::TaskerReport {
                 kind: Some(Up::Job(report)),
-            })) => match rm_convert::report_from(report) {
-                Some(r) => hub.report(id, r),
-                None => warn!(tasker = id, "malformed job report dropped"),
+            })) => match JobReport::try_from(report) {
+                Ok(r) => hub.report(id, r),
+                Err(e) => warn!(tasker = id, error = %e, "job report dropped"),
             },
             Ok(Some(_)) => warn!(tasker = id, "unexpected message from tasker dropped"),
             Ok(None) => {

@@ -12,8 +12,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Parser;
 use isthmus_bridge::{Bridge, Source, Tag};
+use isthmus_types::job::ExitStatus;
 use isthmus_vmd::client;
-use isthmus_vmd::rm_convert;
 use mpi::topology::Communicator;
 
 use isthmus_proto as pb;
@@ -152,9 +152,9 @@ fn main() -> anyhow::Result<()> {
                 .context("watch ended")?;
             match ev.kind {
                 Some(pb::event::Kind::TaskExit(t)) if t.job == job => {
-                    let how = match rm_convert::exit_from(t.exit.as_ref()) {
-                        Some(e) => e.to_string(),
-                        None => "?".into(),
+                    let how = match t.exit.map(ExitStatus::try_from) {
+                        Some(Ok(e)) => e.to_string(),
+                        _ => "?".into(),
                     };
                     let rank = t.rank.map_or_else(|| "?".to_string(), |r| r.to_string());
                     println!(

@@ -19,7 +19,7 @@ fn main() -> anyhow::Result<()> {
     let world = universe.world();
     let rank = world.rank();
     let me = isthmus_examples::implementation();
-    let job = std::env::var("ISTHMUS_JOB").unwrap_or_else(|_| "?".into());
+    let job = std::env::var(isthmus_types::env::JOB).unwrap_or_else(|_| "?".into());
     let bridge = Bridge::connect().context("connecting to the vmd")?;
     let handle = bridge
         .register("farm-workers", &world)

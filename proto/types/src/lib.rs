@@ -1,10 +1,26 @@
 //! Domain types shared by the vmd, its clients (tasks, console, taskers) and
 //! the resource manager: plain Rust, no wire encoding, no I/O. The wire types
 //! live in `isthmus-proto`, which converts to and from these at its edge.
+//!
+//! * [`env`]     — the `ISTHMUS_*` environment variables and default addresses.
+//! * [`job`]     — the job protocol: job ids, exit statuses, job states, spawn
+//!   requests, the orders taskers receive and the reports they send.
+//! * [`refusal`] — why the resource manager or a tasker will not do something.
+//! * [`host`]    — hosts of the virtual machine: declarations and table rows.
+//! * [`event`]   — notifications of the resource manager.
 
 #![cfg_attr(
     not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
 )]
 
 pub mod env;
+pub mod event;
+pub mod host;
+pub mod job;
+pub mod refusal;

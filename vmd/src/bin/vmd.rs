@@ -48,7 +48,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let host = args.host_name.unwrap_or_else(system_host_name);
     let hostfile = match &args.hostfile {
-        Some(path) => isthmus_vmd::rm::hostfile::load(path)?,
+        Some(path) => isthmus_rm::hostfile::load(path)?,
         None => Vec::new(),
     };
     let options = HostOptions {

@@ -11,9 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use super::error::{Result, RmError};
-use super::model::{JobId, JobOrder, JobReport};
-use super::valid_name;
+use crate::{valid_name, JobId, JobOrder, JobReport, Refusal, Result};
 
 /// What a hub tells whoever is above it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,7 +82,7 @@ impl TaskerHub {
         implementation: &str,
     ) -> Result<(TaskerId, mpsc::UnboundedReceiver<JobOrder>)> {
         if !valid_name(implementation) {
-            return Err(RmError::invalid(format!(
+            return Err(Refusal::invalid(format!(
                 "implementation name {implementation:?} is not valid (1-64 letters, digits, '.', '_', '-')"
             )));
         }
@@ -202,7 +200,7 @@ impl TaskerHub {
         if let Some(message) = refused {
             self.send_up(HubUp::Job(JobReport::Refused {
                 job,
-                error: RmError::precondition(message),
+                error: Refusal::precondition(message),
             }));
         }
     }
@@ -219,7 +217,7 @@ impl TaskerHub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rm::model::{ExitStatus, LaunchSpec};
+    use crate::{ExitStatus, LaunchSpec};
 
     fn launch(job: JobId, imp: &str) -> JobOrder {
         JobOrder::Launch(LaunchSpec {

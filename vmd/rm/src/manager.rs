@@ -16,12 +16,14 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tracing::{info, warn};
 
-use super::error::{Result, RmError, RmErrorKind};
-use super::events::{RmEvent, Sequenced};
-use super::hosts::{Host, HostDecl, HostState, HostTable, MAX_SLOTS};
-use super::model::{ExitStatus, Job, JobId, JobOrder, JobReport, JobState, LaunchSpec, Rank};
-use super::placement::{self, Placement};
-use super::{valid_name, ENV_JOB, ENV_SECRET};
+use isthmus_types::env;
+
+use crate::hosts::{validated, HostTable, MAX_SLOTS};
+use crate::placement;
+use crate::{
+    valid_name, ExitStatus, Host, HostDecl, HostState, Job, JobId, JobOrder, JobReport, JobState,
+    LaunchSpec, Rank, Refusal, RefusalKind, Result, RmEvent, Sequenced, SpawnSpec,
+};
 
 /// How long a tasker may take to accept or refuse a launch order.
 pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -40,16 +42,12 @@ pub enum PortMsg {
     Deleted(String),
 }
 
-/// A spawn request, checked by [`ResourceManager::spawn`].
-#[derive(Clone, Debug, Default)]
-pub struct SpawnSpec {
-    pub program: String,
-    pub args: Vec<String>,
-    pub np: u32,
-    pub implementation: String,
-    pub placement: Placement,
-    pub env: BTreeMap<String, String>,
-    pub cwd: String,
+/// A job and the manager's bookkeeping about it, which nobody else sees.
+struct Tracked {
+    job: Job,
+    kill_requested: bool,
+    /// The first rank seen to fail (others may then be stopped by the launcher).
+    first_failure: Option<(u32, ExitStatus)>,
 }
 
 struct Port {
@@ -59,7 +57,7 @@ struct Port {
 
 struct State {
     hosts: HostTable,
-    jobs: BTreeMap<JobId, Job>,
+    jobs: BTreeMap<JobId, Tracked>,
     ports: HashMap<String, Port>,
     waiters: HashMap<JobId, oneshot::Sender<Result<()>>>,
     next_job: JobId,
@@ -84,7 +82,7 @@ impl State {
 
     /// Ends a job: frees its slots, answers a waiting spawn, announces it.
     fn finish(&mut self, id: JobId, state: JobState, exit: Option<ExitStatus>, reason: String) {
-        let Some(job) = self.jobs.get_mut(&id) else {
+        let Some(Tracked { job, .. }) = self.jobs.get_mut(&id) else {
             return;
         };
         if job.state.is_final() {
@@ -100,7 +98,7 @@ impl State {
             }
         }
         if let Some(w) = self.waiters.remove(&id) {
-            let _ = w.send(Err(RmError::unavailable(format!(
+            let _ = w.send(Err(Refusal::unavailable(format!(
                 "job {id} ended before it was accepted: {reason}"
             ))));
         }
@@ -117,7 +115,7 @@ impl State {
 
     /// Forgets a job that never ran (refused): slots back, no event.
     fn forget(&mut self, id: JobId) {
-        if let Some(job) = self.jobs.remove(&id) {
+        if let Some(Tracked { job, .. }) = self.jobs.remove(&id) {
             if let Some(h) = self.hosts.get_mut(&job.host) {
                 if h.jobs.remove(&id) {
                     h.slots_used = h.slots_used.saturating_sub(job.np);
@@ -130,8 +128,8 @@ impl State {
         let ended: Vec<JobId> = self
             .jobs
             .values()
-            .filter(|j| j.state.is_final())
-            .map(|j| j.id)
+            .filter(|t| t.job.state.is_final())
+            .map(|t| t.job.id)
             .collect();
         if ended.len() > KEEP_ENDED {
             for id in ended.iter().take(ended.len() - KEEP_ENDED) {
@@ -170,13 +168,13 @@ impl ResourceManager {
         declared: Vec<HostDecl>,
         secret: &[u8],
     ) -> Result<(Self, mpsc::UnboundedReceiver<PortMsg>)> {
-        let local = local.validated()?;
+        let local = validated(local)?;
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
         let mut hosts = HostTable::default();
         let name = local.name.clone();
         hosts.insert(Host::from_decl(local, HostState::Up, true))?;
         for d in declared {
-            let d = d.validated()?;
+            let d = validated(d)?;
             if d.name != name {
                 hosts.insert(Host::from_decl(d, HostState::Waiting, false))?;
             }
@@ -219,7 +217,7 @@ impl ResourceManager {
         let st = self.lock();
         (
             st.hosts.iter().cloned().collect(),
-            st.jobs.values().cloned().collect(),
+            st.jobs.values().map(|t| t.job.clone()).collect(),
             st.events.subscribe(),
         )
     }
@@ -233,7 +231,7 @@ impl ResourceManager {
             .hosts
             .get(name)
             .cloned()
-            .ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))
+            .ok_or_else(|| Refusal::not_found(format!("no host named {name:?}")))
     }
 
     /// Jobs holding slots, or (`all`) also the recently ended ones.
@@ -241,8 +239,8 @@ impl ResourceManager {
         self.lock()
             .jobs
             .values()
-            .filter(|j| all || !j.state.is_final())
-            .cloned()
+            .filter(|t| all || !t.job.state.is_final())
+            .map(|t| t.job.clone())
             .collect()
     }
 
@@ -250,13 +248,13 @@ impl ResourceManager {
         self.lock()
             .jobs
             .get(&id)
-            .cloned()
-            .ok_or_else(|| RmError::not_found(format!("no job {id}")))
+            .map(|t| t.job.clone())
+            .ok_or_else(|| Refusal::not_found(format!("no job {id}")))
     }
 
     /// Declares a host; it is up once its vmd joins under that name.
     pub fn add_host(&self, decl: HostDecl) -> Result<Host> {
-        let decl = decl.validated()?;
+        let decl = validated(decl)?;
         let mut st = self.lock();
         let host = st
             .hosts
@@ -274,9 +272,9 @@ impl ResourceManager {
         let host = st
             .hosts
             .get(name)
-            .ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
+            .ok_or_else(|| Refusal::not_found(format!("no host named {name:?}")))?;
         if host.local {
-            return Err(RmError::precondition(format!(
+            return Err(Refusal::precondition(format!(
                 "host {name} runs the resource manager and cannot be deleted (halt the vmd instead)"
             )));
         }
@@ -290,7 +288,7 @@ impl ResourceManager {
         );
         let (host, lost) = st
             .drop_host(name, "was deleted")
-            .ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
+            .ok_or_else(|| Refusal::not_found(format!("no host named {name:?}")))?;
         info!(host = %name, lost, "host deleted");
         st.emit(RmEvent::HostDeleted {
             host,
@@ -302,16 +300,16 @@ impl ResourceManager {
     /// A vmd joins as host `decl.name`. A declared host takes the declared
     /// slots and offers; an unknown one is added as it describes itself.
     pub fn link_host(&self, decl: HostDecl) -> Result<(u64, mpsc::UnboundedReceiver<PortMsg>)> {
-        let decl = decl.validated()?;
+        let decl = validated(decl)?;
         let mut st = self.lock();
         st.next_link += 1;
         let link = st.next_link;
         let host = match st.hosts.get_mut(&decl.name) {
             Some(h) if h.state == HostState::Up => {
-                return Err(RmError::new(
-                    RmErrorKind::AlreadyExists,
-                    format!("host {} is already up", decl.name),
-                ));
+                return Err(Refusal::already_exists(format!(
+                    "host {} is already up",
+                    decl.name
+                )));
             }
             Some(h) => {
                 h.state = HostState::Up;
@@ -376,17 +374,17 @@ impl ResourceManager {
             let (name, addr) = (host.name.clone(), host.addr.clone());
             st.next_job += 1;
             let id = st.next_job;
-            let mut env = spec.env.clone();
-            env.insert(crate::ENV_VMD_ADDR.to_string(), addr);
-            env.insert(ENV_JOB.to_string(), id.to_string());
-            env.insert(ENV_SECRET.to_string(), self.secret_hex.to_string());
+            let mut vars = spec.env.clone();
+            vars.insert(env::VMD_ADDR.to_string(), addr);
+            vars.insert(env::JOB.to_string(), id.to_string());
+            vars.insert(env::SECRET.to_string(), self.secret_hex.to_string());
             let launch = LaunchSpec {
                 job: id,
                 implementation: spec.implementation.clone(),
                 program: spec.program.clone(),
                 args: spec.args.clone(),
                 np: spec.np,
-                env,
+                env: vars,
                 cwd: spec.cwd.clone(),
             };
             if let Some(h) = st.hosts.get_mut(&name) {
@@ -395,23 +393,25 @@ impl ResourceManager {
             }
             st.jobs.insert(
                 id,
-                Job {
-                    id,
-                    program: spec.program.clone(),
-                    args: spec.args.clone(),
-                    np: spec.np,
-                    implementation: spec.implementation.clone(),
-                    host: name.clone(),
-                    state: JobState::Starting,
-                    ranks: (0..spec.np)
-                        .map(|rank| Rank {
-                            rank,
-                            pid: None,
-                            exit: None,
-                        })
-                        .collect(),
-                    exit: None,
-                    reason: String::new(),
+                Tracked {
+                    job: Job {
+                        id,
+                        program: spec.program.clone(),
+                        args: spec.args.clone(),
+                        np: spec.np,
+                        implementation: spec.implementation.clone(),
+                        host: name.clone(),
+                        state: JobState::Starting,
+                        ranks: (0..spec.np)
+                            .map(|rank| Rank {
+                                rank,
+                                pid: None,
+                                exit: None,
+                            })
+                            .collect(),
+                        exit: None,
+                        reason: String::new(),
+                    },
                     kill_requested: false,
                     first_failure: None,
                 },
@@ -421,7 +421,7 @@ impl ResourceManager {
             if !st.send(&name, PortMsg::Order(JobOrder::Launch(launch))) {
                 st.waiters.remove(&id);
                 st.forget(id);
-                return Err(RmError::unavailable(format!(
+                return Err(Refusal::unavailable(format!(
                     "host {name} cannot take orders (its link is closing)"
                 )));
             }
@@ -433,7 +433,7 @@ impl ResourceManager {
                 Ok((id, host))
             }
             Ok(Ok(Err(e))) => Err(e),
-            Ok(Err(_)) => Err(RmError::unavailable(format!(
+            Ok(Err(_)) => Err(Refusal::unavailable(format!(
                 "job {id} was dropped before a tasker answered"
             ))),
             Err(_) => {
@@ -445,7 +445,7 @@ impl ResourceManager {
                     self.accept_timeout
                 );
                 st.finish(id, JobState::Lost, None, reason.clone());
-                Err(RmError::new(RmErrorKind::DeadlineExceeded, reason))
+                Err(Refusal::new(RefusalKind::DeadlineExceeded, reason))
             }
         }
     }
@@ -453,9 +453,9 @@ impl ResourceManager {
     /// Kills every rank of a job.
     pub fn kill(&self, id: JobId) -> Result<()> {
         let mut st = self.lock();
-        let job = running_job(&mut st, id)?;
-        job.kill_requested = true;
-        let host = job.host.clone();
+        let tracked = running_job(&mut st, id)?;
+        tracked.kill_requested = true;
+        let host = tracked.job.host.clone();
         st.send(&host, PortMsg::Order(JobOrder::Kill { job: id }));
         Ok(())
     }
@@ -464,15 +464,15 @@ impl ResourceManager {
     /// Returns how many ranks were running when it was sent.
     pub fn signal(&self, id: JobId, signal: i32, rank: Option<u32>) -> Result<u32> {
         if !(1..=MAX_SIGNAL).contains(&signal) {
-            return Err(RmError::invalid(format!(
+            return Err(Refusal::invalid(format!(
                 "signal {signal} is not a signal number (1-{MAX_SIGNAL})"
             )));
         }
         let mut st = self.lock();
-        let job = running_job(&mut st, id)?;
+        let job = &running_job(&mut st, id)?.job;
         if let Some(r) = rank {
             if r >= job.np {
-                return Err(RmError::invalid(format!(
+                return Err(Refusal::invalid(format!(
                     "job {id} has ranks 0-{}; there is no rank {r}",
                     job.np - 1
                 )));
@@ -499,7 +499,12 @@ impl ResourceManager {
     pub fn report(&self, host: &str, report: JobReport) {
         let mut st = self.lock();
         let id = report.job();
-        let Some(job) = st.jobs.get_mut(&id) else {
+        let Some(Tracked {
+            job,
+            kill_requested,
+            first_failure,
+        }) = st.jobs.get_mut(&id)
+        else {
             return;
         };
         if job.host != host {
@@ -546,8 +551,8 @@ impl ResourceManager {
             JobReport::RankExit { rank, exit, .. } => {
                 if let Some(r) = rank.and_then(|r| job.ranks.get_mut(r as usize)) {
                     r.exit = Some(exit);
-                    if !exit.success() && job.first_failure.is_none() {
-                        job.first_failure = Some((r.rank, exit));
+                    if !exit.success() && first_failure.is_none() {
+                        *first_failure = Some((r.rank, exit));
                     }
                 }
                 let host = job.host.clone();
@@ -559,9 +564,9 @@ impl ResourceManager {
                 });
             }
             JobReport::LauncherExit { exit, reason, .. } => {
-                let (state, reason) = if job.kill_requested {
+                let (state, reason) = if *kill_requested {
                     (JobState::Killed, "killed on request".to_string())
-                } else if let Some((rank, how)) = job.first_failure {
+                } else if let Some((rank, how)) = *first_failure {
                     (JobState::Failed, format!("rank {rank} ended with {how}"))
                 } else {
                     match exit {
@@ -582,7 +587,7 @@ impl ResourceManager {
             JobReport::Lost { reason, .. } => {
                 if let Some(w) = st.waiters.remove(&id) {
                     st.forget(id);
-                    let _ = w.send(Err(RmError::unavailable(format!(
+                    let _ = w.send(Err(Refusal::unavailable(format!(
                         "job {id} could not start: {reason}"
                     ))));
                 } else {
@@ -593,48 +598,48 @@ impl ResourceManager {
     }
 }
 
-fn running_job(st: &mut State, id: JobId) -> Result<&mut Job> {
-    let job = st
+fn running_job(st: &mut State, id: JobId) -> Result<&mut Tracked> {
+    let tracked = st
         .jobs
         .get_mut(&id)
-        .ok_or_else(|| RmError::not_found(format!("no job {id}")))?;
-    if job.state.is_final() {
-        return Err(RmError::precondition(format!(
+        .ok_or_else(|| Refusal::not_found(format!("no job {id}")))?;
+    if tracked.job.state.is_final() {
+        return Err(Refusal::precondition(format!(
             "job {id} has already ended ({:?})",
-            job.state
+            tracked.job.state
         )));
     }
-    Ok(job)
+    Ok(tracked)
 }
 
 fn check_spawn(spec: &SpawnSpec) -> Result<()> {
     if spec.np == 0 {
-        return Err(RmError::invalid("np must be at least 1"));
+        return Err(Refusal::invalid("np must be at least 1"));
     }
     if spec.np > MAX_SLOTS {
-        return Err(RmError::invalid(format!(
+        return Err(Refusal::invalid(format!(
             "np {} is more than any host may have ({MAX_SLOTS})",
             spec.np
         )));
     }
     if spec.program.is_empty() {
-        return Err(RmError::invalid("no program given"));
+        return Err(Refusal::invalid("no program given"));
     }
     if !valid_name(&spec.implementation) {
-        return Err(RmError::invalid(format!(
+        return Err(Refusal::invalid(format!(
             "implementation name {:?} is not valid",
             spec.implementation
         )));
     }
     let has_nul = |s: &str| s.contains('\0');
     if has_nul(&spec.program) || has_nul(&spec.cwd) || spec.args.iter().any(|a| has_nul(a)) {
-        return Err(RmError::invalid(
+        return Err(Refusal::invalid(
             "program, arguments and cwd may not contain NUL bytes",
         ));
     }
     for (k, v) in &spec.env {
         if k.is_empty() || k.contains('=') || has_nul(k) || has_nul(v) {
-            return Err(RmError::invalid(format!(
+            return Err(Refusal::invalid(format!(
                 "environment variable name {k:?} is not valid"
             )));
         }
@@ -686,7 +691,7 @@ mod tests {
         assert_eq!(rm.host("h1").unwrap().slots_used, 3);
         assert_eq!(
             rm.spawn(spec(2)).await.unwrap_err().kind,
-            RmErrorKind::ResourceExhausted
+            RefusalKind::ResourceExhausted
         );
         let (_, _, mut events) = rm.subscribe();
         rm.report(
@@ -716,9 +721,9 @@ mod tests {
         assert_eq!(rm.host("h1").unwrap().slots_used, 0);
         assert_eq!(
             rm.kill(1).unwrap_err().kind,
-            RmErrorKind::FailedPrecondition
+            RefusalKind::FailedPrecondition
         );
-        assert_eq!(rm.kill(9).unwrap_err().kind, RmErrorKind::NotFound);
+        assert_eq!(rm.kill(9).unwrap_err().kind, RefusalKind::NotFound);
     }
 
     #[tokio::test]
@@ -731,18 +736,18 @@ mod tests {
                     "h1",
                     JobReport::Refused {
                         job: l.job,
-                        error: RmError::not_found("program nope not found"),
+                        error: Refusal::not_found("program nope not found"),
                     },
                 );
             }
         });
         let e = rm.spawn(spec(1)).await.unwrap_err();
-        assert_eq!(e.kind, RmErrorKind::NotFound);
+        assert_eq!(e.kind, RefusalKind::NotFound);
         assert!(rm.jobs(true).is_empty());
         assert_eq!(rm.host("h1").unwrap().slots_used, 0);
         assert_eq!(
             rm.spawn(spec(0)).await.unwrap_err().kind,
-            RmErrorKind::InvalidArgument
+            RefusalKind::InvalidArgument
         );
     }
 
@@ -762,7 +767,7 @@ mod tests {
         );
         assert_eq!(
             rm.link_host(decl).unwrap_err().kind,
-            RmErrorKind::AlreadyExists
+            RefusalKind::AlreadyExists
         );
         rm.unlink_host("h2", link, Some("link broke".into()));
         assert!(
@@ -770,11 +775,11 @@ mod tests {
         );
         assert_eq!(
             rm.delete_host("h1").unwrap_err().kind,
-            RmErrorKind::FailedPrecondition
+            RefusalKind::FailedPrecondition
         );
         assert_eq!(
             rm.delete_host("h2").unwrap_err().kind,
-            RmErrorKind::NotFound
+            RefusalKind::NotFound
         );
     }
 }

@@ -1,10 +1,10 @@
-//! Jobs and ranks as the resource manager tracks them, and the orders and
-//! reports exchanged with taskers (the same on a local tasker stream and on
-//! a joined host's link).
+//! The job protocol: jobs and ranks as the resource manager tracks them, the
+//! spawn request it takes, and the orders and reports exchanged with taskers
+//! (the same on a local tasker stream and on a joined host's link).
 
 use std::collections::BTreeMap;
 
-use super::error::RmError;
+use crate::refusal::Refusal;
 
 /// Jobs are numbered by the resource manager from 1.
 pub type JobId = u64;
@@ -27,6 +27,20 @@ impl std::fmt::Display for ExitStatus {
         match self {
             ExitStatus::Code(c) => write!(f, "exit {c}"),
             ExitStatus::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
+#[cfg(unix)]
+impl From<std::process::ExitStatus> for ExitStatus {
+    /// A process's end as the OS reports it; neither code nor signal (a
+    /// stopped process, which a wait never returns here) counts as code 1.
+    fn from(status: std::process::ExitStatus) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(c), _) => ExitStatus::Code(c),
+            (None, Some(s)) => ExitStatus::Signal(s),
+            (None, None) => ExitStatus::Code(1),
         }
     }
 }
@@ -69,7 +83,8 @@ impl Rank {
     }
 }
 
-#[derive(Clone, Debug)]
+/// A job as the resource manager shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Job {
     pub id: JobId,
     pub program: String,
@@ -82,9 +97,28 @@ pub struct Job {
     /// The launcher's exit, once the job ended.
     pub exit: Option<ExitStatus>,
     pub reason: String,
-    pub kill_requested: bool,
-    /// The first rank seen to fail (others may then be stopped by the launcher).
-    pub first_failure: Option<(u32, ExitStatus)>,
+}
+
+/// Where a job may go.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// The first host in table order that can run the job.
+    #[default]
+    Any,
+    Host(String),
+    MostFree,
+}
+
+/// A request to start a job, as the resource manager takes it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SpawnSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub np: u32,
+    pub implementation: String,
+    pub placement: Placement,
+    pub env: BTreeMap<String, String>,
+    pub cwd: String,
 }
 
 /// What a tasker needs to start a job.
@@ -138,7 +172,7 @@ pub enum JobReport {
     /// The tasker will not run the job (program not found, …); nothing runs.
     Refused {
         job: JobId,
-        error: RmError,
+        error: Refusal,
     },
     RankStarted {
         job: JobId,
@@ -188,5 +222,21 @@ impl JobReport {
             self,
             JobReport::Refused { .. } | JobReport::LauncherExit { .. } | JobReport::Lost { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_from_the_os() {
+        use std::os::unix::process::ExitStatusExt;
+        let code = std::process::ExitStatus::from_raw(3 << 8);
+        let signal = std::process::ExitStatus::from_raw(9);
+        assert_eq!(ExitStatus::from(code), ExitStatus::Code(3));
+        assert_eq!(ExitStatus::from(signal), ExitStatus::Signal(9));
+        assert_eq!(ExitStatus::Signal(9).to_string(), "signal 9");
+        assert!(ExitStatus::Code(0).success() && !ExitStatus::Code(1).success());
     }
 }

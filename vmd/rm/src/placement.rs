@@ -1,17 +1,8 @@
 //! Choosing the host for a job — any host, a named host, or the host with
 //! the most free slots — or saying precisely why none fits.
 
-use super::error::{Result, RmError, RmErrorKind};
-use super::hosts::{Host, HostState, HostTable};
-
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub enum Placement {
-    /// The first host in table order that can run the job.
-    #[default]
-    Any,
-    Host(String),
-    MostFree,
-}
+use crate::hosts::HostTable;
+use crate::{Host, HostState, Placement, Refusal, RefusalKind, Result};
 
 /// The host a job of `np` ranks of `implementation` goes to.
 pub fn choose<'a>(
@@ -27,7 +18,7 @@ pub fn choose<'a>(
         } else {
             known.into_iter().collect::<Vec<_>>().join(", ")
         };
-        return Err(RmError::not_found(format!(
+        return Err(Refusal::not_found(format!(
             "unknown implementation {implementation:?}: no host offers it and no tasker registered it (known: {list})"
         )));
     }
@@ -35,14 +26,14 @@ pub fn choose<'a>(
         Placement::Host(name) => {
             let host = hosts
                 .get(name)
-                .ok_or_else(|| RmError::not_found(format!("no host named {name:?}")))?;
+                .ok_or_else(|| Refusal::not_found(format!("no host named {name:?}")))?;
             if host.state != HostState::Up {
-                return Err(RmError::precondition(format!(
+                return Err(Refusal::precondition(format!(
                     "host {name} is declared but its vmd has not joined"
                 )));
             }
             if !host.can_run(implementation) {
-                return Err(RmError::precondition(format!(
+                return Err(Refusal::precondition(format!(
                     "host {name} does not offer {implementation} (no registered tasker for it there)"
                 )));
             }
@@ -57,7 +48,7 @@ pub fn choose<'a>(
                 .filter(|h| h.can_run(implementation))
                 .peekable();
             if capable.peek().is_none() {
-                return Err(RmError::precondition(format!(
+                return Err(Refusal::precondition(format!(
                     "no host offers {implementation} now: no host that is up has a tasker registered for it"
                 )));
             }
@@ -82,13 +73,13 @@ fn position(hosts: &HostTable, h: &Host) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-fn not_enough(np: u32, implementation: &str, best: Option<&Host>) -> RmError {
+fn not_enough(np: u32, implementation: &str, best: Option<&Host>) -> Refusal {
     let detail = match best {
         Some(h) => format!("host {} has {} free of {} slots", h.name, h.free(), h.slots),
         None => "no host has free slots".to_string(),
     };
-    RmError::new(
-        RmErrorKind::ResourceExhausted,
+    Refusal::new(
+        RefusalKind::ResourceExhausted,
         format!(
             "not enough slots: the job needs {np} on one host offering {implementation}; {detail}"
         ),
@@ -98,7 +89,7 @@ fn not_enough(np: u32, implementation: &str, best: Option<&Host>) -> RmError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rm::hosts::HostDecl;
+    use crate::HostDecl;
 
     fn table() -> HostTable {
         let mut t = HostTable::default();
@@ -145,22 +136,22 @@ mod tests {
     fn refusals_name_the_problem() {
         let t = table();
         let e = choose(&t, "lam", 1, &Placement::Any).unwrap_err();
-        assert_eq!(e.kind, RmErrorKind::NotFound);
+        assert_eq!(e.kind, RefusalKind::NotFound);
         assert!(e.message.contains("lam"));
         let e = choose(&t, "openmpi", 7, &Placement::Any).unwrap_err();
-        assert_eq!(e.kind, RmErrorKind::ResourceExhausted);
+        assert_eq!(e.kind, RefusalKind::ResourceExhausted);
         assert!(e.message.contains("b has 6 free"), "{}", e.message);
         assert_eq!(
             choose(&t, "openmpi", 1, &Placement::Host("z".into()))
                 .unwrap_err()
                 .kind,
-            RmErrorKind::NotFound
+            RefusalKind::NotFound
         );
         assert_eq!(
             choose(&t, "openmpi", 1, &Placement::Host("c".into()))
                 .unwrap_err()
                 .kind,
-            RmErrorKind::FailedPrecondition
+            RefusalKind::FailedPrecondition
         );
     }
 }

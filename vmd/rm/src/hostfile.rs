@@ -13,8 +13,8 @@
 
 use serde::Deserialize;
 
-use super::error::{Result, RmError};
-use super::hosts::HostDecl;
+use crate::hosts::validated;
+use crate::{HostDecl, Refusal, Result};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -38,19 +38,18 @@ struct Entry {
 /// Parses a hostfile's text; `origin` names it in messages.
 pub fn parse(text: &str, origin: &str) -> Result<Vec<HostDecl>> {
     let file: Hostfile =
-        toml::from_str(text).map_err(|e| RmError::invalid(format!("{origin}: {e}")))?;
+        toml::from_str(text).map_err(|e| Refusal::invalid(format!("{origin}: {e}")))?;
     let mut out: Vec<HostDecl> = Vec::new();
     for e in file.host {
-        let decl = HostDecl {
+        let decl = validated(HostDecl {
             name: e.name,
             slots: e.slots.unwrap_or(1),
             offers: e.offers,
             addr: e.addr.unwrap_or_default(),
-        }
-        .validated()
-        .map_err(|err| RmError::invalid(format!("{origin}: {}", err.message)))?;
+        })
+        .map_err(|err| Refusal::invalid(format!("{origin}: {}", err.message)))?;
         if out.iter().any(|d| d.name == decl.name) {
-            return Err(RmError::invalid(format!(
+            return Err(Refusal::invalid(format!(
                 "{origin}: host {} is listed twice",
                 decl.name
             )));
@@ -64,7 +63,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<HostDecl>> {
 pub fn load(path: &std::path::Path) -> Result<Vec<HostDecl>> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path)
-        .map_err(|e| RmError::invalid(format!("cannot read hostfile {origin}: {e}")))?;
+        .map_err(|e| Refusal::invalid(format!("cannot read hostfile {origin}: {e}")))?;
     parse(&text, &origin)
 }
 

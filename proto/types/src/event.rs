@@ -2,10 +2,10 @@
 //! task (rank) and job exits, and the output lines of ranks. Each event gets
 //! a sequence number of its own series (group events are numbered apart).
 
-use super::hosts::Host;
-use super::model::{ExitStatus, JobId, JobState, OutputStream};
+use crate::host::Host;
+use crate::job::{ExitStatus, JobId, JobState, OutputStream};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RmEvent {
     HostAdded(Host),
     HostDeleted {
@@ -49,7 +49,7 @@ impl RmEvent {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sequenced {
     pub seq: u64,
     pub event: RmEvent,

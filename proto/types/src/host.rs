@@ -1,0 +1,74 @@
+//! Hosts of the virtual machine as the resource manager shows them: how
+//! many slots each has and uses, which implementations it may run
+//! (`offers`) and which its registered taskers can run (`taskers`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::job::JobId;
+
+/// A host as declared by a hostfile entry, `AddHost` or a joining vmd.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostDecl {
+    pub name: String,
+    pub slots: u32,
+    pub offers: Vec<String>,
+    pub addr: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostState {
+    /// Its vmd is linked (or it is the resource manager's own host).
+    Up,
+    /// Declared; its vmd has not joined yet.
+    Waiting,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Host {
+    pub name: String,
+    pub addr: String,
+    pub slots: u32,
+    pub slots_used: u32,
+    /// Implementations this host may run; empty: any a tasker registers.
+    pub offers: BTreeSet<String>,
+    /// Registered taskers: implementation → how many.
+    pub taskers: BTreeMap<String, u32>,
+    pub state: HostState,
+    /// The host of the resource manager itself (cannot be deleted).
+    pub local: bool,
+    /// Jobs holding slots here.
+    pub jobs: BTreeSet<JobId>,
+}
+
+impl Host {
+    pub fn from_decl(d: HostDecl, state: HostState, local: bool) -> Self {
+        Host {
+            name: d.name,
+            addr: d.addr,
+            slots: d.slots,
+            slots_used: 0,
+            offers: d.offers.into_iter().collect(),
+            taskers: BTreeMap::new(),
+            state,
+            local,
+            jobs: BTreeSet::new(),
+        }
+    }
+
+    pub fn free(&self) -> u32 {
+        self.slots.saturating_sub(self.slots_used)
+    }
+
+    /// Whether the host is allowed to run `implementation` (whether or not a
+    /// tasker for it is registered right now).
+    pub fn offers(&self, implementation: &str) -> bool {
+        self.offers.is_empty() || self.offers.contains(implementation)
+    }
+
+    /// Whether a job of `implementation` can be given to this host now.
+    pub fn can_run(&self, implementation: &str) -> bool {
+        self.state == HostState::Up
+            && self.offers(implementation)
+            && self.taskers.get(implementation).is_some_and(|n| *n > 0)
+    }
+}

@@ -1,0 +1,54 @@
+//! The general resource manager (GRM) of the virtual machine, in plain Rust:
+//! no gRPC types here, the vmd's service and links translate (as
+//! `isthmus-groups` is to the group service). Its vocabulary — jobs, orders,
+//! reports, hosts, events, refusals — is [`isthmus_types`]'s, shared with
+//! the taskers and the wire edge.
+//!
+//! Which room is which:
+//!
+//! * [`hosts`]     — the host table, and the checks a host declaration passes.
+//! * [`hostfile`]  — the TOML hostfile read at start.
+//! * [`placement`] — choosing a host for a job, or saying why none fits.
+//! * [`manager`]   — [`ResourceManager`]: hosts + jobs + events behind one lock.
+//! * [`hub`]       — [`TaskerHub`]: the taskers registered with one vmd, and
+//!   the routing of orders to them and of their reports upwards.
+
+// Input must never be able to panic the daemon.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+pub mod hostfile;
+pub mod hosts;
+pub mod hub;
+pub mod manager;
+pub mod placement;
+
+pub use hub::{HubUp, TaskerHub};
+pub use isthmus_types::event::{RmEvent, Sequenced};
+pub use isthmus_types::host::{Host, HostDecl, HostState};
+pub use isthmus_types::job::{
+    ExitStatus, Job, JobId, JobOrder, JobReport, JobState, LaunchSpec, OutputStream, Placement,
+    Rank, SpawnSpec,
+};
+pub use isthmus_types::refusal::{Refusal, RefusalKind};
+pub use manager::{PortMsg, ResourceManager};
+
+/// What the resource manager's calls return: a value or a [`Refusal`].
+pub type Result<T, E = Refusal> = std::result::Result<T, E>;
+
+/// Whether `name` may name a host or an implementation: 1–64 characters of
+/// letters, digits, `.`, `_`, `-`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
