@@ -17,9 +17,9 @@ use isthmus_groups::{GroupError, Groups, TaskId};
 use isthmus_proto as pb;
 use pb::session_reply::Result as Reply;
 use pb::session_request::Op;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
-use tonic::{Code, Status, Streaming};
+use tonic::{Code, Streaming};
 use tracing::{debug, info, warn};
 
 use crate::convert;

@@ -6,8 +6,7 @@
 use isthmus_proto as pb;
 use pb::tasker_order::Kind as Down;
 use pb::tasker_report::Kind as Up;
-use tokio::sync::mpsc;
-use tonic::{Status, Streaming};
+use tonic::Streaming;
 use tracing::{debug, info, warn};
 
 use crate::rm::TaskerHub;

@@ -129,7 +129,7 @@ async fn next_job_event(
 }
 
 async fn spawn_to_exit(
-    c: &mut Console,
+    c: &Console,
     events: &mut Events,
     implementation: &str,
     program: &Path,
@@ -200,7 +200,7 @@ async fn main() -> anyhow::Result<()> {
             impls.push(imp);
         }
     }
-    let mut c = Console::connect(&addr).await?;
+    let c = Console::connect(&addr).await?;
     let end = Instant::now() + DEADLINE;
     loop {
         let hosts = c.hosts().await?;
@@ -231,10 +231,10 @@ async fn main() -> anyhow::Result<()> {
         let program = ref_dir.join(format!("mpi_hello.{imp}"));
         for np in [1u32, 4] {
             eprintln!("rm-bench: spawn-to-exit {imp} np={np}");
-            spawn_to_exit(&mut c, &mut events, imp, &program, np).await?; // warm-up
+            spawn_to_exit(&c, &mut events, imp, &program, np).await?; // warm-up
             let mut times = Vec::new();
             for _ in 0..args.reps {
-                times.push(spawn_to_exit(&mut c, &mut events, imp, &program, np).await?);
+                times.push(spawn_to_exit(&c, &mut events, imp, &program, np).await?);
             }
             let (median, p99) = stats(times);
             let direct = reference.get(&format!("launch_{imp}_np{np}")).copied();
@@ -260,11 +260,7 @@ async fn main() -> anyhow::Result<()> {
         let job = c.spawn(req).await?.job;
         let end = Instant::now() + DEADLINE;
         let pid = loop {
-            let jobs = c
-                .list_jobs(pb::ListJobsRequest { all: false })
-                .await?
-                .into_inner()
-                .jobs;
+            let jobs = c.jobs(false).await?;
             if let Some(pid) = jobs
                 .iter()
                 .find(|j| j.job == job)
