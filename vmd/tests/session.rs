@@ -227,7 +227,7 @@ async fn barrier_releases_all_and_has_deadlines() {
     }
     let started = Instant::now();
     let mut hs = Vec::new();
-    for c in s.iter().cloned() {
+    for c in s.clone() {
         hs.push(tokio::spawn(async move { c.barrier("b", None, T).await }));
     }
     for h in hs {

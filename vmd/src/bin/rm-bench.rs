@@ -70,8 +70,11 @@ fn repo_root() -> anyhow::Result<PathBuf> {
     }
 }
 
-/// Runs launch.sh; returns name → (median_us, p99_us) and the build dir.
-fn reference(root: &Path, reps: usize) -> anyhow::Result<(BTreeMap<String, (f64, f64)>, PathBuf)> {
+/// Direct-launch timings by name: (median_us, p99_us).
+type Reference = BTreeMap<String, (f64, f64)>;
+
+/// Runs launch.sh; returns its timings and the build dir.
+fn reference(root: &Path, reps: usize) -> anyhow::Result<(Reference, PathBuf)> {
     let out_dir = root.join("target/reference");
     eprintln!("rm-bench: timing direct launches with bench/reference/launch.sh ({reps} reps)");
     let out = Command::new("bash")
