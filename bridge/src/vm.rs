@@ -21,13 +21,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use isthmus_client::{ClientError, ErrorKind, Session};
 use isthmus_proto as pb;
-use isthmus_vmd::client::{ClientError, Session};
 use mpi::collective::SystemOperation;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
 use tokio::runtime::Runtime;
-use tonic::Code;
 use tracing::{debug, warn};
 
 use crate::endpoint::Endpoint;
@@ -80,7 +79,7 @@ impl Bridge {
     /// Connects to the vmd named by `ISTHMUS_VMD` (or the default loopback
     /// address) and starts this process's data engine.
     pub fn connect() -> Result<Self> {
-        Self::connect_to(&isthmus_vmd::client::default_addr())
+        Self::connect_to(&isthmus_client::default_addr())
     }
 
     /// Connects to the vmd at `addr` (`host:port`).
@@ -351,11 +350,11 @@ impl PendingInterComm<'_> {
             Ok(table) => self
                 .bridge
                 .finish(&self.local, &self.remote, self.ordinal, &table),
-            Err(e) if e.code() == Code::DeadlineExceeded => Err(BridgeError::RemoteNotReady {
+            Err(e) if e.kind() == ErrorKind::DeadlineExceeded => Err(BridgeError::RemoteNotReady {
                 group: self.remote.clone(),
                 waited: self.timeout,
             }),
-            Err(e) if e.code() == Code::Aborted => Err(BridgeError::RemoteLost {
+            Err(e) if e.kind() == ErrorKind::Aborted => Err(BridgeError::RemoteLost {
                 group: self.remote.clone(),
                 reason: e.to_string(),
             }),

@@ -10,13 +10,13 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::Duration;
 
+use isthmus_client::ClientError;
 use isthmus_proto as pb;
 use isthmus_types::job::{JobOrder, JobReport};
-use pb::vmd_client::VmdClient;
+use pb::taskers_client::TaskersClient;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
-use tonic::transport::Endpoint;
 use tracing::{info, warn};
 
 use crate::jobs::Jobs;
@@ -28,13 +28,8 @@ const TICK: Duration = Duration::from_millis(50);
 
 #[derive(Debug, thiserror::Error)]
 pub enum TaskerError {
-    #[error("vmd address {0:?} is not valid")]
-    BadAddress(String),
-    #[error("cannot reach vmd at {addr}: {source}")]
-    Connect {
-        addr: String,
-        source: tonic::transport::Error,
-    },
+    #[error(transparent)]
+    Connect(ClientError),
     #[error("the vmd refused the tasker: {0}")]
     Refused(String),
     #[error("the vmd closed the tasker stream before welcoming it")]
@@ -52,25 +47,10 @@ pub async fn run(
     launcher: Arc<dyn Launcher>,
     ready: impl FnOnce(&str),
 ) -> Result<(), TaskerError> {
-    let uri = if vmd.contains("://") {
-        vmd.to_string()
-    } else {
-        format!("http://{vmd}")
-    };
-    let endpoint = Endpoint::from_shared(uri)
-        .map_err(|_| TaskerError::BadAddress(vmd.to_string()))?
-        .tcp_nodelay(true)
-        .connect_timeout(Duration::from_secs(5))
-        .http2_keep_alive_interval(Duration::from_secs(1))
-        .keep_alive_timeout(Duration::from_secs(2));
-    let channel = endpoint
-        .connect()
+    let channel = isthmus_client::channel(vmd)
         .await
-        .map_err(|source| TaskerError::Connect {
-            addr: vmd.to_string(),
-            source,
-        })?;
-    let mut client = VmdClient::new(channel);
+        .map_err(TaskerError::Connect)?;
+    let mut client = TaskersClient::new(channel);
 
     let (report_tx, report_rx) = mpsc::channel::<JobReport>(4096);
     let hello = pb::TaskerReport {
@@ -83,19 +63,20 @@ pub async fn run(
     let reports = ReceiverStream::new(report_rx).map(|r| pb::TaskerReport {
         kind: Some(pb::tasker_report::Kind::Job(r.into())),
     });
-    let mut orders = client
-        .tasker(tokio_stream::once(hello).chain(reports))
-        .await
-        .map_err(|s| TaskerError::Refused(s.message().to_string()))?
-        .into_inner();
-    match orders.message().await {
-        Ok(Some(pb::TaskerOrder {
-            kind: Some(pb::tasker_order::Kind::Welcome(w)),
-        })) => {
+    let (mut orders, first) = isthmus_client::stream::open(
+        client.tasker(tokio_stream::once(hello).chain(reports)),
+        isthmus_client::CALL_TIMEOUT,
+    )
+    .await
+    .map_err(|e| match e {
+        ClientError::Closed => TaskerError::NoWelcome,
+        e => TaskerError::Refused(e.message()),
+    })?;
+    match first.kind {
+        Some(pb::tasker_order::Kind::Welcome(w)) => {
             info!(tasker = %w.tasker, host = %w.host, implementation = launcher.implementation(), "registered");
         }
-        Ok(_) => return Err(TaskerError::NoWelcome),
-        Err(s) => return Err(TaskerError::Refused(s.message().to_string())),
+        _ => return Err(TaskerError::NoWelcome),
     }
 
     let (shim_tx, mut shim_rx) = mpsc::unbounded_channel();

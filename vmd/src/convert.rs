@@ -81,5 +81,5 @@ pub fn group_event(e: &GroupEvent) -> pb::Event {
 
 /// Whether an event concerns one of `groups` (an empty filter matches all).
 pub fn event_matches(filter: &[String], e: &GroupEvent) -> bool {
-    filter.is_empty() || filter.iter().any(|g| *g == e.group)
+    filter.is_empty() || filter.contains(&e.group)
 }

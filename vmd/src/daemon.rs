@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use isthmus_groups::Groups;
 use isthmus_proto as pb;
-use isthmus_proto::vmd_server::VmdServer;
+use isthmus_proto::console_server::ConsoleServer;
+use isthmus_proto::peers_server::PeersServer;
+use isthmus_proto::taskers_server::TaskersServer;
+use isthmus_proto::tasks_server::TasksServer;
 use isthmus_rm::{HostDecl, HubUp, PortMsg, Refusal, ResourceManager, TaskerHub};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
@@ -19,7 +22,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tracing::info;
 
 use crate::host_link::{self, JoinedLink};
-use crate::service::{Role, VmdService};
+use crate::service::{ConsoleService, PeersService, Role, TaskersService, TasksService};
 use crate::session::SessionContext;
 
 /// How long a stopping daemon waits for open sessions to close.
@@ -77,7 +80,7 @@ pub enum DaemonError {
     #[error("cannot join the virtual machine at {addr}: {source}")]
     Join {
         addr: String,
-        source: crate::client::ClientError,
+        source: isthmus_client::ClientError,
     },
 }
 
@@ -171,10 +174,7 @@ impl Daemon {
 
     /// The resource manager, if this daemon holds it.
     pub fn resource_manager(&self) -> Option<ResourceManager> {
-        match &self.role {
-            Role::Manager(rm) => Some(rm.clone()),
-            Role::Member { .. } => None,
-        }
+        self.role.manager().cloned()
     }
 
     /// Serves until halted through the API or until `shutdown` completes.
@@ -184,7 +184,11 @@ impl Daemon {
     ) -> Result<(), DaemonError> {
         let halt = self.halt.clone();
         let hub = self.hub.clone();
-        let service = VmdService::new(self.ctx, self.role, self.hub, self.halt);
+        // One service per audience, all on this one server.
+        let tasks = TasksService::new(self.ctx.clone());
+        let console = ConsoleService::new(self.ctx.clone(), self.role.clone(), self.halt.clone());
+        let taskers = TaskersService::new(self.hub, self.ctx.host.clone());
+        let peers = PeersService::new(self.role, self.ctx.host.clone(), self.ctx.secret.clone());
         info!(addr = %self.local_addr, "vmd serving");
         let stopping = Arc::new(Notify::new());
         let stop = {
@@ -205,7 +209,10 @@ impl Daemon {
             // because its kernel closes the socket.
             .http2_keepalive_interval(Some(Duration::from_millis(500)))
             .http2_keepalive_timeout(Some(Duration::from_millis(500)))
-            .add_service(VmdServer::new(service))
+            .add_service(TasksServer::new(tasks))
+            .add_service(ConsoleServer::new(console))
+            .add_service(TaskersServer::new(taskers))
+            .add_service(PeersServer::new(peers))
             .serve_with_incoming_shutdown(TcpListenerStream::new(self.listener), stop);
         // A graceful shutdown waits for open streams, and sessions are open
         // for as long as their clients live: give them a moment, then go.

@@ -14,16 +14,17 @@ use isthmus_proto as pb;
 use isthmus_rm::{HubUp, JobOrder, JobReport, PortMsg, ResourceManager, TaskerHub};
 use pb::host_down::Kind as Down;
 use pb::host_up::Kind as Up;
-use pb::vmd_client::VmdClient;
+use pb::peers_client::PeersClient;
 use tokio::sync::{mpsc, Notify};
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Status, Streaming};
+use tonic::Streaming;
 use tracing::{error, info, warn};
 
-use crate::client::{self, ClientError};
 use crate::rm_convert;
+use crate::stream::{self, Outgoing, QUEUE};
+use isthmus_client::ClientError;
 
-pub type DownSender = mpsc::Sender<Result<pb::HostDown, Status>>;
+pub type DownSender = Outgoing<pb::HostDown>;
 
 /// The manager's side of one joined host's link.
 pub async fn serve(
@@ -32,19 +33,18 @@ pub async fn serve(
     mut inbound: Streaming<pb::HostUp>,
     out: DownSender,
 ) {
-    let hello = match inbound.message().await {
-        Ok(Some(pb::HostUp {
-            kind: Some(Up::Hello(h)),
-        })) => h,
-        Ok(Some(_)) => {
-            let _ = out
-                .send(Err(Status::failed_precondition(
-                    "a host link must start with HostHello",
-                )))
-                .await;
-            return;
-        }
-        Ok(None) | Err(_) => return,
+    let Some(hello) = stream::hello(
+        &mut inbound,
+        &out,
+        "a host link must start with HostHello",
+        |first| match first.kind {
+            Some(Up::Hello(h)) => Some(h),
+            _ => None,
+        },
+    )
+    .await
+    else {
+        return;
     };
     let name = hello.name.clone();
     let (link, mut port) = match rm.link_host(hello.into()) {
@@ -144,28 +144,25 @@ pub async fn join(
     halt: Arc<Notify>,
 ) -> Result<(Vec<u8>, JoinedLink), ClientError> {
     let name = hello.name.clone();
-    let mut vmd = VmdClient::new(client::channel(master).await?);
-    let (up, up_rx) = mpsc::channel::<pb::HostUp>(1024);
+    let mut peers = PeersClient::new(isthmus_client::channel(master).await?);
+    let (up, up_rx) = mpsc::channel::<pb::HostUp>(QUEUE);
     up.send(pb::HostUp {
         kind: Some(Up::Hello(hello)),
     })
     .await
     .map_err(|_| ClientError::Closed)?;
-    let mut down = vmd
-        .host_link(ReceiverStream::new(up_rx))
-        .await
-        .map_err(ClientError::Status)?
-        .into_inner();
-    let secret = match down.message().await.map_err(ClientError::Status)? {
-        Some(pb::HostDown {
-            kind: Some(Down::Welcome(w)),
-        }) => w.secret,
-        Some(_) => {
+    let (mut down, first) = isthmus_client::stream::open(
+        peers.host_link(ReceiverStream::new(up_rx)),
+        isthmus_client::CALL_TIMEOUT,
+    )
+    .await?;
+    let secret = match first.kind {
+        Some(Down::Welcome(w)) => w.secret,
+        _ => {
             return Err(ClientError::Protocol(
                 "host link did not start with HostWelcome".into(),
             ))
         }
-        None => return Err(ClientError::Closed),
     };
     info!(%master, host = %name, "joined the virtual machine");
     // Reports up. The first taskers summary is sent at once: taskers may

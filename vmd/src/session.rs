@@ -17,12 +17,13 @@ use isthmus_groups::{GroupError, Groups, TaskId};
 use isthmus_proto as pb;
 use pb::session_reply::Result as Reply;
 use pb::session_request::Op;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
-use tonic::{Code, Status, Streaming};
+use tonic::{Code, Streaming};
 use tracing::{debug, info, warn};
 
 use crate::convert;
+use crate::stream::{self, Outgoing};
 
 /// How long a wait lasts when the client gives no timeout (`timeout_ms = 0`).
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
@@ -37,7 +38,7 @@ pub struct SessionContext {
     pub secret: Arc<Vec<u8>>,
 }
 
-pub type ReplySender = mpsc::Sender<Result<pb::SessionReply, Status>>;
+pub type ReplySender = Outgoing<pb::SessionReply>;
 
 /// Runs a session to its end. Replies go to `out`.
 pub async fn run(
@@ -45,20 +46,21 @@ pub async fn run(
     mut inbound: Streaming<pb::SessionRequest>,
     out: ReplySender,
 ) {
-    let hello = match inbound.message().await {
-        Ok(Some(pb::SessionRequest {
-            id,
-            op: Some(Op::Hello(hello)),
-        })) => (id, hello),
-        Ok(Some(_)) => {
-            let _ = out
-                .send(Err(Status::failed_precondition(
-                    "a session must start with Hello",
-                )))
-                .await;
-            return;
-        }
-        Ok(None) | Err(_) => return,
+    let Some(hello) = stream::hello(
+        &mut inbound,
+        &out,
+        "a session must start with Hello",
+        |first| match first {
+            pb::SessionRequest {
+                id,
+                op: Some(Op::Hello(hello)),
+            } => Some((id, hello)),
+            _ => None,
+        },
+    )
+    .await
+    else {
+        return;
     };
     let task = TaskId(uuid::Uuid::new_v4());
     if let Err(e) = ctx.groups.open_task(task, &ctx.host).await {

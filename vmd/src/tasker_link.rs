@@ -7,13 +7,13 @@ use isthmus_proto as pb;
 use isthmus_rm::{JobReport, TaskerHub};
 use pb::tasker_order::Kind as Down;
 use pb::tasker_report::Kind as Up;
-use tokio::sync::mpsc;
-use tonic::{Status, Streaming};
+use tonic::Streaming;
 use tracing::{debug, info, warn};
 
 use crate::rm_convert;
+use crate::stream::{self, Outgoing};
 
-pub type OrderSender = mpsc::Sender<Result<pb::TaskerOrder, Status>>;
+pub type OrderSender = Outgoing<pb::TaskerOrder>;
 
 pub async fn run(
     hub: TaskerHub,
@@ -21,19 +21,18 @@ pub async fn run(
     mut inbound: Streaming<pb::TaskerReport>,
     out: OrderSender,
 ) {
-    let hello = match inbound.message().await {
-        Ok(Some(pb::TaskerReport {
-            kind: Some(Up::Hello(h)),
-        })) => h,
-        Ok(Some(_)) => {
-            let _ = out
-                .send(Err(Status::failed_precondition(
-                    "a tasker stream must start with TaskerHello",
-                )))
-                .await;
-            return;
-        }
-        Ok(None) | Err(_) => return,
+    let Some(hello) = stream::hello(
+        &mut inbound,
+        &out,
+        "a tasker stream must start with TaskerHello",
+        |first| match first.kind {
+            Some(Up::Hello(h)) => Some(h),
+            _ => None,
+        },
+    )
+    .await
+    else {
+        return;
     };
     let (id, mut orders) = match hub.register(&hello.implementation) {
         Ok(r) => r,

@@ -8,9 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{console, VmdProcess};
+use isthmus_client::{ClientError, ErrorKind, Session};
 use isthmus_proto as pb;
-use isthmus_vmd::client::{ClientError, Session};
-use tonic::Code;
 
 const T: Duration = Duration::from_secs(20);
 
@@ -18,10 +17,10 @@ async fn session(vmd: &VmdProcess) -> Session {
     Session::connect(&vmd.addr, "test").await.expect("connect")
 }
 
-fn code(r: Result<impl std::fmt::Debug, ClientError>) -> (Code, String) {
+fn code(r: Result<impl std::fmt::Debug, ClientError>) -> (ErrorKind, String) {
     match r {
         Ok(v) => panic!("expected an error, got {v:?}"),
-        Err(e) => (e.code(), e.to_string()),
+        Err(e) => (e.kind(), e.to_string()),
     }
 }
 
@@ -54,7 +53,7 @@ async fn lowest_free_instance_and_gaps() {
     );
     // Last leave destroys the group.
     s[0].leave("other").await.unwrap();
-    assert_eq!(code(s[0].gsize("other").await).0, Code::NotFound);
+    assert_eq!(code(s[0].gsize("other").await).0, ErrorKind::NotFound);
 }
 
 async fn futures_join(n: usize, vmd: &VmdProcess) -> Vec<Session> {
@@ -96,29 +95,29 @@ async fn bad_input_gets_precise_errors_and_state_stays() {
     s.join("good", None, vec![]).await.unwrap();
     other.join("good", None, vec![]).await.unwrap();
 
-    let cases: Vec<(Code, &str, (Code, String))> = vec![
+    let cases: Vec<(ErrorKind, &str, (ErrorKind, String))> = vec![
         (
-            Code::InvalidArgument,
+            ErrorKind::InvalidArgument,
             "empty",
             code(s.join("", None, vec![]).await),
         ),
         (
-            Code::InvalidArgument,
+            ErrorKind::InvalidArgument,
             "255",
             code(s.join(&"x".repeat(256), None, vec![]).await),
         ),
         (
-            Code::InvalidArgument,
+            ErrorKind::InvalidArgument,
             "control",
             code(s.join("bad\nname", None, vec![]).await),
         ),
         (
-            Code::InvalidArgument,
+            ErrorKind::InvalidArgument,
             "instance",
             code(s.join("new", Some(u32::MAX), vec![]).await),
         ),
         (
-            Code::AlreadyExists,
+            ErrorKind::AlreadyExists,
             "taken",
             code(
                 s.join("other-group", Some(0), vec![])
@@ -127,37 +126,41 @@ async fn bad_input_gets_precise_errors_and_state_stays() {
             ),
         ),
         (
-            Code::AlreadyExists,
+            ErrorKind::AlreadyExists,
             "already",
             code(s.join("good", None, vec![]).await),
         ),
-        (Code::NotFound, "nosuch", code(s.gettid("nosuch", 0).await)),
         (
-            Code::NotFound,
+            ErrorKind::NotFound,
+            "nosuch",
+            code(s.gettid("nosuch", 0).await),
+        ),
+        (
+            ErrorKind::NotFound,
             "instance 7",
             code(s.gettid("good", 7).await),
         ),
         (
-            Code::InvalidArgument,
+            ErrorKind::InvalidArgument,
             "not a uuid",
             code(s.getinst("good", Some("not-a-uuid")).await),
         ),
         (
-            Code::NotFound,
+            ErrorKind::NotFound,
             "",
             code(
                 s.getinst("good", Some(&uuid::Uuid::new_v4().to_string()))
                     .await,
             ),
         ),
-        (Code::NotFound, "nosuch", code(s.leave("nosuch").await)),
+        (ErrorKind::NotFound, "nosuch", code(s.leave("nosuch").await)),
         (
-            Code::FailedPrecondition,
+            ErrorKind::FailedPrecondition,
             "good",
             code(s.freeze("good", 1, Duration::from_secs(1)).await),
         ),
         (
-            Code::InvalidArgument,
+            ErrorKind::InvalidArgument,
             "",
             code(s.freeze("good", 0, Duration::from_secs(1)).await),
         ),
@@ -175,11 +178,11 @@ async fn bad_input_gets_precise_errors_and_state_stays() {
     assert!(!t.frozen);
     assert_eq!(
         code(s.gsize("new").await).0,
-        Code::NotFound,
+        ErrorKind::NotFound,
         "a refused join created no group"
     );
     let (c, msg) = code(s.members("").await);
-    assert_eq!(c, Code::InvalidArgument, "{msg}");
+    assert_eq!(c, ErrorKind::InvalidArgument, "{msg}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -190,7 +193,7 @@ async fn freeze_waits_then_caches_and_refuses_joins() {
     let late = session(&vmd).await;
     a.join("f", None, vec![]).await.unwrap();
     let (code_to, _) = code(a.freeze("f", 2, Duration::from_millis(200)).await);
-    assert_eq!(code_to, Code::DeadlineExceeded);
+    assert_eq!(code_to, ErrorKind::DeadlineExceeded);
     let a2 = a.clone();
     let waiter = tokio::spawn(async move { a2.freeze("f", 2, T).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -204,14 +207,14 @@ async fn freeze_waits_then_caches_and_refuses_joins() {
         b"b-endpoint".to_vec()
     );
     let (c, msg) = code(late.join("f", None, vec![]).await);
-    assert_eq!(c, Code::FailedPrecondition, "{msg}");
+    assert_eq!(c, ErrorKind::FailedPrecondition, "{msg}");
     // Another task waits for the frozen group and gets the same table.
     let seen = late.wait_frozen("f", T).await.unwrap();
     assert_eq!(seen.members, table.members);
     // wait_frozen on a group that never appears gives a deadline error.
     assert_eq!(
         code(late.wait_frozen("never", Duration::from_millis(200)).await).0,
-        Code::DeadlineExceeded
+        ErrorKind::DeadlineExceeded
     );
 }
 
@@ -224,7 +227,7 @@ async fn barrier_releases_all_and_has_deadlines() {
     }
     let started = Instant::now();
     let mut hs = Vec::new();
-    for c in s.iter().cloned() {
+    for c in s.clone() {
         hs.push(tokio::spawn(async move { c.barrier("b", None, T).await }));
     }
     for h in hs {
@@ -233,7 +236,7 @@ async fn barrier_releases_all_and_has_deadlines() {
     assert!(started.elapsed() < T);
     // Only one of three enters: the deadline releases it with an error.
     let (c, _) = code(s[0].barrier("b", None, Duration::from_millis(200)).await);
-    assert_eq!(c, Code::DeadlineExceeded);
+    assert_eq!(c, ErrorKind::DeadlineExceeded);
     // A member that dies while others wait releases them with an error.
     let waiter = {
         let c = s[0].clone();
@@ -246,7 +249,7 @@ async fn barrier_releases_all_and_has_deadlines() {
         .await
         .expect("released")
         .unwrap();
-    assert_eq!(code(r).0, Code::Aborted);
+    assert_eq!(code(r).0, ErrorKind::Aborted);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Parser;
 use isthmus_bridge::{Bridge, Source, Tag};
+use isthmus_client::Console;
 use isthmus_types::job::ExitStatus;
-use isthmus_vmd::client;
 use mpi::topology::Communicator;
 
 use isthmus_proto as pb;
@@ -56,9 +56,9 @@ fn main() -> anyhow::Result<()> {
         .build()?;
 
     // Subscribe before spawning so that no exit can be missed.
-    let addr = client::default_addr();
-    let (mut vmd, mut events) = rt.block_on(async {
-        let mut vmd = pb::vmd_client::VmdClient::new(client::channel(&addr).await?);
+    let addr = isthmus_client::default_addr();
+    let (vmd, mut events) = rt.block_on(async {
+        let vmd = Console::connect(&addr).await?;
         let kinds = [
             pb::EventKind::TaskExit as i32,
             pb::EventKind::JobExit as i32,
@@ -68,8 +68,7 @@ fn main() -> anyhow::Result<()> {
                 kinds: kinds.to_vec(),
                 ..Default::default()
             })
-            .await?
-            .into_inner();
+            .await?;
         anyhow::Ok((vmd, events))
     })?;
     let spawn = pb::SpawnRequest {
@@ -82,8 +81,7 @@ fn main() -> anyhow::Result<()> {
     };
     let reply = rt
         .block_on(vmd.spawn(spawn))
-        .map_err(|s| anyhow::anyhow!("spawn refused: {}", s.message()))?
-        .into_inner();
+        .map_err(|e| anyhow::anyhow!("spawn refused: {}", e.message()))?;
     let job = reply.job;
     println!(
         "[{me}] manager: spawned {} {} workers as job {job} on host {}",
@@ -146,7 +144,7 @@ fn main() -> anyhow::Result<()> {
     rt.block_on(async {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
-            let ev = tokio::time::timeout_at(deadline, events.message())
+            let ev = tokio::time::timeout_at(deadline, events.next())
                 .await
                 .context("no job exit notification within 60 s")??
                 .context("watch ended")?;

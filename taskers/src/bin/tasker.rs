@@ -36,12 +36,7 @@ fn main() -> anyhow::Result<()> {
         };
         std::process::exit(isthmus_taskers::shim::run(program, args));
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    isthmus_client::init_tracing();
     let args = Args::parse();
     let Some(launcher) = launcher::by_name(&args.implementation) else {
         eprintln!(

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use isthmus_proto as pb;
-use pb::vmd_client::VmdClient;
+use pb::console_client::ConsoleClient as VmdClient;
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
@@ -143,11 +143,7 @@ impl Vmd {
     }
 
     pub async fn client(&self) -> VmdClient<Channel> {
-        VmdClient::new(
-            isthmus_vmd::client::channel(&self.addr)
-                .await
-                .expect("connect"),
-        )
+        VmdClient::new(isthmus_client::channel(&self.addr).await.expect("connect"))
     }
 
     /// Starts a tasker for `implementation` on this vmd and waits until the

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use isthmus_vmd::client::Session;
+use isthmus_client::Session;
 
 #[derive(Parser, Debug)]
 #[command(about = "Benchmark the Isthmus group service against PVM's")]
@@ -200,7 +200,7 @@ async fn measure(
 async fn time_n<F, Fut>(n: usize, warm: usize, mut f: F) -> anyhow::Result<Stat>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), isthmus_vmd::client::ClientError>>,
+    Fut: std::future::Future<Output = Result<(), isthmus_client::ClientError>>,
 {
     let mut samples = Vec::with_capacity(n);
     for i in 0..n + warm {

@@ -7,11 +7,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use isthmus_client::{ClientError, Console, Session};
 use isthmus_proto as pb;
-use isthmus_vmd::client::{self, Session};
-use pb::vmd_client::VmdClient;
 use serde_json::json;
-use tokio_stream::StreamExt;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -138,7 +136,7 @@ async fn main() {
             std::process::exit(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let addr = cli.vmd.clone().unwrap_or_else(client::default_addr);
+    let addr = cli.vmd.clone().unwrap_or_else(isthmus_client::default_addr);
     let result = match cli.command {
         Some(cmd) => run(&addr, cli.json, cmd).await,
         None => interactive(&addr, cli.json).await,
@@ -188,58 +186,11 @@ async fn interactive(addr: &str, json: bool) -> anyhow::Result<()> {
     }
 }
 
+/// Runs one command: each is a function over the client crate.
 async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
     match cmd {
-        Command::Groups => {
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            let list = c
-                .list_groups(pb::ListGroupsRequest {})
-                .await
-                .map_err(status)?
-                .into_inner();
-            if json {
-                let v: Vec<_> = list
-                    .groups
-                    .iter()
-                    .map(|g| json!({"group": g.group, "size": g.size, "frozen": g.frozen, "broken": g.broken}))
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&v)?);
-            } else {
-                println!("{:<32} {:>6}  STATE", "GROUP", "SIZE");
-                for g in &list.groups {
-                    let state = match (g.frozen, g.broken) {
-                        (_, true) => "broken",
-                        (true, false) => "frozen",
-                        _ => "open",
-                    };
-                    println!("{:<32} {:>6}  {}", g.group, g.size, state);
-                }
-            }
-        }
-        Command::Members { group } => {
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            let t = c
-                .get_group(pb::GroupRef { group })
-                .await
-                .map_err(status)?
-                .into_inner();
-            if json {
-                println!("{}", serde_json::to_string_pretty(&table_json(&t))?);
-            } else {
-                let state = if t.broken {
-                    "broken"
-                } else if t.frozen {
-                    "frozen"
-                } else {
-                    "open"
-                };
-                println!("group {} ({} members, {})", t.group, t.members.len(), state);
-                println!("{:>8}  {:<36}  HOST", "INST", "TASK");
-                for m in &t.members {
-                    println!("{:>8}  {:<36}  {}", m.instance, m.task, m.host);
-                }
-            }
-        }
+        Command::Groups => groups(&connect(addr).await?, json).await,
+        Command::Members { group } => members(&connect(addr).await?, json, &group).await,
         Command::Watch {
             groups,
             kinds,
@@ -248,167 +199,39 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             count,
             seconds,
         } => {
-            let kinds = kinds
-                .iter()
-                .map(|k| parse_kind(k))
-                .collect::<anyhow::Result<Vec<i32>>>()?;
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            let mut stream = c
-                .watch(pb::WatchRequest {
-                    groups,
-                    current_state: current,
-                    kinds,
-                    jobs,
-                })
-                .await
-                .map_err(status)?
-                .into_inner();
-            let deadline = seconds.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
-            let mut seen = 0usize;
-            while count.is_none_or(|n| seen < n) {
-                let next = match deadline {
-                    Some(d) => match tokio::time::timeout_at(d, stream.next()).await {
-                        Ok(n) => n,
-                        Err(_) => break,
-                    },
-                    None => stream.next().await,
-                };
-                let Some(ev) = next else { break };
-                print_event(&ev.map_err(status)?, json);
-                std::io::stdout().flush().ok();
-                seen += 1;
-            }
+            let req = pb::WatchRequest {
+                groups,
+                current_state: current,
+                kinds: kinds
+                    .iter()
+                    .map(|k| parse_kind(k))
+                    .collect::<anyhow::Result<Vec<i32>>>()?,
+                jobs,
+            };
+            watch(&connect(addr).await?, json, req, count, seconds).await
         }
         Command::Join {
             group,
             instance,
             seconds,
-        } => {
-            let s = Session::connect(addr, "isthmus-console").await?;
-            let inst = s.join(&group, instance, Vec::new()).await?;
-            if json {
-                println!(
-                    "{}",
-                    json!({"group": group, "instance": inst, "task": s.task()})
-                );
-            } else {
-                println!("joined {group} as instance {inst} (task {})", s.task());
-            }
-            std::io::stdout().flush().ok();
-            match seconds {
-                Some(secs) => tokio::time::sleep(Duration::from_secs(secs)).await,
-                None => {
-                    tokio::signal::ctrl_c()
-                        .await
-                        .context("waiting for Ctrl-C")?;
-                }
-            }
-            s.leave(&group).await?;
-        }
-        Command::Conf => {
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            let list = c
-                .list_hosts(pb::ListHostsRequest {})
-                .await
-                .map_err(status)?
-                .into_inner();
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(
-                        &list.hosts.iter().map(host_json).collect::<Vec<_>>()
-                    )?
-                );
-            } else {
-                println!(
-                    "{:<16} {:<8} {:>5} {:>5} {:<22} {:<24} OFFERS",
-                    "HOST", "STATE", "SLOTS", "USED", "ADDR", "TASKERS"
-                );
-                for h in &list.hosts {
-                    let offers = if h.offers.is_empty() {
-                        "any".to_string()
-                    } else {
-                        h.offers.join(",")
-                    };
-                    let mark = if h.local { "*" } else { "" };
-                    println!(
-                        "{:<16} {:<8} {:>5} {:>5} {:<22} {:<24} {}",
-                        format!("{}{mark}", h.name),
-                        host_state(h.state),
-                        h.slots,
-                        h.slots_used,
-                        h.addr,
-                        h.taskers.join(","),
-                        offers
-                    );
-                }
-            }
-        }
+        } => join(addr, json, &group, instance, seconds).await,
+        Command::Conf => conf(&connect(addr).await?, json).await,
         Command::Add {
             name,
             slots,
             offers,
             addr: host_addr,
         } => {
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            let h = c
-                .add_host(pb::AddHostRequest {
-                    name,
-                    slots,
-                    offers,
-                    addr: host_addr,
-                })
-                .await
-                .map_err(status)?
-                .into_inner();
-            if json {
-                println!("{}", host_json(&h));
-            } else {
-                println!(
-                    "host {} added ({}, {} slots)",
-                    h.name,
-                    host_state(h.state),
-                    h.slots
-                );
-            }
+            let req = pb::AddHostRequest {
+                name,
+                slots,
+                offers,
+                addr: host_addr,
+            };
+            add(&connect(addr).await?, json, req).await
         }
-        Command::Delete { name } => {
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            let r = c
-                .delete_host(pb::HostRef { name: name.clone() })
-                .await
-                .map_err(status)?
-                .into_inner();
-            if json {
-                println!("{}", json!({"deleted": name, "jobs_lost": r.jobs_lost}));
-            } else {
-                println!("host {name} deleted ({} jobs lost)", r.jobs_lost);
-            }
-        }
-        Command::Check { name } => {
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            let r = c
-                .check_host(pb::HostRef { name })
-                .await
-                .map_err(status)?
-                .into_inner();
-            if json {
-                println!(
-                    "{}",
-                    json!({"host": r.name, "responding": r.responding, "detail": r.detail, "round_trip_us": r.round_trip_us})
-                );
-            } else {
-                let how = if r.responding {
-                    "responding"
-                } else {
-                    "NOT responding"
-                };
-                println!("{} {how}: {} ({} us)", r.name, r.detail, r.round_trip_us);
-            }
-            if !r.responding {
-                anyhow::bail!("host {} does not respond", r.name);
-            }
-        }
+        Command::Delete { name } => delete(&connect(addr).await?, json, &name).await,
+        Command::Check { name } => check(&connect(addr).await?, json, &name).await,
         Command::Spawn {
             np,
             implementation,
@@ -434,22 +257,6 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             let cwd = std::env::current_dir()
                 .map(|d| d.display().to_string())
                 .unwrap_or_default();
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            // Subscribe before spawning so that not even a fast job's end is missed.
-            let events = if wait {
-                let kinds = [
-                    pb::EventKind::TaskOutput,
-                    pb::EventKind::TaskExit,
-                    pb::EventKind::JobExit,
-                ];
-                let req = pb::WatchRequest {
-                    kinds: kinds.iter().map(|k| *k as i32).collect(),
-                    ..Default::default()
-                };
-                Some(c.watch(req).await.map_err(status)?.into_inner())
-            } else {
-                None
-            };
             let req = pb::SpawnRequest {
                 program,
                 args,
@@ -459,127 +266,334 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
                 env: vars,
                 cwd,
             };
-            let r = c.spawn(req).await.map_err(status)?.into_inner();
-            if json {
-                println!("{}", json!({"job": r.job, "host": r.host}));
-            } else {
-                println!("job {} started on {}", r.job, r.host);
-            }
-            std::io::stdout().flush().ok();
-            if let Some(mut events) = events {
-                while let Some(ev) = events.next().await {
-                    let ev = ev.map_err(status)?;
-                    let job_of = match &ev.kind {
-                        Some(pb::event::Kind::Output(o)) => o.job,
-                        Some(pb::event::Kind::TaskExit(t)) => t.job,
-                        Some(pb::event::Kind::JobExit(j)) => j.job,
-                        _ => continue,
-                    };
-                    if job_of != r.job {
-                        continue;
-                    }
-                    print_event(&ev, json);
-                    std::io::stdout().flush().ok();
-                    if let Some(pb::event::Kind::JobExit(j)) = &ev.kind {
-                        if j.state != pb::JobState::JobExited as i32 {
-                            anyhow::bail!("job {} {}: {}", j.job, job_state(j.state), j.reason);
-                        }
-                        return Ok(());
-                    }
-                }
-                anyhow::bail!("the vmd closed the event stream before job {} ended", r.job);
-            }
+            spawn(&connect(addr).await?, json, req, wait).await
         }
-        Command::Ps { all } => {
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            let list = c
-                .list_jobs(pb::ListJobsRequest { all })
-                .await
-                .map_err(status)?
-                .into_inner();
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(
-                        &list.jobs.iter().map(job_json).collect::<Vec<_>>()
-                    )?
-                );
-            } else {
-                println!(
-                    "{:>5} {:<9} {:<9} {:<12} {:>4} {:<22} {:<10} COMMAND",
-                    "JOB", "STATE", "IMPL", "HOST", "NP", "RANKS(run/exit)", "EXIT"
-                );
-                for j in &list.jobs {
-                    let running = j
-                        .ranks
-                        .iter()
-                        .filter(|r| r.state == pb::RankState::RankRunning as i32)
-                        .count();
-                    let exited = j
-                        .ranks
-                        .iter()
-                        .filter(|r| r.state == pb::RankState::RankExited as i32)
-                        .count();
-                    let exit = j.exit.as_ref().map(exit_text).unwrap_or_default();
-                    println!(
-                        "{:>5} {:<9} {:<9} {:<12} {:>4} {:<22} {:<10} {} {}",
-                        j.job,
-                        job_state(j.state),
-                        j.implementation,
-                        j.host,
-                        j.np,
-                        format!("{running}/{exited}"),
-                        exit,
-                        j.program,
-                        j.args.join(" ")
-                    );
-                }
-            }
-        }
-        Command::Kill { job } => {
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            c.kill_job(pb::KillRequest { job }).await.map_err(status)?;
-            if json {
-                println!("{}", json!({"killed": job}));
-            } else {
-                println!("job {job} killed");
-            }
-        }
+        Command::Ps { all } => ps(&connect(addr).await?, json, all).await,
+        Command::Kill { job } => kill(&connect(addr).await?, json, job).await,
         Command::Sig { signal, job, rank } => {
             let signal = parse_signal(&signal)?;
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            let r = c
-                .signal_job(pb::SignalRequest { job, signal, rank })
-                .await
-                .map_err(status)?
-                .into_inner();
-            if json {
-                println!(
-                    "{}",
-                    json!({"job": job, "signal": signal, "delivered_to": r.delivered_to})
-                );
-            } else {
-                println!(
-                    "signal {signal} sent to job {job} ({} running ranks)",
-                    r.delivered_to
-                );
-            }
+            sig(&connect(addr).await?, json, signal, job, rank).await
         }
-        Command::Halt => {
-            let mut c = VmdClient::new(client::channel(addr).await?);
-            c.halt(pb::HaltRequest {}).await.map_err(status)?;
-            if json {
-                println!("{}", json!({"halted": addr}));
-            } else {
-                println!("vmd at {addr} halting");
-            }
+        Command::Halt => halt(&connect(addr).await?, json, addr).await,
+    }
+}
+
+async fn connect(addr: &str) -> anyhow::Result<Console> {
+    Ok(Console::connect(addr).await?)
+}
+
+async fn groups(vmd: &Console, json: bool) -> anyhow::Result<()> {
+    let list = vmd.groups().await.map_err(refused)?;
+    if json {
+        let v: Vec<_> = list
+            .iter()
+            .map(|g| json!({"group": g.group, "size": g.size, "frozen": g.frozen, "broken": g.broken}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{:<32} {:>6}  STATE", "GROUP", "SIZE");
+        for g in &list {
+            let state = match (g.frozen, g.broken) {
+                (_, true) => "broken",
+                (true, false) => "frozen",
+                _ => "open",
+            };
+            println!("{:<32} {:>6}  {}", g.group, g.size, state);
         }
     }
     Ok(())
 }
 
-fn status(s: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!("{} ({:?})", s.message(), s.code())
+async fn members(vmd: &Console, json: bool, group: &str) -> anyhow::Result<()> {
+    let t = vmd.group(group).await.map_err(refused)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&table_json(&t))?);
+    } else {
+        let state = if t.broken {
+            "broken"
+        } else if t.frozen {
+            "frozen"
+        } else {
+            "open"
+        };
+        println!("group {} ({} members, {})", t.group, t.members.len(), state);
+        println!("{:>8}  {:<36}  HOST", "INST", "TASK");
+        for m in &t.members {
+            println!("{:>8}  {:<36}  {}", m.instance, m.task, m.host);
+        }
+    }
+    Ok(())
+}
+
+async fn watch(
+    vmd: &Console,
+    json: bool,
+    req: pb::WatchRequest,
+    count: Option<usize>,
+    seconds: Option<u64>,
+) -> anyhow::Result<()> {
+    let mut events = vmd.watch(req).await.map_err(refused)?;
+    let deadline = seconds.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
+    let mut seen = 0usize;
+    while count.is_none_or(|n| seen < n) {
+        let next = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, events.next()).await {
+                Ok(n) => n,
+                Err(_) => break,
+            },
+            None => events.next().await,
+        };
+        let Some(ev) = next.map_err(refused)? else {
+            break;
+        };
+        print_event(&ev, json);
+        std::io::stdout().flush().ok();
+        seen += 1;
+    }
+    Ok(())
+}
+
+async fn join(
+    addr: &str,
+    json: bool,
+    group: &str,
+    instance: Option<u32>,
+    seconds: Option<u64>,
+) -> anyhow::Result<()> {
+    let s = Session::connect(addr, "isthmus-console").await?;
+    let inst = s.join(group, instance, Vec::new()).await?;
+    if json {
+        println!(
+            "{}",
+            json!({"group": group, "instance": inst, "task": s.task()})
+        );
+    } else {
+        println!("joined {group} as instance {inst} (task {})", s.task());
+    }
+    std::io::stdout().flush().ok();
+    match seconds {
+        Some(secs) => tokio::time::sleep(Duration::from_secs(secs)).await,
+        None => {
+            tokio::signal::ctrl_c()
+                .await
+                .context("waiting for Ctrl-C")?;
+        }
+    }
+    s.leave(group).await?;
+    Ok(())
+}
+
+async fn conf(vmd: &Console, json: bool) -> anyhow::Result<()> {
+    let hosts = vmd.hosts().await.map_err(refused)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&hosts.iter().map(host_json).collect::<Vec<_>>())?
+        );
+    } else {
+        println!(
+            "{:<16} {:<8} {:>5} {:>5} {:<22} {:<24} OFFERS",
+            "HOST", "STATE", "SLOTS", "USED", "ADDR", "TASKERS"
+        );
+        for h in &hosts {
+            let offers = if h.offers.is_empty() {
+                "any".to_string()
+            } else {
+                h.offers.join(",")
+            };
+            let mark = if h.local { "*" } else { "" };
+            println!(
+                "{:<16} {:<8} {:>5} {:>5} {:<22} {:<24} {}",
+                format!("{}{mark}", h.name),
+                host_state(h.state),
+                h.slots,
+                h.slots_used,
+                h.addr,
+                h.taskers.join(","),
+                offers
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn add(vmd: &Console, json: bool, req: pb::AddHostRequest) -> anyhow::Result<()> {
+    let h = vmd.add_host(req).await.map_err(refused)?;
+    if json {
+        println!("{}", host_json(&h));
+    } else {
+        println!(
+            "host {} added ({}, {} slots)",
+            h.name,
+            host_state(h.state),
+            h.slots
+        );
+    }
+    Ok(())
+}
+
+async fn delete(vmd: &Console, json: bool, name: &str) -> anyhow::Result<()> {
+    let jobs_lost = vmd.delete_host(name).await.map_err(refused)?;
+    if json {
+        println!("{}", json!({"deleted": name, "jobs_lost": jobs_lost}));
+    } else {
+        println!("host {name} deleted ({jobs_lost} jobs lost)");
+    }
+    Ok(())
+}
+
+async fn check(vmd: &Console, json: bool, name: &str) -> anyhow::Result<()> {
+    let r = vmd.check_host(name).await.map_err(refused)?;
+    if json {
+        println!(
+            "{}",
+            json!({"host": r.name, "responding": r.responding, "detail": r.detail, "round_trip_us": r.round_trip_us})
+        );
+    } else {
+        let how = if r.responding {
+            "responding"
+        } else {
+            "NOT responding"
+        };
+        println!("{} {how}: {} ({} us)", r.name, r.detail, r.round_trip_us);
+    }
+    if !r.responding {
+        anyhow::bail!("host {} does not respond", r.name);
+    }
+    Ok(())
+}
+
+async fn spawn(vmd: &Console, json: bool, req: pb::SpawnRequest, wait: bool) -> anyhow::Result<()> {
+    // Subscribe before spawning so that not even a fast job's end is missed.
+    let events = if wait {
+        let kinds = [
+            pb::EventKind::TaskOutput,
+            pb::EventKind::TaskExit,
+            pb::EventKind::JobExit,
+        ];
+        let req = pb::WatchRequest {
+            kinds: kinds.iter().map(|k| *k as i32).collect(),
+            ..Default::default()
+        };
+        Some(vmd.watch(req).await.map_err(refused)?)
+    } else {
+        None
+    };
+    let r = vmd.spawn(req).await.map_err(refused)?;
+    if json {
+        println!("{}", json!({"job": r.job, "host": r.host}));
+    } else {
+        println!("job {} started on {}", r.job, r.host);
+    }
+    std::io::stdout().flush().ok();
+    let Some(mut events) = events else {
+        return Ok(());
+    };
+    while let Some(ev) = events.next().await.map_err(refused)? {
+        let job_of = match &ev.kind {
+            Some(pb::event::Kind::Output(o)) => o.job,
+            Some(pb::event::Kind::TaskExit(t)) => t.job,
+            Some(pb::event::Kind::JobExit(j)) => j.job,
+            _ => continue,
+        };
+        if job_of != r.job {
+            continue;
+        }
+        print_event(&ev, json);
+        std::io::stdout().flush().ok();
+        if let Some(pb::event::Kind::JobExit(j)) = &ev.kind {
+            if j.state != pb::JobState::JobExited as i32 {
+                anyhow::bail!("job {} {}: {}", j.job, job_state(j.state), j.reason);
+            }
+            return Ok(());
+        }
+    }
+    anyhow::bail!("the vmd closed the event stream before job {} ended", r.job)
+}
+
+async fn ps(vmd: &Console, json: bool, all: bool) -> anyhow::Result<()> {
+    let jobs = vmd.jobs(all).await.map_err(refused)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&jobs.iter().map(job_json).collect::<Vec<_>>())?
+        );
+        return Ok(());
+    }
+    println!(
+        "{:>5} {:<9} {:<9} {:<12} {:>4} {:<22} {:<10} COMMAND",
+        "JOB", "STATE", "IMPL", "HOST", "NP", "RANKS(run/exit)", "EXIT"
+    );
+    for j in &jobs {
+        let running = j
+            .ranks
+            .iter()
+            .filter(|r| r.state == pb::RankState::RankRunning as i32)
+            .count();
+        let exited = j
+            .ranks
+            .iter()
+            .filter(|r| r.state == pb::RankState::RankExited as i32)
+            .count();
+        let exit = j.exit.as_ref().map(exit_text).unwrap_or_default();
+        println!(
+            "{:>5} {:<9} {:<9} {:<12} {:>4} {:<22} {:<10} {} {}",
+            j.job,
+            job_state(j.state),
+            j.implementation,
+            j.host,
+            j.np,
+            format!("{running}/{exited}"),
+            exit,
+            j.program,
+            j.args.join(" ")
+        );
+    }
+    Ok(())
+}
+
+async fn kill(vmd: &Console, json: bool, job: u64) -> anyhow::Result<()> {
+    vmd.kill(job).await.map_err(refused)?;
+    if json {
+        println!("{}", json!({"killed": job}));
+    } else {
+        println!("job {job} killed");
+    }
+    Ok(())
+}
+
+async fn sig(
+    vmd: &Console,
+    json: bool,
+    signal: i32,
+    job: u64,
+    rank: Option<u32>,
+) -> anyhow::Result<()> {
+    let delivered_to = vmd.signal(job, signal, rank).await.map_err(refused)?;
+    if json {
+        println!(
+            "{}",
+            json!({"job": job, "signal": signal, "delivered_to": delivered_to})
+        );
+    } else {
+        println!("signal {signal} sent to job {job} ({delivered_to} running ranks)");
+    }
+    Ok(())
+}
+
+async fn halt(vmd: &Console, json: bool, addr: &str) -> anyhow::Result<()> {
+    vmd.halt().await.map_err(refused)?;
+    if json {
+        println!("{}", json!({"halted": addr}));
+    } else {
+        println!("vmd at {addr} halting");
+    }
+    Ok(())
+}
+
+/// The vmd's refusal with its kind, as the console prints it.
+fn refused(e: ClientError) -> anyhow::Error {
+    anyhow::anyhow!("{} ({:?})", e.message(), e.kind())
 }
 
 fn table_json(t: &pb::GroupTable) -> serde_json::Value {

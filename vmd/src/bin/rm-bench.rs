@@ -19,11 +19,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Parser;
+use isthmus_client::{Console, Events};
 use isthmus_proto as pb;
 use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
-use pb::vmd_client::VmdClient;
-use tokio_stream::StreamExt;
-use tonic::transport::Channel;
 
 #[derive(Parser)]
 struct Args {
@@ -72,8 +70,11 @@ fn repo_root() -> anyhow::Result<PathBuf> {
     }
 }
 
-/// Runs launch.sh; returns name → (median_us, p99_us) and the build dir.
-fn reference(root: &Path, reps: usize) -> anyhow::Result<(BTreeMap<String, (f64, f64)>, PathBuf)> {
+/// Direct-launch timings by name: (median_us, p99_us).
+type Reference = BTreeMap<String, (f64, f64)>;
+
+/// Runs launch.sh; returns its timings and the build dir.
+fn reference(root: &Path, reps: usize) -> anyhow::Result<(Reference, PathBuf)> {
     let out_dir = root.join("target/reference");
     eprintln!("rm-bench: timing direct launches with bench/reference/launch.sh ({reps} reps)");
     let out = Command::new("bash")
@@ -109,7 +110,7 @@ fn reference(root: &Path, reps: usize) -> anyhow::Result<(BTreeMap<String, (f64,
 }
 
 async fn next_job_event(
-    events: &mut tonic::Streaming<pb::Event>,
+    events: &mut Events,
     job: u64,
     want_exit: bool,
 ) -> anyhow::Result<pb::Event> {
@@ -118,7 +119,7 @@ async fn next_job_event(
         let ev = tokio::time::timeout_at(end, events.next())
             .await
             .context("no notification within the deadline")?;
-        let ev = ev.context("watch ended")??;
+        let ev = ev?.context("watch ended")?;
         match &ev.kind {
             Some(pb::event::Kind::JobExit(j)) if j.job == job && want_exit => return Ok(ev),
             Some(pb::event::Kind::TaskExit(t)) if t.job == job && !want_exit => return Ok(ev),
@@ -131,8 +132,8 @@ async fn next_job_event(
 }
 
 async fn spawn_to_exit(
-    c: &mut VmdClient<Channel>,
-    events: &mut tonic::Streaming<pb::Event>,
+    c: &Console,
+    events: &mut Events,
     implementation: &str,
     program: &Path,
     np: u32,
@@ -144,7 +145,7 @@ async fn spawn_to_exit(
         ..Default::default()
     };
     let t0 = Instant::now();
-    let job = c.spawn(req).await?.into_inner().job;
+    let job = c.spawn(req).await?.job;
     let ev = next_job_event(events, job, true).await?;
     let us = t0.elapsed().as_secs_f64() * 1e6;
     if let Some(pb::event::Kind::JobExit(j)) = ev.kind {
@@ -202,14 +203,10 @@ async fn main() -> anyhow::Result<()> {
             impls.push(imp);
         }
     }
-    let mut c = VmdClient::new(isthmus_vmd::client::channel(&addr).await?);
+    let c = Console::connect(&addr).await?;
     let end = Instant::now() + DEADLINE;
     loop {
-        let hosts = c
-            .list_hosts(pb::ListHostsRequest {})
-            .await?
-            .into_inner()
-            .hosts;
+        let hosts = c.hosts().await?;
         if hosts
             .first()
             .is_some_and(|h| impls.iter().all(|i| h.taskers.iter().any(|t| t == i)))
@@ -230,18 +227,17 @@ async fn main() -> anyhow::Result<()> {
             kinds: kinds.to_vec(),
             ..Default::default()
         })
-        .await?
-        .into_inner();
+        .await?;
 
     let mut rows = Vec::new();
     for imp in &impls {
         let program = ref_dir.join(format!("mpi_hello.{imp}"));
         for np in [1u32, 4] {
             eprintln!("rm-bench: spawn-to-exit {imp} np={np}");
-            spawn_to_exit(&mut c, &mut events, imp, &program, np).await?; // warm-up
+            spawn_to_exit(&c, &mut events, imp, &program, np).await?; // warm-up
             let mut times = Vec::new();
             for _ in 0..args.reps {
-                times.push(spawn_to_exit(&mut c, &mut events, imp, &program, np).await?);
+                times.push(spawn_to_exit(&c, &mut events, imp, &program, np).await?);
             }
             let (median, p99) = stats(times);
             let direct = reference.get(&format!("launch_{imp}_np{np}")).copied();
@@ -264,14 +260,10 @@ async fn main() -> anyhow::Result<()> {
             implementation: kill_impl.into(),
             ..Default::default()
         };
-        let job = c.spawn(req).await?.into_inner().job;
+        let job = c.spawn(req).await?.job;
         let end = Instant::now() + DEADLINE;
         let pid = loop {
-            let jobs = c
-                .list_jobs(pb::ListJobsRequest { all: false })
-                .await?
-                .into_inner()
-                .jobs;
+            let jobs = c.jobs(false).await?;
             if let Some(pid) = jobs
                 .iter()
                 .find(|j| j.job == job)

@@ -13,7 +13,7 @@ use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
 )]
 struct Args {
     /// Address to listen on (loopback by default; port 0 picks a free port).
-    #[arg(long, default_value = isthmus_vmd::DEFAULT_ADDR, env = isthmus_types::env::VMD_LISTEN)]
+    #[arg(long, default_value = isthmus_types::env::DEFAULT_VMD_ADDR, env = isthmus_types::env::VMD_LISTEN)]
     listen: SocketAddr,
     /// Name this host goes by in group tables (default: the system host name).
     #[arg(long)]
@@ -39,12 +39,7 @@ struct Args {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    isthmus_client::init_tracing();
     let args = Args::parse();
     let host = args.host_name.unwrap_or_else(system_host_name);
     let hostfile = match &args.hostfile {

@@ -1,5 +1,5 @@
-//! The client side of a vmd session, shared by the bridge, the console and
-//! the benchmark.
+//! A task's session with its vmd, as the bridge, the console's `join` and
+//! the benchmark hold it.
 //!
 //! One HTTP/2 stream carries every call: a request goes out tagged with an
 //! id, a reader task hands each reply to the caller waiting on that id, and
@@ -11,96 +11,27 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use isthmus_proto as pb;
 use pb::session_reply::Result as Reply;
 use pb::session_request::Op;
-use pb::vmd_client::VmdClient;
+use pb::tasks_client::TasksClient;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Status};
 use tracing::debug;
+
+use crate::channel::{channel, default_addr};
+use crate::error::{ClientError, Result};
+use crate::frozen::FrozenTables;
+use crate::stream;
 
 /// How long a call that does not wait on other tasks may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Extra time a waiting call (freeze, barrier) allows beyond its own timeout
 /// before the client gives up on the vmd.
 const WAIT_MARGIN: Duration = Duration::from_secs(5);
-
-/// Errors of a vmd client.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("cannot reach vmd at {addr}: {source}")]
-    Connect {
-        addr: String,
-        source: tonic::transport::Error,
-    },
-    #[error("vmd address {addr:?} is not valid: {reason}")]
-    BadAddress { addr: String, reason: String },
-    #[error("{}", .0.message())]
-    Status(Status),
-    #[error("vmd session ended")]
-    Closed,
-    #[error("vmd did not answer within {0:?}")]
-    Timeout(Duration),
-    #[error("vmd protocol error: {0}")]
-    Protocol(String),
-}
-
-impl ClientError {
-    /// The gRPC code of the error, for callers that branch on its kind.
-    pub fn code(&self) -> Code {
-        match self {
-            ClientError::Status(s) => s.code(),
-            ClientError::Timeout(_) => Code::DeadlineExceeded,
-            ClientError::BadAddress { .. } => Code::InvalidArgument,
-            ClientError::Protocol(_) => Code::Internal,
-            ClientError::Connect { .. } | ClientError::Closed => Code::Unavailable,
-        }
-    }
-}
-
-pub type Result<T, E = ClientError> = std::result::Result<T, E>;
-
-/// The vmd address from `ISTHMUS_VMD`, or the default loopback address.
-pub fn default_addr() -> String {
-    isthmus_types::env::vmd_addr()
-}
-
-/// Opens a gRPC channel to a vmd (`host:port` or `http://host:port`).
-pub async fn channel(addr: &str) -> Result<Channel> {
-    let uri = if addr.contains("://") {
-        addr.to_string()
-    } else {
-        format!("http://{addr}")
-    };
-    let endpoint = Endpoint::from_shared(uri)
-        .map_err(|e| ClientError::BadAddress {
-            addr: addr.to_string(),
-            reason: e.to_string(),
-        })?
-        .tcp_nodelay(true)
-        .connect_timeout(Duration::from_secs(5))
-        .http2_keep_alive_interval(Duration::from_secs(1))
-        .keep_alive_timeout(Duration::from_secs(2));
-    endpoint
-        .connect()
-        .await
-        .map_err(|source| ClientError::Connect {
-            addr: addr.to_string(),
-            source,
-        })
-}
-
-/// A frozen group's table as cached in the client: members shared, sorted
-/// by instance, so a lookup is a binary search and a reference count.
-struct FrozenGroup {
-    table: Arc<pb::GroupTable>,
-    members: Vec<Arc<pb::Member>>,
-}
 
 /// A task's session with its vmd. Cheap to clone; the session ends when the
 /// last clone is dropped (or the process dies).
@@ -115,10 +46,7 @@ struct Inner {
     next_id: AtomicU64,
     welcome: pb::Welcome,
     events: broadcast::Sender<pb::GroupEvent>,
-    frozen: RwLock<HashMap<String, Arc<FrozenGroup>>>,
-    /// Bumped by every event that makes cached tables stale: a table fetched
-    /// across a bump may already be out of date and is not cached.
-    stale_epoch: AtomicU64,
+    frozen: FrozenTables,
     reader: tokio::task::JoinHandle<()>,
 }
 
@@ -131,7 +59,7 @@ impl Drop for Inner {
 impl Session {
     /// Connects to the vmd at `addr` and opens a session under `name`.
     pub async fn connect(addr: &str, name: &str) -> Result<Self> {
-        let mut client = VmdClient::new(channel(addr).await?);
+        let mut client = TasksClient::new(channel(addr).await?);
         let (tx, rx) = mpsc::unbounded_channel();
         let hello = pb::Hello {
             name: name.to_string(),
@@ -142,38 +70,19 @@ impl Session {
             op: Some(Op::Hello(hello)),
         })
         .map_err(|_| ClientError::Closed)?;
-        let mut replies = tokio::time::timeout(
-            CALL_TIMEOUT,
+        let (mut replies, first) = stream::open(
             client.session(UnboundedReceiverStream::new(rx)),
+            CALL_TIMEOUT,
         )
-        .await
-        .map_err(|_| ClientError::Timeout(CALL_TIMEOUT))?
-        .map_err(ClientError::Status)?
-        .into_inner();
-        let first = tokio::time::timeout(CALL_TIMEOUT, replies.message())
-            .await
-            .map_err(|_| ClientError::Timeout(CALL_TIMEOUT))?
-            .map_err(ClientError::Status)?;
-        let welcome = match first {
-            Some(pb::SessionReply {
-                result: Some(Reply::Welcome(w)),
-                ..
-            }) => w,
-            Some(pb::SessionReply {
-                result: Some(Reply::Error(e)),
-                ..
-            }) => {
-                return Err(ClientError::Status(Status::new(
-                    Code::from(e.code),
-                    e.message,
-                )))
-            }
-            Some(other) => {
+        .await?;
+        let welcome = match first.result {
+            Some(Reply::Welcome(w)) => w,
+            Some(Reply::Error(e)) => return Err(ClientError::from_reply(e)),
+            other => {
                 return Err(ClientError::Protocol(format!(
                     "expected Welcome, got {other:?}"
                 )))
             }
-            None => return Err(ClientError::Closed),
         };
         let (events, _) = broadcast::channel(4096);
         let inner = Arc::new_cyclic(|weak: &std::sync::Weak<Inner>| {
@@ -201,8 +110,7 @@ impl Session {
                 next_id: AtomicU64::new(2),
                 welcome,
                 events,
-                frozen: RwLock::new(HashMap::new()),
-                stale_epoch: AtomicU64::new(0),
+                frozen: FrozenTables::default(),
                 reader,
             }
         });
@@ -247,10 +155,7 @@ impl Session {
             return Err(ClientError::Closed);
         }
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(Reply::Error(e))) => Err(ClientError::Status(Status::new(
-                Code::from(e.code),
-                e.message,
-            ))),
+            Ok(Ok(Reply::Error(e))) => Err(ClientError::from_reply(e)),
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(_)) => Err(ClientError::Closed),
             Err(_) => {
@@ -391,14 +296,14 @@ impl Session {
         self.post(Op::Subscribe(pb::SubscribeRequest {
             groups: vec![group.to_string()],
         }));
-        let epoch = self.inner.stale_epoch.load(Ordering::SeqCst);
+        let epoch = self.inner.frozen.epoch();
         let op = Op::Freeze(pb::FreezeRequest {
             group: group.to_string(),
             size,
             timeout_ms: millis(timeout),
         });
         match self.call(op, timeout + WAIT_MARGIN).await? {
-            Reply::Table(t) => Ok(self.cache(t, epoch)),
+            Reply::Table(t) => Ok(self.inner.frozen.insert(t, epoch)),
             other => Err(unexpected("freeze", other)),
         }
     }
@@ -411,13 +316,13 @@ impl Session {
         self.post(Op::Subscribe(pb::SubscribeRequest {
             groups: vec![group.to_string()],
         }));
-        let epoch = self.inner.stale_epoch.load(Ordering::SeqCst);
+        let epoch = self.inner.frozen.epoch();
         let op = Op::WaitFrozen(pb::WaitFrozenRequest {
             group: group.to_string(),
             timeout_ms: millis(timeout),
         });
         match self.call(op, timeout + WAIT_MARGIN).await? {
-            Reply::Table(t) => Ok(self.cache(t, epoch)),
+            Reply::Table(t) => Ok(self.inner.frozen.insert(t, epoch)),
             other => Err(unexpected("wait_frozen", other)),
         }
     }
@@ -455,42 +360,12 @@ impl Session {
 
     /// The locally cached table of a frozen group, if any.
     pub fn cached(&self, group: &str) -> Option<Arc<pb::GroupTable>> {
-        Some(self.inner.frozen.read().ok()?.get(group)?.table.clone())
+        self.inner.frozen.table(group)
     }
 
     /// The member at `instance` of a cached frozen group, without a call.
     fn cached_member(&self, group: &str, instance: u32) -> Option<Arc<pb::Member>> {
-        let frozen = self.inner.frozen.read().ok()?;
-        let g = frozen.get(group)?;
-        let i = g
-            .members
-            .binary_search_by_key(&instance, |m| m.instance)
-            .ok()?;
-        g.members.get(i).cloned()
-    }
-
-    /// Caches a frozen table fetched by a call that started at `epoch`,
-    /// unless an event since then may have made it stale.
-    fn cache(&self, table: pb::GroupTable, epoch: u64) -> Arc<pb::GroupTable> {
-        let table = Arc::new(table);
-        if table.frozen && !table.broken {
-            let mut members: Vec<Arc<pb::Member>> =
-                table.members.iter().cloned().map(Arc::new).collect();
-            members.sort_by_key(|m| m.instance);
-            if let Ok(mut f) = self.inner.frozen.write() {
-                // Checked under the lock that `on_event` takes to invalidate.
-                if self.inner.stale_epoch.load(Ordering::SeqCst) == epoch {
-                    f.insert(
-                        table.group.clone(),
-                        Arc::new(FrozenGroup {
-                            table: table.clone(),
-                            members,
-                        }),
-                    );
-                }
-            }
-        }
-        table
+        self.inner.frozen.member(group, instance)
     }
 }
 
@@ -516,25 +391,7 @@ impl Inner {
     }
 
     fn on_event(&self, ev: pb::GroupEvent) {
-        let stale = matches!(
-            pb::GroupEventKind::try_from(ev.kind),
-            Ok(pb::GroupEventKind::Destroyed
-                | pb::GroupEventKind::MemberDied
-                | pb::GroupEventKind::Left)
-        );
-        // An event without a group says the vmd dropped events for this
-        // session: every cached table may be stale.
-        let lost = ev.group.is_empty();
-        if stale || lost {
-            if let Ok(mut f) = self.frozen.write() {
-                self.stale_epoch.fetch_add(1, Ordering::SeqCst);
-                if lost {
-                    f.clear();
-                } else {
-                    f.remove(&ev.group);
-                }
-            }
-        }
+        self.frozen.on_event(&ev);
         let _ = self.events.send(ev);
     }
 }

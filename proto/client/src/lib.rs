@@ -1,0 +1,36 @@
+//! Talking to a vmd, for everything that is not the vmd: a task's
+//! [`Session`] (groups, frozen-table cache, events) as the bridge holds it,
+//! the [`Console`]'s calls (groups, watch, halt, the resource manager), and
+//! the pieces taskers and joining vmds share ([`channel`], [`stream::open`]).
+//! No gRPC server in here: the bridge, linked into every MPI program,
+//! depends on this crate and not on the daemon.
+//!
+//! * [`channel`]  — the address form and the connection's keepalive.
+//! * [`error`]    — [`ClientError`] and the [`ErrorKind`]s callers branch on.
+//! * [`session`]  — a task's long-lived session stream.
+//! * `frozen`     — the session's cache of frozen tables.
+//! * [`console`]  — unary calls and notifications for tools.
+//! * [`stream`]   — opening a hello-first stream.
+
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+pub mod channel;
+pub mod console;
+pub mod error;
+mod frozen;
+pub mod session;
+pub mod stream;
+#[cfg(feature = "tracing-init")]
+mod tracing_init;
+
+pub use channel::{channel, default_addr};
+pub use console::{Console, Events};
+pub use error::{ClientError, ErrorKind, Result};
+/// The `ISTHMUS_*` names and the default address, defined once.
+pub use isthmus_types::env;
+pub use session::{Session, CALL_TIMEOUT};
+#[cfg(feature = "tracing-init")]
+pub use tracing_init::init_tracing;

@@ -1,0 +1,232 @@
+//! The `Console` service: groups and their tables, notifications (the
+//! merge itself is [`crate::watch`]), halting the daemon, and the resource
+//! manager's calls (hosts, spawn, jobs, kill, signal), which only the vmd
+//! holding the resource manager answers.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use isthmus_proto as pb;
+use pb::console_server::Console;
+use tokio::sync::Notify;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status};
+use tracing::info;
+
+use super::Role;
+use crate::session::SessionContext;
+use crate::watch::{self, WatchError};
+use crate::{convert, rm_convert};
+use isthmus_rm::{HostState, ResourceManager};
+
+pub struct ConsoleService {
+    ctx: SessionContext,
+    role: Role,
+    halt: Arc<Notify>,
+}
+
+impl ConsoleService {
+    pub fn new(ctx: SessionContext, role: Role, halt: Arc<Notify>) -> Self {
+        Self { ctx, role, halt }
+    }
+
+    /// The resource manager, or the refusal of a vmd that is not it.
+    fn rm(&self) -> Result<&ResourceManager, Status> {
+        self.role.require_manager(&self.ctx.host)
+    }
+}
+
+fn rm_status(e: isthmus_rm::Refusal) -> Status {
+    rm_convert::status_of(&e)
+}
+
+fn watch_status(e: WatchError) -> Status {
+    match e {
+        WatchError::UnknownKind(_) => Status::invalid_argument(e.to_string()),
+        WatchError::Lagged(_) => Status::data_loss(e.to_string()),
+    }
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::Event, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Console for ConsoleService {
+    type WatchStream = EventStream;
+
+    async fn list_groups(
+        &self,
+        _: Request<pb::ListGroupsRequest>,
+    ) -> Result<Response<pb::GroupList>, Status> {
+        let list = self
+            .ctx
+            .groups
+            .list()
+            .await
+            .map_err(|e| convert::status_of(&e))?;
+        Ok(Response::new(pb::GroupList {
+            groups: list.iter().map(convert::summary).collect(),
+        }))
+    }
+
+    async fn get_group(
+        &self,
+        request: Request<pb::GroupRef>,
+    ) -> Result<Response<pb::GroupTable>, Status> {
+        let group = request.into_inner().group;
+        let table = self
+            .ctx
+            .groups
+            .table(&group)
+            .await
+            .map_err(|e| convert::status_of(&e))?;
+        Ok(Response::new(convert::table(&table)))
+    }
+
+    async fn watch(
+        &self,
+        request: Request<pb::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        let events = watch::start(&request.into_inner(), &self.ctx.groups, self.role.manager())
+            .map_err(watch_status)?;
+        let events = ReceiverStream::new(events).map(|ev| ev.map_err(watch_status));
+        Ok(Response::new(Box::pin(events)))
+    }
+
+    async fn halt(&self, _: Request<pb::HaltRequest>) -> Result<Response<pb::HaltReply>, Status> {
+        info!("halt requested");
+        self.halt.notify_one();
+        Ok(Response::new(pb::HaltReply {}))
+    }
+
+    async fn list_hosts(
+        &self,
+        _: Request<pb::ListHostsRequest>,
+    ) -> Result<Response<pb::HostList>, Status> {
+        let rm = self.rm()?;
+        let local = rm.local_host();
+        Ok(Response::new(pb::HostList {
+            hosts: rm
+                .hosts()
+                .iter()
+                .map(|h| pb::convert::host_info(h, local))
+                .collect(),
+        }))
+    }
+
+    async fn add_host(
+        &self,
+        request: Request<pb::AddHostRequest>,
+    ) -> Result<Response<pb::HostInfo>, Status> {
+        let rm = self.rm()?;
+        let r = request.into_inner();
+        let host = rm.add_host(r.into()).map_err(rm_status)?;
+        Ok(Response::new(pb::convert::host_info(
+            &host,
+            rm.local_host(),
+        )))
+    }
+
+    async fn delete_host(
+        &self,
+        request: Request<pb::HostRef>,
+    ) -> Result<Response<pb::DeleteHostReply>, Status> {
+        let jobs_lost = self
+            .rm()?
+            .delete_host(&request.into_inner().name)
+            .map_err(rm_status)?;
+        Ok(Response::new(pb::DeleteHostReply { jobs_lost }))
+    }
+
+    async fn check_host(
+        &self,
+        request: Request<pb::HostRef>,
+    ) -> Result<Response<pb::HostCheck>, Status> {
+        let rm = self.rm()?;
+        let name = request.into_inner().name;
+        let host = rm.host(&name).map_err(rm_status)?;
+        Ok(Response::new(check(&host, rm.local_host()).await))
+    }
+
+    async fn spawn(
+        &self,
+        request: Request<pb::SpawnRequest>,
+    ) -> Result<Response<pb::SpawnReply>, Status> {
+        let spec = request.into_inner().into();
+        let (job, host) = self.rm()?.spawn(spec).await.map_err(rm_status)?;
+        Ok(Response::new(pb::SpawnReply { job, host }))
+    }
+
+    async fn list_jobs(
+        &self,
+        request: Request<pb::ListJobsRequest>,
+    ) -> Result<Response<pb::JobList>, Status> {
+        let jobs = self.rm()?.jobs(request.into_inner().all);
+        Ok(Response::new(pb::JobList {
+            jobs: jobs.iter().map(pb::JobInfo::from).collect(),
+        }))
+    }
+
+    async fn kill_job(
+        &self,
+        request: Request<pb::KillRequest>,
+    ) -> Result<Response<pb::KillReply>, Status> {
+        self.rm()?
+            .kill(request.into_inner().job)
+            .map_err(rm_status)?;
+        Ok(Response::new(pb::KillReply {}))
+    }
+
+    async fn signal_job(
+        &self,
+        request: Request<pb::SignalRequest>,
+    ) -> Result<Response<pb::SignalReply>, Status> {
+        let r = request.into_inner();
+        let delivered_to = self
+            .rm()?
+            .signal(r.job, r.signal, r.rank)
+            .map_err(rm_status)?;
+        Ok(Response::new(pb::SignalReply { delivered_to }))
+    }
+}
+
+/// How long a host check waits for the other vmd.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Whether a host's vmd answers, and how fast.
+async fn check(host: &isthmus_rm::Host, local: &str) -> pb::HostCheck {
+    let mut out = pb::HostCheck {
+        name: host.name.clone(),
+        responding: false,
+        detail: String::new(),
+        round_trip_us: 0,
+    };
+    if host.name == local {
+        out.responding = true;
+        out.detail = "this vmd".into();
+        return out;
+    }
+    if host.state == HostState::Waiting {
+        out.detail = "declared; its vmd has not joined".into();
+        return out;
+    }
+    let started = Instant::now();
+    let answer = tokio::time::timeout(CHECK_TIMEOUT, async {
+        isthmus_client::Console::connect(&host.addr)
+            .await?
+            .groups()
+            .await
+    })
+    .await;
+    match answer {
+        Ok(Ok(_)) => {
+            out.responding = true;
+            out.round_trip_us = started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
+            out.detail = format!("vmd at {} answered", host.addr);
+        }
+        Ok(Err(e)) => out.detail = format!("vmd at {} did not answer: {}", host.addr, e.message()),
+        Err(_) => out.detail = format!("vmd at {} did not answer within 3 s", host.addr),
+    }
+    out
+}

@@ -1,0 +1,43 @@
+//! The `Peers` service: hands each joining vmd's host link to
+//! [`crate::host_link::serve`]; only the vmd holding the resource manager
+//! accepts them.
+
+use std::sync::Arc;
+
+use isthmus_proto as pb;
+use pb::peers_server::Peers;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::Role;
+use crate::{host_link, stream};
+
+pub struct PeersService {
+    role: Role,
+    /// This vmd's host name, for the refusal of a vmd that is not the manager.
+    host: String,
+    /// The virtual machine's secret, handed to each joining vmd.
+    secret: Arc<Vec<u8>>,
+}
+
+impl PeersService {
+    pub fn new(role: Role, host: String, secret: Arc<Vec<u8>>) -> Self {
+        Self { role, host, secret }
+    }
+}
+
+#[tonic::async_trait]
+impl Peers for PeersService {
+    type HostLinkStream = ReceiverStream<Result<pb::HostDown, Status>>;
+
+    async fn host_link(
+        &self,
+        request: Request<Streaming<pb::HostUp>>,
+    ) -> Result<Response<Self::HostLinkStream>, Status> {
+        let rm = self.role.require_manager(&self.host)?.clone();
+        let secret = self.secret.clone();
+        Ok(stream::serve(|out| {
+            host_link::serve(rm, secret, request.into_inner(), out)
+        }))
+    }
+}
