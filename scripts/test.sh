@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second command; .ci/run calls it).
-# Installs what is missing, builds the MPICH flavour of the examples for the
-# cross-implementation tests, then runs the whole workspace's tests with the
-# Open MPI flavour.
+# Installs what is missing; checks formatting, clippy (warnings are errors),
+# that the bridge carries no daemon or gRPC server, and that the bridge's
+# modules import each other without cycles; builds the MPICH flavour of the
+# examples for the cross-implementation tests, then runs the whole
+# workspace's tests with the Open MPI flavour.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 bash "$ISTHMUS_ROOT/scripts/install-deps.sh"
 cd "$ISTHMUS_ROOT"
+# House rules first: they are cheap and say what is wrong before a long run.
+cargo fmt --all --check
+bash scripts/check-deps.sh
+bash scripts/check-module-cycles.sh >/dev/null
+build_with openmpi clippy --release --workspace --all-targets -- -D warnings
 build_with mpich build --release -p isthmus-examples --bins
 export ISTHMUS_MPICH_BIN_DIR="$ISTHMUS_TARGET_MPICH/release"
 build_with openmpi build --release -p isthmus-examples --bins

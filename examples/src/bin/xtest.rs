@@ -421,11 +421,13 @@ fn datatypes(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
             "particles from A damaged: {:?}",
             &p[..2]
         );
-        let mut strided = vec![-1i32; 20];
-        // SAFETY: as on the sending side, the vector fits the 20 elements.
-        let mut view = unsafe { MutView::with_count_and_datatype(&mut strided[..], 1, &vector) };
-        ic.recv_buffer(Source::Rank(0), Tag::Value(2), &mut view)?;
-        drop(view);
+        let mut strided = [-1i32; 20];
+        {
+            // SAFETY: as on the sending side, the vector fits the 20 elements.
+            let mut view =
+                unsafe { MutView::with_count_and_datatype(&mut strided[..], 1, &vector) };
+            ic.recv_buffer(Source::Rank(0), Tag::Value(2), &mut view)?;
+        }
         for (i, v) in strided.iter().enumerate() {
             let in_block = (i % 5) < 2 && i < 20;
             ensure!(
