@@ -1,19 +1,38 @@
-//! [`Endpoint`]: how to reach one engine (process identity + Unix and TCP
-//! addresses), and its opaque versioned binary record that the group service
-//! publishes.
+//! [`Endpoint`]: how to reach one engine (process identity, public key,
+//! Unix and TCP addresses), and its opaque versioned binary record that the
+//! group service publishes.
 //!
-//! Record layout (version 1, all integers little-endian):
-//! `"ISEP" | version u8 = 1 | uuid [16] | host_len u16 | host utf-8 |
+//! Record layout (version 2, all integers little-endian):
+//! `"ISEP" | version u8 = 2 | uuid [16] | public key [32] | host_len u16 | host utf-8 |
 //!  unix_len u16 (0xFFFF = absent) | unix utf-8 | tcp_len u16 (0xFFFF = absent) | tcp "ip:port" utf-8`.
+//!
+//! The process id is derived from the public key ([`process_id`]), so a
+//! record cannot bind one process's id to another process's key: a record
+//! whose id does not match its key is refused when it is decoded, and
+//! `Engine::intercomm` refuses such an endpoint too. Version-1 records
+//! (no key) are refused: they cannot authenticate a data connection.
 
 use std::net::SocketAddr;
 
+use sha2::{Digest, Sha512};
 use uuid::Uuid;
 
 use crate::error::{BridgeError, Result};
 
 const ENDPOINT_MAGIC: &[u8; 4] = b"ISEP";
-const ENDPOINT_VERSION: u8 = 1;
+const ENDPOINT_VERSION: u8 = 2;
+
+/// Length of an Ed25519 public key.
+pub const PUBLIC_KEY_LEN: usize = 32;
+
+/// The process id that belongs to an Ed25519 public key: the first 16 bytes
+/// of its SHA-512, as a version-8 (custom) UUID.
+pub fn process_id(public_key: &[u8; PUBLIC_KEY_LEN]) -> Uuid {
+    let digest = Sha512::digest(public_key);
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(id).into_uuid()
+}
 const ABSENT: u16 = 0xFFFF;
 
 /// Where and who a bridge engine is.
@@ -21,6 +40,10 @@ const ABSENT: u16 = 0xFFFF;
 pub struct Endpoint {
     /// Identity of the process (engine) — also what failure reports refer to.
     pub process: Uuid,
+    /// The engine's Ed25519 public key; `process` is [`process_id`] of it.
+    /// Data connections from this process are signed with the matching
+    /// private key, which never leaves the process.
+    pub public_key: [u8; PUBLIC_KEY_LEN],
     /// Host name as configured in the engine; equal hosts use the Unix socket.
     pub host: String,
     /// Unix socket address: a filesystem path, or `@name` for the Linux abstract namespace.
@@ -36,6 +59,7 @@ impl Endpoint {
         out.extend_from_slice(ENDPOINT_MAGIC);
         out.push(ENDPOINT_VERSION);
         out.extend_from_slice(self.process.as_bytes());
+        out.extend_from_slice(&self.public_key);
         put_str(&mut out, Some(&self.host));
         put_str(&mut out, self.unix.as_deref());
         put_str(&mut out, self.tcp.map(|a| a.to_string()).as_deref());
@@ -56,6 +80,8 @@ impl Endpoint {
         }
         let mut id = [0u8; 16];
         id.copy_from_slice(r.take(16)?);
+        let mut public_key = [0u8; PUBLIC_KEY_LEN];
+        public_key.copy_from_slice(r.take(PUBLIC_KEY_LEN)?);
         let host = r
             .string()?
             .ok_or_else(|| BridgeError::BadEndpoint("host is missing".into()))?;
@@ -73,12 +99,27 @@ impl Endpoint {
                 bytes.len() - r.pos
             )));
         }
-        Ok(Endpoint {
+        let ep = Endpoint {
             process: Uuid::from_bytes(id),
+            public_key,
             host,
             unix,
             tcp,
-        })
+        };
+        ep.check_identity()?;
+        Ok(ep)
+    }
+
+    /// Refuse an endpoint whose process id is not the one of its public key.
+    pub(crate) fn check_identity(&self) -> Result<()> {
+        let expected = process_id(&self.public_key);
+        if self.process != expected {
+            return Err(BridgeError::BadEndpoint(format!(
+                "process id {} does not belong to the record's public key (expected {expected})",
+                self.process
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -1,4 +1,4 @@
-//! Wire format of the data connections: the connection handshake, the
+//! Wire format of the data connections: the
 //! fixed 56-byte frame header that precedes every payload, and reading a
 //! payload of a known length.
 //!
@@ -17,9 +17,7 @@
 //! 40   8   count        (u64 elements)
 //! 48   8   payload len  (u64 bytes that follow the header)
 //! ```
-//! Handshake, connector -> acceptor: `"ISTHMUS\0" | version u16 | reserved u16 |
-//! secret_len u32 | connector uuid [16] | secret bytes`.
-//! Acceptor -> connector: `status u8 (0 ok, 1 bad magic/version, 2 wrong secret) | acceptor uuid [16]`.
+//! The connection handshake that precedes the frames is in `handshake`.
 
 use std::io::{self, Read};
 
@@ -27,13 +25,6 @@ use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
 
 pub(crate) const HEADER_LEN: usize = 56;
-pub(crate) const HANDSHAKE_MAGIC: &[u8; 8] = b"ISTHMUS\0";
-pub(crate) const PROTOCOL_VERSION: u16 = 1;
-/// Upper bound on the VM secret length accepted in a handshake (memory guard).
-pub(crate) const MAX_SECRET_LEN: u32 = 64 * 1024;
-pub(crate) const HANDSHAKE_OK: u8 = 0;
-pub(crate) const HANDSHAKE_BAD_VERSION: u8 = 1;
-pub(crate) const HANDSHAKE_BAD_SECRET: u8 = 2;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,18 +119,6 @@ impl FrameHeader {
     }
 }
 
-/// Constant-time comparison (time depends only on the lengths).
-pub(crate) fn secrets_equal(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len().max(b.len());
-    let mut diff = (a.len() != b.len()) as u8;
-    for i in 0..n {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= x ^ y;
-    }
-    std::hint::black_box(diff) == 0
-}
-
 /// Read a payload of `len` bytes into a new vector (allocation failure is an error, not an abort).
 pub(crate) fn read_payload_vec<R: Read>(rd: &mut R, len: usize) -> io::Result<Vec<u8>> {
     let mut v = Vec::new();
@@ -192,13 +171,5 @@ mod tests {
         let mut bad = h.encode();
         bad[0] = 99;
         assert!(FrameHeader::decode(&bad).is_err());
-    }
-
-    #[test]
-    fn secret_compare() {
-        assert!(secrets_equal(b"abc", b"abc"));
-        assert!(!secrets_equal(b"abc", b"abd"));
-        assert!(!secrets_equal(b"abc", b"abcd"));
-        assert!(secrets_equal(b"", b""));
     }
 }

@@ -55,6 +55,8 @@ impl Engine {
                 "local rank {local_rank} is not below local size {local_size}"
             )));
         }
+        // Admit data connections from these processes (their keys) first.
+        self.shared.admission.learn(&remote)?;
         let ctx = self.shared.contexts.register(context, remote.clone())?;
         // Peers that already failed count against the new intercomm too.
         let failed = self.shared.failures.all();

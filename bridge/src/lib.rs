@@ -10,10 +10,25 @@
 //! * Connections: exactly one OUTGOING connection per peer process, opened
 //!   lazily on first send and used only for frames we send. Frames from a peer
 //!   arrive on the connection it opened to us. Per-pair, per-direction FIFO
-//!   gives MPI's non-overtaking order; there are no connect races. The
-//!   connector's handshake carries magic, version, its uuid and the VM secret;
-//!   the acceptor compares the secret in constant time and rejects (logged)
-//!   connections from outside the virtual machine.
+//!   gives MPI's non-overtaking order; there are no connect races.
+//! * Admission (see the `handshake` and `admission` modules): each engine
+//!   generates its own Ed25519 key pair at start; the private key never
+//!   leaves the process, and the process id is derived from the public key.
+//!   The public key is in the [`Endpoint`] record that the process publishes
+//!   through its own authenticated vmd session at `register`, so a group
+//!   table binds (group, instance) → (process id, public key). A connection
+//!   is a challenge–response: the connector sends its id and a fresh nonce,
+//!   the acceptor answers with its id, a fresh nonce and its signature (so
+//!   the connector knows it reached the process it meant), the connector
+//!   signs both ids and both nonces. The acceptor checks that signature with
+//!   the key of the member named by the claimed id in the remote tables it
+//!   holds; a connection that arrives before the table naming it waits
+//!   (at most 64 at once, each up to [`EngineConfig::admission_timeout`]).
+//!   Replays fail (fresh nonce), so does a spoofed id (no private key). A
+//!   refused connection is logged (address, claimed id, reason) and closed
+//!   and changes nothing: only an admitted connection is ever registered as
+//!   a peer's, so only its end (BYE or EOF) can affect that peer's state.
+//!   The virtual machine's secret plays no part in the data path.
 //! * Progress (leader/follower, see the `incoming` module): each
 //!   incoming connection has one reader token. Whoever holds it reads frames
 //!   (see the `frame` module for the 56-byte header) and either
@@ -58,14 +73,15 @@
 //!   hashing), `info` ([`datatype::TypeInfo`], cache, matching rules),
 //!   `pack` (MPI_Pack / external32 calls), `swap`, `codec` (encode/decode).
 //! * `error` — [`BridgeError`]; `endpoint` — [`Endpoint`]; `wire` — the
-//!   datatype seam ([`TypeSig`], [`WireType`]); `frame` — header, handshake
-//!   constants, payload reading.
+//!   datatype seam ([`TypeSig`], [`WireType`]); `frame` — header, payload
+//!   reading; `handshake` — key pair, challenge–response messages.
 //! * `completion` — one-shot completions and `wait_any`'s notifier;
 //!   `matching` — [`Source`], [`Tag`], [`Status`], the per-context queues
 //!   and the delivery decision for an arriving message.
 //! * Engine tables, each ignorant of the others: `contexts` (context id →
 //!   matching state), `failures` (peers that are gone), `ssend_waiters`
-//!   (ssends awaiting SYNC_ACK), `connections` (outgoing/incoming per peer).
+//!   (ssends awaiting SYNC_ACK), `connections` (outgoing/incoming per peer),
+//!   `admission` (keys of the processes that may connect, waiting connections).
 //! * `transport` — sockets, frame writing, handshake; `outgoing` — the
 //!   outgoing connection and its writer thread, reports through `PeerLost`;
 //!   `incoming` — leader/follower reading, reports through `FrameHandler`.
@@ -83,6 +99,7 @@
 
 // Leaves first: each module imports only modules above it in this list
 // (checked by scripts/check-module-cycles.sh).
+mod admission;
 mod completion;
 mod connections;
 mod contexts;
@@ -93,6 +110,7 @@ mod error;
 mod failures;
 mod format;
 mod frame;
+mod handshake;
 mod hash;
 mod incoming;
 mod intercomm;
@@ -105,8 +123,8 @@ mod transport;
 mod vm;
 mod wire;
 
-pub use endpoint::Endpoint;
-pub use engine::{Engine, EngineConfig};
+pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
+pub use engine::{Engine, EngineConfig, DEFAULT_ADMISSION_TIMEOUT};
 pub use error::{BridgeError, Result};
 pub use format::WireFormat;
 pub use intercomm::InterComm;

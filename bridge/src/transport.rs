@@ -1,24 +1,24 @@
-//! Sockets: the Unix/TCP stream abstraction, writing a frame, and the
-//! connection handshake (connector and acceptor side). Reading incoming
-//! connections lives in `incoming`, the outgoing connection in `outgoing`.
+//! Sockets: the Unix/TCP stream abstraction, writing a frame, and running
+//! the connection handshake (see `handshake`) on a socket with a deadline,
+//! connector and acceptor side. Reading incoming connections lives in
+//! `incoming`, the outgoing connection in `outgoing`.
 
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tracing::warn;
 use uuid::Uuid;
 
-use crate::endpoint::Endpoint;
+use crate::endpoint::{Endpoint, PUBLIC_KEY_LEN};
 use crate::error::{BridgeError, Result};
-use crate::frame::{
-    secrets_equal, FrameHeader, HANDSHAKE_BAD_SECRET, HANDSHAKE_BAD_VERSION, HANDSHAKE_MAGIC,
-    HANDSHAKE_OK, MAX_SECRET_LEN, PROTOCOL_VERSION,
-};
+use crate::frame::FrameHeader;
+use crate::handshake::{self, Identity};
 
-/// Timeout for connect + handshake; data reads/writes have none.
+/// Deadline for connect + handshake (the whole exchange, not each read);
+/// data reads/writes have none.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A connected byte stream, Unix or TCP.
@@ -124,8 +124,8 @@ pub(crate) fn write_frame(s: &mut Stream, hdr: &FrameHeader, payload: &[u8]) -> 
 
 /// Open a data connection to `ep` (Unix if same host, else TCP) and run the connector handshake.
 ///
-/// `me` is this engine's endpoint and `secret` the virtual machine's secret.
-pub(crate) fn connect(me: &Endpoint, secret: &[u8], ep: &Endpoint) -> Result<Stream> {
+/// `me` is this engine's endpoint and `identity` its key pair.
+pub(crate) fn connect(me: &Endpoint, identity: &Identity, ep: &Endpoint) -> Result<Stream> {
     let same_host = ep.host == me.host;
     let (mut stream, address) = match (&ep.unix, ep.tcp) {
         (Some(path), _) if same_host => {
@@ -163,90 +163,77 @@ pub(crate) fn connect(me: &Endpoint, secret: &[u8], ep: &Endpoint) -> Result<Str
         address: address.clone(),
         reason,
     };
-    stream
-        .set_timeouts(Some(HANDSHAKE_TIMEOUT))
-        .map_err(|e| fail(e.to_string()))?;
-    let mut hello = Vec::with_capacity(32 + secret.len());
-    hello.extend_from_slice(HANDSHAKE_MAGIC);
-    hello.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
-    hello.extend_from_slice(&0u16.to_le_bytes());
-    hello.extend_from_slice(&(secret.len() as u32).to_le_bytes());
-    hello.extend_from_slice(me.process.as_bytes());
-    hello.extend_from_slice(secret);
-    stream
-        .write_all(&hello)
-        .map_err(|e| fail(format!("sending handshake: {e}")))?;
-    let mut reply = [0u8; 17];
-    stream.read_exact(&mut reply).map_err(|e| {
-        fail(format!(
-            "peer closed the connection during the handshake ({e}); wrong VM secret?"
-        ))
-    })?;
-    match reply[0] {
-        HANDSHAKE_OK => {}
-        HANDSHAKE_BAD_SECRET => {
-            return Err(fail(
-                "peer rejected our VM secret (not a member of the same virtual machine)".into(),
-            ))
-        }
-        HANDSHAKE_BAD_VERSION => return Err(fail("peer rejected our protocol version".into())),
-        s => {
-            return Err(fail(format!(
-                "peer answered the handshake with unknown status {s}"
-            )))
-        }
-    }
-    let mut id = [0u8; 16];
-    id.copy_from_slice(&reply[1..]);
-    let got = Uuid::from_bytes(id);
-    if got != ep.process {
-        return Err(fail(format!(
-            "reached process {got}, not the expected one (stale endpoint?)"
-        )));
-    }
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    handshake::connect(&mut Bounded::new(&mut stream, deadline), identity, ep).map_err(fail)?;
     stream.set_timeouts(None).map_err(|e| fail(e.to_string()))?;
     Ok(stream)
 }
 
-/// Acceptor side of the handshake; returns the peer's process id, or None if rejected (already logged).
-/// `me` is this process's id and `secret` the virtual machine's secret.
-pub(crate) fn accept_handshake(me: Uuid, secret: &[u8], stream: &mut Stream) -> Option<Uuid> {
-    let run = |stream: &mut Stream| -> io::Result<Option<Uuid>> {
-        stream.set_timeouts(Some(HANDSHAKE_TIMEOUT))?;
-        let mut fixed = [0u8; 32];
-        stream.read_exact(&mut fixed)?;
-        let version = u16::from_le_bytes([fixed[8], fixed[9]]);
-        let secret_len = u32::from_le_bytes([fixed[12], fixed[13], fixed[14], fixed[15]]);
-        let mut id = [0u8; 16];
-        id.copy_from_slice(&fixed[16..32]);
-        let peer = Uuid::from_bytes(id);
-        if &fixed[..8] != HANDSHAKE_MAGIC
-            || version != PROTOCOL_VERSION
-            || secret_len > MAX_SECRET_LEN
-        {
-            warn!(%peer, version, "rejecting data connection: bad magic, protocol version or secret length");
-            let _ = stream.write_all(&[HANDSHAKE_BAD_VERSION]);
-            return Ok(None);
+/// Acceptor side of the handshake; returns the peer's process id, or None if
+/// refused (logged with `via` and the claimed id, never key material).
+/// `key_of` finds the public key of the claimed process, waiting if needed.
+pub(crate) fn accept_handshake(
+    identity: &Identity,
+    stream: &mut Stream,
+    via: &str,
+    key_of: impl FnOnce(Uuid) -> std::result::Result<[u8; PUBLIC_KEY_LEN], String>,
+) -> Option<Uuid> {
+    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let claim = match handshake::challenge(&mut Bounded::new(stream, deadline), identity) {
+        Ok(c) => c,
+        Err(reason) => {
+            warn!(%via, %reason, "refusing data connection");
+            return None;
         }
-        let mut received = vec![0u8; secret_len as usize];
-        stream.read_exact(&mut received)?;
-        if !secrets_equal(&received, secret) {
-            warn!(%peer, "rejecting data connection: wrong virtual-machine secret");
-            let _ = stream.write_all(&[HANDSHAKE_BAD_SECRET]);
-            return Ok(None);
-        }
-        let mut reply = [0u8; 17];
-        reply[0] = HANDSHAKE_OK;
-        reply[1..].copy_from_slice(me.as_bytes());
-        stream.write_all(&reply)?;
-        stream.set_timeouts(None)?;
-        Ok(Some(peer))
     };
-    match run(stream) {
-        Ok(p) => p,
-        Err(e) => {
-            warn!(error = %e, "dropping data connection: handshake failed");
-            None
+    let peer = claim.peer;
+    if let Err(reason) = key_of(peer).and_then(|key| claim.check(&key)) {
+        warn!(%via, claimed = %peer, %reason, "refusing data connection");
+        return None;
+    }
+    if let Err(e) = stream.set_timeouts(None) {
+        warn!(%via, claimed = %peer, error = %e, "refusing data connection: cannot clear its timeouts");
+        return None;
+    }
+    Some(peer)
+}
+
+/// A stream whose reads and writes all end by one deadline (so a peer that
+/// trickles bytes cannot stretch the handshake).
+struct Bounded<'a> {
+    stream: &'a mut Stream,
+    deadline: Instant,
+}
+
+impl<'a> Bounded<'a> {
+    fn new(stream: &'a mut Stream, deadline: Instant) -> Self {
+        Bounded { stream, deadline }
+    }
+    fn arm(&self) -> io::Result<()> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "handshake deadline passed",
+            ));
         }
+        self.stream.set_timeouts(Some(left))
+    }
+}
+
+impl Read for Bounded<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.arm()?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Bounded<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.arm()?;
+        self.stream.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }

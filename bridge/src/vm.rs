@@ -94,10 +94,9 @@ impl Bridge {
         let session = rt
             .block_on(Session::connect(addr, &name))
             .map_err(|e| vm_error("connect", e))?;
-        let engine = Engine::start(EngineConfig {
-            secret: session.secret().to_vec(),
-            host: session.host().to_string(),
-        })?;
+        // The data path does not use the session's VM secret: each data
+        // connection is signed with this engine's own key (see `handshake`).
+        let engine = Engine::start(EngineConfig::new(session.host()))?;
         let peers: Arc<Mutex<HashMap<(String, u32), uuid::Uuid>>> = Arc::default();
         rt.spawn(forward_deaths(
             session.events(),

@@ -24,12 +24,8 @@ fn start(config: EngineConfig) -> isthmus_bridge::Result<Arc<Engine>> {
     Engine::start(config)
 }
 
-fn engine(secret: &[u8]) -> Arc<Engine> {
-    start(EngineConfig {
-        secret: secret.to_vec(),
-        host: "testhost".into(),
-    })
-    .expect("engine starts")
+fn engine() -> Arc<Engine> {
+    start(EngineConfig::new("testhost")).expect("engine starts")
 }
 
 /// Two groups of engines and the intercomms between them: a[i] talks to group b and vice versa.
@@ -41,8 +37,8 @@ type Groups = (
 );
 
 fn groups(na: usize, nb: usize, context: u64) -> Groups {
-    let ea: Vec<_> = (0..na).map(|_| engine(b"vm")).collect();
-    let eb: Vec<_> = (0..nb).map(|_| engine(b"vm")).collect();
+    let ea: Vec<_> = (0..na).map(|_| engine()).collect();
+    let eb: Vec<_> = (0..nb).map(|_| engine()).collect();
     let epa: Vec<_> = ea.iter().map(|e| e.endpoint()).collect();
     let epb: Vec<_> = eb.iter().map(|e| e.endpoint()).collect();
     let ca = ea
@@ -78,10 +74,30 @@ fn checksum(v: &[u8]) -> u64 {
 
 #[test]
 fn endpoint_roundtrip_and_garbage() {
-    let e = engine(b"s");
+    let e = engine();
     let ep = e.endpoint();
     assert_eq!(Endpoint::decode(&ep.encode()).unwrap(), ep);
     assert!(ep.unix.is_some() && ep.tcp.is_some());
+    assert_eq!(ep.process, process_id(&ep.public_key));
+    // A record that binds this process's id to another key is refused, and
+    // so is an intercomm with such an endpoint.
+    let mut forged = ep.clone();
+    forged.public_key = engine().endpoint().public_key;
+    assert!(matches!(
+        Endpoint::decode(&forged.encode()),
+        Err(BridgeError::BadEndpoint(_))
+    ));
+    assert!(matches!(
+        e.intercomm(99, 0, 1, vec![forged]),
+        Err(BridgeError::BadEndpoint(_))
+    ));
+    // Version-1 records (no key) cannot authenticate a connection.
+    let mut v1 = ep.encode();
+    v1[4] = 1;
+    assert!(matches!(
+        Endpoint::decode(&v1),
+        Err(BridgeError::BadEndpoint(_))
+    ));
     assert!(matches!(
         Endpoint::decode(b"nope"),
         Err(BridgeError::BadEndpoint(_))
@@ -406,8 +422,8 @@ fn truncation_then_next_message_received() {
 
 #[test]
 fn intercomms_with_same_tags_do_not_mix() {
-    let ea = engine(b"vm");
-    let eb = engine(b"vm");
+    let ea = engine();
+    let eb = engine();
     let a1 = ea.intercomm(100, 0, 1, vec![eb.endpoint()]).unwrap();
     let a2 = ea.intercomm(200, 0, 1, vec![eb.endpoint()]).unwrap();
     let b1 = eb.intercomm(100, 0, 1, vec![ea.endpoint()]).unwrap();
@@ -514,40 +530,9 @@ fn reported_peer_failure_fails_ssend_and_recv() {
 }
 
 #[test]
-fn wrong_secret_is_rejected() {
-    let good = engine(b"right");
-    let bad = engine(b"wrong");
-    let c = bad.intercomm(1, 0, 1, vec![good.endpoint()]).unwrap();
-    let _g = good.intercomm(1, 0, 1, vec![bad.endpoint()]).unwrap();
-    match c.send(0, 0, &[1u8]) {
-        Err(BridgeError::Connect { reason, .. }) => assert!(reason.contains("secret"), "{reason}"),
-        other => panic!("expected a Connect error, got {other:?}"),
-    }
-    // TCP path (different host) is guarded the same way.
-    let far = start(EngineConfig {
-        secret: b"wrong".to_vec(),
-        host: "elsewhere".into(),
-    })
-    .unwrap();
-    let c2 = far.intercomm(1, 0, 1, vec![good.endpoint()]).unwrap();
-    assert!(matches!(
-        c2.send(0, 0, &[1u8]),
-        Err(BridgeError::Connect { .. })
-    ));
-}
-
-#[test]
 fn tcp_path_works_between_hosts() {
-    let ea = start(EngineConfig {
-        secret: b"vm".to_vec(),
-        host: "host-a".into(),
-    })
-    .unwrap();
-    let eb = start(EngineConfig {
-        secret: b"vm".to_vec(),
-        host: "host-b".into(),
-    })
-    .unwrap();
+    let ea = start(EngineConfig::new("host-a")).unwrap();
+    let eb = start(EngineConfig::new("host-b")).unwrap();
     let a = ea.intercomm(1, 0, 1, vec![eb.endpoint()]).unwrap();
     let b = eb.intercomm(1, 0, 1, vec![ea.endpoint()]).unwrap();
     let data: Vec<u64> = (0..100_000).collect();

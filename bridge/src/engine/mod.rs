@@ -10,23 +10,40 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
+use crate::handshake::Identity;
 use crate::transport::{self, Stream};
 use shared::spawn;
 pub(crate) use shared::Shared;
 
+/// How long an incoming connection from a process that no remote table names
+/// yet may wait for one (the remote job may form its intercommunicator first).
+pub const DEFAULT_ADMISSION_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// Configuration of an [`Engine`].
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Virtual-machine secret; only peers presenting the same secret may open data connections.
-    pub secret: Vec<u8>,
     /// Name of this host; peers with the same host name connect over the Unix socket.
     pub host: String,
+    /// How long a data connection from a process not (yet) named by any
+    /// remote group of ours waits for such a table before it is refused.
+    pub admission_timeout: Duration,
+}
+
+impl EngineConfig {
+    /// Defaults for `host`.
+    pub fn new(host: impl Into<String>) -> Self {
+        EngineConfig {
+            host: host.into(),
+            admission_timeout: DEFAULT_ADMISSION_TIMEOUT,
+        }
+    }
 }
 
 /// One bridge engine (normally one per process).
@@ -36,9 +53,12 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Bind the Unix (abstract namespace) and TCP (127.0.0.1:0) listeners and start accepting.
+    /// Generate this engine's key pair (its process id derives from the public
+    /// key), bind the Unix (abstract namespace) and TCP (127.0.0.1:0)
+    /// listeners and start accepting.
     pub fn start(config: EngineConfig) -> Result<Arc<Engine>> {
-        let process = Uuid::new_v4();
+        let identity = Identity::generate()?;
+        let process = identity.process();
         let unix_name = format!("@isthmus-bridge-{process}");
         let unix = UnixListener::bind_addr(
             &transport::unix_addr(&unix_name)
@@ -52,11 +72,12 @@ impl Engine {
             .map_err(|e| BridgeError::io("reading the TCP listener address", e))?;
         let endpoint = Endpoint {
             process,
+            public_key: identity.public_key(),
             host: config.host,
             unix: Some(unix_name.clone()),
             tcp: Some(tcp_addr),
         };
-        let shared = Arc::new(Shared::new(endpoint, config.secret));
+        let shared = Arc::new(Shared::new(endpoint, identity, config.admission_timeout));
         let s1 = Arc::clone(&shared);
         let t1 = spawn("bridge-accept-unix", move || {
             for s in unix.incoming() {
@@ -134,6 +155,7 @@ impl Engine {
             let _ = TcpStream::connect(a);
         }
         shared.conns.wake_all_readers();
+        shared.admission.close();
         let handles: Vec<JoinHandle<()>> = shared.take_threads();
         // Writers and acceptors exit on their own; readers after their socket is shut down.
         let (writers_and_acceptors, readers): (Vec<_>, Vec<_>) =

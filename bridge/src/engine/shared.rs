@@ -8,11 +8,12 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
+use crate::admission::Admission;
 use crate::completion::{AnyNotifier, Completion};
 use crate::connections::Connections;
 use crate::contexts::ContextTable;
@@ -20,6 +21,7 @@ use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::failures::FailureSet;
 use crate::frame::{discard_payload, FrameHeader, FrameKind};
+use crate::handshake::Identity;
 use crate::incoming::{FrameHandler, FrameReader, InConn};
 use crate::matching::{Ctx, RecvOutcome};
 use crate::outgoing::{OutConn, PeerLost, Queued};
@@ -31,7 +33,11 @@ use crate::transport::{self, Stream};
 /// Engine state shared with the engine's threads.
 pub(crate) struct Shared {
     pub(crate) endpoint: Endpoint,
-    secret: Vec<u8>,
+    /// Our key pair: proves who we are in handshakes; never leaves the process.
+    identity: Identity,
+    /// Keys of the processes that may connect to us.
+    pub(crate) admission: Admission,
+    admission_timeout: Duration,
     shutting_down: AtomicBool,
     next_seq: AtomicU64,
     pub(crate) any: Arc<AnyNotifier>,
@@ -50,10 +56,12 @@ pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<Joi
 }
 
 impl Shared {
-    pub(crate) fn new(endpoint: Endpoint, secret: Vec<u8>) -> Self {
+    pub(crate) fn new(endpoint: Endpoint, identity: Identity, admission_timeout: Duration) -> Self {
         Shared {
             endpoint,
-            secret,
+            identity,
+            admission: Admission::default(),
+            admission_timeout,
             shutting_down: AtomicBool::new(false),
             next_seq: AtomicU64::new(1),
             any: Arc::new(AnyNotifier::default()),
@@ -99,10 +107,13 @@ impl Shared {
     }
 
     /// Reader thread body: handshake, register, then background reading.
+    /// Until the handshake proved who the connector is, nothing it sends or
+    /// does (closing included) touches any peer's state.
     fn serve(self: Arc<Self>, mut stream: Stream, via: String) {
-        let Some(peer) =
-            transport::accept_handshake(self.endpoint.process, &self.secret, &mut stream)
-        else {
+        let deadline = Instant::now() + self.admission_timeout;
+        let Some(peer) = transport::accept_handshake(&self.identity, &mut stream, &via, |p| {
+            self.admission.key_of(p, deadline)
+        }) else {
             stream.shutdown();
             return;
         };
@@ -150,7 +161,7 @@ impl Shared {
         if let Some(c) = guard.as_ref() {
             return Ok(Arc::clone(c));
         }
-        let stream = transport::connect(&self.endpoint, &self.secret, ep)?;
+        let stream = transport::connect(&self.endpoint, &self.identity, ep)?;
         let conn = OutConn::new(ep.process, stream)
             .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
         let (c2, me) = (Arc::clone(&conn), Arc::clone(self));
