@@ -586,7 +586,7 @@ impl TryFrom<pb::GroupEvent> for GroupEvent {
                 return Err(Malformed("group event kind unspecified"))
             }
         };
-        let member = kind.names_member().then(|| GroupEventMember {
+        let member = kind.names_member().then_some(GroupEventMember {
             instance: e.instance,
             task: e.task,
         });
