@@ -2,7 +2,7 @@
 //! the resource manager: plain Rust, no wire encoding, no I/O. The wire types
 //! live in `isthmus-proto`, which converts to and from these at its edge.
 //!
-//! * [`env`]     — the `ISTHMUS_*` environment variables and default addresses.
+//! * [`env`](mod@env) — the `ISTHMUS_*` environment variables and default addresses.
 //! * [`job`]     — the job protocol: job ids, exit statuses, job states, spawn
 //!   requests, the orders taskers receive and the reports they send.
 //! * [`refusal`] — why the resource manager or a tasker will not do something.
