@@ -3,13 +3,20 @@
 //! where a wire message may be malformed (then it is refused, never a panic).
 //!
 //! Both ends of every stream use these: the vmd (its service, tasker and
-//! host links), the taskers and the clients.
+//! host links), the taskers and the clients. What a client receives (hosts,
+//! jobs, groups, notifications) is checked strictly: an unspecified or
+//! unknown enum value, or a missing part, is [`Malformed`].
 
-use isthmus_types::event::{RmEvent, Sequenced};
-use isthmus_types::host::{Host, HostDecl, HostState};
+use isthmus_types::event::{
+    Notification, NotificationKind, RmEvent, Sequenced, WatchEvent, WatchFilter,
+};
+use isthmus_types::group::{
+    GroupEvent, GroupEventKind, GroupEventMember, GroupSummary, GroupTable, Member,
+};
+use isthmus_types::host::{Host, HostCheck, HostDecl, HostState, HostView};
 use isthmus_types::job::{
     ExitStatus, Job, JobOrder, JobReport, JobState, LaunchSpec, OutputStream, Placement, Rank,
-    SpawnSpec,
+    SpawnSpec, Spawned,
 };
 use isthmus_types::refusal::{Refusal, RefusalKind};
 use tonic::Code;
@@ -129,6 +136,25 @@ fn stream_from(s: i32) -> OutputStream {
         OutputStream::Stderr
     } else {
         OutputStream::Stdout
+    }
+}
+
+/// A wire exit status that may be absent but, if present, must be whole.
+fn exit_strict(e: Option<pb::ExitStatus>) -> Result<Option<ExitStatus>, Malformed> {
+    e.map(ExitStatus::try_from).transpose()
+}
+
+/// A wire enum value as the enum, refusing unknown and unspecified values.
+fn known<E: TryFrom<i32>>(value: i32, what: &'static str) -> Result<E, Malformed> {
+    E::try_from(value).map_err(|_| Malformed(what))
+}
+
+/// A wire stream number, strictly (what clients receive).
+fn output_stream(s: i32) -> Result<OutputStream, Malformed> {
+    match known(s, "unknown output stream")? {
+        pb::OutputStream::Stdout => Ok(OutputStream::Stdout),
+        pb::OutputStream::Stderr => Ok(OutputStream::Stderr),
+        pb::OutputStream::Unspecified => Err(Malformed("output stream unspecified")),
     }
 }
 
@@ -322,6 +348,46 @@ impl From<pb::HostHello> for HostDecl {
     }
 }
 
+impl From<SpawnSpec> for pb::SpawnRequest {
+    fn from(s: SpawnSpec) -> Self {
+        use pb::spawn_request::Placement as Wire;
+        let placement = match s.placement {
+            Placement::Any => Wire::AnyHost(true),
+            Placement::Host(h) => Wire::Host(h),
+            Placement::MostFree => Wire::MostFree(true),
+        };
+        pb::SpawnRequest {
+            program: s.program,
+            args: s.args,
+            np: s.np,
+            implementation: s.implementation,
+            placement: Some(placement),
+            env: s.env.into_iter().collect(),
+            cwd: s.cwd,
+        }
+    }
+}
+
+impl From<HostDecl> for pb::AddHostRequest {
+    fn from(d: HostDecl) -> Self {
+        pb::AddHostRequest {
+            name: d.name,
+            slots: d.slots,
+            offers: d.offers,
+            addr: d.addr,
+        }
+    }
+}
+
+impl From<pb::SpawnReply> for Spawned {
+    fn from(r: pb::SpawnReply) -> Self {
+        Spawned {
+            job: r.job,
+            host: r.host,
+        }
+    }
+}
+
 // ---- what the resource manager shows: hosts, jobs, events ----
 
 impl From<HostState> for pb::HostState {
@@ -329,6 +395,44 @@ impl From<HostState> for pb::HostState {
         match s {
             HostState::Up => pb::HostState::HostUp,
             HostState::Waiting => pb::HostState::HostWaiting,
+        }
+    }
+}
+
+fn host_state(s: i32) -> Result<HostState, Malformed> {
+    match known(s, "unknown host state")? {
+        pb::HostState::HostUp => Ok(HostState::Up),
+        pb::HostState::HostWaiting => Ok(HostState::Waiting),
+        pb::HostState::Unspecified => Err(Malformed("host state unspecified")),
+    }
+}
+
+/// A host as a client sees it; `local` on the wire means that the vmd that
+/// answered runs there ([`HostView::answering`]).
+impl TryFrom<pb::HostInfo> for HostView {
+    type Error = Malformed;
+    fn try_from(h: pb::HostInfo) -> Result<Self, Malformed> {
+        Ok(HostView {
+            state: host_state(h.state)?,
+            name: h.name,
+            addr: h.addr,
+            slots: h.slots,
+            slots_used: h.slots_used,
+            offers: h.offers,
+            taskers: h.taskers,
+            answering: h.local,
+            jobs: h.jobs,
+        })
+    }
+}
+
+impl From<pb::HostCheck> for HostCheck {
+    fn from(c: pb::HostCheck) -> Self {
+        HostCheck {
+            name: c.name,
+            responding: c.responding,
+            detail: c.detail,
+            round_trip: std::time::Duration::from_micros(c.round_trip_us.into()),
         }
     }
 }
@@ -378,6 +482,202 @@ impl From<&Job> for pb::JobInfo {
             exit: j.exit.map(Into::into),
             reason: j.reason.clone(),
         }
+    }
+}
+
+fn job_state(s: i32) -> Result<JobState, Malformed> {
+    JobState::try_from(known::<pb::JobState>(s, "unknown job state")?)
+}
+
+/// A rank as a client sees it: no pid (0 on the wire) until it started;
+/// an exited rank must say how it ended.
+impl TryFrom<pb::RankInfo> for Rank {
+    type Error = Malformed;
+    fn try_from(r: pb::RankInfo) -> Result<Self, Malformed> {
+        let exit = exit_strict(r.exit)?;
+        let pid = (r.pid != 0).then_some(r.pid);
+        match known(r.state, "unknown rank state")? {
+            pb::RankState::RankExited if exit.is_none() => {
+                return Err(Malformed("exited rank without exit status"))
+            }
+            pb::RankState::RankRunning if pid.is_none() => {
+                return Err(Malformed("running rank without pid"))
+            }
+            pb::RankState::Unspecified => return Err(Malformed("rank state unspecified")),
+            _ => {}
+        }
+        Ok(Rank {
+            rank: r.rank,
+            pid,
+            exit,
+        })
+    }
+}
+
+/// A job as a client sees it: the resource manager's own view, whole.
+impl TryFrom<pb::JobInfo> for Job {
+    type Error = Malformed;
+    fn try_from(j: pb::JobInfo) -> Result<Self, Malformed> {
+        Ok(Job {
+            id: j.job,
+            state: job_state(j.state)?,
+            ranks: j
+                .ranks
+                .into_iter()
+                .map(Rank::try_from)
+                .collect::<Result<_, _>>()?,
+            exit: exit_strict(j.exit)?,
+            program: j.program,
+            args: j.args,
+            np: j.np,
+            implementation: j.implementation,
+            host: j.host,
+            reason: j.reason,
+        })
+    }
+}
+
+// ---- groups, as clients see them ----
+
+impl From<pb::Member> for Member {
+    fn from(m: pb::Member) -> Self {
+        Member {
+            instance: m.instance,
+            task: m.task,
+            host: m.host,
+            endpoint: m.endpoint,
+        }
+    }
+}
+
+impl From<pb::GroupTable> for GroupTable {
+    fn from(t: pb::GroupTable) -> Self {
+        GroupTable {
+            name: t.group,
+            generation: t.generation,
+            frozen: t.frozen,
+            broken: t.broken,
+            members: t.members.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<pb::GroupSummary> for GroupSummary {
+    fn from(g: pb::GroupSummary) -> Self {
+        GroupSummary {
+            name: g.group,
+            size: g.size,
+            frozen: g.frozen,
+            broken: g.broken,
+        }
+    }
+}
+
+impl TryFrom<pb::GroupEvent> for GroupEvent {
+    type Error = Malformed;
+    fn try_from(e: pb::GroupEvent) -> Result<Self, Malformed> {
+        let kind = match known(e.kind, "unknown group event kind")? {
+            pb::GroupEventKind::Joined => GroupEventKind::Joined,
+            pb::GroupEventKind::Left => GroupEventKind::Left,
+            pb::GroupEventKind::Frozen => GroupEventKind::Frozen,
+            pb::GroupEventKind::Destroyed => GroupEventKind::Destroyed,
+            pb::GroupEventKind::MemberDied => GroupEventKind::MemberDied,
+            pb::GroupEventKind::Unspecified => {
+                return Err(Malformed("group event kind unspecified"))
+            }
+        };
+        let member = kind.names_member().then_some(GroupEventMember {
+            instance: e.instance,
+            task: e.task,
+        });
+        Ok(GroupEvent {
+            kind,
+            group: e.group,
+            member,
+            size: e.size,
+            group_broken: e.group_broken,
+        })
+    }
+}
+
+// ---- notifications, as watchers ask for and receive them ----
+
+impl From<NotificationKind> for pb::EventKind {
+    fn from(k: NotificationKind) -> Self {
+        match k {
+            NotificationKind::Group => pb::EventKind::Group,
+            NotificationKind::HostAdded => pb::EventKind::HostAdded,
+            NotificationKind::HostDeleted => pb::EventKind::HostDeleted,
+            NotificationKind::HostFailed => pb::EventKind::HostFailed,
+            NotificationKind::TaskExit => pb::EventKind::TaskExit,
+            NotificationKind::JobExit => pb::EventKind::JobExit,
+            NotificationKind::TaskOutput => pb::EventKind::TaskOutput,
+        }
+    }
+}
+
+impl From<WatchFilter> for pb::WatchRequest {
+    fn from(f: WatchFilter) -> Self {
+        pb::WatchRequest {
+            groups: f.groups,
+            current_state: f.current_state,
+            kinds: f
+                .kinds
+                .into_iter()
+                .map(|k| pb::EventKind::from(k) as i32)
+                .collect(),
+            jobs: f.jobs,
+        }
+    }
+}
+
+impl TryFrom<pb::Event> for Notification {
+    type Error = Malformed;
+    fn try_from(e: pb::Event) -> Result<Self, Malformed> {
+        use pb::event::Kind;
+        let event = match e.kind.ok_or(Malformed("event without kind"))? {
+            Kind::Group(g) => WatchEvent::Group(g.try_into()?),
+            Kind::Host(h) => {
+                let host = h
+                    .host
+                    .ok_or(Malformed("host event without host"))?
+                    .try_into()?;
+                let reason = h.reason;
+                match known(h.kind, "unknown host event kind")? {
+                    pb::HostEventKind::Added => WatchEvent::HostAdded(host),
+                    pb::HostEventKind::Deleted => WatchEvent::HostDeleted { host, reason },
+                    pb::HostEventKind::Failed => WatchEvent::HostFailed { host, reason },
+                    pb::HostEventKind::Unspecified => {
+                        return Err(Malformed("host event kind unspecified"))
+                    }
+                }
+            }
+            Kind::TaskExit(t) => WatchEvent::TaskExit {
+                job: t.job,
+                rank: t.rank,
+                exit: t
+                    .exit
+                    .ok_or(Malformed("task exit without exit status"))?
+                    .try_into()?,
+                host: t.host,
+            },
+            Kind::JobExit(j) => WatchEvent::JobExit {
+                job: j.job,
+                state: job_state(j.state)?,
+                exit: exit_strict(j.exit)?,
+                reason: j.reason,
+                host: j.host,
+            },
+            Kind::Output(o) => WatchEvent::Output {
+                job: o.job,
+                rank: o.rank,
+                stream: output_stream(o.stream)?,
+                line: o.line,
+            },
+            Kind::Job(j) => WatchEvent::Job(j.try_into()?),
+            Kind::Synced(_) => WatchEvent::Synced,
+        };
+        Ok(Notification { seq: e.seq, event })
     }
 }
 
@@ -552,5 +852,212 @@ mod tests {
             JobReport::try_from(odd),
             Ok(JobReport::Refused { error, .. }) if error.kind == RefusalKind::FailedPrecondition
         ));
+    }
+
+    fn job() -> Job {
+        Job {
+            id: 9,
+            program: "sleep".into(),
+            args: vec!["1".into()],
+            np: 3,
+            implementation: "exec".into(),
+            host: "h".into(),
+            state: JobState::Failed,
+            ranks: vec![
+                Rank {
+                    rank: 0,
+                    pid: None,
+                    exit: None,
+                },
+                Rank {
+                    rank: 1,
+                    pid: Some(77),
+                    exit: None,
+                },
+                Rank {
+                    rank: 2,
+                    pid: Some(78),
+                    exit: Some(ExitStatus::Signal(9)),
+                },
+            ],
+            exit: Some(ExitStatus::Code(1)),
+            reason: "rank 2 killed".into(),
+        }
+    }
+
+    #[test]
+    fn what_the_resource_manager_shows_reaches_clients_whole() {
+        let j = job();
+        assert_eq!(Job::try_from(pb::JobInfo::from(&j)), Ok(j.clone()));
+
+        let mut host = Host::from_decl(
+            HostDecl {
+                name: "h".into(),
+                slots: 4,
+                offers: vec!["exec".into()],
+                addr: "127.0.0.1:1".into(),
+            },
+            HostState::Up,
+            true,
+        );
+        host.taskers.insert("exec".into(), 2);
+        host.jobs.insert(9);
+        let seen_here = HostView::try_from(host_info(&host, "h")).expect("host");
+        assert!(seen_here.answering);
+        assert_eq!(seen_here.taskers, vec!["exec".to_string()]);
+        assert_eq!((seen_here.jobs, seen_here.state), (1, HostState::Up));
+        let seen_elsewhere = HostView::try_from(host_info(&host, "other")).expect("host");
+        assert!(!seen_elsewhere.answering);
+
+        let events = [
+            RmEvent::HostFailed {
+                host: host.clone(),
+                reason: "link closed".into(),
+            },
+            RmEvent::TaskExit {
+                job: 9,
+                rank: Some(2),
+                exit: ExitStatus::Signal(9),
+                host: "h".into(),
+            },
+            RmEvent::JobExit {
+                job: 9,
+                state: JobState::Failed,
+                exit: None,
+                reason: "r".into(),
+                host: "h".into(),
+            },
+            RmEvent::Output {
+                job: 9,
+                rank: None,
+                stream: OutputStream::Stderr,
+                line: "l".into(),
+            },
+        ];
+        let got: Vec<_> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let seq = i as u64 + 1;
+                let wire = event(
+                    &Sequenced {
+                        seq,
+                        event: e.clone(),
+                    },
+                    "h",
+                );
+                Notification::try_from(wire).expect("notification")
+            })
+            .collect();
+        assert_eq!(
+            got[0].event,
+            WatchEvent::HostFailed {
+                host: seen_here,
+                reason: "link closed".into()
+            }
+        );
+        assert_eq!(got[1].seq, 2);
+        assert!(matches!(
+            got[1].event,
+            WatchEvent::TaskExit {
+                job: 9,
+                rank: Some(2),
+                exit: ExitStatus::Signal(9),
+                ..
+            }
+        ));
+        assert!(matches!(
+            got[2].event,
+            WatchEvent::JobExit {
+                state: JobState::Failed,
+                exit: None,
+                ..
+            }
+        ));
+        assert!(matches!(
+            got[3].event,
+            WatchEvent::Output {
+                rank: None,
+                stream: OutputStream::Stderr,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn requests_built_from_domain_values() {
+        let spec = SpawnSpec {
+            program: "p".into(),
+            np: 2,
+            implementation: "exec".into(),
+            placement: Placement::MostFree,
+            env: [("A".to_string(), "1".to_string())].into(),
+            ..Default::default()
+        };
+        assert_eq!(SpawnSpec::from(pb::SpawnRequest::from(spec.clone())), spec);
+        let filter = WatchFilter {
+            groups: vec!["g".into()],
+            kinds: vec![NotificationKind::TaskOutput, NotificationKind::Group],
+            jobs: vec![3],
+            current_state: true,
+        };
+        let req = pb::WatchRequest::from(filter);
+        assert_eq!(
+            req.kinds,
+            vec![
+                pb::EventKind::TaskOutput as i32,
+                pb::EventKind::Group as i32
+            ]
+        );
+        assert!(req.current_state && req.jobs == [3] && req.groups == ["g"]);
+    }
+
+    #[test]
+    fn malformed_notifications_are_refused_not_panicked_on() {
+        let refused = |kind| Notification::try_from(pb::Event { seq: 1, kind });
+        assert!(refused(None).is_err());
+        use pb::event::Kind;
+        let bad_group = pb::GroupEvent {
+            kind: 99,
+            ..Default::default()
+        };
+        assert!(refused(Some(Kind::Group(bad_group))).is_err());
+        let good_group = pb::GroupEvent {
+            kind: pb::GroupEventKind::Frozen as i32,
+            group: "g".into(),
+            size: 2,
+            ..Default::default()
+        };
+        assert!(matches!(
+            refused(Some(Kind::Group(good_group))),
+            Ok(Notification {
+                event: WatchEvent::Group(GroupEvent { member: None, .. }),
+                ..
+            })
+        ));
+        let hostless = pb::HostEvent {
+            kind: pb::HostEventKind::Added as i32,
+            host: None,
+            reason: String::new(),
+        };
+        assert!(refused(Some(Kind::Host(hostless))).is_err());
+        assert!(refused(Some(Kind::TaskExit(pb::TaskExit::default()))).is_err());
+        let stateless = pb::JobExit::default();
+        assert!(refused(Some(Kind::JobExit(stateless))).is_err());
+        assert!(refused(Some(Kind::Output(pb::TaskOutput::default()))).is_err());
+        let mut info = pb::JobInfo::from(&job());
+        info.ranks[2].exit = None;
+        assert_eq!(
+            Job::try_from(info),
+            Err(Malformed("exited rank without exit status"))
+        );
+        let mut info = pb::JobInfo::from(&job());
+        info.state = 42;
+        assert!(Job::try_from(info).is_err());
+        let host = pb::HostInfo::default();
+        assert_eq!(
+            HostView::try_from(host),
+            Err(Malformed("host state unspecified"))
+        );
     }
 }

@@ -13,10 +13,9 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use isthmus_bridge::{Bridge, Source, Tag};
 use isthmus_client::Console;
-use isthmus_types::job::ExitStatus;
+use isthmus_types::event::{NotificationKind, WatchEvent, WatchFilter};
+use isthmus_types::job::{JobState, Placement, SpawnSpec};
 use mpi::topology::Communicator;
-
-use isthmus_proto as pb;
 
 #[derive(Parser)]
 struct Args {
@@ -59,24 +58,20 @@ fn main() -> anyhow::Result<()> {
     let addr = isthmus_client::default_addr();
     let (vmd, mut events) = rt.block_on(async {
         let vmd = Console::connect(&addr).await?;
-        let kinds = [
-            pb::EventKind::TaskExit as i32,
-            pb::EventKind::JobExit as i32,
-        ];
         let events = vmd
-            .watch(pb::WatchRequest {
-                kinds: kinds.to_vec(),
-                ..Default::default()
-            })
+            .watch(WatchFilter::kinds([
+                NotificationKind::TaskExit,
+                NotificationKind::JobExit,
+            ]))
             .await?;
         anyhow::Ok((vmd, events))
     })?;
-    let spawn = pb::SpawnRequest {
+    let spawn = SpawnSpec {
         program: args.worker.clone(),
         args: vec![],
         np: args.workers,
         implementation: args.worker_impl.clone(),
-        placement: Some(pb::spawn_request::Placement::MostFree(true)),
+        placement: Placement::MostFree,
         ..Default::default()
     };
     let reply = rt
@@ -148,29 +143,22 @@ fn main() -> anyhow::Result<()> {
                 .await
                 .context("no job exit notification within 60 s")??
                 .context("watch ended")?;
-            match ev.kind {
-                Some(pb::event::Kind::TaskExit(t)) if t.job == job => {
-                    let how = match t.exit.map(ExitStatus::try_from) {
-                        Some(Ok(e)) => e.to_string(),
-                        _ => "?".into(),
-                    };
-                    let rank = t.rank.map_or_else(|| "?".to_string(), |r| r.to_string());
+            if ev.event.job() != Some(job) {
+                continue;
+            }
+            match ev.event {
+                WatchEvent::TaskExit { rank, exit, .. } => {
+                    let shown = rank.map_or_else(|| "?".to_string(), |r| r.to_string());
                     println!(
-                        "[{me}] manager: notified: worker rank {rank} of job {job} ended ({how})"
+                        "[{me}] manager: notified: worker rank {shown} of job {job} ended ({exit})"
                     );
-                    if let Some(r) = t.rank {
+                    if let Some(r) = rank {
                         exited.insert(r);
                     }
                 }
-                Some(pb::event::Kind::JobExit(j)) if j.job == job => {
-                    let state = pb::JobState::try_from(j.state)
-                        .map(|s| s.as_str_name())
-                        .unwrap_or("?");
-                    println!(
-                        "[{me}] manager: notified: job {job} ended: {state} {}",
-                        j.reason
-                    );
-                    if j.state != pb::JobState::JobExited as i32 {
+                WatchEvent::JobExit { state, reason, .. } => {
+                    println!("[{me}] manager: notified: job {job} ended: {state:?} {reason}");
+                    if state != JobState::Exited {
                         bail!("the worker job did not exit cleanly");
                     }
                     return anyhow::Ok(());

@@ -1,14 +1,15 @@
 //! The console's calls, for tools that are not group members: groups,
 //! notifications, halting, and the resource manager (hosts, spawn, jobs,
-//! kill, signal).
-//!
-//! NOTE (issue #7): the resource-manager calls still take and return the
-//! wire types (`isthmus_proto`) because the job domain types (`JobId`,
-//! `ExitStatus`, `LaunchSpec`, …) are being moved into `isthmus-types` on
-//! another branch; once they are there, these signatures switch to them.
-//! Errors already are this crate's own ([`crate::ClientError`] and its kinds).
+//! kill, signal). Calls take and return the domain types of
+//! `isthmus-types`; the wire types stay behind `isthmus_proto::convert`.
+//! A refusal keeps the vmd's words and its [`crate::ErrorKind`]; an answer
+//! this client cannot read is an error of kind [`crate::ErrorKind::Protocol`].
 
 use isthmus_proto as pb;
+use isthmus_types::event::{Notification, WatchFilter};
+use isthmus_types::group::{GroupSummary, GroupTable};
+use isthmus_types::host::{HostCheck, HostDecl, HostView};
+use isthmus_types::job::{Job, JobId, SpawnSpec, Spawned};
 use pb::console_client::ConsoleClient;
 use tonic::transport::Channel;
 use tonic::Streaming;
@@ -28,10 +29,14 @@ pub struct Events {
 }
 
 impl Events {
-    /// The next event; `None` once the vmd closed the stream. A watcher that
-    /// fell behind gets an error of kind [`crate::ErrorKind::DataLoss`].
-    pub async fn next(&mut self) -> Result<Option<pb::Event>> {
-        Ok(self.stream.message().await?)
+    /// The next notification; `None` once the vmd closed the stream. A
+    /// watcher that fell behind gets an error of kind
+    /// [`crate::ErrorKind::DataLoss`].
+    pub async fn next(&mut self) -> Result<Option<Notification>> {
+        match self.stream.message().await? {
+            Some(ev) => Ok(Some(ev.try_into()?)),
+            None => Ok(None),
+        }
     }
 }
 
@@ -49,22 +54,28 @@ impl Console {
     }
 
     /// Every group, with its size and state.
-    pub async fn groups(&self) -> Result<Vec<pb::GroupSummary>> {
+    pub async fn groups(&self) -> Result<Vec<GroupSummary>> {
         let list = self.client().list_groups(pb::ListGroupsRequest {}).await?;
-        Ok(list.into_inner().groups)
+        Ok(list
+            .into_inner()
+            .groups
+            .into_iter()
+            .map(Into::into)
+            .collect())
     }
 
     /// A group's table.
-    pub async fn group(&self, group: &str) -> Result<pb::GroupTable> {
+    pub async fn group(&self, group: &str) -> Result<GroupTable> {
         let req = pb::GroupRef {
             group: group.to_string(),
         };
-        Ok(self.client().get_group(req).await?.into_inner())
+        Ok(self.client().get_group(req).await?.into_inner().into())
     }
 
-    /// Notifications as asked for by `req` (kinds, groups, jobs, current
-    /// state first).
-    pub async fn watch(&self, req: pb::WatchRequest) -> Result<Events> {
+    /// Notifications as `filter` asks for them (kinds, groups, jobs, the
+    /// current state first).
+    pub async fn watch(&self, filter: WatchFilter) -> Result<Events> {
+        let req = pb::WatchRequest::from(filter);
         let stream = self.client().watch(req).await?.into_inner();
         Ok(Events { stream })
     }
@@ -76,14 +87,16 @@ impl Console {
     }
 
     /// The virtual machine's hosts.
-    pub async fn hosts(&self) -> Result<Vec<pb::HostInfo>> {
+    pub async fn hosts(&self) -> Result<Vec<HostView>> {
         let list = self.client().list_hosts(pb::ListHostsRequest {}).await?;
-        Ok(list.into_inner().hosts)
+        let hosts = list.into_inner().hosts.into_iter();
+        Ok(hosts.map(HostView::try_from).collect::<Result<_, _>>()?)
     }
 
     /// Declares a host; it is up once a vmd joins under its name.
-    pub async fn add_host(&self, req: pb::AddHostRequest) -> Result<pb::HostInfo> {
-        Ok(self.client().add_host(req).await?.into_inner())
+    pub async fn add_host(&self, host: HostDecl) -> Result<HostView> {
+        let req = pb::AddHostRequest::from(host);
+        Ok(self.client().add_host(req).await?.into_inner().try_into()?)
     }
 
     /// Deletes a host. Returns how many of its jobs were lost.
@@ -95,33 +108,38 @@ impl Console {
     }
 
     /// Whether a host's vmd answers, and how fast.
-    pub async fn check_host(&self, name: &str) -> Result<pb::HostCheck> {
+    pub async fn check_host(&self, name: &str) -> Result<HostCheck> {
         let req = pb::HostRef {
             name: name.to_string(),
         };
-        Ok(self.client().check_host(req).await?.into_inner())
+        Ok(self.client().check_host(req).await?.into_inner().into())
     }
 
     /// Starts a job. Returns its id and host once a tasker accepted it.
-    pub async fn spawn(&self, req: pb::SpawnRequest) -> Result<pb::SpawnReply> {
-        Ok(self.client().spawn(req).await?.into_inner())
+    pub async fn spawn(&self, spec: SpawnSpec) -> Result<Spawned> {
+        let req = pb::SpawnRequest::from(spec);
+        Ok(self.client().spawn(req).await?.into_inner().into())
     }
 
     /// Jobs holding slots, or (`all`) also those that ended recently.
-    pub async fn jobs(&self, all: bool) -> Result<Vec<pb::JobInfo>> {
+    pub async fn jobs(&self, all: bool) -> Result<Vec<Job>> {
         let req = pb::ListJobsRequest { all };
-        Ok(self.client().list_jobs(req).await?.into_inner().jobs)
+        let jobs = self.client().list_jobs(req).await?.into_inner().jobs;
+        Ok(jobs
+            .into_iter()
+            .map(Job::try_from)
+            .collect::<Result<_, _>>()?)
     }
 
     /// Kills every rank of a job.
-    pub async fn kill(&self, job: u64) -> Result<()> {
+    pub async fn kill(&self, job: JobId) -> Result<()> {
         self.client().kill_job(pb::KillRequest { job }).await?;
         Ok(())
     }
 
     /// Sends `signal` to a job's ranks (or one rank). Returns how many ranks
     /// were known running when it was sent.
-    pub async fn signal(&self, job: u64, signal: i32, rank: Option<u32>) -> Result<u32> {
+    pub async fn signal(&self, job: JobId, signal: i32, rank: Option<u32>) -> Result<u32> {
         let req = pb::SignalRequest { job, signal, rank };
         Ok(self
             .client()

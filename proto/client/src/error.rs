@@ -102,6 +102,13 @@ impl ClientError {
     }
 }
 
+/// An answer the vmd sent that this client cannot read.
+impl From<isthmus_proto::convert::Malformed> for ClientError {
+    fn from(m: isthmus_proto::convert::Malformed) -> Self {
+        ClientError::Protocol(m.to_string())
+    }
+}
+
 impl From<Status> for ClientError {
     fn from(s: Status) -> Self {
         ClientError::Refused {

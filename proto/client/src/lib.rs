@@ -1,15 +1,16 @@
 //! Talking to a vmd, for everything that is not the vmd: a task's
 //! [`Session`] (groups, frozen-table cache, events) as the bridge holds it,
 //! the [`Console`]'s calls (groups, watch, halt, the resource manager), and
-//! the pieces taskers and joining vmds share ([`channel`], [`stream::open`]).
+//! the pieces taskers and joining vmds share ([`channel()`], [`stream::open`]).
 //! No gRPC server in here: the bridge, linked into every MPI program,
 //! depends on this crate and not on the daemon.
 //!
-//! * [`channel`]  — the address form and the connection's keepalive.
+//! * [`channel`](mod@channel) — the address form and the connection's keepalive.
 //! * [`error`]    — [`ClientError`] and the [`ErrorKind`]s callers branch on.
 //! * [`session`]  — a task's long-lived session stream.
 //! * `frozen`     — the session's cache of frozen tables.
-//! * [`console`]  — unary calls and notifications for tools.
+//! * [`console`]  — unary calls and notifications for tools, in the domain
+//!   types of `isthmus-types`.
 //! * [`stream`]   — opening a hello-first stream.
 
 #![cfg_attr(

@@ -72,3 +72,36 @@ impl Host {
             && self.taskers.get(implementation).is_some_and(|n| *n > 0)
     }
 }
+
+/// A host as a vmd shows it to a client (the console's `conf`). Unlike
+/// [`Host`], the resource manager's own row, it carries only counts and
+/// names, and says whether the vmd that answered runs on this host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostView {
+    pub name: String,
+    /// Its vmd's address (`host:port`); empty while waiting.
+    pub addr: String,
+    pub slots: u32,
+    pub slots_used: u32,
+    /// Implementations it may run; empty: any its taskers register.
+    pub offers: Vec<String>,
+    /// Implementations with a registered tasker, sorted.
+    pub taskers: Vec<String>,
+    pub state: HostState,
+    /// The vmd that answered the call runs on this host (not necessarily
+    /// the resource manager's host: see [`Host::local`]).
+    pub answering: bool,
+    /// How many jobs hold slots here.
+    pub jobs: u32,
+}
+
+/// Whether a host's vmd answers, and how fast.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostCheck {
+    pub name: String,
+    pub responding: bool,
+    /// What was found, in words ("this vmd", "vmd at … answered", …).
+    pub detail: String,
+    /// The round trip of the check; zero when it did not answer.
+    pub round_trip: std::time::Duration,
+}

@@ -83,7 +83,8 @@ impl Rank {
     }
 }
 
-/// A job as the resource manager shows it.
+/// A job as the resource manager shows it (its own table's rows, and what
+/// clients get from listing jobs or from a watch's job snapshots).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Job {
     pub id: JobId,
@@ -119,6 +120,13 @@ pub struct SpawnSpec {
     pub placement: Placement,
     pub env: BTreeMap<String, String>,
     pub cwd: String,
+}
+
+/// A job the resource manager started: its id and the host it went to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spawned {
+    pub job: JobId,
+    pub host: String,
 }
 
 /// What a tasker needs to start a job.

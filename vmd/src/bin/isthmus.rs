@@ -8,7 +8,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use isthmus_client::{ClientError, Console, Session};
-use isthmus_proto as pb;
+use isthmus_types::event::{Notification, NotificationKind, WatchEvent, WatchFilter};
+use isthmus_types::group::{GroupEvent, GroupEventKind, GroupTable};
+use isthmus_types::host::{HostDecl, HostState, HostView};
+use isthmus_types::job::{ExitStatus, Job, JobState, OutputStream, Placement, Rank, SpawnSpec};
 use serde_json::json;
 
 #[derive(Parser, Debug)]
@@ -199,16 +202,16 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             count,
             seconds,
         } => {
-            let req = pb::WatchRequest {
+            let filter = WatchFilter {
                 groups,
                 current_state: current,
                 kinds: kinds
                     .iter()
                     .map(|k| parse_kind(k))
-                    .collect::<anyhow::Result<Vec<i32>>>()?,
+                    .collect::<anyhow::Result<_>>()?,
                 jobs,
             };
-            watch(&connect(addr).await?, json, req, count, seconds).await
+            watch(&connect(addr).await?, json, filter, count, seconds).await
         }
         Command::Join {
             group,
@@ -222,13 +225,13 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             offers,
             addr: host_addr,
         } => {
-            let req = pb::AddHostRequest {
+            let decl = HostDecl {
                 name,
                 slots,
                 offers,
                 addr: host_addr,
             };
-            add(&connect(addr).await?, json, req).await
+            add(&connect(addr).await?, json, decl).await
         }
         Command::Delete { name } => delete(&connect(addr).await?, json, &name).await,
         Command::Check { name } => check(&connect(addr).await?, json, &name).await,
@@ -243,11 +246,11 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             args,
         } => {
             let placement = match (host, most_free) {
-                (Some(h), _) => pb::spawn_request::Placement::Host(h),
-                (None, true) => pb::spawn_request::Placement::MostFree(true),
-                (None, false) => pb::spawn_request::Placement::AnyHost(true),
+                (Some(h), _) => Placement::Host(h),
+                (None, true) => Placement::MostFree,
+                (None, false) => Placement::Any,
             };
-            let mut vars = std::collections::HashMap::new();
+            let mut vars = std::collections::BTreeMap::new();
             for e in env {
                 let (k, v) = e
                     .split_once('=')
@@ -257,16 +260,16 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             let cwd = std::env::current_dir()
                 .map(|d| d.display().to_string())
                 .unwrap_or_default();
-            let req = pb::SpawnRequest {
+            let spec = SpawnSpec {
                 program,
                 args,
                 np,
                 implementation,
-                placement: Some(placement),
+                placement,
                 env: vars,
                 cwd,
             };
-            spawn(&connect(addr).await?, json, req, wait).await
+            spawn(&connect(addr).await?, json, spec, wait).await
         }
         Command::Ps { all } => ps(&connect(addr).await?, json, all).await,
         Command::Kill { job } => kill(&connect(addr).await?, json, job).await,
@@ -287,7 +290,7 @@ async fn groups(vmd: &Console, json: bool) -> anyhow::Result<()> {
     if json {
         let v: Vec<_> = list
             .iter()
-            .map(|g| json!({"group": g.group, "size": g.size, "frozen": g.frozen, "broken": g.broken}))
+            .map(|g| json!({"group": g.name, "size": g.size, "frozen": g.frozen, "broken": g.broken}))
             .collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -298,7 +301,7 @@ async fn groups(vmd: &Console, json: bool) -> anyhow::Result<()> {
                 (true, false) => "frozen",
                 _ => "open",
             };
-            println!("{:<32} {:>6}  {}", g.group, g.size, state);
+            println!("{:<32} {:>6}  {}", g.name, g.size, state);
         }
     }
     Ok(())
@@ -316,7 +319,7 @@ async fn members(vmd: &Console, json: bool, group: &str) -> anyhow::Result<()> {
         } else {
             "open"
         };
-        println!("group {} ({} members, {})", t.group, t.members.len(), state);
+        println!("group {} ({} members, {})", t.name, t.members.len(), state);
         println!("{:>8}  {:<36}  HOST", "INST", "TASK");
         for m in &t.members {
             println!("{:>8}  {:<36}  {}", m.instance, m.task, m.host);
@@ -328,11 +331,11 @@ async fn members(vmd: &Console, json: bool, group: &str) -> anyhow::Result<()> {
 async fn watch(
     vmd: &Console,
     json: bool,
-    req: pb::WatchRequest,
+    filter: WatchFilter,
     count: Option<usize>,
     seconds: Option<u64>,
 ) -> anyhow::Result<()> {
-    let mut events = vmd.watch(req).await.map_err(refused)?;
+    let mut events = vmd.watch(filter).await.map_err(refused)?;
     let deadline = seconds.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
     let mut seen = 0usize;
     while count.is_none_or(|n| seen < n) {
@@ -401,7 +404,7 @@ async fn conf(vmd: &Console, json: bool) -> anyhow::Result<()> {
             } else {
                 h.offers.join(",")
             };
-            let mark = if h.local { "*" } else { "" };
+            let mark = if h.answering { "*" } else { "" };
             println!(
                 "{:<16} {:<8} {:>5} {:>5} {:<22} {:<24} {}",
                 format!("{}{mark}", h.name),
@@ -417,8 +420,8 @@ async fn conf(vmd: &Console, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn add(vmd: &Console, json: bool, req: pb::AddHostRequest) -> anyhow::Result<()> {
-    let h = vmd.add_host(req).await.map_err(refused)?;
+async fn add(vmd: &Console, json: bool, decl: HostDecl) -> anyhow::Result<()> {
+    let h = vmd.add_host(decl).await.map_err(refused)?;
     if json {
         println!("{}", host_json(&h));
     } else {
@@ -447,7 +450,7 @@ async fn check(vmd: &Console, json: bool, name: &str) -> anyhow::Result<()> {
     if json {
         println!(
             "{}",
-            json!({"host": r.name, "responding": r.responding, "detail": r.detail, "round_trip_us": r.round_trip_us})
+            json!({"host": r.name, "responding": r.responding, "detail": r.detail, "round_trip_us": r.round_trip.as_micros()})
         );
     } else {
         let how = if r.responding {
@@ -455,7 +458,12 @@ async fn check(vmd: &Console, json: bool, name: &str) -> anyhow::Result<()> {
         } else {
             "NOT responding"
         };
-        println!("{} {how}: {} ({} us)", r.name, r.detail, r.round_trip_us);
+        println!(
+            "{} {how}: {} ({} us)",
+            r.name,
+            r.detail,
+            r.round_trip.as_micros()
+        );
     }
     if !r.responding {
         anyhow::bail!("host {} does not respond", r.name);
@@ -463,23 +471,19 @@ async fn check(vmd: &Console, json: bool, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn spawn(vmd: &Console, json: bool, req: pb::SpawnRequest, wait: bool) -> anyhow::Result<()> {
+async fn spawn(vmd: &Console, json: bool, spec: SpawnSpec, wait: bool) -> anyhow::Result<()> {
     // Subscribe before spawning so that not even a fast job's end is missed.
     let events = if wait {
-        let kinds = [
-            pb::EventKind::TaskOutput,
-            pb::EventKind::TaskExit,
-            pb::EventKind::JobExit,
-        ];
-        let req = pb::WatchRequest {
-            kinds: kinds.iter().map(|k| *k as i32).collect(),
-            ..Default::default()
-        };
-        Some(vmd.watch(req).await.map_err(refused)?)
+        let filter = WatchFilter::kinds([
+            NotificationKind::TaskOutput,
+            NotificationKind::TaskExit,
+            NotificationKind::JobExit,
+        ]);
+        Some(vmd.watch(filter).await.map_err(refused)?)
     } else {
         None
     };
-    let r = vmd.spawn(req).await.map_err(refused)?;
+    let r = vmd.spawn(spec).await.map_err(refused)?;
     if json {
         println!("{}", json!({"job": r.job, "host": r.host}));
     } else {
@@ -490,20 +494,21 @@ async fn spawn(vmd: &Console, json: bool, req: pb::SpawnRequest, wait: bool) -> 
         return Ok(());
     };
     while let Some(ev) = events.next().await.map_err(refused)? {
-        let job_of = match &ev.kind {
-            Some(pb::event::Kind::Output(o)) => o.job,
-            Some(pb::event::Kind::TaskExit(t)) => t.job,
-            Some(pb::event::Kind::JobExit(j)) => j.job,
-            _ => continue,
-        };
-        if job_of != r.job {
+        if !matches!(
+            ev.event,
+            WatchEvent::Output { .. } | WatchEvent::TaskExit { .. } | WatchEvent::JobExit { .. }
+        ) || ev.event.job() != Some(r.job)
+        {
             continue;
         }
         print_event(&ev, json);
         std::io::stdout().flush().ok();
-        if let Some(pb::event::Kind::JobExit(j)) = &ev.kind {
-            if j.state != pb::JobState::JobExited as i32 {
-                anyhow::bail!("job {} {}: {}", j.job, job_state(j.state), j.reason);
+        if let WatchEvent::JobExit {
+            job, state, reason, ..
+        } = &ev.event
+        {
+            if *state != JobState::Exited {
+                anyhow::bail!("job {job} {}: {reason}", job_state(*state));
             }
             return Ok(());
         }
@@ -525,20 +530,12 @@ async fn ps(vmd: &Console, json: bool, all: bool) -> anyhow::Result<()> {
         "JOB", "STATE", "IMPL", "HOST", "NP", "RANKS(run/exit)", "EXIT"
     );
     for j in &jobs {
-        let running = j
-            .ranks
-            .iter()
-            .filter(|r| r.state == pb::RankState::RankRunning as i32)
-            .count();
-        let exited = j
-            .ranks
-            .iter()
-            .filter(|r| r.state == pb::RankState::RankExited as i32)
-            .count();
-        let exit = j.exit.as_ref().map(exit_text).unwrap_or_default();
+        let running = j.ranks.iter().filter(|r| r.is_running()).count();
+        let exited = j.ranks.iter().filter(|r| r.exit.is_some()).count();
+        let exit = j.exit.map(exit_text).unwrap_or_default();
         println!(
             "{:>5} {:<9} {:<9} {:<12} {:>4} {:<22} {:<10} {} {}",
-            j.job,
+            j.id,
             job_state(j.state),
             j.implementation,
             j.host,
@@ -596,9 +593,9 @@ fn refused(e: ClientError) -> anyhow::Error {
     anyhow::anyhow!("{} ({:?})", e.message(), e.kind())
 }
 
-fn table_json(t: &pb::GroupTable) -> serde_json::Value {
+fn table_json(t: &GroupTable) -> serde_json::Value {
     json!({
-        "group": t.group, "generation": t.generation, "frozen": t.frozen, "broken": t.broken,
+        "group": t.name, "generation": t.generation, "frozen": t.frozen, "broken": t.broken,
         "members": t.members.iter().map(|m| json!({"instance": m.instance, "task": m.task, "host": m.host})).collect::<Vec<_>>(),
     })
 }
@@ -609,14 +606,9 @@ fn usage(msg: String) -> anyhow::Error {
     std::process::exit(2);
 }
 
-fn parse_kind(k: &str) -> anyhow::Result<i32> {
-    let name = k.trim().to_ascii_uppercase();
-    match pb::EventKind::from_str_name(&name) {
-        Some(kind) if kind != pb::EventKind::Unspecified => Ok(kind as i32),
-        _ => Err(usage(format!(
-            "unknown event kind {k:?} (group, host_added, host_deleted, host_failed, task_exit, job_exit, task_output)"
-        ))),
-    }
+fn parse_kind(k: &str) -> anyhow::Result<NotificationKind> {
+    k.parse::<NotificationKind>()
+        .map_err(|e| usage(e.to_string()))
 }
 
 fn parse_signal(s: &str) -> anyhow::Result<i32> {
@@ -649,141 +641,164 @@ fn parse_signal(s: &str) -> anyhow::Result<i32> {
     Ok(n)
 }
 
-fn host_state(s: i32) -> &'static str {
-    match pb::HostState::try_from(s) {
-        Ok(pb::HostState::HostUp) => "up",
-        Ok(pb::HostState::HostWaiting) => "waiting",
-        _ => "?",
+fn host_state(s: HostState) -> &'static str {
+    match s {
+        HostState::Up => "up",
+        HostState::Waiting => "waiting",
     }
 }
 
-fn job_state(s: i32) -> &'static str {
-    match pb::JobState::try_from(s) {
-        Ok(pb::JobState::JobStarting) => "starting",
-        Ok(pb::JobState::JobRunning) => "running",
-        Ok(pb::JobState::JobExited) => "exited",
-        Ok(pb::JobState::JobFailed) => "failed",
-        Ok(pb::JobState::JobKilled) => "killed",
-        Ok(pb::JobState::JobLost) => "lost",
-        _ => "?",
+fn job_state(s: JobState) -> &'static str {
+    match s {
+        JobState::Starting => "starting",
+        JobState::Running => "running",
+        JobState::Exited => "exited",
+        JobState::Failed => "failed",
+        JobState::Killed => "killed",
+        JobState::Lost => "lost",
     }
 }
 
-fn exit_text(e: &pb::ExitStatus) -> String {
-    match e.how {
-        Some(pb::exit_status::How::Code(c)) => format!("code {c}"),
-        Some(pb::exit_status::How::Signal(s)) => format!("signal {s}"),
-        None => String::new(),
+/// A rank's state by the wire's names (the `--json` output shows them).
+fn rank_state(r: &Rank) -> &'static str {
+    match (r.pid, r.exit) {
+        (_, Some(_)) => "RANK_EXITED",
+        (Some(_), None) => "RANK_RUNNING",
+        (None, None) => "RANK_PENDING",
     }
 }
 
-fn exit_json(e: Option<&pb::ExitStatus>) -> serde_json::Value {
-    match e.and_then(|e| e.how) {
-        Some(pb::exit_status::How::Code(c)) => json!({"code": c}),
-        Some(pb::exit_status::How::Signal(s)) => json!({"signal": s}),
+fn exit_text(e: ExitStatus) -> String {
+    match e {
+        ExitStatus::Code(c) => format!("code {c}"),
+        ExitStatus::Signal(s) => format!("signal {s}"),
+    }
+}
+
+fn exit_json(e: Option<ExitStatus>) -> serde_json::Value {
+    match e {
+        Some(ExitStatus::Code(c)) => json!({"code": c}),
+        Some(ExitStatus::Signal(s)) => json!({"signal": s}),
         None => serde_json::Value::Null,
     }
 }
 
-fn host_json(h: &pb::HostInfo) -> serde_json::Value {
+fn host_json(h: &HostView) -> serde_json::Value {
     json!({"name": h.name, "addr": h.addr, "state": host_state(h.state), "slots": h.slots, "slots_used": h.slots_used,
-           "offers": h.offers, "taskers": h.taskers, "local": h.local, "jobs": h.jobs})
+           "offers": h.offers, "taskers": h.taskers, "local": h.answering, "jobs": h.jobs})
 }
 
-fn job_json(j: &pb::JobInfo) -> serde_json::Value {
-    json!({"job": j.job, "state": job_state(j.state), "implementation": j.implementation, "host": j.host, "np": j.np,
-           "program": j.program, "args": j.args, "exit": exit_json(j.exit.as_ref()), "reason": j.reason,
-           "ranks": j.ranks.iter().map(|r| json!({"rank": r.rank, "pid": r.pid,
-               "state": pb::RankState::try_from(r.state).map(|s| s.as_str_name()).unwrap_or("?"),
-               "exit": exit_json(r.exit.as_ref())})).collect::<Vec<_>>()})
+fn job_json(j: &Job) -> serde_json::Value {
+    json!({"job": j.id, "state": job_state(j.state), "implementation": j.implementation, "host": j.host, "np": j.np,
+           "program": j.program, "args": j.args, "exit": exit_json(j.exit), "reason": j.reason,
+           "ranks": j.ranks.iter().map(|r| json!({"rank": r.rank, "pid": r.pid.unwrap_or(0),
+               "state": rank_state(r), "exit": exit_json(r.exit)})).collect::<Vec<_>>()})
 }
 
-fn print_event(ev: &pb::Event, json: bool) {
-    use pb::event::Kind;
-    match &ev.kind {
-        Some(Kind::Group(_)) | None => print_group_event(ev, json),
-        Some(Kind::Host(h)) => {
-            let kind = pb::HostEventKind::try_from(h.kind)
-                .map(|k| k.as_str_name())
-                .unwrap_or("UNKNOWN");
-            let kind = format!("HOST_{kind}");
-            let info = h.host.clone().unwrap_or_default();
-            if json {
-                println!(
-                    "{}",
-                    json!({"seq": ev.seq, "event": kind, "host": host_json(&info), "reason": h.reason})
-                );
-            } else {
-                println!(
-                    "{:>6} {:<12} {} {} slots={} {}",
-                    ev.seq, kind, info.name, info.addr, info.slots, h.reason
-                );
-            }
+fn print_host_event(seq: u64, kind: &str, host: &HostView, reason: &str, json: bool) {
+    if json {
+        println!(
+            "{}",
+            json!({"seq": seq, "event": kind, "host": host_json(host), "reason": reason})
+        );
+    } else {
+        println!(
+            "{:>6} {:<12} {} {} slots={} {}",
+            seq, kind, host.name, host.addr, host.slots, reason
+        );
+    }
+}
+
+fn print_event(ev: &Notification, json: bool) {
+    let seq = ev.seq;
+    match &ev.event {
+        WatchEvent::Group(g) => print_group_event(seq, g, json),
+        WatchEvent::HostAdded(h) => print_host_event(seq, "HOST_ADDED", h, "", json),
+        WatchEvent::HostDeleted { host, reason } => {
+            print_host_event(seq, "HOST_DELETED", host, reason, json)
         }
-        Some(Kind::TaskExit(t)) => {
+        WatchEvent::HostFailed { host, reason } => {
+            print_host_event(seq, "HOST_FAILED", host, reason, json)
+        }
+        WatchEvent::TaskExit {
+            job,
+            rank,
+            exit,
+            host,
+        } => {
             if json {
                 println!(
                     "{}",
-                    json!({"seq": ev.seq, "event": "TASK_EXIT", "job": t.job, "rank": t.rank, "exit": exit_json(t.exit.as_ref()), "host": t.host})
+                    json!({"seq": seq, "event": "TASK_EXIT", "job": job, "rank": rank, "exit": exit_json(Some(*exit)), "host": host})
                 );
             } else {
-                let rank = t.rank.map(|r| r.to_string()).unwrap_or_else(|| "?".into());
+                let rank = rank.map(|r| r.to_string()).unwrap_or_else(|| "?".into());
                 println!(
                     "{:>6} {:<12} job={} rank={} {}",
-                    ev.seq,
+                    seq,
                     "TASK_EXIT",
-                    t.job,
+                    job,
                     rank,
-                    t.exit.as_ref().map(exit_text).unwrap_or_default()
+                    exit_text(*exit)
                 );
             }
         }
-        Some(Kind::JobExit(j)) => {
+        WatchEvent::JobExit {
+            job,
+            state,
+            exit,
+            reason,
+            host,
+        } => {
             if json {
                 println!(
                     "{}",
-                    json!({"seq": ev.seq, "event": "JOB_EXIT", "job": j.job, "state": job_state(j.state), "exit": exit_json(j.exit.as_ref()), "reason": j.reason, "host": j.host})
+                    json!({"seq": seq, "event": "JOB_EXIT", "job": job, "state": job_state(*state), "exit": exit_json(*exit), "reason": reason, "host": host})
                 );
             } else {
                 println!(
                     "{:>6} {:<12} job={} {} {} {}",
-                    ev.seq,
+                    seq,
                     "JOB_EXIT",
-                    j.job,
-                    job_state(j.state),
-                    j.exit.as_ref().map(exit_text).unwrap_or_default(),
-                    j.reason
+                    job,
+                    job_state(*state),
+                    exit.map(exit_text).unwrap_or_default(),
+                    reason
                 );
             }
         }
-        Some(Kind::Output(o)) => {
-            let stream = if o.stream == pb::OutputStream::Stderr as i32 {
-                "stderr"
-            } else {
-                "stdout"
+        WatchEvent::Output {
+            job,
+            rank,
+            stream,
+            line,
+        } => {
+            let stream = match stream {
+                OutputStream::Stdout => "stdout",
+                OutputStream::Stderr => "stderr",
             };
             if json {
                 println!(
                     "{}",
-                    json!({"seq": ev.seq, "event": "TASK_OUTPUT", "job": o.job, "rank": o.rank, "stream": stream, "line": o.line})
+                    json!({"seq": seq, "event": "TASK_OUTPUT", "job": job, "rank": rank, "stream": stream, "line": line})
                 );
             } else {
-                let rank = o.rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into());
-                println!("[{}:{}] {}", o.job, rank, o.line);
+                let rank = rank.map(|r| r.to_string()).unwrap_or_else(|| "-".into());
+                println!("[{job}:{rank}] {line}");
             }
         }
-        Some(Kind::Job(j)) => {
+        WatchEvent::Job(j) => {
             if json {
                 let mut v = job_json(j);
                 v["event"] = json!("JOB");
-                v["seq"] = json!(ev.seq);
+                v["seq"] = json!(seq);
                 println!("{v}");
             } else {
                 println!(
                     "{:>6} {:<12} job={} {} {} on {} np={}",
-                    ev.seq,
+                    seq,
                     "JOB",
-                    j.job,
+                    j.id,
                     job_state(j.state),
                     j.program,
                     j.host,
@@ -791,28 +806,39 @@ fn print_event(ev: &pb::Event, json: bool) {
                 );
             }
         }
-        Some(Kind::Synced(_)) => {
+        WatchEvent::Synced => {
             if json {
-                println!("{}", json!({"seq": ev.seq, "event": "SYNCED"}));
+                println!("{}", json!({"seq": seq, "event": "SYNCED"}));
             } else {
-                println!("{:>6} SYNCED", ev.seq);
+                println!("{seq:>6} SYNCED");
             }
         }
     }
 }
 
-fn print_group_event(ev: &pb::Event, json: bool) {
-    let Some(pb::event::Kind::Group(g)) = &ev.kind else {
-        return;
-    };
-    let kind = pb::GroupEventKind::try_from(g.kind)
-        .map(|k| k.as_str_name())
-        .unwrap_or("UNKNOWN");
+/// A group event's kind by the wire's names (the output shows them).
+fn group_event_kind(k: GroupEventKind) -> &'static str {
+    match k {
+        GroupEventKind::Joined => "JOINED",
+        GroupEventKind::Left => "LEFT",
+        GroupEventKind::Frozen => "FROZEN",
+        GroupEventKind::Destroyed => "DESTROYED",
+        GroupEventKind::MemberDied => "MEMBER_DIED",
+    }
+}
+
+fn print_group_event(seq: u64, g: &GroupEvent, json: bool) {
+    let kind = group_event_kind(g.kind);
+    // Events about the group as a whole name no member: 0 and "" as before.
+    let (instance, task) = g
+        .member
+        .as_ref()
+        .map_or((0, ""), |m| (m.instance, m.task.as_str()));
     if json {
         println!(
             "{}",
-            json!({"seq": ev.seq, "event": kind, "group": g.group, "instance": g.instance,
-                   "task": g.task, "size": g.size, "group_broken": g.group_broken})
+            json!({"seq": seq, "event": kind, "group": g.group, "instance": instance,
+                   "task": task, "size": g.size, "group_broken": g.group_broken})
         );
     } else {
         let broken = if g.group_broken {
@@ -822,7 +848,7 @@ fn print_group_event(ev: &pb::Event, json: bool) {
         };
         println!(
             "{:>6} {:<12} {} inst={} task={} size={}{}",
-            ev.seq, kind, g.group, g.instance, g.task, g.size, broken
+            seq, kind, g.group, instance, task, g.size, broken
         );
     }
 }

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::Parser;
 use isthmus_client::{Console, Events};
-use isthmus_proto as pb;
+use isthmus_types::event::{Notification, NotificationKind, WatchEvent, WatchFilter};
+use isthmus_types::job::{JobState, SpawnSpec};
 use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
 
 #[derive(Parser)]
@@ -113,18 +114,21 @@ async fn next_job_event(
     events: &mut Events,
     job: u64,
     want_exit: bool,
-) -> anyhow::Result<pb::Event> {
+) -> anyhow::Result<Notification> {
     let end = tokio::time::Instant::now() + DEADLINE;
     loop {
         let ev = tokio::time::timeout_at(end, events.next())
             .await
             .context("no notification within the deadline")?;
         let ev = ev?.context("watch ended")?;
-        match &ev.kind {
-            Some(pb::event::Kind::JobExit(j)) if j.job == job && want_exit => return Ok(ev),
-            Some(pb::event::Kind::TaskExit(t)) if t.job == job && !want_exit => return Ok(ev),
-            Some(pb::event::Kind::JobExit(j)) if j.job == job => {
-                bail!("job {job} ended before its task exit: {j:?}")
+        if ev.event.job() != Some(job) {
+            continue;
+        }
+        match &ev.event {
+            WatchEvent::JobExit { .. } if want_exit => return Ok(ev),
+            WatchEvent::TaskExit { .. } if !want_exit => return Ok(ev),
+            WatchEvent::JobExit { .. } => {
+                bail!("job {job} ended before its task exit: {:?}", ev.event)
             }
             _ => {}
         }
@@ -138,19 +142,19 @@ async fn spawn_to_exit(
     program: &Path,
     np: u32,
 ) -> anyhow::Result<f64> {
-    let req = pb::SpawnRequest {
+    let spec = SpawnSpec {
         program: program.display().to_string(),
         np,
         implementation: implementation.into(),
         ..Default::default()
     };
     let t0 = Instant::now();
-    let job = c.spawn(req).await?.job;
+    let job = c.spawn(spec).await?.job;
     let ev = next_job_event(events, job, true).await?;
     let us = t0.elapsed().as_secs_f64() * 1e6;
-    if let Some(pb::event::Kind::JobExit(j)) = ev.kind {
-        if j.state != pb::JobState::JobExited as i32 {
-            bail!("job {job} did not exit cleanly: {j:?}");
+    if let WatchEvent::JobExit { state, .. } = &ev.event {
+        if *state != JobState::Exited {
+            bail!("job {job} did not exit cleanly: {:?}", ev.event);
         }
     }
     Ok(us)
@@ -218,15 +222,11 @@ async fn main() -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let kinds = [
-        pb::EventKind::TaskExit as i32,
-        pb::EventKind::JobExit as i32,
-    ];
     let mut events = c
-        .watch(pb::WatchRequest {
-            kinds: kinds.to_vec(),
-            ..Default::default()
-        })
+        .watch(WatchFilter::kinds([
+            NotificationKind::TaskExit,
+            NotificationKind::JobExit,
+        ]))
         .await?;
 
     let mut rows = Vec::new();
@@ -253,23 +253,22 @@ async fn main() -> anyhow::Result<()> {
         args.kill_reps
     );
     for _ in 0..args.kill_reps {
-        let req = pb::SpawnRequest {
+        let spec = SpawnSpec {
             program: "sleep".into(),
             args: vec!["30".into()],
             np: 1,
             implementation: kill_impl.into(),
             ..Default::default()
         };
-        let job = c.spawn(req).await?.job;
+        let job = c.spawn(spec).await?.job;
         let end = Instant::now() + DEADLINE;
         let pid = loop {
             let jobs = c.jobs(false).await?;
             if let Some(pid) = jobs
                 .iter()
-                .find(|j| j.job == job)
+                .find(|j| j.id == job)
                 .and_then(|j| j.ranks.first())
-                .map(|r| r.pid)
-                .filter(|p| *p != 0)
+                .and_then(|r| r.pid)
             {
                 break pid;
             }

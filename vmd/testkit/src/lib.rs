@@ -1,0 +1,252 @@
+//! Real processes for the tests of the vmd, the taskers and the client: a
+//! `vmd` started on port 0 (it writes its address to `--addr-file`),
+//! taskers registered with it, the `isthmus` console. Every process is
+//! stopped by its PID when its handle drops; every wait has a deadline
+//! ([`T`]) that only guards against hangs.
+//!
+//! The binaries come from the target directory the test runs from (or
+//! `$ISTHMUS_BIN_DIR`): test the packages that build them together, e.g.
+//! `cargo test -p isthmus-vmd -p isthmus-taskers -p isthmus-client`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use isthmus_client::Console;
+
+/// The hang guard of every wait here.
+pub const T: Duration = Duration::from_secs(30);
+
+/// The directory holding the workspace's binaries (vmd, isthmus, tasker):
+/// `$ISTHMUS_BIN_DIR`, else the profile directory of the running test.
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ISTHMUS_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
+    let exe = std::env::current_exe().expect("the test's own path");
+    let mut dir = exe.parent().expect("the test's directory").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir
+}
+
+/// A workspace binary, which must have been built.
+pub fn bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} not built: build it first (cargo build -p isthmus-vmd -p isthmus-taskers, \
+         or test those packages together with this one)",
+        p.display()
+    );
+    p
+}
+
+/// The log level of the processes started here (`$ISTHMUS_TEST_LOG`, else
+/// errors only).
+fn log_level() -> String {
+    std::env::var("ISTHMUS_TEST_LOG").unwrap_or_else(|_| "error".into())
+}
+
+/// A child process killed (by its PID) and reaped on drop.
+pub struct Proc(pub Child);
+
+impl Proc {
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on a child we started and have not reaped.
+        unsafe { libc::kill(self.0.id() as i32, sig) };
+    }
+
+    /// Waits (with a deadline) for the process to exit on its own.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let end = Instant::now() + within;
+        while Instant::now() < end {
+            if let Ok(Some(s)) = self.0.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl std::ops::Deref for Proc {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Proc {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!(
+            "isthmus-{tag}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A `vmd` process on a free loopback port.
+pub struct Vmd {
+    pub proc: Proc,
+    /// Where it listens (`127.0.0.1:port`).
+    pub addr: String,
+    pub dir: TempDir,
+}
+
+impl Vmd {
+    /// Starts a vmd named `host` with extra arguments; returns once it
+    /// listens.
+    pub fn start(host: &str, extra: &[&str]) -> Vmd {
+        let dir = TempDir::new("vmd");
+        let addr_file = dir.0.join("addr");
+        let child = Command::new(bin("vmd"))
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--host-name",
+                host,
+                "--addr-file",
+            ])
+            .arg(&addr_file)
+            .args(extra)
+            .env("RUST_LOG", log_level())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("spawn vmd");
+        let mut proc = Proc(child);
+        let started = Instant::now();
+        let addr = loop {
+            if let Ok(a) = std::fs::read_to_string(&addr_file) {
+                if !a.is_empty() {
+                    break a;
+                }
+            }
+            if let Ok(Some(s)) = proc.0.try_wait() {
+                panic!("vmd {host} exited early: {s}");
+            }
+            assert!(started.elapsed() < T, "vmd did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        Vmd { proc, addr, dir }
+    }
+
+    /// A first vmd with a hostfile giving it `slots` and `offers`.
+    pub fn with_hostfile(host: &str, slots: u32, offers: &[&str]) -> Vmd {
+        let dir = TempDir::new("hostfile");
+        let path = dir.0.join("hosts.toml");
+        let offers: Vec<String> = offers.iter().map(|o| format!("{o:?}")).collect();
+        std::fs::write(
+            &path,
+            format!(
+                "[[host]]\nname = {host:?}\nslots = {slots}\noffers = [{}]\n",
+                offers.join(", ")
+            ),
+        )
+        .expect("write hostfile");
+        let vmd = Vmd::start(host, &["--hostfile", path.to_str().expect("utf-8 path")]);
+        drop(dir); // read at start
+        vmd
+    }
+
+    /// A console connection to this vmd.
+    pub async fn console(&self) -> Console {
+        Console::connect(&self.addr).await.expect("connect")
+    }
+
+    /// Starts a tasker for `implementation` on this vmd and waits until the
+    /// host table shows it.
+    pub async fn tasker(&self, implementation: &str) -> Proc {
+        tasker_on(self, &self.addr, implementation, None).await
+    }
+}
+
+/// Starts a tasker registering with `vmd_addr`; waits until the resource
+/// manager `rm` lists it on `host` (default: the host of the vmd that
+/// answers, rm's own).
+pub async fn tasker_on(rm: &Vmd, vmd_addr: &str, implementation: &str, host: Option<&str>) -> Proc {
+    let child = Command::new(bin("tasker"))
+        .args(["--impl", implementation, "--vmd", vmd_addr])
+        .env("RUST_LOG", log_level())
+        .env("OMPI_MCA_btl_tcp_if_include", "lo")
+        .env("OMPI_MCA_oob_tcp_if_include", "lo")
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("spawn tasker");
+    let proc = Proc(child);
+    let console = rm.console().await;
+    let end = Instant::now() + T;
+    loop {
+        let hosts = console.hosts().await.expect("list hosts");
+        let found = hosts.iter().any(|h| {
+            host.map_or(h.answering, |n| h.name == n)
+                && h.taskers.iter().any(|t| t == implementation)
+        });
+        if found {
+            return proc;
+        }
+        assert!(
+            Instant::now() < end,
+            "tasker {implementation} did not register"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs the console against `addr`, returning (exit code, stdout, stderr).
+pub fn console(addr: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin("isthmus"))
+        .arg("--vmd")
+        .arg(addr)
+        .args(args)
+        .output()
+        .expect("run console");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Whether process `pid` runs (a zombie counts as dead).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
