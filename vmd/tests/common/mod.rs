@@ -15,6 +15,11 @@ pub struct VmdProcess {
 
 impl VmdProcess {
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts a vmd with extra flags (limits, deadlines).
+    pub fn start_with(flags: &[&str]) -> Self {
         let dir = TempDir::new("vmd");
         let addr_file = dir.0.join("addr");
         let child = Command::new(env!("CARGO_BIN_EXE_vmd"))
@@ -26,6 +31,7 @@ impl VmdProcess {
                 "--addr-file",
             ])
             .arg(&addr_file)
+            .args(flags)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .spawn()
