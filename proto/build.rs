@@ -12,6 +12,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_client(client)
         .build_transport(client)
         .build_server(server)
+        // Malformed messages are INVALID_ARGUMENT, not INTERNAL (src/codec.rs).
+        .codec_path("crate::codec::StrictCodec")
         .compile_protos(&["proto/isthmus.proto"], &["proto"])?;
     Ok(())
 }

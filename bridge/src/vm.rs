@@ -134,14 +134,17 @@ impl Bridge {
             .rt
             .block_on(self.session.join(group, Some(rank), endpoint));
         if !all_ranks_agree(comm, joined.is_ok()) {
+            if joined.is_ok() {
+                self.leave_quietly(group);
+            }
+            // Every rank's leave is done before any rank returns: a retry
+            // never meets this attempt's members.
+            comm.barrier();
             return Err(match joined {
-                Ok(_) => {
-                    self.leave_quietly(group);
-                    BridgeError::NameTaken {
-                        group: group.into(),
-                        reason: "another rank of this job could not join".into(),
-                    }
-                }
+                Ok(_) => BridgeError::NameTaken {
+                    group: group.into(),
+                    reason: "another rank of this job could not join".into(),
+                },
                 Err(e) => BridgeError::NameTaken {
                     group: group.into(),
                     reason: e.to_string(),
@@ -153,6 +156,7 @@ impl Bridge {
             .block_on(self.session.freeze(group, size, REGISTER_TIMEOUT));
         if !all_ranks_agree(comm, frozen.is_ok()) {
             self.leave_quietly(group);
+            comm.barrier();
             return Err(match frozen {
                 Ok(_) => BridgeError::NameTaken {
                     group: group.into(),
@@ -186,12 +190,15 @@ impl Bridge {
     }
 
     /// Leaves the group: collective over the registered communicator. The
-    /// last rank to leave destroys the group.
+    /// last rank to leave destroys the group. When this returns on any rank,
+    /// every rank has left, so registering the same name right after works.
     pub fn leave(&self, handle: Handle) -> Result<()> {
+        // No rank leaves while another still uses the group...
         handle.comm.barrier();
-        self.rt
-            .block_on(self.session.leave(&handle.group))
-            .map_err(|e| vm_error("leave", e))
+        let left = self.rt.block_on(self.session.leave(&handle.group));
+        // ...and none returns before all have left.
+        handle.comm.barrier();
+        left.map_err(|e| vm_error("leave", e))
     }
 
     /// Forms an intercommunicator with the separately started job registered

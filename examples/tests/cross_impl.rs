@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use isthmus_client::{Console, Session};
+use isthmus_proto as pb;
 use isthmus_vmd::daemon::{Daemon, DaemonConfig};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,6 +28,8 @@ struct Job {
     peers: Vec<String>,
     a: bool,
     timeout_secs: u64,
+    /// Extra environment for every rank.
+    env: Vec<(String, String)>,
 }
 
 fn job(mpi: Mpi, np: usize, group: &str, peers: &[&str], a: bool) -> Job {
@@ -36,6 +40,7 @@ fn job(mpi: Mpi, np: usize, group: &str, peers: &[&str], a: bool) -> Job {
         peers: peers.iter().map(|p| p.to_string()).collect(),
         a,
         timeout_secs: 120,
+        env: Vec::new(),
     }
 }
 
@@ -132,6 +137,13 @@ fn launch(vmd: &EmbeddedVmd, scenario: &str, j: &Job) -> Child {
             c
         }
     };
+    for (name, value) in &j.env {
+        match j.mpi {
+            Mpi::OpenMpi => cmd.args(["-x", name]),
+            Mpi::Mpich => cmd.args(["-genv", name, value]),
+        };
+        cmd.env(name, value);
+    }
     cmd.arg(xtest(j.mpi))
         .args([
             "--scenario",
@@ -352,12 +364,210 @@ fn killed_remote_rank_gives_an_error_not_a_hang() {
 
 #[test]
 fn intercomm_create_fails_early_when_the_remote_job_lost_a_member() {
+    // A waits for B; B registers and loses a member: A is told at once.
+    // (A job that starts after B's crash waits for B's re-run instead:
+    // see the next test.)
     let jobs = pair("lost");
     let vmd = EmbeddedVmd::start();
-    let b = launch(&vmd, "lost", &jobs[1]);
+    crashed_run_told_to_its_peer(&vmd, &jobs);
+}
+
+/// A (side A of "lost") registers and waits for B; then B registers and
+/// its rank 0 is SIGKILLed: A must fail early with RemoteLost.
+fn crashed_run_told_to_its_peer(vmd: &EmbeddedVmd, jobs: &[Job]) {
+    // A asks for B only once B is gone (xtest waits for this file).
+    let dir = std::env::temp_dir().join(format!("xtest-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let go = dir.join("go");
+    let mut side_a = job(
+        jobs[0].mpi,
+        jobs[0].np,
+        &jobs[0].group,
+        &[&jobs[1].group],
+        true,
+    );
+    side_a.env = vec![("XTEST_GO_FILE".into(), go.display().to_string())];
+    let a = launch(vmd, "lost", &side_a);
+    wait_until_frozen(vmd, &jobs[0].group, 0);
+    let b = launch(vmd, "lost", &jobs[1]);
     let out_b = finish(b, Duration::from_secs(60), "victim");
     assert!(!out_b.status.success());
-    let a = launch(&vmd, "lost", &jobs[0]);
+    std::fs::write(&go, b"go").expect("go file");
     let out_a = finish(a, Duration::from_secs(120), "survivor");
+    let _ = std::fs::remove_dir_all(&dir);
     assert_passed(&out_a, "lost", &jobs[0]);
+}
+
+#[test]
+fn rerun_under_the_names_of_a_crashed_run_forms_its_intercomm() {
+    let jobs = pair("rerun");
+    let vmd = EmbeddedVmd::start();
+    crashed_run_told_to_its_peer(&vmd, &jobs);
+    // B's group is now what its crash left (broken, no members). The re-run:
+    // A registers again and waits on B's name before B is back...
+    let a = launch(&vmd, "allpairs", &jobs[0]);
+    wait_until_frozen(&vmd, &jobs[0].group, 0);
+    let b_name = &jobs[1].group;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // The vmd hears the killed ranks' connections close (hang guard only).
+        let old = console_groups(&vmd).into_iter().find(|g| &g.name == b_name);
+        let old = old.expect("the crashed run left its group");
+        assert!(old.broken, "{old:?}");
+        if old.size == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "killed ranks still members: {old:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // ...then B registers again under its old name.
+    let b = launch(&vmd, "allpairs", &jobs[1]);
+    let out_a = finish(a, Duration::from_secs(240), &jobs[0].group);
+    let out_b = finish(b, Duration::from_secs(240), b_name);
+    assert_passed(&out_a, "allpairs", &jobs[0]);
+    assert_passed(&out_b, "allpairs", &jobs[1]);
+}
+
+#[test]
+fn leave_then_register_a_hundred_times_with_four_ranks() {
+    // Both flavours at once, each job alone under its own name.
+    let mut ompi = job(Mpi::OpenMpi, 4, "cycles-ompi", &["none"], true);
+    let mut mpich = job(Mpi::Mpich, 4, "cycles-mpich", &["none"], true);
+    ompi.timeout_secs = 600;
+    mpich.timeout_secs = 600;
+    let vmd = EmbeddedVmd::start();
+    let children = [
+        launch(&vmd, "cycles", &ompi),
+        launch(&vmd, "cycles", &mpich),
+    ];
+    let [o, m] = children;
+    let out_o = finish(o, Duration::from_secs(600), "cycles-ompi");
+    let out_m = finish(m, Duration::from_secs(600), "cycles-mpich");
+    assert_passed(&out_o, "cycles", &ompi);
+    assert_passed(&out_m, "cycles", &mpich);
+    let left = console_groups(&vmd);
+    assert!(left.is_empty(), "groups left behind: {left:?}");
+}
+
+#[test]
+fn a_rank_stopped_for_thirty_seconds_stays_a_member_and_its_intercomm_works() {
+    let mut jobs = pair("pause");
+    // The stopped job's ranks also ping their vmd (as they would off
+    // loopback), so that side's grace is tested too.
+    jobs[1].env = vec![("ISTHMUS_KEEPALIVE".into(), "10/60".into())];
+    let vmd = EmbeddedVmd::start();
+    let events = GroupWatcher::start(&vmd);
+    scenario_on(&vmd, "pause", &jobs);
+    let events = events.stop();
+    let deaths: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == pb::GroupEventKind::MemberDied as i32 || e.group_broken)
+        .collect();
+    assert!(
+        deaths.is_empty(),
+        "a stopped rank was taken for dead: {deaths:?}"
+    );
+    let frozen = |g: &str| {
+        events
+            .iter()
+            .any(|e| e.group == g && e.kind == pb::GroupEventKind::Frozen as i32)
+    };
+    assert!(
+        frozen(&jobs[0].group) && frozen(&jobs[1].group),
+        "the watcher saw the run: {events:?}"
+    );
+}
+
+/// Runs all jobs of a scenario at once on `vmd` and checks that each passed.
+fn scenario_on(vmd: &EmbeddedVmd, scenario: &str, jobs: &[Job]) {
+    let children: Vec<Child> = jobs.iter().map(|j| launch(vmd, scenario, j)).collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .zip(jobs)
+        .map(|(c, j)| finish(c, Duration::from_secs(240), &j.group))
+        .collect();
+    for (out, j) in outputs.iter().zip(jobs) {
+        assert_passed(out, scenario, j);
+    }
+}
+
+/// The vmd's groups, through the console's paged listing.
+fn console_groups(vmd: &EmbeddedVmd) -> Vec<isthmus_types::group::GroupSummary> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let console = Console::connect(&vmd.addr).await.expect("console");
+        console.groups().await.expect("list groups")
+    })
+}
+
+/// Waits until `group` is frozen at a generation above `after`; returns it.
+fn wait_until_frozen(vmd: &EmbeddedVmd, group: &str, after: u64) -> u64 {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let console = Console::connect(&vmd.addr).await.expect("console");
+        // A hang guard only.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Ok(t) = console.group(group).await {
+                if t.frozen && !t.broken && t.generation > after {
+                    return t.generation;
+                }
+            }
+            assert!(Instant::now() < deadline, "{group} never registered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+}
+
+/// Collects every group event of a vmd from its start until stopped.
+struct GroupWatcher {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<pb::GroupEvent>>,
+}
+
+impl GroupWatcher {
+    fn start(vmd: &EmbeddedVmd) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let (addr, stopping) = (vmd.addr.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let session = Session::connect(&addr, "watcher").await.expect("watch");
+                let mut rx = session.subscribe(&[]).await.expect("subscribe");
+                ready_tx.send(()).expect("ready");
+                let mut seen = Vec::new();
+                loop {
+                    match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+                        Ok(Ok(ev)) => seen.push(ev),
+                        Ok(Err(e)) => panic!("watcher lost events: {e}"),
+                        Err(_) if stopping.load(Ordering::SeqCst) => return seen,
+                        Err(_) => {}
+                    }
+                }
+            })
+        });
+        ready
+            .recv_timeout(Duration::from_secs(20))
+            .expect("watcher started");
+        GroupWatcher { stop, thread }
+    }
+
+    fn stop(self) -> Vec<pb::GroupEvent> {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread.join().expect("watcher thread")
+    }
 }

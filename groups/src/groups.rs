@@ -242,6 +242,27 @@ impl<S: GroupStore> Groups<S> {
         self.store().list().await
     }
 
+    /// One page of [`list`](Self::list): at most `limit` groups whose names
+    /// sort after `after` (empty: from the first), and whether more follow.
+    pub async fn list_page(&self, after: &str, limit: usize) -> Result<(Vec<GroupSummary>, bool)> {
+        if after.len() > crate::MAX_NAME_LEN {
+            return Err(GroupError::InvalidArgument {
+                what: "page token",
+                reason: format!(
+                    "is {} bytes long; group names have at most {}",
+                    after.len(),
+                    crate::MAX_NAME_LEN
+                ),
+            });
+        }
+        let limit = limit.max(1);
+        // One more than asked tells whether another page follows.
+        let mut page = self.store().list_page(after, limit + 1).await?;
+        let more = page.len() > limit;
+        page.truncate(limit);
+        Ok((page, more))
+    }
+
     /// The whole table of `group`, members sorted by instance.
     pub async fn table(&self, group: &str) -> Result<GroupTable> {
         validate::name(group)?;

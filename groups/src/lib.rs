@@ -73,4 +73,6 @@ pub use groups::Groups;
 pub use model::{GroupSummary, GroupTable, Member};
 pub use store::{GroupStore, MemoryStore};
 pub use task::TaskId;
-pub use validate::{MAX_ENDPOINT_LEN, MAX_HOST_LEN, MAX_INSTANCE, MAX_NAME_LEN};
+pub use validate::{
+    escape_for_display, MAX_ENDPOINT_LEN, MAX_HOST_LEN, MAX_INSTANCE, MAX_NAME_LEN,
+};

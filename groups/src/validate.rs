@@ -26,9 +26,10 @@ pub const MAX_ENDPOINT_LEN: usize = 64 * 1024;
 /// How much of a rejected name is echoed back in error messages.
 const DISPLAY_CHARS: usize = 64;
 
-/// Escapes control characters and quotes and truncates, so that a hostile
-/// string cannot mangle logs or error messages.
-pub(crate) fn escape_for_display(s: &str) -> String {
+/// Escapes control characters and quotes and truncates (to 64 characters
+/// and an ellipsis), so that a hostile string cannot mangle logs or error
+/// messages.
+pub fn escape_for_display(s: &str) -> String {
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
         if i == DISPLAY_CHARS {

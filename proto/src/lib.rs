@@ -11,4 +11,5 @@ pub mod v1 {
 
 pub use v1::*;
 
+pub mod codec;
 pub mod convert;

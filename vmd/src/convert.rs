@@ -83,3 +83,29 @@ pub fn group_event(e: &GroupEvent) -> pb::Event {
 pub fn event_matches(filter: &[String], e: &GroupEvent) -> bool {
     filter.is_empty() || filter.contains(&e.group)
 }
+
+/// Groups listed per page when the client names no page size.
+pub const DEFAULT_PAGE: usize = 1000;
+/// Largest page: 5000 summaries of at most ~270 bytes stay far below the
+/// 4 MiB message limit.
+pub const MAX_PAGE: usize = 5000;
+
+/// One page of the group listing, as `ListGroups` asks for it.
+pub async fn group_page(
+    groups: &isthmus_groups::Groups,
+    req: &pb::ListGroupsRequest,
+) -> Result<pb::GroupList, GroupError> {
+    let size = match usize::try_from(req.page_size).unwrap_or(MAX_PAGE) {
+        0 => DEFAULT_PAGE,
+        n => n.min(MAX_PAGE),
+    };
+    let (page, more) = groups.list_page(&req.page_token, size).await?;
+    let next_page_token = match page.last() {
+        Some(last) if more => last.name.clone(),
+        _ => String::new(),
+    };
+    Ok(pb::GroupList {
+        groups: page.iter().map(summary).collect(),
+        next_page_token,
+    })
+}

@@ -23,7 +23,8 @@ use tracing::info;
 
 use crate::host_link::{self, JoinedLink};
 use crate::service::{ConsoleService, PeersService, Role, TaskersService, TasksService};
-use crate::session::SessionContext;
+use crate::session::{SessionContext, SessionLimits};
+pub use isthmus_client::Keepalive;
 
 /// How long a stopping daemon waits for open sessions to close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
@@ -63,6 +64,7 @@ pub struct Daemon {
     hub: TaskerHub,
     link: Option<JoinedLink>,
     halt: Arc<Notify>,
+    keepalive: Option<Keepalive>,
 }
 
 /// Errors of starting a daemon.
@@ -151,6 +153,7 @@ impl Daemon {
             groups: Groups::in_memory(),
             host: config.host,
             secret: Arc::new(secret),
+            limits: SessionLimits::default(),
         };
         Ok(Self {
             listener,
@@ -160,7 +163,19 @@ impl Daemon {
             hub,
             link,
             halt,
+            keepalive: Some(Keepalive::REMOTE),
         })
+    }
+
+    /// Sets the HTTP/2 keepalive of client connections (`None`: no pings;
+    /// only closed connections end sessions). Default [`Keepalive::REMOTE`].
+    pub fn set_keepalive(&mut self, keepalive: Option<Keepalive>) {
+        self.keepalive = keepalive;
+    }
+
+    /// Sets what each session may hold (default [`SessionLimits::default`]).
+    pub fn set_limits(&mut self, limits: SessionLimits) {
+        self.ctx.limits = limits;
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -202,13 +217,8 @@ impl Daemon {
                 stopping.notify_one();
             }
         };
-        let server = tonic::transport::Server::builder()
+        let server = with_keepalive(tonic::transport::Server::builder(), self.keepalive)
             .tcp_nodelay(true)
-            // A peer whose host vanished without closing its socket is found
-            // out by keepalive pings; a process that died is found at once
-            // because its kernel closes the socket.
-            .http2_keepalive_interval(Some(Duration::from_millis(500)))
-            .http2_keepalive_timeout(Some(Duration::from_millis(500)))
             .add_service(TasksServer::new(tasks))
             .add_service(ConsoleServer::new(console))
             .add_service(TaskersServer::new(taskers))
@@ -229,6 +239,19 @@ impl Daemon {
         }
         Ok(())
     }
+}
+
+/// A process that died is found at once because its kernel closes the
+/// socket; keepalive pings only find peers whose host vanished without
+/// closing it, with a grace long enough for a stopped process (see
+/// `isthmus_client::channel`).
+fn with_keepalive(
+    builder: tonic::transport::Server,
+    keepalive: Option<Keepalive>,
+) -> tonic::transport::Server {
+    builder
+        .http2_keepalive_interval(keepalive.map(|k| k.interval))
+        .http2_keepalive_timeout(keepalive.map(|k| k.timeout))
 }
 
 /// On the manager's own host, the hub's reports go straight to the manager

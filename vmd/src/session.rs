@@ -8,17 +8,26 @@
 //! barrier, wait_frozen) run on tasks of their own so that they block
 //! nothing else. When the inbound stream ends — clean close, crash or
 //! kill -9, the kernel closes the socket either way — the task is closed and
-//! every membership it still held is removed (reported as `MEMBER_DIED`).
+//! every membership it still held is removed (reported as `MEMBER_DIED`),
+//! and every wait it started is cancelled.
+//!
+//! Bounds ([`SessionLimits`]): a stream must say Hello within a deadline; a
+//! session holds at most so many memberships, pending waits and followed
+//! groups, and publishes endpoints of at most so many bytes; past a limit a
+//! request is refused with `RESOURCE_EXHAUSTED` naming it. A request the
+//! stream cannot decode or that is too large ends the stream with a status
+//! saying so.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use isthmus_groups::{GroupError, Groups, TaskId};
+use isthmus_groups::{escape_for_display, GroupError, Groups, TaskId};
 use isthmus_proto as pb;
 use pb::session_reply::Result as Reply;
 use pb::session_request::Op;
 use tokio::sync::broadcast;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tonic::{Code, Streaming};
 use tracing::{debug, info, warn};
 
@@ -30,12 +39,44 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 /// The longest wait a client may ask for.
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
+/// What one session may hold. Each bound keeps a single client from taking
+/// the vmd's memory (or its other clients' time) for itself.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionLimits {
+    /// How long a new stream may take to say Hello.
+    pub hello_deadline: Duration,
+    /// Groups one session may be a member of at once.
+    pub max_memberships: usize,
+    /// Freeze, barrier and wait_frozen calls one session may have pending.
+    pub max_pending_waits: usize,
+    /// Largest endpoint record a session may publish, in bytes.
+    pub max_endpoint_bytes: usize,
+    /// Groups whose events one session may follow (besides "all").
+    pub max_followed_groups: usize,
+}
+
+impl Default for SessionLimits {
+    /// Far above what a rank uses (a few groups, one or two waits at a
+    /// time, an endpoint of ~100 bytes), small enough that 1000 sessions at
+    /// their limits fit in memory.
+    fn default() -> Self {
+        Self {
+            hello_deadline: crate::stream::HELLO_DEADLINE,
+            max_memberships: 1024,
+            max_pending_waits: 1024,
+            max_endpoint_bytes: 8 * 1024,
+            max_followed_groups: 4096,
+        }
+    }
+}
+
 /// What every session of one vmd shares.
 #[derive(Clone)]
 pub struct SessionContext {
     pub groups: Groups,
     pub host: String,
     pub secret: Arc<Vec<u8>>,
+    pub limits: SessionLimits,
 }
 
 pub type ReplySender = Outgoing<pb::SessionReply>;
@@ -46,10 +87,11 @@ pub async fn run(
     mut inbound: Streaming<pb::SessionRequest>,
     out: ReplySender,
 ) {
-    let Some(hello) = stream::hello(
+    let Some(hello) = stream::hello_within(
         &mut inbound,
         &out,
         "a session must start with Hello",
+        ctx.limits.hello_deadline,
         |first| match first {
             pb::SessionRequest {
                 id,
@@ -67,7 +109,9 @@ pub async fn run(
         let _ = out.send(Err(convert::status_of(&e))).await;
         return;
     }
-    info!(%task, name = %hello.1.name, pid = hello.1.pid, "session opened");
+    // The name is the client's to choose: escaped and cut short, it
+    // cannot forge or flood log lines.
+    info!(%task, name = %escape_for_display(&hello.1.name), pid = hello.1.pid, "session opened");
     let welcome = Reply::Welcome(pb::Welcome {
         task: task.to_string(),
         host: ctx.host.clone(),
@@ -83,16 +127,26 @@ pub async fn run(
         task,
         out,
         subscription: None,
+        waits: JoinSet::new(),
+        memberships: HashSet::new(),
     };
     loop {
-        match inbound.message().await {
+        let next = tokio::select! {
+            msg = inbound.message() => msg,
+            // Reaps finished waits; an empty set disables this branch.
+            Some(_) = session.waits.join_next() => continue,
+        };
+        match next {
             Ok(Some(req)) => session.handle(req).await,
             Ok(None) => {
                 debug!(%task, "session closed by client");
                 break;
             }
             Err(status) => {
+                // Undecodable or oversized: say so before the stream ends.
+                let status = stream::broken(status);
                 debug!(%task, %status, "session stream broke");
+                let _ = session.out.send(Err(status)).await;
                 break;
             }
         }
@@ -100,6 +154,9 @@ pub async fn run(
     if let Some(sub) = session.subscription.take() {
         sub.forwarder.abort();
     }
+    // Waits end with the session that started them: nobody is left to
+    // hear their outcome, and an orphaned freeze would still act.
+    session.waits.shutdown().await;
     close(&ctx, task).await;
 }
 
@@ -154,6 +211,21 @@ struct Session {
     task: TaskId,
     out: ReplySender,
     subscription: Option<Subscription>,
+    /// Pending freeze, barrier and wait_frozen calls.
+    waits: JoinSet<()>,
+    /// Groups this task joined and has not left.
+    memberships: HashSet<String>,
+}
+
+/// The refusal of a request past one of the session's limits.
+fn exhausted(id: u64, limit: &str, value: usize, what: String) -> pb::SessionReply {
+    reply(
+        id,
+        Reply::Error(pb::Error {
+            code: Code::ResourceExhausted as i32,
+            message: format!("{what}: per-session limit {limit} = {value} reached"),
+        }),
+    )
 }
 
 impl Session {
@@ -180,16 +252,40 @@ impl Session {
                     message: format!("session already open as task {task}"),
                 }),
             )),
-            Op::Join(j) => groups
-                .join(&j.group, task, j.instance, j.endpoint)
-                .await
-                .map(Reply::Instance)
-                .map_err(|e| error_reply(id, &e)),
-            Op::Leave(l) => groups
-                .leave(&l.group, task)
-                .await
-                .map(|()| Reply::Done(pb::Done {}))
-                .map_err(|e| error_reply(id, &e)),
+            Op::Join(j) => {
+                let limits = &self.ctx.limits;
+                if j.endpoint.len() > limits.max_endpoint_bytes {
+                    Err(exhausted(
+                        id,
+                        "max-endpoint-bytes",
+                        limits.max_endpoint_bytes,
+                        format!("endpoint of {} bytes refused", j.endpoint.len()),
+                    ))
+                } else if self.memberships.len() >= limits.max_memberships
+                    && !self.memberships.contains(&j.group)
+                {
+                    Err(exhausted(
+                        id,
+                        "max-memberships",
+                        limits.max_memberships,
+                        format!("join refused: member of {} groups", self.memberships.len()),
+                    ))
+                } else {
+                    let joined = groups.join(&j.group, task, j.instance, j.endpoint).await;
+                    if joined.is_ok() {
+                        self.memberships.insert(j.group);
+                    }
+                    joined.map(Reply::Instance).map_err(|e| error_reply(id, &e))
+                }
+            }
+            Op::Leave(l) => {
+                let left = groups.leave(&l.group, task).await;
+                if left.is_ok() {
+                    self.memberships.remove(&l.group);
+                }
+                left.map(|()| Reply::Done(pb::Done {}))
+                    .map_err(|e| error_reply(id, &e))
+            }
             Op::Gettid(g) => groups
                 .gettid(&g.group, g.instance)
                 .await
@@ -213,19 +309,14 @@ impl Session {
                 .await
                 .map(|t| Reply::Table(convert::table(&t)))
                 .map_err(|e| error_reply(id, &e)),
-            Op::ListGroups(_) => groups
-                .list()
+            Op::ListGroups(req) => convert::group_page(groups, &req)
                 .await
-                .map(|l| {
-                    Reply::Groups(pb::GroupList {
-                        groups: l.iter().map(convert::summary).collect(),
-                    })
-                })
+                .map(Reply::Groups)
                 .map_err(|e| error_reply(id, &e)),
-            Op::Subscribe(s) => {
-                self.subscribe(s.groups);
-                Ok(Reply::Done(pb::Done {}))
-            }
+            Op::Subscribe(s) => self
+                .subscribe(s.groups)
+                .map(|()| Reply::Done(pb::Done {}))
+                .map_err(|refusal| refusal(id)),
             Op::Freeze(f) => {
                 let groups = groups.clone();
                 self.reply_later(id, async move {
@@ -249,7 +340,11 @@ impl Session {
             Op::WaitFrozen(w) => {
                 let groups = groups.clone();
                 self.reply_later(id, async move {
-                    let t = groups.wait_frozen(&w.group, wait_of(w.timeout_ms)).await?;
+                    // A group that broke before this task lived is an
+                    // earlier run's wreck: wait for the re-run instead.
+                    let t = groups
+                        .wait_frozen_as(task, &w.group, wait_of(w.timeout_ms))
+                        .await?;
                     Ok(Reply::Table(convert::table(&t)))
                 });
                 return;
@@ -262,14 +357,31 @@ impl Session {
     }
 
     /// Runs an operation that waits (freeze, barrier, wait_frozen) on a task
-    /// of its own, so it blocks nothing else, and replies when it ends.
+    /// of its own, so it blocks nothing else, and replies when it ends. The
+    /// task belongs to the session: it is cancelled when the session ends.
     fn reply_later(
-        &self,
+        &mut self,
         id: u64,
         op: impl std::future::Future<Output = Result<Reply, GroupError>> + Send + 'static,
     ) {
+        while self.waits.try_join_next().is_some() {}
+        let max = self.ctx.limits.max_pending_waits;
+        if self.waits.len() >= max {
+            let refusal = exhausted(
+                id,
+                "max-pending-waits",
+                max,
+                format!("wait refused: {} waits pending", self.waits.len()),
+            );
+            let out = self.out.clone();
+            // Not inline: a full reply queue must not stall the session.
+            tokio::spawn(async move {
+                let _ = out.send(Ok(refusal)).await;
+            });
+            return;
+        }
         let out = self.out.clone();
-        tokio::spawn(async move {
+        self.waits.spawn(async move {
             let r = match op.await {
                 Ok(result) => reply(id, result),
                 Err(e) => error_reply(id, &e),
@@ -279,8 +391,23 @@ impl Session {
     }
 
     /// Adds `groups` to the groups whose events this session receives (none
-    /// named: all groups), starting the forwarder on first use.
-    fn subscribe(&mut self, groups: Vec<String>) {
+    /// named: all groups), starting the forwarder on first use. Refused
+    /// (the error reply, given the request id) past the session's limit.
+    fn subscribe(
+        &mut self,
+        groups: Vec<String>,
+    ) -> Result<(), impl FnOnce(u64) -> pb::SessionReply> {
+        let max = self.ctx.limits.max_followed_groups;
+        let refuse = |followed: usize| {
+            move |id| {
+                exhausted(
+                    id,
+                    "max-followed-groups",
+                    max,
+                    format!("subscribe refused: following {followed} groups"),
+                )
+            }
+        };
         if let Some(sub) = &self.subscription {
             if let Ok(mut filter) = sub.filter.lock() {
                 if groups.is_empty() || filter.is_empty() {
@@ -288,12 +415,18 @@ impl Session {
                 } else {
                     for g in groups {
                         if !filter.contains(&g) {
+                            if filter.len() >= max {
+                                return Err(refuse(filter.len()));
+                            }
                             filter.push(g);
                         }
                     }
                 }
             }
-            return;
+            return Ok(());
+        }
+        if groups.len() > max {
+            return Err(refuse(0));
         }
         let filter = Arc::new(Mutex::new(groups));
         let mut events = self.ctx.groups.subscribe();
@@ -334,6 +467,7 @@ impl Session {
             }
         });
         self.subscription = Some(Subscription { filter, forwarder });
+        Ok(())
     }
 }
 

@@ -61,8 +61,21 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
     let world = universe.world();
     let rank = world.rank() as u32;
     let bridge = Bridge::connect().context("connecting to the vmd")?;
-    let handle = bridge.register(&args.group, &world).context("register")?;
+    let mut handle = bridge.register(&args.group, &world).context("register")?;
     let timeout = Duration::from_secs(args.timeout_secs);
+    if args.scenario == "cycles" {
+        // Leave and register again under the same name, as fast as the
+        // ranks go: each register must find the name free on every rank.
+        for cycle in 1..=CYCLES {
+            bridge
+                .leave(handle)
+                .with_context(|| format!("leave, cycle {cycle}"))?;
+            handle = bridge
+                .register(&args.group, &world)
+                .with_context(|| format!("register, cycle {cycle}"))?;
+        }
+        return pass(args, rank, bridge, handle);
+    }
     let peer = args.peer.first().context("--peer missing")?.clone();
 
     if args.scenario == "deadline" {
@@ -80,7 +93,15 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
         return pass(args, rank, bridge, handle);
     }
     if args.scenario == "lost" && args.a {
-        // The remote job registered, then lost a member: fail early.
+        // The remote job registered, then lost a member: fail early. The
+        // test says when B is gone by creating this file.
+        if let Some(go) = std::env::var_os("XTEST_GO_FILE") {
+            let waiting = Instant::now();
+            while !std::path::Path::new(&go).exists() {
+                ensure!(waiting.elapsed() < timeout, "never told to go on");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let t = Instant::now();
         match bridge.intercomm_create_timeout(&handle, &peer, Duration::from_secs(60)) {
             Err(BridgeError::RemoteLost { .. }) => {
@@ -142,6 +163,7 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
             multi(&inter, &second, &others, rank, a, &args.group)?
         }
         "killed" => killed(&inter, rank, a)?,
+        "pause" => pause(&inter, rank, a)?,
         "answer" => {
             // A third job in "multi": receive one message, answer with our name.
             if rank == 0 {
@@ -166,6 +188,59 @@ fn pass(
     bridge.leave(handle)?;
     println!("PASS {} {} rank {rank}", args.scenario, args.group);
     Ok(())
+}
+
+/// Leave/register cycles of the "cycles" scenario.
+const CYCLES: u32 = 100;
+
+/// How long rank 1 of side B is stopped in the "pause" scenario.
+const PAUSE: Duration = Duration::from_secs(30);
+
+/// Every rank exchanges with every remote rank, then rank 1 of side B stops
+/// itself (SIGSTOP; a separate process continues it after [`PAUSE`]) while
+/// the others already wait on it; then everyone exchanges again, both ways.
+fn pause(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    let round = |n: u64| -> anyhow::Result<()> {
+        let remote = ic.remote_size();
+        let sends = (0..remote)
+            .map(|q| ic.isend(q, 30, &[n, u64::from(rank), u64::from(a)]))
+            .collect::<Result<Vec<_>, _>>()?;
+        for q in 0..remote {
+            let mut v = [0u64; 3];
+            ic.recv(Source::Rank(q), Tag::Value(30), &mut v)?;
+            ensure!(
+                v == [n, u64::from(q), u64::from(!a)],
+                "round {n}: {v:?} from remote rank {q}"
+            );
+        }
+        for s in sends {
+            s.wait()?;
+        }
+        Ok(())
+    };
+    round(1)?;
+    if !a && rank == 1 {
+        let pid = std::process::id().to_string();
+        std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!("sleep {}; kill -CONT {pid}", PAUSE.as_secs()),
+            ])
+            .spawn()
+            .context("starting the process that continues this one")?;
+        let stopped = Instant::now();
+        let status = std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()?;
+        ensure!(status.success(), "kill -STOP failed");
+        // Only a check that the pause happened, not a measure of speed.
+        ensure!(
+            stopped.elapsed() >= PAUSE,
+            "was not stopped: resumed after {:?}",
+            stopped.elapsed()
+        );
+    }
+    round(2)
 }
 
 fn kill_self() -> ! {

@@ -248,6 +248,33 @@ impl GroupStore for MemoryStore {
         Ok(out)
     }
 
+    async fn list_page(&self, after: &str, limit: usize) -> Result<Vec<GroupSummary>> {
+        let inner = self.lock();
+        let mut names: Vec<&String> = inner
+            .groups
+            .keys()
+            .filter(|name| name.as_str() > after)
+            .collect();
+        // Linear in the number of groups per page, not n log n: only the
+        // page itself is sorted.
+        if names.len() > limit {
+            names.select_nth_unstable(limit);
+            names.truncate(limit);
+        }
+        names.sort_unstable();
+        Ok(names
+            .into_iter()
+            .filter_map(|name| {
+                inner.groups.get(name).map(|rec| GroupSummary {
+                    name: name.clone(),
+                    size: rec.size(),
+                    frozen: rec.meta.frozen_size.is_some(),
+                    broken: rec.meta.broken.is_some(),
+                })
+            })
+            .collect())
+    }
+
     async fn create_member(
         &self,
         group: &str,

@@ -187,6 +187,11 @@ pub trait GroupStore: Send + Sync + 'static {
     /// Summaries of all groups, sorted by name.
     async fn list(&self) -> Result<Vec<GroupSummary>>;
 
+    /// Summaries of the first `limit` groups whose names sort after
+    /// `after` (all, if `after` is empty), sorted by name (etcd: a range
+    /// read from a key with a limit).
+    async fn list_page(&self, after: &str, limit: usize) -> Result<Vec<GroupSummary>>;
+
     /// CAS: adds `member` bound to `lease` if `guard` holds, the instance
     /// is free, the task is not yet a member and the group is not frozen
     /// (a tombstone is frozen: it can only be replaced, through

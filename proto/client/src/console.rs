@@ -53,15 +53,23 @@ impl Console {
         self.client.clone()
     }
 
-    /// Every group, with its size and state.
+    /// Every group, with its size and state, sorted by name; fetched a
+    /// page at a time, so any number of groups fits the message limit.
     pub async fn groups(&self) -> Result<Vec<GroupSummary>> {
-        let list = self.client().list_groups(pb::ListGroupsRequest {}).await?;
-        Ok(list
-            .into_inner()
-            .groups
-            .into_iter()
-            .map(Into::into)
-            .collect())
+        let mut groups = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let req = pb::ListGroupsRequest {
+                page_size: 0,
+                page_token,
+            };
+            let page = self.client().list_groups(req).await?.into_inner();
+            groups.extend(page.groups.into_iter().map(GroupSummary::from));
+            if page.next_page_token.is_empty() {
+                return Ok(groups);
+            }
+            page_token = page.next_page_token;
+        }
     }
 
     /// A group's table.

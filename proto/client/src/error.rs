@@ -62,6 +62,13 @@ pub enum ClientError {
     },
     #[error("vmd address {addr:?} is not valid: {reason}")]
     BadAddress { addr: String, reason: String },
+    /// A setting from the environment that does not parse.
+    #[error("{name}={value:?} is not valid: {reason}")]
+    BadSetting {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
     /// The vmd refused or failed the request.
     #[error("{message}")]
     Refused { kind: ErrorKind, message: String },
@@ -79,7 +86,9 @@ impl ClientError {
         match self {
             ClientError::Refused { kind, .. } => *kind,
             ClientError::Timeout(_) => ErrorKind::DeadlineExceeded,
-            ClientError::BadAddress { .. } => ErrorKind::InvalidArgument,
+            ClientError::BadAddress { .. } | ClientError::BadSetting { .. } => {
+                ErrorKind::InvalidArgument
+            }
             ClientError::Protocol(_) => ErrorKind::Protocol,
             ClientError::Connect { .. } | ClientError::Closed => ErrorKind::Unavailable,
         }

@@ -72,6 +72,14 @@ impl FrozenTables {
         table
     }
 
+    /// Drops the cached table of `group` (this task left it).
+    pub(crate) fn forget(&self, group: &str) {
+        if let Ok(mut tables) = self.tables.write() {
+            self.stale_epoch.fetch_add(1, Ordering::SeqCst);
+            tables.remove(group);
+        }
+    }
+
     /// Drops what `ev` makes stale.
     pub(crate) fn on_event(&self, ev: &pb::GroupEvent) {
         let stale = matches!(

@@ -27,7 +27,7 @@ pub mod stream;
 #[cfg(feature = "tracing-init")]
 mod tracing_init;
 
-pub use channel::{channel, default_addr};
+pub use channel::{channel, default_addr, Keepalive};
 pub use console::{Console, Events};
 pub use error::{ClientError, ErrorKind, Result};
 /// The `ISTHMUS_*` names and the default address, defined once.

@@ -194,6 +194,8 @@ impl Session {
         }
     }
 
+    /// Leaves `group`, and forgets its cached table at once rather than on
+    /// the event that follows.
     pub async fn leave(&self, group: &str) -> Result<()> {
         match self
             .call(
@@ -204,7 +206,10 @@ impl Session {
             )
             .await?
         {
-            Reply::Done(_) => Ok(()),
+            Reply::Done(_) => {
+                self.inner.frozen.forget(group);
+                Ok(())
+            }
             other => Err(unexpected("leave", other)),
         }
     }
@@ -276,13 +281,25 @@ impl Session {
         }
     }
 
+    /// Every group, sorted by name, fetched a page at a time.
     pub async fn list_groups(&self) -> Result<Vec<pb::GroupSummary>> {
-        match self
-            .call(Op::ListGroups(pb::ListGroupsRequest {}), CALL_TIMEOUT)
-            .await?
-        {
-            Reply::Groups(g) => Ok(g.groups),
-            other => Err(unexpected("list_groups", other)),
+        let mut groups = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let req = pb::ListGroupsRequest {
+                page_size: 0,
+                page_token,
+            };
+            match self.call(Op::ListGroups(req), CALL_TIMEOUT).await? {
+                Reply::Groups(page) => {
+                    groups.extend(page.groups);
+                    if page.next_page_token.is_empty() {
+                        return Ok(groups);
+                    }
+                    page_token = page.next_page_token;
+                }
+                other => return Err(unexpected("list_groups", other)),
+            }
         }
     }
 

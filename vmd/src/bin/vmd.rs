@@ -1,10 +1,12 @@
 //! `vmd`: the Isthmus virtual machine daemon, one per host.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
+use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions, Keepalive};
+use isthmus_vmd::session::SessionLimits;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -35,6 +37,33 @@ struct Args {
     /// instead of starting a new virtual machine.
     #[arg(long, conflicts_with = "hostfile")]
     join: Option<String>,
+    /// Seconds without traffic after which a client connection is pinged;
+    /// 0: never (a process that dies is still seen at once: its kernel
+    /// closes the connection). Pings only find hosts that vanished.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    keepalive_interval: u64,
+    /// Seconds a ping may go unanswered before the connection, and every
+    /// session on it, is given up: a client stopped (debugger, SIGSTOP,
+    /// swapping) for less than this keeps its memberships.
+    #[arg(long, default_value_t = 60, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    keepalive_timeout: u64,
+    /// Seconds a new session, tasker or host stream may take to say Hello.
+    #[arg(long, default_value_t = 10, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    hello_deadline: u64,
+    /// Groups one session may be a member of at once.
+    #[arg(long, default_value_t = SessionLimits::default().max_memberships)]
+    max_memberships: usize,
+    /// Freeze, barrier and wait-frozen calls one session may have pending.
+    #[arg(long, default_value_t = SessionLimits::default().max_pending_waits)]
+    max_pending_waits: usize,
+    /// Largest endpoint record a session may publish, in bytes.
+    #[arg(long, default_value_t = SessionLimits::default().max_endpoint_bytes)]
+    max_endpoint_bytes: usize,
+    /// Groups whose events one session may follow.
+    #[arg(long, default_value_t = SessionLimits::default().max_followed_groups)]
+    max_followed_groups: usize,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -52,7 +81,18 @@ async fn main() -> anyhow::Result<()> {
         hostfile,
         join: args.join,
     };
-    let daemon = Daemon::bind_with(
+    let keepalive = (args.keepalive_interval > 0).then(|| Keepalive {
+        interval: Duration::from_secs(args.keepalive_interval),
+        timeout: Duration::from_secs(args.keepalive_timeout),
+    });
+    let limits = SessionLimits {
+        hello_deadline: Duration::from_secs(args.hello_deadline),
+        max_memberships: args.max_memberships,
+        max_pending_waits: args.max_pending_waits,
+        max_endpoint_bytes: args.max_endpoint_bytes,
+        max_followed_groups: args.max_followed_groups,
+    };
+    let mut daemon = Daemon::bind_with(
         DaemonConfig {
             listen: args.listen,
             host,
@@ -60,6 +100,8 @@ async fn main() -> anyhow::Result<()> {
         options,
     )
     .await?;
+    daemon.set_keepalive(keepalive);
+    daemon.set_limits(limits);
     let addr = daemon.local_addr();
     if let Some(path) = &args.addr_file {
         std::fs::write(path, addr.to_string())

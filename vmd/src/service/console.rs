@@ -57,17 +57,12 @@ impl Console for ConsoleService {
 
     async fn list_groups(
         &self,
-        _: Request<pb::ListGroupsRequest>,
+        request: Request<pb::ListGroupsRequest>,
     ) -> Result<Response<pb::GroupList>, Status> {
-        let list = self
-            .ctx
-            .groups
-            .list()
+        convert::group_page(&self.ctx.groups, request.get_ref())
             .await
-            .map_err(|e| convert::status_of(&e))?;
-        Ok(Response::new(pb::GroupList {
-            groups: list.iter().map(convert::summary).collect(),
-        }))
+            .map(Response::new)
+            .map_err(|e| convert::status_of(&e))
     }
 
     async fn get_group(

@@ -15,7 +15,13 @@ pub struct VmdProcess {
 
 impl VmdProcess {
     pub fn start() -> Self {
-        let isthmus_testkit::Vmd { proc, addr, dir } = isthmus_testkit::Vmd::start("testhost", &[]);
+        Self::start_with(&[])
+    }
+
+    /// Starts a vmd with extra flags (limits, deadlines).
+    pub fn start_with(flags: &[&str]) -> Self {
+        let isthmus_testkit::Vmd { proc, addr, dir } =
+            isthmus_testkit::Vmd::start("testhost", flags);
         VmdProcess {
             child: proc,
             addr,
