@@ -144,6 +144,7 @@ impl From<LaunchSpec> for pb::LaunchOrder {
             np: l.np,
             env: l.env.into_iter().collect(),
             cwd: l.cwd,
+            owner_uid: l.owner,
         }
     }
 }
@@ -158,6 +159,7 @@ impl From<pb::LaunchOrder> for LaunchSpec {
             np: l.np,
             env: l.env.into_iter().collect(),
             cwd: l.cwd,
+            owner: l.owner_uid,
         }
     }
 }
@@ -296,6 +298,8 @@ impl From<pb::SpawnRequest> for SpawnSpec {
             placement,
             env: r.env.into_iter().collect(),
             cwd: r.cwd,
+            // The vmd sets the owner from the caller's identity.
+            owner: u32::MAX,
         }
     }
 }
@@ -377,6 +381,7 @@ impl From<&Job> for pb::JobInfo {
             ranks: j.ranks.iter().map(Into::into).collect(),
             exit: j.exit.map(Into::into),
             reason: j.reason.clone(),
+            owner_uid: j.owner,
         }
     }
 }
@@ -519,6 +524,7 @@ mod tests {
                 np: 2,
                 env: [("K".to_string(), "V".to_string())].into(),
                 cwd: "/".into(),
+                owner: 1001,
             }),
             JobOrder::Signal {
                 job: 1,

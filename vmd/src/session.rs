@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use tonic::{Code, Streaming};
 use tracing::{debug, info, warn};
 
+use crate::auth::{GroupOwners, Identity};
 use crate::convert;
 use crate::stream::{self, Outgoing};
 
@@ -40,9 +41,18 @@ pub struct SessionContext {
 
 pub type ReplySender = Outgoing<pb::SessionReply>;
 
+/// Who opened a session (from [`crate::auth`]) and the owners of the
+/// vmd's groups, for the join rule.
+#[derive(Clone)]
+pub struct Caller {
+    pub identity: Identity,
+    pub owners: GroupOwners,
+}
+
 /// Runs a session to its end. Replies go to `out`.
 pub async fn run(
     ctx: SessionContext,
+    caller: Caller,
     mut inbound: Streaming<pb::SessionRequest>,
     out: ReplySender,
 ) {
@@ -67,7 +77,7 @@ pub async fn run(
         let _ = out.send(Err(convert::status_of(&e))).await;
         return;
     }
-    info!(%task, name = %hello.1.name, pid = hello.1.pid, "session opened");
+    info!(%task, name = %hello.1.name, pid = hello.1.pid, caller = %caller.identity, "session opened");
     let welcome = Reply::Welcome(pb::Welcome {
         task: task.to_string(),
         host: ctx.host.clone(),
@@ -80,6 +90,7 @@ pub async fn run(
 
     let mut session = Session {
         ctx: ctx.clone(),
+        caller,
         task,
         out,
         subscription: None,
@@ -151,12 +162,22 @@ struct Subscription {
 
 struct Session {
     ctx: SessionContext,
+    caller: Caller,
     task: TaskId,
     out: ReplySender,
     subscription: Option<Subscription>,
 }
 
 impl Session {
+    /// The join rule ([`crate::auth::rules`]): a live group belongs to the
+    /// uid that created it.
+    async fn admit_join(&self, group: &str) -> Result<(), tonic::Status> {
+        let live = self.ctx.groups.gsize(group).await.is_ok_and(|n| n > 0);
+        self.caller
+            .owners
+            .admit_join(group, &self.caller.identity, live)
+    }
+
     async fn send(&self, r: pb::SessionReply) {
         // The receiver is gone only when the client is: the inbound side will
         // notice and end the session.
@@ -180,11 +201,20 @@ impl Session {
                     message: format!("session already open as task {task}"),
                 }),
             )),
-            Op::Join(j) => groups
-                .join(&j.group, task, j.instance, j.endpoint)
-                .await
-                .map(Reply::Instance)
-                .map_err(|e| error_reply(id, &e)),
+            Op::Join(j) => match self.admit_join(&j.group).await {
+                Err(refusal) => Err(reply(
+                    id,
+                    Reply::Error(pb::Error {
+                        code: refusal.code() as i32,
+                        message: refusal.message().to_string(),
+                    }),
+                )),
+                Ok(()) => groups
+                    .join(&j.group, task, j.instance, j.endpoint)
+                    .await
+                    .map(Reply::Instance)
+                    .map_err(|e| error_reply(id, &e)),
+            },
             Op::Leave(l) => groups
                 .leave(&l.group, task)
                 .await

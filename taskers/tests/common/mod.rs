@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use isthmus_proto as pb;
 use pb::console_client::ConsoleClient as VmdClient;
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
 
 pub const T: Duration = Duration::from_secs(30);
 
@@ -94,6 +93,9 @@ impl Vmd {
         let dir = TempDir::new("rm");
         let addr_file = dir.0.join("addr");
         let child = Command::new(bin("vmd"))
+            // Its own runtime directory: its socket and token, nobody else's.
+            .arg("--runtime-dir")
+            .arg(dir.0.join("run"))
             .args([
                 "--listen",
                 "127.0.0.1:0",
@@ -142,7 +144,7 @@ impl Vmd {
         vmd
     }
 
-    pub async fn client(&self) -> VmdClient<Channel> {
+    pub async fn client(&self) -> VmdClient<isthmus_client::VmdChannel> {
         VmdClient::new(isthmus_client::channel(&self.addr).await.expect("connect"))
     }
 
@@ -287,7 +289,7 @@ pub fn spawn_req(implementation: &str, np: u32, program: &str, args: &[&str]) ->
 }
 
 /// Waits until every rank of `job` has a pid; returns the pids by rank.
-pub async fn rank_pids(c: &mut VmdClient<Channel>, job: u64) -> Vec<u32> {
+pub async fn rank_pids(c: &mut VmdClient<isthmus_client::VmdChannel>, job: u64) -> Vec<u32> {
     let end = Instant::now() + T;
     loop {
         let jobs = c

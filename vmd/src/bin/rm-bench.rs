@@ -21,7 +21,7 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use isthmus_client::{Console, Events};
 use isthmus_proto as pb;
-use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
+use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions, Security};
 
 #[derive(Parser)]
 struct Args {
@@ -179,13 +179,17 @@ async fn main() -> anyhow::Result<()> {
     };
     let daemon = Daemon::bind_with(
         DaemonConfig {
-            listen: "127.0.0.1:0".parse()?,
+            listen: None,
             host: "bench".into(),
+            // A runtime directory of its own: no clash with a running vmd.
+            security: Security::in_dir(
+                std::env::temp_dir().join(format!("isthmus-rm-bench-{}", std::process::id())),
+            ),
         },
         options,
     )
     .await?;
-    let addr = daemon.local_addr().to_string();
+    let addr = daemon.client_addr();
     let halt = daemon.halt_handle();
     let server = tokio::spawn(daemon.serve(std::future::pending()));
 

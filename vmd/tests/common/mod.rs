@@ -18,6 +18,9 @@ impl VmdProcess {
         let dir = TempDir::new("vmd");
         let addr_file = dir.0.join("addr");
         let child = Command::new(env!("CARGO_BIN_EXE_vmd"))
+            // Its own runtime directory: its socket and token, nobody else's.
+            .arg("--runtime-dir")
+            .arg(dir.0.join("run"))
             .args([
                 "--listen",
                 "127.0.0.1:0",
