@@ -75,7 +75,6 @@ pub fn of<T>(request: &Request<T>) -> Result<Identity, Status> {
 }
 
 /// Who this vmd lets in, shared by every service's interceptor.
-#[derive(Debug)]
 pub struct Policy {
     /// The vmd's own uid (the operator's).
     pub operator_uid: u32,
@@ -83,6 +82,16 @@ pub struct Policy {
     pub allowed: BTreeSet<u32>,
     /// The TCP listener's token (hex).
     pub token: String,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the token.
+        f.debug_struct("Policy")
+            .field("operator_uid", &self.operator_uid)
+            .field("allowed", &self.allowed)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The interceptor of one service: attaches the caller's identity and
