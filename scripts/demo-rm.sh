@@ -30,7 +30,7 @@ name = "demo"
 slots = 8
 offers = ["openmpi", "mpich"]
 TOML
-echo "== starting vmd (host 'demo', 8 slots) on a free loopback port"
+echo "== starting vmd (host 'demo', 8 slots) on its Unix socket"
 start_vmd "$work" --host-name demo --hostfile "$work/hosts.toml"
 pids+=("$VMD_PID")
 

@@ -28,7 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== starting vmd on a free loopback port"
+echo "== starting vmd on its Unix socket"
 start_vmd "$work"
 pids+=("$VMD_PID")
 

@@ -24,11 +24,13 @@ build_with() {
   MPICC="mpicc.$impl" CARGO_TARGET_DIR="$target" cargo "$@"
 }
 
-# start_vmd DIR [vmd args...]: starts the vmd (Open MPI build) on a free
-# loopback port, waits until it listens, exports ISTHMUS_VMD and sets VMD_PID.
+# start_vmd DIR [vmd args...]: starts the vmd (Open MPI build) with its
+# runtime directory (Unix socket, token file) in DIR/run, waits until it
+# listens, exports ISTHMUS_VMD (unix:DIR/run/vmd.sock) and sets VMD_PID.
+# Clients of the same user need nothing else: the vmd checks their uid.
 start_vmd() {
   local dir="$1"; shift
-  RUST_LOG=warn "$ISTHMUS_TARGET_OPENMPI/release/vmd" --listen 127.0.0.1:0 --addr-file "$dir/addr" "$@" &
+  RUST_LOG=warn "$ISTHMUS_TARGET_OPENMPI/release/vmd" --runtime-dir "$dir/run" --addr-file "$dir/addr" "$@" &
   VMD_PID=$!
   for _ in $(seq 200); do [ -s "$dir/addr" ] && break; sleep 0.05; done
   [ -s "$dir/addr" ] || { echo "vmd did not start" >&2; return 1; }

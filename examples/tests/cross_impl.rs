@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use isthmus_client::{Console, Session};
 use isthmus_proto as pb;
-use isthmus_vmd::daemon::{Daemon, DaemonConfig};
+use isthmus_vmd::daemon::{Daemon, DaemonConfig, Security};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mpi {
@@ -85,13 +85,20 @@ impl EmbeddedVmd {
                 .build()
                 .expect("runtime");
             rt.block_on(async move {
+                // Each embedded vmd gets a runtime directory of its own.
+                let dir = std::env::temp_dir().join(format!(
+                    "isthmus-xtest-{}-{}",
+                    std::process::id(),
+                    uuid::Uuid::new_v4()
+                ));
                 let daemon = Daemon::bind(DaemonConfig {
-                    listen: "127.0.0.1:0".parse().unwrap(),
+                    listen: None,
                     host: "localhost".into(),
+                    security: Security::in_dir(dir),
                 })
                 .await
                 .expect("bind vmd");
-                tx.send((daemon.local_addr().to_string(), daemon.halt_handle()))
+                tx.send((daemon.client_addr(), daemon.halt_handle()))
                     .unwrap();
                 daemon.serve(std::future::pending()).await.expect("serve");
             });

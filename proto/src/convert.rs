@@ -170,6 +170,7 @@ impl From<LaunchSpec> for pb::LaunchOrder {
             np: l.np,
             env: l.env.into_iter().collect(),
             cwd: l.cwd,
+            owner_uid: l.owner,
         }
     }
 }
@@ -184,6 +185,7 @@ impl From<pb::LaunchOrder> for LaunchSpec {
             np: l.np,
             env: l.env.into_iter().collect(),
             cwd: l.cwd,
+            owner: l.owner_uid,
         }
     }
 }
@@ -322,6 +324,8 @@ impl From<pb::SpawnRequest> for SpawnSpec {
             placement,
             env: r.env.into_iter().collect(),
             cwd: r.cwd,
+            // The vmd sets the owner from the caller's identity.
+            owner: u32::MAX,
         }
     }
 }
@@ -481,6 +485,7 @@ impl From<&Job> for pb::JobInfo {
             ranks: j.ranks.iter().map(Into::into).collect(),
             exit: j.exit.map(Into::into),
             reason: j.reason.clone(),
+            owner_uid: j.owner,
         }
     }
 }
@@ -533,6 +538,7 @@ impl TryFrom<pb::JobInfo> for Job {
             implementation: j.implementation,
             host: j.host,
             reason: j.reason,
+            owner: j.owner_uid,
         })
     }
 }
@@ -819,6 +825,7 @@ mod tests {
                 np: 2,
                 env: [("K".to_string(), "V".to_string())].into(),
                 cwd: "/".into(),
+                owner: 1001,
             }),
             JobOrder::Signal {
                 job: 1,
@@ -880,6 +887,7 @@ mod tests {
                     exit: Some(ExitStatus::Signal(9)),
                 },
             ],
+            owner: 1001,
             exit: Some(ExitStatus::Code(1)),
             reason: "rank 2 killed".into(),
         }

@@ -139,6 +139,10 @@ impl Jobs {
             );
             return self.refuse(job, RefusalKind::NotFound, msg).await;
         }
+        let run_as = match crate::run_as::for_owner(l.owner) {
+            Ok(r) => r,
+            Err(msg) => return self.refuse(job, RefusalKind::FailedPrecondition, msg).await,
+        };
         let path_var = l.env.get("PATH").map(OsString::from);
         let program = match crate::program::resolve(&l.program, &cwd, path_var.as_deref()) {
             Ok(p) => p,
@@ -158,7 +162,7 @@ impl Jobs {
         let mut children = Vec::new();
         let mut failure = None;
         for start in plan {
-            match self.start(&start, &env, &cwd) {
+            match self.start(&start, &env, &cwd, run_as.as_ref()) {
                 Ok(child) => children.push((child, start.rank)),
                 Err(e) => {
                     failure = Some(format!(
@@ -251,6 +255,7 @@ impl Jobs {
         start: &Start,
         env: &BTreeMap<String, String>,
         cwd: &Path,
+        run_as: Option<&crate::run_as::RunAs>,
     ) -> std::io::Result<tokio::process::Child> {
         let mut cmd = tokio::process::Command::new(&start.program);
         cmd.args(&start.args)
@@ -265,6 +270,11 @@ impl Jobs {
             // Its own process group, so that a kill reaches whatever the
             // launcher started.
             .process_group(0);
+        // First become the job's owner (a change of credentials clears the
+        // parent-death signal set below).
+        if let Some(r) = run_as {
+            crate::run_as::apply(&mut cmd, r);
+        }
         // SAFETY: prctl is async-signal-safe. The launcher gets SIGTERM when
         // the tasker dies (the tasker's runtime has one thread, so "parent
         // thread" and "parent" coincide).

@@ -18,12 +18,15 @@
 //!   forwards signals, and kills the rank if the tasker dies.
 //! * [`rank_reports`] — the tasker's Unix socket the shims report to.
 //! * [`jobs`]     — the tasker's running jobs: processes, signals, kills.
+//! * [`run_as`]   — a job runs as its owner: a root tasker drops to the
+//!   owner's uid, gid and groups; another tasker runs only its own uid's jobs.
 //! * [`tasker`]   — the registration stream and the loop tying it together.
 
 pub mod jobs;
 pub mod launcher;
 pub mod program;
 pub mod rank_reports;
+pub mod run_as;
 pub mod shim;
 pub mod tasker;
 

@@ -44,6 +44,12 @@ impl RankReports {
                 .unwrap_or(0)
         ));
         let listener = UnixListener::bind(&path)?;
+        // Ranks run as their jobs' owners (see `crate::run_as`), not as the
+        // tasker: every user must be able to connect to report.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666))?;
+        }
         tokio::spawn(async move {
             loop {
                 match listener.accept().await {

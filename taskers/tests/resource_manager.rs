@@ -40,8 +40,8 @@ async fn output_and_exit_codes(implementation: &str, rank_var: &str) {
     for rank in 0..2 {
         assert_eq!(
             lines(&evs, rank, pb::OutputStream::Stdout),
-            vec![format!("out {} {} 64", r.job, vmd.addr)],
-            "stdout of rank {rank} with job id, vmd address and 32-byte hex secret"
+            vec![format!("out {} {} 0", r.job, vmd.addr)],
+            "stdout of rank {rank} with job id, vmd address and no secret"
         );
         assert_eq!(
             lines(&evs, rank, pb::OutputStream::Stderr),

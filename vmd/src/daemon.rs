@@ -4,8 +4,17 @@
 //! A daemon is either the virtual machine's first vmd, holding the resource
 //! manager (host and job tables), or a vmd that joined it (`join`) as one
 //! more host. Either way it has a [`TaskerHub`] for the taskers of its host.
+//!
+//! Where it listens (see [`crate::auth`] for who gets in): always on the Unix
+//! socket `vmd.sock` in its runtime directory (peers identified by uid); on
+//! TCP only if asked (`listen`): a loopback address takes the token from the
+//! runtime directory's 0600 file, any other address requires mutual TLS with
+//! the virtual machine's CA, unless `insecure_no_tls` (then the token, and a
+//! loud warning at every start).
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,10 +25,13 @@ use isthmus_proto::peers_server::PeersServer;
 use isthmus_proto::taskers_server::TaskersServer;
 use isthmus_proto::tasks_server::TasksServer;
 use isthmus_rm::{HostDecl, HubUp, PortMsg, Refusal, ResourceManager, TaskerHub};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Notify;
-use tokio_stream::wrappers::TcpListenerStream;
-use tracing::info;
+use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tonic::transport::{Certificate, Identity as TlsIdentity, ServerTlsConfig};
+use tracing::{error, info, warn};
+
+use crate::auth::{self, Authenticator, GroupOwners, Policy, Rule, RuntimeDir};
 
 use crate::host_link::{self, JoinedLink};
 use crate::service::{ConsoleService, PeersService, Role, TaskersService, TasksService};
@@ -32,10 +44,52 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// How a daemon is set up.
 #[derive(Clone, Debug)]
 pub struct DaemonConfig {
-    /// Where to listen; port 0 picks a free one.
-    pub listen: SocketAddr,
+    /// A TCP address to listen on besides the Unix socket; port 0 picks a
+    /// free one.
+    pub listen: Option<SocketAddr>,
     /// The name this host goes by in group and host tables.
     pub host: String,
+    /// Runtime directory, allowed users, TLS.
+    pub security: Security,
+}
+
+/// Who may reach the daemon and how (see [`crate::auth`]).
+#[derive(Clone, Debug)]
+pub struct Security {
+    /// Holds `vmd.sock` and `token`; created 0700 (0711 with `allow_uids`).
+    pub runtime_dir: PathBuf,
+    /// Local uids let in besides the vmd's own and root.
+    pub allow_uids: Vec<u32>,
+    /// Holds the virtual machine's CA (if this vmd holds it) and this
+    /// host's certificate; used only when TLS is.
+    pub state_dir: PathBuf,
+    /// The CA's certificate and key, given by the operator.
+    pub ca: Option<(PathBuf, PathBuf)>,
+    /// Serve a non-loopback TCP address without TLS (token only).
+    pub insecure_no_tls: bool,
+    /// Extra names and addresses for this host's certificate.
+    pub tls_names: Vec<String>,
+}
+
+impl Default for Security {
+    fn default() -> Self {
+        Self::in_dir(auth::runtime_dir::default_path())
+    }
+}
+
+impl Security {
+    /// Defaults with the runtime directory `dir`; the state directory is
+    /// the default one (created only when TLS is used).
+    pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            runtime_dir: dir.into(),
+            allow_uids: Vec::new(),
+            state_dir: auth::ca::default_state_dir(),
+            ca: None,
+            insecure_no_tls: false,
+            tls_names: Vec::new(),
+        }
+    }
 }
 
 /// How this daemon's host takes part in the virtual machine's resource
@@ -57,8 +111,12 @@ pub struct HostOptions {
 
 /// A bound, not yet serving, daemon.
 pub struct Daemon {
-    listener: TcpListener,
-    local_addr: SocketAddr,
+    unix: UnixListener,
+    socket: PathBuf,
+    tcp: Option<(TcpListener, Option<ServerTlsConfig>)>,
+    local_addr: Option<SocketAddr>,
+    policy: Arc<Policy>,
+    group_owners: GroupOwners,
     ctx: SessionContext,
     role: Role,
     hub: TaskerHub,
@@ -75,6 +133,17 @@ pub enum DaemonError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot listen on {path}: {source}")]
+    BindUnix {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("a vmd already listens on {0}")]
+    SocketInUse(PathBuf),
+    #[error(transparent)]
+    RuntimeDir(#[from] auth::runtime_dir::RuntimeDirError),
+    #[error("TLS: {0}")]
+    Tls(#[from] auth::ca::CaError),
     #[error("serving failed: {0}")]
     Serve(#[from] tonic::transport::Error),
     #[error("host table: {0}")]
@@ -95,17 +164,41 @@ impl Daemon {
         config: DaemonConfig,
         options: HostOptions,
     ) -> Result<Self, DaemonError> {
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| DaemonError::Bind {
-                    addr: config.listen,
-                    source,
-                })?;
-        let local_addr = listener.local_addr().map_err(|source| DaemonError::Bind {
-            addr: config.listen,
-            source,
-        })?;
+        let sec = &config.security;
+        let runtime = RuntimeDir::prepare(&sec.runtime_dir, !sec.allow_uids.is_empty())?;
+        let token = runtime.write_token()?;
+        let (unix, socket) = bind_unix(&runtime, !sec.allow_uids.is_empty()).await?;
+        let policy = Arc::new(Policy {
+            operator_uid: auth::runtime_dir::own_uid(),
+            allowed: sec.allow_uids.iter().copied().collect::<BTreeSet<u32>>(),
+            token,
+        });
+        let mut tls_client = None;
+        let (tcp, local_addr) = match config.listen {
+            Some(addr) => {
+                let (listener, bound, tls) = bind_tcp(addr, &config.host, sec)?;
+                (Some((listener, tls)), Some(bound))
+            }
+            None => (None, None),
+        };
+        if options
+            .join
+            .as_deref()
+            .is_some_and(|j| j.starts_with("https://"))
+        {
+            let m = auth::ca::material(
+                &sec.state_dir,
+                ca_of(sec),
+                &config.host,
+                &sec.tls_names,
+                false,
+            )?;
+            tls_client = Some(isthmus_client::auth::TlsIdentity {
+                ca_pem: m.ca_pem.into_bytes(),
+                cert_pem: m.host.cert_pem.into_bytes(),
+                key_pem: m.host.key_pem.into_bytes(),
+            });
+        }
         let halt = Arc::new(Notify::new());
         let mine = options.hostfile.iter().find(|d| d.name == config.host);
         let local = isthmus_rm::hosts::validated(HostDecl {
@@ -116,7 +209,8 @@ impl Daemon {
             } else {
                 options.offers.clone()
             },
-            addr: local_addr.to_string(),
+            // Jobs on this host find their vmd here.
+            addr: format!("unix:{}", socket.display()),
         })?;
         let (hub, hub_up) = TaskerHub::new();
         let (secret, role, link) = match &options.join {
@@ -127,13 +221,19 @@ impl Daemon {
                     slots: local.slots,
                     offers: local.offers.clone(),
                 };
-                let (secret, link) =
-                    host_link::join(master, hello, hub.clone(), hub_up, halt.clone())
-                        .await
-                        .map_err(|source| DaemonError::Join {
-                            addr: master.clone(),
-                            source,
-                        })?;
+                let (secret, link) = host_link::join(
+                    master,
+                    tls_client.as_ref(),
+                    hello,
+                    hub.clone(),
+                    hub_up,
+                    halt.clone(),
+                )
+                .await
+                .map_err(|source| DaemonError::Join {
+                    addr: master.clone(),
+                    source,
+                })?;
                 (
                     secret,
                     Role::Member {
@@ -144,7 +244,7 @@ impl Daemon {
             }
             None => {
                 let secret = new_secret();
-                let (rm, port) = ResourceManager::new(local, options.hostfile.clone(), &secret)?;
+                let (rm, port) = ResourceManager::new(local, options.hostfile.clone())?;
                 wire_local(&rm, &hub, hub_up, port);
                 (secret, Role::Manager(rm), None)
             }
@@ -156,8 +256,12 @@ impl Daemon {
             limits: SessionLimits::default(),
         };
         Ok(Self {
-            listener,
+            unix,
+            socket,
+            tcp,
             local_addr,
+            policy,
+            group_owners: GroupOwners::default(),
             ctx,
             role,
             hub,
@@ -178,8 +282,14 @@ impl Daemon {
         self.ctx.limits = limits;
     }
 
-    pub fn local_addr(&self) -> SocketAddr {
+    /// The bound TCP address, if listening on TCP.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
         self.local_addr
+    }
+
+    /// The address local clients use: `unix:` and the socket's path.
+    pub fn client_addr(&self) -> String {
+        format!("unix:{}", self.socket.display())
     }
 
     /// A handle that stops the daemon when notified (what `Halt` uses too).
@@ -199,38 +309,86 @@ impl Daemon {
     ) -> Result<(), DaemonError> {
         let halt = self.halt.clone();
         let hub = self.hub.clone();
-        // One service per audience, all on this one server.
-        let tasks = TasksService::new(self.ctx.clone());
-        let console = ConsoleService::new(self.ctx.clone(), self.role.clone(), self.halt.clone());
-        let taskers = TaskersService::new(self.hub, self.ctx.host.clone());
-        let peers = PeersService::new(self.role, self.ctx.host.clone(), self.ctx.secret.clone());
-        info!(addr = %self.local_addr, "vmd serving");
-        let stopping = Arc::new(Notify::new());
-        let stop = {
-            let stopping = stopping.clone();
+        // One service per audience, each behind the one authenticator with
+        // its family's rule (the console's calls check theirs per call).
+        let auth = |rule| Authenticator::new(self.policy.clone(), rule);
+        let tasks = TasksServer::with_interceptor(
+            TasksService::new(self.ctx.clone(), self.group_owners.clone()),
+            auth(Rule::Session),
+        );
+        let console = ConsoleServer::with_interceptor(
+            ConsoleService::new(self.ctx.clone(), self.role.clone(), self.halt.clone()),
+            auth(Rule::Read),
+        );
+        let taskers = TaskersServer::with_interceptor(
+            TaskersService::new(self.hub, self.ctx.host.clone()),
+            auth(Rule::Tasker),
+        );
+        let peers = PeersServer::with_interceptor(
+            PeersService::new(self.role, self.ctx.host.clone(), self.ctx.secret.clone()),
+            auth(Rule::HostLink),
+        );
+        info!(socket = %self.socket.display(), tcp = ?self.local_addr, "vmd serving");
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = move || {
+            let mut rx = stop_rx.clone();
             async move {
-                tokio::select! {
-                    () = shutdown => {},
-                    () = halt.notified() => {},
-                }
-                info!("vmd shutting down");
-                stopping.notify_one();
+                let _ = rx.wait_for(|s| *s).await;
             }
         };
-        let server = with_keepalive(tonic::transport::Server::builder(), self.keepalive)
-            .tcp_nodelay(true)
-            .add_service(TasksServer::new(tasks))
-            .add_service(ConsoleServer::new(console))
-            .add_service(TaskersServer::new(taskers))
-            .add_service(PeersServer::new(peers))
-            .serve_with_incoming_shutdown(TcpListenerStream::new(self.listener), stop);
+        // The Unix socket's peers are this host's processes, whose deaths
+        // are always seen as closes: no pings there.
+        let keepalive = self.keepalive;
+        let router = |tls: Option<ServerTlsConfig>, keepalive| -> Result<_, DaemonError> {
+            let mut builder = server_builder(keepalive);
+            if let Some(tls) = tls {
+                builder = builder.tls_config(tls)?;
+            }
+            Ok(builder
+                .add_service(tasks.clone())
+                .add_service(console.clone())
+                .add_service(taskers.clone())
+                .add_service(peers.clone()))
+        };
+        let unix_server = router(None, None)?
+            .serve_with_incoming_shutdown(UnixListenerStream::new(self.unix), stopped());
+        let tcp_server = match self.tcp {
+            Some((listener, tls)) => Some(
+                router(tls, keepalive)?
+                    .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stopped()),
+            ),
+            None => None,
+        };
+        let servers = async move {
+            let tcp = async move {
+                match tcp_server {
+                    Some(s) => s.await,
+                    None => Ok(()),
+                }
+            };
+            let (u, t) = tokio::join!(unix_server, tcp);
+            u.and(t)
+        };
+        let stop = async move {
+            tokio::select! {
+                () = shutdown => {},
+                () = halt.notified() => {},
+            }
+            info!("vmd shutting down");
+            let _ = stop_tx.send(true);
+        };
         // A graceful shutdown waits for open streams, and sessions are open
         // for as long as their clients live: give them a moment, then go.
+        tokio::pin!(servers);
         tokio::select! {
-            r = server => r?,
-            () = async { stopping.notified().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
+            r = &mut servers => r?,
+            () = async { stop.await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
                 info!("sessions still open after {SHUTDOWN_GRACE:?}; closing them");
             }
+        }
+        let _ = std::fs::remove_file(&self.socket);
+        if let Some(dir) = self.socket.parent() {
+            let _ = std::fs::remove_file(dir.join(isthmus_types::env::TOKEN_FILE));
         }
         // Jobs of a stopping vmd have nobody left to report to.
         hub.kill_all();
@@ -241,17 +399,84 @@ impl Daemon {
     }
 }
 
+/// The server's transport settings for a listener.
+///
 /// A process that died is found at once because its kernel closes the
 /// socket; keepalive pings only find peers whose host vanished without
 /// closing it, with a grace long enough for a stopped process (see
 /// `isthmus_client::channel`).
-fn with_keepalive(
-    builder: tonic::transport::Server,
-    keepalive: Option<Keepalive>,
-) -> tonic::transport::Server {
-    builder
+fn server_builder(keepalive: Option<Keepalive>) -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .tcp_nodelay(true)
         .http2_keepalive_interval(keepalive.map(|k| k.interval))
         .http2_keepalive_timeout(keepalive.map(|k| k.timeout))
+}
+
+fn ca_of(sec: &Security) -> Option<(&std::path::Path, &std::path::Path)> {
+    sec.ca.as_ref().map(|(c, k)| (c.as_path(), k.as_path()))
+}
+
+/// Binds the runtime directory's socket: a stale one (no vmd answers) is
+/// replaced, a live one is refused. Mode 0600, or 0666 when other users
+/// are allowed (each connection's uid is checked anyway).
+async fn bind_unix(
+    runtime: &RuntimeDir,
+    shared: bool,
+) -> Result<(UnixListener, PathBuf), DaemonError> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = runtime.socket();
+    if std::fs::symlink_metadata(&path).is_ok() {
+        if tokio::net::UnixStream::connect(&path).await.is_ok() {
+            return Err(DaemonError::SocketInUse(path));
+        }
+        std::fs::remove_file(&path).map_err(|source| DaemonError::BindUnix {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let io = |source| DaemonError::BindUnix {
+        path: path.clone(),
+        source,
+    };
+    let listener = UnixListener::bind(&path).map_err(io)?;
+    let mode = if shared { 0o666 } else { 0o600 };
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).map_err(io)?;
+    Ok((listener, path))
+}
+
+/// Binds the TCP listener and decides its protection: loopback → token;
+/// otherwise mutual TLS, or the token with a loud warning when the operator
+/// said `insecure_no_tls`.
+fn bind_tcp(
+    addr: SocketAddr,
+    host: &str,
+    sec: &Security,
+) -> Result<(TcpListener, SocketAddr, Option<ServerTlsConfig>), DaemonError> {
+    let bind_err = |source| DaemonError::Bind { addr, source };
+    let std_listener = std::net::TcpListener::bind(addr).map_err(bind_err)?;
+    std_listener.set_nonblocking(true).map_err(bind_err)?;
+    let listener = TcpListener::from_std(std_listener).map_err(bind_err)?;
+    let bound = listener.local_addr().map_err(bind_err)?;
+    if addr.ip().is_loopback() {
+        return Ok((listener, bound, None));
+    }
+    if sec.insecure_no_tls {
+        for _ in 0..3 {
+            error!(%bound, "INSECURE: listening on a non-loopback address WITHOUT TLS (--insecure-no-tls); the token crosses the network in clear and anyone who sees it controls this vmd");
+        }
+        warn!("run across hosts with the virtual machine's certificates instead (see the README's security model)");
+        return Ok((listener, bound, None));
+    }
+    let mut names = sec.tls_names.clone();
+    if !addr.ip().is_unspecified() {
+        names.push(addr.ip().to_string());
+    }
+    let m = auth::ca::material(&sec.state_dir, ca_of(sec), host, &names, true)?;
+    let tls = ServerTlsConfig::new()
+        .identity(TlsIdentity::from_pem(&m.host.cert_pem, &m.host.key_pem))
+        .client_ca_root(Certificate::from_pem(&m.ca_pem));
+    info!(%bound, "TCP listener requires a host certificate of the virtual machine (mutual TLS)");
+    Ok((listener, bound, Some(tls)))
 }
 
 /// On the manager's own host, the hub's reports go straight to the manager

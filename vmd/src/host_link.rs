@@ -26,10 +26,13 @@ use isthmus_client::ClientError;
 
 pub type DownSender = Outgoing<pb::HostDown>;
 
-/// The manager's side of one joined host's link.
+/// The manager's side of one joined host's link. `certified`: the host
+/// name the peer's certificate proves (a TLS peer joins under that name
+/// only); `None` for the local operator.
 pub async fn serve(
     rm: ResourceManager,
     secret: Arc<Vec<u8>>,
+    certified: Option<String>,
     mut inbound: Streaming<pb::HostUp>,
     out: DownSender,
 ) {
@@ -47,6 +50,14 @@ pub async fn serve(
         return;
     };
     let name = hello.name.clone();
+    if let Some(cert) = certified.filter(|c| *c != name) {
+        let _ = out
+            .send(Err(tonic::Status::permission_denied(format!(
+                "rule host-link: this certificate is host {cert}'s; it may not join as {name}"
+            ))))
+            .await;
+        return;
+    }
     let (link, mut port) = match rm.link_host(hello.into()) {
         Ok(r) => r,
         Err(e) => {
@@ -138,13 +149,18 @@ impl JoinedLink {
 /// machine stops, as a PVM slave daemon did.
 pub async fn join(
     master: &str,
+    tls: Option<&isthmus_client::auth::TlsIdentity>,
     hello: pb::HostHello,
     hub: TaskerHub,
     mut hub_up: mpsc::UnboundedReceiver<HubUp>,
     halt: Arc<Notify>,
 ) -> Result<(Vec<u8>, JoinedLink), ClientError> {
     let name = hello.name.clone();
-    let mut peers = PeersClient::new(isthmus_client::channel(master).await?);
+    let channel = match tls {
+        Some(tls) => isthmus_client::channel_tls(master, tls).await?,
+        None => isthmus_client::channel(master).await?,
+    };
+    let mut peers = PeersClient::new(channel);
     let (up, up_rx) = mpsc::channel::<pb::HostUp>(QUEUE);
     up.send(pb::HostUp {
         kind: Some(Up::Hello(hello)),

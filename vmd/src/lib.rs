@@ -4,6 +4,8 @@
 //! The daemon only wires: thin tonic services, one per audience, over
 //! [`isthmus_groups`] and the resource manager. Which room is which:
 //!
+//! * [`auth`]     — who is calling (socket uid, token, TLS certificate) and
+//!   the rule of each RPC family.
 //! * [`convert`]  — group types ⇄ wire types, group errors → gRPC codes.
 //! * [`session`]  — one client task's long-lived session stream: requests in,
 //!   replies and events out, memberships removed when the stream ends.
@@ -23,6 +25,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod auth;
 pub mod convert;
 pub mod daemon;
 pub mod host_link;
@@ -33,4 +36,4 @@ pub mod stream;
 pub mod tasker_link;
 pub mod watch;
 
-pub use isthmus_types::env::{DEFAULT_VMD_ADDR as DEFAULT_ADDR, VMD_ADDR as ENV_VMD_ADDR};
+pub use isthmus_types::env::VMD_ADDR as ENV_VMD_ADDR;

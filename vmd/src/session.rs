@@ -31,6 +31,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tonic::{Code, Streaming};
 use tracing::{debug, info, warn};
 
+use crate::auth::{GroupOwners, Identity};
 use crate::convert;
 use crate::stream::{self, Outgoing};
 
@@ -81,9 +82,18 @@ pub struct SessionContext {
 
 pub type ReplySender = Outgoing<pb::SessionReply>;
 
+/// Who opened a session (from [`crate::auth`]) and the owners of the
+/// vmd's groups, for the join rule.
+#[derive(Clone)]
+pub struct Caller {
+    pub identity: Identity,
+    pub owners: GroupOwners,
+}
+
 /// Runs a session to its end. Replies go to `out`.
 pub async fn run(
     ctx: SessionContext,
+    caller: Caller,
     mut inbound: Streaming<pb::SessionRequest>,
     out: ReplySender,
 ) {
@@ -111,7 +121,7 @@ pub async fn run(
     }
     // The name is the client's to choose: escaped and cut short, it
     // cannot forge or flood log lines.
-    info!(%task, name = %escape_for_display(&hello.1.name), pid = hello.1.pid, "session opened");
+    info!(%task, name = %escape_for_display(&hello.1.name), pid = hello.1.pid, caller = %caller.identity, "session opened");
     let welcome = Reply::Welcome(pb::Welcome {
         task: task.to_string(),
         host: ctx.host.clone(),
@@ -124,6 +134,7 @@ pub async fn run(
 
     let mut session = Session {
         ctx: ctx.clone(),
+        caller,
         task,
         out,
         subscription: None,
@@ -208,6 +219,7 @@ struct Subscription {
 
 struct Session {
     ctx: SessionContext,
+    caller: Caller,
     task: TaskId,
     out: ReplySender,
     subscription: Option<Subscription>,
@@ -229,6 +241,15 @@ fn exhausted(id: u64, limit: &str, value: usize, what: String) -> pb::SessionRep
 }
 
 impl Session {
+    /// The join rule ([`crate::auth::rules`]): a live group belongs to the
+    /// uid that created it.
+    async fn admit_join(&self, group: &str) -> Result<(), tonic::Status> {
+        let live = self.ctx.groups.gsize(group).await.is_ok_and(|n| n > 0);
+        self.caller
+            .owners
+            .admit_join(group, &self.caller.identity, live)
+    }
+
     async fn send(&self, r: pb::SessionReply) {
         // The receiver is gone only when the client is: the inbound side will
         // notice and end the session.
@@ -269,6 +290,14 @@ impl Session {
                         "max-memberships",
                         limits.max_memberships,
                         format!("join refused: member of {} groups", self.memberships.len()),
+                    ))
+                } else if let Err(refusal) = self.admit_join(&j.group).await {
+                    Err(reply(
+                        id,
+                        Reply::Error(pb::Error {
+                            code: refusal.code() as i32,
+                            message: refusal.message().to_string(),
+                        }),
                     ))
                 } else {
                     let joined = groups.join(&j.group, task, j.instance, j.endpoint).await;

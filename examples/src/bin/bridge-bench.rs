@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use isthmus_vmd::daemon::{Daemon, DaemonConfig};
+use isthmus_vmd::daemon::{Daemon, DaemonConfig, Security};
 
 #[derive(Parser)]
 struct Args {
@@ -86,11 +86,15 @@ fn main() -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // An embedded vmd on a Unix socket in a runtime directory of its own.
     let daemon = rt.block_on(Daemon::bind(DaemonConfig {
-        listen: "127.0.0.1:0".parse()?,
+        listen: None,
         host: "localhost".into(),
+        security: Security::in_dir(
+            std::env::temp_dir().join(format!("isthmus-bridge-bench-{}", std::process::id())),
+        ),
     }))?;
-    let addr = daemon.local_addr().to_string();
+    let addr = daemon.client_addr();
     let halt = daemon.halt_handle();
     let server = std::thread::spawn(move || rt.block_on(daemon.serve(std::future::pending())));
 

@@ -1,8 +1,8 @@
 //! The resource-manager demo's worker (built with MPICH, spawned by
 //! `farm-manager` through the resource manager): registers as
 //! `farm-workers`, connects to `farm-manager`, computes items until told to
-//! stop. It needs no flags: the tasker hands it ISTHMUS_VMD, ISTHMUS_JOB and
-//! ISTHMUS_SECRET.
+//! stop. It needs no flags: the tasker hands it ISTHMUS_VMD and ISTHMUS_JOB
+//! (nothing secret: its vmd knows it by its uid).
 
 use std::time::Duration;
 

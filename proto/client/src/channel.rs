@@ -1,5 +1,6 @@
-//! Opening a gRPC channel to a vmd: one place for the address form and the
-//! connection's timeouts and keepalive, shared by every client.
+//! Opening a gRPC channel to a vmd: one place for the address forms (see
+//! [`crate::auth`]) and the connection's timeouts and keepalive, shared by
+//! every client.
 //!
 //! Liveness: a process that dies closes its connections (the kernel does it
 //! for a crash or kill -9), so a death is seen at once without pings. HTTP/2
@@ -7,14 +8,19 @@
 //! host lost power or network), and a peer that is merely stopped (a
 //! debugger, SIGSTOP, swapping, a loaded node) must never be taken for one:
 //! as etcd's lease TTLs and Slurm's `SlurmdTimeout`, the grace is in tens of
-//! seconds ([`Keepalive::REMOTE`]), and on loopback, where the vmd is this
-//! host's own and its death is always seen as a close, there is none.
+//! seconds ([`Keepalive::REMOTE`]), and on a Unix socket or loopback, where
+//! the vmd is this host's own and its death is always seen as a close, there
+//! is none.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use hyper_util::rt::TokioIo;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
+use crate::auth::{Credentials, Target, TlsIdentity};
 use crate::error::{ClientError, Result};
 
 /// Overrides the client's keepalive: `off`, or `INTERVAL/TIMEOUT` in seconds
@@ -64,7 +70,8 @@ impl Keepalive {
     }
 
     /// The keepalive for a connection to `addr`: [`KEEPALIVE_ENV`] if set,
-    /// else none on loopback and [`Keepalive::REMOTE`] otherwise.
+    /// else none on a Unix socket or loopback and [`Keepalive::REMOTE`]
+    /// otherwise.
     pub fn for_addr(addr: &str) -> Result<Option<Keepalive>> {
         if let Ok(value) = std::env::var(KEEPALIVE_ENV) {
             return Keepalive::parse(&value).map_err(|reason| ClientError::BadSetting {
@@ -77,8 +84,12 @@ impl Keepalive {
     }
 }
 
-/// Whether `addr` (`host:port`, with or without a scheme) names this host.
+/// Whether `addr` (a Unix socket, or `host:port` with or without a scheme)
+/// names this host.
 fn is_loopback(addr: &str) -> bool {
+    if addr.starts_with("unix:") || addr.starts_with('/') {
+        return true;
+    }
     let rest = addr.split_once("://").map_or(addr, |(_, r)| r);
     let host = match rest.rsplit_once(':') {
         Some((h, _)) => h,
@@ -88,37 +99,111 @@ fn is_loopback(addr: &str) -> bool {
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The vmd address from `ISTHMUS_VMD`, or the default loopback address.
+/// A channel to a vmd with this client's credentials on every call.
+pub type VmdChannel = InterceptedService<Channel, Credentials>;
+
+/// The vmd address from `ISTHMUS_VMD`, or the default Unix socket.
 pub fn default_addr() -> String {
     isthmus_types::env::vmd_addr()
 }
 
-/// Opens a gRPC channel to a vmd (`host:port` or `http://host:port`).
-pub async fn channel(addr: &str) -> Result<Channel> {
-    let uri = if addr.contains("://") {
-        addr.to_string()
-    } else {
-        format!("http://{addr}")
+/// Opens a gRPC channel to a vmd (`unix:/path`, `host:port`,
+/// `http://host:port`; `https://` needs [`channel_tls`]).
+pub async fn channel(addr: &str) -> Result<VmdChannel> {
+    channel_with(addr, None).await
+}
+
+/// Opens a channel to `addr`, showing `tls` to an `https://` vmd.
+pub async fn channel_tls(addr: &str, tls: &TlsIdentity) -> Result<VmdChannel> {
+    channel_with(addr, Some(tls)).await
+}
+
+async fn channel_with(addr: &str, tls: Option<&TlsIdentity>) -> Result<VmdChannel> {
+    let connect_err = |source| ClientError::Connect {
+        addr: addr.to_string(),
+        source,
     };
-    let mut endpoint = Endpoint::from_shared(uri)
+    let keepalive = Keepalive::for_addr(addr)?;
+    match Target::parse(addr)? {
+        Target::Unix(path) => {
+            // The URI is not used: the connector dials the socket.
+            let endpoint = settings(Endpoint::from_static("http://[::]:50051"), keepalive);
+            let channel = endpoint
+                .connect_with_connector(tower::service_fn(move |_| unix_connect(path.clone())))
+                .await
+                .map_err(connect_err)?;
+            Ok(InterceptedService::new(channel, Credentials::none()))
+        }
+        Target::Tcp(uri) => {
+            let credentials = Credentials::from_token_file(&isthmus_types::env::token_file())?;
+            let channel = settings(endpoint(addr, uri)?, keepalive)
+                .connect()
+                .await
+                .map_err(connect_err)?;
+            Ok(InterceptedService::new(channel, credentials))
+        }
+        Target::Tls(uri) => {
+            let Some(tls) = tls else {
+                return Err(ClientError::BadAddress {
+                    addr: addr.to_string(),
+                    reason: "an https:// vmd needs a host certificate of the virtual machine (only vmds join over TLS)".into(),
+                });
+            };
+            let endpoint = settings(endpoint(addr, uri)?, keepalive);
+            let channel = tls_endpoint(addr, endpoint, tls)?
+                .connect()
+                .await
+                .map_err(connect_err)?;
+            Ok(InterceptedService::new(channel, Credentials::none()))
+        }
+    }
+}
+
+fn endpoint(addr: &str, uri: String) -> Result<Endpoint> {
+    Endpoint::from_shared(uri).map_err(|e| ClientError::BadAddress {
+        addr: addr.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+async fn unix_connect(path: PathBuf) -> std::io::Result<TokioIo<tokio::net::UnixStream>> {
+    Ok(TokioIo::new(tokio::net::UnixStream::connect(path).await?))
+}
+
+#[cfg(feature = "tls")]
+fn tls_endpoint(addr: &str, endpoint: Endpoint, tls: &TlsIdentity) -> Result<Endpoint> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+    let config = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(&tls.ca_pem))
+        .identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));
+    endpoint
+        .tls_config(config)
         .map_err(|e| ClientError::BadAddress {
             addr: addr.to_string(),
-            reason: e.to_string(),
-        })?
+            reason: format!("TLS set-up: {e}"),
+        })
+}
+
+#[cfg(not(feature = "tls"))]
+fn tls_endpoint(addr: &str, _: Endpoint, _: &TlsIdentity) -> Result<Endpoint> {
+    Err(ClientError::BadAddress {
+        addr: addr.to_string(),
+        reason: "this client was built without TLS".into(),
+    })
+}
+
+/// Timeouts shared by every form of address, and the keepalive chosen for
+/// this one.
+fn settings(endpoint: Endpoint, keepalive: Option<Keepalive>) -> Endpoint {
+    let endpoint = endpoint
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(5));
-    if let Some(k) = Keepalive::for_addr(addr)? {
-        endpoint = endpoint
+    match keepalive {
+        Some(k) => endpoint
             .http2_keep_alive_interval(k.interval)
-            .keep_alive_timeout(k.timeout);
+            .keep_alive_timeout(k.timeout),
+        None => endpoint,
     }
-    endpoint
-        .connect()
-        .await
-        .map_err(|source| ClientError::Connect {
-            addr: addr.to_string(),
-            source,
-        })
 }
 
 #[cfg(test)]
@@ -144,6 +229,8 @@ mod tests {
     #[test]
     fn loopback_addresses() {
         for a in [
+            "unix:/run/isthmus/vmd.sock",
+            "/tmp/x/vmd.sock",
             "127.0.0.1:7711",
             "http://127.0.0.1:1",
             "localhost:7711",
@@ -152,7 +239,12 @@ mod tests {
         ] {
             assert!(is_loopback(a), "{a}");
         }
-        for a in ["10.0.0.2:7711", "http://node3:7711", "[2001:db8::1]:1"] {
+        for a in [
+            "10.0.0.2:7711",
+            "http://node3:7711",
+            "https://node3:7711",
+            "[2001:db8::1]:1",
+        ] {
             assert!(!is_loopback(a), "{a}");
         }
     }

@@ -11,16 +11,15 @@ use isthmus_types::group::{GroupSummary, GroupTable};
 use isthmus_types::host::{HostCheck, HostDecl, HostView};
 use isthmus_types::job::{Job, JobId, SpawnSpec, Spawned};
 use pb::console_client::ConsoleClient;
-use tonic::transport::Channel;
 use tonic::Streaming;
 
-use crate::channel::channel;
+use crate::channel::{channel, VmdChannel};
 use crate::error::Result;
 
 /// A connection for console calls to one vmd. Cheap to clone.
 #[derive(Clone)]
 pub struct Console {
-    client: ConsoleClient<Channel>,
+    client: ConsoleClient<VmdChannel>,
 }
 
 /// A stream of notifications from [`Console::watch`].
@@ -49,7 +48,7 @@ impl Console {
     }
 
     /// A fresh handle on the shared channel (tonic's calls take `&mut`).
-    fn client(&self) -> ConsoleClient<Channel> {
+    fn client(&self) -> ConsoleClient<VmdChannel> {
         self.client.clone()
     }
 

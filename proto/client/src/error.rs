@@ -30,6 +30,10 @@ pub enum ErrorKind {
     Unavailable,
     /// The vmd answered something this client does not understand.
     Protocol,
+    /// The vmd does not know who this client is (no or a wrong credential).
+    Unauthenticated,
+    /// The vmd knows the client and refuses it this call (a rule said no).
+    PermissionDenied,
     /// Anything else the vmd reported.
     Other,
 }
@@ -47,6 +51,8 @@ impl ErrorKind {
             Code::DataLoss => ErrorKind::DataLoss,
             Code::Unavailable | Code::Cancelled => ErrorKind::Unavailable,
             Code::Internal | Code::Unimplemented => ErrorKind::Protocol,
+            Code::Unauthenticated => ErrorKind::Unauthenticated,
+            Code::PermissionDenied => ErrorKind::PermissionDenied,
             _ => ErrorKind::Other,
         }
     }
@@ -59,6 +65,11 @@ pub enum ClientError {
     Connect {
         addr: String,
         source: tonic::transport::Error,
+    },
+    #[error("cannot use the vmd token file {path:?}: {reason}")]
+    Token {
+        path: std::path::PathBuf,
+        reason: String,
     },
     #[error("vmd address {addr:?} is not valid: {reason}")]
     BadAddress { addr: String, reason: String },
@@ -90,6 +101,7 @@ impl ClientError {
                 ErrorKind::InvalidArgument
             }
             ClientError::Protocol(_) => ErrorKind::Protocol,
+            ClientError::Token { .. } => ErrorKind::Unauthenticated,
             ClientError::Connect { .. } | ClientError::Closed => ErrorKind::Unavailable,
         }
     }

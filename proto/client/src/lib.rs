@@ -5,7 +5,8 @@
 //! No gRPC server in here: the bridge, linked into every MPI program,
 //! depends on this crate and not on the daemon.
 //!
-//! * [`channel`](mod@channel) — the address form and the connection's keepalive.
+//! * [`channel`](mod@channel) — the address forms and the connection's keepalive.
+//! * [`auth`]     — how a client proves who it is (socket uid, token, TLS).
 //! * [`error`]    — [`ClientError`] and the [`ErrorKind`]s callers branch on.
 //! * [`session`]  — a task's long-lived session stream.
 //! * `frozen`     — the session's cache of frozen tables.
@@ -18,6 +19,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod auth;
 pub mod channel;
 pub mod console;
 pub mod error;
@@ -27,7 +29,7 @@ pub mod stream;
 #[cfg(feature = "tracing-init")]
 mod tracing_init;
 
-pub use channel::{channel, default_addr, Keepalive};
+pub use channel::{channel, channel_tls, default_addr, Keepalive, VmdChannel};
 pub use console::{Console, Events};
 pub use error::{ClientError, ErrorKind, Result};
 /// The `ISTHMUS_*` names and the default address, defined once.

@@ -442,25 +442,26 @@ mod misbehaving {
         }
     }
 
-    /// Serves a [`Liar`] on a free loopback port; returns its address.
-    pub async fn serve() -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr").to_string();
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    /// Serves a [`Liar`] on a Unix socket in a fresh directory (no token
+    /// to arrange); returns its address and the directory.
+    pub async fn serve() -> (String, isthmus_testkit::TempDir) {
+        let dir = isthmus_testkit::TempDir::new("liar");
+        let path = dir.0.join("liar.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        let addr = format!("unix:{}", path.display());
+        let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
         tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(ConsoleServer::new(Liar))
                 .serve_with_incoming(incoming),
         );
-        addr
+        (addr, dir)
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_the_client_cannot_read_are_protocol_errors() {
-    let addr = misbehaving::serve().await;
+    let (addr, _dir) = misbehaving::serve().await;
     let c = Console::connect(&addr).await.expect("connect");
 
     let (kind, message) = refusal(c.hosts().await);

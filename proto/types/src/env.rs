@@ -1,21 +1,35 @@
-//! The `ISTHMUS_*` environment variables and default addresses, defined once.
+//! The `ISTHMUS_*` environment variables, the runtime directory's layout and
+//! the default address, defined once.
+//!
+//! Nothing secret travels in the environment: [`VMD_ADDR`] is an address and
+//! [`TOKEN_FILE_ENV`] the *path* of a 0600 file, never a token.
 
-/// The address a vmd listens on when none is given, and where clients look
-/// for it when [`VMD_ADDR`] is unset.
-pub const DEFAULT_VMD_ADDR: &str = "127.0.0.1:7711";
+use std::path::PathBuf;
 
-/// Where clients (the bridge, the console, taskers) find their vmd, as
-/// `host:port` or `http://host:port`.
+/// Where clients (the bridge, the console, taskers) find their vmd:
+/// `unix:/path/to/vmd.sock`, `host:port`, `http://host:port` (loopback, with
+/// the token file) or `https://host:port` (mutual TLS, joining vmds).
 pub const VMD_ADDR: &str = "ISTHMUS_VMD";
 
-/// The address `vmd` listens on (its `--listen` flag).
+/// The TCP address `vmd` listens on besides its Unix socket (its `--listen`
+/// flag); unset: the Unix socket only.
 pub const VMD_LISTEN: &str = "ISTHMUS_VMD_LISTEN";
+
+/// The vmd's runtime directory (its `--runtime-dir` flag), also where
+/// clients look for the default socket and token file.
+pub const RUNTIME_DIR: &str = "ISTHMUS_RUNTIME_DIR";
+
+/// The path of the file holding the token for a vmd's TCP listener.
+pub const TOKEN_FILE_ENV: &str = "ISTHMUS_TOKEN_FILE";
+
+/// The vmd's Unix socket, in its runtime directory.
+pub const SOCKET_FILE: &str = "vmd.sock";
+
+/// The token for the vmd's TCP listener (mode 0600), in its runtime directory.
+pub const TOKEN_FILE: &str = "token";
 
 /// The job id the resource manager gave a spawned job, set in each rank.
 pub const JOB: &str = "ISTHMUS_JOB";
-
-/// The virtual machine's secret, handed to spawned jobs (read by nobody yet).
-pub const SECRET: &str = "ISTHMUS_SECRET";
 
 /// The tasker's Unix socket on which rank shims report starts and exits.
 pub const TASKER_SOCKET: &str = "ISTHMUS_TASKER_SOCKET";
@@ -26,7 +40,45 @@ pub const RANK_VAR: &str = "ISTHMUS_RANK_VAR";
 /// A rank's number under the exec launcher.
 pub const RANK: &str = "ISTHMUS_RANK";
 
-/// The value of [`VMD_ADDR`], or [`DEFAULT_VMD_ADDR`] when it is unset.
+/// The runtime directory: [`RUNTIME_DIR`], else `$XDG_RUNTIME_DIR/isthmus`,
+/// else `/tmp/isthmus-<uid>`.
+pub fn default_runtime_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(RUNTIME_DIR).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(xdg) => PathBuf::from(xdg).join("isthmus"),
+        None => PathBuf::from(format!("/tmp/isthmus-{}", own_uid())),
+    }
+}
+
+/// The default vmd address: the Unix socket in [`default_runtime_dir`].
+pub fn default_vmd_addr() -> String {
+    format!("unix:{}", default_runtime_dir().join(SOCKET_FILE).display())
+}
+
+/// The value of [`VMD_ADDR`], or [`default_vmd_addr`] when it is unset.
 pub fn vmd_addr() -> String {
-    std::env::var(VMD_ADDR).unwrap_or_else(|_| DEFAULT_VMD_ADDR.to_string())
+    std::env::var(VMD_ADDR)
+        .ok()
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(default_vmd_addr)
+}
+
+/// Where a client finds the token for a TCP vmd: [`TOKEN_FILE_ENV`], else
+/// the token file in [`default_runtime_dir`].
+pub fn token_file() -> PathBuf {
+    std::env::var_os(TOKEN_FILE_ENV)
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| default_runtime_dir().join(TOKEN_FILE))
+}
+
+/// The effective uid of this process (the owner of `/proc/self`), without
+/// an FFI call; 0 if /proc cannot be read.
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0)
 }

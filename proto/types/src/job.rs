@@ -95,6 +95,9 @@ pub struct Job {
     pub host: String,
     pub state: JobState,
     pub ranks: Vec<Rank>,
+    /// The uid that spawned the job: it runs as this uid, and only it (or
+    /// the operator) may kill or signal the job.
+    pub owner: u32,
     /// The launcher's exit, once the job ended.
     pub exit: Option<ExitStatus>,
     pub reason: String,
@@ -120,6 +123,9 @@ pub struct SpawnSpec {
     pub placement: Placement,
     pub env: BTreeMap<String, String>,
     pub cwd: String,
+    /// The caller's uid, set by the vmd from its authenticated identity
+    /// (never taken from the request).
+    pub owner: u32,
 }
 
 /// A job the resource manager started: its id and the host it went to.
@@ -139,6 +145,8 @@ pub struct LaunchSpec {
     pub np: u32,
     pub env: BTreeMap<String, String>,
     pub cwd: String,
+    /// The uid the job runs as (its owner's).
+    pub owner: u32,
 }
 
 /// Orders travelling down to a tasker.

@@ -17,9 +17,10 @@ struct Args {
     /// Implementation to serve: openmpi, mpich or exec.
     #[arg(long = "impl")]
     implementation: String,
-    /// The vmd of this host (default: $ISTHMUS_VMD or 127.0.0.1:7711).
-    #[arg(long, env = isthmus_types::env::VMD_ADDR, default_value = isthmus_types::env::DEFAULT_VMD_ADDR)]
-    vmd: String,
+    /// The vmd of this host (default: $ISTHMUS_VMD, else the Unix socket in
+    /// the runtime directory). A tasker must run as the vmd's user or root.
+    #[arg(long, env = isthmus_types::env::VMD_ADDR)]
+    vmd: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -58,7 +59,10 @@ fn main() -> anyhow::Result<()> {
         .build()
         .context("starting the runtime")?;
     runtime.block_on(isthmus_taskers::tasker::run(
-        &args.vmd,
+        &args
+            .vmd
+            .clone()
+            .unwrap_or_else(isthmus_types::env::vmd_addr),
         launcher,
         |socket| {
             tracing::info!(socket, "tasker ready");

@@ -12,16 +12,15 @@ use isthmus_proto as pb;
 pub use isthmus_testkit::*;
 use pb::console_client::ConsoleClient as VmdClient;
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
 
 /// A raw gRPC console client, for tests that look at the wire itself.
 #[allow(async_fn_in_trait)]
 pub trait WireClient {
-    async fn client(&self) -> VmdClient<Channel>;
+    async fn client(&self) -> VmdClient<isthmus_client::VmdChannel>;
 }
 
 impl WireClient for Vmd {
-    async fn client(&self) -> VmdClient<Channel> {
+    async fn client(&self) -> VmdClient<isthmus_client::VmdChannel> {
         VmdClient::new(isthmus_client::channel(&self.addr).await.expect("connect"))
     }
 }
@@ -125,7 +124,7 @@ pub fn spawn_req(implementation: &str, np: u32, program: &str, args: &[&str]) ->
 }
 
 /// Waits until every rank of `job` has a pid; returns the pids by rank.
-pub async fn rank_pids(c: &mut VmdClient<Channel>, job: u64) -> Vec<u32> {
+pub async fn rank_pids(c: &mut VmdClient<isthmus_client::VmdChannel>, job: u64) -> Vec<u32> {
     let end = Instant::now() + T;
     loop {
         let jobs = c

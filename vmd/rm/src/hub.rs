@@ -228,6 +228,7 @@ mod tests {
             np: 1,
             env: Default::default(),
             cwd: String::new(),
+            owner: 0,
         })
     }
 

@@ -155,7 +155,6 @@ impl State {
 pub struct ResourceManager {
     state: Arc<Mutex<State>>,
     local: String,
-    secret_hex: Arc<str>,
     accept_timeout: Duration,
 }
 
@@ -166,7 +165,6 @@ impl ResourceManager {
     pub fn new(
         local: HostDecl,
         declared: Vec<HostDecl>,
-        secret: &[u8],
     ) -> Result<(Self, mpsc::UnboundedReceiver<PortMsg>)> {
         let local = validated(local)?;
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
@@ -192,11 +190,9 @@ impl ResourceManager {
             seq: 0,
             events,
         };
-        let secret_hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
         let rm = Self {
             state: Arc::new(Mutex::new(state)),
             local: name,
-            secret_hex: secret_hex.into(),
             accept_timeout: ACCEPT_TIMEOUT,
         };
         Ok((rm, rx))
@@ -374,10 +370,11 @@ impl ResourceManager {
             let (name, addr) = (host.name.clone(), host.addr.clone());
             st.next_job += 1;
             let id = st.next_job;
+            // An address and a job id: nothing secret goes into a job's
+            // environment (a rank authenticates to its vmd by its uid).
             let mut vars = spec.env.clone();
             vars.insert(env::VMD_ADDR.to_string(), addr);
             vars.insert(env::JOB.to_string(), id.to_string());
-            vars.insert(env::SECRET.to_string(), self.secret_hex.to_string());
             let launch = LaunchSpec {
                 job: id,
                 implementation: spec.implementation.clone(),
@@ -386,6 +383,7 @@ impl ResourceManager {
                 np: spec.np,
                 env: vars,
                 cwd: spec.cwd.clone(),
+                owner: spec.owner,
             };
             if let Some(h) = st.hosts.get_mut(&name) {
                 h.slots_used += spec.np;
@@ -411,6 +409,7 @@ impl ResourceManager {
                             .collect(),
                         exit: None,
                         reason: String::new(),
+                        owner: spec.owner,
                     },
                     kill_requested: false,
                     first_failure: None,
@@ -658,7 +657,7 @@ mod tests {
             offers: vec![],
             addr: "127.0.0.1:1".into(),
         };
-        let (rm, rx) = ResourceManager::new(local, vec![], b"s").unwrap();
+        let (rm, rx) = ResourceManager::new(local, vec![]).unwrap();
         rm.set_taskers("h1", [("exec".to_string(), 1)].into());
         (rm, rx)
     }
@@ -681,7 +680,11 @@ mod tests {
                 panic!()
             };
             assert_eq!(l.env.get("ISTHMUS_JOB").map(String::as_str), Some("1"));
-            assert_eq!(l.env.get("ISTHMUS_SECRET").map(String::as_str), Some("73"));
+            assert!(
+                !l.env.keys().any(|k| k.contains("SECRET")),
+                "nothing secret in a job's environment: {:?}",
+                l.env
+            );
             rm2.report("h1", JobReport::Accepted { job: l.job });
             port
         });

@@ -230,7 +230,10 @@ fn start_vmd() -> anyhow::Result<(Child, String)> {
     let addr_file = std::env::temp_dir().join(format!("isthmus-bench-{}.addr", std::process::id()));
     let _ = std::fs::remove_file(&addr_file);
     let child = Command::new(&vmd)
-        .args(["--listen", "127.0.0.1:0", "--addr-file"])
+        // A runtime directory of its own: no clash with a running vmd.
+        .arg("--runtime-dir")
+        .arg(std::env::temp_dir().join(format!("isthmus-bench-{}", std::process::id())))
+        .arg("--addr-file")
         .arg(&addr_file)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())

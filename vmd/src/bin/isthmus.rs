@@ -20,7 +20,8 @@ use serde_json::json;
     about = "Isthmus console: look at and steer a virtual machine"
 )]
 struct Cli {
-    /// vmd address (default: $ISTHMUS_VMD or 127.0.0.1:7711).
+    /// vmd address (default: $ISTHMUS_VMD, else the Unix socket in the
+    /// runtime directory: $XDG_RUNTIME_DIR/isthmus or /tmp/isthmus-<uid>).
     #[arg(long, global = true)]
     vmd: Option<String>,
     /// Print JSON instead of tables.
@@ -119,6 +120,12 @@ enum Command {
     },
     /// Kill every rank of a job.
     Kill { job: u64 },
+    /// Certificates of the virtual machine (operator only: reads the CA key
+    /// in the state directory; talks to no vmd).
+    Cert {
+        #[command(subcommand)]
+        action: CertAction,
+    },
     /// Send a signal (name or number) to a job's ranks.
     Sig {
         signal: String,
@@ -127,6 +134,49 @@ enum Command {
         #[arg(long)]
         rank: Option<u32>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum CertAction {
+    /// Issue a host certificate for another host's vmd: writes ca.pem,
+    /// host.pem and host.key into DIR, to be used as that vmd's --state-dir.
+    Issue {
+        /// The host's name in the virtual machine (its vmd's --host-name).
+        #[arg(long)]
+        host: String,
+        /// Where to write the files (created 0700; the key 0600).
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Extra names or addresses for the certificate (repeatable).
+        #[arg(long = "name")]
+        names: Vec<String>,
+        /// The CA's state directory (default: the vmd's default).
+        #[arg(long)]
+        state_dir: Option<std::path::PathBuf>,
+    },
+}
+
+/// Issues a host certificate from the CA in the state directory (created
+/// there if it has none yet, as the vmd would on its first TLS start).
+fn cert(action: CertAction) -> anyhow::Result<()> {
+    use isthmus_vmd::auth::ca;
+    match action {
+        CertAction::Issue {
+            host,
+            out,
+            names,
+            state_dir,
+        } => {
+            let dir = state_dir.unwrap_or_else(ca::default_state_dir);
+            let vm_ca = ca::VmCa::load_or_create(&dir)?;
+            vm_ca.issue_into(&host, &names, &out)?;
+            println!(
+                "host certificate for {host} in {} (use it as that vmd's --state-dir)",
+                out.display()
+            );
+            Ok(())
+        }
+    }
 }
 
 /// Exit codes: 0 ok, 1 the vmd refused or failed, 2 bad usage.
@@ -268,6 +318,8 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
                 placement,
                 env: vars,
                 cwd,
+                // Not sent: the vmd sets it from this caller's identity.
+                owner: u32::MAX,
             };
             spawn(&connect(addr).await?, json, spec, wait).await
         }
@@ -278,6 +330,7 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             sig(&connect(addr).await?, json, signal, job, rank).await
         }
         Command::Halt => halt(&connect(addr).await?, json, addr).await,
+        Command::Cert { action } => cert(action),
     }
 }
 

@@ -22,7 +22,7 @@ use clap::Parser;
 use isthmus_client::{Console, Events};
 use isthmus_types::event::{Notification, NotificationKind, WatchEvent, WatchFilter};
 use isthmus_types::job::{JobState, SpawnSpec};
-use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions};
+use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions, Security};
 
 #[derive(Parser)]
 struct Args {
@@ -183,13 +183,17 @@ async fn main() -> anyhow::Result<()> {
     };
     let daemon = Daemon::bind_with(
         DaemonConfig {
-            listen: "127.0.0.1:0".parse()?,
+            listen: None,
             host: "bench".into(),
+            // A runtime directory of its own: no clash with a running vmd.
+            security: Security::in_dir(
+                std::env::temp_dir().join(format!("isthmus-rm-bench-{}", std::process::id())),
+            ),
         },
         options,
     )
     .await?;
-    let addr = daemon.local_addr().to_string();
+    let addr = daemon.client_addr();
     let halt = daemon.halt_handle();
     let server = tokio::spawn(daemon.serve(std::future::pending()));
 

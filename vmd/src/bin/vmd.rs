@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions, Keepalive};
+use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions, Keepalive, Security};
 use isthmus_vmd::session::SessionLimits;
 
 #[derive(Parser, Debug)]
@@ -14,13 +14,42 @@ use isthmus_vmd::session::SessionLimits;
     about = "Isthmus virtual machine daemon: group service and more, over gRPC"
 )]
 struct Args {
-    /// Address to listen on (loopback by default; port 0 picks a free port).
-    #[arg(long, default_value = isthmus_types::env::DEFAULT_VMD_ADDR, env = isthmus_types::env::VMD_LISTEN)]
-    listen: SocketAddr,
+    /// A TCP address to listen on besides the Unix socket (port 0 picks a
+    /// free port). Loopback: clients send the token from the runtime
+    /// directory; any other address requires mutual TLS with the virtual
+    /// machine's certificates.
+    #[arg(long, env = isthmus_types::env::VMD_LISTEN)]
+    listen: Option<SocketAddr>,
+    /// Directory of the Unix socket (vmd.sock) and the token file (default:
+    /// $XDG_RUNTIME_DIR/isthmus, else /tmp/isthmus-<uid>).
+    #[arg(long, env = isthmus_types::env::RUNTIME_DIR)]
+    runtime_dir: Option<std::path::PathBuf>,
+    /// Let this local uid in besides the vmd's own and root (repeatable).
+    #[arg(long = "allow-uid")]
+    allow_uids: Vec<u32>,
+    /// Directory of the virtual machine's CA and this host's certificate
+    /// (default: $XDG_STATE_HOME/isthmus, else ~/.local/state/isthmus).
+    #[arg(long)]
+    state_dir: Option<std::path::PathBuf>,
+    /// The virtual machine's CA certificate (PEM), given by the operator.
+    #[arg(long, requires = "ca_key")]
+    ca_cert: Option<std::path::PathBuf>,
+    /// The virtual machine's CA key (PEM).
+    #[arg(long, requires = "ca_cert")]
+    ca_key: Option<std::path::PathBuf>,
+    /// Extra names or addresses for this host's certificate (repeatable).
+    #[arg(long = "tls-name")]
+    tls_names: Vec<String>,
+    /// Serve a non-loopback --listen address WITHOUT TLS (token only).
+    /// Dangerous: warned about at every start.
+    #[arg(long)]
+    insecure_no_tls: bool,
     /// Name this host goes by in group tables (default: the system host name).
     #[arg(long)]
     host_name: Option<String>,
-    /// Print the bound address on this file once listening (for scripts that use port 0).
+    /// Write the address local clients use (`unix:` and the socket) to this
+    /// file once listening; the bound TCP address, if any, goes to
+    /// `listen` in the runtime directory.
     #[arg(long)]
     addr_file: Option<std::path::PathBuf>,
     /// TOML hostfile: the virtual machine's hosts, their slots and offered implementations.
@@ -34,7 +63,8 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     offers: Vec<String>,
     /// Join the virtual machine of the vmd at this address as one more host,
-    /// instead of starting a new virtual machine.
+    /// instead of starting a new virtual machine (`https://HOST:PORT` across
+    /// hosts, with this host's certificate in --state-dir).
     #[arg(long, conflicts_with = "hostfile")]
     join: Option<String>,
     /// Seconds without traffic after which a client connection is pinged;
@@ -92,19 +122,39 @@ async fn main() -> anyhow::Result<()> {
         max_endpoint_bytes: args.max_endpoint_bytes,
         max_followed_groups: args.max_followed_groups,
     };
+    let mut security = Security::default();
+    if let Some(dir) = args.runtime_dir {
+        security.runtime_dir = dir;
+    }
+    if let Some(dir) = args.state_dir {
+        security.state_dir = dir;
+    }
+    security.allow_uids = args.allow_uids;
+    security.ca = args.ca_cert.zip(args.ca_key);
+    security.tls_names = args.tls_names;
+    security.insecure_no_tls = args.insecure_no_tls;
+    let runtime_dir = security.runtime_dir.clone();
     let mut daemon = Daemon::bind_with(
         DaemonConfig {
             listen: args.listen,
             host,
+            security,
         },
         options,
     )
     .await?;
     daemon.set_keepalive(keepalive);
     daemon.set_limits(limits);
-    let addr = daemon.local_addr();
+    let listen_file = runtime_dir.join("listen");
+    match daemon.local_addr() {
+        Some(tcp) => std::fs::write(&listen_file, tcp.to_string())
+            .with_context(|| format!("writing {}", listen_file.display()))?,
+        None => {
+            let _ = std::fs::remove_file(&listen_file);
+        }
+    }
     if let Some(path) = &args.addr_file {
-        std::fs::write(path, addr.to_string())
+        std::fs::write(path, daemon.client_addr())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     daemon.serve(shutdown_signal()).await?;

@@ -2,6 +2,11 @@
 //! merge itself is [`crate::watch`]), halting the daemon, and the resource
 //! manager's calls (hosts, spawn, jobs, kill, signal), which only the vmd
 //! holding the resource manager answers.
+//!
+//! Every call came through the `read` rule's interceptor (any authenticated
+//! caller); calls that change things check their own rule here
+//! ([`crate::auth::rules`]): `operator` for halt and hosts, `spawn` (the job
+//! is owned by the caller's uid), `job-control` for kill and signal.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,6 +21,7 @@ use tonic::{Request, Response, Status};
 use tracing::info;
 
 use super::Role;
+use crate::auth::{self, rules, Rule};
 use crate::session::SessionContext;
 use crate::watch::{self, WatchError};
 use crate::{convert, rm_convert};
@@ -89,8 +95,13 @@ impl Console for ConsoleService {
         Ok(Response::new(Box::pin(events)))
     }
 
-    async fn halt(&self, _: Request<pb::HaltRequest>) -> Result<Response<pb::HaltReply>, Status> {
-        info!("halt requested");
+    async fn halt(
+        &self,
+        request: Request<pb::HaltRequest>,
+    ) -> Result<Response<pb::HaltReply>, Status> {
+        let caller = auth::identity::of(&request)?;
+        rules::check(Rule::Operator, &caller, None)?;
+        info!(%caller, "halt requested");
         self.halt.notify_one();
         Ok(Response::new(pb::HaltReply {}))
     }
@@ -114,6 +125,7 @@ impl Console for ConsoleService {
         &self,
         request: Request<pb::AddHostRequest>,
     ) -> Result<Response<pb::HostInfo>, Status> {
+        rules::check(Rule::Operator, &auth::identity::of(&request)?, None)?;
         let rm = self.rm()?;
         let r = request.into_inner();
         let host = rm.add_host(r.into()).map_err(rm_status)?;
@@ -127,6 +139,7 @@ impl Console for ConsoleService {
         &self,
         request: Request<pb::HostRef>,
     ) -> Result<Response<pb::DeleteHostReply>, Status> {
+        rules::check(Rule::Operator, &auth::identity::of(&request)?, None)?;
         let jobs_lost = self
             .rm()?
             .delete_host(&request.into_inner().name)
@@ -148,7 +161,12 @@ impl Console for ConsoleService {
         &self,
         request: Request<pb::SpawnRequest>,
     ) -> Result<Response<pb::SpawnReply>, Status> {
-        let spec = request.into_inner().into();
+        let caller = auth::identity::of(&request)?;
+        rules::check(Rule::Spawn, &caller, None)?;
+        let mut spec: isthmus_rm::SpawnSpec = request.into_inner().into();
+        spec.owner = caller
+            .uid
+            .ok_or_else(|| Status::permission_denied("rule spawn: a caller without a uid"))?;
         let (job, host) = self.rm()?.spawn(spec).await.map_err(rm_status)?;
         Ok(Response::new(pb::SpawnReply { job, host }))
     }
@@ -167,9 +185,12 @@ impl Console for ConsoleService {
         &self,
         request: Request<pb::KillRequest>,
     ) -> Result<Response<pb::KillReply>, Status> {
-        self.rm()?
-            .kill(request.into_inner().job)
-            .map_err(rm_status)?;
+        let caller = auth::identity::of(&request)?;
+        let rm = self.rm()?;
+        let job = request.into_inner().job;
+        let owner = rm.job(job).map_err(rm_status)?.owner;
+        rules::check(Rule::JobControl, &caller, Some(owner))?;
+        rm.kill(job).map_err(rm_status)?;
         Ok(Response::new(pb::KillReply {}))
     }
 
@@ -177,11 +198,12 @@ impl Console for ConsoleService {
         &self,
         request: Request<pb::SignalRequest>,
     ) -> Result<Response<pb::SignalReply>, Status> {
+        let caller = auth::identity::of(&request)?;
+        let rm = self.rm()?;
         let r = request.into_inner();
-        let delivered_to = self
-            .rm()?
-            .signal(r.job, r.signal, r.rank)
-            .map_err(rm_status)?;
+        let owner = rm.job(r.job).map_err(rm_status)?.owner;
+        rules::check(Rule::JobControl, &caller, Some(owner))?;
+        let delivered_to = rm.signal(r.job, r.signal, r.rank).map_err(rm_status)?;
         Ok(Response::new(pb::SignalReply { delivered_to }))
     }
 }

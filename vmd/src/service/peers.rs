@@ -10,6 +10,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::Role;
+use crate::auth::{self, Kind};
 use crate::{host_link, stream};
 
 pub struct PeersService {
@@ -34,10 +35,15 @@ impl Peers for PeersService {
         &self,
         request: Request<Streaming<pb::HostUp>>,
     ) -> Result<Response<Self::HostLinkStream>, Status> {
+        // The `host-link` rule admitted a certified peer or the operator.
+        let certified = match auth::identity::of(&request)?.kind {
+            Kind::Peer(host) => Some(host),
+            _ => None,
+        };
         let rm = self.role.require_manager(&self.host)?.clone();
         let secret = self.secret.clone();
         Ok(stream::serve(|out| {
-            host_link::serve(rm, secret, request.into_inner(), out)
+            host_link::serve(rm, secret, certified, request.into_inner(), out)
         }))
     }
 }

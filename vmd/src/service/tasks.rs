@@ -1,21 +1,25 @@
 //! The `Tasks` service: hands each task's session stream to
-//! [`crate::session::run`].
+//! [`crate::session::run`] with its caller's identity (the `session` rule
+//! of [`crate::auth::rules`] admitted it; group ownership is checked on
+//! each join).
 
 use isthmus_proto as pb;
 use pb::tasks_server::Tasks;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::session::{self, SessionContext};
+use crate::auth::{self, GroupOwners};
+use crate::session::{self, Caller, SessionContext};
 use crate::stream;
 
 pub struct TasksService {
     ctx: SessionContext,
+    owners: GroupOwners,
 }
 
 impl TasksService {
-    pub fn new(ctx: SessionContext) -> Self {
-        Self { ctx }
+    pub fn new(ctx: SessionContext, owners: GroupOwners) -> Self {
+        Self { ctx, owners }
     }
 }
 
@@ -27,9 +31,13 @@ impl Tasks for TasksService {
         &self,
         request: Request<Streaming<pb::SessionRequest>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
+        let caller = Caller {
+            identity: auth::identity::of(&request)?,
+            owners: self.owners.clone(),
+        };
         let ctx = self.ctx.clone();
         Ok(stream::serve(|out| {
-            session::run(ctx, request.into_inner(), out)
+            session::run(ctx, caller, request.into_inner(), out)
         }))
     }
 }

@@ -1,5 +1,6 @@
 //! Real processes for the tests of the vmd, the taskers and the client: a
-//! `vmd` started on port 0 (it writes its address to `--addr-file`),
+//! `vmd` started on its own runtime directory and on port 0 (it writes its
+//! client address, its Unix socket, to `--addr-file`),
 //! taskers registered with it, the `isthmus` console. Every process is
 //! stopped by its PID when its handle drops; every wait has a deadline
 //! ([`T`]) that only guards against hangs.
@@ -116,10 +117,12 @@ impl Drop for TempDir {
     }
 }
 
-/// A `vmd` process on a free loopback port.
+/// A `vmd` process with its own runtime directory (`<dir>/run`: its Unix
+/// socket and token) and a TCP listener on a free loopback port (its
+/// address in `<dir>/run/listen`).
 pub struct Vmd {
     pub proc: Proc,
-    /// Where it listens (`127.0.0.1:port`).
+    /// Its Unix socket (`unix:<dir>/run/vmd.sock`), as clients address it.
     pub addr: String,
     pub dir: TempDir,
 }
@@ -131,6 +134,9 @@ impl Vmd {
         let dir = TempDir::new("vmd");
         let addr_file = dir.0.join("addr");
         let child = Command::new(bin("vmd"))
+            // Its own runtime directory: its socket and token, nobody else's.
+            .arg("--runtime-dir")
+            .arg(dir.0.join("run"))
             .args([
                 "--listen",
                 "127.0.0.1:0",

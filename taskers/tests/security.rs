@@ -1,0 +1,596 @@
+//! Security of the control path (issue 9), with real processes: a vmd as
+//! root, clients run as other local users (created here if missing, with
+//! `useradd`; run with `setpriv`), taskers, jobs, and two vmds in network
+//! namespaces made here joining over mutual TLS.
+//!
+//! The binary is its own probe: `security probe ADDR` (run as another user,
+//! or inside a namespace) tries one call of every RPC family and prints the
+//! gRPC code each got, one `family code` line each.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, Proc, TempDir, Vmd, WireClient, T};
+use isthmus_client::auth::Credentials;
+use isthmus_client::VmdChannel;
+use isthmus_proto as pb;
+use tonic::service::interceptor::InterceptedService;
+use tonic::Code;
+
+const USERS: [&str; 3] = ["isthmus-u1", "isthmus-u2", "isthmus-u3"];
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("probe") {
+        let addr = args.get(2).cloned().unwrap_or_default();
+        let rt = runtime();
+        for (family, code) in rt.block_on(probe_addr(&addr)) {
+            println!("{family} {code:?}");
+        }
+        return;
+    }
+    // `cargo test` passes harness flags (--test-threads=2, a filter): a
+    // filter selects tests by substring as the usual harness would.
+    let filter: Vec<&String> = args
+        .iter()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let tests: &[(&str, fn())] = &[
+        (
+            "unauthenticated_clients_are_refused_for_every_family",
+            unauthenticated_clients_are_refused_for_every_family,
+        ),
+        (
+            "users_control_only_their_own_jobs_and_jobs_run_as_their_owner",
+            users_control_only_their_own_jobs_and_jobs_run_as_their_owner,
+        ),
+        (
+            "fake_tasker_and_fake_host_are_refused",
+            fake_tasker_and_fake_host_are_refused,
+        ),
+        (
+            "vmds_in_two_namespaces_join_over_mutual_tls",
+            vmds_in_two_namespaces_join_over_mutual_tls,
+        ),
+    ];
+    let mut failed = Vec::new();
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        println!("test {name} ...");
+        match std::panic::catch_unwind(test) {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed.push(*name);
+            }
+        }
+    }
+    if !failed.is_empty() {
+        println!("failed: {failed:?}");
+        std::process::exit(1);
+    }
+    println!("test result: ok");
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+// ---- the probe: one call per RPC family ----
+
+async fn probe_addr(addr: &str) -> Vec<(&'static str, Code)> {
+    match isthmus_client::channel(addr).await {
+        Ok(ch) => probe(ch).await,
+        Err(e) => vec![("connect", Code::Unavailable)]
+            .into_iter()
+            .inspect(|_| eprintln!("probe: {e}"))
+            .collect(),
+    }
+}
+
+/// The code each family's first call got (Ok when admitted).
+async fn probe(ch: VmdChannel) -> Vec<(&'static str, Code)> {
+    let code = |r: Result<(), tonic::Status>| r.err().map_or(Code::Ok, |s| s.code());
+    let tasks = {
+        let mut c = pb::tasks_client::TasksClient::new(ch.clone());
+        let hello = pb::SessionRequest {
+            id: 1,
+            op: Some(pb::session_request::Op::Hello(pb::Hello {
+                name: "probe".into(),
+                pid: std::process::id(),
+            })),
+        };
+        let r = c.session(tokio_stream::iter(vec![hello])).await;
+        match r {
+            Ok(mut s) => code(s.get_mut().message().await.map(|_| ())),
+            Err(s) => s.code(),
+        }
+    };
+    let console = {
+        let mut c = pb::console_client::ConsoleClient::new(ch.clone());
+        code(
+            c.list_groups(pb::ListGroupsRequest::default())
+                .await
+                .map(|_| ()),
+        )
+    };
+    let taskers = {
+        let mut c = pb::taskers_client::TaskersClient::new(ch.clone());
+        let hello = pb::TaskerReport {
+            kind: Some(pb::tasker_report::Kind::Hello(pb::TaskerHello {
+                implementation: "exec".into(),
+                pid: std::process::id(),
+                launcher: "fake".into(),
+            })),
+        };
+        match c.tasker(tokio_stream::iter(vec![hello])).await {
+            Ok(mut s) => code(s.get_mut().message().await.map(|_| ())),
+            Err(s) => s.code(),
+        }
+    };
+    let peers = {
+        let mut c = pb::peers_client::PeersClient::new(ch);
+        let hello = pb::HostUp {
+            kind: Some(pb::host_up::Kind::Hello(pb::HostHello {
+                name: "fakehost".into(),
+                addr: "unix:/nowhere".into(),
+                slots: 64,
+                offers: vec![],
+            })),
+        };
+        match c.host_link(tokio_stream::iter(vec![hello])).await {
+            Ok(mut s) => code(s.get_mut().message().await.map(|_| ())),
+            Err(s) => s.code(),
+        }
+    };
+    vec![
+        ("tasks", tasks),
+        ("console", console),
+        ("taskers", taskers),
+        ("peers", peers),
+    ]
+}
+
+/// Runs the probe as `user` (uid/gid) against `addr`.
+fn probe_as(user: &User, addr: &str) -> BTreeMap<String, String> {
+    let out = as_user(user, std::env::current_exe().expect("own exe"))
+        .args(["probe", addr])
+        .output()
+        .expect("run probe");
+    parse_probe(&out)
+}
+
+fn parse_probe(out: &std::process::Output) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(f, c)| (f.to_string(), c.to_string()))
+        .collect()
+}
+
+// ---- users ----
+
+#[derive(Clone, Debug)]
+struct User {
+    uid: u32,
+    gid: u32,
+}
+
+/// The test users, created if missing (idempotent).
+fn users() -> Vec<User> {
+    USERS
+        .iter()
+        .map(|name| {
+            if id(name, "-u").is_none() {
+                let st = Command::new("useradd")
+                    .args(["--no-create-home", "--shell", "/usr/sbin/nologin", name])
+                    .status()
+                    .expect("useradd");
+                // Another test may have created it in between.
+                assert!(st.success() || id(name, "-u").is_some(), "useradd {name}");
+            }
+            User {
+                uid: id(name, "-u").expect("uid"),
+                gid: id(name, "-g").expect("gid"),
+            }
+        })
+        .collect()
+}
+
+fn id(name: &str, flag: &str) -> Option<u32> {
+    let out = Command::new("id").args([flag, name]).output().ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+fn as_user(user: &User, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("setpriv");
+    c.arg(format!("--reuid={}", user.uid))
+        .arg(format!("--regid={}", user.gid))
+        .arg("--clear-groups")
+        .arg("--")
+        .arg(program)
+        .current_dir("/")
+        .env_remove("ISTHMUS_TOKEN_FILE")
+        .stdin(Stdio::null());
+    c
+}
+
+/// The console as `user`: (exit code, stdout, stderr).
+fn console_as(user: &User, addr: &str, args: &[&str]) -> (i32, String, String) {
+    let out = as_user(user, bin("isthmus"))
+        .arg("--vmd")
+        .arg(addr)
+        .args(args)
+        .output()
+        .expect("console");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A vmd letting u1 and u2 in (not u3), on its socket and loopback TCP.
+fn vmd_for(users: &[User]) -> Vmd {
+    let (u1, u2) = (users[0].uid.to_string(), users[1].uid.to_string());
+    let vmd = Vmd::start(
+        "sec",
+        &["--allow-uid", &u1, "--allow-uid", &u2, "--slots", "8"],
+    );
+    // The runtime directory lets allowed users reach the socket: 0711.
+    vmd
+}
+
+fn tcp_addr(vmd: &Vmd) -> String {
+    std::fs::read_to_string(vmd.dir.0.join("run/listen")).expect("listen file")
+}
+
+// ---- the tests ----
+
+fn unauthenticated_clients_are_refused_for_every_family() {
+    let users = users();
+    let vmd = vmd_for(&users);
+    let u3 = &users[2];
+    // A uid the vmd does not allow, on its Unix socket.
+    let got = probe_as(u3, &vmd.addr);
+    for family in ["tasks", "console", "taskers", "peers"] {
+        assert_eq!(
+            got.get(family).map(String::as_str),
+            Some("Unauthenticated"),
+            "uid {} not allowed, family {family}: {got:?}",
+            u3.uid
+        );
+    }
+    // The console says why, and exits 1.
+    let (rc, _, err) = console_as(u3, &vmd.addr, &["groups"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("is not allowed on this vmd"), "{err}");
+
+    // Over loopback TCP: no token, a wrong token.
+    let tcp = format!("http://{}", tcp_addr(&vmd));
+    let rt = runtime();
+    for (what, creds) in [
+        ("no token", Credentials::none()),
+        ("wrong token", Credentials::token("00ff").expect("token")),
+    ] {
+        let got = rt.block_on(async {
+            let raw = tonic::transport::Endpoint::from_shared(tcp.clone())
+                .expect("uri")
+                .connect()
+                .await
+                .expect("tcp connect");
+            probe(InterceptedService::new(raw, creds)).await
+        });
+        for (family, code) in got {
+            assert_eq!(code, Code::Unauthenticated, "{what}, family {family}");
+        }
+    }
+    // With the token file the operator gets in over TCP.
+    let token_file = vmd.dir.0.join("run/token");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&token_file).expect("token").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "the token file is private");
+    let got = rt.block_on(async {
+        let raw = tonic::transport::Endpoint::from_shared(tcp.clone())
+            .expect("uri")
+            .connect()
+            .await
+            .expect("tcp connect");
+        let creds = Credentials::from_token_file(&token_file).expect("read token");
+        probe(InterceptedService::new(raw, creds)).await
+    });
+    assert_eq!(got[1], ("console", Code::Ok), "{got:?}");
+}
+
+fn users_control_only_their_own_jobs_and_jobs_run_as_their_owner() {
+    let users = users();
+    let (u1, u2) = (&users[0], &users[1]);
+    let vmd = vmd_for(&users);
+    let rt = runtime();
+    let _tasker = rt.block_on(vmd.tasker("exec"));
+
+    // u1's job runs as u1, not as the root tasker.
+    let out_dir = TempDir::new("sec-out");
+    std::fs::set_permissions(
+        &out_dir.0,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("chmod");
+    let file = out_dir.0.join("uid");
+    let script = format!("id -u > {}", file.display());
+    let (rc, _, err) = console_as(
+        u1,
+        &vmd.addr,
+        &["spawn", "--wait", "/bin/sh", "-c", &script],
+    );
+    assert_eq!(rc, 0, "{err}");
+    let written = std::fs::read_to_string(&file).expect("the job wrote its uid");
+    assert_eq!(
+        written.trim(),
+        u1.uid.to_string(),
+        "the job ran as its owner"
+    );
+
+    // u2's long job: u1 may neither kill nor signal it; the operator may.
+    let (rc, out, err) = console_as(u2, &vmd.addr, &["--json", "spawn", "/bin/sleep", "60"]);
+    assert_eq!(rc, 0, "{err}");
+    let job = serde_json::from_str::<serde_json::Value>(&out).expect("json")["job"]
+        .as_u64()
+        .expect("job id");
+    let pids = wait_pids(&rt, &vmd, job);
+    // Nothing secret in the rank's environment; its vmd's address is there.
+    let environ = std::fs::read(format!("/proc/{}/environ", pids[0])).expect("environ");
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(environ.contains("ISTHMUS_VMD=unix:"), "{environ}");
+    assert!(
+        !environ.contains("SECRET"),
+        "a secret in a job's environment: {environ}"
+    );
+    let token = std::fs::read_to_string(vmd.dir.0.join("run/token")).expect("token");
+    assert!(
+        !environ.contains(token.trim()),
+        "the token in a job's environment"
+    );
+    let owner = std::fs::metadata(format!("/proc/{}", pids[0])).expect("proc");
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::uid(&owner),
+        u2.uid,
+        "runs as u2"
+    );
+
+    let j = job.to_string();
+    for args in [vec!["kill", j.as_str()], vec!["sig", "TERM", j.as_str()]] {
+        let (rc, _, err) = console_as(u1, &vmd.addr, &args);
+        assert_eq!(rc, 1, "u1 {args:?} on u2's job");
+        assert!(
+            err.contains("rule job-control") && err.contains(&format!("owned by uid {}", u2.uid)),
+            "{err}"
+        );
+    }
+    // u1 may not halt the vmd or add hosts either.
+    let (rc, _, err) = console_as(u1, &vmd.addr, &["halt"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("rule operator"), "{err}");
+    let (rc, _, err) = console_as(u1, &vmd.addr, &["add", "evil", "--slots", "64"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("rule operator"), "{err}");
+    // The job is still running; the operator kills it.
+    assert!(Path::new(&format!("/proc/{}", pids[0])).exists());
+    let (rc, _, err) = common::console(&vmd.addr, &["kill", &j]);
+    assert_eq!(rc, 0, "{err}");
+    let end = Instant::now() + T;
+    while Path::new(&format!("/proc/{}", pids[0])).exists() {
+        assert!(
+            Instant::now() < end,
+            "the operator's kill did not end the job"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_pids(rt: &tokio::runtime::Runtime, vmd: &Vmd, job: u64) -> Vec<u32> {
+    rt.block_on(async {
+        let mut c = vmd.client().await;
+        common::rank_pids(&mut c, job).await
+    })
+}
+
+fn fake_tasker_and_fake_host_are_refused() {
+    let users = users();
+    let u1 = &users[0];
+    let vmd = vmd_for(&users);
+    // An allowed user is a user, not a tasker nor a host.
+    let got = probe_as(u1, &vmd.addr);
+    assert_eq!(got.get("tasks").map(String::as_str), Some("Ok"), "{got:?}");
+    assert_eq!(
+        got.get("console").map(String::as_str),
+        Some("Ok"),
+        "{got:?}"
+    );
+    assert_eq!(
+        got.get("taskers").map(String::as_str),
+        Some("PermissionDenied"),
+        "{got:?}"
+    );
+    assert_eq!(
+        got.get("peers").map(String::as_str),
+        Some("PermissionDenied"),
+        "{got:?}"
+    );
+    // The fake host was not added.
+    let (_, out, _) = common::console(&vmd.addr, &["--json", "conf"]);
+    assert!(!out.contains("fakehost"), "{out}");
+    // A group created by u1 cannot be joined by u2.
+    let (u1_join, u2) = (users[0].clone(), users[1].clone());
+    let mut holder = Proc(
+        as_user(&u1_join, bin("isthmus"))
+            .args(["--vmd", &vmd.addr, "join", "u1-group", "--seconds", "60"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("join as u1"),
+    );
+    let end = Instant::now() + T;
+    loop {
+        let (_, out, _) = common::console(&vmd.addr, &["--json", "groups"]);
+        if out.contains("u1-group") {
+            break;
+        }
+        assert!(Instant::now() < end, "u1 did not join");
+        assert!(
+            holder.0.try_wait().ok().flatten().is_none(),
+            "u1's join ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (rc, _, err) = console_as(&u2, &vmd.addr, &["join", "u1-group", "--seconds", "1"]);
+    assert_eq!(rc, 1, "u2 joined u1's group");
+    assert!(
+        err.contains("rule session") && err.contains("belongs to uid"),
+        "{err}"
+    );
+}
+
+// ---- two hosts in network namespaces ----
+
+struct Netns(Vec<String>);
+
+impl Netns {
+    fn pair(a: &str, b: &str, addr_a: &str, addr_b: &str) -> Netns {
+        let ns = Netns(vec![a.to_string(), b.to_string()]);
+        for n in &ns.0 {
+            let _ = Command::new("ip")
+                .args(["netns", "del", n])
+                .stderr(Stdio::null())
+                .status();
+            ip(&["netns", "add", n]);
+            ip(&["-n", n, "link", "set", "lo", "up"]);
+        }
+        let (va, vb) = (format!("{a}-v"), format!("{b}-v"));
+        ip(&[
+            "-n", a, "link", "add", &va, "type", "veth", "peer", "name", &vb, "netns", b,
+        ]);
+        ip(&["-n", a, "addr", "add", &format!("{addr_a}/24"), "dev", &va]);
+        ip(&["-n", b, "addr", "add", &format!("{addr_b}/24"), "dev", &vb]);
+        ip(&["-n", a, "link", "set", &va, "up"]);
+        ip(&["-n", b, "link", "set", &vb, "up"]);
+        ns
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+fn ip(args: &[&str]) {
+    let st = Command::new("ip").args(args).status().expect("ip");
+    assert!(st.success(), "ip {args:?}");
+}
+
+/// A vmd inside namespace `ns`, with its own runtime and state dirs.
+fn vmd_in(ns: &str, dir: &Path, host: &str, extra: &[&str]) -> Proc {
+    Proc(
+        Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(bin("vmd"))
+            .arg("--runtime-dir")
+            .arg(dir.join("run"))
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args(["--host-name", host])
+            .args(extra)
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("vmd in netns"),
+    )
+}
+
+fn wait_socket(dir: &Path) -> String {
+    let sock = dir.join("run/vmd.sock");
+    let end = Instant::now() + T;
+    while !sock.exists() {
+        assert!(Instant::now() < end, "vmd did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    format!("unix:{}", sock.display())
+}
+
+fn hosts(addr: &str) -> String {
+    common::console(addr, &["--json", "conf"]).1
+}
+
+fn vmds_in_two_namespaces_join_over_mutual_tls() {
+    let tag = std::process::id() % 10000;
+    let (a, b) = (format!("isa{tag}"), format!("isb{tag}"));
+    let _ns = Netns::pair(&a, &b, "10.77.0.1", "10.77.0.2");
+    let (da, db, dc) = (
+        TempDir::new("tls-a"),
+        TempDir::new("tls-b"),
+        TempDir::new("tls-c"),
+    );
+    let other_ca = TempDir::new("tls-other");
+    // The operator issues beta's certificate from the VM's CA (made here,
+    // as the first vmd would), and a stranger's from another CA.
+    let issue = |state: &Path, host: &str, out: &Path| {
+        let st = Command::new(bin("isthmus"))
+            .args(["cert", "issue", "--host", host, "--state-dir"])
+            .arg(state)
+            .arg("--out")
+            .arg(out)
+            .stdout(Stdio::null())
+            .status()
+            .expect("cert issue");
+        assert!(st.success(), "cert issue {host}");
+    };
+    issue(&da.0.join("state"), "beta", &db.0.join("state"));
+    issue(&other_ca.0.join("state"), "gamma", &dc.0.join("state"));
+    // gamma trusts the VM's CA (so the refusal is alpha's, not gamma's),
+    // but its own certificate is signed by another CA.
+    std::fs::copy(db.0.join("state/ca.pem"), dc.0.join("state/ca.pem")).expect("copy ca");
+
+    let _alpha = vmd_in(&a, &da.0, "alpha", &["--listen", "10.77.0.1:7711"]);
+    let alpha = wait_socket(&da.0);
+    let _beta = vmd_in(&b, &db.0, "beta", &["--join", "https://10.77.0.1:7711"]);
+    let end = Instant::now() + T;
+    while !hosts(&alpha).contains("\"beta\"") {
+        assert!(
+            Instant::now() < end,
+            "beta did not join over TLS: {}",
+            hosts(&alpha)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A vmd whose certificate is from another CA cannot join.
+    let mut gamma = vmd_in(&b, &dc.0, "gamma", &["--join", "https://10.77.0.1:7711"]);
+    let st = gamma.wait_exit(T).expect("gamma gave up");
+    assert!(!st.success(), "gamma joined with a foreign certificate");
+    assert!(!hosts(&alpha).contains("gamma"));
+    // A client with no certificate at all is refused before any RPC.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &b])
+        .arg(std::env::current_exe().expect("own exe"))
+        .args(["probe", "http://10.77.0.1:7711"])
+        .env("ISTHMUS_TOKEN_FILE", da.0.join("run/token"))
+        .output()
+        .expect("probe");
+    let got = parse_probe(&out);
+    assert!(
+        !got.values().any(|c| c == "Ok"),
+        "a plain client reached a TLS vmd: {got:?}"
+    );
+}

@@ -1,0 +1,207 @@
+//! Authorization: one rule per RPC family, in one table. Every refusal is
+//! PERMISSION_DENIED naming the rule, so that a caller knows what it lacks.
+//!
+//! | rule | calls | who |
+//! |---|---|---|
+//! | `session` | Tasks.Session | any local user (operator or allowed uid) |
+//! | `read` | ListGroups, GetGroup, Watch, ListHosts, ListJobs, CheckHost | anyone authenticated |
+//! | `spawn` | Spawn | any local user; the job is owned by the caller's uid |
+//! | `job-control` | KillJob, SignalJob | the job's owner or the operator |
+//! | `operator` | Halt, AddHost, DeleteHost | the operator only |
+//! | `tasker` | Taskers.Tasker | the operator's uid only (a tasker runs as the vmd's user or root) |
+//! | `host-link` | Peers.HostLink | a vmd with a host certificate of the VM (the local operator may too: it holds the CA key) |
+//!
+//! Within a session, a task acts only as itself (the session stream is the
+//! task), and a group belongs to the uid that created it: another uid may
+//! not join it, except the operator (see [`GroupOwners`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tonic::Status;
+
+use super::identity::{Identity, Kind};
+
+/// An RPC family's rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    Session,
+    Read,
+    Spawn,
+    JobControl,
+    Operator,
+    Tasker,
+    HostLink,
+}
+
+/// Who a rule admits.
+#[derive(Clone, Copy, Debug)]
+enum Who {
+    /// The operator or an allowed local uid.
+    LocalUser,
+    /// Any authenticated caller, peers included.
+    Anyone,
+    /// The owner of the object (checked with its owner uid), or the operator.
+    OwnerOrOperator,
+    Operator,
+    /// A peer vmd, or the local operator.
+    PeerVmd,
+}
+
+/// The table: rule, its name in refusals, who it admits.
+const RULES: &[(Rule, &str, Who)] = &[
+    (Rule::Session, "session", Who::LocalUser),
+    (Rule::Read, "read", Who::Anyone),
+    (Rule::Spawn, "spawn", Who::LocalUser),
+    (Rule::JobControl, "job-control", Who::OwnerOrOperator),
+    (Rule::Operator, "operator", Who::Operator),
+    (Rule::Tasker, "tasker", Who::Operator),
+    (Rule::HostLink, "host-link", Who::PeerVmd),
+];
+
+fn entry(rule: Rule) -> (&'static str, Who) {
+    RULES
+        .iter()
+        .find(|(r, _, _)| *r == rule)
+        .map(|(_, name, who)| (*name, *who))
+        // Every rule is in the table (see the test); a missing one admits
+        // only the operator.
+        .unwrap_or(("operator", Who::Operator))
+}
+
+/// Checks `rule` for `id`; `owner` is the uid owning the object acted on
+/// (a job), for owner rules.
+pub fn check(rule: Rule, id: &Identity, owner: Option<u32>) -> Result<(), Status> {
+    let (name, who) = entry(rule);
+    let admitted = match who {
+        Who::Anyone => true,
+        Who::LocalUser => matches!(id.kind, Kind::Operator | Kind::Local),
+        Who::Operator => id.is_operator(),
+        Who::PeerVmd => matches!(id.kind, Kind::Peer(_) | Kind::Operator),
+        Who::OwnerOrOperator => {
+            id.is_operator() || (id.kind == Kind::Local && owner.is_some() && id.uid == owner)
+        }
+    };
+    if admitted {
+        return Ok(());
+    }
+    let why = match who {
+        Who::Anyone => "",
+        Who::LocalUser => "only local users of this vmd",
+        Who::Operator => "only the vmd's operator",
+        Who::PeerVmd => "only a vmd with a host certificate of this virtual machine",
+        Who::OwnerOrOperator => "only the owner or the vmd's operator",
+    };
+    let whose = match owner {
+        Some(uid) if matches!(who, Who::OwnerOrOperator) => format!(" (owned by uid {uid})"),
+        _ => String::new(),
+    };
+    Err(Status::permission_denied(format!(
+        "rule {name}: {why}{whose}; {id} may not"
+    )))
+}
+
+/// Owners (uids) of the groups of one vmd: the first uid to join a group
+/// owns it until the group is gone.
+#[derive(Clone, Default)]
+pub struct GroupOwners {
+    owners: Arc<Mutex<HashMap<String, u32>>>,
+}
+
+impl GroupOwners {
+    /// Whether `id` may join `group`; records it as the owner if the group
+    /// has none. `live` tells whether the recorded group still exists (a
+    /// group that ended may be created anew by anyone).
+    pub fn admit_join(&self, group: &str, id: &Identity, live: bool) -> Result<(), Status> {
+        let Some(uid) = id.uid else {
+            return check(Rule::Session, id, None);
+        };
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        match owners.get(group).copied() {
+            Some(owner) if owner != uid && !id.is_operator() && live => {
+                Err(Status::permission_denied(format!(
+                    "rule session: group {group:?} belongs to uid {owner}; {id} may not join it"
+                )))
+            }
+            Some(owner) if owner == uid || id.is_operator() => Ok(()),
+            _ => {
+                owners.insert(group.to_string(), uid);
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(uid: u32) -> Identity {
+        Identity {
+            uid: Some(uid),
+            kind: Kind::Local,
+        }
+    }
+    fn operator() -> Identity {
+        Identity {
+            uid: Some(0),
+            kind: Kind::Operator,
+        }
+    }
+    fn peer() -> Identity {
+        Identity {
+            uid: None,
+            kind: Kind::Peer("beta".into()),
+        }
+    }
+
+    #[test]
+    fn every_rule_is_in_the_table() {
+        for r in [
+            Rule::Session,
+            Rule::Read,
+            Rule::Spawn,
+            Rule::JobControl,
+            Rule::Operator,
+            Rule::Tasker,
+            Rule::HostLink,
+        ] {
+            assert!(RULES.iter().any(|(x, _, _)| *x == r), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn job_control_is_for_owner_and_operator() {
+        assert!(check(Rule::JobControl, &local(1001), Some(1001)).is_ok());
+        let e = check(Rule::JobControl, &local(1002), Some(1001)).expect_err("other uid");
+        assert_eq!(e.code(), tonic::Code::PermissionDenied);
+        assert!(e.message().contains("rule job-control"), "{}", e.message());
+        assert!(check(Rule::JobControl, &operator(), Some(1001)).is_ok());
+        assert!(check(Rule::JobControl, &peer(), Some(1001)).is_err());
+    }
+
+    #[test]
+    fn operator_tasker_and_host_rules() {
+        assert!(check(Rule::Operator, &local(1001), None).is_err());
+        assert!(check(Rule::Tasker, &local(1001), None).is_err());
+        assert!(check(Rule::Tasker, &operator(), None).is_ok());
+        assert!(check(Rule::HostLink, &local(1001), None).is_err());
+        assert!(check(Rule::HostLink, &peer(), None).is_ok());
+        assert!(check(Rule::Session, &peer(), None).is_err());
+        assert!(check(Rule::Read, &peer(), None).is_ok());
+    }
+
+    #[test]
+    fn groups_belong_to_their_first_uid() {
+        let owners = GroupOwners::default();
+        assert!(owners.admit_join("g", &local(1001), true).is_ok());
+        assert!(owners.admit_join("g", &local(1001), true).is_ok());
+        let e = owners
+            .admit_join("g", &local(1002), true)
+            .expect_err("other uid");
+        assert!(e.message().contains("belongs to uid 1001"));
+        assert!(owners.admit_join("g", &operator(), true).is_ok());
+        // Once the group is gone anyone may make it anew.
+        assert!(owners.admit_join("g", &local(1002), false).is_ok());
+    }
+}
