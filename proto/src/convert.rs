@@ -1002,7 +1002,14 @@ mod tests {
             env: [("A".to_string(), "1".to_string())].into(),
             ..Default::default()
         };
-        assert_eq!(SpawnSpec::from(pb::SpawnRequest::from(spec.clone())), spec);
+        // The owner never travels: the vmd sets it from the caller's identity.
+        assert_eq!(
+            SpawnSpec::from(pb::SpawnRequest::from(spec.clone())),
+            SpawnSpec {
+                owner: u32::MAX,
+                ..spec
+            }
+        );
         let filter = WatchFilter {
             groups: vec!["g".into()],
             kinds: vec![NotificationKind::TaskOutput, NotificationKind::Group],

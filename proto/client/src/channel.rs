@@ -135,8 +135,10 @@ async fn channel_with(addr: &str, tls: Option<&TlsIdentity>) -> Result<VmdChanne
             Ok(InterceptedService::new(channel, Credentials::none()))
         }
         Target::Tcp(uri) => {
+            // A malformed address is named as such before any token is read.
+            let endpoint = endpoint(addr, uri)?;
             let credentials = Credentials::from_token_file(&isthmus_types::env::token_file())?;
-            let channel = settings(endpoint(addr, uri)?, keepalive)
+            let channel = settings(endpoint, keepalive)
                 .connect()
                 .await
                 .map_err(connect_err)?;
