@@ -43,10 +43,7 @@ fn raw(size: usize) -> Duration {
 }
 
 fn bridge(size: usize) -> Duration {
-    let cfg = || EngineConfig {
-        secret: b"bench".to_vec(),
-        host: "h".into(),
-    };
+    let cfg = || EngineConfig::new(b"bench".to_vec(), "h");
     let ea = Engine::start(cfg()).expect("engine");
     let eb = Engine::start(cfg()).expect("engine");
     let a = ea

@@ -96,8 +96,11 @@ mod frame;
 mod hash;
 mod incoming;
 mod intercomm;
+mod ledger;
 mod matching;
 mod outgoing;
+mod poller;
+mod rendezvous;
 mod request;
 mod ssend_waiters;
 mod sync;
@@ -106,7 +109,10 @@ mod vm;
 mod wire;
 
 pub use endpoint::Endpoint;
-pub use engine::{Engine, EngineConfig};
+pub use engine::{
+    Engine, EngineConfig, DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW, DEFAULT_EARLY_CONTEXT_AGE,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_UNEXPECTED_LIMIT,
+};
 pub use error::{BridgeError, Result};
 pub use format::WireFormat;
 pub use intercomm::InterComm;

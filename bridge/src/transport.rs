@@ -6,7 +6,7 @@ use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tracing::warn;
 use uuid::Uuid;
@@ -14,8 +14,8 @@ use uuid::Uuid;
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::frame::{
-    secrets_equal, FrameHeader, HANDSHAKE_BAD_SECRET, HANDSHAKE_BAD_VERSION, HANDSHAKE_MAGIC,
-    HANDSHAKE_OK, MAX_SECRET_LEN, PROTOCOL_VERSION,
+    secrets_equal, FrameHeader, FrameKind, HANDSHAKE_BAD_SECRET, HANDSHAKE_BAD_VERSION,
+    HANDSHAKE_MAGIC, HANDSHAKE_OK, HEADER_LEN, MAX_SECRET_LEN, PROTOCOL_VERSION,
 };
 
 /// Timeout for connect + handshake; data reads/writes have none.
@@ -210,11 +210,19 @@ pub(crate) fn connect(me: &Endpoint, secret: &[u8], ep: &Endpoint) -> Result<Str
 
 /// Acceptor side of the handshake; returns the peer's process id, or None if rejected (already logged).
 /// `me` is this process's id and `secret` the virtual machine's secret.
-pub(crate) fn accept_handshake(me: Uuid, secret: &[u8], stream: &mut Stream) -> Option<Uuid> {
+/// The whole handshake must finish within `timeout` (a peer that trickles
+/// bytes is closed as one that sends nothing).
+pub(crate) fn accept_handshake(
+    me: Uuid,
+    secret: &[u8],
+    stream: &mut Stream,
+    timeout: Duration,
+) -> Option<Uuid> {
+    let deadline = Instant::now() + timeout;
     let run = |stream: &mut Stream| -> io::Result<Option<Uuid>> {
-        stream.set_timeouts(Some(HANDSHAKE_TIMEOUT))?;
+        stream.set_timeouts(Some(timeout))?;
         let mut fixed = [0u8; 32];
-        stream.read_exact(&mut fixed)?;
+        read_exact_by(stream, &mut fixed, deadline)?;
         let version = u16::from_le_bytes([fixed[8], fixed[9]]);
         let secret_len = u32::from_le_bytes([fixed[12], fixed[13], fixed[14], fixed[15]]);
         let mut id = [0u8; 16];
@@ -229,7 +237,7 @@ pub(crate) fn accept_handshake(me: Uuid, secret: &[u8], stream: &mut Stream) -> 
             return Ok(None);
         }
         let mut received = vec![0u8; secret_len as usize];
-        stream.read_exact(&mut received)?;
+        read_exact_by(stream, &mut received, deadline)?;
         if !secrets_equal(&received, secret) {
             warn!(%peer, "rejecting data connection: wrong virtual-machine secret");
             let _ = stream.write_all(&[HANDSHAKE_BAD_SECRET]);
@@ -248,5 +256,49 @@ pub(crate) fn accept_handshake(me: Uuid, secret: &[u8], stream: &mut Stream) -> 
             warn!(error = %e, "dropping data connection: handshake failed");
             None
         }
+    }
+}
+
+/// `read_exact` that gives up at `deadline` however the bytes trickle in.
+fn read_exact_by(stream: &mut Stream, mut buf: &mut [u8], deadline: Instant) -> io::Result<()> {
+    while !buf.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "handshake did not finish within its deadline",
+            ));
+        }
+        stream.set_timeouts(Some(left))?;
+        match stream.read(buf) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Acceptor, after a successful handshake: the connector's initial eager
+/// window, as one CREDIT frame on the accepted socket.
+pub(crate) fn send_grant(stream: &mut Stream, bytes: u64, timeout: Duration) -> io::Result<()> {
+    stream.set_timeouts(Some(timeout))?;
+    write_frame(stream, &FrameHeader::credit(bytes), &[])?;
+    stream.set_timeouts(None)
+}
+
+/// Connector, after a successful handshake: read the initial eager window.
+pub(crate) fn read_grant(stream: &mut Stream) -> io::Result<u64> {
+    stream.set_timeouts(Some(HANDSHAKE_TIMEOUT))?;
+    let mut b = [0u8; HEADER_LEN];
+    stream.read_exact(&mut b)?;
+    stream.set_timeouts(None)?;
+    match FrameHeader::decode(&b) {
+        Ok(h) if h.kind == FrameKind::Credit => Ok(h.count),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "peer did not send its credit grant after the handshake",
+        )),
     }
 }

@@ -95,10 +95,10 @@ impl Bridge {
         let session = rt
             .block_on(Session::connect(addr, &name))
             .map_err(|e| vm_error("connect", e))?;
-        let engine = Engine::start(EngineConfig {
-            secret: session.secret().to_vec(),
-            host: session.host().to_string(),
-        })?;
+        let engine = Engine::start(EngineConfig::new(
+            session.secret().to_vec(),
+            session.host().to_string(),
+        ))?;
         let peers: Arc<Mutex<HashMap<(String, u32), uuid::Uuid>>> = Arc::default();
         rt.spawn(forward_deaths(
             session.events(),
