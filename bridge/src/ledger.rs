@@ -116,9 +116,7 @@ impl Ledger {
             return None;
         }
         let mut a = lock(&self.accounts);
-        let Some(p) = a.peers.get_mut(&peer) else {
-            return None;
-        };
+        let p = a.peers.get_mut(&peer)?;
         p.in_use = p.in_use.saturating_sub(cost);
         if !p.open {
             let gone = p.in_use == 0 && p.rts == 0;
