@@ -515,3 +515,57 @@ fn measure_2000_connections() {
         "MEASURE fds {fds0} -> {fds_open} open -> {fds1} closed; threads {threads0} -> {threads_open} open -> {threads1} closed"
     );
 }
+
+/// Two processes send each other large (rendezvous) messages at the same
+/// time with their receives posted first — MPI's sendrecv and
+/// isend+irecv+waitall patterns — and neither waits for the other forever.
+/// Also many more small blocking sends than the credit window holds, with
+/// the receiver posting as it goes.
+#[test]
+fn mutual_large_sends_with_posted_receives_complete() {
+    let (_ea, _eb, a, b) = legit_pair(0xd0);
+    let n = 8 << 20;
+    let side = |me: &InterComm, seed: u64| {
+        let out = flood_message(seed, n);
+        for round in 0..4 {
+            // sendrecv: receive posted, then a blocking send.
+            let r = me
+                .irecv_bytes(Source::Rank(0), Tag::Value(round), None, n)
+                .unwrap();
+            me.send(0, round, &out).unwrap();
+            let (got, st) = r.wait_timeout(T).unwrap();
+            assert_eq!(st.bytes as usize, n);
+            assert_eq!(checksum(&got), checksum(&flood_message(seed ^ 1, n)));
+            // isend + irecv + waitall.
+            let s = me.isend(0, 100 + round, &out).unwrap();
+            let r = me
+                .irecv_bytes(Source::Rank(0), Tag::Value(100 + round), None, n)
+                .unwrap();
+            s.wait_timeout(T).unwrap();
+            let (got, _) = r.wait_timeout(T).unwrap();
+            assert_eq!(checksum(&got), checksum(&flood_message(seed ^ 1, n)));
+        }
+        // 4000 small blocking sends, far beyond the window; the peer receives them in order.
+        let rx = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                let mut x = [0u64; 64];
+                for i in 0..4000u64 {
+                    me.recv_timeout(Source::Rank(0), Tag::Value(7), &mut x, T)
+                        .unwrap();
+                    assert_eq!(x[0], i);
+                }
+            });
+            for i in 0..4000u64 {
+                me.send(0, 7, &[i; 64]).unwrap();
+            }
+            h.join().is_ok()
+        });
+        assert!(rx);
+    };
+    std::thread::scope(|s| {
+        let ha = s.spawn(|| side(&a, 2));
+        let hb = s.spawn(|| side(&b, 3));
+        ha.join().unwrap();
+        hb.join().unwrap();
+    });
+}
