@@ -184,9 +184,10 @@ impl InterComm {
 
     // ---------------------------------------------------------------- sends
 
-    /// Blocking standard-mode send. An eager message returns once the bytes
-    /// are in the kernel; a larger one (or one the receiver has no credit
-    /// left for) returns once the receiver matched it and the payload went out.
+    /// Blocking standard-mode send. A message up to the eager limit returns
+    /// once the bytes are in the kernel (or, when the receiver has no credit
+    /// left, once they are buffered in this process); a larger one returns
+    /// once the receiver matched it and the payload went out.
     pub fn send_bytes(
         &self,
         dest: u32,
@@ -199,6 +200,16 @@ impl InterComm {
         let conn = self.engine.shared.conn(ep, dest)?;
         if self.eager_ok(&conn, payload.len()) {
             return conn.write_blocking(self.engine.shared.as_ref(), &hdr, payload, dest);
+        }
+        if payload.len() <= self.engine.shared.limits.eager_limit {
+            // A small message the receiver has no credit for: buffer it here
+            // (the sender's memory, not the receiver's) and announce it, so
+            // that programs relying on eager sends of small messages (as
+            // with every MPI library) keep working. It goes out once matched.
+            let req =
+                self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload.to_vec())?;
+            drop(req);
+            return Ok(());
         }
         self.rendezvous_blocking(&conn, hdr, ep.process, dest, payload, None)
     }
