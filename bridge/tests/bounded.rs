@@ -569,3 +569,52 @@ fn mutual_large_sends_with_posted_receives_complete() {
         hb.join().unwrap();
     });
 }
+
+/// Messages for contexts nobody registered are bounded: a 257th unknown
+/// context is refused and one older than the configured age is evicted.
+/// Either way a rendezvous sender is released (its payload discarded) rather
+/// than left waiting forever, and a context registered in time keeps its
+/// messages.
+#[test]
+fn unknown_contexts_are_bounded_in_count_and_age() {
+    mpi();
+    let ea = engine();
+    let mut cfg = EngineConfig::new(SECRET, "testhost");
+    cfg.early_context_age = Duration::from_secs(3600);
+    let eb = Engine::start(cfg).unwrap();
+    let big = flood_message(5, 64 << 10);
+    let comms: Vec<InterComm> = (0..257u64)
+        .map(|c| ea.intercomm(1000 + c, 0, 1, vec![eb.endpoint()]).unwrap())
+        .collect();
+    let mut reqs: Vec<SendRequest> = comms.iter().map(|c| c.isend(0, 1, &big).unwrap()).collect();
+    // The 257th context is one too many: its announcement is answered (once
+    // the receiver knows how to reach the sender) and its payload discarded.
+    let b = eb.intercomm(1005, 0, 1, vec![ea.endpoint()]).unwrap();
+    reqs.pop().unwrap().wait_timeout(T).unwrap();
+    assert!(
+        reqs.iter().all(|r| !r.test()),
+        "kept contexts wait for their receives"
+    );
+    // A context registered late still gets its message.
+    let mut got = vec![0u8; 64 << 10];
+    b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut got, T)
+        .unwrap();
+    assert_eq!(checksum(&got), checksum(&big));
+    reqs.remove(5).wait_timeout(T).unwrap();
+
+    // Age: with a zero age, the next unknown context evicts the older ones.
+    let ec = engine();
+    let mut cfg = EngineConfig::new(SECRET, "testhost");
+    cfg.early_context_age = Duration::ZERO;
+    let ed = Engine::start(cfg).unwrap();
+    // ed knows ec through an intercomm on another context.
+    let _d = ed.intercomm(99, 0, 1, vec![ec.endpoint()]).unwrap();
+    let c1 = ec.intercomm(1, 0, 1, vec![ed.endpoint()]).unwrap();
+    let c2 = ec.intercomm(2, 0, 1, vec![ed.endpoint()]).unwrap();
+    let r1 = c1.isend(0, 1, &big).unwrap();
+    // Both announcements travel on one connection, in order: context 2's
+    // arrival finds context 1 older than zero and evicts it, which releases r1.
+    let r2 = c2.isend(0, 1, &big).unwrap();
+    r1.wait_timeout(T).unwrap();
+    drop(r2);
+}

@@ -23,7 +23,7 @@ use crate::error::{BridgeError, Result};
 use crate::failures::FailureSet;
 use crate::frame::{discard_payload, FrameHeader, FrameKind};
 use crate::incoming::{FrameHandler, FrameReader, InConn};
-use crate::ledger::{Ledger, FRAME_COST};
+use crate::ledger::{Ledger, FRAME_COST, MAX_UNEXPECTED_RTS};
 use crate::matching::{
     check_match, read_into, status_of, Arrived, Ctx, Delivery, PostedRecv, RecvOutcome,
 };
@@ -63,6 +63,9 @@ pub(crate) struct Shared {
     pub(crate) poller: Arc<Poller>,
     /// Endpoints of the processes of every remote group we were given (for control frames).
     peers: Mutex<HashMap<Uuid, Endpoint>>,
+    /// Control frames for processes whose endpoint we do not know yet (a
+    /// message for a context nobody registered); sent once we learn it.
+    owed: Mutex<HashMap<Uuid, Vec<FrameHeader>>>,
     handshakes: AtomicUsize,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -97,6 +100,7 @@ impl Shared {
             ledger,
             poller,
             peers: Mutex::new(HashMap::new()),
+            owed: Mutex::new(HashMap::new()),
             handshakes: AtomicUsize::new(0),
             threads: Mutex::new(Vec::new()),
         }
@@ -123,11 +127,21 @@ impl Shared {
         std::mem::take(&mut *lock(&self.threads))
     }
 
-    /// Remember how to reach the processes of a remote group.
-    pub(crate) fn learn_peers(&self, remote: &[Endpoint]) {
+    /// Remember how to reach the processes of a remote group, and send
+    /// them what we owed them meanwhile.
+    pub(crate) fn learn_peers(self: &Arc<Self>, remote: &[Endpoint]) {
         let mut m = lock(&self.peers);
         for e in remote {
             m.entry(e.process).or_insert_with(|| e.clone());
+        }
+        drop(m);
+        for e in remote {
+            let owed = lock(&self.owed).remove(&e.process).unwrap_or_default();
+            for hdr in owed {
+                if let Err(err) = self.send_control(e.process, hdr) {
+                    debug!(peer = %e.process, error = %err, "could not send an owed control frame");
+                }
+            }
         }
     }
 
@@ -238,11 +252,21 @@ impl Shared {
         Ok(conn)
     }
 
-    /// Queue a control frame (SYNC_ACK, CTS, CREDIT) for process `peer`.
+    /// Queue a control frame (SYNC_ACK, CTS, CREDIT) for process `peer`;
+    /// kept (at most MAX_UNEXPECTED_RTS per peer) until we learn its endpoint.
     fn send_control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
-        let ep = lock(&self.peers).get(&peer).cloned().ok_or_else(|| {
-            BridgeError::Protocol(format!("no endpoint known for process {peer}"))
-        })?;
+        let known = lock(&self.peers).get(&peer).cloned();
+        let Some(ep) = known else {
+            let mut owed = lock(&self.owed);
+            let q = owed.entry(peer).or_default();
+            if q.len() >= MAX_UNEXPECTED_RTS as usize {
+                return Err(BridgeError::Protocol(format!(
+                    "too many control frames owed to process {peer}, whose endpoint is unknown"
+                )));
+            }
+            q.push(hdr);
+            return Ok(());
+        };
         self.conn(&ep, 0)?.enqueue(Queued {
             hdr,
             payload: Vec::new(),
