@@ -30,6 +30,10 @@
 //! * A connection that ends (EOF, error, malformed frame) is taken off the
 //!   poller and its socket and eventfd are closed; only that connection is
 //!   affected.
+//! * Limitation: frames are read with blocking reads, so a peer that stops
+//!   in the middle of a frame holds the poller until its bytes come or its
+//!   connection closes (slow is not dead); meanwhile application threads
+//!   waiting on other peers still read those peers' connections themselves.
 
 use std::io::{self, BufReader, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

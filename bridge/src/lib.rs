@@ -35,7 +35,7 @@
 //!   [`EngineConfig::handshake_timeout`]; a connection that ends (EOF, error,
 //!   malformed or over-credit frame) is closed and forgotten — only that
 //!   connection (and the peer process behind it) is affected.
-//! * Protocol: eager up to [`EngineConfig::eager_limit`] (32 KiB), within
+//! * Protocol: eager up to [`EngineConfig::eager_limit`] (64 KiB), within
 //!   credit; rendezvous above it. An eager message is sent in one frame at
 //!   once if the receiver granted enough credit (each accepted peer gets a
 //!   window of [`EngineConfig::eager_window`] from the process-wide bound

@@ -582,7 +582,7 @@ fn unknown_contexts_are_bounded_in_count_and_age() {
     let mut cfg = EngineConfig::new(SECRET, "testhost");
     cfg.early_context_age = Duration::from_secs(3600);
     let eb = Engine::start(cfg).unwrap();
-    let big = flood_message(5, 64 << 10);
+    let big = flood_message(5, 128 << 10);
     let comms: Vec<InterComm> = (0..257u64)
         .map(|c| ea.intercomm(1000 + c, 0, 1, vec![eb.endpoint()]).unwrap())
         .collect();
@@ -596,7 +596,7 @@ fn unknown_contexts_are_bounded_in_count_and_age() {
         "kept contexts wait for their receives"
     );
     // A context registered late still gets its message.
-    let mut got = vec![0u8; 64 << 10];
+    let mut got = vec![0u8; 128 << 10];
     b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut got, T)
         .unwrap();
     assert_eq!(checksum(&got), checksum(&big));
