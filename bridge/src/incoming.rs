@@ -403,7 +403,10 @@ impl InConn {
                 }
                 st = lock(&self.state);
                 st.reader = Some(r);
-                self.cv.notify_all();
+                // Only other application threads wait on the condvar for the token.
+                if self.app_waiting.load(Ordering::SeqCst) > 1 {
+                    self.cv.notify_all();
+                }
                 drop(st);
                 self.hand_back_done();
                 if timed_out && done.is_pending() {
