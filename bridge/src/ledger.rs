@@ -127,7 +127,8 @@ impl Ledger {
             return None;
         }
         p.unreturned += cost;
-        if p.unreturned >= (p.grant / 4).max(1) || p.in_use == 0 {
+        // Batched: one CREDIT frame per quarter window, not one per message.
+        if p.unreturned >= (p.grant / 4).max(1) {
             return Some(std::mem::take(&mut p.unreturned));
         }
         None
