@@ -1,19 +1,30 @@
 //! Our one outgoing connection to each peer ([`OutConn`]): frames are
 //! written inline by the sending thread when the connection is idle, else
-//! queued for the connection's writer thread; always in FIFO order. A write
-//! error is reported to the owner through [`PeerLost`].
+//! queued for the connection's writer thread. A write error is reported to
+//! the owner through [`PeerLost`].
+//!
+//! Two lanes: messages (EAGER, SYNC_EAGER, RTS) keep their posting order
+//! (MPI's non-overtaking rule); control frames and rendezvous payloads
+//! (SYNC_ACK, CTS, CREDIT, DATA) have no order to keep and are never held
+//! back. The message lane stops while [`MAX_UNEXPECTED_RTS`] announcements
+//! are unanswered; the control lane never waits for the peer, so two
+//! processes sending to each other cannot block each other's CTSs.
+//! The connection also holds the eager credit the peer granted us; the
+//! writer thread first waits for the initial grant (see `await_grant`).
 
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use uuid::Uuid;
 
 use crate::completion::Completion;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
+use crate::ledger::MAX_UNEXPECTED_RTS;
 use crate::sync::{cv_wait, lock};
-use crate::transport::{write_frame, Stream};
+use crate::transport::{read_grant, write_frame, Stream};
 
 /// What a connection tells its owner (the engine) when the peer is lost.
 pub(crate) trait PeerLost: Send + Sync + 'static {
@@ -33,7 +44,14 @@ pub(crate) struct Queued {
 struct OutState {
     /// None while some thread is writing (it holds the stream).
     stream: Option<Stream>,
+    /// Message lane: EAGER, SYNC_EAGER, RTS in posting order.
     queue: VecDeque<Queued>,
+    /// Control lane: SYNC_ACK, CTS, CREDIT, DATA.
+    control: VecDeque<Queued>,
+    /// Eager credit left (bytes the peer lets us make it hold).
+    credit: u64,
+    /// RTS written and not yet answered by CTS.
+    rts_out: u32,
     failed: Option<String>,
     closing: bool,
     waiting: usize,
@@ -56,13 +74,16 @@ pub(crate) enum TryInline {
 }
 
 impl OutConn {
-    pub(crate) fn new(peer: Uuid, stream: Stream) -> io::Result<Arc<OutConn>> {
+    pub(crate) fn new(peer: Uuid, stream: Stream, credit: u64) -> io::Result<Arc<OutConn>> {
         let shutdown_handle = stream.try_clone()?;
         Ok(Arc::new(OutConn {
             peer,
             state: Mutex::new(OutState {
                 stream: Some(stream),
                 queue: VecDeque::new(),
+                control: VecDeque::new(),
+                credit,
+                rts_out: 0,
                 failed: None,
                 closing: false,
                 waiting: 0,
@@ -79,7 +100,36 @@ impl OutConn {
         }
     }
 
-    /// Write one frame from the calling thread, waiting for earlier frames first (keeps FIFO order).
+    /// Spend `cost` bytes of eager credit; false (nothing spent) if there is not enough.
+    pub(crate) fn take_credit(&self, cost: u64) -> bool {
+        let mut st = lock(&self.state);
+        if st.credit >= cost {
+            st.credit -= cost;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The peer returned eager credit.
+    pub(crate) fn add_credit(&self, bytes: u64) {
+        let mut st = lock(&self.state);
+        st.credit = st.credit.saturating_add(bytes);
+    }
+
+    /// A CTS answered one of our RTSs: the message lane may move again.
+    pub(crate) fn rts_answered(&self) {
+        let mut st = lock(&self.state);
+        st.rts_out = st.rts_out.saturating_sub(1);
+        let wake = st.waiting > 0;
+        drop(st);
+        if wake {
+            self.cv.notify_all();
+        }
+    }
+
+    /// Write one frame from the calling thread, waiting for earlier frames first
+    /// (messages keep FIFO order; DATA only waits for the control lane).
     pub(crate) fn write_blocking(
         &self,
         lost: &impl PeerLost,
@@ -104,6 +154,7 @@ impl OutConn {
         dest_rank: u32,
         wait: bool,
     ) -> Result<TryInline> {
+        let is_message = is_message(hdr.kind);
         let mut st = lock(&self.state);
         let mut stream = loop {
             if let Some(r) = &st.failed {
@@ -112,8 +163,13 @@ impl OutConn {
             if st.closing {
                 return Err(BridgeError::EngineShutDown);
             }
-            if st.queue.is_empty() {
+            let lane_free = st.control.is_empty() && (!is_message || st.queue.is_empty());
+            let rts_ok = hdr.kind != FrameKind::Rts || st.rts_out < MAX_UNEXPECTED_RTS;
+            if lane_free && rts_ok {
                 if let Some(s) = st.stream.take() {
+                    if hdr.kind == FrameKind::Rts {
+                        st.rts_out += 1;
+                    }
                     break s;
                 }
             }
@@ -152,7 +208,11 @@ impl OutConn {
         if st.closing {
             return Err(BridgeError::EngineShutDown);
         }
-        st.queue.push_back(q);
+        if is_message(q.hdr.kind) {
+            st.queue.push_back(q);
+        } else {
+            st.control.push_back(q);
+        }
         let wake = st.waiting > 0;
         drop(st);
         if wake {
@@ -168,7 +228,9 @@ impl OutConn {
             if st.failed.is_none() {
                 st.failed = Some(reason.to_owned());
             }
-            st.queue.drain(..).collect()
+            let mut all: Vec<Queued> = st.control.drain(..).collect();
+            all.extend(st.queue.drain(..));
+            all
         };
         for q in queued {
             if let Some(d) = q.done {
@@ -182,7 +244,38 @@ impl OutConn {
     /// Orderly close: the writer drains the queue, sends BYE and exits.
     pub(crate) fn close(&self) {
         lock(&self.state).closing = true;
+        // Nothing but the credit grant is read from this socket: stop
+        // waiting for it, if the writer still does.
+        self.shutdown_handle.shutdown_read();
         self.cv.notify_all();
+    }
+
+    /// Writer thread, first: the peer's initial credit grant, sent once it
+    /// admitted our connection. False if the connection is lost (reported).
+    pub(crate) fn await_grant(
+        &self,
+        mut reader: Stream,
+        deadline: Instant,
+        lost: &impl PeerLost,
+    ) -> bool {
+        match read_grant(&mut reader, deadline) {
+            Ok(bytes) => {
+                self.add_credit(bytes);
+                true
+            }
+            Err(e) => {
+                let st = lock(&self.state);
+                if st.closing || st.failed.is_some() {
+                    // The writer loop drains (or returns) as it would anyway.
+                    return true;
+                }
+                drop(st);
+                let reason = format!("the peer did not admit our data connection: {e}");
+                self.fail(&reason);
+                lost.peer_lost(self.peer, &reason);
+                false
+            }
+        }
     }
 
     /// Abrupt close (tests / abort): no BYE.
@@ -199,11 +292,32 @@ impl OutConn {
                     return;
                 }
                 if st.stream.is_some() {
-                    if let Some(q) = st.queue.pop_front() {
+                    if let Some(q) = st.control.pop_front() {
                         let s = st.stream.take();
                         break (Some(q), s);
                     }
+                    let head_rts = st.queue.front().map(|q| q.hdr.kind == FrameKind::Rts);
+                    let movable = match head_rts {
+                        Some(true) => st.rts_out < MAX_UNEXPECTED_RTS,
+                        Some(false) => true,
+                        None => false,
+                    };
+                    if movable {
+                        if let Some(q) = st.queue.pop_front() {
+                            if q.hdr.kind == FrameKind::Rts {
+                                st.rts_out += 1;
+                            }
+                            let s = st.stream.take();
+                            break (Some(q), s);
+                        }
+                    }
                     if st.closing {
+                        // Whatever is still held back (RTSs over the limit) cannot go out any more.
+                        for q in st.queue.drain(..) {
+                            if let Some(d) = q.done {
+                                d.complete(Err(BridgeError::EngineShutDown));
+                            }
+                        }
                         let s = st.stream.take();
                         break (None, s);
                     }
@@ -252,4 +366,12 @@ impl OutConn {
             }
         }
     }
+}
+
+/// Frames of the message lane (posting order matters).
+fn is_message(kind: FrameKind) -> bool {
+    matches!(
+        kind,
+        FrameKind::Eager | FrameKind::SyncEager | FrameKind::Rts
+    )
 }

@@ -14,12 +14,8 @@ use uuid::Uuid;
 
 use crate::endpoint::{Endpoint, PUBLIC_KEY_LEN};
 use crate::error::{BridgeError, Result};
-use crate::frame::FrameHeader;
+use crate::frame::{FrameHeader, FrameKind, HEADER_LEN};
 use crate::handshake::{self, Identity};
-
-/// Deadline for connect + handshake (the whole exchange, not each read);
-/// data reads/writes have none.
-pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A connected byte stream, Unix or TCP.
 pub(crate) enum Stream {
@@ -39,6 +35,19 @@ impl Stream {
             Stream::Unix(s) => s.shutdown(Shutdown::Both),
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
         };
+    }
+    /// Shut down the reading half only (wakes a thread blocked reading it).
+    pub(crate) fn shutdown_read(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(Shutdown::Read),
+            Stream::Tcp(s) => s.shutdown(Shutdown::Read),
+        };
+    }
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
+        }
     }
     fn set_timeouts(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
@@ -125,7 +134,15 @@ pub(crate) fn write_frame(s: &mut Stream, hdr: &FrameHeader, payload: &[u8]) -> 
 /// Open a data connection to `ep` (Unix if same host, else TCP) and run the connector handshake.
 ///
 /// `me` is this engine's endpoint and `identity` its key pair.
-pub(crate) fn connect(me: &Endpoint, identity: &Identity, ep: &Endpoint) -> Result<Stream> {
+/// Connecting and the handshake must finish within `timeout` (the whole
+/// exchange, not each read); data reads and writes have no timeout.
+pub(crate) fn connect(
+    me: &Endpoint,
+    identity: &Identity,
+    ep: &Endpoint,
+    timeout: Duration,
+) -> Result<Stream> {
+    let deadline = Instant::now() + timeout;
     let same_host = ep.host == me.host;
     let (mut stream, address) = match (&ep.unix, ep.tcp) {
         (Some(path), _) if same_host => {
@@ -139,13 +156,12 @@ pub(crate) fn connect(me: &Endpoint, identity: &Identity, ep: &Endpoint) -> Resu
             (Stream::Unix(s), path.clone())
         }
         (_, Some(addr)) => {
-            let s = TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT).map_err(|e| {
-                BridgeError::Connect {
+            let s =
+                TcpStream::connect_timeout(&addr, timeout).map_err(|e| BridgeError::Connect {
                     process: ep.process,
                     address: addr.to_string(),
                     reason: e.to_string(),
-                }
-            })?;
+                })?;
             let _ = s.set_nodelay(true);
             (Stream::Tcp(s), addr.to_string())
         }
@@ -163,7 +179,6 @@ pub(crate) fn connect(me: &Endpoint, identity: &Identity, ep: &Endpoint) -> Resu
         address: address.clone(),
         reason,
     };
-    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
     handshake::connect(&mut Bounded::new(&mut stream, deadline), identity, ep).map_err(fail)?;
     stream.set_timeouts(None).map_err(|e| fail(e.to_string()))?;
     Ok(stream)
@@ -171,14 +186,17 @@ pub(crate) fn connect(me: &Endpoint, identity: &Identity, ep: &Endpoint) -> Resu
 
 /// Acceptor side of the handshake; returns the peer's process id, or None if
 /// refused (logged with `via` and the claimed id, never key material).
-/// `key_of` finds the public key of the claimed process, waiting if needed.
+/// The exchange on the socket must finish within `timeout` (a peer that
+/// trickles bytes is closed as one that sends nothing); then `key_of` finds
+/// the public key of the claimed process, waiting if needed.
 pub(crate) fn accept_handshake(
     identity: &Identity,
     stream: &mut Stream,
     via: &str,
+    timeout: Duration,
     key_of: impl FnOnce(Uuid) -> std::result::Result<[u8; PUBLIC_KEY_LEN], String>,
 ) -> Option<Uuid> {
-    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let claim = match handshake::challenge(&mut Bounded::new(stream, deadline), identity) {
         Ok(c) => c,
         Err(reason) => {
@@ -235,5 +253,50 @@ impl Write for Bounded<'_> {
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// Acceptor, after a successful handshake: the connector's initial eager
+/// window, as one CREDIT frame on the accepted socket.
+pub(crate) fn send_grant(stream: &mut Stream, bytes: u64, timeout: Duration) -> io::Result<()> {
+    stream.set_timeouts(Some(timeout))?;
+    write_frame(stream, &FrameHeader::credit(bytes), &[])?;
+    stream.set_timeouts(None)
+}
+
+/// Connector, on its writer thread: read the initial eager window, which
+/// the acceptor sends once it admitted us (perhaps only once it learnt our
+/// key), by `deadline`. Only the read timeout is set: other threads write
+/// to the same socket meanwhile, and nothing else is ever read from it.
+pub(crate) fn read_grant(stream: &mut Stream, deadline: Instant) -> io::Result<u64> {
+    let mut b = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no credit grant by the admission deadline",
+            ));
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut b[got..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed the connection instead of admitting it",
+                ))
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    match FrameHeader::decode(&b) {
+        Ok(h) if h.kind == FrameKind::Credit => Ok(h.count),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "peer did not send its credit grant after the handshake",
+        )),
     }
 }

@@ -30,8 +30,8 @@ fn mpi() {
 fn engine_on(host: &str, admission: Duration) -> Arc<Engine> {
     mpi();
     Engine::start(EngineConfig {
-        host: host.into(),
         admission_timeout: admission,
+        ..EngineConfig::new(host)
     })
     .expect("engine starts")
 }
