@@ -1,6 +1,5 @@
-//! Wire format of the data connections: the
-//! fixed 56-byte frame header that precedes every payload, and reading a
-//! payload of a known length.
+//! Wire format of the data connections: the fixed 56-byte frame header
+//! that precedes every payload, and reading a payload of a known length.
 //!
 //! Frame header (little-endian):
 //! ```text
@@ -23,9 +22,11 @@
 //! receiver's own connection) echoes the RTS's seq; DATA echoes it too and
 //! carries the payload. CREDIT returns eager credit: `count` bytes.
 //! The connection handshake that precedes the frames is in `handshake`.
-//! Once the acceptor admitted the connector, it sends one CREDIT frame on
-//! the accepted socket (its only frame in that direction): the connector's
-//! initial window.
+//! Right after the handshake the acceptor sends one CREDIT frame on the
+//! accepted socket: the connector's initial window if it admitted the
+//! connector at once, or, if it must first wait for the table naming the
+//! connector, a notice of 0 bytes with seq `GRANT_FOLLOWS`, followed by
+//! the window once admitted. Nothing else travels in that direction.
 
 use std::io::{self, Read};
 
@@ -33,6 +34,8 @@ use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
 
 pub(crate) const HEADER_LEN: usize = 56;
+/// `seq` of the CREDIT frame that says "admission pending: the grant follows".
+pub(crate) const GRANT_FOLLOWS: u64 = 1;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -189,7 +189,9 @@ impl InterComm {
     /// Blocking standard-mode send. A message up to the eager limit returns
     /// once the bytes are in the kernel (or, when the receiver has no credit
     /// left, once they are buffered in this process); a larger one returns
-    /// once the receiver matched it and the payload went out.
+    /// once the receiver matched it and the payload went out. Either waits
+    /// first, if the receiver has not formed its intercomm yet, until it has
+    /// and admitted our connection (as MPI allows a standard send to block).
     pub fn send_bytes(
         &self,
         dest: u32,
@@ -200,6 +202,9 @@ impl InterComm {
     ) -> Result<()> {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = self.engine.shared.conn(ep, dest)?;
+        if payload.len() <= self.engine.shared.limits.eager_limit {
+            conn.wait_granted();
+        }
         if self.eager_ok(&conn, payload.len()) {
             return conn.write_blocking(self.engine.shared.as_ref(), &hdr, payload, dest);
         }

@@ -4,7 +4,8 @@
 //! # Design
 //! * One [`Engine`] per process (not a singleton). It listens on a Unix socket
 //!   in the Linux abstract namespace (`@isthmus-bridge-<uuid>`) and on TCP
-//!   `127.0.0.1:0`; [`Endpoint`] describes both plus the process uuid and host.
+//!   `127.0.0.1:0`; [`Endpoint`] describes both plus the process uuid, its
+//!   public key and the host.
 //!   A peer on the same host (equal host strings) is reached over the Unix
 //!   socket, otherwise over TCP (TCP_NODELAY on).
 //! * Connections: exactly one OUTGOING connection per peer process, opened
@@ -45,11 +46,23 @@
 //!   when the connection is idle; otherwise they are copied and go to the
 //!   connection's writer thread, so `isend` completes without the
 //!   application calling in (independent progress).
-//! * Connections are bounded: a handshake runs on a short-lived thread (at
-//!   most 64 at once) and must finish within
-//!   [`EngineConfig::handshake_timeout`]; a connection that ends (EOF, error,
-//!   malformed or over-credit frame) is closed and forgotten — only that
-//!   connection (and the peer process behind it) is affected.
+//! * Connections are bounded: the exchange of the signed handshake runs on a
+//!   short-lived thread (at most 64 at once) and must finish within
+//!   [`EngineConfig::handshake_timeout`] (one deadline over the whole
+//!   exchange, so trickled bytes cannot stretch it); the wait for the table
+//!   naming the connector is bounded by admission instead (above) and holds
+//!   no handshake slot. An admitted connection gets one CREDIT frame (its
+//!   eager window) and is handed to the poller; the connector reads that
+//!   frame within the handshake deadline. If the acceptor must first wait
+//!   for the table, it says "grant follows" at once instead, and the
+//!   connector's writer thread waits for the window. Until then the
+//!   connection has no credit: a small blocking send waits for the grant
+//!   (MPI lets a standard send block), so that it still goes out eagerly,
+//!   into the socket, and survives its sender; other sends go by
+//!   rendezvous. A connection that
+//!   ends (EOF, error, malformed or over-credit frame) is closed and
+//!   forgotten — only that connection (and the peer process behind it) is
+//!   affected.
 //! * Protocol: eager up to [`EngineConfig::eager_limit`] (64 KiB), within
 //!   credit; rendezvous above it. An eager message is sent in one frame at
 //!   once if the receiver granted enough credit (each accepted peer gets a

@@ -24,7 +24,7 @@ use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
 use crate::ledger::MAX_UNEXPECTED_RTS;
 use crate::sync::{cv_wait, lock};
-use crate::transport::{read_grant, write_frame, Stream};
+use crate::transport::{read_grant, write_frame, Grant, Stream};
 
 /// What a connection tells its owner (the engine) when the peer is lost.
 pub(crate) trait PeerLost: Send + Sync + 'static {
@@ -55,6 +55,9 @@ struct OutState {
     failed: Option<String>,
     closing: bool,
     waiting: usize,
+    /// The peer said its initial grant follows (it waits for the table
+    /// naming us); cleared when the grant arrives.
+    grant_pending: bool,
 }
 
 /// Our one outgoing connection to a peer process. Frames are written either
@@ -74,7 +77,14 @@ pub(crate) enum TryInline {
 }
 
 impl OutConn {
-    pub(crate) fn new(peer: Uuid, stream: Stream, credit: u64) -> io::Result<Arc<OutConn>> {
+    /// `grant_pending`: the peer's initial grant is still to come (see
+    /// [`OutConn::await_grant`]), meanwhile `credit` is 0.
+    pub(crate) fn new(
+        peer: Uuid,
+        stream: Stream,
+        credit: u64,
+        grant_pending: bool,
+    ) -> io::Result<Arc<OutConn>> {
         let shutdown_handle = stream.try_clone()?;
         Ok(Arc::new(OutConn {
             peer,
@@ -87,6 +97,7 @@ impl OutConn {
                 failed: None,
                 closing: false,
                 waiting: 0,
+                grant_pending,
             }),
             cv: Condvar::new(),
             shutdown_handle,
@@ -108,6 +119,20 @@ impl OutConn {
             true
         } else {
             false
+        }
+    }
+
+    /// Block while the peer's initial grant is pending (it has not formed
+    /// the intercomm naming us yet); returns once it came, or the
+    /// connection failed or is closing. A blocking send of a small message
+    /// waits here so that it goes out eagerly, into the socket: buffered in
+    /// this process, it would be lost if the process ended before the match.
+    pub(crate) fn wait_granted(&self) {
+        let mut st = lock(&self.state);
+        while st.grant_pending && st.failed.is_none() && !st.closing {
+            st.waiting += 1;
+            st = cv_wait(&self.cv, st, None).0;
+            st.waiting -= 1;
         }
     }
 
@@ -250,17 +275,31 @@ impl OutConn {
         self.cv.notify_all();
     }
 
-    /// Writer thread, first: the peer's initial credit grant, sent once it
-    /// admitted our connection. False if the connection is lost (reported).
+    /// Writer thread, first, when the peer said its grant follows: the
+    /// peer's initial credit grant, sent once it admitted our connection
+    /// (once it formed the intercomm naming us). False if the connection is
+    /// lost (reported).
     pub(crate) fn await_grant(
         &self,
         mut reader: Stream,
         deadline: Instant,
         lost: &impl PeerLost,
     ) -> bool {
-        match read_grant(&mut reader, deadline) {
+        let got = match read_grant(&mut reader, deadline) {
+            Ok(Grant::Window(bytes)) => Ok(bytes),
+            Ok(Grant::Follows) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a second 'grant follows' notice",
+            )),
+            Err(e) => Err(e),
+        };
+        match got {
             Ok(bytes) => {
-                self.add_credit(bytes);
+                let mut st = lock(&self.state);
+                st.credit = st.credit.saturating_add(bytes);
+                st.grant_pending = false;
+                drop(st);
+                self.cv.notify_all();
                 true
             }
             Err(e) => {

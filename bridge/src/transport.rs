@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::endpoint::{Endpoint, PUBLIC_KEY_LEN};
 use crate::error::{BridgeError, Result};
-use crate::frame::{FrameHeader, FrameKind, HEADER_LEN};
+use crate::frame::{FrameHeader, FrameKind, GRANT_FOLLOWS, HEADER_LEN};
 use crate::handshake::{self, Identity};
 
 /// A connected byte stream, Unix or TCP.
@@ -188,13 +188,14 @@ pub(crate) fn connect(
 /// refused (logged with `via` and the claimed id, never key material).
 /// The exchange on the socket must finish within `timeout` (a peer that
 /// trickles bytes is closed as one that sends nothing); then `key_of` finds
-/// the public key of the claimed process, waiting if needed.
+/// the public key of the claimed process, waiting if needed (it gets the
+/// stream to tell the connector so, see `send_grant_follows`).
 pub(crate) fn accept_handshake(
     identity: &Identity,
     stream: &mut Stream,
     via: &str,
     timeout: Duration,
-    key_of: impl FnOnce(Uuid) -> std::result::Result<[u8; PUBLIC_KEY_LEN], String>,
+    key_of: impl FnOnce(Uuid, &mut Stream) -> std::result::Result<[u8; PUBLIC_KEY_LEN], String>,
 ) -> Option<Uuid> {
     let deadline = Instant::now() + timeout;
     let claim = match handshake::challenge(&mut Bounded::new(stream, deadline), identity) {
@@ -205,7 +206,7 @@ pub(crate) fn accept_handshake(
         }
     };
     let peer = claim.peer;
-    if let Err(reason) = key_of(peer).and_then(|key| claim.check(&key)) {
+    if let Err(reason) = key_of(peer, stream).and_then(|key| claim.check(&key)) {
         warn!(%via, claimed = %peer, %reason, "refusing data connection");
         return None;
     }
@@ -259,16 +260,35 @@ impl Write for Bounded<'_> {
 /// Acceptor, after a successful handshake: the connector's initial eager
 /// window, as one CREDIT frame on the accepted socket.
 pub(crate) fn send_grant(stream: &mut Stream, bytes: u64, timeout: Duration) -> io::Result<()> {
+    send_frame_within(stream, &FrameHeader::credit(bytes), timeout)
+}
+
+/// Acceptor, before waiting for the table that names the connector: tell it
+/// that its grant follows later (so it does not wait for it to send).
+pub(crate) fn send_grant_follows(stream: &mut Stream, timeout: Duration) -> io::Result<()> {
+    let mut notice = FrameHeader::credit(0);
+    notice.seq = GRANT_FOLLOWS;
+    send_frame_within(stream, &notice, timeout)
+}
+
+fn send_frame_within(stream: &mut Stream, hdr: &FrameHeader, timeout: Duration) -> io::Result<()> {
     stream.set_timeouts(Some(timeout))?;
-    write_frame(stream, &FrameHeader::credit(bytes), &[])?;
+    write_frame(stream, hdr, &[])?;
     stream.set_timeouts(None)
 }
 
-/// Connector, on its writer thread: read the initial eager window, which
-/// the acceptor sends once it admitted us (perhaps only once it learnt our
-/// key), by `deadline`. Only the read timeout is set: other threads write
-/// to the same socket meanwhile, and nothing else is ever read from it.
-pub(crate) fn read_grant(stream: &mut Stream, deadline: Instant) -> io::Result<u64> {
+/// What the acceptor's first frame after the handshake says.
+pub(crate) enum Grant {
+    /// Admitted: this many bytes of eager credit.
+    Window(u64),
+    /// Admission pending; the window follows once admitted.
+    Follows,
+}
+
+/// Connector: read the acceptor's CREDIT frame by `deadline`. Only the
+/// read timeout is set: other threads may write to the same socket
+/// meanwhile, and nothing but these frames is ever read from it.
+pub(crate) fn read_grant(stream: &mut Stream, deadline: Instant) -> io::Result<Grant> {
     let mut b = [0u8; HEADER_LEN];
     let mut got = 0;
     while got < HEADER_LEN {
@@ -276,7 +296,7 @@ pub(crate) fn read_grant(stream: &mut Stream, deadline: Instant) -> io::Result<u
         if left.is_zero() {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                "no credit grant by the admission deadline",
+                "no credit grant by its deadline",
             ));
         }
         stream.set_read_timeout(Some(left))?;
@@ -293,7 +313,10 @@ pub(crate) fn read_grant(stream: &mut Stream, deadline: Instant) -> io::Result<u
         }
     }
     match FrameHeader::decode(&b) {
-        Ok(h) if h.kind == FrameKind::Credit => Ok(h.count),
+        Ok(h) if h.kind == FrameKind::Credit && h.seq == GRANT_FOLLOWS && h.count == 0 => {
+            Ok(Grant::Follows)
+        }
+        Ok(h) if h.kind == FrameKind::Credit => Ok(Grant::Window(h.count)),
         _ => Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "peer did not send its credit grant after the handshake",

@@ -641,20 +641,24 @@ fn unknown_contexts_are_bounded_in_count_and_age() {
     let mut cfg = EngineConfig::new("testhost");
     cfg.early_context_age = Duration::from_secs(3600);
     let eb = Engine::start(cfg).unwrap();
+    // eb admits ea's connection only once it holds a table naming ea: an
+    // intercomm on another context, so that the 257 contexts below are
+    // unknown to eb when their announcements arrive.
+    let _k = eb.intercomm(99, 0, 1, vec![ea.endpoint()]).unwrap();
     let big = flood_message(5, 128 << 10);
     let comms: Vec<InterComm> = (0..257u64)
         .map(|c| ea.intercomm(1000 + c, 0, 1, vec![eb.endpoint()]).unwrap())
         .collect();
     let mut reqs: Vec<SendRequest> = comms.iter().map(|c| c.isend(0, 1, &big).unwrap()).collect();
-    // The 257th context is one too many: its announcement is answered (once
-    // the receiver knows how to reach the sender) and its payload discarded.
-    let b = eb.intercomm(1005, 0, 1, vec![ea.endpoint()]).unwrap();
+    // The 257th context is one too many: its announcement is answered and
+    // its payload discarded.
     reqs.pop().unwrap().wait_timeout(T).unwrap();
     assert!(
         reqs.iter().all(|r| !r.test()),
         "kept contexts wait for their receives"
     );
     // A context registered late still gets its message.
+    let b = eb.intercomm(1005, 0, 1, vec![ea.endpoint()]).unwrap();
     let mut got = vec![0u8; 128 << 10];
     b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut got, T)
         .unwrap();

@@ -158,16 +158,24 @@ impl Shared {
     /// Remember how to reach the processes of a remote group, and send
     /// them what we owed them meanwhile.
     pub(crate) fn learn_peers(self: &Arc<Self>, remote: &[Endpoint]) {
+        // Peers, then owed (as in `send_control`): a frame is either owed
+        // before the endpoint is known, and taken here, or sent directly.
         let mut m = lock(&self.peers);
         for e in remote {
             m.entry(e.process).or_insert_with(|| e.clone());
         }
+        let owed: Vec<(Uuid, Vec<FrameHeader>)> = {
+            let mut o = lock(&self.owed);
+            remote
+                .iter()
+                .filter_map(|e| o.remove(&e.process).map(|q| (e.process, q)))
+                .collect()
+        };
         drop(m);
-        for e in remote {
-            let owed = lock(&self.owed).remove(&e.process).unwrap_or_default();
-            for hdr in owed {
-                if let Err(err) = self.send_control(e.process, hdr) {
-                    debug!(peer = %e.process, error = %err, "could not send an owed control frame");
+        for (peer, frames) in owed {
+            for hdr in frames {
+                if let Err(err) = self.send_control(peer, hdr) {
+                    debug!(%peer, error = %err, "could not send an owed control frame");
                 }
             }
         }
@@ -208,10 +216,16 @@ impl Shared {
     fn admit(self: &Arc<Self>, mut stream: Stream, via: String, slot: &mut HandshakeSlot<'_>) {
         let timeout = self.limits.handshake_timeout;
         let accepted =
-            transport::accept_handshake(&self.identity, &mut stream, &via, timeout, |p| {
+            transport::accept_handshake(&self.identity, &mut stream, &via, timeout, |p, stream| {
+                if let Some(key) = self.admission.known(p) {
+                    return Ok(key);
+                }
+                transport::send_grant_follows(stream, timeout)
+                    .map_err(|e| format!("cannot tell it that admission is pending: {e}"))?;
                 // The exchange on the socket is over: waiting for a table is
-                // bounded by admission (its own count and deadline), not by the
-                // handshake slots, so strangers waiting cannot starve known peers.
+                // bounded by admission (its own count and deadline), not by
+                // the handshake slots, so strangers waiting cannot starve
+                // known peers' handshakes.
                 slot.release();
                 let deadline = Instant::now() + self.limits.admission_timeout;
                 self.admission.key_of(p, deadline)
@@ -273,31 +287,49 @@ impl Shared {
         if let Some(c) = guard.as_ref() {
             return Ok(Arc::clone(c));
         }
-        let stream = transport::connect(
+        let mut stream = transport::connect(
             &self.endpoint,
             &self.identity,
             ep,
             self.limits.handshake_timeout,
         )?;
-        let grant_reader = stream
-            .try_clone()
-            .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
-        // No credit until the acceptor's grant arrives (it may first wait for
-        // the table naming us): meanwhile messages go by rendezvous, so a
-        // send never waits here for the peer to form its intercommunicator.
-        let conn = OutConn::new(ep.process, stream, 0)
+        let first =
+            transport::read_grant(&mut stream, Instant::now() + self.limits.handshake_timeout)
+                .map_err(|e| BridgeError::Connect {
+                    process: ep.process,
+                    address: "its data socket".into(),
+                    reason: e.to_string(),
+                })?;
+        let (credit, grant_reader) = match first {
+            transport::Grant::Window(bytes) => (bytes, None),
+            // The peer waits for the table naming us (it has not formed its
+            // intercomm yet): no credit until its grant comes. Nothing waits
+            // for it here; blocking small sends wait for it (see
+            // `OutConn::wait_granted`), others go by rendezvous meanwhile.
+            transport::Grant::Follows => {
+                let reader = stream
+                    .try_clone()
+                    .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
+                (0, Some(reader))
+            }
+        };
+        let conn = OutConn::new(ep.process, stream, credit, grant_reader.is_some())
             .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
         let grant_deadline =
             Instant::now() + self.limits.admission_timeout + self.limits.handshake_timeout;
         let (c2, me) = (Arc::clone(&conn), Arc::clone(self));
         let h = spawn("bridge-writer", move || {
-            if c2.await_grant(grant_reader, grant_deadline, &*me) {
+            let granted = match grant_reader {
+                Some(reader) => c2.await_grant(reader, grant_deadline, &*me),
+                None => true,
+            };
+            if granted {
                 c2.writer_loop(me)
             }
         })?;
         self.add_threads([h]);
         *guard = Some(Arc::clone(&conn));
-        debug!(peer = %ep.process, "opened data connection");
+        debug!(peer = %ep.process, credit, "opened data connection");
         // A failure or shutdown may have been recorded while we connected.
         if let Some(reason) = self.failures.reason(ep.process) {
             conn.fail(&reason);
@@ -311,8 +343,9 @@ impl Shared {
     /// Queue a control frame (SYNC_ACK, CTS, CREDIT) for process `peer`;
     /// kept (at most MAX_UNEXPECTED_RTS per peer) until we learn its endpoint.
     fn send_control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
-        let known = lock(&self.peers).get(&peer).cloned();
-        let Some(ep) = known else {
+        let peers = lock(&self.peers);
+        let Some(ep) = peers.get(&peer).cloned() else {
+            // Still holding `peers`: `learn_peers` cannot slip in between.
             let mut owed = lock(&self.owed);
             let q = owed.entry(peer).or_default();
             if q.len() >= MAX_UNEXPECTED_RTS as usize {
@@ -323,6 +356,7 @@ impl Shared {
             q.push(hdr);
             return Ok(());
         };
+        drop(peers);
         self.conn(&ep, 0)?.enqueue(Queued {
             hdr,
             payload: Vec::new(),
