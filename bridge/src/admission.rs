@@ -49,6 +49,11 @@ impl Admission {
         Ok(())
     }
 
+    /// The public key of `process` if a table we hold names it (no waiting).
+    pub(crate) fn known(&self, process: Uuid) -> Option<[u8; PUBLIC_KEY_LEN]> {
+        lock(&self.state).keys.get(&process).copied()
+    }
+
     /// The public key of `process`, waiting until `deadline` for a table that
     /// names it. Err says why the connection is refused.
     pub(crate) fn key_of(

@@ -1,7 +1,7 @@
 //! The engine's connection table: the one outgoing connection per peer
 //! (opened lazily; its slot's mutex makes sure there is exactly one), the
-//! incoming connection from each peer (for threads that read it themselves)
-//! and the socket handles of accepted connections (to shut them down).
+//! incoming connection from each peer (for threads that read it themselves
+//! and to shut it down), removed when it ends.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,7 +11,6 @@ use uuid::Uuid;
 use crate::incoming::InConn;
 use crate::outgoing::OutConn;
 use crate::sync::lock;
-use crate::transport::Stream;
 
 /// Outgoing connection of one peer, filled in on first use.
 pub(crate) type OutSlot = Arc<Mutex<Option<Arc<OutConn>>>>;
@@ -22,8 +21,6 @@ pub(crate) struct Connections {
     outgoing: Mutex<HashMap<Uuid, OutSlot>>,
     /// Incoming connection of each peer.
     incoming: Mutex<HashMap<Uuid, Arc<InConn>>>,
-    /// Clones of accepted sockets, shut down when the engine stops.
-    accepted: Mutex<Vec<(Uuid, Stream)>>,
 }
 
 impl Connections {
@@ -46,12 +43,16 @@ impl Connections {
             .collect()
     }
 
-    pub(crate) fn add_accepted(&self, peer: Uuid, handle: Stream) {
-        lock(&self.accepted).push((peer, handle));
-    }
-
     pub(crate) fn add_incoming(&self, c: Arc<InConn>) {
         lock(&self.incoming).insert(c.peer, c);
+    }
+
+    /// `c` ended: forget it (unless a newer connection of its peer replaced it).
+    pub(crate) fn remove_incoming(&self, c: &Arc<InConn>) {
+        let mut m = lock(&self.incoming);
+        if m.get(&c.peer).is_some_and(|x| Arc::ptr_eq(x, c)) {
+            m.remove(&c.peer);
+        }
     }
 
     pub(crate) fn incoming(&self, peer: Uuid) -> Option<Arc<InConn>> {
@@ -66,10 +67,11 @@ impl Connections {
         }
     }
 
-    /// Shut down every accepted socket (their readers then see EOF).
-    pub(crate) fn shut_down_accepted(&self) {
-        for (_, s) in lock(&self.accepted).drain(..) {
-            s.shutdown();
+    /// Shut down every incoming socket (their readers then see EOF).
+    pub(crate) fn shut_down_incoming(&self) {
+        let all: Vec<Arc<InConn>> = lock(&self.incoming).values().cloned().collect();
+        for c in all {
+            c.shutdown_socket();
         }
     }
 }

@@ -1,11 +1,11 @@
-//! Wire format of the data connections: the
-//! fixed 56-byte frame header that precedes every payload, and reading a
-//! payload of a known length.
+//! Wire format of the data connections: the fixed 56-byte frame header
+//! that precedes every payload, and reading a payload of a known length.
 //!
 //! Frame header (little-endian):
 //! ```text
 //! off size field
-//!  0   1   kind         1 EAGER, 2 SYNC_EAGER (ssend), 3 SYNC_ACK, 4 BYE
+//!  0   1   kind         1 EAGER, 2 SYNC_EAGER (ssend), 3 SYNC_ACK, 4 BYE,
+//!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT
 //!  1   1   wire format  0 raw LE, 1 raw BE, 2 external32
 //!  2   2   reserved (0)
 //!  4   4   source rank  (u32, rank of the sender in ITS local group)
@@ -17,7 +17,16 @@
 //! 40   8   count        (u64 elements)
 //! 48   8   payload len  (u64 bytes that follow the header)
 //! ```
+//! Rendezvous (see `rendezvous`): RTS carries a message's envelope and its
+//! length in `payload len` but NO payload; CTS (receiver → sender, on the
+//! receiver's own connection) echoes the RTS's seq; DATA echoes it too and
+//! carries the payload. CREDIT returns eager credit: `count` bytes.
 //! The connection handshake that precedes the frames is in `handshake`.
+//! Right after the handshake the acceptor sends one CREDIT frame on the
+//! accepted socket: the connector's initial window if it admitted the
+//! connector at once, or, if it must first wait for the table naming the
+//! connector, a notice of 0 bytes with seq `GRANT_FOLLOWS`, followed by
+//! the window once admitted. Nothing else travels in that direction.
 
 use std::io::{self, Read};
 
@@ -25,6 +34,8 @@ use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
 
 pub(crate) const HEADER_LEN: usize = 56;
+/// `seq` of the CREDIT frame that says "admission pending: the grant follows".
+pub(crate) const GRANT_FOLLOWS: u64 = 1;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +49,24 @@ pub(crate) enum FrameKind {
     SyncAck = 3,
     /// Orderly goodbye: the sender will send nothing more.
     Bye = 4,
+    /// Request to send: a message's envelope and length, payload to follow after CTS.
+    Rts = 5,
+    /// Clear to send: "a receive matched your RTS with this seq". Sent on the receiver's own connection.
+    Cts = 6,
+    /// The payload of a rendezvous message (seq of its RTS).
+    Data = 7,
+    /// Eager credit returned (or granted): `count` bytes.
+    Credit = 8,
+}
+
+impl FrameKind {
+    /// Whether `payload len` bytes follow the header on the wire.
+    pub(crate) fn carries_payload(self) -> bool {
+        matches!(
+            self,
+            FrameKind::Eager | FrameKind::SyncEager | FrameKind::Data
+        )
+    }
 }
 
 /// Decoded frame header.
@@ -89,6 +118,10 @@ impl FrameHeader {
             2 => FrameKind::SyncEager,
             3 => FrameKind::SyncAck,
             4 => FrameKind::Bye,
+            5 => FrameKind::Rts,
+            6 => FrameKind::Cts,
+            7 => FrameKind::Data,
+            8 => FrameKind::Credit,
             k => return Err(BridgeError::Protocol(format!("unknown frame kind {k}"))),
         };
         let format = WireFormat::from_u8(b[1])
@@ -105,7 +138,7 @@ impl FrameHeader {
                 b[o + 7],
             ])
         };
-        Ok(FrameHeader {
+        let hdr = FrameHeader {
             kind,
             format,
             source: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
@@ -115,7 +148,21 @@ impl FrameHeader {
             signature: u64_at(32),
             count: u64_at(40),
             payload_len: u64_at(48),
-        })
+        };
+        if !kind.carries_payload() && kind != FrameKind::Rts && hdr.payload_len != 0 {
+            return Err(BridgeError::Protocol(format!(
+                "{kind:?} frame claims a payload of {} bytes",
+                hdr.payload_len
+            )));
+        }
+        Ok(hdr)
+    }
+
+    /// A CREDIT frame returning (or granting) `bytes` of eager credit.
+    pub(crate) fn credit(bytes: u64) -> Self {
+        let mut h = FrameHeader::control(FrameKind::Credit, 0, 0);
+        h.count = bytes;
+        h
     }
 }
 

@@ -1,40 +1,45 @@
-//! Incoming connections and who reads them: leader/follower progress.
+//! Incoming connections and who reads them: leader/follower progress over
+//! one poller thread for all connections.
 //!
 //! Each incoming connection has one [`Reader`] (the buffered socket) that at
 //! most one thread holds at a time — the "reader token". Whoever holds it
-//! reads frames and matches them exactly as described in the crate docs.
+//! reads frames and acts on them through [`FrameHandler`].
 //!
-//! * The connection's background thread holds the token while no application
-//!   thread is waiting on this peer, and blocks in `poll(2)` on the socket and
-//!   a wake-up eventfd (never spins). That keeps independent progress:
-//!   messages arrive, SYNC_ACKs go out and large frames drain while the
-//!   application computes.
+//! * While no application thread waits on this peer, the engine's one
+//!   poller thread (see `poller`) watches the socket with epoll and, when it
+//!   is readable, takes the token and reads the frames that are there. That
+//!   keeps independent progress — messages arrive, SYNC_ACKs, CTSs and
+//!   credits go out, rendezvous payloads drain — while the application
+//!   computes, without a thread per connection.
 //! * An application thread that blocks for something only this peer can
-//!   deliver (a receive naming one of its ranks, the SYNC_ACK of an ssend to
-//!   it) takes the token and reads the socket itself: the frame that
-//!   completes its wait is read, matched (zero-copy into a posted buffer) and
-//!   completed by the thread that wanted it — one wake-up per message instead
-//!   of two (reader thread, then a Condvar). If the background thread holds
-//!   the token it is kicked out of `poll` through the eventfd.
-//! * Handing the token back is lazy: a leaving application thread does not
-//!   wake the background thread (that would cost a wake-up per message); the
-//!   parked background thread rechecks every [`HANDBACK_TICK`] and takes the
-//!   token once no application thread waited during a whole tick (so a
-//!   ping-pong that leaves the library between messages never has to kick
-//!   it). Independent progress therefore resumes at most two ticks after the
-//!   application stops calling in (threads blocked in probe, `wait_any`, an
-//!   issend request or an ANY_SOURCE receive over several processes rely on
-//!   the background readers and may see a message up to that late).
+//!   deliver (a receive naming one of its ranks, the SYNC_ACK or CTS of a
+//!   send to it) takes the token and reads the socket itself, blocking in
+//!   `poll(2)` on the socket and the connection's wake-up eventfd: the frame
+//!   that completes its wait is read, matched (straight into a posted
+//!   buffer) and completed by the thread that wanted it — one wake-up per
+//!   message.
+//! * Handing the token back is lazy: the poller re-arms the socket only once
+//!   no application thread waited during a whole tick (so a ping-pong that
+//!   leaves the library between messages never wakes the poller). Threads
+//!   blocked in probe, `wait_any`, or an ANY_SOURCE receive over several
+//!   processes rely on the poller and may see a message up to two ticks late.
 //! * Anything that completes a waiter without reading this socket (peer
 //!   failure, engine shutdown, intercomm teardown) calls [`InConn::wake`] so
 //!   token holders blocked in `poll` and threads waiting for the token
 //!   re-check their completion.
+//! * A connection that ends (EOF, error, malformed frame) is taken off the
+//!   poller and its socket and eventfd are closed; only that connection is
+//!   affected.
+//! * Limitation: frames are read with blocking reads, so a peer that stops
+//!   in the middle of a frame holds the poller until its bytes come or its
+//!   connection closes (slow is not dead); meanwhile application threads
+//!   waiting on other peers still read those peers' connections themselves.
 
 use std::io::{self, BufReader, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Instant;
 
 use tracing::{debug, warn};
 use uuid::Uuid;
@@ -43,6 +48,7 @@ use crate::completion::Completion;
 use crate::error::Result;
 use crate::frame::{FrameHeader, FrameKind, HEADER_LEN};
 use crate::outgoing::PeerLost;
+use crate::poller::{Poller, Watched};
 use crate::sync::{cv_wait, lock};
 use crate::transport::Stream;
 
@@ -53,19 +59,19 @@ pub(crate) type FrameReader = BufReader<Stream>;
 /// connection that ends without BYE is reported through [`PeerLost`].
 pub(crate) trait FrameHandler: PeerLost {
     fn is_shutting_down(&self) -> bool;
-    /// A message frame (EAGER or SYNC_EAGER) from `peer`; its payload is next
-    /// in `rd`. `Err` ends the connection.
+    /// A frame that may carry a payload (EAGER, SYNC_EAGER, RTS, DATA) from
+    /// `peer`; its payload, if any, is next in `rd`. `Err` ends the connection.
     fn message(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()>;
-    /// `peer` acknowledged our synchronous send `seq`.
-    fn sync_ack(&self, peer: Uuid, seq: u64);
+    /// A control frame (SYNC_ACK, CTS, CREDIT) from `peer`. `Err` ends the connection.
+    fn control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()>;
     /// `peer` said goodbye (BYE) and closed: nothing more will come from it.
     fn peer_departed(&self, peer: Uuid, reason: &str);
+    /// The connection `conn` ended and was closed (after the two above).
+    fn connection_closed(&self, conn: &Arc<InConn>);
 }
 
-/// How often a parked background reader checks whether application threads left.
-pub(crate) const HANDBACK_TICK: Duration = Duration::from_millis(1);
 /// Read buffer of a connection; big enough to pick up many small frames per read().
-const READ_BUFFER: usize = 256 * 1024;
+const READ_BUFFER: usize = 64 * 1024;
 
 /// The reader token: the buffered socket plus per-connection parse state.
 pub(crate) struct Reader {
@@ -76,9 +82,7 @@ pub(crate) struct Reader {
 struct InState {
     /// None while some thread holds the token.
     reader: Option<Reader>,
-    /// The background thread holds the token (so it must be kicked to get it).
-    bg_holds: bool,
-    /// The connection ended (EOF, error, protocol violation); nobody reads it any more.
+    /// The connection ended (EOF, error, protocol violation); its socket is closed.
     ended: bool,
 }
 
@@ -88,25 +92,62 @@ pub(crate) struct InConn {
     state: Mutex<InState>,
     /// Token hand-over and "your completion may be done" notifications.
     cv: Condvar,
-    /// Application threads currently waiting on this peer (read without the lock by token holders).
+    /// Application threads currently waiting on this peer.
     app_waiting: AtomicUsize,
-    /// Bumped whenever an application thread starts waiting: tells the parked
-    /// background thread whether the application was active during its last tick.
+    /// Bumped whenever an application thread starts waiting (for the lazy handback).
     activity: AtomicU64,
-    /// eventfd that interrupts a token holder blocked in poll().
+    /// eventfd that interrupts an application token holder blocked in poll().
     kick: OwnedFd,
+    /// The socket's descriptor: valid while `ended` is false (for epoll and shutdown).
+    fd: RawFd,
+    poller: Arc<Poller>,
+    /// Poller token (set once by `watch`).
+    token: AtomicU64,
 }
 
 enum Step {
     /// Processed a frame or was interrupted: re-check what we wait for.
     Progress,
     Timeout,
-    /// The connection is gone; end handling already done.
-    Ended,
+}
+
+/// The poller's view of a connection: the connection and its (weak) owner.
+struct Served<H: FrameHandler> {
+    conn: Arc<InConn>,
+    owner: Weak<H>,
+}
+
+impl<H: FrameHandler> Watched for Served<H> {
+    fn readable(&self) {
+        if let Some(owner) = self.owner.upgrade() {
+            self.conn.serve_ready(&owner);
+        }
+    }
+    fn quiet_since(&self, seen: &mut u64) -> bool {
+        let act = self.conn.activity.load(Ordering::SeqCst);
+        let quiet = self.conn.app_waiting.load(Ordering::SeqCst) == 0 && *seen == act;
+        *seen = act;
+        quiet
+    }
+    fn take_over(&self) {
+        self.conn.take_over();
+    }
+}
+
+/// Whether `fd` has bytes to read right now (never blocks).
+fn readable_now(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents != 0
 }
 
 impl InConn {
-    pub(crate) fn new(peer: Uuid, stream: Stream) -> io::Result<Arc<InConn>> {
+    pub(crate) fn new(peer: Uuid, stream: Stream, poller: Arc<Poller>) -> io::Result<Arc<InConn>> {
         // SAFETY: plain syscall without pointers; the result is checked below.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
@@ -114,6 +155,7 @@ impl InConn {
         }
         // SAFETY: `fd` is a freshly created descriptor that nothing else owns.
         let kick = unsafe { OwnedFd::from_raw_fd(fd) };
+        let sock = stream.as_raw_fd();
         Ok(Arc::new(InConn {
             peer,
             state: Mutex::new(InState {
@@ -121,14 +163,82 @@ impl InConn {
                     rd: BufReader::with_capacity(READ_BUFFER, stream),
                     saw_bye: false,
                 }),
-                bg_holds: false,
                 ended: false,
             }),
             cv: Condvar::new(),
             app_waiting: AtomicUsize::new(0),
             activity: AtomicU64::new(0),
             kick,
+            fd: sock,
+            poller,
+            token: AtomicU64::new(0),
         }))
+    }
+
+    /// Hand the connection to the poller (it starts reading at once).
+    pub(crate) fn watch<H: FrameHandler>(self: &Arc<Self>, owner: &Arc<H>) {
+        let served: Arc<dyn Watched> = Arc::new(Served {
+            conn: Arc::clone(self),
+            owner: Arc::downgrade(owner),
+        });
+        let token = self.poller.add(served);
+        self.token.store(token, Ordering::SeqCst);
+        self.take_over();
+    }
+
+    fn token(&self) -> u64 {
+        self.token.load(Ordering::SeqCst)
+    }
+
+    /// Poller side: arm the socket, or read at once if bytes are buffered.
+    fn take_over(&self) {
+        let st = lock(&self.state);
+        if st.ended {
+            return;
+        }
+        // Held by an application thread: it hands the connection back when it leaves.
+        let Some(r) = st.reader.as_ref() else {
+            return;
+        };
+        if !r.rd.buffer().is_empty() {
+            drop(st);
+            self.poller.run_soon(self.token());
+        } else if let Err(e) = self.poller.arm(self.token(), self.fd) {
+            warn!(peer = %self.peer, error = %e, "cannot watch a data connection");
+        }
+    }
+
+    /// Poller side: the socket is readable; read the frames that are there.
+    fn serve_ready<H: FrameHandler>(self: &Arc<Self>, owner: &Arc<H>) {
+        let mut st = lock(&self.state);
+        if st.ended {
+            return;
+        }
+        let Some(mut r) = st.reader.take() else {
+            return;
+        };
+        drop(st);
+        loop {
+            if let Err(reason) = read_frame(owner, self.peer, &mut r) {
+                self.end(owner, r, reason);
+                return;
+            }
+            if self.app_waiting.load(Ordering::SeqCst) > 0 || owner.is_shutting_down() {
+                break;
+            }
+            if r.rd.buffer().is_empty() && !readable_now(self.fd) {
+                break;
+            }
+        }
+        let mut st = lock(&self.state);
+        st.reader = Some(r);
+        drop(st);
+        self.cv.notify_all();
+        if self.app_waiting.load(Ordering::SeqCst) > 0 {
+            self.poller.hand_back(self.token());
+        } else {
+            self.take_over();
+        }
     }
 
     fn kick(&self) {
@@ -151,20 +261,31 @@ impl InConn {
         self.kick();
     }
 
-    /// Token holder: wait for data (or a kick / the deadline), then process one frame.
+    /// Shut the socket down (engine stop): its reader then sees EOF.
+    pub(crate) fn shutdown_socket(&self) {
+        let st = lock(&self.state);
+        if !st.ended {
+            // SAFETY: `fd` is open while `ended` is false, and it is closed only
+            // with the state lock held after `ended` was set.
+            unsafe { libc::shutdown(self.fd, libc::SHUT_RDWR) };
+        }
+    }
+
+    /// Application token holder: wait for data (or a kick / the deadline), then process one frame.
+    /// `Err` carries why the connection must end.
     fn pump<H: FrameHandler>(
         &self,
         owner: &Arc<H>,
         r: &mut Reader,
         deadline: Option<Instant>,
-    ) -> Step {
+    ) -> std::result::Result<Step, String> {
         if r.rd.buffer().is_empty() {
             let timeout_ms: libc::c_int = match deadline {
                 None => -1,
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
                     if left.is_zero() {
-                        return Step::Timeout;
+                        return Ok(Step::Timeout);
                     }
                     // Round up so we never wake before the deadline.
                     left.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int
@@ -172,7 +293,7 @@ impl InConn {
             };
             let mut fds = [
                 libc::pollfd {
-                    fd: r.rd.get_ref().as_raw_fd(),
+                    fd: self.fd,
                     events: libc::POLLIN,
                     revents: 0,
                 },
@@ -188,33 +309,38 @@ impl InConn {
             if n < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
-                    return Step::Progress;
+                    return Ok(Step::Progress);
                 }
-                return self.end(owner, r, format!("poll failed: {e}"));
+                return Err(format!("poll failed: {e}"));
             }
             if fds[1].revents != 0 {
                 self.drain_kick();
             }
             if fds[0].revents == 0 {
-                return if n == 0 {
+                return Ok(if n == 0 {
                     Step::Timeout
                 } else {
                     Step::Progress
-                };
+                });
             }
         }
-        match read_frame(owner, self.peer, r) {
-            Ok(()) => Step::Progress,
-            Err(reason) => self.end(owner, r, reason),
-        }
+        read_frame(owner, self.peer, r).map(|()| Step::Progress)
     }
 
-    /// The connection ended: record it and run failure detection (EOF without BYE → PeerFailed).
-    fn end<H: FrameHandler>(&self, owner: &Arc<H>, r: &Reader, reason: String) -> Step {
-        lock(&self.state).ended = true;
+    /// The connection ended: close it, then run failure detection (EOF without BYE → PeerFailed).
+    fn end<H: FrameHandler>(self: &Arc<Self>, owner: &Arc<H>, r: Reader, reason: String) {
+        let saw_bye = r.saw_bye;
+        {
+            let mut st = lock(&self.state);
+            st.ended = true;
+            self.poller.remove(self.token(), self.fd);
+            // Closes the socket, with the state lock held (see shutdown_socket).
+            drop(r);
+        }
+        owner.connection_closed(self);
         let peer = self.peer;
         if !owner.is_shutting_down() {
-            if r.saw_bye {
+            if saw_bye {
                 debug!(%peer, "peer said goodbye");
                 owner.peer_departed(peer, "peer engine shut down (BYE)");
             } else {
@@ -223,56 +349,13 @@ impl InConn {
             }
         }
         self.wake();
-        Step::Ended
-    }
-
-    /// Background thread body: hold the token whenever no application thread wants it.
-    pub(crate) fn background<H: FrameHandler>(self: Arc<Self>, owner: Arc<H>) {
-        // At connection start nobody waits yet: take the token at once.
-        let mut quiet_needed = false;
-        loop {
-            let mut r = {
-                let mut st = lock(&self.state);
-                let mut seen: Option<u64> = None;
-                loop {
-                    if st.ended || owner.is_shutting_down() {
-                        return;
-                    }
-                    let act = self.activity.load(Ordering::SeqCst);
-                    if self.app_waiting.load(Ordering::SeqCst) == 0
-                        && (!quiet_needed || seen == Some(act))
-                    {
-                        if let Some(r) = st.reader.take() {
-                            st.bg_holds = true;
-                            break r;
-                        }
-                    }
-                    seen = Some(act);
-                    st = cv_wait(&self.cv, st, Some(Instant::now() + HANDBACK_TICK)).0;
-                }
-            };
-            quiet_needed = true;
-            loop {
-                if let Step::Ended = self.pump(&owner, &mut r, None) {
-                    return;
-                }
-                if self.app_waiting.load(Ordering::SeqCst) > 0 || owner.is_shutting_down() {
-                    break;
-                }
-            }
-            let mut st = lock(&self.state);
-            st.reader = Some(r);
-            st.bg_holds = false;
-            drop(st);
-            self.cv.notify_all();
-        }
     }
 
     /// Application thread: block until `done` completes (or `deadline`), reading
     /// this connection ourselves whenever nobody else does.
     /// Returns None on timeout with `done` still pending.
     pub(crate) fn wait_reading<H: FrameHandler, T>(
-        &self,
+        self: &Arc<Self>,
         owner: &Arc<H>,
         done: &Completion<T>,
         deadline: Option<Instant>,
@@ -284,7 +367,7 @@ impl InConn {
             }
         }
         self.app_waiting.fetch_add(1, Ordering::SeqCst);
-        self.activity.fetch_add(1, Ordering::Relaxed);
+        self.activity.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&self.app_waiting);
         let mut st = lock(&self.state);
         loop {
@@ -299,17 +382,17 @@ impl InConn {
             if let Some(mut r) = st.reader.take() {
                 drop(st);
                 let mut timed_out = false;
-                let mut ended = false;
                 while done.is_pending() {
                     match self.pump(owner, &mut r, deadline) {
-                        Step::Progress => {}
-                        Step::Timeout => {
+                        Ok(Step::Progress) => {}
+                        Ok(Step::Timeout) => {
                             timed_out = true;
                             break;
                         }
-                        Step::Ended => {
-                            ended = true;
-                            break;
+                        Err(reason) => {
+                            self.end(owner, r, reason);
+                            self.hand_back_done();
+                            return done.wait_until(deadline);
                         }
                     }
                     if self.app_waiting.load(Ordering::SeqCst) > 1 {
@@ -319,19 +402,18 @@ impl InConn {
                     }
                 }
                 st = lock(&self.state);
-                if !ended {
-                    st.reader = Some(r);
-                }
+                st.reader = Some(r);
+                // Only other application threads wait on the condvar for the token.
                 if self.app_waiting.load(Ordering::SeqCst) > 1 {
                     self.cv.notify_all();
                 }
+                drop(st);
+                self.hand_back_done();
                 if timed_out && done.is_pending() {
                     return None;
                 }
+                st = lock(&self.state);
                 continue;
-            }
-            if st.bg_holds {
-                self.kick();
             }
             let (g, timed_out) = cv_wait(&self.cv, st, deadline);
             st = g;
@@ -339,6 +421,10 @@ impl InConn {
                 return None;
             }
         }
+    }
+
+    fn hand_back_done(&self) {
+        self.poller.hand_back(self.token());
     }
 }
 
@@ -357,12 +443,14 @@ fn read_frame<H: FrameHandler>(
         });
     }
     let hdr = FrameHeader::decode(&hb).map_err(|e| format!("{e}"))?;
+    if r.saw_bye {
+        return Err(format!("{:?} frame after BYE", hdr.kind));
+    }
     let res = match hdr.kind {
-        FrameKind::Eager | FrameKind::SyncEager => owner.message(peer, hdr, &mut r.rd),
-        FrameKind::SyncAck => {
-            owner.sync_ack(peer, hdr.seq);
-            Ok(())
+        FrameKind::Eager | FrameKind::SyncEager | FrameKind::Rts | FrameKind::Data => {
+            owner.message(peer, hdr, &mut r.rd)
         }
+        FrameKind::SyncAck | FrameKind::Cts | FrameKind::Credit => owner.control(peer, hdr),
         FrameKind::Bye => {
             r.saw_bye = true;
             Ok(())

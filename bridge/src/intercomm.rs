@@ -17,10 +17,12 @@ use crate::engine::Engine;
 use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
 use crate::frame::{FrameHeader, FrameKind};
+use crate::ledger::FRAME_COST;
 use crate::matching::{
     fill_from_arrived, Ctx, PostedRecv, RawBuf, RecvOutcome, Source, Status, Tag, Target,
 };
-use crate::outgoing::{Queued, TryInline};
+use crate::outgoing::{OutConn, Queued, TryInline};
+use crate::rendezvous::PendingSend;
 use crate::request::{RecvProgress, RecvRequest, SendRequest, TypedRecvRequest};
 use crate::sync::{cv_wait, deadline_of, lock};
 use crate::wire::{TypeSig, WireType};
@@ -58,6 +60,7 @@ impl Engine {
         // Admit data connections from these processes (their keys) first.
         self.shared.admission.learn(&remote)?;
         let ctx = self.shared.contexts.register(context, remote.clone())?;
+        self.shared.learn_peers(&remote);
         // Peers that already failed count against the new intercomm too.
         let failed = self.shared.failures.all();
         {
@@ -183,7 +186,12 @@ impl InterComm {
 
     // ---------------------------------------------------------------- sends
 
-    /// Blocking standard-mode send (eager: returns once the bytes are in the kernel).
+    /// Blocking standard-mode send. A message up to the eager limit returns
+    /// once the bytes are in the kernel (or, when the receiver has no credit
+    /// left, once they are buffered in this process); a larger one returns
+    /// once the receiver matched it and the payload went out. Either waits
+    /// first, if the receiver has not formed its intercomm yet, until it has
+    /// and admitted our connection (as MPI allows a standard send to block).
     pub fn send_bytes(
         &self,
         dest: u32,
@@ -194,7 +202,118 @@ impl InterComm {
     ) -> Result<()> {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = self.engine.shared.conn(ep, dest)?;
-        conn.write_blocking(self.engine.shared.as_ref(), &hdr, payload, dest)
+        if payload.len() <= self.engine.shared.limits.eager_limit {
+            conn.wait_granted();
+        }
+        if self.eager_ok(&conn, payload.len()) {
+            return conn.write_blocking(self.engine.shared.as_ref(), &hdr, payload, dest);
+        }
+        if payload.len() <= self.engine.shared.limits.eager_limit {
+            // A small message the receiver has no credit for: buffer it here
+            // (the sender's memory, not the receiver's) and announce it, so
+            // that programs relying on eager sends of small messages (as
+            // with every MPI library) keep working. It goes out once matched.
+            let req =
+                self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload.to_vec())?;
+            drop(req);
+            return Ok(());
+        }
+        self.rendezvous_blocking(&conn, hdr, ep.process, dest, payload, None)
+    }
+
+    /// Whether a message of `len` bytes goes eagerly: within the eager limit
+    /// and the receiver's credit (which it then spends).
+    fn eager_ok(&self, conn: &OutConn, len: usize) -> bool {
+        len <= self.engine.shared.limits.eager_limit
+            && conn.take_credit((len as u64).saturating_add(FRAME_COST))
+    }
+
+    /// Rendezvous from the caller's memory: RTS, wait for the CTS (reading
+    /// the peer's connection ourselves), then DATA. On timeout the payload is
+    /// copied into the pending send, so the message still goes out once matched.
+    fn rendezvous_blocking(
+        &self,
+        conn: &OutConn,
+        mut hdr: FrameHeader,
+        peer: Uuid,
+        dest: u32,
+        payload: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let shared = &self.engine.shared;
+        hdr.kind = FrameKind::Rts;
+        let done = Completion::new(Arc::clone(&shared.any));
+        shared.rendezvous.add_send(
+            hdr.seq,
+            PendingSend {
+                peer,
+                dest_rank: dest,
+                rts: hdr,
+                payload: None,
+                done: Arc::clone(&done),
+            },
+        );
+        if let Err(e) = conn.write_blocking(shared.as_ref(), &hdr, &[], dest) {
+            shared.rendezvous.remove_send(hdr.seq);
+            return Err(e);
+        }
+        let cleared = match shared.wait_from(Some(peer), &done, deadline_of(timeout)) {
+            Some(r) => r,
+            None => {
+                if shared.rendezvous.detach_caller(hdr.seq, payload) {
+                    return Err(timeout_err(timeout));
+                }
+                // The CTS came meanwhile.
+                done.wait_until(None)
+                    .unwrap_or(Err(BridgeError::EngineShutDown))
+            }
+        };
+        cleared?;
+        let data = FrameHeader {
+            kind: FrameKind::Data,
+            ..hdr
+        };
+        conn.write_blocking(shared.as_ref(), &data, payload, dest)
+    }
+
+    /// Rendezvous of an owned payload: RTS now (or queued behind earlier
+    /// messages); the poller sends DATA when the CTS comes and completes the request.
+    fn rendezvous_nonblocking(
+        &self,
+        conn: &OutConn,
+        mut hdr: FrameHeader,
+        peer: Uuid,
+        dest: u32,
+        payload: Vec<u8>,
+    ) -> Result<SendRequest> {
+        let shared = &self.engine.shared;
+        hdr.kind = FrameKind::Rts;
+        let done = Completion::new(Arc::clone(&shared.any));
+        shared.rendezvous.add_send(
+            hdr.seq,
+            PendingSend {
+                peer,
+                dest_rank: dest,
+                rts: hdr,
+                payload: Some(payload),
+                done: Arc::clone(&done),
+            },
+        );
+        let r = match conn.write_inline(shared.as_ref(), &hdr, &[], dest, false) {
+            Ok(TryInline::Done) => Ok(()),
+            Ok(TryInline::Busy) => conn.enqueue(Queued {
+                hdr,
+                payload: Vec::new(),
+                dest_rank: dest,
+                done: None,
+            }),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = r {
+            shared.rendezvous.remove_send(hdr.seq);
+            return Err(e);
+        }
+        Ok(SendRequest { done })
     }
 
     /// Blocking synchronous send: returns once the receiver MATCHED the message.
@@ -235,6 +354,10 @@ impl InterComm {
         let shared = &self.engine.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
         let conn = shared.conn(ep, dest)?;
+        if !self.eager_ok(&conn, payload.len()) {
+            // A CTS means "matched": rendezvous is synchronous by itself.
+            return self.rendezvous_blocking(&conn, hdr, ep.process, dest, payload, timeout);
+        }
         let done = Completion::new(Arc::clone(&shared.any));
         shared
             .ssends
@@ -279,6 +402,9 @@ impl InterComm {
         let shared = &self.engine.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = shared.conn(ep, dest)?;
+        if !self.eager_ok(&conn, payload.len()) {
+            return self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload.into_owned());
+        }
         let done = Completion::new(Arc::clone(&shared.any));
         if let TryInline::Done = conn.write_inline(shared.as_ref(), &hdr, &payload, dest, false)? {
             done.complete(Ok(()));
@@ -305,6 +431,9 @@ impl InterComm {
         let shared = &self.engine.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
         let conn = shared.conn(ep, dest)?;
+        if !self.eager_ok(&conn, payload.len()) {
+            return self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload);
+        }
         let done = Completion::new(Arc::clone(&shared.any));
         shared
             .ssends
@@ -333,13 +462,35 @@ impl InterComm {
     ) -> Result<PostOutcome> {
         self.check_source(source)?;
         Self::check_recv_tag(tag)?;
+        let shared = &self.engine.shared;
         let mut st = lock(&self.ctx.state);
         if let Some(a) = st.take_unexpected_match(source, tag) {
             drop(st);
-            let hdr = a.hdr;
+            let (hdr, peer, cost) = (a.hdr, a.peer, a.cost);
+            if hdr.kind == FrameKind::Rts {
+                // Matched an announcement: CTS, then its DATA lands in `target`.
+                shared.ledger.rts_done(peer);
+                let done = Completion::new(Arc::clone(&shared.any));
+                let id = shared.next_seq();
+                let p = PostedRecv {
+                    id,
+                    source,
+                    tag,
+                    expected,
+                    target,
+                    done: Arc::clone(&done),
+                };
+                shared.rts_matched(peer, hdr, p);
+                return Ok(PostOutcome::Posted {
+                    id,
+                    done,
+                    peer: Some(peer),
+                });
+            }
             let r = fill_from_arrived(&target, expected, a);
+            shared.release(peer, cost);
             if hdr.kind == FrameKind::SyncEager {
-                self.engine.shared.send_sync_ack(&self.ctx, &hdr);
+                shared.send_sync_ack(&self.ctx, &hdr);
             }
             return Ok(PostOutcome::Immediate(r));
         }
@@ -359,7 +510,11 @@ impl InterComm {
             target,
             done: Arc::clone(&done),
         });
-        Ok(PostOutcome::Posted { id, done })
+        Ok(PostOutcome::Posted {
+            id,
+            done,
+            peer: None,
+        })
     }
 
     /// Blocking receive into `buf` (zero-copy when the receive is posted before the message arrives).
@@ -399,11 +554,11 @@ impl InterComm {
         });
         match self.post(source, tag, expected, target)? {
             PostOutcome::Immediate(r) => r.map(|(_, st)| st),
-            PostOutcome::Posted { id, done } => {
+            PostOutcome::Posted { id, done, peer } => {
                 // RawBuf invariant: from here we return only after `done` is complete
                 // or after withdrawing the entry while it was still in the posted queue.
                 let r = match self.engine.shared.wait_from(
-                    self.peer_of(source),
+                    peer.or_else(|| self.peer_of(source)),
                     &done,
                     deadline_of(timeout),
                 ) {
@@ -465,9 +620,9 @@ impl InterComm {
                     via: None,
                 })
             }
-            PostOutcome::Posted { id, done } => {
+            PostOutcome::Posted { id, done, peer } => {
                 let progress: Arc<dyn RecvProgress> = self.engine.shared.clone();
-                let via = Some((progress, self.peer_of(source)));
+                let via = Some((progress, peer.or_else(|| self.peer_of(source))));
                 Ok(RecvRequest {
                     done,
                     ctx: Arc::clone(&self.ctx),
@@ -709,5 +864,7 @@ enum PostOutcome {
     Posted {
         id: u64,
         done: Arc<Completion<RecvOutcome>>,
+        /// The process the message comes from, when already known (a matched announcement).
+        peer: Option<Uuid>,
     },
 }

@@ -4,7 +4,8 @@
 //! # Design
 //! * One [`Engine`] per process (not a singleton). It listens on a Unix socket
 //!   in the Linux abstract namespace (`@isthmus-bridge-<uuid>`) and on TCP
-//!   `127.0.0.1:0`; [`Endpoint`] describes both plus the process uuid and host.
+//!   `127.0.0.1:0`; [`Endpoint`] describes both plus the process uuid, its
+//!   public key and the host.
 //!   A peer on the same host (equal host strings) is reached over the Unix
 //!   socket, otherwise over TCP (TCP_NODELAY on).
 //! * Connections: exactly one OUTGOING connection per peer process, opened
@@ -33,26 +34,54 @@
 //!   incoming connection has one reader token. Whoever holds it reads frames
 //!   (see the `frame` module for the 56-byte header) and either
 //!   completes a posted receive or queues the message as unexpected. A thread
-//!   blocked in a receive naming a rank (or an ssend) takes the token of that
-//!   peer's connection and reads it itself, so the message completes its wait
-//!   without a second thread's wake-up; otherwise the connection's background
-//!   thread holds the token and blocks in `poll()` on the socket and an
-//!   eventfd (kicked when an application thread wants the token; it takes
-//!   the token back once no application thread waited for a whole 1 ms tick,
-//!   so at most 2 ms after the application stopped waiting). Waiters
-//!   on anything else use Condvars. Nothing spins. Blocking sends write from
-//!   the caller's thread (header + payload in one `writev`, no copy).
-//!   Non-blocking sends are written inline from the caller's memory when the
-//!   connection is idle (any size; `isend` then returns complete); otherwise
-//!   they are copied and go to the connection's writer thread, so `isend`
-//!   completes without the application calling in (independent progress).
-//! * Protocol: eager only. Every message is sent in one frame as soon as it is
-//!   posted; a message that arrives before its receive is held in the
-//!   unexpected queue (memory is the only bound). If the receive was posted
-//!   first, the token holder reads the payload directly into the caller's
-//!   buffer (blocking `recv_bytes_into`/typed `recv`) — zero copies on receive.
-//!   Synchronous sends use SYNC_EAGER; the receiver answers SYNC_ACK (on its own
-//!   outgoing connection) when a receive MATCHES the message.
+//!   blocked in a receive naming a rank (or an ssend, or a rendezvous send
+//!   waiting for its CTS) takes the token of that peer's connection and
+//!   reads it itself, so the message completes its wait without a second
+//!   thread's wake-up; otherwise ONE poller thread for all incoming
+//!   connections (epoll, see `poller`) reads whatever socket is readable.
+//!   The poller takes a connection back once no application thread waited on
+//!   it for a whole 1 ms tick. Waiters on anything else use Condvars. Nothing
+//!   spins. Blocking sends write from the caller's thread (header + payload
+//!   in one `writev`, no copy). Non-blocking eager sends are written inline
+//!   when the connection is idle; otherwise they are copied and go to the
+//!   connection's writer thread, so `isend` completes without the
+//!   application calling in (independent progress).
+//! * Connections are bounded: the exchange of the signed handshake runs on a
+//!   short-lived thread (at most 64 at once) and must finish within
+//!   [`EngineConfig::handshake_timeout`] (one deadline over the whole
+//!   exchange, so trickled bytes cannot stretch it); the wait for the table
+//!   naming the connector is bounded by admission instead (above) and holds
+//!   no handshake slot. An admitted connection gets one CREDIT frame (its
+//!   eager window) and is handed to the poller; the connector reads that
+//!   frame within the handshake deadline. If the acceptor must first wait
+//!   for the table, it says "grant follows" at once instead, and the
+//!   connector's writer thread waits for the window. Until then the
+//!   connection has no credit: a small blocking send waits for the grant
+//!   (MPI lets a standard send block), so that it still goes out eagerly,
+//!   into the socket, and survives its sender; other sends go by
+//!   rendezvous. A connection that
+//!   ends (EOF, error, malformed or over-credit frame) is closed and
+//!   forgotten — only that connection (and the peer process behind it) is
+//!   affected.
+//! * Protocol: eager up to [`EngineConfig::eager_limit`] (64 KiB), within
+//!   credit; rendezvous above it. An eager message is sent in one frame at
+//!   once if the receiver granted enough credit (each accepted peer gets a
+//!   window of [`EngineConfig::eager_window`] from the process-wide bound
+//!   [`EngineConfig::unexpected_limit`]; see `ledger`); the receiver checks
+//!   the header against that credit before reading a byte of payload, holds
+//!   the message in the unexpected queue if no receive is posted, and
+//!   returns the credit once it is consumed. Anything larger, or without
+//!   credit, is a rendezvous (see `rendezvous`): RTS (envelope + length;
+//!   probes see it), CTS once a receive MATCHED it, then DATA straight into
+//!   the receive's buffer — so `send` of a large message returns, and its
+//!   `isend` request completes, only once the receiver matched it, as MPI
+//!   allows. Outgoing connections keep messages in FIFO order (MPI's
+//!   non-overtaking rule) in one lane, and CTS/SYNC_ACK/CREDIT/DATA in a
+//!   lane that never waits for the peer, so two processes sending large
+//!   messages to each other with receives posted (isend+irecv+waitall,
+//!   sendrecv) cannot deadlock. Synchronous sends use SYNC_EAGER (the
+//!   receiver answers SYNC_ACK when a receive MATCHES the message) or
+//!   rendezvous, whose CTS already means "matched".
 //! * Failure: a connection that ends without BYE, a write error, or
 //!   [`Engine::peer_failed`] marks the peer failed: its pending receives,
 //!   synchronous sends and queued sends fail with `PeerFailed`, as do later
@@ -63,8 +92,10 @@
 //!   while other remote ranks remain: a job whose ranks finish at different
 //!   times is not a failure.
 //! * Contexts: messages for a context id not (yet) registered are kept until
-//!   its [`InterComm`] is created; after an InterComm is dropped, late messages
-//!   for its context are discarded (debug log).
+//!   its [`InterComm`] is created (at most 256 such contexts, each for at most
+//!   [`EngineConfig::early_context_age`]); after an InterComm is dropped, late
+//!   messages for its context are discarded (debug log) and their senders
+//!   released.
 //!
 //! # Modules (each imports only those listed before it; no cycles)
 //! * `format` — [`WireFormat`]; `hash` — the one FNV-1a; `sync` — locking
@@ -80,11 +111,15 @@
 //!   and the delivery decision for an arriving message.
 //! * Engine tables, each ignorant of the others: `contexts` (context id →
 //!   matching state), `failures` (peers that are gone), `ssend_waiters`
-//!   (ssends awaiting SYNC_ACK), `connections` (outgoing/incoming per peer),
-//!   `admission` (keys of the processes that may connect, waiting connections).
-//! * `transport` — sockets, frame writing, handshake; `outgoing` — the
-//!   outgoing connection and its writer thread, reports through `PeerLost`;
-//!   `incoming` — leader/follower reading, reports through `FrameHandler`.
+//!   (ssends awaiting SYNC_ACK), `rendezvous` (sends awaiting CTS, receives
+//!   awaiting DATA), `ledger` (eager credit per peer, the unexpected-memory
+//!   bound), `connections` (outgoing/incoming per peer), `admission` (keys
+//!   of the processes that may connect, waiting connections).
+//! * `transport` — sockets, frame writing, the handshake run under its
+//!   deadline, the credit grant; `poller` — the one epoll thread;
+//!   `outgoing` — the outgoing connection (two lanes, credit) and its writer
+//!   thread, reports through `PeerLost`; `incoming` — leader/follower
+//!   reading over the poller, reports through `FrameHandler`.
 //! * `request` — request handles, [`wait_all`], [`wait_any`];
 //!   `engine` — [`Engine`] (listeners, shutdown) over `engine::shared`,
 //!   which composes the tables and implements the reporting traits;
@@ -114,8 +149,11 @@ mod handshake;
 mod hash;
 mod incoming;
 mod intercomm;
+mod ledger;
 mod matching;
 mod outgoing;
+mod poller;
+mod rendezvous;
 mod request;
 mod ssend_waiters;
 mod sync;
@@ -124,7 +162,10 @@ mod vm;
 mod wire;
 
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
-pub use engine::{Engine, EngineConfig, DEFAULT_ADMISSION_TIMEOUT};
+pub use engine::{
+    Engine, EngineConfig, DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW,
+    DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_UNEXPECTED_LIMIT,
+};
 pub use error::{BridgeError, Result};
 pub use format::WireFormat;
 pub use intercomm::InterComm;

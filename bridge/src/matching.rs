@@ -81,7 +81,7 @@ pub(crate) enum Target {
 }
 
 impl Target {
-    fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         match self {
             Target::Owned { max_bytes } => *max_bytes,
             Target::Borrowed(b) => b.len,
@@ -106,10 +106,24 @@ impl Drop for PostedRecv {
     }
 }
 
-/// A message that arrived before any receive matched it.
+/// A message that arrived before any receive matched it: an eager message
+/// with its payload, or a rendezvous announcement (RTS, no payload yet).
 pub(crate) struct Arrived {
     pub hdr: FrameHeader,
     pub payload: Vec<u8>,
+    /// The process it came from.
+    pub peer: Uuid,
+    /// Eager credit it holds (returned to `peer` once consumed); 0 for an RTS.
+    pub cost: u64,
+}
+
+/// What became of an arriving eager message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// A posted receive took it (its memory is free again).
+    Matched,
+    /// Held in the unexpected queue.
+    Queued,
 }
 
 /// Remote group of a registered context.
@@ -190,13 +204,18 @@ impl Ctx {
         })
     }
 
-    /// Reader side: a message frame for this context arrived and its payload
-    /// is next in `rd`. Completes the first posted receive that accepts it
-    /// (reading the payload straight into a borrowed buffer) or queues it as
-    /// unexpected. `Ok(true)` when a receive matched it, so the sender of a
-    /// SYNC_EAGER is owed its SYNC_ACK; `Err` when reading failed (the
-    /// connection is lost).
-    pub(crate) fn deliver<R: Read>(&self, hdr: FrameHeader, rd: &mut R) -> Result<bool> {
+    /// Reader side: an eager message for this context arrived from `peer`
+    /// (holding `cost` bytes of its credit) and its payload is next in `rd`.
+    /// Completes the first posted receive that accepts it (reading the
+    /// payload straight into a borrowed buffer) or queues it as unexpected.
+    /// `Err` when reading failed (the connection is lost).
+    pub(crate) fn deliver<R: Read>(
+        &self,
+        hdr: FrameHeader,
+        rd: &mut R,
+        peer: Uuid,
+        cost: u64,
+    ) -> Result<Delivery> {
         let io_err = |e: std::io::Error| BridgeError::PeerFailed {
             rank: hdr.source,
             reason: format!("receiving a message failed: {e}"),
@@ -214,51 +233,66 @@ impl Ctx {
                 Err(e) => {
                     let r = discard_payload(rd, hdr.payload_len).map_err(io_err);
                     p.done.complete(Err(e));
-                    r.map(|()| true)
+                    r.map(|()| Delivery::Matched)
                 }
-                Ok(()) => {
-                    let read = match &p.target {
-                        Target::Borrowed(b) => {
-                            // SAFETY: RawBuf invariant — the owner waits for `p.done`; `len` is
-                            // at most `b.len` (checked by `check_match` above).
-                            let dst = unsafe { std::slice::from_raw_parts_mut(b.ptr, len) };
-                            rd.read_exact(dst).map(|()| None)
-                        }
-                        Target::Owned { .. } => read_payload_vec(rd, len).map(Some),
-                    };
-                    match read {
-                        Ok(v) => {
-                            p.done.complete(Ok((v, status_of(&hdr))));
-                            Ok(true)
-                        }
-                        Err(e) => {
-                            let e = io_err(e);
-                            p.done.complete(Err(e.clone()));
-                            Err(e)
-                        }
+                Ok(()) => match read_into(&p.target, rd, len) {
+                    Ok(v) => {
+                        p.done.complete(Ok((v, status_of(&hdr))));
+                        Ok(Delivery::Matched)
                     }
-                }
+                    Err(e) => {
+                        let e = io_err(e);
+                        p.done.complete(Err(e.clone()));
+                        Err(e)
+                    }
+                },
             };
         }
+        // The caller checked `len` against the sender's credit: bounded memory.
         let payload = read_payload_vec(rd, len).map_err(io_err)?;
-        let arrived = Arrived { hdr, payload };
+        let arrived = Arrived {
+            hdr,
+            payload,
+            peer,
+            cost,
+        };
         let mut st = lock(&self.state);
         // A receive may have been posted while the payload was being read.
         if let Some(p) = st.take_posted_match(&hdr) {
             drop(st);
             p.done
                 .complete(fill_from_arrived(&p.target, p.expected, arrived));
-            Ok(true)
+            Ok(Delivery::Matched)
         } else {
             st.unexpected.push_back(arrived);
             drop(st);
             self.arrived.notify_all();
-            Ok(false)
+            Ok(Delivery::Queued)
         }
     }
 
-    /// The intercomm was dropped: forget its remote group and fail or discard what is queued.
-    pub(crate) fn retire(&self) {
+    /// Reader side: a rendezvous announcement (RTS) from `peer`. The first
+    /// posted receive that accepts it is returned (the caller sends CTS);
+    /// otherwise it is queued as unexpected, where probes see its envelope.
+    pub(crate) fn announce(&self, hdr: FrameHeader, peer: Uuid) -> Option<PostedRecv> {
+        let mut st = lock(&self.state);
+        if let Some(p) = st.take_posted_match(&hdr) {
+            return Some(p);
+        }
+        st.unexpected.push_back(Arrived {
+            hdr,
+            payload: Vec::new(),
+            peer,
+            cost: 0,
+        });
+        drop(st);
+        self.arrived.notify_all();
+        None
+    }
+
+    /// The intercomm was dropped: forget its remote group and fail what is
+    /// posted; returns what was queued (the caller discards it).
+    pub(crate) fn retire(&self) -> Vec<Arrived> {
         let (posted, unexpected) = {
             let mut st = lock(&self.state);
             st.registration = None;
@@ -275,6 +309,7 @@ impl Ctx {
             );
         }
         drop(posted); // PostedRecv::drop completes them with EngineShutDown
+        unexpected
     }
 
     /// The engine stops: fail the posted receives and wake probes.
@@ -389,6 +424,24 @@ impl CtxState {
             }
         }
         self.posted = keep;
+    }
+}
+
+/// Read a payload of `len` bytes (already checked against the target's
+/// capacity) into a receive target: a borrowed buffer or a new vector.
+pub(crate) fn read_into<R: Read>(
+    target: &Target,
+    rd: &mut R,
+    len: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
+    match target {
+        Target::Borrowed(b) => {
+            // SAFETY: RawBuf invariant — the owner waits for the completion; `len` is
+            // at most `b.len` (checked against the capacity by the caller).
+            let dst = unsafe { std::slice::from_raw_parts_mut(b.ptr, len.min(b.len)) };
+            rd.read_exact(dst).map(|()| None)
+        }
+        Target::Owned { .. } => read_payload_vec(rd, len).map(Some),
     }
 }
 

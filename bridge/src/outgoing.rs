@@ -1,19 +1,30 @@
 //! Our one outgoing connection to each peer ([`OutConn`]): frames are
 //! written inline by the sending thread when the connection is idle, else
-//! queued for the connection's writer thread; always in FIFO order. A write
-//! error is reported to the owner through [`PeerLost`].
+//! queued for the connection's writer thread. A write error is reported to
+//! the owner through [`PeerLost`].
+//!
+//! Two lanes: messages (EAGER, SYNC_EAGER, RTS) keep their posting order
+//! (MPI's non-overtaking rule); control frames and rendezvous payloads
+//! (SYNC_ACK, CTS, CREDIT, DATA) have no order to keep and are never held
+//! back. The message lane stops while [`MAX_UNEXPECTED_RTS`] announcements
+//! are unanswered; the control lane never waits for the peer, so two
+//! processes sending to each other cannot block each other's CTSs.
+//! The connection also holds the eager credit the peer granted us; the
+//! writer thread first waits for the initial grant (see `await_grant`).
 
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use uuid::Uuid;
 
 use crate::completion::Completion;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
+use crate::ledger::MAX_UNEXPECTED_RTS;
 use crate::sync::{cv_wait, lock};
-use crate::transport::{write_frame, Stream};
+use crate::transport::{read_grant, write_frame, Grant, Stream};
 
 /// What a connection tells its owner (the engine) when the peer is lost.
 pub(crate) trait PeerLost: Send + Sync + 'static {
@@ -33,10 +44,20 @@ pub(crate) struct Queued {
 struct OutState {
     /// None while some thread is writing (it holds the stream).
     stream: Option<Stream>,
+    /// Message lane: EAGER, SYNC_EAGER, RTS in posting order.
     queue: VecDeque<Queued>,
+    /// Control lane: SYNC_ACK, CTS, CREDIT, DATA.
+    control: VecDeque<Queued>,
+    /// Eager credit left (bytes the peer lets us make it hold).
+    credit: u64,
+    /// RTS written and not yet answered by CTS.
+    rts_out: u32,
     failed: Option<String>,
     closing: bool,
     waiting: usize,
+    /// The peer said its initial grant follows (it waits for the table
+    /// naming us); cleared when the grant arrives.
+    grant_pending: bool,
 }
 
 /// Our one outgoing connection to a peer process. Frames are written either
@@ -56,16 +77,27 @@ pub(crate) enum TryInline {
 }
 
 impl OutConn {
-    pub(crate) fn new(peer: Uuid, stream: Stream) -> io::Result<Arc<OutConn>> {
+    /// `grant_pending`: the peer's initial grant is still to come (see
+    /// [`OutConn::await_grant`]), meanwhile `credit` is 0.
+    pub(crate) fn new(
+        peer: Uuid,
+        stream: Stream,
+        credit: u64,
+        grant_pending: bool,
+    ) -> io::Result<Arc<OutConn>> {
         let shutdown_handle = stream.try_clone()?;
         Ok(Arc::new(OutConn {
             peer,
             state: Mutex::new(OutState {
                 stream: Some(stream),
                 queue: VecDeque::new(),
+                control: VecDeque::new(),
+                credit,
+                rts_out: 0,
                 failed: None,
                 closing: false,
                 waiting: 0,
+                grant_pending,
             }),
             cv: Condvar::new(),
             shutdown_handle,
@@ -79,7 +111,50 @@ impl OutConn {
         }
     }
 
-    /// Write one frame from the calling thread, waiting for earlier frames first (keeps FIFO order).
+    /// Spend `cost` bytes of eager credit; false (nothing spent) if there is not enough.
+    pub(crate) fn take_credit(&self, cost: u64) -> bool {
+        let mut st = lock(&self.state);
+        if st.credit >= cost {
+            st.credit -= cost;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Block while the peer's initial grant is pending (it has not formed
+    /// the intercomm naming us yet); returns once it came, or the
+    /// connection failed or is closing. A blocking send of a small message
+    /// waits here so that it goes out eagerly, into the socket: buffered in
+    /// this process, it would be lost if the process ended before the match.
+    pub(crate) fn wait_granted(&self) {
+        let mut st = lock(&self.state);
+        while st.grant_pending && st.failed.is_none() && !st.closing {
+            st.waiting += 1;
+            st = cv_wait(&self.cv, st, None).0;
+            st.waiting -= 1;
+        }
+    }
+
+    /// The peer returned eager credit.
+    pub(crate) fn add_credit(&self, bytes: u64) {
+        let mut st = lock(&self.state);
+        st.credit = st.credit.saturating_add(bytes);
+    }
+
+    /// A CTS answered one of our RTSs: the message lane may move again.
+    pub(crate) fn rts_answered(&self) {
+        let mut st = lock(&self.state);
+        st.rts_out = st.rts_out.saturating_sub(1);
+        let wake = st.waiting > 0;
+        drop(st);
+        if wake {
+            self.cv.notify_all();
+        }
+    }
+
+    /// Write one frame from the calling thread, waiting for earlier frames first
+    /// (messages keep FIFO order; DATA only waits for the control lane).
     pub(crate) fn write_blocking(
         &self,
         lost: &impl PeerLost,
@@ -104,6 +179,7 @@ impl OutConn {
         dest_rank: u32,
         wait: bool,
     ) -> Result<TryInline> {
+        let is_message = is_message(hdr.kind);
         let mut st = lock(&self.state);
         let mut stream = loop {
             if let Some(r) = &st.failed {
@@ -112,8 +188,13 @@ impl OutConn {
             if st.closing {
                 return Err(BridgeError::EngineShutDown);
             }
-            if st.queue.is_empty() {
+            let lane_free = st.control.is_empty() && (!is_message || st.queue.is_empty());
+            let rts_ok = hdr.kind != FrameKind::Rts || st.rts_out < MAX_UNEXPECTED_RTS;
+            if lane_free && rts_ok {
                 if let Some(s) = st.stream.take() {
+                    if hdr.kind == FrameKind::Rts {
+                        st.rts_out += 1;
+                    }
                     break s;
                 }
             }
@@ -152,7 +233,11 @@ impl OutConn {
         if st.closing {
             return Err(BridgeError::EngineShutDown);
         }
-        st.queue.push_back(q);
+        if is_message(q.hdr.kind) {
+            st.queue.push_back(q);
+        } else {
+            st.control.push_back(q);
+        }
         let wake = st.waiting > 0;
         drop(st);
         if wake {
@@ -168,7 +253,9 @@ impl OutConn {
             if st.failed.is_none() {
                 st.failed = Some(reason.to_owned());
             }
-            st.queue.drain(..).collect()
+            let mut all: Vec<Queued> = st.control.drain(..).collect();
+            all.extend(st.queue.drain(..));
+            all
         };
         for q in queued {
             if let Some(d) = q.done {
@@ -182,7 +269,52 @@ impl OutConn {
     /// Orderly close: the writer drains the queue, sends BYE and exits.
     pub(crate) fn close(&self) {
         lock(&self.state).closing = true;
+        // Nothing but the credit grant is read from this socket: stop
+        // waiting for it, if the writer still does.
+        self.shutdown_handle.shutdown_read();
         self.cv.notify_all();
+    }
+
+    /// Writer thread, first, when the peer said its grant follows: the
+    /// peer's initial credit grant, sent once it admitted our connection
+    /// (once it formed the intercomm naming us). False if the connection is
+    /// lost (reported).
+    pub(crate) fn await_grant(
+        &self,
+        mut reader: Stream,
+        deadline: Instant,
+        lost: &impl PeerLost,
+    ) -> bool {
+        let got = match read_grant(&mut reader, deadline) {
+            Ok(Grant::Window(bytes)) => Ok(bytes),
+            Ok(Grant::Follows) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a second 'grant follows' notice",
+            )),
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok(bytes) => {
+                let mut st = lock(&self.state);
+                st.credit = st.credit.saturating_add(bytes);
+                st.grant_pending = false;
+                drop(st);
+                self.cv.notify_all();
+                true
+            }
+            Err(e) => {
+                let st = lock(&self.state);
+                if st.closing || st.failed.is_some() {
+                    // The writer loop drains (or returns) as it would anyway.
+                    return true;
+                }
+                drop(st);
+                let reason = format!("the peer did not admit our data connection: {e}");
+                self.fail(&reason);
+                lost.peer_lost(self.peer, &reason);
+                false
+            }
+        }
     }
 
     /// Abrupt close (tests / abort): no BYE.
@@ -199,11 +331,32 @@ impl OutConn {
                     return;
                 }
                 if st.stream.is_some() {
-                    if let Some(q) = st.queue.pop_front() {
+                    if let Some(q) = st.control.pop_front() {
                         let s = st.stream.take();
                         break (Some(q), s);
                     }
+                    let head_rts = st.queue.front().map(|q| q.hdr.kind == FrameKind::Rts);
+                    let movable = match head_rts {
+                        Some(true) => st.rts_out < MAX_UNEXPECTED_RTS,
+                        Some(false) => true,
+                        None => false,
+                    };
+                    if movable {
+                        if let Some(q) = st.queue.pop_front() {
+                            if q.hdr.kind == FrameKind::Rts {
+                                st.rts_out += 1;
+                            }
+                            let s = st.stream.take();
+                            break (Some(q), s);
+                        }
+                    }
                     if st.closing {
+                        // Whatever is still held back (RTSs over the limit) cannot go out any more.
+                        for q in st.queue.drain(..) {
+                            if let Some(d) = q.done {
+                                d.complete(Err(BridgeError::EngineShutDown));
+                            }
+                        }
                         let s = st.stream.take();
                         break (None, s);
                     }
@@ -252,4 +405,12 @@ impl OutConn {
             }
         }
     }
+}
+
+/// Frames of the message lane (posting order matters).
+fn is_message(kind: FrameKind) -> bool {
+    matches!(
+        kind,
+        FrameKind::Eager | FrameKind::SyncEager | FrameKind::Rts
+    )
 }

@@ -14,12 +14,8 @@ use uuid::Uuid;
 
 use crate::endpoint::{Endpoint, PUBLIC_KEY_LEN};
 use crate::error::{BridgeError, Result};
-use crate::frame::FrameHeader;
+use crate::frame::{FrameHeader, FrameKind, GRANT_FOLLOWS, HEADER_LEN};
 use crate::handshake::{self, Identity};
-
-/// Deadline for connect + handshake (the whole exchange, not each read);
-/// data reads/writes have none.
-pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A connected byte stream, Unix or TCP.
 pub(crate) enum Stream {
@@ -39,6 +35,19 @@ impl Stream {
             Stream::Unix(s) => s.shutdown(Shutdown::Both),
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
         };
+    }
+    /// Shut down the reading half only (wakes a thread blocked reading it).
+    pub(crate) fn shutdown_read(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(Shutdown::Read),
+            Stream::Tcp(s) => s.shutdown(Shutdown::Read),
+        };
+    }
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
+        }
     }
     fn set_timeouts(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
@@ -125,7 +134,15 @@ pub(crate) fn write_frame(s: &mut Stream, hdr: &FrameHeader, payload: &[u8]) -> 
 /// Open a data connection to `ep` (Unix if same host, else TCP) and run the connector handshake.
 ///
 /// `me` is this engine's endpoint and `identity` its key pair.
-pub(crate) fn connect(me: &Endpoint, identity: &Identity, ep: &Endpoint) -> Result<Stream> {
+/// Connecting and the handshake must finish within `timeout` (the whole
+/// exchange, not each read); data reads and writes have no timeout.
+pub(crate) fn connect(
+    me: &Endpoint,
+    identity: &Identity,
+    ep: &Endpoint,
+    timeout: Duration,
+) -> Result<Stream> {
+    let deadline = Instant::now() + timeout;
     let same_host = ep.host == me.host;
     let (mut stream, address) = match (&ep.unix, ep.tcp) {
         (Some(path), _) if same_host => {
@@ -139,13 +156,12 @@ pub(crate) fn connect(me: &Endpoint, identity: &Identity, ep: &Endpoint) -> Resu
             (Stream::Unix(s), path.clone())
         }
         (_, Some(addr)) => {
-            let s = TcpStream::connect_timeout(&addr, HANDSHAKE_TIMEOUT).map_err(|e| {
-                BridgeError::Connect {
+            let s =
+                TcpStream::connect_timeout(&addr, timeout).map_err(|e| BridgeError::Connect {
                     process: ep.process,
                     address: addr.to_string(),
                     reason: e.to_string(),
-                }
-            })?;
+                })?;
             let _ = s.set_nodelay(true);
             (Stream::Tcp(s), addr.to_string())
         }
@@ -163,7 +179,6 @@ pub(crate) fn connect(me: &Endpoint, identity: &Identity, ep: &Endpoint) -> Resu
         address: address.clone(),
         reason,
     };
-    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
     handshake::connect(&mut Bounded::new(&mut stream, deadline), identity, ep).map_err(fail)?;
     stream.set_timeouts(None).map_err(|e| fail(e.to_string()))?;
     Ok(stream)
@@ -171,14 +186,18 @@ pub(crate) fn connect(me: &Endpoint, identity: &Identity, ep: &Endpoint) -> Resu
 
 /// Acceptor side of the handshake; returns the peer's process id, or None if
 /// refused (logged with `via` and the claimed id, never key material).
-/// `key_of` finds the public key of the claimed process, waiting if needed.
+/// The exchange on the socket must finish within `timeout` (a peer that
+/// trickles bytes is closed as one that sends nothing); then `key_of` finds
+/// the public key of the claimed process, waiting if needed (it gets the
+/// stream to tell the connector so, see `send_grant_follows`).
 pub(crate) fn accept_handshake(
     identity: &Identity,
     stream: &mut Stream,
     via: &str,
-    key_of: impl FnOnce(Uuid) -> std::result::Result<[u8; PUBLIC_KEY_LEN], String>,
+    timeout: Duration,
+    key_of: impl FnOnce(Uuid, &mut Stream) -> std::result::Result<[u8; PUBLIC_KEY_LEN], String>,
 ) -> Option<Uuid> {
-    let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let claim = match handshake::challenge(&mut Bounded::new(stream, deadline), identity) {
         Ok(c) => c,
         Err(reason) => {
@@ -187,7 +206,7 @@ pub(crate) fn accept_handshake(
         }
     };
     let peer = claim.peer;
-    if let Err(reason) = key_of(peer).and_then(|key| claim.check(&key)) {
+    if let Err(reason) = key_of(peer, stream).and_then(|key| claim.check(&key)) {
         warn!(%via, claimed = %peer, %reason, "refusing data connection");
         return None;
     }
@@ -235,5 +254,72 @@ impl Write for Bounded<'_> {
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// Acceptor, after a successful handshake: the connector's initial eager
+/// window, as one CREDIT frame on the accepted socket.
+pub(crate) fn send_grant(stream: &mut Stream, bytes: u64, timeout: Duration) -> io::Result<()> {
+    send_frame_within(stream, &FrameHeader::credit(bytes), timeout)
+}
+
+/// Acceptor, before waiting for the table that names the connector: tell it
+/// that its grant follows later (so it does not wait for it to send).
+pub(crate) fn send_grant_follows(stream: &mut Stream, timeout: Duration) -> io::Result<()> {
+    let mut notice = FrameHeader::credit(0);
+    notice.seq = GRANT_FOLLOWS;
+    send_frame_within(stream, &notice, timeout)
+}
+
+fn send_frame_within(stream: &mut Stream, hdr: &FrameHeader, timeout: Duration) -> io::Result<()> {
+    stream.set_timeouts(Some(timeout))?;
+    write_frame(stream, hdr, &[])?;
+    stream.set_timeouts(None)
+}
+
+/// What the acceptor's first frame after the handshake says.
+pub(crate) enum Grant {
+    /// Admitted: this many bytes of eager credit.
+    Window(u64),
+    /// Admission pending; the window follows once admitted.
+    Follows,
+}
+
+/// Connector: read the acceptor's CREDIT frame by `deadline`. Only the
+/// read timeout is set: other threads may write to the same socket
+/// meanwhile, and nothing but these frames is ever read from it.
+pub(crate) fn read_grant(stream: &mut Stream, deadline: Instant) -> io::Result<Grant> {
+    let mut b = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no credit grant by its deadline",
+            ));
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut b[got..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed the connection instead of admitting it",
+                ))
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    match FrameHeader::decode(&b) {
+        Ok(h) if h.kind == FrameKind::Credit && h.seq == GRANT_FOLLOWS && h.count == 0 => {
+            Ok(Grant::Follows)
+        }
+        Ok(h) if h.kind == FrameKind::Credit => Ok(Grant::Window(h.count)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "peer did not send its credit grant after the handshake",
+        )),
     }
 }

@@ -30,8 +30,8 @@ fn mpi() {
 fn engine_on(host: &str, admission: Duration) -> Arc<Engine> {
     mpi();
     Engine::start(EngineConfig {
-        host: host.into(),
         admission_timeout: admission,
+        ..EngineConfig::new(host)
     })
     .expect("engine starts")
 }
@@ -117,23 +117,46 @@ impl Raw {
         )
     }
     /// Whether the acceptor closed the connection (EOF or reset) before the
-    /// hang guard; anything it sends after the handshake would be a bug too.
+    /// hang guard; anything it sends after the handshake would be a bug too,
+    /// except the notice that its grant follows (sent to a connector no
+    /// table names yet, before it waits for one; it grants nothing).
     fn closed_by_acceptor(&mut self) -> bool {
+        let mut got = Vec::new();
         let mut b = [0u8; 64];
         loop {
             match self.io().read(&mut b) {
-                Ok(0) => return true,
-                Ok(_) => return false,
+                Ok(0) => return got.is_empty() || got == grant_follows(),
+                Ok(n) => {
+                    got.extend_from_slice(&b[..n]);
+                    if !grant_follows().starts_with(&got) {
+                        return false;
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
                     return matches!(
                         e.kind(),
                         ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
-                    )
+                    ) && (got.is_empty() || got == grant_follows())
                 }
             }
         }
     }
+    /// Reads the acceptor's "grant follows" notice (admission pending).
+    fn expect_grant_follows(&mut self) {
+        let mut b = [0u8; 56];
+        self.io().read_exact(&mut b).unwrap();
+        assert_eq!(b.to_vec(), grant_follows(), "expected 'grant follows'");
+    }
+}
+
+/// CREDIT frame (kind 8) of 0 bytes with seq 1: "admission pending, the
+/// grant follows" (see the bridge's `frame` module).
+fn grant_follows() -> Vec<u8> {
+    let mut f = [0u8; 56];
+    f[0] = 8;
+    f[24..32].copy_from_slice(&1u64.to_le_bytes());
+    f.to_vec()
 }
 
 trait ReadWrite: Read + Write {}
@@ -371,8 +394,10 @@ fn a_connection_before_the_intercomm_waits_for_the_table() {
     // a forms its intercomm and sends before b has formed its own: b does not
     // know a's key yet, so a's connection waits for b's table.
     let a = ea.intercomm(23, 0, 1, vec![eb.endpoint()]).unwrap();
-    a.send(0, 1, &[41u64]).unwrap();
     std::thread::scope(|s| {
+        // A small standard send waits (as MPI allows) until b admitted a's
+        // connection, so that it goes out eagerly; an ssend until matched.
+        let h1 = s.spawn(|| a.send(0, 1, &[41u64]));
         let h = s.spawn(|| a.ssend_timeout(0, 2, &[42u64], T));
         let b = eb.intercomm(23, 0, 1, vec![ea.endpoint()]).unwrap();
         let mut x = [0u64];
@@ -382,6 +407,7 @@ fn a_connection_before_the_intercomm_waits_for_the_table() {
         b.recv_timeout(Source::Rank(0), Tag::Value(2), &mut x, T)
             .unwrap();
         assert_eq!(x[0], 42);
+        h1.join().unwrap().unwrap();
         h.join().unwrap().unwrap();
         exchange(&a, &b, 1);
     });
@@ -418,6 +444,7 @@ fn strangers_wait_bounded_in_number_and_time() {
                 &key.sign(&transcript(b"isthmus-data-v2", id, acc, &nc, &na))
                     .to_bytes(),
             );
+            r.expect_grant_follows();
             r
         })
         .collect();
@@ -433,6 +460,7 @@ fn strangers_wait_bounded_in_number_and_time() {
             .sign(&transcript(b"isthmus-data-v2", id, acc, &[250; 32], &na))
             .to_bytes(),
     );
+    r.expect_grant_follows();
     waiting.push(r);
     for r in &mut waiting {
         let Raw::Unix(s) = r else { unreachable!() };

@@ -324,11 +324,12 @@ fn huge_256mib_message_both_paths() {
         assert_eq!(st.bytes as usize, n);
         assert_eq!(got, sum);
     });
-    // Unexpected path: isend, then receive later.
+    // Unexpected path: isend, then receive later (a rendezvous message: its
+    // request completes only once the receive matched it).
     let r = a
         .isend_bytes(0, 2, &u8::type_sig().unwrap(), n as u64, data)
         .unwrap();
-    r.wait_timeout(T).unwrap();
+    assert!(!r.test(), "a large isend completes only once matched");
     let (v, st) = b
         .recv_bytes_timeout(
             Source::Rank(0),
@@ -340,6 +341,7 @@ fn huge_256mib_message_both_paths() {
         .unwrap();
     assert_eq!(st.count as usize, n);
     assert_eq!(checksum(&v), sum);
+    r.wait_timeout(T).unwrap();
 }
 
 #[test]
@@ -536,11 +538,14 @@ fn tcp_path_works_between_hosts() {
     let a = ea.intercomm(1, 0, 1, vec![eb.endpoint()]).unwrap();
     let b = eb.intercomm(1, 0, 1, vec![ea.endpoint()]).unwrap();
     let data: Vec<u64> = (0..100_000).collect();
-    a.send(0, 3, &data).unwrap();
+    // 800 KB: a rendezvous message, so a blocking send would wait for the
+    // receive this same thread posts next; isend it.
+    let r0 = a.isend(0, 3, &data).unwrap();
     let mut out = vec![0u64; 100_000];
     b.recv_timeout(Source::Rank(0), Tag::Value(3), &mut out, T)
         .unwrap();
     assert_eq!(out, data);
+    r0.wait_timeout(T).unwrap();
     let r = b.issend(0, 4, &[1i8]).unwrap();
     let mut y = [0i8];
     a.recv_timeout(Source::Rank(0), Tag::Value(4), &mut y, T)
@@ -551,15 +556,16 @@ fn tcp_path_works_between_hosts() {
 #[test]
 fn isend_progresses_without_receiver_calls() {
     let (_ea, _eb, a, b) = pair(27);
-    // 64 MiB: far beyond socket buffers, so the writer thread and the remote
-    // reader thread must move it while neither application thread calls in.
+    // 64 MiB: far beyond socket buffers. The receive is posted first; then
+    // the CTS, the DATA and its reading are moved by the writer thread and
+    // the two pollers while neither application thread calls in.
     let big = vec![3u8; 64 << 20];
+    let rr = b
+        .irecv_bytes(Source::Rank(0), Tag::Value(1), None, 64 << 20)
+        .unwrap();
     let r = a.isend(0, 1, &big).unwrap();
     r.wait_timeout(T).unwrap();
-    let mut buf = vec![0u8; 64 << 20];
-    let st = b
-        .recv_timeout(Source::Rank(0), Tag::Value(1), &mut buf, T)
-        .unwrap();
+    let (buf, st) = rr.wait_timeout(T).unwrap();
     assert_eq!(st.bytes, 64 << 20);
     assert!(buf.iter().all(|&x| x == 3));
 }

@@ -18,32 +18,99 @@ use uuid::Uuid;
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::handshake::Identity;
+use crate::ledger::Ledger;
+use crate::poller::Poller;
 use crate::transport::{self, Stream};
-use shared::spawn;
 pub(crate) use shared::Shared;
+use shared::{spawn, Limits};
 
 /// How long an incoming connection from a process that no remote table names
 /// yet may wait for one (the remote job may form its intercommunicator first).
 pub const DEFAULT_ADMISSION_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Configuration of an [`Engine`].
+/// Default eager limit: 64 KiB, Open MPI's TCP eager limit. Above it a
+/// message waits for its receive (rendezvous), which costs a round trip and
+/// two thread wake-ups (~20-30 µs here) — a few percent of the time a
+/// 1 MiB payload takes, but a third of a 64 KiB one's, so the limit sits at
+/// the largest size where the round trip would still dominate.
+pub const DEFAULT_EAGER_LIMIT: usize = 64 << 10;
+/// Default eager window per peer: 2 MiB — 31 messages at the eager limit
+/// (a 16-message window of the largest eager size fits with room to spare)
+/// and many times the bandwidth-delay product of loopback or a LAN
+/// (10 Gbit/s × 100 µs = 125 KB), so credit returns (every quarter window)
+/// never stall a stream of eager messages.
+pub const DEFAULT_EAGER_WINDOW: u64 = 2 << 20;
+/// Default bound on memory for unexpected eager messages: 128 MiB, i.e. full
+/// windows for 64 peer processes; later peers send everything by rendezvous.
+pub const DEFAULT_UNEXPECTED_LIMIT: u64 = 128 << 20;
+/// Default deadline of a data-connection handshake.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default age after which messages for a context nobody registered are dropped.
+pub const DEFAULT_EARLY_CONTEXT_AGE: Duration = Duration::from_secs(120);
+
+/// Configuration of an [`Engine`]. Build it with [`EngineConfig::new`]
+/// (defaults, overridden by the environment) and adjust fields as needed.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// Name of this host; peers with the same host name connect over the Unix socket.
     pub host: String,
     /// How long a data connection from a process not (yet) named by any
-    /// remote group of ours waits for such a table before it is refused.
+    /// remote group of ours waits for such a table before it is refused;
+    /// also how long a connector waits for the acceptor's credit grant.
     pub admission_timeout: Duration,
+    /// Messages up to this many bytes are sent at once when the receiver's
+    /// credit allows; larger ones wait until the receiver matched them.
+    /// Environment: `ISTHMUS_EAGER_LIMIT` (bytes, `k`/`m`/`g` suffixes).
+    pub eager_limit: usize,
+    /// Eager credit granted to each connecting peer: unreceived bytes (plus
+    /// 128 per message) it may make this process hold. `ISTHMUS_EAGER_WINDOW`.
+    pub eager_window: u64,
+    /// Bound on the memory of unexpected eager messages over all peers (the
+    /// sum of the granted windows). `ISTHMUS_UNEXPECTED_LIMIT`.
+    pub unexpected_limit: u64,
+    /// A data connection's handshake must finish within this.
+    pub handshake_timeout: Duration,
+    /// Messages for a context nobody created an InterComm for are dropped after this.
+    pub early_context_age: Duration,
 }
 
 impl EngineConfig {
-    /// Defaults for `host`.
+    /// Defaults (see the `DEFAULT_*` constants), overridden by `ISTHMUS_EAGER_LIMIT`,
+    /// `ISTHMUS_EAGER_WINDOW` and `ISTHMUS_UNEXPECTED_LIMIT` when set.
     pub fn new(host: impl Into<String>) -> Self {
+        let env = |name: &str, default: u64| {
+            std::env::var(name).ok().map_or(default, |v| match parse_size(&v) {
+                Some(n) => n,
+                None => {
+                    warn!(variable = name, value = %v, "not a size in bytes; using the default");
+                    default
+                }
+            })
+        };
         EngineConfig {
             host: host.into(),
             admission_timeout: DEFAULT_ADMISSION_TIMEOUT,
+            eager_limit: env("ISTHMUS_EAGER_LIMIT", DEFAULT_EAGER_LIMIT as u64)
+                .try_into()
+                .unwrap_or(usize::MAX),
+            eager_window: env("ISTHMUS_EAGER_WINDOW", DEFAULT_EAGER_WINDOW),
+            unexpected_limit: env("ISTHMUS_UNEXPECTED_LIMIT", DEFAULT_UNEXPECTED_LIMIT),
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            early_context_age: DEFAULT_EARLY_CONTEXT_AGE,
         }
     }
+}
+
+/// "65536", "64k", "1M", "2g" → bytes.
+fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, shift) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], 10),
+        (i, 'm' | 'M') => (&s[..i], 20),
+        (i, 'g' | 'G') => (&s[..i], 30),
+        _ => (s, 0),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(1 << shift)
 }
 
 /// One bridge engine (normally one per process).
@@ -77,7 +144,23 @@ impl Engine {
             unix: Some(unix_name.clone()),
             tcp: Some(tcp_addr),
         };
-        let shared = Arc::new(Shared::new(endpoint, identity, config.admission_timeout));
+        let poller = Poller::new().map_err(|e| BridgeError::io("creating the epoll poller", e))?;
+        let limits = Limits {
+            eager_limit: config.eager_limit,
+            admission_timeout: config.admission_timeout,
+            handshake_timeout: config.handshake_timeout,
+            early_context_age: config.early_context_age,
+        };
+        let ledger = Ledger::new(config.unexpected_limit, config.eager_window);
+        let shared = Arc::new(Shared::new(
+            endpoint,
+            identity,
+            limits,
+            ledger,
+            Arc::clone(&poller),
+        ));
+        let t0 = spawn("bridge-poller", move || poller.run())?;
+        shared.add_threads([t0]);
         let s1 = Arc::clone(&shared);
         let t1 = spawn("bridge-accept-unix", move || {
             for s in unix.incoming() {
@@ -85,7 +168,7 @@ impl Engine {
                     break;
                 }
                 match s {
-                    Ok(s) => s1.spawn_reader(Stream::Unix(s), None),
+                    Ok(s) => s1.accepted(Stream::Unix(s), None),
                     Err(e) => warn!(error = %e, "accept on the Unix socket failed"),
                 }
             }
@@ -100,7 +183,7 @@ impl Engine {
                     Ok(s) => {
                         let _ = s.set_nodelay(true);
                         let addr = s.peer_addr().ok();
-                        s2.spawn_reader(Stream::Tcp(s), addr)
+                        s2.accepted(Stream::Tcp(s), addr)
                     }
                     Err(e) => warn!(error = %e, "accept on the TCP socket failed"),
                 }
@@ -157,21 +240,19 @@ impl Engine {
         shared.conns.wake_all_readers();
         shared.admission.close();
         let handles: Vec<JoinHandle<()>> = shared.take_threads();
-        // Writers and acceptors exit on their own; readers after their socket is shut down.
-        let (writers_and_acceptors, readers): (Vec<_>, Vec<_>) =
-            handles.into_iter().partition(|h| {
-                h.thread()
-                    .name()
-                    .is_some_and(|n| !n.starts_with("bridge-reader"))
-            });
+        // Writers and acceptors exit on their own; the poller once stopped.
+        let (writers_and_acceptors, poller): (Vec<_>, Vec<_>) = handles
+            .into_iter()
+            .partition(|h| h.thread().name().is_some_and(|n| n != "bridge-poller"));
         for h in writers_and_acceptors {
             let _ = h.join();
         }
-        shared.conns.shut_down_accepted();
+        shared.conns.shut_down_incoming();
         for c in &conns {
             c.abort();
         }
-        for h in readers {
+        shared.poller.stop();
+        for h in poller {
             let _ = h.join();
         }
         // Fail whatever is still pending.
@@ -180,6 +261,7 @@ impl Engine {
         }
         shared.conns.wake_all_readers();
         shared.ssends.shut_down();
+        shared.rendezvous.shut_down();
         debug!(process = %shared.endpoint.process, orderly, "bridge engine stopped");
     }
 }
@@ -187,5 +269,20 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.stop(true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("65536"), Some(65536));
+        assert_eq!(parse_size("64k"), Some(64 << 10));
+        assert_eq!(parse_size(" 2G "), Some(2 << 30));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("99999999999999999999g"), None);
     }
 }

@@ -1,11 +1,13 @@
 //! [`Shared`]: the engine's state, shared with its threads and intercomms,
-//! and the engine's answers to what connections report (a message arrived,
-//! a SYNC_ACK arrived, a peer left or was lost). It composes the tables
-//! (connections, contexts, failures, synchronous sends) and does the
+//! and the engine's answers to what connections report (a message, an
+//! announcement or a payload arrived, a SYNC_ACK, CTS or CREDIT arrived, a
+//! peer left or was lost). It composes the tables (connections, contexts,
+//! failures, synchronous sends, rendezvous, the credit ledger) and does the
 //! bookkeeping that spans several of them; the tables know nothing of each other.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,19 +18,57 @@ use uuid::Uuid;
 use crate::admission::Admission;
 use crate::completion::{AnyNotifier, Completion};
 use crate::connections::Connections;
-use crate::contexts::ContextTable;
+use crate::contexts::{ContextTable, Destination};
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::failures::FailureSet;
 use crate::frame::{discard_payload, FrameHeader, FrameKind};
 use crate::handshake::Identity;
 use crate::incoming::{FrameHandler, FrameReader, InConn};
-use crate::matching::{Ctx, RecvOutcome};
+use crate::ledger::{Ledger, FRAME_COST, MAX_UNEXPECTED_RTS};
+use crate::matching::{
+    check_match, read_into, status_of, Arrived, Ctx, Delivery, PostedRecv, RecvOutcome,
+};
 use crate::outgoing::{OutConn, PeerLost, Queued};
+use crate::poller::Poller;
+use crate::rendezvous::{PendingData, Rendezvous};
 use crate::request::RecvProgress;
 use crate::ssend_waiters::SsendWaiters;
 use crate::sync::lock;
 use crate::transport::{self, Stream};
+
+/// Handshakes in progress at one time; connections beyond are closed at once.
+pub(crate) const MAX_HANDSHAKES: usize = 64;
+
+/// One of the [`MAX_HANDSHAKES`] slots, given back once the exchange on the
+/// socket is over (or when dropped).
+pub(crate) struct HandshakeSlot<'a> {
+    count: &'a AtomicUsize,
+    held: bool,
+}
+
+impl HandshakeSlot<'_> {
+    fn release(&mut self) {
+        if std::mem::take(&mut self.held) {
+            self.count.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for HandshakeSlot<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The protocol limits of an engine (see `EngineConfig`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub eager_limit: usize,
+    pub admission_timeout: Duration,
+    pub handshake_timeout: Duration,
+    pub early_context_age: Duration,
+}
 
 /// Engine state shared with the engine's threads.
 pub(crate) struct Shared {
@@ -37,7 +77,7 @@ pub(crate) struct Shared {
     identity: Identity,
     /// Keys of the processes that may connect to us.
     pub(crate) admission: Admission,
-    admission_timeout: Duration,
+    pub(crate) limits: Limits,
     shutting_down: AtomicBool,
     next_seq: AtomicU64,
     pub(crate) any: Arc<AnyNotifier>,
@@ -45,6 +85,15 @@ pub(crate) struct Shared {
     pub(crate) contexts: ContextTable,
     pub(crate) failures: FailureSet,
     pub(crate) ssends: SsendWaiters,
+    pub(crate) rendezvous: Rendezvous,
+    pub(crate) ledger: Ledger,
+    pub(crate) poller: Arc<Poller>,
+    /// Endpoints of the processes of every remote group we were given (for control frames).
+    peers: Mutex<HashMap<Uuid, Endpoint>>,
+    /// Control frames for processes whose endpoint we do not know yet (a
+    /// message for a context nobody registered); sent once we learn it.
+    owed: Mutex<HashMap<Uuid, Vec<FrameHeader>>>,
+    handshakes: AtomicUsize,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -56,12 +105,18 @@ pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<Joi
 }
 
 impl Shared {
-    pub(crate) fn new(endpoint: Endpoint, identity: Identity, admission_timeout: Duration) -> Self {
+    pub(crate) fn new(
+        endpoint: Endpoint,
+        identity: Identity,
+        limits: Limits,
+        ledger: Ledger,
+        poller: Arc<Poller>,
+    ) -> Self {
         Shared {
             endpoint,
             identity,
             admission: Admission::default(),
-            admission_timeout,
+            limits,
             shutting_down: AtomicBool::new(false),
             next_seq: AtomicU64::new(1),
             any: Arc::new(AnyNotifier::default()),
@@ -69,6 +124,12 @@ impl Shared {
             contexts: ContextTable::default(),
             failures: FailureSet::default(),
             ssends: SsendWaiters::default(),
+            rendezvous: Rendezvous::default(),
+            ledger,
+            poller,
+            peers: Mutex::new(HashMap::new()),
+            owed: Mutex::new(HashMap::new()),
+            handshakes: AtomicUsize::new(0),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -94,48 +155,113 @@ impl Shared {
         std::mem::take(&mut *lock(&self.threads))
     }
 
-    /// Serve an accepted connection on a reader thread of its own.
-    pub(crate) fn spawn_reader(self: &Arc<Self>, s: Stream, addr: Option<SocketAddr>) {
-        let me = Arc::clone(self);
-        let via = addr
-            .map(|a| a.to_string())
-            .unwrap_or_else(|| "unix socket".into());
-        match spawn("bridge-reader", move || me.serve(s, via)) {
-            Ok(h) => self.add_threads([h]),
-            Err(e) => warn!(error = %e, "cannot start a reader thread; connection dropped"),
+    /// Remember how to reach the processes of a remote group, and send
+    /// them what we owed them meanwhile.
+    pub(crate) fn learn_peers(self: &Arc<Self>, remote: &[Endpoint]) {
+        // Peers, then owed (as in `send_control`): a frame is either owed
+        // before the endpoint is known, and taken here, or sent directly.
+        let mut m = lock(&self.peers);
+        for e in remote {
+            m.entry(e.process).or_insert_with(|| e.clone());
+        }
+        let owed: Vec<(Uuid, Vec<FrameHeader>)> = {
+            let mut o = lock(&self.owed);
+            remote
+                .iter()
+                .filter_map(|e| o.remove(&e.process).map(|q| (e.process, q)))
+                .collect()
+        };
+        drop(m);
+        for (peer, frames) in owed {
+            for hdr in frames {
+                if let Err(err) = self.send_control(peer, hdr) {
+                    debug!(%peer, error = %err, "could not send an owed control frame");
+                }
+            }
         }
     }
 
-    /// Reader thread body: handshake, register, then background reading.
-    /// Until the handshake proved who the connector is, nothing it sends or
-    /// does (closing included) touches any peer's state.
-    fn serve(self: Arc<Self>, mut stream: Stream, via: String) {
-        let deadline = Instant::now() + self.admission_timeout;
-        let Some(peer) = transport::accept_handshake(&self.identity, &mut stream, &via, |p| {
-            self.admission.key_of(p, deadline)
-        }) else {
+    /// An accepted connection: run its handshake on a short-lived thread
+    /// (bounded in number and by the handshake deadline), then hand it to the poller.
+    pub(crate) fn accepted(self: &Arc<Self>, s: Stream, addr: Option<SocketAddr>) {
+        let via = addr
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| "unix socket".into());
+        if self.handshakes.fetch_add(1, Ordering::SeqCst) >= MAX_HANDSHAKES {
+            self.handshakes.fetch_sub(1, Ordering::SeqCst);
+            warn!(%via, "too many data-connection handshakes in progress; connection closed");
+            return;
+        }
+        let me = Arc::clone(self);
+        let r = std::thread::Builder::new()
+            .name("bridge-handshake".into())
+            .spawn(move || {
+                let mut slot = HandshakeSlot {
+                    count: &me.handshakes,
+                    held: true,
+                };
+                me.admit(s, via, &mut slot);
+            });
+        if let Err(e) = r {
+            self.handshakes.fetch_sub(1, Ordering::SeqCst);
+            warn!(error = %e, "cannot start a handshake thread; connection dropped");
+        }
+    }
+
+    /// Signed handshake (within the handshake deadline), admission (the
+    /// claimed process's key from a remote table, waiting for one if needed),
+    /// credit grant, then the poller serves the connection. Until the
+    /// handshake proved who the connector is, nothing it sends or does
+    /// (closing included) touches any peer's state.
+    fn admit(self: &Arc<Self>, mut stream: Stream, via: String, slot: &mut HandshakeSlot<'_>) {
+        let timeout = self.limits.handshake_timeout;
+        let accepted =
+            transport::accept_handshake(&self.identity, &mut stream, &via, timeout, |p, stream| {
+                if let Some(key) = self.admission.known(p) {
+                    return Ok(key);
+                }
+                transport::send_grant_follows(stream, timeout)
+                    .map_err(|e| format!("cannot tell it that admission is pending: {e}"))?;
+                // The exchange on the socket is over: waiting for a table is
+                // bounded by admission (its own count and deadline), not by
+                // the handshake slots, so strangers waiting cannot starve
+                // known peers' handshakes.
+                slot.release();
+                let deadline = Instant::now() + self.limits.admission_timeout;
+                self.admission.key_of(p, deadline)
+            });
+        slot.release();
+        let Some(peer) = accepted else {
             stream.shutdown();
             return;
         };
-        debug!(%peer, %via, "accepted data connection");
-        if let Ok(h) = stream.try_clone() {
-            self.conns.add_accepted(peer, h);
+        let grant = self.ledger.open(peer);
+        if let Err(e) = transport::send_grant(&mut stream, grant, timeout) {
+            warn!(%peer, %via, error = %e, "dropping data connection: cannot send its credit grant");
+            self.ledger.close(peer);
+            return;
         }
-        let conn = match InConn::new(peer, stream) {
+        debug!(%peer, %via, grant, "accepted data connection");
+        let conn = match InConn::new(peer, stream, Arc::clone(&self.poller)) {
             Ok(c) => c,
             Err(e) => {
                 warn!(%peer, error = %e, "cannot create an eventfd; dropping the data connection");
+                self.ledger.close(peer);
                 self.peer_failed(peer, &format!("cannot serve its connection: {e}"));
                 return;
             }
         };
+        if self.is_shutting_down() {
+            self.ledger.close(peer);
+            return;
+        }
         self.conns.add_incoming(Arc::clone(&conn));
-        conn.background(self);
+        conn.watch(self);
     }
 
     /// Block until `done` completes (None on timeout). If what completes it can
     /// only come from `peer`, read that peer's connection from this thread
-    /// (leader/follower, see `incoming`); otherwise wait for the background readers.
+    /// (leader/follower, see `incoming`); otherwise wait for the poller.
     pub(crate) fn wait_from<T>(
         self: &Arc<Self>,
         peer: Option<Uuid>,
@@ -161,14 +287,49 @@ impl Shared {
         if let Some(c) = guard.as_ref() {
             return Ok(Arc::clone(c));
         }
-        let stream = transport::connect(&self.endpoint, &self.identity, ep)?;
-        let conn = OutConn::new(ep.process, stream)
+        let mut stream = transport::connect(
+            &self.endpoint,
+            &self.identity,
+            ep,
+            self.limits.handshake_timeout,
+        )?;
+        let first =
+            transport::read_grant(&mut stream, Instant::now() + self.limits.handshake_timeout)
+                .map_err(|e| BridgeError::Connect {
+                    process: ep.process,
+                    address: "its data socket".into(),
+                    reason: e.to_string(),
+                })?;
+        let (credit, grant_reader) = match first {
+            transport::Grant::Window(bytes) => (bytes, None),
+            // The peer waits for the table naming us (it has not formed its
+            // intercomm yet): no credit until its grant comes. Nothing waits
+            // for it here; blocking small sends wait for it (see
+            // `OutConn::wait_granted`), others go by rendezvous meanwhile.
+            transport::Grant::Follows => {
+                let reader = stream
+                    .try_clone()
+                    .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
+                (0, Some(reader))
+            }
+        };
+        let conn = OutConn::new(ep.process, stream, credit, grant_reader.is_some())
             .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
+        let grant_deadline =
+            Instant::now() + self.limits.admission_timeout + self.limits.handshake_timeout;
         let (c2, me) = (Arc::clone(&conn), Arc::clone(self));
-        let h = spawn("bridge-writer", move || c2.writer_loop(me))?;
+        let h = spawn("bridge-writer", move || {
+            let granted = match grant_reader {
+                Some(reader) => c2.await_grant(reader, grant_deadline, &*me),
+                None => true,
+            };
+            if granted {
+                c2.writer_loop(me)
+            }
+        })?;
         self.add_threads([h]);
         *guard = Some(Arc::clone(&conn));
-        debug!(peer = %ep.process, "opened data connection");
+        debug!(peer = %ep.process, credit, "opened data connection");
         // A failure or shutdown may have been recorded while we connected.
         if let Some(reason) = self.failures.reason(ep.process) {
             conn.fail(&reason);
@@ -179,10 +340,123 @@ impl Shared {
         Ok(conn)
     }
 
+    /// Queue a control frame (SYNC_ACK, CTS, CREDIT) for process `peer`;
+    /// kept (at most MAX_UNEXPECTED_RTS per peer) until we learn its endpoint.
+    fn send_control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
+        let peers = lock(&self.peers);
+        let Some(ep) = peers.get(&peer).cloned() else {
+            // Still holding `peers`: `learn_peers` cannot slip in between.
+            let mut owed = lock(&self.owed);
+            let q = owed.entry(peer).or_default();
+            if q.len() >= MAX_UNEXPECTED_RTS as usize {
+                return Err(BridgeError::Protocol(format!(
+                    "too many control frames owed to process {peer}, whose endpoint is unknown"
+                )));
+            }
+            q.push(hdr);
+            return Ok(());
+        };
+        drop(peers);
+        self.conn(&ep, 0)?.enqueue(Queued {
+            hdr,
+            payload: Vec::new(),
+            dest_rank: 0,
+            done: None,
+        })
+    }
+
+    /// An eager message from `peer` holding `cost` bytes of its credit was consumed.
+    pub(crate) fn release(self: &Arc<Self>, peer: Uuid, cost: u64) {
+        if let Some(bytes) = self.ledger.release(peer, cost) {
+            if let Err(e) = self.send_control(peer, FrameHeader::credit(bytes)) {
+                debug!(%peer, error = %e, "could not return eager credit");
+                self.ledger.unsent(peer, bytes);
+            }
+        }
+    }
+
+    /// A receive matched the rendezvous announcement `rts` from `peer`:
+    /// wait for its DATA (or discard it if the match failed) and send CTS.
+    pub(crate) fn rts_matched(self: &Arc<Self>, peer: Uuid, rts: FrameHeader, p: PostedRecv) {
+        if let Some(reason) = self.failures.reason(peer) {
+            p.done.complete(Err(BridgeError::PeerFailed {
+                rank: rts.source,
+                reason,
+            }));
+            return;
+        }
+        let recv = match check_match(p.expected, p.target.capacity(), &rts) {
+            Ok(()) => Some(p),
+            Err(e) => {
+                // MPI consumes a message that failed to match: its payload is discarded.
+                p.done.complete(Err(e));
+                None
+            }
+        };
+        self.await_data(peer, rts, recv);
+    }
+
+    fn await_data(self: &Arc<Self>, peer: Uuid, rts: FrameHeader, recv: Option<PostedRecv>) {
+        self.rendezvous.add_recv(
+            peer,
+            rts.seq,
+            PendingData {
+                len: rts.payload_len,
+                status: status_of(&rts),
+                recv,
+            },
+        );
+        let cts = FrameHeader::control(FrameKind::Cts, rts.context, rts.seq);
+        if let Err(e) = self.send_control(peer, cts) {
+            debug!(%peer, error = %e, "could not send CTS");
+            if let Some(d) = self.rendezvous.take_recv(peer, rts.seq) {
+                if let Some(p) = d.recv {
+                    p.done.complete(Err(e));
+                }
+            }
+        }
+    }
+
+    /// Throw away a message nobody will receive (its context was retired or
+    /// evicted): return its credit, or let a rendezvous sender finish.
+    fn discard_arrived(self: &Arc<Self>, a: Arrived) {
+        if a.hdr.kind == FrameKind::Rts {
+            self.ledger.rts_done(a.peer);
+            self.await_data(a.peer, a.hdr, None);
+        } else {
+            self.release(a.peer, a.cost);
+        }
+    }
+
+    fn evict(self: &Arc<Self>, evicted: Vec<Arc<Ctx>>) {
+        for ctx in evicted {
+            let dropped = ctx.retire();
+            warn!(
+                context = ctx.id,
+                messages = dropped.len(),
+                age = ?self.limits.early_context_age,
+                "no InterComm was created for this context in time; its messages are discarded"
+            );
+            for a in dropped {
+                self.discard_arrived(a);
+            }
+        }
+    }
+
     /// An intercomm was dropped: unregister its context and fail its pending receives.
-    pub(crate) fn retire_context(&self, ctx: &Arc<Ctx>) {
+    pub(crate) fn retire_context(self: &Arc<Self>, ctx: &Arc<Ctx>) {
         self.contexts.retire(ctx);
-        ctx.retire();
+        let dropped = ctx.retire();
+        if !dropped.is_empty() {
+            debug!(
+                context = ctx.id,
+                count = dropped.len(),
+                "InterComm dropped with unreceived messages; discarding them"
+            );
+        }
+        for a in dropped {
+            self.discard_arrived(a);
+        }
         // Receivers of this context blocked reading a socket must see their completion.
         self.conns.wake_all_readers();
     }
@@ -233,9 +507,152 @@ impl Shared {
             c.process_gone(process, reason, orderly);
         }
         self.ssends.peer_gone(process, reason);
+        self.rendezvous.peer_gone(process, reason);
         // Threads blocked reading the failed peer's socket must see their failed completions.
         if let Some(c) = self.conns.incoming(process) {
             c.wake();
+        }
+    }
+
+    /// EAGER / SYNC_EAGER from `peer`: checked against its credit before a byte of payload is read.
+    fn eager(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()> {
+        let cost = hdr
+            .payload_len
+            .checked_add(FRAME_COST)
+            .ok_or_else(|| BridgeError::Protocol("eager payload length overflows".into()))?;
+        self.ledger
+            .charge(peer, cost)
+            .map_err(BridgeError::Protocol)?;
+        let (dest, evicted) = self.contexts.for_incoming(
+            hdr.context,
+            || self.is_shutting_down(),
+            self.limits.early_context_age,
+        );
+        self.evict(evicted);
+        match dest {
+            Destination::Discard => {
+                debug!(
+                    context = hdr.context,
+                    "message for a retired or refused context; discarded"
+                );
+                let r = discard_payload(rd, hdr.payload_len);
+                self.release(peer, cost);
+                r.map_err(|e| BridgeError::PeerFailed {
+                    rank: hdr.source,
+                    reason: format!("receiving a message failed: {e}"),
+                })
+            }
+            Destination::Ctx(ctx) => {
+                if ctx.deliver(hdr, rd, peer, cost)? == Delivery::Matched {
+                    self.release(peer, cost);
+                    if hdr.kind == FrameKind::SyncEager {
+                        self.send_sync_ack(&ctx, &hdr);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// RTS from `peer`: matched now (CTS goes out) or held where probes see it.
+    fn announcement(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
+        let (dest, evicted) = self.contexts.for_incoming(
+            hdr.context,
+            || self.is_shutting_down(),
+            self.limits.early_context_age,
+        );
+        self.evict(evicted);
+        match dest {
+            Destination::Discard => {
+                debug!(
+                    context = hdr.context,
+                    "announcement for a retired or refused context; discarded"
+                );
+                self.await_data(peer, hdr, None);
+            }
+            Destination::Ctx(ctx) => {
+                self.ledger.rts_held(peer).map_err(BridgeError::Protocol)?;
+                if let Some(p) = ctx.announce(hdr, peer) {
+                    self.ledger.rts_done(peer);
+                    self.rts_matched(peer, hdr, p);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// DATA from `peer`: the payload of a matched announcement, straight into the receive's buffer.
+    fn payload(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()> {
+        let Some(d) = self.rendezvous.take_recv(peer, hdr.seq) else {
+            return Err(BridgeError::Protocol(format!(
+                "DATA for seq {} that no CTS asked for",
+                hdr.seq
+            )));
+        };
+        if hdr.payload_len != d.len {
+            let e = BridgeError::Protocol(format!(
+                "DATA of {} bytes for a message announced with {}",
+                hdr.payload_len, d.len
+            ));
+            if let Some(p) = d.recv {
+                p.done.complete(Err(e.clone()));
+            }
+            return Err(e);
+        }
+        let io_err = |e: std::io::Error| BridgeError::PeerFailed {
+            rank: d.status.source,
+            reason: format!("receiving a message failed: {e}"),
+        };
+        let Some(p) = d.recv else {
+            return discard_payload(rd, d.len).map_err(io_err);
+        };
+        let len = usize::try_from(d.len)
+            .map_err(|_| BridgeError::Protocol("payload does not fit in memory".into()))?;
+        match read_into(&p.target, rd, len) {
+            Ok(v) => {
+                p.done.complete(Ok((v, d.status)));
+                Ok(())
+            }
+            Err(e) => {
+                let e = io_err(e);
+                p.done.complete(Err(e.clone()));
+                Err(e)
+            }
+        }
+    }
+
+    /// CTS from `peer`: send the payload of the announcement it answers.
+    fn cleared(self: &Arc<Self>, peer: Uuid, seq: u64) {
+        let Some(p) = self.rendezvous.cleared(peer, seq) else {
+            debug!(%peer, seq, "CTS for an unknown or withdrawn rendezvous send");
+            return;
+        };
+        let conn = self.conns.outgoing(peer);
+        if let Some(c) = &conn {
+            c.rts_answered();
+        }
+        let Some(payload) = p.payload else {
+            // The blocked caller writes DATA from its own memory.
+            p.done.complete(Ok(()));
+            return;
+        };
+        let data = FrameHeader {
+            kind: FrameKind::Data,
+            ..p.rts
+        };
+        let r = match conn {
+            Some(c) => c.enqueue(Queued {
+                hdr: data,
+                payload,
+                dest_rank: p.dest_rank,
+                done: Some(Arc::clone(&p.done)),
+            }),
+            None => Err(BridgeError::Protocol(
+                "CTS without an outgoing connection".into(),
+            )),
+        };
+        if let Err(e) = r {
+            p.done.complete(Err(e));
         }
     }
 }
@@ -252,29 +669,41 @@ impl FrameHandler for Shared {
     }
 
     fn message(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()> {
-        let Some(ctx) = self
-            .contexts
-            .for_incoming(hdr.context, || self.is_shutting_down())
-        else {
-            debug!(%peer, context = hdr.context, bytes = hdr.payload_len, "message for a dropped context; discarding");
-            return discard_payload(rd, hdr.payload_len).map_err(|e| BridgeError::PeerFailed {
-                rank: hdr.source,
-                reason: format!("receiving a message failed: {e}"),
-            });
-        };
-        let matched = ctx.deliver(hdr, rd)?;
-        if matched && hdr.kind == FrameKind::SyncEager {
-            self.send_sync_ack(&ctx, &hdr);
+        match hdr.kind {
+            FrameKind::Eager | FrameKind::SyncEager => self.eager(peer, hdr, rd),
+            FrameKind::Rts => self.announcement(peer, hdr),
+            FrameKind::Data => self.payload(peer, hdr, rd),
+            k => Err(BridgeError::Protocol(format!(
+                "{k:?} is not a message frame"
+            ))),
+        }
+    }
+
+    fn control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
+        match hdr.kind {
+            FrameKind::SyncAck => self.ssends.acked(peer, hdr.seq),
+            FrameKind::Cts => self.cleared(peer, hdr.seq),
+            FrameKind::Credit => {
+                if let Some(c) = self.conns.outgoing(peer) {
+                    c.add_credit(hdr.count);
+                }
+            }
+            k => {
+                return Err(BridgeError::Protocol(format!(
+                    "{k:?} is not a control frame"
+                )))
+            }
         }
         Ok(())
     }
 
-    fn sync_ack(&self, peer: Uuid, seq: u64) {
-        self.ssends.acked(peer, seq)
-    }
-
     fn peer_departed(&self, peer: Uuid, reason: &str) {
         self.peer_gone(peer, reason, true)
+    }
+
+    fn connection_closed(&self, conn: &Arc<InConn>) {
+        self.conns.remove_incoming(conn);
+        self.ledger.close(conn.peer);
     }
 }
 

@@ -209,6 +209,10 @@ fn print_table(bridge: &BTreeMap<String, Value>, reference: &BTreeMap<String, Va
     println!();
     println!("bandwidth, MB/s (16-message window)     ratio = bridge / Open MPI connect-accept (target ≥ 0.9)");
     println!(
+        "(bridge: eager up to {} KiB within credit; larger messages are rendezvous: RTS, CTS once matched, then the payload)",
+        isthmus_bridge::DEFAULT_EAGER_LIMIT >> 10
+    );
+    println!(
         "{:<8} {:>20} {:>20} {:>8} {:>14} {:>14}",
         "size", "bridge OMPI↔MPICH", "OMPI connect/accept", "ratio", "TCP loopback", "Unix socket"
     );
