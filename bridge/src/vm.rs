@@ -414,7 +414,7 @@ async fn forward_deaths(
         let (Some(process), Some(engine)) = (process, engine.upgrade()) else {
             continue;
         };
-        engine.peer_failed(
+        engine.peer_reported_dead(
             process,
             &format!("member {} of group {:?} died", ev.instance, ev.group),
         );

@@ -113,6 +113,11 @@ fn parse_size(s: &str) -> Option<u64> {
     num.trim().parse::<u64>().ok()?.checked_mul(1 << shift)
 }
 
+/// How long a death reported by the group service waits for the dead
+/// process's data connection to close before the peer fails anyway
+/// ([`Engine::peer_reported_dead`]).
+pub const DEATH_NOTICE_GRACE: Duration = Duration::from_secs(30);
+
 /// One bridge engine (normally one per process).
 pub struct Engine {
     pub(crate) shared: Arc<Shared>,
@@ -203,6 +208,34 @@ impl Engine {
     /// Every pending and future operation involving it fails with `PeerFailed`.
     pub fn peer_failed(&self, process: Uuid, reason: &str) {
         self.shared.peer_failed(process, reason)
+    }
+
+    /// Report that the group service saw a peer process die. If the peer
+    /// has an open data connection to us, what it sent before dying is
+    /// still in that socket: it is read first, and the end of the
+    /// connection (the kernel closes a dead process's sockets) fails the
+    /// peer, as a process is dead when its connection closes. Should the
+    /// connection stay open, the peer fails [`DEATH_NOTICE_GRACE`] later
+    /// anyway. With no connection from it, the peer fails at once.
+    pub fn peer_reported_dead(&self, process: Uuid, reason: &str) {
+        if self.shared.conns.incoming(process).is_none() {
+            return self.shared.peer_failed(process, reason);
+        }
+        let shared = Arc::downgrade(&self.shared);
+        let reason = reason.to_string();
+        let grace = std::thread::Builder::new()
+            .name("bridge-death-grace".into())
+            .spawn(move || {
+                std::thread::sleep(DEATH_NOTICE_GRACE);
+                if let Some(shared) = shared.upgrade() {
+                    shared.peer_failed(process, &reason);
+                }
+            });
+        if grace.is_err() {
+            // No thread to wait with: fail now rather than never.
+            self.shared
+                .peer_failed(process, "death reported by the group service");
+        }
     }
 
     /// Orderly shutdown: flush queued frames, send BYE, close sockets, stop threads.

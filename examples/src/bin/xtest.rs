@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context};
 use clap::Parser;
 use isthmus_bridge::{Bridge, BridgeError, InterComm, Source, Tag};
+use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::{MutView, UserDatatype, View};
-use mpi::topology::Communicator;
+use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::Equivalence;
 
 #[derive(Parser)]
@@ -162,7 +163,7 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
                 .collect::<Result<_, _>>()?;
             multi(&inter, &second, &others, rank, a, &args.group)?
         }
-        "killed" => killed(&inter, rank, a)?,
+        "killed" => killed(&inter, &world, rank, a)?,
         "pause" => pause(&inter, rank, a)?,
         "answer" => {
             // A third job in "multi": receive one message, answer with our name.
@@ -619,9 +620,11 @@ fn exchange_rank_ids(ic: &InterComm, rank: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn killed(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+fn killed(ic: &InterComm, world: &SimpleCommunicator, rank: u32, a: bool) -> anyhow::Result<()> {
     // A keeps receiving from every B rank; B's rank 1 dies by SIGKILL after
-    // 50 rounds. Every A rank must see an error, not hang.
+    // 50 rounds, once every B rank has sent those 50 (native barrier: a
+    // lagging rank 0 killed by its launcher would otherwise end early). Every
+    // A rank must see an error, not hang, and never before round 50.
     let remote = ic.remote_size();
     if a {
         let mut v = [0u64; 8];
@@ -645,8 +648,11 @@ fn killed(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
         unreachable!()
     } else {
         for round in 0u64.. {
-            if rank == 1 && round == 50 {
-                kill_self();
+            if round == 50 {
+                world.barrier();
+                if rank == 1 {
+                    kill_self();
+                }
             }
             for q in 0..remote {
                 ic.send(q, 1, &[round; 8])?;
