@@ -10,6 +10,7 @@ packages=(
   mpich libmpich-dev                              # MPICH: mpicc.mpich, mpiexec.mpich
   etcd-server etcd-client                         # state store of a multi-host virtual machine
   pvm pvm-dev                                     # reference for the group-service benchmark
+  iproute2 passwd util-linux                      # security tests: network namespaces (ip), test users (useradd), setpriv
 )
 
 missing=()
