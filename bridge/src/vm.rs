@@ -11,7 +11,12 @@
 //! frozen, reads the remote endpoints from its table and derives the
 //! context id from both groups' identities and a per-pair count — both sides
 //! compute the same id without talking, as long as they create their
-//! intercommunicators in the same order (MPI's rule for collectives).
+//! intercommunicators in the same order (MPI's rule for collectives). Like
+//! `MPI_Intercomm_create`, the call is collective over both groups: once
+//! all local ranks have the remote table (a vmd barrier of the local
+//! group), the local leader sends "ready" to every remote rank, and a rank
+//! returns only when it has the remote leader's "ready". So no job can
+//! finish and leave while a rank of the other still needs its table.
 //!
 //! Failure: the session follows the remote groups' events; a remote member's
 //! death is passed to the engine, which fails every operation that waits on
@@ -19,7 +24,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use isthmus_client::{ClientError, ErrorKind, Session};
 use isthmus_proto as pb;
@@ -34,6 +39,7 @@ use crate::engine::{Engine, EngineConfig};
 use crate::error::{BridgeError, Result};
 use crate::hash::{fnv1a64, FNV_OFFSET};
 use crate::intercomm::InterComm;
+use crate::matching::{Source, Tag};
 
 /// How long `register` waits for all ranks of the job to have joined.
 pub const REGISTER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -61,6 +67,9 @@ pub struct Handle {
     comm: SimpleCommunicator,
     /// How many intercommunicators this handle formed with each remote group.
     formed: Mutex<HashMap<String, u64>>,
+    /// Ends when the last creation started on this handle has passed its
+    /// local barrier.
+    last_creation: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
 
 impl Handle {
@@ -180,6 +189,7 @@ impl Bridge {
             size,
             comm: comm.duplicate(),
             formed: Mutex::new(HashMap::new()),
+            last_creation: Mutex::new(None),
         })
     }
 
@@ -252,11 +262,37 @@ impl Bridge {
             *n += 1;
             *n
         };
+        // Creations of one handle meet in the local barrier in call order
+        // (a barrier episode counts entries, not creations).
+        let (done, now_done) = tokio::sync::oneshot::channel::<()>();
+        let previous = handle
+            .last_creation
+            .lock()
+            .map_err(|_| BridgeError::Protocol("handle lock poisoned".into()))?
+            .replace(now_done);
         let (tx, rx) = std::sync::mpsc::channel();
         let session = self.session.clone();
         let name = remote.to_string();
+        let local_group = handle.group.clone();
+        let started = Instant::now();
         self.rt.spawn(async move {
-            let _ = tx.send(session.wait_frozen(&name, timeout).await);
+            let fetched = session.wait_frozen(&name, timeout).await;
+            if let Some(previous) = previous {
+                // An error there means that creation ended; ours goes on.
+                let _ = previous.await;
+            }
+            let outcome = match fetched {
+                Ok(table) => {
+                    let left = timeout.saturating_sub(started.elapsed());
+                    match session.barrier(&local_group, None, left).await {
+                        Ok(()) => Ok(table),
+                        Err(e) => Err(Stage::Local(e)),
+                    }
+                }
+                Err(e) => Err(Stage::Remote(e)),
+            };
+            drop(done);
+            let _ = tx.send(outcome);
         });
         Ok(PendingInterComm {
             bridge: self,
@@ -269,7 +305,9 @@ impl Bridge {
             remote: remote.to_string(),
             ordinal,
             timeout,
+            started,
             rx,
+            formed: None,
         })
     }
 
@@ -279,7 +317,7 @@ impl Bridge {
         remote: &str,
         ordinal: u64,
         table: &pb::GroupTable,
-    ) -> Result<InterComm> {
+    ) -> Result<Forming> {
         let mut endpoints = Vec::with_capacity(table.members.len());
         for (i, m) in table.members.iter().enumerate() {
             if m.instance as usize != i {
@@ -297,27 +335,79 @@ impl Bridge {
         // A death that came before the peers were recorded above was not
         // passed to the engine. The session drops a cached table on any such
         // event (and caches none fetched across one): if ours is not the
-        // table cached now, ask the vmd who is still there.
+        // table cached now, ask the vmd. Only a broken table names deaths: a
+        // member missing from an intact one (or a group gone) left in order,
+        // and its connection's orderly end says so to the engine.
         let current = self.session.cached(remote).map(|t| t.generation);
         if current != Some(table.generation) {
-            let alive = self.rt.block_on(self.session.members(remote)).ok();
-            for (i, e) in endpoints.iter().enumerate() {
-                let here = alive.as_ref().is_some_and(|t| {
-                    t.generation == table.generation
-                        && t.members.iter().any(|m| m.instance as usize == i)
-                });
-                if !here {
-                    self.engine.peer_failed(
-                        e.process,
-                        &format!("member {i} of group {remote:?} is gone"),
-                    );
+            match self.rt.block_on(self.session.members(remote)) {
+                Ok(now) if now.generation == table.generation && now.broken => {
+                    for (i, e) in endpoints.iter().enumerate() {
+                        if !now.members.iter().any(|m| m.instance as usize == i) {
+                            self.engine.peer_failed(
+                                e.process,
+                                &format!("member {i} of group {remote:?} is gone"),
+                            );
+                        }
+                    }
                 }
+                Ok(_) => {}
+                Err(e) => debug!(remote, error = %e, "remote group no longer listed"),
             }
         }
         let (group, generation, rank, size) = local;
         let context = context_id((group, *generation), (remote, table.generation), ordinal);
         debug!(local = %group, remote, ordinal, context = format_args!("{context:#x}"), "intercomm formed");
-        self.engine.intercomm(context, *rank, *size, endpoints)
+        let ready =
+            self.engine
+                .intercomm(ready_context(context), *rank, *size, endpoints.clone())?;
+        let intercomm = self.engine.intercomm(context, *rank, *size, endpoints)?;
+        Ok(Forming {
+            intercomm,
+            ready,
+            announced: false,
+        })
+    }
+}
+
+/// Where waiting for an intercommunicator failed.
+enum Stage {
+    /// The remote group never froze, or broke.
+    Remote(ClientError),
+    /// The other ranks of this job did not all get the remote table.
+    Local(ClientError),
+}
+
+/// An intercommunicator whose ranks have the remote table, waiting for the
+/// remote leader to say that all remote ranks have ours.
+///
+/// Why: MPI's `MPI_Intercomm_create` is collective over both groups. Without
+/// this, one job could form its side, finish and leave before a slow rank
+/// of the other job had read its table — which it then finds gone.
+struct Forming {
+    intercomm: InterComm,
+    /// A context of its own for the one "ready" message from each leader.
+    ready: InterComm,
+    announced: bool,
+}
+
+/// Tag of the "ready" message on the ready context.
+const READY_TAG: i32 = 0;
+
+impl Forming {
+    /// The local leader (whose ranks have all passed the local barrier)
+    /// tells every remote rank, once.
+    fn announce(&mut self) -> Result<()> {
+        if self.announced {
+            return Ok(());
+        }
+        if self.ready.rank() == 0 {
+            for q in 0..self.ready.remote_size() {
+                self.ready.send(q, READY_TAG, &[1u8])?;
+            }
+        }
+        self.announced = true;
+        Ok(())
     }
 }
 
@@ -328,45 +418,132 @@ pub struct PendingInterComm<'b> {
     remote: String,
     ordinal: u64,
     timeout: Duration,
-    rx: std::sync::mpsc::Receiver<Result<Arc<pb::GroupTable>, ClientError>>,
+    started: Instant,
+    rx: std::sync::mpsc::Receiver<std::result::Result<Arc<pb::GroupTable>, Stage>>,
+    formed: Option<Forming>,
 }
 
 impl PendingInterComm<'_> {
-    /// Completes if the remote group is ready: `Ok(None)` while it is not.
+    /// Completes if both sides are ready: `Ok(None)` while they are not.
     pub fn test(&mut self) -> Result<Option<InterComm>> {
-        match self.rx.try_recv() {
-            Ok(r) => self.complete(r).map(Some),
-            Err(std::sync::mpsc::TryRecvError::Empty) => Ok(None),
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => Err(BridgeError::EngineShutDown),
+        if self.formed.is_none() {
+            match self.rx.try_recv() {
+                Ok(r) => self.formed = Some(self.complete(r)?),
+                Err(std::sync::mpsc::TryRecvError::Empty) => return self.check_deadline(),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    return Err(BridgeError::EngineShutDown)
+                }
+            }
+        }
+        let Some(forming) = self.formed.as_mut() else {
+            return Ok(None);
+        };
+        forming.announce()?;
+        let heard = forming
+            .ready
+            .iprobe(Source::Rank(0), Tag::Value(READY_TAG))
+            .map_err(|e| self.remote_lost(e))?;
+        if heard.is_none() {
+            return self.check_deadline();
+        }
+        self.take_ready(None).map(Some)
+    }
+
+    /// Waits until both sides are ready (up to the deadline given at creation).
+    pub fn wait(mut self) -> Result<InterComm> {
+        if self.formed.is_none() {
+            // The session call has its own deadline; the margin only guards
+            // against a vmd that stopped answering altogether.
+            match self.rx.recv_timeout(self.timeout + Duration::from_secs(10)) {
+                Ok(r) => self.formed = Some(self.complete(r)?),
+                Err(_) => return Err(BridgeError::Timeout(self.timeout)),
+            }
+        }
+        if let Some(forming) = self.formed.as_mut() {
+            forming.announce()?;
+        }
+        let left = self.timeout.saturating_sub(self.started.elapsed());
+        self.take_ready(Some(left.max(Duration::from_millis(1))))
+    }
+
+    /// Receives the remote leader's "ready" (waiting up to `wait`, if
+    /// given) and hands out the intercommunicator.
+    fn take_ready(&mut self, wait: Option<Duration>) -> Result<InterComm> {
+        let Some(forming) = self.formed.take() else {
+            return Err(BridgeError::Protocol("intercomm already taken".into()));
+        };
+        let mut flag = [0u8; 1];
+        let got = match wait {
+            Some(w) => {
+                forming
+                    .ready
+                    .recv_timeout(Source::Rank(0), Tag::Value(READY_TAG), &mut flag, w)
+            }
+            None => forming
+                .ready
+                .recv(Source::Rank(0), Tag::Value(READY_TAG), &mut flag),
+        };
+        match got {
+            Ok(_) => Ok(forming.intercomm),
+            Err(BridgeError::Timeout(_)) => Err(BridgeError::RemoteNotReady {
+                group: self.remote.clone(),
+                waited: self.timeout,
+            }),
+            Err(e) => Err(self.remote_lost(e)),
         }
     }
 
-    /// Waits for the remote group (up to the deadline given at creation).
-    pub fn wait(self) -> Result<InterComm> {
-        // The session call has its own deadline; the margin only guards
-        // against a vmd that stopped answering altogether.
-        match self.rx.recv_timeout(self.timeout + Duration::from_secs(10)) {
-            Ok(r) => self.complete(r),
-            Err(_) => Err(BridgeError::Timeout(self.timeout)),
+    fn check_deadline(&self) -> Result<Option<InterComm>> {
+        // The vmd's own deadline ends the wait for the table; this one
+        // covers the wait for the remote leader after it.
+        if self.formed.is_some() && self.started.elapsed() > self.timeout {
+            return Err(BridgeError::RemoteNotReady {
+                group: self.remote.clone(),
+                waited: self.timeout,
+            });
+        }
+        Ok(None)
+    }
+
+    fn remote_lost(&self, e: BridgeError) -> BridgeError {
+        match e {
+            BridgeError::PeerFailed { .. } => BridgeError::RemoteLost {
+                group: self.remote.clone(),
+                reason: e.to_string(),
+            },
+            other => other,
         }
     }
 
-    fn complete(&self, r: Result<Arc<pb::GroupTable>, ClientError>) -> Result<InterComm> {
+    fn complete(&self, r: std::result::Result<Arc<pb::GroupTable>, Stage>) -> Result<Forming> {
         match r {
             Ok(table) => self
                 .bridge
                 .finish(&self.local, &self.remote, self.ordinal, &table),
-            Err(e) if e.kind() == ErrorKind::DeadlineExceeded => Err(BridgeError::RemoteNotReady {
-                group: self.remote.clone(),
-                waited: self.timeout,
-            }),
-            Err(e) if e.kind() == ErrorKind::Aborted => Err(BridgeError::RemoteLost {
-                group: self.remote.clone(),
-                reason: e.to_string(),
-            }),
-            Err(e) => Err(vm_error("intercomm_create", e)),
+            Err(Stage::Remote(e)) if e.kind() == ErrorKind::DeadlineExceeded => {
+                Err(BridgeError::RemoteNotReady {
+                    group: self.remote.clone(),
+                    waited: self.timeout,
+                })
+            }
+            Err(Stage::Remote(e)) if e.kind() == ErrorKind::Aborted => {
+                Err(BridgeError::RemoteLost {
+                    group: self.remote.clone(),
+                    reason: e.to_string(),
+                })
+            }
+            Err(Stage::Remote(e)) => Err(vm_error("intercomm_create", e)),
+            Err(Stage::Local(e)) => Err(vm_error(
+                "intercomm_create (waiting for the other ranks of this job)",
+                e,
+            )),
         }
     }
+}
+
+/// The context of the "ready" messages of the intercommunicator `context`.
+fn ready_context(context: u64) -> u64 {
+    fnv1a64(&context.to_le_bytes(), fnv1a64(b"ready", FNV_OFFSET))
 }
 
 /// Whether every rank of `comm` says yes (native MPI, inside the job).

@@ -337,6 +337,14 @@ fn several_intercomms_at_once_never_mix() {
 }
 
 #[test]
+fn a_late_rank_still_forms_its_intercomm_after_the_other_job_is_done() {
+    // A's rank 1 calls intercomm_create 3 s after everyone else; B needs
+    // only A's rank 0 and leaves as soon as it can. Creation is collective
+    // over both jobs, so B cannot leave before A's rank 1 has B's table.
+    scenario("laggard", &pair("laggard"));
+}
+
+#[test]
 fn nonblocking_intercomm_create_completes_while_computing() {
     scenario("nonblocking", &pair("nonblock"));
 }

@@ -142,6 +142,11 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
         return pass(args, rank, bridge, handle);
     }
 
+    if args.scenario == "laggard" && args.a && rank == 1 {
+        // A rank that comes late to a collective creation: the other job
+        // must not finish and leave before this rank has its table.
+        std::thread::sleep(Duration::from_secs(3));
+    }
     let inter = bridge
         .intercomm_create_timeout(&handle, &peer, timeout)
         .context("intercomm_create")?;
@@ -164,6 +169,18 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
             multi(&inter, &second, &others, rank, a, &args.group)?
         }
         "killed" => killed(&inter, &world, rank, a)?,
+        "laggard" => {
+            // Only the two rank 0s talk; B then leaves and exits at once.
+            if rank == 0 {
+                let mut v = [0u32; 1];
+                if a {
+                    inter.send(0, 5, &[42u32])?;
+                } else {
+                    inter.recv(Source::Rank(0), Tag::Value(5), &mut v)?;
+                    ensure!(v[0] == 42, "B got {}", v[0]);
+                }
+            }
+        }
         "pause" => pause(&inter, rank, a)?,
         "answer" => {
             // A third job in "multi": receive one message, answer with our name.
