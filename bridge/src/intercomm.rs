@@ -93,6 +93,18 @@ fn timeout_err(t: Option<Duration>) -> BridgeError {
 }
 
 impl InterComm {
+    /// The `n`-th communicator derived from this one (`MPI_Comm_dup`): same
+    /// groups, a context both sides compute alike as long as they derive in
+    /// the same order, as MPI requires of collective calls.
+    pub fn derived(&self, n: u64) -> Result<InterComm> {
+        let mut key = self.ctx.id.to_le_bytes().to_vec();
+        key.extend_from_slice(b"\x1fdup\x1f");
+        key.extend_from_slice(&n.to_le_bytes());
+        let context = crate::hash::fnv1a64(&key, crate::hash::FNV_OFFSET);
+        self.engine
+            .intercomm(context, self.local_rank, self.local_size, self.remote.clone())
+    }
+
     /// Context id of this intercomm.
     pub fn context(&self) -> u64 {
         self.ctx.id

@@ -102,6 +102,19 @@ impl RecvRequest {
     pub fn test(&self) -> bool {
         !self.done.is_pending()
     }
+    /// Cancels the receive (`MPI_Cancel`): `None` if no message had matched
+    /// it, so none is consumed; else the message that did, which must be
+    /// delivered as if the receive had completed.
+    pub fn cancel(self) -> Option<Result<(Vec<u8>, Status)>> {
+        if self.done.is_pending() && self.ctx.withdraw(self.id) {
+            return None;
+        }
+        let r = self
+            .done
+            .wait_until(None)
+            .unwrap_or(Err(BridgeError::EngineShutDown));
+        Some(r.map(|(v, st)| (v.unwrap_or_default(), st)))
+    }
 }
 
 impl Request for RecvRequest {

@@ -1,0 +1,134 @@
+//! The few things every interposed call needs from `mpi.h`: handle keys,
+//! the implementation's special values, and filling an `MPI_Status`.
+
+use std::ffi::c_int;
+
+use isthmus_bridge::{Source, Status, Tag};
+use mpi::ffi;
+
+pub use mpi::ffi::{MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status};
+
+/// A communicator as a map key. `MPI_Comm` is a pointer in Open MPI and an
+/// integer in MPICH; either fits a `usize`.
+pub fn comm_key(c: MPI_Comm) -> usize {
+    c.0 as usize
+}
+
+/// A request as a map key (pointer or integer, as for communicators).
+pub fn request_key(r: MPI_Request) -> usize {
+    r.0 as usize
+}
+
+pub fn any_source() -> c_int {
+    // SAFETY: reading an immutable constant exported by rsmpi's C shim.
+    unsafe { ffi::RSMPI_ANY_SOURCE }
+}
+pub fn any_tag() -> c_int {
+    // SAFETY: as above.
+    unsafe { ffi::RSMPI_ANY_TAG }
+}
+pub fn proc_null() -> c_int {
+    // SAFETY: as above.
+    unsafe { ffi::RSMPI_PROC_NULL }
+}
+pub fn request_null() -> MPI_Request {
+    // SAFETY: as above.
+    unsafe { ffi::RSMPI_REQUEST_NULL }
+}
+pub fn comm_null() -> MPI_Comm {
+    // SAFETY: as above.
+    unsafe { ffi::RSMPI_COMM_NULL }
+}
+pub fn byte() -> MPI_Datatype {
+    // SAFETY: as above.
+    unsafe { ffi::RSMPI_UINT8_T }
+}
+pub fn status_ignore() -> *mut MPI_Status {
+    // SAFETY: as above.
+    unsafe { ffi::RSMPI_STATUS_IGNORE }
+}
+pub fn statuses_ignore() -> *mut MPI_Status {
+    // SAFETY: as above.
+    unsafe { ffi::RSMPI_STATUSES_IGNORE }
+}
+
+/// MPI's source argument of a receive or probe.
+pub fn source_of(source: c_int) -> Option<Source> {
+    if source == any_source() {
+        Some(Source::Any)
+    } else {
+        u32::try_from(source).ok().map(Source::Rank)
+    }
+}
+
+/// MPI's tag argument of a receive or probe.
+pub fn tag_of(tag: c_int) -> Tag {
+    if tag == any_tag() {
+        Tag::Any
+    } else {
+        Tag::Value(tag)
+    }
+}
+
+/// What a completed receive, probe or request reports.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome {
+    pub source: c_int,
+    pub tag: c_int,
+    /// Bytes of data in the receiver's representation (MPI's count unit).
+    pub bytes: i64,
+    pub cancelled: bool,
+    /// MPI error code of the operation (MPI_SUCCESS = 0).
+    pub error: c_int,
+}
+
+impl Outcome {
+    pub fn empty() -> Self {
+        Outcome {
+            source: proc_null(),
+            tag: any_tag(),
+            bytes: 0,
+            cancelled: false,
+            error: 0,
+        }
+    }
+    pub fn received(st: &Status, bytes: i64) -> Self {
+        Outcome {
+            source: st.source as c_int,
+            tag: st.tag,
+            bytes,
+            cancelled: false,
+            error: 0,
+        }
+    }
+}
+
+/// Fills `status` (unless it is `MPI_STATUS_IGNORE` or null) as MPI would.
+///
+/// # Safety
+/// `status` is null, `MPI_STATUS_IGNORE`, or points to a writable `MPI_Status`.
+pub unsafe fn fill_status(status: *mut MPI_Status, o: &Outcome) {
+    if status.is_null() || status == status_ignore() {
+        return;
+    }
+    // SAFETY: the caller guarantees a writable status.
+    let s = unsafe { &mut *status };
+    s.MPI_SOURCE = o.source;
+    s.MPI_TAG = o.tag;
+    s.MPI_ERROR = o.error;
+    // SAFETY: `status` is a valid status; the count is set in bytes, the
+    // unit both implementations keep, so MPI_Get_count(status, type) divides
+    // by the type's size as for a native receive.
+    unsafe {
+        ffi::PMPI_Status_set_elements_x(status, byte(), o.bytes as ffi::MPI_Count);
+        ffi::PMPI_Status_set_cancelled(status, c_int::from(o.cancelled));
+    }
+}
+
+/// `MPI_Type_size` of `dt`, or None for an invalid type.
+pub fn type_size(dt: MPI_Datatype) -> Option<i64> {
+    let mut size: ffi::MPI_Count = 0;
+    // SAFETY: PMPI_Type_size_x only reads the handle and writes `size`.
+    let rc = unsafe { ffi::PMPI_Type_size_x(dt, &mut size) };
+    (rc == 0).then_some(size as i64)
+}

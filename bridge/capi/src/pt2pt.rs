@@ -1,0 +1,515 @@
+//! MPI's point-to-point calls, interposed: over the bridge on a bridge
+//! communicator, straight to `PMPI_*` on any other.
+//!
+//! Data of any datatype (derived ones too) is encoded by the bridge's
+//! datatype layer from the user's buffer, with its type signature; a
+//! receive checks the signature element by element and decodes into the
+//! user's buffer. `MPI_PROC_NULL` as a peer completes at once as MPI says.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use isthmus_bridge::datatype::{datatype_info, decode_raw, encode_raw, MatchRule, MessageSig};
+use isthmus_bridge::{BridgeError, InterComm, Status, TypeSig, WireFormat};
+use mpi::ffi;
+
+use crate::errors;
+use crate::mpi_glue::{
+    fill_status, proc_null, source_of, tag_of, type_size, Outcome, MPI_Comm, MPI_Datatype,
+    MPI_Request, MPI_Status,
+};
+use crate::requests::{self, Op};
+use crate::state::{bridge_comm, BridgeComm};
+
+/// Encodes `count` elements of `dt` at `buf` for sending.
+///
+/// # Safety
+/// `buf` addresses `count` elements of `dt`, as for `MPI_Send`.
+pub unsafe fn encode(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> Result<(TypeSig, u64, Vec<u8>), BridgeError> {
+    let n = usize::try_from(count)
+        .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
+    // SAFETY: forwarded from this function's contract.
+    let enc = unsafe { encode_raw(dt, n, buf) }?;
+    let elem_size = enc.bytes.len().checked_div(n).unwrap_or(0);
+    let sig = TypeSig {
+        signature: enc.signature,
+        format: enc.format,
+        elem_size,
+    };
+    Ok((sig, n as u64, enc.bytes.into_owned()))
+}
+
+/// Bytes the largest message fitting `count` elements of `dt` can take on
+/// the wire, in either format a sender may choose.
+fn capacity_bytes(count: usize, dt: MPI_Datatype) -> Result<usize, BridgeError> {
+    let info = datatype_info(dt)?;
+    Ok([WireFormat::External32, WireFormat::native()]
+        .iter()
+        .filter_map(|f| info.payload_len(*f, count).ok())
+        .max()
+        .unwrap_or(0))
+}
+
+/// Checks a received message against the receive's type and count and
+/// decodes it into `buf`.
+///
+/// # Safety
+/// `buf` addresses `count` writable elements of `dt`, as for `MPI_Recv`.
+pub unsafe fn decode_received(
+    bytes: &[u8],
+    st: &Status,
+    buf: *mut c_void,
+    count: usize,
+    dt: MPI_Datatype,
+) -> Result<Outcome, BridgeError> {
+    let info = datatype_info(dt)?;
+    let sig = MessageSig {
+        signature: st.signature,
+        count: st.count,
+        root_signature: 0,
+        root_reps: 0,
+    };
+    let n = if st.count == 0 {
+        0
+    } else {
+        info.match_message(&sig, count, MatchRule::ExactElement)?
+    };
+    if n > 0 {
+        // SAFETY: forwarded from this function's contract; n <= count.
+        unsafe { decode_raw(dt, st.format, bytes, n, buf) }?;
+    }
+    let size = type_size(dt).unwrap_or(0);
+    Ok(Outcome::received(st, size.saturating_mul(n as i64)))
+}
+
+fn peer(dest: c_int, ic: &InterComm) -> Result<u32, BridgeError> {
+    u32::try_from(dest).map_err(|_| {
+        BridgeError::InvalidArgument(format!(
+            "rank {dest} is not a rank of the remote group (size {})",
+            ic.remote_size()
+        ))
+    })
+}
+
+fn source(src: c_int) -> Result<isthmus_bridge::Source, BridgeError> {
+    source_of(src).ok_or_else(|| BridgeError::InvalidArgument(format!("source {src} is not a rank")))
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Standard,
+    Synchronous,
+    /// Buffered: completes locally (our sends own a copy of the data).
+    Buffered,
+}
+
+/// # Safety
+/// As `MPI_Send`.
+unsafe fn send(
+    bc: &BridgeComm,
+    mode: Mode,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+) -> Result<(), BridgeError> {
+    if dest == proc_null() {
+        return Ok(());
+    }
+    let to = peer(dest, &bc.inter)?;
+    // SAFETY: forwarded.
+    let (sig, n, bytes) = unsafe { encode(buf, count, dt) }?;
+    match mode {
+        Mode::Standard => bc.inter.send_bytes(to, tag, &sig, n, &bytes),
+        Mode::Synchronous => bc.inter.ssend_bytes(to, tag, &sig, n, &bytes),
+        Mode::Buffered => bc.inter.isend_bytes(to, tag, &sig, n, bytes).map(drop),
+    }
+}
+
+/// # Safety
+/// As `MPI_Isend`.
+unsafe fn isend(
+    bc: &BridgeComm,
+    comm: MPI_Comm,
+    mode: Mode,
+    call: &'static str,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+) -> Result<MPI_Request, c_int> {
+    let fail = |e: BridgeError| errors::fail(comm, call, &e);
+    if dest == proc_null() {
+        return requests::completed(Outcome::empty());
+    }
+    let to = peer(dest, &bc.inter).map_err(fail)?;
+    // SAFETY: forwarded.
+    let (sig, n, bytes) = unsafe { encode(buf, count, dt) }.map_err(fail)?;
+    let r = match mode {
+        Mode::Synchronous => bc.inter.issend_bytes(to, tag, &sig, n, bytes),
+        Mode::Standard | Mode::Buffered => bc.inter.isend_bytes(to, tag, &sig, n, bytes),
+    }
+    .map_err(fail)?;
+    requests::start(Op::Send(r), comm, call)
+}
+
+/// # Safety
+/// As `MPI_Recv`.
+unsafe fn recv(
+    bc: &BridgeComm,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+) -> Result<Outcome, BridgeError> {
+    if src == proc_null() {
+        return Ok(Outcome::empty());
+    }
+    let n = usize::try_from(count)
+        .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
+    let (bytes, st) = bc
+        .inter
+        .recv_bytes(source(src)?, tag_of(tag), None, capacity_bytes(n, dt)?)?;
+    // SAFETY: forwarded.
+    unsafe { decode_received(&bytes, &st, buf, n, dt) }
+}
+
+fn done(comm: MPI_Comm, call: &str, r: Result<(), BridgeError>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => errors::fail(comm, call, &e),
+    }
+}
+
+fn out_request(r: Result<MPI_Request, c_int>, request: *mut MPI_Request) -> c_int {
+    match r {
+        Ok(req) => {
+            // SAFETY: the program's out-pointer.
+            unsafe { *request = req };
+            0
+        }
+        Err(code) => code,
+    }
+}
+
+macro_rules! blocking_send {
+    ($name:ident, $pmpi:ident, $mode:expr) => {
+        /// # Safety
+        /// As the MPI function of the same name.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+        ) -> c_int {
+            match bridge_comm(comm) {
+                // SAFETY: the program's arguments, passed on.
+                None => unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm) },
+                Some(bc) => done(comm, stringify!($name), unsafe {
+                    // SAFETY: as for MPI_Send.
+                    send(&bc, $mode, buf, count, datatype, dest, tag)
+                }),
+            }
+        }
+    };
+}
+
+blocking_send!(MPI_Send, PMPI_Send, Mode::Standard);
+blocking_send!(MPI_Ssend, PMPI_Ssend, Mode::Synchronous);
+blocking_send!(MPI_Rsend, PMPI_Rsend, Mode::Standard);
+blocking_send!(MPI_Bsend, PMPI_Bsend, Mode::Buffered);
+
+macro_rules! nonblocking_send {
+    ($name:ident, $pmpi:ident, $mode:expr) => {
+        /// # Safety
+        /// As the MPI function of the same name.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            match bridge_comm(comm) {
+                // SAFETY: the program's arguments, passed on.
+                None => unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm, request) },
+                Some(bc) => out_request(
+                    // SAFETY: as for MPI_Isend.
+                    unsafe {
+                        isend(&bc, comm, $mode, stringify!($name), buf, count, datatype, dest, tag)
+                    },
+                    request,
+                ),
+            }
+        }
+    };
+}
+
+nonblocking_send!(MPI_Isend, PMPI_Isend, Mode::Standard);
+nonblocking_send!(MPI_Issend, PMPI_Issend, Mode::Synchronous);
+nonblocking_send!(MPI_Irsend, PMPI_Irsend, Mode::Standard);
+nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, Mode::Buffered);
+
+/// # Safety
+/// As `MPI_Recv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let Some(bc) = bridge_comm(comm) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
+    };
+    // SAFETY: as for MPI_Recv.
+    match unsafe { recv(&bc, buf, count, datatype, source, tag) } {
+        Ok(o) => {
+            // SAFETY: the program's status (or ignore).
+            unsafe { fill_status(status, &o) };
+            0
+        }
+        Err(e) => errors::fail(comm, "MPI_Recv", &e),
+    }
+}
+
+/// # Safety
+/// As `MPI_Irecv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    let Some(bc) = bridge_comm(comm) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Irecv(buf, count, datatype, source, tag, comm, request) };
+    };
+    let r = irecv(&bc, comm, buf, count, datatype, source, tag);
+    out_request(r, request)
+}
+
+fn irecv(
+    bc: &Arc<BridgeComm>,
+    comm: MPI_Comm,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+) -> Result<MPI_Request, c_int> {
+    let fail = |e: BridgeError| errors::fail(comm, "MPI_Irecv", &e);
+    if src == proc_null() {
+        return requests::completed(Outcome::empty());
+    }
+    let n = usize::try_from(count)
+        .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))
+        .map_err(fail)?;
+    let max = capacity_bytes(n, dt).map_err(fail)?;
+    let req = bc
+        .inter
+        .irecv_bytes(source(src).map_err(fail)?, tag_of(tag), None, max)
+        .map_err(fail)?;
+    requests::start(
+        Op::Recv {
+            req,
+            buf,
+            count: n,
+            dt,
+        },
+        comm,
+        "MPI_Irecv",
+    )
+}
+
+/// # Safety
+/// As `MPI_Sendrecv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let Some(bc) = bridge_comm(comm) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe {
+            ffi::PMPI_Sendrecv(
+                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                source, recvtag, comm, status,
+            )
+        };
+    };
+    // SAFETY: the send buffer holds sendcount elements (MPI_Sendrecv's contract).
+    match unsafe { sendrecv(&bc, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag) } {
+        Ok(o) => {
+            // SAFETY: the program's status (or ignore).
+            unsafe { fill_status(status, &o) };
+            0
+        }
+        Err(e) => errors::fail(comm, "MPI_Sendrecv", &e),
+    }
+}
+
+/// # Safety
+/// As `MPI_Sendrecv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv(
+    bc: &BridgeComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+) -> Result<Outcome, BridgeError> {
+    // The send is started first and owns a copy of its data, so the
+    // receive may reuse the buffer (MPI_Sendrecv_replace) and two ranks
+    // exchanging large messages do not wait on each other.
+    let sent = if dest == proc_null() {
+        None
+    } else {
+        let to = peer(dest, &bc.inter)?;
+        // SAFETY: forwarded.
+        let (sig, n, bytes) = unsafe { encode(sendbuf, sendcount, sendtype) }?;
+        Some(bc.inter.isend_bytes(to, sendtag, &sig, n, bytes)?)
+    };
+    // SAFETY: forwarded.
+    let got = unsafe { recv(bc, recvbuf, recvcount, recvtype, source, recvtag) };
+    if let Some(s) = sent {
+        s.wait()?;
+    }
+    got
+}
+
+/// # Safety
+/// As `MPI_Sendrecv_replace`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let Some(bc) = bridge_comm(comm) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe {
+            ffi::PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+        };
+    };
+    // SAFETY: `buf` holds `count` elements both ways (the call's contract);
+    // the send copies it before the receive writes.
+    match unsafe { sendrecv(&bc, buf, count, datatype, dest, sendtag, buf, count, datatype, source, recvtag) } {
+        Ok(o) => {
+            // SAFETY: the program's status (or ignore).
+            unsafe { fill_status(status, &o) };
+            0
+        }
+        Err(e) => errors::fail(comm, "MPI_Sendrecv_replace", &e),
+    }
+}
+
+fn probed(st: &Status) -> Outcome {
+    Outcome::received(st, i64::try_from(st.bytes).unwrap_or(i64::MAX))
+}
+
+/// # Safety
+/// As `MPI_Probe`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let Some(bc) = bridge_comm(comm) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Probe(source, tag, comm, status) };
+    };
+    let r = if source == proc_null() {
+        Ok(Outcome::empty())
+    } else {
+        self::source(source).and_then(|s| bc.inter.probe(s, tag_of(tag)).map(|st| probed(&st)))
+    };
+    match r {
+        Ok(o) => {
+            // SAFETY: the program's status (or ignore).
+            unsafe { fill_status(status, &o) };
+            0
+        }
+        Err(e) => errors::fail(comm, "MPI_Probe", &e),
+    }
+}
+
+/// # Safety
+/// As `MPI_Iprobe`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let Some(bc) = bridge_comm(comm) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Iprobe(source, tag, comm, flag, status) };
+    };
+    let r = if source == proc_null() {
+        Ok(Some(Outcome::empty()))
+    } else {
+        self::source(source)
+            .and_then(|s| bc.inter.iprobe(s, tag_of(tag)).map(|st| st.as_ref().map(probed)))
+    };
+    match r {
+        Ok(found) => {
+            // SAFETY: the program's out-pointers.
+            unsafe {
+                *flag = c_int::from(found.is_some());
+                if let Some(o) = found {
+                    fill_status(status, &o);
+                }
+            }
+            0
+        }
+        Err(e) => errors::fail(comm, "MPI_Iprobe", &e),
+    }
+}

@@ -1,0 +1,745 @@
+//! Bridge requests as MPI requests, and the interposed wait/test family.
+//!
+//! Each non-blocking bridge operation is paired with a generalized request
+//! (`MPI_Grequest_start`), a real `MPI_Request` that can sit in the same
+//! array as native ones. The interposed `MPI_Wait*`/`MPI_Test*` calls first
+//! finish the bridge operations among their arguments (decoding received
+//! data into the user's buffer, on the calling thread) and mark their
+//! generalized requests complete; then the native call does the rest —
+//! status (through the request's query function), freeing, native requests.
+//!
+//! A failed bridge operation is reported the way MPI reports a failed
+//! request: the single-request calls return its code, the array calls
+//! return `MPI_ERR_IN_STATUS` with the code in the status; either way it
+//! goes through the communicator's error handler first.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use isthmus_bridge::{BridgeError, PendingInterComm, RecvRequest, SendRequest};
+use mpi::ffi;
+
+use crate::errors;
+use crate::mpi_glue::{
+    comm_null, fill_status, request_key, request_null, status_ignore, statuses_ignore, Outcome,
+    MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status,
+};
+use crate::pt2pt::decode_received;
+use crate::state::{self, BridgeComm};
+
+/// What a bridge request is doing.
+pub enum Op {
+    Send(SendRequest),
+    Recv {
+        req: RecvRequest,
+        buf: *mut c_void,
+        count: usize,
+        dt: MPI_Datatype,
+    },
+    /// `Isthmus_Intercomm_icreate`: the local handle is duplicated at the
+    /// call; it becomes a bridge communicator and is written to `out` when
+    /// the intercommunicator is formed.
+    Create {
+        pending: PendingInterComm<'static>,
+        newcomm: MPI_Comm,
+        out: *mut MPI_Comm,
+        local_group: String,
+        remote_group: String,
+    },
+}
+
+struct Entry {
+    op: Op,
+    /// The request's generalized request, completed when `op` is.
+    req: MPI_Request,
+    /// Where errors are raised.
+    comm: MPI_Comm,
+    call: &'static str,
+    outcome: Arc<Mutex<Outcome>>,
+}
+
+// SAFETY: an entry's raw pointers are the user's buffers and handles that
+// MPI's rules keep valid until the request completes; the entry is only
+// used by the thread that finishes the request (it is taken out of the
+// table first), as MPI requires of a request's completion.
+unsafe impl Send for Entry {}
+
+static PENDING: Mutex<Option<HashMap<usize, Entry>>> = Mutex::new(None);
+static PENDING_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Bridge requests that failed and whose error was not reported yet, by
+/// request key: (code, communicator).
+struct Failure {
+    code: c_int,
+    comm: MPI_Comm,
+}
+// SAFETY: see `Entry`.
+unsafe impl Send for Failure {}
+static FAILED: Mutex<Option<HashMap<usize, Failure>>> = Mutex::new(None);
+
+fn pending() -> std::sync::MutexGuard<'static, Option<HashMap<usize, Entry>>> {
+    PENDING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn take(key: usize) -> Option<Entry> {
+    if PENDING_COUNT.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let e = pending().as_mut()?.remove(&key);
+    if e.is_some() {
+        PENDING_COUNT.fetch_sub(1, Ordering::Relaxed);
+    }
+    e
+}
+
+fn put_back(key: usize, e: Entry) {
+    pending().get_or_insert_with(HashMap::new).insert(key, e);
+    PENDING_COUNT.fetch_add(1, Ordering::Relaxed);
+}
+
+fn is_bridge(key: usize) -> bool {
+    PENDING_COUNT.load(Ordering::Relaxed) != 0
+        && pending().as_ref().is_some_and(|m| m.contains_key(&key))
+}
+
+unsafe extern "C" fn query(extra: *mut c_void, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `extra` is the `Arc<Mutex<Outcome>>` given to Grequest_start,
+    // alive until `free` runs, which MPI calls after the last query.
+    let outcome = unsafe { &*(extra as *const Mutex<Outcome>) };
+    let o = *outcome.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: MPI passes a valid status to the query function.
+    unsafe { fill_status(status, &o) };
+    0
+}
+
+unsafe extern "C" fn free(extra: *mut c_void) -> c_int {
+    // SAFETY: the pointer came from Arc::into_raw in `start`; MPI calls the
+    // free function exactly once.
+    drop(unsafe { Arc::from_raw(extra as *const Mutex<Outcome>) });
+    0
+}
+
+unsafe extern "C" fn cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
+    // Cancellation is done by the interposed MPI_Cancel before MPI sees it.
+    0
+}
+
+fn grequest(outcome: &Arc<Mutex<Outcome>>) -> Result<MPI_Request, c_int> {
+    let mut req = request_null();
+    let extra = Arc::into_raw(Arc::clone(outcome)) as *mut c_void;
+    // SAFETY: the callbacks match MPI's prototypes; `extra` stays valid
+    // until `free` (one reference is owned by MPI from here).
+    let rc = unsafe { ffi::PMPI_Grequest_start(Some(query), Some(free), Some(cancel), extra, &mut req) };
+    if rc != 0 {
+        // SAFETY: MPI did not take the reference; give it back.
+        drop(unsafe { Arc::from_raw(extra as *const Mutex<Outcome>) });
+        return Err(rc);
+    }
+    Ok(req)
+}
+
+/// Starts tracking `op` and returns its MPI request.
+pub fn start(op: Op, comm: MPI_Comm, call: &'static str) -> Result<MPI_Request, c_int> {
+    let outcome = Arc::new(Mutex::new(Outcome::empty()));
+    let req = grequest(&outcome)?;
+    put_back(
+        request_key(req),
+        Entry {
+            op,
+            req,
+            comm,
+            call,
+            outcome,
+        },
+    );
+    Ok(req)
+}
+
+/// A request that is complete at once with `outcome` (e.g. to `MPI_PROC_NULL`).
+pub fn completed(outcome: Outcome) -> Result<MPI_Request, c_int> {
+    let outcome = Arc::new(Mutex::new(outcome));
+    let req = grequest(&outcome)?;
+    // SAFETY: `req` is the generalized request just started.
+    let rc = unsafe { ffi::PMPI_Grequest_complete(req) };
+    if rc != 0 {
+        return Err(rc);
+    }
+    Ok(req)
+}
+
+/// Finishes `e` if its operation is done (blocking if `block`); puts it
+/// back otherwise. True if it finished.
+fn finish(key: usize, e: Entry, block: bool) -> bool {
+    let Entry {
+        op,
+        req,
+        comm,
+        call,
+        outcome,
+    } = e;
+    let result: Result<Outcome, BridgeError> = match op {
+        Op::Send(r) => {
+            if !block && !r.test() {
+                put_back(key, Entry { op: Op::Send(r), req, comm, call, outcome });
+                return false;
+            }
+            r.wait().map(|()| Outcome { source: 0, tag: 0, bytes: 0, cancelled: false, error: 0 })
+        }
+        Op::Recv { req: r, buf, count, dt } => {
+            if !block && !r.test() {
+                put_back(key, Entry { op: Op::Recv { req: r, buf, count, dt }, req, comm, call, outcome });
+                return false;
+            }
+            r.wait().and_then(|(bytes, st)| {
+                // SAFETY: `buf` addresses `count` elements of `dt`, as the
+                // program promised MPI_Irecv until the request completes.
+                unsafe { decode_received(&bytes, &st, buf, count, dt) }
+            })
+        }
+        Op::Create { mut pending, newcomm, out, local_group, remote_group } => {
+            let (formed, pending) = if block {
+                (pending.wait().map(Some), None)
+            } else {
+                let f = pending.test();
+                (f, Some(pending))
+            };
+            match formed {
+                Ok(None) => {
+                    if let Some(pending) = pending {
+                        put_back(key, Entry {
+                            op: Op::Create { pending, newcomm, out, local_group, remote_group },
+                            req, comm, call, outcome,
+                        });
+                    }
+                    return false;
+                }
+                Ok(Some(inter)) => {
+                    state::add_comm(newcomm, BridgeComm {
+                        inter,
+                        local_group,
+                        remote_group,
+                        derived: Default::default(),
+                    });
+                    // SAFETY: `out` is the program's MPI_Comm, valid until
+                    // the request completes (as for MPI_Comm_idup).
+                    unsafe { *out = newcomm };
+                    Ok(Outcome::empty())
+                }
+                Err(e) => {
+                    let mut dead = newcomm;
+                    // SAFETY: `newcomm` is our duplicate, never handed out.
+                    unsafe {
+                        ffi::PMPI_Comm_free(&mut dead);
+                        *out = comm_null();
+                    }
+                    Err(e)
+                }
+            }
+        }
+    };
+    let o = match result {
+        Ok(o) => o,
+        Err(e) => {
+            let code = errors::code_of(call, &e);
+            FAILED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .insert(key, Failure { code, comm });
+            Outcome { error: code, ..Outcome::empty() }
+        }
+    };
+    *outcome.lock().unwrap_or_else(|p| p.into_inner()) = o;
+    // SAFETY: `req` is our generalized request, not yet completed.
+    unsafe { ffi::PMPI_Grequest_complete(req) };
+    true
+}
+
+/// Finishes every bridge request among `reqs` that is done; true if none
+/// is left pending.
+fn advance(reqs: &[MPI_Request]) -> bool {
+    let mut all = true;
+    for r in reqs {
+        let key = request_key(*r);
+        if let Some(e) = take(key) {
+            all &= finish(key, e, false);
+        }
+    }
+    all
+}
+
+/// The error of a finished bridge request not yet reported (and forgets it).
+fn take_failure(key: usize) -> Option<Failure> {
+    FAILED.lock().unwrap_or_else(|p| p.into_inner()).as_mut()?.remove(&key)
+}
+
+/// Snapshots the keys of `reqs` (MPI overwrites finished ones with null).
+fn keys_of(reqs: &[MPI_Request]) -> Vec<(usize, usize)> {
+    reqs.iter().enumerate().map(|(i, r)| (i, request_key(*r))).collect()
+}
+
+/// Waits politely: spins briefly, then sleeps a little longer each time.
+struct Backoff(u32);
+impl Backoff {
+    fn pause(&mut self) {
+        self.0 = self.0.saturating_add(1);
+        if self.0 < 64 {
+            std::thread::yield_now();
+        } else {
+            let us = u64::from(self.0.min(1000));
+            std::thread::sleep(Duration::from_micros(us));
+        }
+    }
+}
+
+/// # Safety
+/// `ptr` addresses `n` requests.
+unsafe fn slice<'a>(ptr: *mut MPI_Request, n: c_int) -> &'a mut [MPI_Request] {
+    let n = usize::try_from(n).unwrap_or(0);
+    if n == 0 || ptr.is_null() {
+        return &mut [];
+    }
+    // SAFETY: the caller guarantees `n` requests at `ptr`.
+    unsafe { std::slice::from_raw_parts_mut(ptr, n) }
+}
+
+/// Puts `code` in the status of each failed position (statuses of the
+/// others get MPI_SUCCESS), for MPI_ERR_IN_STATUS.
+///
+/// # Safety
+/// `statuses` is ignore/null or holds one status per position.
+unsafe fn mark_statuses(statuses: *mut MPI_Status, codes: &[(usize, c_int)], n: usize) {
+    if statuses.is_null() || statuses == statuses_ignore() {
+        return;
+    }
+    for i in 0..n {
+        let code = codes.iter().find(|(j, _)| *j == i).map_or(0, |(_, c)| *c);
+        // SAFETY: one status per position.
+        unsafe { (*statuses.add(i)).MPI_ERROR = code };
+    }
+}
+
+/// Collects the failures among `keys` (positions MPI completed), raising
+/// each through its error handler.
+fn failures(keys: &[(usize, usize)]) -> Vec<(usize, c_int)> {
+    let mut out = Vec::new();
+    for &(i, key) in keys {
+        if let Some(f) = take_failure(key) {
+            errors::raise(f.comm, f.code);
+            out.push((i, f.code));
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------ interposed
+
+/// # Safety
+/// As `MPI_Wait`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Wait(request, status) };
+    }
+    if request.is_null() {
+        // SAFETY: as above (MPI reports the null pointer).
+        return unsafe { ffi::PMPI_Wait(request, status) };
+    }
+    // SAFETY: `request` is non-null and the program's.
+    let key = request_key(unsafe { *request });
+    if let Some(e) = take(key) {
+        finish(key, e, true);
+    }
+    // SAFETY: as above.
+    let rc = unsafe { ffi::PMPI_Wait(request, status) };
+    if let Some(f) = take_failure(key) {
+        if status != status_ignore() && !status.is_null() {
+            // SAFETY: a writable status.
+            unsafe { (*status).MPI_ERROR = f.code };
+        }
+        return errors::raise(f.comm, f.code);
+    }
+    rc
+}
+
+#[allow(non_snake_case)]
+fn FAILED_EMPTY() -> bool {
+    FAILED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .is_none_or(|m| m.is_empty())
+}
+
+/// # Safety
+/// As `MPI_Test`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if request.is_null() || (PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY()) {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Test(request, flag, status) };
+    }
+    // SAFETY: non-null, the program's.
+    let key = request_key(unsafe { *request });
+    if let Some(e) = take(key) {
+        if !finish(key, e, false) {
+            // SAFETY: `flag` is the program's out-pointer.
+            unsafe { *flag = 0 };
+            return 0;
+        }
+    }
+    // SAFETY: as above.
+    let rc = unsafe { ffi::PMPI_Test(request, flag, status) };
+    if let Some(f) = take_failure(key) {
+        if status != status_ignore() && !status.is_null() {
+            // SAFETY: a writable status.
+            unsafe { (*status).MPI_ERROR = f.code };
+        }
+        return errors::raise(f.comm, f.code);
+    }
+    rc
+}
+
+/// # Safety
+/// As `MPI_Waitall`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Waitall(count, requests, statuses) };
+    }
+    // SAFETY: the program passes `count` requests.
+    let reqs = unsafe { slice(requests, count) };
+    let keys = keys_of(reqs);
+    let bridge: Vec<usize> = keys.iter().filter(|(_, k)| is_bridge(*k)).map(|(i, _)| *i).collect();
+    let natives = keys.len() - bridge.len();
+    if natives == 0 || bridge.is_empty() {
+        // Only bridge requests (or none): block on each in turn.
+        for &i in &bridge {
+            let key = keys[i].1;
+            if let Some(e) = take(key) {
+                finish(key, e, true);
+            }
+        }
+    } else {
+        // Mixed: finish bridge requests as they complete, and let MPI make
+        // progress on the native ones meanwhile (without completing them:
+        // their statuses come from the final MPI_Waitall).
+        let mut backoff = Backoff(0);
+        while !advance(reqs) {
+            for r in reqs.iter_mut() {
+                if !is_bridge(request_key(*r)) && *r != request_null() {
+                    let mut flag = 0;
+                    // SAFETY: a live request of the program.
+                    unsafe { ffi::PMPI_Request_get_status(*r, &mut flag, status_ignore()) };
+                }
+            }
+            backoff.pause();
+        }
+    }
+    // SAFETY: as above.
+    let rc = unsafe { ffi::PMPI_Waitall(count, requests, statuses) };
+    let failed = failures(&keys);
+    if failed.is_empty() {
+        return rc;
+    }
+    // SAFETY: `statuses` is the program's array of `count`, or ignore.
+    unsafe { mark_statuses(statuses, &failed, keys.len()) };
+    ffi::MPI_ERR_IN_STATUS as c_int
+}
+
+/// # Safety
+/// As `MPI_Testall`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Testall(count, requests, flag, statuses) };
+    }
+    // SAFETY: the program passes `count` requests.
+    let reqs = unsafe { slice(requests, count) };
+    let keys = keys_of(reqs);
+    advance(reqs);
+    // SAFETY: as above.
+    let rc = unsafe { ffi::PMPI_Testall(count, requests, flag, statuses) };
+    // SAFETY: `flag` is the program's out-pointer.
+    if unsafe { *flag } == 0 {
+        return rc;
+    }
+    let failed = failures(&keys);
+    if failed.is_empty() {
+        return rc;
+    }
+    // SAFETY: as above.
+    unsafe { mark_statuses(statuses, &failed, keys.len()) };
+    ffi::MPI_ERR_IN_STATUS as c_int
+}
+
+/// # Safety
+/// As `MPI_Waitany`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Waitany(count, requests, index, status) };
+    }
+    // SAFETY: the program passes `count` requests.
+    let reqs = unsafe { slice(requests, count) };
+    let keys = keys_of(reqs);
+    let mut backoff = Backoff(0);
+    loop {
+        advance(reqs);
+        let mut flag = 0;
+        // SAFETY: as above.
+        let rc = unsafe { ffi::PMPI_Testany(count, requests, index, &mut flag, status) };
+        if rc != 0 || flag != 0 {
+            // SAFETY: `index` is the program's out-pointer, set by MPI.
+            let i = unsafe { *index };
+            if let Some(&(_, key)) = usize::try_from(i).ok().and_then(|i| keys.get(i)) {
+                if let Some(f) = take_failure(key) {
+                    if status != status_ignore() && !status.is_null() {
+                        // SAFETY: a writable status.
+                        unsafe { (*status).MPI_ERROR = f.code };
+                    }
+                    return errors::raise(f.comm, f.code);
+                }
+            }
+            return rc;
+        }
+        backoff.pause();
+    }
+}
+
+/// # Safety
+/// As `MPI_Testany`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Testany(count, requests, index, flag, status) };
+    }
+    // SAFETY: the program passes `count` requests.
+    let reqs = unsafe { slice(requests, count) };
+    let keys = keys_of(reqs);
+    advance(reqs);
+    // SAFETY: as above.
+    let rc = unsafe { ffi::PMPI_Testany(count, requests, index, flag, status) };
+    // SAFETY: out-pointers set by MPI.
+    let (done, i) = unsafe { (*flag, *index) };
+    if done != 0 {
+        if let Some(&(_, key)) = usize::try_from(i).ok().and_then(|i| keys.get(i)) {
+            if let Some(f) = take_failure(key) {
+                if status != status_ignore() && !status.is_null() {
+                    // SAFETY: a writable status.
+                    unsafe { (*status).MPI_ERROR = f.code };
+                }
+                return errors::raise(f.comm, f.code);
+            }
+        }
+    }
+    rc
+}
+
+/// # Safety
+/// As `MPI_Waitsome`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Waitsome(incount, requests, outcount, indices, statuses) };
+    }
+    let mut backoff = Backoff(0);
+    loop {
+        // SAFETY: forwarded contract.
+        let rc = unsafe { MPI_Testsome(incount, requests, outcount, indices, statuses) };
+        // SAFETY: out-pointer set by MPI.
+        if rc != 0 || unsafe { *outcount } != 0 {
+            return rc;
+        }
+        backoff.pause();
+    }
+}
+
+/// # Safety
+/// As `MPI_Testsome`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses) };
+    }
+    // SAFETY: the program passes `incount` requests.
+    let reqs = unsafe { slice(requests, incount) };
+    let keys = keys_of(reqs);
+    advance(reqs);
+    // SAFETY: as above.
+    let rc = unsafe { ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses) };
+    // SAFETY: set by MPI.
+    let n = unsafe { *outcount };
+    let Ok(n) = usize::try_from(n) else {
+        return rc; // MPI_UNDEFINED: no active requests
+    };
+    // SAFETY: MPI wrote `n` indices.
+    let done: Vec<usize> = (0..n)
+        .filter_map(|j| usize::try_from(unsafe { *indices.add(j) }).ok())
+        .collect();
+    let completed: Vec<(usize, usize)> = done
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, &i)| keys.get(i).map(|&(_, k)| (slot, k)))
+        .collect();
+    let failed = failures(&completed);
+    if failed.is_empty() {
+        return rc;
+    }
+    // SAFETY: statuses are per output slot.
+    unsafe { mark_statuses(statuses, &failed, n) };
+    ffi::MPI_ERR_IN_STATUS as c_int
+}
+
+/// # Safety
+/// As `MPI_Request_get_status`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    let key = request_key(request);
+    if let Some(e) = take(key) {
+        finish(key, e, false);
+    }
+    // SAFETY: the program's arguments, passed on.
+    unsafe { ffi::PMPI_Request_get_status(request, flag, status) }
+}
+
+/// # Safety
+/// As `MPI_Request_free`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    if !request.is_null() {
+        // SAFETY: non-null, the program's.
+        let key = request_key(unsafe { *request });
+        if let Some(e) = take(key) {
+            // A send goes on by itself; a receive is cancelled unless a
+            // message matched it, which is then delivered into the buffer
+            // (MPI lets a freed receive complete on its own).
+            let e = match e.op {
+                Op::Recv { req, buf, count, dt } => match req.cancel() {
+                    None => None,
+                    Some(r) => {
+                        if let Ok((bytes, st)) = r {
+                            // SAFETY: the buffer stays the program's until
+                            // the receive completes, which is now.
+                            let _ = unsafe { decode_received(&bytes, &st, buf, count, dt) };
+                        }
+                        None
+                    }
+                },
+                other => Some(other),
+            };
+            drop(e);
+            // SAFETY: our generalized request: complete it so MPI frees it.
+            unsafe { ffi::PMPI_Grequest_complete(*request) };
+        }
+        take_failure(key);
+    }
+    // SAFETY: the program's argument, passed on.
+    unsafe { ffi::PMPI_Request_free(request) }
+}
+
+/// # Safety
+/// As `MPI_Cancel`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+    if request.is_null() {
+        // SAFETY: passed on, MPI reports it.
+        return unsafe { ffi::PMPI_Cancel(request) };
+    }
+    // SAFETY: non-null, the program's.
+    let key = request_key(unsafe { *request });
+    let Some(e) = take(key) else {
+        // SAFETY: passed on.
+        return unsafe { ffi::PMPI_Cancel(request) };
+    };
+    match e.op {
+        Op::Recv { req, buf, count, dt } => {
+            let Entry { req: greq, comm, call, outcome, .. } = e;
+            match req.cancel() {
+                None => {
+                    *outcome.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Outcome { cancelled: true, ..Outcome::empty() };
+                    // SAFETY: our generalized request, not yet completed.
+                    unsafe { ffi::PMPI_Grequest_complete(greq) };
+                }
+                Some(r) => {
+                    // Too late: it matched. Complete it as a receive.
+                    let o = r.and_then(|(bytes, st)| {
+                        // SAFETY: the buffer is the program's until completion.
+                        unsafe { decode_received(&bytes, &st, buf, count, dt) }
+                    });
+                    let o = o.unwrap_or_else(|err| {
+                        let code = errors::code_of(call, &err);
+                        FAILED
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert_with(HashMap::new)
+                            .insert(key, Failure { code, comm });
+                        Outcome { error: code, ..Outcome::empty() }
+                    });
+                    *outcome.lock().unwrap_or_else(|p| p.into_inner()) = o;
+                    // SAFETY: as above.
+                    unsafe { ffi::PMPI_Grequest_complete(greq) };
+                }
+            }
+            0
+        }
+        // A send or a creation cannot be taken back; MPI lets a cancel
+        // fail to cancel (the status then says not cancelled).
+        op => {
+            put_back(key, Entry { op, ..e });
+            0
+        }
+    }
+}
+

@@ -1,0 +1,102 @@
+//! MPICH's own intercommunicator tests (`/work/shared/conformance/mpich`,
+//! or `$ISTHMUS_CONFORMANCE_DIR`), unmodified, between two separately
+//! started jobs — Open MPI on the left and MPICH on the right, and the other
+//! way round — with Isthmus's MTest harness (tests/mtest), whose
+//! `MTestGetIntercomm` returns an Isthmus intercommunicator.
+//!
+//! MPICH runs each test with N processes split into two halves; here each
+//! job has N/2. A test passes when both jobs exit 0 and each prints
+//! " No Errors".
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::*;
+
+fn suite_dir() -> PathBuf {
+    std::env::var_os("ISTHMUS_CONFORMANCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate_dir().join("../../../shared/conformance/mpich"))
+}
+
+/// Builds `test` (a path under tests/) for `mpi`.
+fn build(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
+    let src = suite_dir().join("tests").join(test);
+    assert!(src.exists(), "conformance test {} not found", src.display());
+    let name = test.replace('/', "_").trim_end_matches(".c").to_string();
+    let out = dir.0.join(format!("{name}-{}", mpi.name()));
+    build_c(
+        mpi,
+        &[src, crate_dir().join("tests/mtest/mtest.c")],
+        &out,
+        Linking::Linked,
+    );
+    out
+}
+
+/// Runs `test` with `np` ranks in all, `left` being the implementation of
+/// the left group, with extra arguments.
+fn conformance(test: &str, np: usize, left: Mpi, args: &[&str]) {
+    let dir = TempDir::new("conformance");
+    let vmd = Vmd::start("localhost", &[]);
+    let tag = test.replace(['/', '.'], "-");
+    // The left group is the one whose name sorts first.
+    let (gl, gr) = (format!("a-{tag}-left"), format!("b-{tag}-right"));
+    let job = |mpi: Mpi, me: &str, other: &str| Job {
+        mpi,
+        np: np / 2,
+        program: build(test, mpi, &dir),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        env: vec![
+            ("ISTHMUS_MTEST_GROUP".into(), me.into()),
+            ("ISTHMUS_MTEST_PEER".into(), other.into()),
+        ],
+        linking: Linking::Linked,
+    };
+    let a = job(left, &gl, &gr);
+    let b = job(left.other(), &gr, &gl);
+    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(180));
+    let both = || {
+        format!(
+            "left ({}):\n{}\nright ({}):\n{}",
+            left.name(),
+            text(&oa),
+            left.other().name(),
+            text(&ob)
+        )
+    };
+    for (o, side) in [(&oa, "left"), (&ob, "right")] {
+        assert!(o.status.success(), "{test}: the {side} job failed\n{}", both());
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(" No Errors"),
+            "{test}: the {side} job did not print \" No Errors\"\n{}",
+            both()
+        );
+    }
+}
+
+macro_rules! both_ways {
+    ($name:ident, $test:expr, $np:expr $(, $arg:expr)*) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn openmpi_left_mpich_right() {
+                conformance($test, $np, Mpi::OpenMpi, &[$($arg),*]);
+            }
+            #[test]
+            fn mpich_left_openmpi_right() {
+                conformance($test, $np, Mpi::Mpich, &[$($arg),*]);
+            }
+        }
+    };
+}
+
+both_ways!(icsend, "pt2pt/icsend.c", 4);
+both_ways!(icsend_randomized, "pt2pt/icsend.c", 4, "-randomize=1");
+both_ways!(icprobe, "pt2pt/icprobe.c", 4);
+both_ways!(icprobe_randomized, "pt2pt/icprobe.c", 4, "-randomize=1");
+both_ways!(probe_intercomm, "comm/probe_intercomm.c", 2);
+both_ways!(dupic, "comm/dupic.c", 4);
+both_ways!(comm_idup_isend, "comm/comm_idup_isend.c", 6);

@@ -1,0 +1,35 @@
+/*
+ * Isthmus's harness for MPICH's intercommunicator tests: the MTest
+ * functions those tests call, with the promises of MPICH's harness, except
+ * that MTestGetIntercomm returns an intercommunicator between this job and
+ * a separately started one, formed by Isthmus.
+ *
+ * Environment: ISTHMUS_MTEST_GROUP (this job's group name) and
+ * ISTHMUS_MTEST_PEER (the other job's); the job whose name sorts first is
+ * the left group. ISTHMUS_VMD as for any Isthmus program.
+ */
+#ifndef ISTHMUS_MPITEST_H
+#define ISTHMUS_MPITEST_H
+
+#include <mpi.h>
+
+void MTest_Init(int *argc, char ***argv);
+void MTest_Finalize(int errs);
+int MTestReturnValue(int errors);
+
+int MTestGetIntercomm(MPI_Comm *comm, int *isLeftGroup, int min_size);
+int MTestGetIntracommGeneral(MPI_Comm *comm, int min_size, int allowSmaller);
+int MTestGetIntracomm(MPI_Comm *comm, int min_size);
+void MTestFreeComm(MPI_Comm *comm);
+int MTestTestComm(MPI_Comm comm);
+int MTestTestIntercomm(MPI_Comm comm);
+int MTestTestIntracomm(MPI_Comm comm);
+void MTestCommRandomize(void);
+void MTestPrintfMsg(int level, const char *fmt, ...);
+
+typedef struct MTestArgList MTestArgList;
+MTestArgList *MTestArgListCreate(int argc, char *argv[]);
+int MTestArgListGetInt_with_default(MTestArgList *head, const char *arg, int default_val);
+void MTestArgListDestroy(MTestArgList *head);
+
+#endif
