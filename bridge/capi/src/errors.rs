@@ -187,3 +187,4 @@ pub fn error_string(code: c_int) -> String {
     let len = usize::try_from(len).unwrap_or(0).min(buf.len());
     String::from_utf8_lossy(&buf[..len]).into_owned()
 }
+

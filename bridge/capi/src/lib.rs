@@ -26,5 +26,6 @@ pub mod comms;
 pub mod errors;
 pub mod mpi_glue;
 pub mod pt2pt;
+pub mod refused;
 pub mod requests;
 pub mod state;

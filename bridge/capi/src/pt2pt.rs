@@ -32,7 +32,15 @@ pub unsafe fn encode(
 ) -> Result<(TypeSig, u64, Vec<u8>), BridgeError> {
     let n = usize::try_from(count)
         .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
-    // SAFETY: forwarded from this function's contract.
+    // MPI lets an empty message name any address (MPI_BOTTOM, NULL); the
+    // datatype layer makes a slice of it, which must not be null.
+    let buf = if n == 0 {
+        std::ptr::NonNull::<u64>::dangling().as_ptr() as *const c_void
+    } else {
+        buf
+    };
+    // SAFETY: forwarded from this function's contract (for n = 0, a
+    // dangling aligned pointer no byte is read from).
     let enc = unsafe { encode_raw(dt, n, buf) }?;
     let elem_size = enc.bytes.len().checked_div(n).unwrap_or(0);
     let sig = TypeSig {

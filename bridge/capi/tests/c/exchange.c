@@ -1,0 +1,214 @@
+/*
+ * The C API's behaviour tests, one scenario per run:
+ *   exchange.c SCENARIO GROUP PEER
+ * Both jobs register GROUP, form the intercommunicator with PEER and run
+ * SCENARIO; each rank prints "PASS <scenario> rank <r>" when it passed.
+ *   mixed    native and bridge requests in one MPI_Waitall, MPI_Waitany
+ *            and an MPI_Testall loop; derived datatype; ANY_SOURCE/TAG.
+ *   refused  every refused call on the intercommunicator fails, with
+ *            MPI_ERRORS_RETURN, with a message naming it; bad arguments too.
+ *   killed   the second job's rank 1 dies mid-exchange; the first job's
+ *            ranks must get an error (ERRORS_RETURN: printed; default
+ *            handler: the job aborts with the message), not hang.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "isthmus.h"
+
+static int rank, size, rsize, left;
+static MPI_Comm inter;
+
+#define CHECK(cond, ...)                                                                  \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__);          \
+            fprintf(stderr, __VA_ARGS__);                                                 \
+            fprintf(stderr, "\n");                                                        \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                                 \
+        }                                                                                 \
+    } while (0)
+
+static void mixed(void)
+{
+    enum { N = 64 };
+    int ring_out = rank, ring_in = -1;
+    int out[N], in[N];
+    MPI_Request reqs[4];
+    MPI_Status st[4];
+    for (int i = 0; i < N; i++)
+        out[i] = 1000 * left + 10 * rank + i;
+    /* Native ring inside this job, bridge exchange with the other job:
+     * one MPI_Waitall for both kinds. */
+    MPI_Irecv(&ring_in, 1, MPI_INT, (rank + size - 1) % size, 5, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(&ring_out, 1, MPI_INT, (rank + 1) % size, 5, MPI_COMM_WORLD, &reqs[1]);
+    CHECK(rsize == size, "the mixed scenario wants jobs of equal size");
+    MPI_Irecv(in, N, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, inter, &reqs[2]);
+    MPI_Isend(out, N, MPI_INT, rank, 7, inter, &reqs[3]);
+    CHECK(MPI_Waitall(4, reqs, st) == MPI_SUCCESS, "Waitall");
+    int count = -1;
+    MPI_Get_count(&st[2], MPI_INT, &count);
+    CHECK(count == N, "count %d", count);
+    CHECK(st[2].MPI_TAG == 7 && st[2].MPI_SOURCE == rank, "tag %d source %d", st[2].MPI_TAG,
+          st[2].MPI_SOURCE);
+    for (int i = 0; i < N; i++)
+        CHECK(in[i] == 1000 * !left + 10 * rank + i, "in[%d]=%d", i, in[i]);
+    CHECK(ring_in == (rank + size - 1) % size, "ring %d", ring_in);
+
+    /* Waitany over one native and one bridge request, then Testall. */
+    if (rank == 0) {
+        double v[3] = {1.5, 2.5, 3.5}, w[3] = {0};
+        int self_in = -1, self_out = 42, idx, done = 0;
+        MPI_Request r[2];
+        MPI_Irecv(&self_in, 1, MPI_INT, 0, 9, MPI_COMM_SELF, &r[0]);
+        MPI_Irecv(w, 3, MPI_DOUBLE, 0, 11, inter, &r[1]);
+        MPI_Send(v, 3, MPI_DOUBLE, 0, 11, inter);
+        MPI_Send(&self_out, 1, MPI_INT, 0, 9, MPI_COMM_SELF);
+        for (int k = 0; k < 2; k++) {
+            MPI_Waitany(2, r, &idx, MPI_STATUS_IGNORE);
+            CHECK(idx == 0 || idx == 1, "index %d", idx);
+        }
+        CHECK(self_in == 42 && w[0] == 1.5 && w[2] == 3.5, "waitany data");
+        /* A vector type: every other int of 8. */
+        MPI_Datatype vec;
+        MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+        MPI_Type_commit(&vec);
+        int strided[8] = {0, -1, 1, -1, 2, -1, 3, -1}, got[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+        MPI_Irecv(got, 1, vec, 0, 12, inter, &r[0]);
+        MPI_Send(strided, 1, vec, 0, 12, inter);
+        while (!done)
+            MPI_Testall(1, r, &done, MPI_STATUSES_IGNORE);
+        CHECK(got[0] == 0 && got[2] == 1 && got[6] == 3 && got[1] == 9 && got[7] == 9,
+              "vector %d %d %d %d", got[0], got[2], got[6], got[1]);
+        MPI_Type_free(&vec);
+    }
+}
+
+static void expect_refused(int rc, const char *call)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    CHECK(rc != MPI_SUCCESS, "%s succeeded on an Isthmus intercommunicator", call);
+    MPI_Error_string(rc, msg, &len);
+    CHECK(strstr(msg, call) && strstr(msg, "not supported on an Isthmus intercommunicator"),
+          "%s: message %s", call, msg);
+    if (rank == 0)
+        printf("REFUSED %s: %s\n", call, msg);
+}
+
+static void refused(void)
+{
+    int x = 0, y = 0;
+    MPI_Comm c;
+    MPI_Request r;
+    MPI_Message m;
+    MPI_Status st;
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    expect_refused(MPI_Barrier(inter), "MPI_Barrier");
+    expect_refused(MPI_Bcast(&x, 1, MPI_INT, MPI_ROOT, inter), "MPI_Bcast");
+    expect_refused(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter), "MPI_Allreduce");
+    expect_refused(MPI_Ibarrier(inter, &r), "MPI_Ibarrier");
+    expect_refused(MPI_Intercomm_merge(inter, left, &c), "MPI_Intercomm_merge");
+    expect_refused(MPI_Comm_split(inter, 0, rank, &c), "MPI_Comm_split");
+    expect_refused(MPI_Comm_remote_group(inter, &(MPI_Group){0}), "MPI_Comm_remote_group");
+    expect_refused(MPI_Send_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Send_init");
+    expect_refused(MPI_Recv_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Recv_init");
+    expect_refused(MPI_Improbe(0, 0, inter, &x, &m, &st), "MPI_Improbe");
+    expect_refused(MPI_Cart_create(inter, 1, &size, &x, 0, &c), "MPI_Cart_create");
+    {
+        MPI_Win w;
+        expect_refused(MPI_Win_create(&x, sizeof x, 1, MPI_INFO_NULL, inter, &w), "MPI_Win_create");
+    }
+    {
+        MPI_File f;
+        expect_refused(MPI_File_open(inter, "/nonexistent", MPI_MODE_RDONLY, MPI_INFO_NULL, &f),
+                       "MPI_File_open");
+    }
+    /* Point-to-point with a bad rank: an error naming it. */
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    int rc = MPI_Send(&x, 1, MPI_INT, rsize + 3, 0, inter);
+    CHECK(rc != MPI_SUCCESS, "send to a rank that does not exist succeeded");
+    MPI_Error_string(rc, msg, &len);
+    CHECK(strstr(msg, "MPI_Send"), "message %s", msg);
+    if (rank == 0)
+        printf("ERROR MPI_Send: %s\n", msg);
+    /* Native calls on ordinary communicators are untouched. */
+    CHECK(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "native barrier");
+}
+
+static void killed(int errors_return)
+{
+    if (errors_return)
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    if (left) {
+        /* Receive from every remote rank until one of them fails. */
+        for (int round = 0;; round++) {
+            for (int q = 0; q < rsize; q++) {
+                long v;
+                int rc = MPI_Recv(&v, 1, MPI_LONG, q, 1, inter, MPI_STATUS_IGNORE);
+                if (rc != MPI_SUCCESS) {
+                    char msg[MPI_MAX_ERROR_STRING];
+                    int len = 0;
+                    MPI_Error_string(rc, msg, &len);
+                    printf("GOT ERROR rank %d round %d: %s\n", rank, round, msg);
+                    return;
+                }
+            }
+        }
+    } else {
+        for (long round = 0;; round++) {
+            if (round == 20) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                if (rank == 1)
+                    raise(SIGKILL);
+            }
+            for (int q = 0; q < rsize; q++)
+                MPI_Send(&round, 1, MPI_LONG, q, 1, inter);
+            usleep(2000);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int handle, rc;
+    MPI_Init(&argc, &argv);
+    CHECK(argc == 4, "usage: exchange SCENARIO GROUP PEER");
+    const char *scenario = argv[1], *group = argv[2], *peer = argv[3];
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    left = strcmp(group, peer) < 0;
+    rc = Isthmus_Register(group, MPI_COMM_WORLD, &handle);
+    CHECK(rc == MPI_SUCCESS, "register");
+    rc = Isthmus_Intercomm_create_timeout(handle, peer, 120.0, &inter);
+    CHECK(rc == MPI_SUCCESS, "intercomm create");
+    int flag = 0;
+    MPI_Comm_test_inter(inter, &flag);
+    CHECK(flag, "not an intercommunicator");
+    MPI_Comm_remote_size(inter, &rsize);
+    if (!strcmp(scenario, "mixed"))
+        mixed();
+    else if (!strcmp(scenario, "refused"))
+        refused();
+    else if (!strcmp(scenario, "killed-return"))
+        killed(1);
+    else if (!strcmp(scenario, "killed-fatal"))
+        killed(0);
+    else
+        CHECK(0, "unknown scenario %s", scenario);
+    printf("PASS %s rank %d\n", scenario, rank);
+    fflush(stdout);
+    if (!strncmp(scenario, "killed", 6)) {
+        /* The other job is gone: no collective leave. */
+        MPI_Finalize();
+        return 0;
+    }
+    MPI_Comm_free(&inter);
+    CHECK(Isthmus_Leave(handle) == MPI_SUCCESS, "leave");
+    MPI_Finalize();
+    return 0;
+}
