@@ -101,8 +101,12 @@ impl InterComm {
         key.extend_from_slice(b"\x1fdup\x1f");
         key.extend_from_slice(&n.to_le_bytes());
         let context = crate::hash::fnv1a64(&key, crate::hash::FNV_OFFSET);
-        self.engine
-            .intercomm(context, self.local_rank, self.local_size, self.remote.clone())
+        self.engine.intercomm(
+            context,
+            self.local_rank,
+            self.local_size,
+            self.remote.clone(),
+        )
     }
 
     /// Context id of this intercomm.

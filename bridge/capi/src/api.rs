@@ -124,7 +124,10 @@ fn register(group: &str, comm: MPI_Comm) -> Result<c_int, Failure> {
 #[no_mangle]
 pub unsafe extern "C" fn Isthmus_Leave(handle: c_int) -> c_int {
     let Some(reg) = state::take_handle(handle) else {
-        let code = errors::code(Class::InvalidArgument, &format!("Isthmus_Leave: no handle {handle}"));
+        let code = errors::code(
+            Class::InvalidArgument,
+            &format!("Isthmus_Leave: no handle {handle}"),
+        );
         return errors::raise(world_comm(), code);
     };
     let base = reg.base;
@@ -176,7 +179,14 @@ pub unsafe extern "C" fn Isthmus_Intercomm_create_timeout(
         return errors::raise(world_comm(), code);
     }
     // SAFETY: forwarded.
-    unsafe { create(handle, remote_group, Duration::from_secs_f64(seconds), intercomm) }
+    unsafe {
+        create(
+            handle,
+            remote_group,
+            Duration::from_secs_f64(seconds),
+            intercomm,
+        )
+    }
 }
 
 /// Looks up the handle and reads the remote name; errors raised on the
@@ -190,7 +200,10 @@ unsafe fn prepare(
     call: &str,
 ) -> Result<(std::sync::Arc<Registered>, String), c_int> {
     let Some(reg) = state::handle(handle) else {
-        let code = errors::code(Class::InvalidArgument, &format!("{call}: no handle {handle}"));
+        let code = errors::code(
+            Class::InvalidArgument,
+            &format!("{call}: no handle {handle}"),
+        );
         return Err(errors::raise(world_comm(), code));
     };
     // SAFETY: forwarded.
@@ -215,14 +228,19 @@ unsafe fn create(
         Err(code) => return code,
     };
     if intercomm.is_null() {
-        return errors::fail(reg.base, call, &BridgeError::InvalidArgument("intercomm is NULL".into()));
+        return errors::fail(
+            reg.base,
+            call,
+            &BridgeError::InvalidArgument("intercomm is NULL".into()),
+        );
     }
     // The local handle first: a native collective every rank reaches.
     let newcomm = match duplicate(reg.base) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let formed = state::bridge().and_then(|b| b.intercomm_create_timeout(&reg.handle, &remote, timeout));
+    let formed =
+        state::bridge().and_then(|b| b.intercomm_create_timeout(&reg.handle, &remote, timeout));
     match formed {
         Ok(inter) => {
             state::add_comm(
@@ -271,9 +289,8 @@ pub unsafe extern "C" fn Isthmus_Intercomm_icreate(
         Ok(c) => c,
         Err(code) => return code,
     };
-    let pending = state::bridge().and_then(|b| {
-        b.intercomm_create_nonblocking(&reg.handle, &remote, default_timeout())
-    });
+    let pending = state::bridge()
+        .and_then(|b| b.intercomm_create_nonblocking(&reg.handle, &remote, default_timeout()));
     let pending = match pending {
         Ok(p) => p,
         Err(e) => {
@@ -284,7 +301,7 @@ pub unsafe extern "C" fn Isthmus_Intercomm_icreate(
         }
     };
     let op = Op::Create {
-        pending,
+        pending: Box::new(pending),
         newcomm,
         out: intercomm,
         local_group: reg.handle.group().to_string(),

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use mpi::ffi;
 
 use crate::errors;
-use crate::mpi_glue::{Outcome, MPI_Comm, MPI_Request};
+use crate::mpi_glue::{MPI_Comm, MPI_Request, Outcome};
 use crate::requests;
 use crate::state::{add_comm, bridge_comm, remove_comm, BridgeComm};
 

@@ -79,21 +79,18 @@ static CLASSES: Mutex<Option<HashMap<Class, ClassCodes>>> = Mutex::new(None);
 pub fn code(class: Class, message: &str) -> c_int {
     let mut all = CLASSES.lock().unwrap_or_else(|p| p.into_inner());
     let all = all.get_or_insert_with(HashMap::new);
-    if !all.contains_key(&class) {
+    if let std::collections::hash_map::Entry::Vacant(slot) = all.entry(class) {
         let mut c: c_int = 0;
         // SAFETY: MPI is initialized (every caller is inside an MPI call on
         // a live communicator); `c` is a valid out-pointer.
         if unsafe { ffi::PMPI_Add_error_class(&mut c) } != 0 {
             return other();
         }
-        all.insert(
-            class,
-            ClassCodes {
-                class: c,
-                codes: Vec::new(),
-                next: 0,
-            },
-        );
+        slot.insert(ClassCodes {
+            class: c,
+            codes: Vec::new(),
+            next: 0,
+        });
     }
     let Some(cc) = all.get_mut(&class) else {
         return other();
@@ -187,4 +184,3 @@ pub fn error_string(code: c_int) -> String {
     let len = usize::try_from(len).unwrap_or(0).min(buf.len());
     String::from_utf8_lossy(&buf[..len]).into_owned()
 }
-

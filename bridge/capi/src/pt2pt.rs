@@ -15,8 +15,8 @@ use mpi::ffi;
 
 use crate::errors;
 use crate::mpi_glue::{
-    fill_status, proc_null, source_of, tag_of, type_size, Outcome, MPI_Comm, MPI_Datatype,
-    MPI_Request, MPI_Status,
+    fill_status, proc_null, source_of, tag_of, type_size, MPI_Comm, MPI_Datatype, MPI_Request,
+    MPI_Status, Outcome,
 };
 use crate::requests::{self, Op};
 use crate::state::{bridge_comm, BridgeComm};
@@ -104,7 +104,8 @@ fn peer(dest: c_int, ic: &InterComm) -> Result<u32, BridgeError> {
 }
 
 fn source(src: c_int) -> Result<isthmus_bridge::Source, BridgeError> {
-    source_of(src).ok_or_else(|| BridgeError::InvalidArgument(format!("source {src} is not a rank")))
+    source_of(src)
+        .ok_or_else(|| BridgeError::InvalidArgument(format!("source {src} is not a rank")))
 }
 
 #[derive(Clone, Copy)]
@@ -141,6 +142,7 @@ unsafe fn send(
 
 /// # Safety
 /// As `MPI_Isend`.
+#[allow(clippy::too_many_arguments)] // MPI_Isend's own six, plus the call's identity
 unsafe fn isend(
     bc: &BridgeComm,
     comm: MPI_Comm,
@@ -182,9 +184,9 @@ unsafe fn recv(
     }
     let n = usize::try_from(count)
         .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
-    let (bytes, st) = bc
-        .inter
-        .recv_bytes(source(src)?, tag_of(tag), None, capacity_bytes(n, dt)?)?;
+    let (bytes, st) =
+        bc.inter
+            .recv_bytes(source(src)?, tag_of(tag), None, capacity_bytes(n, dt)?)?;
     // SAFETY: forwarded.
     unsafe { decode_received(&bytes, &st, buf, n, dt) }
 }
@@ -257,7 +259,17 @@ macro_rules! nonblocking_send {
                 Some(bc) => out_request(
                     // SAFETY: as for MPI_Isend.
                     unsafe {
-                        isend(&bc, comm, $mode, stringify!($name), buf, count, datatype, dest, tag)
+                        isend(
+                            &bc,
+                            comm,
+                            $mode,
+                            stringify!($name),
+                            buf,
+                            count,
+                            datatype,
+                            dest,
+                            tag,
+                        )
                     },
                     request,
                 ),
@@ -372,13 +384,18 @@ pub unsafe extern "C" fn MPI_Sendrecv(
         // SAFETY: the program's arguments, passed on.
         return unsafe {
             ffi::PMPI_Sendrecv(
-                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
-                source, recvtag, comm, status,
+                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                recvtag, comm, status,
             )
         };
     };
     // SAFETY: the send buffer holds sendcount elements (MPI_Sendrecv's contract).
-    match unsafe { sendrecv(&bc, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag) } {
+    match unsafe {
+        sendrecv(
+            &bc, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+            recvtag,
+        )
+    } {
         Ok(o) => {
             // SAFETY: the program's status (or ignore).
             unsafe { fill_status(status, &o) };
@@ -440,12 +457,18 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     let Some(bc) = bridge_comm(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
-            ffi::PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+            ffi::PMPI_Sendrecv_replace(
+                buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+            )
         };
     };
     // SAFETY: `buf` holds `count` elements both ways (the call's contract);
     // the send copies it before the receive writes.
-    match unsafe { sendrecv(&bc, buf, count, datatype, dest, sendtag, buf, count, datatype, source, recvtag) } {
+    match unsafe {
+        sendrecv(
+            &bc, buf, count, datatype, dest, sendtag, buf, count, datatype, source, recvtag,
+        )
+    } {
         Ok(o) => {
             // SAFETY: the program's status (or ignore).
             unsafe { fill_status(status, &o) };
@@ -504,8 +527,11 @@ pub unsafe extern "C" fn MPI_Iprobe(
     let r = if source == proc_null() {
         Ok(Some(Outcome::empty()))
     } else {
-        self::source(source)
-            .and_then(|s| bc.inter.iprobe(s, tag_of(tag)).map(|st| st.as_ref().map(probed)))
+        self::source(source).and_then(|s| {
+            bc.inter
+                .iprobe(s, tag_of(tag))
+                .map(|st| st.as_ref().map(probed))
+        })
     };
     match r {
         Ok(found) => {

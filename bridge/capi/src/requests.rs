@@ -24,8 +24,8 @@ use mpi::ffi;
 
 use crate::errors;
 use crate::mpi_glue::{
-    comm_null, fill_status, request_key, request_null, status_ignore, statuses_ignore, Outcome,
-    MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status,
+    comm_null, fill_status, request_key, request_null, status_ignore, statuses_ignore, MPI_Comm,
+    MPI_Datatype, MPI_Request, MPI_Status, Outcome,
 };
 use crate::pt2pt::decode_received;
 use crate::state::{self, BridgeComm};
@@ -43,7 +43,7 @@ pub enum Op {
     /// call; it becomes a bridge communicator and is written to `out` when
     /// the intercommunicator is formed.
     Create {
-        pending: PendingInterComm<'static>,
+        pending: Box<PendingInterComm<'static>>,
         newcomm: MPI_Comm,
         out: *mut MPI_Comm,
         local_group: String,
@@ -132,7 +132,8 @@ fn grequest(outcome: &Arc<Mutex<Outcome>>) -> Result<MPI_Request, c_int> {
     let extra = Arc::into_raw(Arc::clone(outcome)) as *mut c_void;
     // SAFETY: the callbacks match MPI's prototypes; `extra` stays valid
     // until `free` (one reference is owned by MPI from here).
-    let rc = unsafe { ffi::PMPI_Grequest_start(Some(query), Some(free), Some(cancel), extra, &mut req) };
+    let rc =
+        unsafe { ffi::PMPI_Grequest_start(Some(query), Some(free), Some(cancel), extra, &mut req) };
     if rc != 0 {
         // SAFETY: MPI did not take the reference; give it back.
         drop(unsafe { Arc::from_raw(extra as *const Mutex<Outcome>) });
@@ -183,14 +184,48 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
     let result: Result<Outcome, BridgeError> = match op {
         Op::Send(r) => {
             if !block && !r.test() {
-                put_back(key, Entry { op: Op::Send(r), req, comm, call, outcome });
+                put_back(
+                    key,
+                    Entry {
+                        op: Op::Send(r),
+                        req,
+                        comm,
+                        call,
+                        outcome,
+                    },
+                );
                 return false;
             }
-            r.wait().map(|()| Outcome { source: 0, tag: 0, bytes: 0, cancelled: false, error: 0 })
+            r.wait().map(|()| Outcome {
+                source: 0,
+                tag: 0,
+                bytes: 0,
+                cancelled: false,
+                error: 0,
+            })
         }
-        Op::Recv { req: r, buf, count, dt } => {
+        Op::Recv {
+            req: r,
+            buf,
+            count,
+            dt,
+        } => {
             if !block && !r.test() {
-                put_back(key, Entry { op: Op::Recv { req: r, buf, count, dt }, req, comm, call, outcome });
+                put_back(
+                    key,
+                    Entry {
+                        op: Op::Recv {
+                            req: r,
+                            buf,
+                            count,
+                            dt,
+                        },
+                        req,
+                        comm,
+                        call,
+                        outcome,
+                    },
+                );
                 return false;
             }
             r.wait().and_then(|(bytes, st)| {
@@ -199,7 +234,13 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                 unsafe { decode_received(&bytes, &st, buf, count, dt) }
             })
         }
-        Op::Create { mut pending, newcomm, out, local_group, remote_group } => {
+        Op::Create {
+            mut pending,
+            newcomm,
+            out,
+            local_group,
+            remote_group,
+        } => {
             let (formed, pending) = if block {
                 (pending.wait().map(Some), None)
             } else {
@@ -209,20 +250,35 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
             match formed {
                 Ok(None) => {
                     if let Some(pending) = pending {
-                        put_back(key, Entry {
-                            op: Op::Create { pending, newcomm, out, local_group, remote_group },
-                            req, comm, call, outcome,
-                        });
+                        put_back(
+                            key,
+                            Entry {
+                                op: Op::Create {
+                                    pending,
+                                    newcomm,
+                                    out,
+                                    local_group,
+                                    remote_group,
+                                },
+                                req,
+                                comm,
+                                call,
+                                outcome,
+                            },
+                        );
                     }
                     return false;
                 }
                 Ok(Some(inter)) => {
-                    state::add_comm(newcomm, BridgeComm {
-                        inter,
-                        local_group,
-                        remote_group,
-                        derived: Default::default(),
-                    });
+                    state::add_comm(
+                        newcomm,
+                        BridgeComm {
+                            inter,
+                            local_group,
+                            remote_group,
+                            derived: Default::default(),
+                        },
+                    );
                     // SAFETY: `out` is the program's MPI_Comm, valid until
                     // the request completes (as for MPI_Comm_idup).
                     unsafe { *out = newcomm };
@@ -249,7 +305,10 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                 .unwrap_or_else(|p| p.into_inner())
                 .get_or_insert_with(HashMap::new)
                 .insert(key, Failure { code, comm });
-            Outcome { error: code, ..Outcome::empty() }
+            Outcome {
+                error: code,
+                ..Outcome::empty()
+            }
         }
     };
     *outcome.lock().unwrap_or_else(|p| p.into_inner()) = o;
@@ -273,12 +332,19 @@ fn advance(reqs: &[MPI_Request]) -> bool {
 
 /// The error of a finished bridge request not yet reported (and forgets it).
 fn take_failure(key: usize) -> Option<Failure> {
-    FAILED.lock().unwrap_or_else(|p| p.into_inner()).as_mut()?.remove(&key)
+    FAILED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()?
+        .remove(&key)
 }
 
 /// Snapshots the keys of `reqs` (MPI overwrites finished ones with null).
 fn keys_of(reqs: &[MPI_Request]) -> Vec<(usize, usize)> {
-    reqs.iter().enumerate().map(|(i, r)| (i, request_key(*r))).collect()
+    reqs.iter()
+        .enumerate()
+        .map(|(i, r)| (i, request_key(*r)))
+        .collect()
 }
 
 /// Waits politely: spins briefly, then sleeps a little longer each time.
@@ -423,7 +489,11 @@ pub unsafe extern "C" fn MPI_Waitall(
     // SAFETY: the program passes `count` requests.
     let reqs = unsafe { slice(requests, count) };
     let keys = keys_of(reqs);
-    let bridge: Vec<usize> = keys.iter().filter(|(_, k)| is_bridge(*k)).map(|(i, _)| *i).collect();
+    let bridge: Vec<usize> = keys
+        .iter()
+        .filter(|(_, k)| is_bridge(*k))
+        .map(|(i, _)| *i)
+        .collect();
     let natives = keys.len() - bridge.len();
     if natives == 0 || bridge.is_empty() {
         // Only bridge requests (or none): block on each in turn.
@@ -665,7 +735,12 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
             // message matched it, which is then delivered into the buffer
             // (MPI lets a freed receive complete on its own).
             let e = match e.op {
-                Op::Recv { req, buf, count, dt } => match req.cancel() {
+                Op::Recv {
+                    req,
+                    buf,
+                    count,
+                    dt,
+                } => match req.cancel() {
                     None => None,
                     Some(r) => {
                         if let Ok((bytes, st)) = r {
@@ -703,12 +778,25 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
         return unsafe { ffi::PMPI_Cancel(request) };
     };
     match e.op {
-        Op::Recv { req, buf, count, dt } => {
-            let Entry { req: greq, comm, call, outcome, .. } = e;
+        Op::Recv {
+            req,
+            buf,
+            count,
+            dt,
+        } => {
+            let Entry {
+                req: greq,
+                comm,
+                call,
+                outcome,
+                ..
+            } = e;
             match req.cancel() {
                 None => {
-                    *outcome.lock().unwrap_or_else(|p| p.into_inner()) =
-                        Outcome { cancelled: true, ..Outcome::empty() };
+                    *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Outcome {
+                        cancelled: true,
+                        ..Outcome::empty()
+                    };
                     // SAFETY: our generalized request, not yet completed.
                     unsafe { ffi::PMPI_Grequest_complete(greq) };
                 }
@@ -725,7 +813,10 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
                             .unwrap_or_else(|p| p.into_inner())
                             .get_or_insert_with(HashMap::new)
                             .insert(key, Failure { code, comm });
-                        Outcome { error: code, ..Outcome::empty() }
+                        Outcome {
+                            error: code,
+                            ..Outcome::empty()
+                        }
                     });
                     *outcome.lock().unwrap_or_else(|p| p.into_inner()) = o;
                     // SAFETY: as above.
@@ -742,4 +833,3 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
         }
     }
 }
-

@@ -94,8 +94,7 @@ pub fn bridge_comm(comm: MPI_Comm) -> Option<Arc<BridgeComm>> {
 
 pub fn add_comm(comm: MPI_Comm, c: BridgeComm) {
     let mut m = COMMS.write().unwrap_or_else(|p| p.into_inner());
-    if m
-        .get_or_insert_with(HashMap::new)
+    if m.get_or_insert_with(HashMap::new)
         .insert(comm_key(comm), Arc::new(c))
         .is_none()
     {

@@ -13,7 +13,12 @@ use common::*;
 
 fn program(mpi: Mpi, linking: Linking, dir: &TempDir) -> PathBuf {
     let out = dir.0.join(format!("exchange-{}-{linking:?}", mpi.name()));
-    build_c(mpi, &[crate_dir().join("tests/c/exchange.c")], &out, linking);
+    build_c(
+        mpi,
+        &[crate_dir().join("tests/c/exchange.c")],
+        &out,
+        linking,
+    );
     out
 }
 
@@ -88,7 +93,12 @@ fn the_same_program_preloaded_instead_of_linked() {
 fn refused_calls_fail_with_a_message_naming_them() {
     let (oa, _) = both_pass("refused", OMPI, MPICH);
     let out = String::from_utf8_lossy(&oa.stdout);
-    for call in ["MPI_Barrier", "MPI_Intercomm_merge", "MPI_Win_create", "MPI_File_open"] {
+    for call in [
+        "MPI_Barrier",
+        "MPI_Intercomm_merge",
+        "MPI_Win_create",
+        "MPI_File_open",
+    ] {
         assert!(
             out.contains(&format!("REFUSED {call}: ")),
             "no refusal printed for {call}\n{}",

@@ -69,7 +69,11 @@ fn conformance(test: &str, np: usize, left: Mpi, args: &[&str]) {
         )
     };
     for (o, side) in [(&oa, "left"), (&ob, "right")] {
-        assert!(o.status.success(), "{test}: the {side} job failed\n{}", both());
+        assert!(
+            o.status.success(),
+            "{test}: the {side} job failed\n{}",
+            both()
+        );
         assert!(
             String::from_utf8_lossy(&o.stdout).contains(" No Errors"),
             "{test}: the {side} job did not print \" No Errors\"\n{}",

@@ -148,8 +148,8 @@ static void killed(int errors_return)
         /* Receive from every remote rank until one of them fails. */
         for (int round = 0;; round++) {
             for (int q = 0; q < rsize; q++) {
-                long v;
-                int rc = MPI_Recv(&v, 1, MPI_LONG, q, 1, inter, MPI_STATUS_IGNORE);
+                int v;
+                int rc = MPI_Recv(&v, 1, MPI_INT, q, 1, inter, MPI_STATUS_IGNORE);
                 if (rc != MPI_SUCCESS) {
                     char msg[MPI_MAX_ERROR_STRING];
                     int len = 0;
@@ -160,14 +160,14 @@ static void killed(int errors_return)
             }
         }
     } else {
-        for (long round = 0;; round++) {
+        for (int round = 0;; round++) {
             if (round == 20) {
                 MPI_Barrier(MPI_COMM_WORLD);
                 if (rank == 1)
                     raise(SIGKILL);
             }
             for (int q = 0; q < rsize; q++)
-                MPI_Send(&round, 1, MPI_LONG, q, 1, inter);
+                MPI_Send(&round, 1, MPI_INT, q, 1, inter);
             usleep(2000);
         }
     }

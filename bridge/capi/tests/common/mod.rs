@@ -70,7 +70,8 @@ pub fn lib_dir(mpi: Mpi) -> PathBuf {
 pub enum Linking {
     /// `-listhmus` at build time.
     Linked,
-    /// Built without it, run with `LD_PRELOAD`.
+    /// Linked after the MPI library (so MPI's own symbols win at link
+    /// order), run with `LD_PRELOAD`.
     Preloaded,
 }
 
@@ -85,7 +86,15 @@ pub fn build_c(mpi: Mpi, sources: &[PathBuf], out: &Path, linking: Linking) {
         .arg("-I")
         .arg(crate_dir().join("tests/mtest"))
         .args(sources);
-    if linking == Linking::Linked {
+    if linking == Linking::Preloaded {
+        // The MPI library first, Isthmus after it: the program's MPI_Send
+        // binds to MPI's own unless LD_PRELOAD puts Isthmus in front.
+        cmd.arg(match mpi {
+            Mpi::OpenMpi => "-lmpi",
+            Mpi::Mpich => "-lmpich",
+        });
+    }
+    {
         cmd.arg(format!("-L{}", lib.display()))
             .arg("-listhmus")
             .arg(format!("-Wl,-rpath,{}", lib.display()))
