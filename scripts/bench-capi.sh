@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# C API benchmark (issue 10, item 8), all in one run on this machine:
+#   - C ping-pong over an Isthmus intercommunicator, Open MPI <-> MPICH;
+#   - the Rust API's ping-pong over the bridge, Open MPI <-> MPICH;
+#   - two Open MPI jobs joined by MPI_Comm_connect/accept (the reference);
+#   - native intra-job ping-pong (Open MPI, 2 ranks) with and without
+#     libisthmus linked: the cost of interposition on ordinary traffic.
+# Prints one table with ratios. usage: bench-capi.sh [lat_iters [bw_MiB]]
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+ITERS=${1:-5000}
+BW=${2:-512}
+cd "$ISTHMUS_ROOT"
+build_with mpich build --release -q -p isthmus-capi -p isthmus-examples --bins
+build_with openmpi build --release -q -p isthmus-capi -p isthmus-examples --bins -p isthmus-vmd
+OUT=$(mktemp -d /tmp/isthmus-bench-capi.XXXXXX)
+trap '[ -n "${VMD_PID:-}" ] && kill "$VMD_PID" 2>/dev/null; rm -rf "$OUT"' EXIT
+O="$ISTHMUS_TARGET_OPENMPI/release" M="$ISTHMUS_TARGET_MPICH/release"
+SRC=bridge/capi/bench/pingpong.c INC=(-Ibridge/capi/include)
+mpicc.openmpi -O2 "${INC[@]}" -o "$OUT/pp-ompi" "$SRC" -L"$O" -listhmus -Wl,-rpath,"$O" -Wl,--disable-new-dtags
+mpicc.mpich -O2 "${INC[@]}" -o "$OUT/pp-mpich" "$SRC" -L"$M" -listhmus -Wl,-rpath,"$M" -Wl,--disable-new-dtags
+# The same source without the library (native mode only).
+mpicc.openmpi -O2 "${INC[@]}" -DNATIVE_ONLY -o "$OUT/pp-plain" "$SRC"
+start_vmd "$OUT" >&2
+echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" >&2
+
+pair() { # pair OMPI_CMD... -- MPICH_CMD...: the Open MPI side prints RESULTs
+  local a=() b=() seen=0
+  for x in "$@"; do
+    if [ "$x" = "--" ]; then seen=1; elif [ $seen = 0 ]; then a+=("$x"); else b+=("$x"); fi
+  done
+  mpiexec.mpich -n 1 -genv ISTHMUS_VMD "$ISTHMUS_VMD" "${b[@]}" >/dev/null &
+  local pid=$!
+  sleep 0.3
+  mpirun.openmpi -n 1 -x ISTHMUS_VMD "${a[@]}"
+  wait "$pid"
+}
+{
+  pair "$OUT/pp-ompi" capi-a capi-b first "$ITERS" "$BW" -- "$OUT/pp-mpich" capi-b capi-a second "$ITERS" "$BW"
+  pair "$O/pingpong" --group rs-a --peer rs-b --first --iters "$ITERS" --bw-mib "$BW" -- \
+       "$M/pingpong" --group rs-b --peer rs-a --iters "$ITERS" --bw-mib "$BW"
+  bash bench/reference/ompi_connect_accept.sh "$ITERS" "$BW"
+  mpirun.openmpi --oversubscribe -n 2 "$OUT/pp-plain" native "$ITERS" "$BW"
+  ISTHMUS_BENCH_LABEL=linked mpirun.openmpi --oversubscribe -n 2 -x ISTHMUS_BENCH_LABEL "$OUT/pp-ompi" native "$ITERS" "$BW"
+} 2>"$OUT/stderr" | grep '^RESULT' > "$OUT/results" || { cat "$OUT/stderr" >&2; exit 1; }
+
+awk '
+  { split($2, n, "_"); kind = n[2]; size = n[3]; name = n[1]
+    for (i = 3; i <= NF; i++) { split($i, kv, "="); v[name, kind, size, kv[1]] = kv[2] }
+    sizes[kind, size] = 1 }
+  function lat(who, s) { return v[who, "lat", s, "median_us"] }
+  function bw(who, s) { return v[who, "bw", s, "mbps"] }
+  function r(a, b) { return (b > 0) ? sprintf("%.2f", a / b) : "-" }
+  END {
+    printf "one-way latency, µs (median)   C/Rust target ≤ 1.05; native linked/plain within noise\n"
+    printf "%-8s %10s %10s %8s %12s %8s %10s %10s %8s\n", "size", "C isthmus", "Rust", "C/Rust", "OMPI c/a", "C/c-a", "native", "linked", "lnk/nat"
+    split("0 8 1024", L, " ")
+    for (i = 1; i <= 3; i++) { s = L[i]
+      printf "%-8s %10s %10s %8s %12s %8s %10s %10s %8s\n", s, lat("capi", s), lat("bridge", s), r(lat("capi", s), lat("bridge", s)), lat("ompi", s), r(lat("capi", s), lat("ompi", s)), lat("native", s), lat("linked", s), r(lat("linked", s), lat("native", s)) }
+    printf "\nbandwidth, MB/s                 C/Rust target ≥ 0.95\n"
+    printf "%-8s %10s %10s %8s %12s %8s %10s %10s %8s\n", "size", "C isthmus", "Rust", "C/Rust", "OMPI c/a", "C/c-a", "native", "linked", "lnk/nat"
+    split("65536 1048576 4194304", B, " ")
+    for (i = 1; i <= 3; i++) { s = B[i]
+      printf "%-8s %10s %10s %8s %12s %8s %10s %10s %8s\n", s, bw("capi", s), bw("bridge", s), r(bw("capi", s), bw("bridge", s)), bw("ompi", s), r(bw("capi", s), bw("ompi", s)), bw("native", s), bw("linked", s), r(bw("linked", s), bw("native", s)) }
+  }' "$OUT/results"
