@@ -213,7 +213,7 @@ impl Daemon {
             addr: format!("unix:{}", socket.display()),
         })?;
         let (hub, hub_up) = TaskerHub::new();
-        let (secret, role, link) = match &options.join {
+        let (role, link) = match &options.join {
             Some(master) => {
                 let hello = pb::HostHello {
                     name: local.name.clone(),
@@ -221,7 +221,7 @@ impl Daemon {
                     slots: local.slots,
                     offers: local.offers.clone(),
                 };
-                let (secret, link) = host_link::join(
+                let link = host_link::join(
                     master,
                     tls_client.as_ref(),
                     hello,
@@ -235,7 +235,6 @@ impl Daemon {
                     source,
                 })?;
                 (
-                    secret,
                     Role::Member {
                         master: master.clone(),
                     },
@@ -243,16 +242,14 @@ impl Daemon {
                 )
             }
             None => {
-                let secret = new_secret();
                 let (rm, port) = ResourceManager::new(local, options.hostfile.clone())?;
                 wire_local(&rm, &hub, hub_up, port);
-                (secret, Role::Manager(rm), None)
+                (Role::Manager(rm), None)
             }
         };
         let ctx = SessionContext {
             groups: Groups::in_memory(),
             host: config.host,
-            secret: Arc::new(secret),
             limits: SessionLimits::default(),
         };
         Ok(Self {
@@ -325,7 +322,7 @@ impl Daemon {
             auth(Rule::Tasker),
         );
         let peers = PeersServer::with_interceptor(
-            PeersService::new(self.role, self.ctx.host.clone(), self.ctx.secret.clone()),
+            PeersService::new(self.role, self.ctx.host.clone()),
             auth(Rule::HostLink),
         );
         info!(socket = %self.socket.display(), tcp = ?self.local_addr, "vmd serving");
@@ -510,13 +507,4 @@ fn cpus() -> u32 {
     std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1)
-}
-
-/// 32 random bytes that members of this virtual machine show each other on
-/// data connections.
-fn new_secret() -> Vec<u8> {
-    let mut secret = Vec::with_capacity(32);
-    secret.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-    secret.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-    secret
 }

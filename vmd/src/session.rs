@@ -1,8 +1,10 @@
 //! One client task's session: the long-lived bidirectional stream that carries
 //! its group operations and pushed events, and whose end is the task's death.
 //!
-//! Flow: the first message must be `Hello`; the task then gets its id and the
-//! virtual machine's secret. Quick operations (join, gettid, …) are answered
+//! Flow: the first message must be `Hello`; the task then gets its id and its
+//! host's name (no secret: the vmd knows the task by its authenticated
+//! session, and data connections are signed with each process's own key).
+//! Quick operations (join, gettid, …) are answered
 //! in order on the session's own tokio task, so a client sees its own
 //! operations in the order it sent them. Operations that wait (freeze,
 //! barrier, wait_frozen) run on tasks of their own so that they block
@@ -76,7 +78,6 @@ impl Default for SessionLimits {
 pub struct SessionContext {
     pub groups: Groups,
     pub host: String,
-    pub secret: Arc<Vec<u8>>,
     pub limits: SessionLimits,
 }
 
@@ -125,7 +126,6 @@ pub async fn run(
     let welcome = Reply::Welcome(pb::Welcome {
         task: task.to_string(),
         host: ctx.host.clone(),
-        secret: ctx.secret.as_ref().clone(),
     });
     if out.send(Ok(reply(hello.0, welcome))).await.is_err() {
         close(&ctx, task).await;
