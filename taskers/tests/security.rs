@@ -468,6 +468,67 @@ fn fake_tasker_and_fake_host_are_refused() {
         err.contains("rule session") && err.contains("belongs to uid"),
         "{err}"
     );
+    // Once u1's last member is gone, so is its claim: u2 may make the
+    // group anew, and then it is u2's.
+    drop(holder);
+    let end = Instant::now() + T;
+    while common::console(&vmd.addr, &["--json", "groups"])
+        .1
+        .contains("u1-group")
+    {
+        assert!(Instant::now() < end, "u1's group outlived its member");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut u2_holder = Proc(
+        as_user(&u2, bin("isthmus"))
+            .args(["--vmd", &vmd.addr, "join", "u1-group", "--seconds", "60"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("join as u2"),
+    );
+    let end = Instant::now() + T;
+    while !common::console(&vmd.addr, &["--json", "groups"])
+        .1
+        .contains("u1-group")
+    {
+        assert!(Instant::now() < end, "u2 did not make the group anew");
+        if let Ok(Some(st)) = u2_holder.0.try_wait() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(
+                u2_holder.0.stderr.as_mut().expect("stderr"),
+                &mut err,
+            );
+            panic!("u2's join ended ({st}): {err}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (rc, _, err) = console_as(&u1_join, &vmd.addr, &["join", "u1-group", "--seconds", "1"]);
+    assert_eq!(rc, 1, "u1 joined the group u2 made anew");
+    assert!(err.contains(&format!("belongs to uid {}", u2.uid)), "{err}");
+    // A failed join, a session's end and a leave each give their claim
+    // back: afterwards u1 may make the group again.
+    let join = |user: &User, extra: &[&str]| {
+        let mut args = vec!["join", "u1-group", "--seconds", "0"];
+        args.extend_from_slice(extra);
+        console_as(user, &vmd.addr, &args)
+    };
+    let (rc, _, err) = join(&u2, &["--instance", "0"]);
+    assert_eq!(rc, 1, "instance 0 is taken");
+    assert!(err.contains("taken"), "{err}");
+    drop(u2_holder);
+    let end = Instant::now() + T;
+    while common::console(&vmd.addr, &["--json", "groups"])
+        .1
+        .contains("u1-group")
+    {
+        assert!(Instant::now() < end, "u2's group outlived its member");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (rc, _, err) = join(&u2, &[]);
+    assert_eq!(rc, 0, "u2 join and leave: {err}");
+    let (rc, _, err) = join(&u1_join, &[]);
+    assert_eq!(rc, 0, "u1 may make the group again: {err}");
 }
 
 // ---- rank reports ----

@@ -169,6 +169,11 @@ pub async fn run(
     // hear their outcome, and an orphaned freeze would still act.
     session.waits.shutdown().await;
     close(&ctx, task).await;
+    // Only now that its memberships are gone: a group it held is nobody's
+    // once its last member is.
+    for group in session.memberships.drain() {
+        session.caller.owners.release(&group);
+    }
 }
 
 async fn close(ctx: &SessionContext, task: TaskId) {
@@ -241,13 +246,12 @@ fn exhausted(id: u64, limit: &str, value: usize, what: String) -> pb::SessionRep
 }
 
 impl Session {
-    /// The join rule ([`crate::auth::rules`]): a live group belongs to the
-    /// uid that created it.
-    async fn admit_join(&self, group: &str) -> Result<(), tonic::Status> {
-        let live = self.ctx.groups.gsize(group).await.is_ok_and(|n| n > 0);
-        self.caller
-            .owners
-            .admit_join(group, &self.caller.identity, live)
+    /// The join rule ([`crate::auth::rules`]): a group belongs to the uid
+    /// that created it while it has members. An `Ok` holds the group's
+    /// owner entry: released when the join fails, on leave, or at the
+    /// session's end.
+    fn admit_join(&self, group: &str) -> Result<(), tonic::Status> {
+        self.caller.owners.admit_join(group, &self.caller.identity)
     }
 
     async fn send(&self, r: pb::SessionReply) {
@@ -291,7 +295,7 @@ impl Session {
                         limits.max_memberships,
                         format!("join refused: member of {} groups", self.memberships.len()),
                     ))
-                } else if let Err(refusal) = self.admit_join(&j.group).await {
+                } else if let Err(refusal) = self.admit_join(&j.group) {
                     Err(reply(
                         id,
                         Reply::Error(pb::Error {
@@ -303,14 +307,16 @@ impl Session {
                     let joined = groups.join(&j.group, task, j.instance, j.endpoint).await;
                     if joined.is_ok() {
                         self.memberships.insert(j.group);
+                    } else {
+                        self.caller.owners.release(&j.group);
                     }
                     joined.map(Reply::Instance).map_err(|e| error_reply(id, &e))
                 }
             }
             Op::Leave(l) => {
                 let left = groups.leave(&l.group, task).await;
-                if left.is_ok() {
-                    self.memberships.remove(&l.group);
+                if left.is_ok() && self.memberships.remove(&l.group) {
+                    self.caller.owners.release(&l.group);
                 }
                 left.map(|()| Reply::Done(pb::Done {}))
                     .map_err(|e| error_reply(id, &e))
