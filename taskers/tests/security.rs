@@ -155,6 +155,7 @@ async fn probe(ch: VmdChannel) -> Vec<(&'static str, Code)> {
                 addr: "unix:/nowhere".into(),
                 slots: 64,
                 offers: vec![],
+                peer_addr: String::new(),
             })),
         };
         match c.host_link(tokio_stream::iter(vec![hello])).await {
@@ -786,7 +787,19 @@ fn vmds_in_two_namespaces_join_over_mutual_tls() {
 
     let _alpha = vmd_in(&a, &da.0, "alpha", &["--listen", "10.77.0.1:7711"]);
     let alpha = wait_socket(&da.0);
-    let _beta = vmd_in(&b, &db.0, "beta", &["--join", "https://10.77.0.1:7711"]);
+    // beta listens too (mutual TLS, with the certificate the operator
+    // issued) and advertises that listener for other vmds.
+    let _beta = vmd_in(
+        &b,
+        &db.0,
+        "beta",
+        &[
+            "--listen",
+            "10.77.0.2:7711",
+            "--join",
+            "https://10.77.0.1:7711",
+        ],
+    );
     let end = Instant::now() + T;
     while !hosts(&alpha).contains("\"beta\"") {
         assert!(
@@ -796,6 +809,21 @@ fn vmds_in_two_namespaces_join_over_mutual_tls() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // alpha checks beta across the network: beta's Unix socket is not in
+    // alpha's reach on another machine (here: it is gone from the file
+    // system; beta keeps serving its listeners).
+    std::fs::remove_file(db.0.join("run/vmd.sock")).expect("hide beta's socket");
+    let (rc, out, err) = common::console(&alpha, &["--json", "check", "beta"]);
+    assert_eq!(rc, 0, "alpha could not check beta: {out} {err}");
+    assert!(
+        out.contains("\"responding\":true") && out.contains("https://10.77.0.2:7711"),
+        "{out}"
+    );
+    assert!(
+        hosts(&alpha).contains("\"peer_addr\": \"https://10.77.0.2:7711\""),
+        "{}",
+        hosts(&alpha)
+    );
     // A vmd whose certificate is from another CA cannot join.
     let mut gamma = vmd_in(&b, &dc.0, "gamma", &["--join", "https://10.77.0.1:7711"]);
     let st = gamma.wait_exit(T).expect("gamma gave up");

@@ -453,6 +453,7 @@ async fn no_secret_in_a_welcome() {
             addr: "unix:/nowhere".into(),
             slots: 1,
             offers: vec![],
+            peer_addr: String::new(),
         })),
     };
     let down: old_wire::HostDown =
