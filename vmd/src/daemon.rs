@@ -186,7 +186,7 @@ impl Daemon {
                     if !bound.ip().is_unspecified() {
                         peer_addr = format!("https://{bound}");
                     } else {
-                        warn!(%bound, "listening on an unspecified address: other vmds get no address to check this host at");
+                        info!(%bound, "listening on an unspecified address: other vmds get no address to check this host at");
                     }
                     tls_client = Some(client);
                     server
