@@ -337,6 +337,7 @@ impl From<pb::AddHostRequest> for HostDecl {
             slots: r.slots,
             offers: r.offers,
             addr: r.addr,
+            peer_addr: String::new(),
         }
     }
 }
@@ -348,6 +349,7 @@ impl From<pb::HostHello> for HostDecl {
             slots: h.slots,
             offers: h.offers,
             addr: h.addr,
+            peer_addr: h.peer_addr,
         }
     }
 }
@@ -420,6 +422,7 @@ impl TryFrom<pb::HostInfo> for HostView {
             state: host_state(h.state)?,
             name: h.name,
             addr: h.addr,
+            peer_addr: h.peer_addr,
             slots: h.slots,
             slots_used: h.slots_used,
             offers: h.offers,
@@ -447,6 +450,7 @@ pub fn host_info(h: &Host, answering: &str) -> pb::HostInfo {
     pb::HostInfo {
         name: h.name.clone(),
         addr: h.addr.clone(),
+        peer_addr: h.peer_addr.clone(),
         slots: h.slots,
         slots_used: h.slots_used,
         offers: h.offers.iter().cloned().collect(),
@@ -904,6 +908,7 @@ mod tests {
                 slots: 4,
                 offers: vec!["exec".into()],
                 addr: "127.0.0.1:1".into(),
+                peer_addr: String::new(),
             },
             HostState::Up,
             true,

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tracing::info;
 
 use crate::launcher::{JobSpec, Launcher, Start};
-use crate::rank_reports::ShimEvent;
+use crate::rank_reports::{Reporters, ShimEvent};
 
 /// How long a job's end waits for the exit reports of ranks that have not
 /// closed their shim connection yet (only when something went wrong).
@@ -58,6 +58,7 @@ pub struct Jobs {
     launcher: Arc<dyn Launcher>,
     shim: Vec<OsString>,
     socket: PathBuf,
+    reporters: Reporters,
     reports: ReportSender,
     done_tx: mpsc::UnboundedSender<LauncherDone>,
     jobs: HashMap<JobId, Job>,
@@ -75,6 +76,7 @@ impl Jobs {
         launcher: Arc<dyn Launcher>,
         shim: Vec<OsString>,
         socket: &Path,
+        reporters: Reporters,
         reports: ReportSender,
         done_tx: mpsc::UnboundedSender<LauncherDone>,
     ) -> Self {
@@ -82,6 +84,7 @@ impl Jobs {
             launcher,
             shim,
             socket: socket.to_path_buf(),
+            reporters,
             reports,
             done_tx,
             jobs: HashMap::new(),
@@ -158,6 +161,9 @@ impl Jobs {
         };
         let plan = self.launcher.plan(&spec, &self.shim);
         self.send(JobReport::Accepted { job }).await;
+        // Its ranks run as its owner (this tasker's uid, or the one it
+        // drops to): only that uid may report for them, from now on.
+        self.reporters.expect(job, l.owner);
 
         let mut children = Vec::new();
         let mut failure = None;
@@ -382,6 +388,7 @@ impl Jobs {
         let Some(j) = self.jobs.remove(&job) else {
             return;
         };
+        self.reporters.forget(job);
         let Some((done, _)) = j.done else { return };
         info!(job, exit = ?done.exit, "job ended");
         self.send(JobReport::LauncherExit {

@@ -21,7 +21,7 @@ use tracing::{info, warn};
 
 use crate::jobs::Jobs;
 use crate::launcher::Launcher;
-use crate::rank_reports::RankReports;
+use crate::rank_reports::{RankReports, Reporters};
 
 /// How often deadlines (kill escalation, report grace) are looked at.
 const TICK: Duration = Duration::from_millis(50);
@@ -80,7 +80,8 @@ pub async fn run(
     }
 
     let (shim_tx, mut shim_rx) = mpsc::unbounded_channel();
-    let socket = RankReports::bind(shim_tx).map_err(TaskerError::Socket)?;
+    let reporters = Reporters::default();
+    let socket = RankReports::bind(shim_tx, reporters.clone()).map_err(TaskerError::Socket)?;
     let exe = std::env::current_exe().map_err(TaskerError::OwnExe)?;
     let shim = vec![
         OsString::from(exe),
@@ -88,7 +89,7 @@ pub async fn run(
         OsString::from("--"),
     ];
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
-    let mut jobs = Jobs::new(launcher, shim, socket.path(), report_tx, done_tx);
+    let mut jobs = Jobs::new(launcher, shim, socket.path(), reporters, report_tx, done_tx);
     ready(&socket.path().display().to_string());
 
     let mut tick = tokio::time::interval(TICK);

@@ -33,6 +33,11 @@ fn main() {
         }
         return;
     }
+    if args.get(1).map(String::as_str) == Some("report") {
+        // `security report SOCKET LINE…`: a forger on the rank-report socket.
+        println!("{}", forge_reports(&args[2], &args[3..]));
+        return;
+    }
     // `cargo test` passes harness flags (--test-threads=2, a filter): a
     // filter selects tests by substring as the usual harness would.
     let filter: Vec<&String> = args
@@ -52,6 +57,10 @@ fn main() {
         (
             "fake_tasker_and_fake_host_are_refused",
             fake_tasker_and_fake_host_are_refused,
+        ),
+        (
+            "rank_reports_come_only_from_the_jobs_own_ranks",
+            rank_reports_come_only_from_the_jobs_own_ranks,
         ),
         (
             "vmds_in_two_namespaces_join_over_mutual_tls",
@@ -146,6 +155,7 @@ async fn probe(ch: VmdChannel) -> Vec<(&'static str, Code)> {
                 addr: "unix:/nowhere".into(),
                 slots: 64,
                 offers: vec![],
+                peer_addr: String::new(),
             })),
         };
         match c.host_link(tokio_stream::iter(vec![hello])).await {
@@ -459,6 +469,218 @@ fn fake_tasker_and_fake_host_are_refused() {
         err.contains("rule session") && err.contains("belongs to uid"),
         "{err}"
     );
+    // Once u1's last member is gone, so is its claim: u2 may make the
+    // group anew, and then it is u2's.
+    drop(holder);
+    let end = Instant::now() + T;
+    while common::console(&vmd.addr, &["--json", "groups"])
+        .1
+        .contains("u1-group")
+    {
+        assert!(Instant::now() < end, "u1's group outlived its member");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut u2_holder = Proc(
+        as_user(&u2, bin("isthmus"))
+            .args(["--vmd", &vmd.addr, "join", "u1-group", "--seconds", "60"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("join as u2"),
+    );
+    let end = Instant::now() + T;
+    while !common::console(&vmd.addr, &["--json", "groups"])
+        .1
+        .contains("u1-group")
+    {
+        assert!(Instant::now() < end, "u2 did not make the group anew");
+        if let Ok(Some(st)) = u2_holder.0.try_wait() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(
+                u2_holder.0.stderr.as_mut().expect("stderr"),
+                &mut err,
+            );
+            panic!("u2's join ended ({st}): {err}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (rc, _, err) = console_as(&u1_join, &vmd.addr, &["join", "u1-group", "--seconds", "1"]);
+    assert_eq!(rc, 1, "u1 joined the group u2 made anew");
+    assert!(err.contains(&format!("belongs to uid {}", u2.uid)), "{err}");
+    // A failed join, a session's end and a leave each give their claim
+    // back: afterwards u1 may make the group again.
+    let join = |user: &User, extra: &[&str]| {
+        let mut args = vec!["join", "u1-group", "--seconds", "0"];
+        args.extend_from_slice(extra);
+        console_as(user, &vmd.addr, &args)
+    };
+    let (rc, _, err) = join(&u2, &["--instance", "0"]);
+    assert_eq!(rc, 1, "instance 0 is taken");
+    assert!(err.contains("taken"), "{err}");
+    drop(u2_holder);
+    let end = Instant::now() + T;
+    while common::console(&vmd.addr, &["--json", "groups"])
+        .1
+        .contains("u1-group")
+    {
+        assert!(Instant::now() < end, "u2's group outlived its member");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (rc, _, err) = join(&u2, &[]);
+    assert_eq!(rc, 0, "u2 join and leave: {err}");
+    let (rc, _, err) = join(&u1_join, &[]);
+    assert_eq!(rc, 0, "u1 may make the group again: {err}");
+}
+
+// ---- rank reports ----
+
+/// Connects to a tasker's rank-report socket, writes `lines`, and says what
+/// the tasker did: `refused` (no connection), `closed` (it hung up) or
+/// `open` (still listening when the hang guard ran out).
+fn forge_reports(socket: &str, lines: &[String]) -> &'static str {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::os::unix::net::UnixStream::connect(socket) else {
+        return "refused";
+    };
+    for l in lines {
+        if writeln!(s, "{l}").is_err() {
+            return "closed";
+        }
+    }
+    let _ = s.set_read_timeout(Some(T));
+    let mut buf = [0u8; 16];
+    match s.read(&mut buf) {
+        Ok(0) => "closed",
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => "closed",
+        _ => "open",
+    }
+}
+
+fn forge_as(user: &User, socket: &str, lines: &[String]) -> String {
+    let out = as_user(user, std::env::current_exe().expect("own exe"))
+        .arg("report")
+        .arg(socket)
+        .args(lines)
+        .output()
+        .expect("run forger");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The rank-report socket a rank's shim (its parent) reports to.
+fn report_socket(rank_pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{rank_pid}/stat")).expect("stat");
+    let shim: u32 = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .expect("ppid");
+    let environ = std::fs::read(format!("/proc/{shim}/environ")).expect("shim environ");
+    let prefix = format!("{}=", isthmus_taskers::ENV_TASKER_SOCKET);
+    environ
+        .split(|b| *b == 0)
+        .map(String::from_utf8_lossy)
+        .find_map(|v| v.strip_prefix(&prefix).map(str::to_string))
+        .expect("the shim's report socket")
+}
+
+fn spawn_as(user: &User, vmd: &Vmd, args: &[&str]) -> u64 {
+    let mut all = vec!["--json", "spawn"];
+    all.extend_from_slice(args);
+    let (rc, out, err) = console_as(user, &vmd.addr, &all);
+    assert_eq!(rc, 0, "{err}");
+    serde_json::from_str::<serde_json::Value>(&out).expect("json")["job"]
+        .as_u64()
+        .expect("job id")
+}
+
+fn rank_reports_come_only_from_the_jobs_own_ranks() {
+    let users = users();
+    let (u1, u2, u3) = (&users[0], &users[1], &users[2]);
+    let vmd = vmd_for(&users);
+    let rt = runtime();
+    let _tasker = rt.block_on(vmd.tasker("exec"));
+    let mut events = rt.block_on(common::watch(
+        &vmd,
+        &[pb::EventKind::TaskExit, pb::EventKind::JobExit],
+        false,
+    ));
+    // u2's job (the victim) and u1's own job (so that u1 may connect).
+    let victim = spawn_as(u2, &vmd, &["/bin/sleep", "60"]);
+    let own = spawn_as(u1, &vmd, &["/bin/sleep", "60"]);
+    let pid = wait_pids(&rt, &vmd, victim)[0];
+    let _ = wait_pids(&rt, &vmd, own);
+    let socket = report_socket(pid);
+    // A root process the owner would like the root tasker to kill.
+    let bystander = Proc(Command::new("sleep").arg("600").spawn().expect("bystander"));
+
+    let forged = |job: u64, pid: u32| {
+        vec![
+            format!("start {job} 0 {pid}"),
+            format!("exit {job} 0 code 0"),
+        ]
+    };
+    // A user with no job here (not even let into the vmd), a user with a
+    // job of their own, and the owner naming a process that is not a rank:
+    // each is cut off, and the job is what it was.
+    for (who, user, lines) in [
+        ("u3", u3, forged(victim, bystander.pid())),
+        ("u1", u1, forged(victim, bystander.pid())),
+        (
+            "u2 (a foreign pid)",
+            u2,
+            vec![format!("start {victim} 0 {}", bystander.pid())],
+        ),
+    ] {
+        let got = forge_as(user, &socket, &lines);
+        assert_eq!(got, "closed", "{who}'s forged reports were not refused");
+        let jobs = rt.block_on(async {
+            let mut c = vmd.client().await;
+            c.list_jobs(pb::ListJobsRequest { all: true })
+                .await
+                .expect("ps")
+                .into_inner()
+                .jobs
+        });
+        let j = jobs.iter().find(|j| j.job == victim).expect("the job");
+        assert_eq!(
+            j.state,
+            pb::JobState::JobRunning as i32,
+            "after {who}: {j:?}"
+        );
+        assert_eq!(j.ranks[0].pid, pid, "after {who}: {j:?}");
+        assert!(j.ranks[0].exit.is_none(), "after {who}: {j:?}");
+    }
+    // The operator kills the job: one exit for its rank, the real one (by
+    // signal), and the bystander lives.
+    let (rc, _, err) = common::console(&vmd.addr, &["kill", &victim.to_string()]);
+    assert_eq!(rc, 0, "{err}");
+    let evs = rt.block_on(common::job_events(&mut events, victim));
+    let exits: Vec<_> = evs
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Some(pb::event::Kind::TaskExit(t)) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exits.len(), 1, "{exits:?}");
+    assert!(
+        matches!(
+            exits[0].exit.as_ref().and_then(|e| e.how),
+            Some(pb::exit_status::How::Signal(9))
+        ),
+        "{exits:?}"
+    );
+    assert_eq!(
+        common::job_exit(&evs).state,
+        pb::JobState::JobKilled as i32,
+        "{evs:?}"
+    );
+    assert!(
+        common::alive(bystander.pid()),
+        "the tasker killed a bystander"
+    );
+    let (rc, _, err) = common::console(&vmd.addr, &["kill", &own.to_string()]);
+    assert_eq!(rc, 0, "{err}");
 }
 
 // ---- two hosts in network namespaces ----
@@ -565,7 +787,19 @@ fn vmds_in_two_namespaces_join_over_mutual_tls() {
 
     let _alpha = vmd_in(&a, &da.0, "alpha", &["--listen", "10.77.0.1:7711"]);
     let alpha = wait_socket(&da.0);
-    let _beta = vmd_in(&b, &db.0, "beta", &["--join", "https://10.77.0.1:7711"]);
+    // beta listens too (mutual TLS, with the certificate the operator
+    // issued) and advertises that listener for other vmds.
+    let _beta = vmd_in(
+        &b,
+        &db.0,
+        "beta",
+        &[
+            "--listen",
+            "10.77.0.2:7711",
+            "--join",
+            "https://10.77.0.1:7711",
+        ],
+    );
     let end = Instant::now() + T;
     while !hosts(&alpha).contains("\"beta\"") {
         assert!(
@@ -575,6 +809,21 @@ fn vmds_in_two_namespaces_join_over_mutual_tls() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // alpha checks beta across the network: beta's Unix socket is not in
+    // alpha's reach on another machine (here: it is gone from the file
+    // system; beta keeps serving its listeners).
+    std::fs::remove_file(db.0.join("run/vmd.sock")).expect("hide beta's socket");
+    let (rc, out, err) = common::console(&alpha, &["--json", "check", "beta"]);
+    assert_eq!(rc, 0, "alpha could not check beta: {out} {err}");
+    assert!(
+        out.contains("\"responding\":true") && out.contains("https://10.77.0.2:7711"),
+        "{out}"
+    );
+    assert!(
+        hosts(&alpha).contains("\"peer_addr\": \"https://10.77.0.2:7711\""),
+        "{}",
+        hosts(&alpha)
+    );
     // A vmd whose certificate is from another CA cannot join.
     let mut gamma = vmd_in(&b, &dc.0, "gamma", &["--join", "https://10.77.0.1:7711"]);
     let st = gamma.wait_exit(T).expect("gamma gave up");

@@ -123,6 +123,8 @@ pub struct Daemon {
     link: Option<JoinedLink>,
     halt: Arc<Notify>,
     keepalive: Option<Keepalive>,
+    /// This host's certificate, shown when it calls other vmds.
+    peer_tls: Option<isthmus_client::auth::TlsIdentity>,
 }
 
 /// Errors of starting a daemon.
@@ -174,9 +176,21 @@ impl Daemon {
             token,
         });
         let mut tls_client = None;
+        // What other vmds dial: the mutual-TLS listener, if there is one at
+        // a definite address.
+        let mut peer_addr = String::new();
         let (tcp, local_addr) = match config.listen {
             Some(addr) => {
                 let (listener, bound, tls) = bind_tcp(addr, &config.host, sec)?;
+                let tls = tls.map(|(server, client)| {
+                    if !bound.ip().is_unspecified() {
+                        peer_addr = format!("https://{bound}");
+                    } else {
+                        info!(%bound, "listening on an unspecified address: other vmds get no address to check this host at");
+                    }
+                    tls_client = Some(client);
+                    server
+                });
                 (Some((listener, tls)), Some(bound))
             }
             None => (None, None),
@@ -211,17 +225,20 @@ impl Daemon {
             },
             // Jobs on this host find their vmd here.
             addr: format!("unix:{}", socket.display()),
+            // Other vmds find it here.
+            peer_addr,
         })?;
         let (hub, hub_up) = TaskerHub::new();
-        let (secret, role, link) = match &options.join {
+        let (role, link) = match &options.join {
             Some(master) => {
                 let hello = pb::HostHello {
                     name: local.name.clone(),
                     addr: local.addr.clone(),
                     slots: local.slots,
                     offers: local.offers.clone(),
+                    peer_addr: local.peer_addr.clone(),
                 };
-                let (secret, link) = host_link::join(
+                let link = host_link::join(
                     master,
                     tls_client.as_ref(),
                     hello,
@@ -235,7 +252,6 @@ impl Daemon {
                     source,
                 })?;
                 (
-                    secret,
                     Role::Member {
                         master: master.clone(),
                     },
@@ -243,16 +259,14 @@ impl Daemon {
                 )
             }
             None => {
-                let secret = new_secret();
                 let (rm, port) = ResourceManager::new(local, options.hostfile.clone())?;
                 wire_local(&rm, &hub, hub_up, port);
-                (secret, Role::Manager(rm), None)
+                (Role::Manager(rm), None)
             }
         };
         let ctx = SessionContext {
             groups: Groups::in_memory(),
             host: config.host,
-            secret: Arc::new(secret),
             limits: SessionLimits::default(),
         };
         Ok(Self {
@@ -268,6 +282,7 @@ impl Daemon {
             link,
             halt,
             keepalive: Some(Keepalive::REMOTE),
+            peer_tls: tls_client,
         })
     }
 
@@ -317,7 +332,12 @@ impl Daemon {
             auth(Rule::Session),
         );
         let console = ConsoleServer::with_interceptor(
-            ConsoleService::new(self.ctx.clone(), self.role.clone(), self.halt.clone()),
+            ConsoleService::new(
+                self.ctx.clone(),
+                self.role.clone(),
+                self.halt.clone(),
+                self.peer_tls.clone(),
+            ),
             auth(Rule::Read),
         );
         let taskers = TaskersServer::with_interceptor(
@@ -325,7 +345,7 @@ impl Daemon {
             auth(Rule::Tasker),
         );
         let peers = PeersServer::with_interceptor(
-            PeersService::new(self.role, self.ctx.host.clone(), self.ctx.secret.clone()),
+            PeersService::new(self.role, self.ctx.host.clone()),
             auth(Rule::HostLink),
         );
         info!(socket = %self.socket.display(), tcp = ?self.local_addr, "vmd serving");
@@ -447,11 +467,14 @@ async fn bind_unix(
 /// Binds the TCP listener and decides its protection: loopback → token;
 /// otherwise mutual TLS, or the token with a loud warning when the operator
 /// said `insecure_no_tls`.
+/// The server side of mutual TLS, and the same certificate as a client's.
+type TlsPair = (ServerTlsConfig, isthmus_client::auth::TlsIdentity);
+
 fn bind_tcp(
     addr: SocketAddr,
     host: &str,
     sec: &Security,
-) -> Result<(TcpListener, SocketAddr, Option<ServerTlsConfig>), DaemonError> {
+) -> Result<(TcpListener, SocketAddr, Option<TlsPair>), DaemonError> {
     let bind_err = |source| DaemonError::Bind { addr, source };
     let std_listener = std::net::TcpListener::bind(addr).map_err(bind_err)?;
     std_listener.set_nonblocking(true).map_err(bind_err)?;
@@ -476,7 +499,12 @@ fn bind_tcp(
         .identity(TlsIdentity::from_pem(&m.host.cert_pem, &m.host.key_pem))
         .client_ca_root(Certificate::from_pem(&m.ca_pem));
     info!(%bound, "TCP listener requires a host certificate of the virtual machine (mutual TLS)");
-    Ok((listener, bound, Some(tls)))
+    let client = isthmus_client::auth::TlsIdentity {
+        ca_pem: m.ca_pem.into_bytes(),
+        cert_pem: m.host.cert_pem.into_bytes(),
+        key_pem: m.host.key_pem.into_bytes(),
+    };
+    Ok((listener, bound, Some((tls, client))))
 }
 
 /// On the manager's own host, the hub's reports go straight to the manager
@@ -510,13 +538,4 @@ fn cpus() -> u32 {
     std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1)
-}
-
-/// 32 random bytes that members of this virtual machine show each other on
-/// data connections.
-fn new_secret() -> Vec<u8> {
-    let mut secret = Vec::with_capacity(32);
-    secret.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-    secret.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
-    secret
 }

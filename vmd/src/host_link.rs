@@ -1,7 +1,7 @@
 //! Links between the vmds of one virtual machine. A vmd started with
 //! `--join ADDR` opens a `HostLink` stream to the vmd holding the resource
-//! manager: it introduces itself (name, address, slots, offers), receives the
-//! virtual machine's secret, then carries its taskers' reports up and their
+//! manager: it introduces itself (name, address, slots, offers), is welcomed
+//! (with the manager's host name), then carries its taskers' reports up and their
 //! orders down. The stream is the host's liveness: a clean `HostLeave`
 //! deletes the host, any other end marks it failed.
 //!
@@ -31,7 +31,6 @@ pub type DownSender = Outgoing<pb::HostDown>;
 /// only); `None` for the local operator.
 pub async fn serve(
     rm: ResourceManager,
-    secret: Arc<Vec<u8>>,
     certified: Option<String>,
     mut inbound: Streaming<pb::HostUp>,
     out: DownSender,
@@ -67,7 +66,6 @@ pub async fn serve(
     };
     let welcome = pb::HostDown {
         kind: Some(Down::Welcome(pb::HostWelcome {
-            secret: secret.as_ref().clone(),
             master: rm.local_host().to_string(),
         })),
     };
@@ -143,7 +141,7 @@ impl JoinedLink {
 }
 
 /// Joins the virtual machine whose manager listens at `master`. Returns the
-/// virtual machine's secret and the link. The hub's reports go up the link;
+/// link. The hub's reports go up the link;
 /// orders coming down go to the hub. `halt` is notified when this host is
 /// deleted or the manager goes away: a host cut off from its virtual
 /// machine stops, as a PVM slave daemon did.
@@ -154,7 +152,7 @@ pub async fn join(
     hub: TaskerHub,
     mut hub_up: mpsc::UnboundedReceiver<HubUp>,
     halt: Arc<Notify>,
-) -> Result<(Vec<u8>, JoinedLink), ClientError> {
+) -> Result<JoinedLink, ClientError> {
     let name = hello.name.clone();
     let channel = match tls {
         Some(tls) => isthmus_client::channel_tls(master, tls).await?,
@@ -172,14 +170,11 @@ pub async fn join(
         isthmus_client::CALL_TIMEOUT,
     )
     .await?;
-    let secret = match first.kind {
-        Some(Down::Welcome(w)) => w.secret,
-        _ => {
-            return Err(ClientError::Protocol(
-                "host link did not start with HostWelcome".into(),
-            ))
-        }
-    };
+    if !matches!(first.kind, Some(Down::Welcome(_))) {
+        return Err(ClientError::Protocol(
+            "host link did not start with HostWelcome".into(),
+        ));
+    }
     info!(%master, host = %name, "joined the virtual machine");
     // Reports up. The first taskers summary is sent at once: taskers may
     // have registered before the link was up.
@@ -249,5 +244,5 @@ pub async fn join(
             down_done.notify_one();
         });
     }
-    Ok((secret, JoinedLink { up, down_done }))
+    Ok(JoinedLink { up, down_done })
 }

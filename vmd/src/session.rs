@@ -1,8 +1,10 @@
 //! One client task's session: the long-lived bidirectional stream that carries
 //! its group operations and pushed events, and whose end is the task's death.
 //!
-//! Flow: the first message must be `Hello`; the task then gets its id and the
-//! virtual machine's secret. Quick operations (join, gettid, …) are answered
+//! Flow: the first message must be `Hello`; the task then gets its id and its
+//! host's name (no secret: the vmd knows the task by its authenticated
+//! session, and data connections are signed with each process's own key).
+//! Quick operations (join, gettid, …) are answered
 //! in order on the session's own tokio task, so a client sees its own
 //! operations in the order it sent them. Operations that wait (freeze,
 //! barrier, wait_frozen) run on tasks of their own so that they block
@@ -76,7 +78,6 @@ impl Default for SessionLimits {
 pub struct SessionContext {
     pub groups: Groups,
     pub host: String,
-    pub secret: Arc<Vec<u8>>,
     pub limits: SessionLimits,
 }
 
@@ -125,7 +126,6 @@ pub async fn run(
     let welcome = Reply::Welcome(pb::Welcome {
         task: task.to_string(),
         host: ctx.host.clone(),
-        secret: ctx.secret.as_ref().clone(),
     });
     if out.send(Ok(reply(hello.0, welcome))).await.is_err() {
         close(&ctx, task).await;
@@ -169,6 +169,11 @@ pub async fn run(
     // hear their outcome, and an orphaned freeze would still act.
     session.waits.shutdown().await;
     close(&ctx, task).await;
+    // Only now that its memberships are gone: a group it held is nobody's
+    // once its last member is.
+    for group in session.memberships.drain() {
+        session.caller.owners.release(&group);
+    }
 }
 
 async fn close(ctx: &SessionContext, task: TaskId) {
@@ -241,13 +246,12 @@ fn exhausted(id: u64, limit: &str, value: usize, what: String) -> pb::SessionRep
 }
 
 impl Session {
-    /// The join rule ([`crate::auth::rules`]): a live group belongs to the
-    /// uid that created it.
-    async fn admit_join(&self, group: &str) -> Result<(), tonic::Status> {
-        let live = self.ctx.groups.gsize(group).await.is_ok_and(|n| n > 0);
-        self.caller
-            .owners
-            .admit_join(group, &self.caller.identity, live)
+    /// The join rule ([`crate::auth::rules`]): a group belongs to the uid
+    /// that created it while it has members. An `Ok` holds the group's
+    /// owner entry: released when the join fails, on leave, or at the
+    /// session's end.
+    fn admit_join(&self, group: &str) -> Result<(), tonic::Status> {
+        self.caller.owners.admit_join(group, &self.caller.identity)
     }
 
     async fn send(&self, r: pb::SessionReply) {
@@ -291,7 +295,7 @@ impl Session {
                         limits.max_memberships,
                         format!("join refused: member of {} groups", self.memberships.len()),
                     ))
-                } else if let Err(refusal) = self.admit_join(&j.group).await {
+                } else if let Err(refusal) = self.admit_join(&j.group) {
                     Err(reply(
                         id,
                         Reply::Error(pb::Error {
@@ -303,14 +307,16 @@ impl Session {
                     let joined = groups.join(&j.group, task, j.instance, j.endpoint).await;
                     if joined.is_ok() {
                         self.memberships.insert(j.group);
+                    } else {
+                        self.caller.owners.release(&j.group);
                     }
                     joined.map(Reply::Instance).map_err(|e| error_reply(id, &e))
                 }
             }
             Op::Leave(l) => {
                 let left = groups.leave(&l.group, task).await;
-                if left.is_ok() {
-                    self.memberships.remove(&l.group);
+                if left.is_ok() && self.memberships.remove(&l.group) {
+                    self.caller.owners.release(&l.group);
                 }
                 left.map(|()| Reply::Done(pb::Done {}))
                     .map_err(|e| error_reply(id, &e))

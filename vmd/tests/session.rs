@@ -364,3 +364,101 @@ async fn sigterm_shuts_down_cleanly_with_sessions_open() {
         .expect("no hang");
     assert!(r.is_err());
 }
+
+/// The old wire shape of `Welcome` and `HostWelcome`, with the secret
+/// fields, decoded from what a real vmd sends: nothing may be in them.
+mod old_wire {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Welcome {
+        #[prost(string, tag = "1")]
+        pub task: String,
+        #[prost(string, tag = "2")]
+        pub host: String,
+        #[prost(bytes = "vec", tag = "3")]
+        pub secret: Vec<u8>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct SessionReply {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(message, optional, tag = "2")]
+        pub welcome: Option<Welcome>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HostWelcome {
+        #[prost(bytes = "vec", tag = "1")]
+        pub secret: Vec<u8>,
+        #[prost(string, tag = "2")]
+        pub master: String,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct HostDown {
+        #[prost(message, optional, tag = "1")]
+        pub welcome: Option<HostWelcome>,
+    }
+}
+
+/// The first message of a stream at `path`, decoded as `R`.
+async fn first_reply<Q, R>(addr: &str, path: &'static str, first: Q) -> R
+where
+    Q: prost::Message + Send + Sync + 'static,
+    R: prost::Message + Default + Send + 'static,
+{
+    let channel = isthmus_client::channel(addr).await.expect("connect");
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.expect("ready");
+    use tokio_stream::StreamExt;
+    // The request stream stays open (pending) while the reply is read.
+    let requests = tokio_stream::iter(vec![first]).chain(tokio_stream::pending());
+    let codec = isthmus_proto::codec::StrictCodec::<Q, R>::default();
+    let mut replies = grpc
+        .streaming(
+            tonic::Request::new(requests),
+            tonic::codegen::http::uri::PathAndQuery::from_static(path),
+            codec,
+        )
+        .await
+        .expect("stream")
+        .into_inner();
+    tokio::time::timeout(T, replies.message())
+        .await
+        .expect("a first reply")
+        .expect("no error")
+        .expect("a message")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_in_a_welcome() {
+    let vmd = VmdProcess::start();
+    let hello = pb::SessionRequest {
+        id: 1,
+        op: Some(pb::session_request::Op::Hello(pb::Hello {
+            name: "raw".into(),
+            pid: std::process::id(),
+        })),
+    };
+    let reply: old_wire::SessionReply =
+        first_reply(&vmd.addr, "/isthmus.v1.Tasks/Session", hello).await;
+    let welcome = reply.welcome.expect("a Welcome");
+    assert!(!welcome.task.is_empty() && welcome.host == "testhost");
+    assert!(
+        welcome.secret.is_empty(),
+        "a session's Welcome has a secret"
+    );
+
+    // A joining host (the local operator may join) is welcomed without one.
+    let hello = pb::HostUp {
+        kind: Some(pb::host_up::Kind::Hello(pb::HostHello {
+            name: "rawhost".into(),
+            addr: "unix:/nowhere".into(),
+            slots: 1,
+            offers: vec![],
+            peer_addr: String::new(),
+        })),
+    };
+    let down: old_wire::HostDown =
+        first_reply(&vmd.addr, "/isthmus.v1.Peers/HostLink", hello).await;
+    let welcome = down.welcome.expect("a HostWelcome");
+    assert_eq!(welcome.master, "testhost");
+    assert!(welcome.secret.is_empty(), "a host's Welcome has a secret");
+}

@@ -110,15 +110,27 @@ pub fn default_addr() -> String {
 /// Opens a gRPC channel to a vmd (`unix:/path`, `host:port`,
 /// `http://host:port`; `https://` needs [`channel_tls`]).
 pub async fn channel(addr: &str) -> Result<VmdChannel> {
-    channel_with(addr, None).await
+    channel_with(addr, None, None).await
 }
 
-/// Opens a channel to `addr`, showing `tls` to an `https://` vmd.
+/// Opens a channel to `addr`, showing `tls` to an `https://` vmd (whose
+/// certificate must name the address it is dialled at).
 pub async fn channel_tls(addr: &str, tls: &TlsIdentity) -> Result<VmdChannel> {
-    channel_with(addr, Some(tls)).await
+    channel_with(addr, Some(tls), None).await
 }
 
-async fn channel_with(addr: &str, tls: Option<&TlsIdentity>) -> Result<VmdChannel> {
+/// Opens a channel to the vmd of host `host` at the `https://` address
+/// `addr` it advertised, showing `tls`: the vmd's certificate must be the
+/// virtual machine's certificate for `host`, whatever address answers.
+pub async fn channel_tls_to_host(addr: &str, tls: &TlsIdentity, host: &str) -> Result<VmdChannel> {
+    channel_with(addr, Some(tls), Some(host)).await
+}
+
+async fn channel_with(
+    addr: &str,
+    tls: Option<&TlsIdentity>,
+    server_name: Option<&str>,
+) -> Result<VmdChannel> {
     let connect_err = |source| ClientError::Connect {
         addr: addr.to_string(),
         source,
@@ -152,7 +164,7 @@ async fn channel_with(addr: &str, tls: Option<&TlsIdentity>) -> Result<VmdChanne
                 });
             };
             let endpoint = settings(endpoint(addr, uri)?, keepalive);
-            let channel = tls_endpoint(addr, endpoint, tls)?
+            let channel = tls_endpoint(addr, endpoint, tls, server_name)?
                 .connect()
                 .await
                 .map_err(connect_err)?;
@@ -173,11 +185,19 @@ async fn unix_connect(path: PathBuf) -> std::io::Result<TokioIo<tokio::net::Unix
 }
 
 #[cfg(feature = "tls")]
-fn tls_endpoint(addr: &str, endpoint: Endpoint, tls: &TlsIdentity) -> Result<Endpoint> {
+fn tls_endpoint(
+    addr: &str,
+    endpoint: Endpoint,
+    tls: &TlsIdentity,
+    server_name: Option<&str>,
+) -> Result<Endpoint> {
     use tonic::transport::{Certificate, ClientTlsConfig, Identity};
-    let config = ClientTlsConfig::new()
+    let mut config = ClientTlsConfig::new()
         .ca_certificate(Certificate::from_pem(&tls.ca_pem))
         .identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));
+    if let Some(name) = server_name {
+        config = config.domain_name(name);
+    }
     endpoint
         .tls_config(config)
         .map_err(|e| ClientError::BadAddress {
@@ -187,7 +207,7 @@ fn tls_endpoint(addr: &str, endpoint: Endpoint, tls: &TlsIdentity) -> Result<End
 }
 
 #[cfg(not(feature = "tls"))]
-fn tls_endpoint(addr: &str, _: Endpoint, _: &TlsIdentity) -> Result<Endpoint> {
+fn tls_endpoint(addr: &str, _: Endpoint, _: &TlsIdentity, _: Option<&str>) -> Result<Endpoint> {
     Err(ClientError::BadAddress {
         addr: addr.to_string(),
         reason: "this client was built without TLS".into(),

@@ -47,6 +47,14 @@ impl Console {
         })
     }
 
+    /// Console calls over a channel opened elsewhere (e.g. with
+    /// [`crate::channel_tls_to_host`]).
+    pub fn over(channel: VmdChannel) -> Self {
+        Self {
+            client: ConsoleClient::new(channel),
+        }
+    }
+
     /// A fresh handle on the shared channel (tonic's calls take `&mut`).
     fn client(&self) -> ConsoleClient<VmdChannel> {
         self.client.clone()

@@ -29,7 +29,7 @@ pub mod stream;
 #[cfg(feature = "tracing-init")]
 mod tracing_init;
 
-pub use channel::{channel, channel_tls, default_addr, Keepalive, VmdChannel};
+pub use channel::{channel, channel_tls, channel_tls_to_host, default_addr, Keepalive, VmdChannel};
 pub use console::{Console, Events};
 pub use error::{ClientError, ErrorKind, Result};
 /// The `ISTHMUS_*` names and the default address, defined once.

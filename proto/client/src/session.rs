@@ -132,11 +132,6 @@ impl Session {
         &self.inner.welcome.host
     }
 
-    /// The virtual machine's secret, shown on bridge data connections.
-    pub fn secret(&self) -> &[u8] {
-        &self.inner.welcome.secret
-    }
-
     async fn call(&self, op: Op, timeout: Duration) -> Result<Reply> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();

@@ -111,6 +111,7 @@ async fn refusals_keep_their_kind_and_the_vmds_words() {
         slots: 1,
         offers: vec![],
         addr: String::new(),
+        peer_addr: String::new(),
     };
     assert_eq!(refusal(c.add_host(again).await).0, ErrorKind::AlreadyExists);
     assert_eq!(refusal(c.group("nope").await).0, ErrorKind::NotFound);

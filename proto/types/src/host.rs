@@ -12,7 +12,12 @@ pub struct HostDecl {
     pub name: String,
     pub slots: u32,
     pub offers: Vec<String>,
+    /// Its vmd's address for clients on that host (its Unix socket): what
+    /// jobs there get as `ISTHMUS_VMD`.
     pub addr: String,
+    /// Its vmd's address for other vmds (`https://ip:port`, its mutual-TLS
+    /// listener); empty if it has none.
+    pub peer_addr: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +31,10 @@ pub enum HostState {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
     pub name: String,
+    /// See [`HostDecl::addr`].
     pub addr: String,
+    /// See [`HostDecl::peer_addr`].
+    pub peer_addr: String,
     pub slots: u32,
     pub slots_used: u32,
     /// Implementations this host may run; empty: any a tasker registers.
@@ -45,6 +53,7 @@ impl Host {
         Host {
             name: d.name,
             addr: d.addr,
+            peer_addr: d.peer_addr,
             slots: d.slots,
             slots_used: 0,
             offers: d.offers.into_iter().collect(),
@@ -79,8 +88,10 @@ impl Host {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostView {
     pub name: String,
-    /// Its vmd's address (`host:port`); empty while waiting.
+    /// Its vmd's address for that host's own clients; empty while waiting.
     pub addr: String,
+    /// Its vmd's address for other vmds (`https://ip:port`); empty if none.
+    pub peer_addr: String,
     pub slots: u32,
     pub slots_used: u32,
     /// Implementations it may run; empty: any its taskers register.

@@ -46,6 +46,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<HostDecl>> {
             slots: e.slots.unwrap_or(1),
             offers: e.offers,
             addr: e.addr.unwrap_or_default(),
+            peer_addr: String::new(),
         })
         .map_err(|err| Refusal::invalid(format!("{origin}: {}", err.message)))?;
         if out.iter().any(|d| d.name == decl.name) {

@@ -9,6 +9,8 @@ use crate::{valid_name, Host, HostDecl, Refusal, Result};
 
 /// The most slots one host may declare; guards the arithmetic, not policy.
 pub const MAX_SLOTS: u32 = 1 << 20;
+/// The longest peer address a host may advertise.
+pub const MAX_PEER_ADDR: usize = 256;
 
 /// Checks a declaration's names and numbers; `slots = 0` becomes 1 and
 /// `offers` are sorted without duplicates.
@@ -36,7 +38,28 @@ pub fn validated(mut decl: HostDecl) -> Result<HostDecl> {
     }
     decl.offers.sort();
     decl.offers.dedup();
+    if !decl.peer_addr.is_empty() && !valid_peer_addr(&decl.peer_addr) {
+        let shown: String = decl.peer_addr.chars().take(80).collect();
+        return Err(Refusal::invalid(format!(
+            "host {}: peer address {shown:?} is not https://HOST:PORT (at most {MAX_PEER_ADDR} bytes)",
+            decl.name
+        )));
+    }
     Ok(decl)
+}
+
+/// An address other vmds can dial: `https://`, a host and a port, printable
+/// ASCII without spaces, bounded.
+fn valid_peer_addr(addr: &str) -> bool {
+    let Some(rest) = addr.strip_prefix("https://") else {
+        return false;
+    };
+    addr.len() <= MAX_PEER_ADDR
+        && addr.bytes().all(|b| b.is_ascii_graphic())
+        && !rest.contains('/')
+        && rest
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
 }
 
 /// The table itself.
@@ -90,5 +113,47 @@ impl HostTable {
             );
         }
         all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decl(peer_addr: &str) -> HostDecl {
+        HostDecl {
+            name: "beta".into(),
+            slots: 1,
+            offers: vec![],
+            addr: "unix:/run/isthmus/vmd.sock".into(),
+            peer_addr: peer_addr.into(),
+        }
+    }
+
+    #[test]
+    fn peer_addresses_are_https_host_port() {
+        for ok in [
+            "",
+            "https://10.0.0.2:7711",
+            "https://[fd00::2]:7711",
+            "https://beta.lan:1",
+        ] {
+            assert!(validated(decl(ok)).is_ok(), "{ok}");
+        }
+        let long = format!("https://{}:1", "a".repeat(MAX_PEER_ADDR));
+        for bad in [
+            "http://10.0.0.2:7711",
+            "unix:/tmp/x.sock",
+            "https://10.0.0.2",
+            "https://:7711",
+            "https://10.0.0.2:7711/path",
+            "https://10.0.0.2:99999",
+            "https://a b:1",
+            "https://a\n:1",
+            long.as_str(),
+        ] {
+            let e = validated(decl(bad)).expect_err(bad);
+            assert!(e.message.contains("peer address"), "{}", e.message);
+        }
     }
 }

@@ -310,6 +310,7 @@ impl ResourceManager {
             Some(h) => {
                 h.state = HostState::Up;
                 h.addr = decl.addr;
+                h.peer_addr = decl.peer_addr;
                 h.clone()
             }
             None => st
@@ -319,7 +320,7 @@ impl ResourceManager {
         };
         let (tx, rx) = mpsc::unbounded_channel();
         st.ports.insert(host.name.clone(), Port { link, tx });
-        info!(host = %host.name, addr = %host.addr, "host joined");
+        info!(host = %host.name, addr = %host.addr, peer_addr = %host.peer_addr, "host joined");
         st.emit(RmEvent::HostAdded(host));
         Ok((link, rx))
     }
@@ -656,6 +657,7 @@ mod tests {
             slots: 4,
             offers: vec![],
             addr: "127.0.0.1:1".into(),
+            peer_addr: String::new(),
         };
         let (rm, rx) = ResourceManager::new(local, vec![]).unwrap();
         rm.set_taskers("h1", [("exec".to_string(), 1)].into());
@@ -763,6 +765,7 @@ mod tests {
             slots: 2,
             offers: vec![],
             addr: "127.0.0.1:2".into(),
+            peer_addr: String::new(),
         };
         let (link, _rx) = rm.link_host(decl.clone()).unwrap();
         assert!(

@@ -104,6 +104,7 @@ mod tests {
                     slots,
                     offers: vec![],
                     addr: String::new(),
+                    peer_addr: String::new(),
                 },
                 HostState::Up,
                 false,

@@ -103,32 +103,77 @@ pub fn check(rule: Rule, id: &Identity, owner: Option<u32>) -> Result<(), Status
 
 /// Owners (uids) of the groups of one vmd: the first uid to join a group
 /// owns it until the group is gone.
+///
+/// The table follows the groups' memberships: each admitted join holds its
+/// group's entry (from admission, so that two uids racing to create a group
+/// cannot both get in) until the join fails, the member leaves or its
+/// session ends; the last [`GroupOwners::release`] removes the entry. A
+/// group with no members left (destroyed, or a tombstone) has no owner, and
+/// the next joiner, whoever it is, creates it anew.
 #[derive(Clone, Default)]
 pub struct GroupOwners {
-    owners: Arc<Mutex<HashMap<String, u32>>>,
+    owners: Arc<Mutex<HashMap<String, Owner>>>,
+}
+
+#[derive(Debug)]
+struct Owner {
+    uid: u32,
+    /// Admitted joins (pending or done) not yet released.
+    holds: usize,
 }
 
 impl GroupOwners {
     /// Whether `id` may join `group`; records it as the owner if the group
-    /// has none. `live` tells whether the recorded group still exists (a
-    /// group that ended may be created anew by anyone).
-    pub fn admit_join(&self, group: &str, id: &Identity, live: bool) -> Result<(), Status> {
+    /// has none. An `Ok` holds the group's entry until the matching
+    /// [`GroupOwners::release`].
+    pub fn admit_join(&self, group: &str, id: &Identity) -> Result<(), Status> {
         let Some(uid) = id.uid else {
             return check(Rule::Session, id, None);
         };
-        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-        match owners.get(group).copied() {
-            Some(owner) if owner != uid && !id.is_operator() && live => {
+        let mut owners = self.lock();
+        match owners.get_mut(group) {
+            Some(owner) if owner.uid != uid && !id.is_operator() => {
                 Err(Status::permission_denied(format!(
-                    "rule session: group {group:?} belongs to uid {owner}; {id} may not join it"
+                    "rule session: group {group:?} belongs to uid {}; {id} may not join it",
+                    owner.uid
                 )))
             }
-            Some(owner) if owner == uid || id.is_operator() => Ok(()),
-            _ => {
-                owners.insert(group.to_string(), uid);
+            Some(owner) => {
+                owner.holds = owner.holds.saturating_add(1);
+                Ok(())
+            }
+            None => {
+                owners.insert(group.to_string(), Owner { uid, holds: 1 });
                 Ok(())
             }
         }
+    }
+
+    /// Ends one hold of an admitted join (it failed, the member left, or
+    /// its session ended); the last one forgets the group's owner.
+    pub fn release(&self, group: &str) {
+        let mut owners = self.lock();
+        if let Some(owner) = owners.get_mut(group) {
+            owner.holds = owner.holds.saturating_sub(1);
+            if owner.holds == 0 {
+                owners.remove(group);
+            }
+        }
+    }
+
+    /// How many groups have an owner recorded.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no group has an owner recorded.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
+        // Plain data, consistent after any panic of a holder.
+        self.owners.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -194,14 +239,43 @@ mod tests {
     #[test]
     fn groups_belong_to_their_first_uid() {
         let owners = GroupOwners::default();
-        assert!(owners.admit_join("g", &local(1001), true).is_ok());
-        assert!(owners.admit_join("g", &local(1001), true).is_ok());
-        let e = owners
-            .admit_join("g", &local(1002), true)
-            .expect_err("other uid");
+        assert!(owners.admit_join("g", &local(1001)).is_ok());
+        assert!(owners.admit_join("g", &local(1001)).is_ok());
+        let e = owners.admit_join("g", &local(1002)).expect_err("other uid");
         assert!(e.message().contains("belongs to uid 1001"));
-        assert!(owners.admit_join("g", &operator(), true).is_ok());
+        assert!(owners.admit_join("g", &operator()).is_ok());
+        // Three holds: the group is 1001's until all three are released.
+        owners.release("g");
+        owners.release("g");
+        assert!(owners.admit_join("g", &local(1002)).is_err());
+        owners.release("g");
         // Once the group is gone anyone may make it anew.
-        assert!(owners.admit_join("g", &local(1002), false).is_ok());
+        assert!(owners.admit_join("g", &local(1002)).is_ok());
+        let e = owners
+            .admit_join("g", &local(1001))
+            .expect_err("now 1002's");
+        assert!(e.message().contains("belongs to uid 1002"));
+    }
+
+    #[test]
+    fn the_owner_table_empties_when_groups_are_gone() {
+        let owners = GroupOwners::default();
+        for cycle in 0..10_000u32 {
+            let group = format!("g{cycle}");
+            let uid = 1000 + cycle % 3;
+            // Two members, one refused stranger, one failed join.
+            assert!(owners.admit_join(&group, &local(uid)).is_ok());
+            assert!(owners.admit_join(&group, &local(uid)).is_ok());
+            assert!(owners.admit_join(&group, &local(uid + 7)).is_err());
+            assert!(owners.admit_join(&group, &local(uid)).is_ok());
+            owners.release(&group); // the failed join
+            assert_eq!(owners.len(), 1);
+            owners.release(&group); // a leave
+            owners.release(&group); // the last member's session ends
+            assert!(owners.is_empty(), "cycle {cycle}");
+        }
+        // A release without a hold changes nothing.
+        owners.release("never");
+        assert!(owners.is_empty());
     }
 }

@@ -280,6 +280,7 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
                 slots,
                 offers,
                 addr: host_addr,
+                peer_addr: String::new(),
             };
             add(&connect(addr).await?, json, decl).await
         }
@@ -737,7 +738,7 @@ fn exit_json(e: Option<ExitStatus>) -> serde_json::Value {
 }
 
 fn host_json(h: &HostView) -> serde_json::Value {
-    json!({"name": h.name, "addr": h.addr, "state": host_state(h.state), "slots": h.slots, "slots_used": h.slots_used,
+    json!({"name": h.name, "addr": h.addr, "peer_addr": h.peer_addr, "state": host_state(h.state), "slots": h.slots, "slots_used": h.slots_used,
            "offers": h.offers, "taskers": h.taskers, "local": h.answering, "jobs": h.jobs})
 }
 

@@ -12,6 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use isthmus_client::auth::TlsIdentity;
 use isthmus_proto as pb;
 use pb::console_server::Console;
 use tokio::sync::Notify;
@@ -31,11 +32,23 @@ pub struct ConsoleService {
     ctx: SessionContext,
     role: Role,
     halt: Arc<Notify>,
+    /// This host's certificate, to reach other hosts' vmds (CheckHost).
+    peer_tls: Option<TlsIdentity>,
 }
 
 impl ConsoleService {
-    pub fn new(ctx: SessionContext, role: Role, halt: Arc<Notify>) -> Self {
-        Self { ctx, role, halt }
+    pub fn new(
+        ctx: SessionContext,
+        role: Role,
+        halt: Arc<Notify>,
+        peer_tls: Option<TlsIdentity>,
+    ) -> Self {
+        Self {
+            ctx,
+            role,
+            halt,
+            peer_tls,
+        }
     }
 
     /// The resource manager, or the refusal of a vmd that is not it.
@@ -154,7 +167,9 @@ impl Console for ConsoleService {
         let rm = self.rm()?;
         let name = request.into_inner().name;
         let host = rm.host(&name).map_err(rm_status)?;
-        Ok(Response::new(check(&host, rm.local_host()).await))
+        Ok(Response::new(
+            check(&host, rm.local_host(), self.peer_tls.as_ref()).await,
+        ))
     }
 
     async fn spawn(
@@ -211,8 +226,11 @@ impl Console for ConsoleService {
 /// How long a host check waits for the other vmd.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Whether a host's vmd answers, and how fast.
-async fn check(host: &isthmus_rm::Host, local: &str) -> pb::HostCheck {
+/// Whether a host's vmd answers, and how fast: at the address it
+/// advertised for other vmds (mutual TLS, its certificate must be the VM's
+/// for that host name), else at its local address (which only works from
+/// the same machine).
+async fn check(host: &isthmus_rm::Host, local: &str, tls: Option<&TlsIdentity>) -> pb::HostCheck {
     let mut out = pb::HostCheck {
         name: host.name.clone(),
         responding: false,
@@ -228,22 +246,36 @@ async fn check(host: &isthmus_rm::Host, local: &str) -> pb::HostCheck {
         out.detail = "declared; its vmd has not joined".into();
         return out;
     }
+    let addr = if host.peer_addr.is_empty() {
+        &host.addr
+    } else {
+        &host.peer_addr
+    };
     let started = Instant::now();
     let answer = tokio::time::timeout(CHECK_TIMEOUT, async {
-        isthmus_client::Console::connect(&host.addr)
-            .await?
-            .groups()
-            .await
+        let console = match (host.peer_addr.is_empty(), tls) {
+            (true, _) => isthmus_client::Console::connect(&host.addr).await?,
+            (false, Some(tls)) => isthmus_client::Console::over(
+                isthmus_client::channel_tls_to_host(&host.peer_addr, tls, &host.name).await?,
+            ),
+            (false, None) => {
+                return Err(isthmus_client::ClientError::BadAddress {
+                    addr: host.peer_addr.clone(),
+                    reason: "this vmd has no host certificate to call other vmds with (it listens without TLS)".into(),
+                })
+            }
+        };
+        console.groups().await
     })
     .await;
     match answer {
         Ok(Ok(_)) => {
             out.responding = true;
             out.round_trip_us = started.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
-            out.detail = format!("vmd at {} answered", host.addr);
+            out.detail = format!("vmd at {addr} answered");
         }
-        Ok(Err(e)) => out.detail = format!("vmd at {} did not answer: {}", host.addr, e.message()),
-        Err(_) => out.detail = format!("vmd at {} did not answer within 3 s", host.addr),
+        Ok(Err(e)) => out.detail = format!("vmd at {addr} did not answer: {}", e.message()),
+        Err(_) => out.detail = format!("vmd at {addr} did not answer within 3 s"),
     }
     out
 }

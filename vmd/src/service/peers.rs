@@ -2,8 +2,6 @@
 //! [`crate::host_link::serve`]; only the vmd holding the resource manager
 //! accepts them.
 
-use std::sync::Arc;
-
 use isthmus_proto as pb;
 use pb::peers_server::Peers;
 use tokio_stream::wrappers::ReceiverStream;
@@ -17,13 +15,11 @@ pub struct PeersService {
     role: Role,
     /// This vmd's host name, for the refusal of a vmd that is not the manager.
     host: String,
-    /// The virtual machine's secret, handed to each joining vmd.
-    secret: Arc<Vec<u8>>,
 }
 
 impl PeersService {
-    pub fn new(role: Role, host: String, secret: Arc<Vec<u8>>) -> Self {
-        Self { role, host, secret }
+    pub fn new(role: Role, host: String) -> Self {
+        Self { role, host }
     }
 }
 
@@ -41,9 +37,8 @@ impl Peers for PeersService {
             _ => None,
         };
         let rm = self.role.require_manager(&self.host)?.clone();
-        let secret = self.secret.clone();
         Ok(stream::serve(|out| {
-            host_link::serve(rm, secret, certified, request.into_inner(), out)
+            host_link::serve(rm, certified, request.into_inner(), out)
         }))
     }
 }
