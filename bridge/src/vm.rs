@@ -103,8 +103,8 @@ impl Bridge {
         let session = rt
             .block_on(Session::connect(addr, &name))
             .map_err(|e| vm_error("connect", e))?;
-        // The data path does not use the session's VM secret: each data
-        // connection is signed with this engine's own key (see `handshake`).
+        // Each data connection is signed with this engine's own key (see
+        // `handshake`); the vmd hands out no shared secret.
         let engine = Engine::start(EngineConfig::new(session.host()))?;
         let peers: Arc<Mutex<HashMap<(String, u32), uuid::Uuid>>> = Arc::default();
         rt.spawn(forward_deaths(
