@@ -957,3 +957,344 @@ pub unsafe extern "C" fn isthmus_intercomm_create_timeout_(
     // SAFETY: the program's integer.
     unsafe { put(ierror, rc) };
 }
+
+// ------------------------------------------------------------ MPICH's use mpi_f08
+
+// MPICH's `use mpi_f08` bindings (`mpi_wait_f08_`, … in libmpichfort) call
+// `PMPI_Wait`, `PMPI_Comm_test_inter`, … directly for the calls without a
+// buffer (those with one go through `MPI_Send`, … and are interposed in C).
+// So in the MPICH build these are defined here; their statuses are C
+// statuses (MPICH's `type(MPI_Status)` is `bind(C)` with the C layout), a
+// handle's `MPI_VAL` is the C handle, an absent `ierror` is a null pointer.
+// Open MPI's `mpi_*_f08_` are passed on to Open MPI's own (which call the
+// `ompi_*_f` above).
+
+/// Addresses of MPICH's `use mpi_f08` status sentinels.
+struct F08Sentinels {
+    status_ignore: usize,
+    statuses_ignore: usize,
+}
+
+fn f08_sentinels() -> &'static F08Sentinels {
+    static S: OnceLock<F08Sentinels> = OnceLock::new();
+    S.get_or_init(|| F08Sentinels {
+        status_ignore: symbol(c"MPIR_F08_MPI_STATUS_IGNORE_OBJ"),
+        statuses_ignore: symbol(c"MPIR_F08_MPI_STATUSES_IGNORE_OBJ"),
+    })
+}
+
+/// An f08 status argument as a C one.
+fn f08_status(s: *mut MPI_Status) -> *mut MPI_Status {
+    let ignore = f08_sentinels().status_ignore;
+    if s.is_null() || (ignore != 0 && s as usize == ignore) {
+        status_ignore()
+    } else {
+        s
+    }
+}
+
+/// An f08 status array argument as a C one.
+fn f08_statuses(s: *mut MPI_Status) -> *mut MPI_Status {
+    let ignore = f08_sentinels().statuses_ignore;
+    if s.is_null() || (ignore != 0 && s as usize == ignore) {
+        statuses_ignore()
+    } else {
+        s
+    }
+}
+
+/// Defines MPICH's `use mpi_f08` entry point `$name` with `$body` (see
+/// above); under Open MPI it passes the call on to Open MPI's own.
+macro_rules! mpich_f08 {
+    ($name:ident, ($($a:ident : $t:ty),*), $ierr:ident, $body:block) => {
+        /// MPICH's `use mpi_f08` binding, interposed (see above).
+        ///
+        /// # Safety
+        /// As the Fortran MPI call: every argument a valid reference,
+        /// `ierror` a reference or null (absent).
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t,)* $ierr: *mut Fint) {
+            if !open_mpi() {
+                let rc: c_int = $body;
+                // SAFETY: `ierror` is the program's, or null when absent.
+                unsafe { put($ierr, rc) };
+                return;
+            }
+            static NEXT: OnceLock<usize> = OnceLock::new();
+            let name = concat!(stringify!($name), "\0");
+            let Ok(cname) = std::ffi::CStr::from_bytes_with_nul(name.as_bytes()) else {
+                return;
+            };
+            match next(&NEXT, cname) {
+                0 => {
+                    // SAFETY: as above.
+                    unsafe { put($ierr, no_next(stringify!($name))) }
+                }
+                p => {
+                    // SAFETY: `p` is the address of the MPI library's own
+                    // definition of this very function, so it has this
+                    // signature.
+                    let f: unsafe extern "C" fn($($t,)* *mut Fint) = unsafe { std::mem::transmute(p) };
+                    // SAFETY: the program's arguments, passed on.
+                    unsafe { f($($a,)* $ierr) }
+                }
+            }
+        }
+    };
+}
+
+mpich_f08!(mpi_wait_f08_, (request: *mut Fint, status: *mut MPI_Status), ierror, {
+    // SAFETY: Fortran passes the request by reference.
+    let mut r = request_f2c(unsafe { int!(request) });
+    // SAFETY: our request copy; the program's status (C layout) or ignore.
+    let rc = unsafe { requests::MPI_Wait(&mut r, f08_status(status)) };
+    // SAFETY: the program's request.
+    unsafe { put(request, request_c2f(r)) };
+    rc
+});
+
+mpich_f08!(mpi_test_f08_,
+    (request: *mut Fint, flag: *mut Fint, status: *mut MPI_Status), ierror, {
+    // SAFETY: Fortran passes the request by reference.
+    let mut r = request_f2c(unsafe { int!(request) });
+    let mut done: c_int = 0;
+    // SAFETY: our request copy and flag; the program's status or ignore.
+    let rc = unsafe { requests::MPI_Test(&mut r, &mut done, f08_status(status)) };
+    // SAFETY: the program's request and LOGICAL.
+    unsafe {
+        put(request, request_c2f(r));
+        put(flag, c_int::from(done != 0));
+    }
+    rc
+});
+
+mpich_f08!(mpi_waitall_f08_,
+    (count: *const Fint, requests: *mut Fint, statuses: *mut MPI_Status), ierror, {
+    // SAFETY: Fortran passes `count` and an array of `count` requests.
+    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    // SAFETY: our requests; the program's statuses (C layout) or ignore.
+    let rc = unsafe { requests::MPI_Waitall(c.len() as c_int, c.as_mut_ptr(), f08_statuses(statuses)) };
+    // SAFETY: the program's array.
+    unsafe { requests_c2f(&c, requests) };
+    rc
+});
+
+mpich_f08!(mpi_testall_f08_,
+    (count: *const Fint, requests: *mut Fint, flag: *mut Fint, statuses: *mut MPI_Status),
+    ierror, {
+    // SAFETY: Fortran passes `count` and an array of `count` requests.
+    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut done: c_int = 0;
+    // SAFETY: our requests and flag; the program's statuses or ignore.
+    let rc = unsafe {
+        requests::MPI_Testall(c.len() as c_int, c.as_mut_ptr(), &mut done, f08_statuses(statuses))
+    };
+    // SAFETY: the program's array and LOGICAL.
+    unsafe {
+        requests_c2f(&c, requests);
+        put(flag, c_int::from(done != 0));
+    }
+    rc
+});
+
+mpich_f08!(mpi_waitany_f08_,
+    (count: *const Fint, requests: *mut Fint, index: *mut Fint, status: *mut MPI_Status),
+    ierror, {
+    // SAFETY: Fortran passes `count` and an array of `count` requests.
+    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut i: c_int = 0;
+    // SAFETY: our requests and index; the program's status or ignore.
+    let rc = unsafe { requests::MPI_Waitany(c.len() as c_int, c.as_mut_ptr(), &mut i, f08_status(status)) };
+    // SAFETY: the program's array and index.
+    unsafe {
+        requests_c2f(&c, requests);
+        put(index, index_c2f(i));
+    }
+    rc
+});
+
+mpich_f08!(mpi_testany_f08_,
+    (count: *const Fint, requests: *mut Fint, index: *mut Fint, flag: *mut Fint,
+     status: *mut MPI_Status), ierror, {
+    // SAFETY: Fortran passes `count` and an array of `count` requests.
+    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let (mut i, mut done): (c_int, c_int) = (0, 0);
+    // SAFETY: our requests, index and flag; the program's status or ignore.
+    let rc = unsafe {
+        requests::MPI_Testany(c.len() as c_int, c.as_mut_ptr(), &mut i, &mut done, f08_status(status))
+    };
+    // SAFETY: the program's array, index and LOGICAL.
+    unsafe {
+        requests_c2f(&c, requests);
+        put(index, index_c2f(i));
+        put(flag, c_int::from(done != 0));
+    }
+    rc
+});
+
+/// `MPI_Waitsome`/`MPI_Testsome` for MPICH's f08 binding.
+///
+/// # Safety
+/// As the Fortran call.
+unsafe fn f08_some(
+    f: SomeFn,
+    incount: *const Fint,
+    requests: *mut Fint,
+    outcount: *mut Fint,
+    indices: *mut Fint,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: Fortran passes `incount` and an array of `incount` requests.
+    let mut c = unsafe { requests_f2c(int!(incount), requests) };
+    let mut out: c_int = 0;
+    let mut idx = vec![0 as c_int; c.len()];
+    // SAFETY: our arrays; the program's statuses (C layout) or ignore.
+    let rc = unsafe {
+        f(
+            c.len() as c_int,
+            c.as_mut_ptr(),
+            &mut out,
+            idx.as_mut_ptr(),
+            f08_statuses(statuses),
+        )
+    };
+    let k = usize::try_from(out).unwrap_or(0).min(idx.len());
+    // SAFETY: the program's arrays: `incount` requests and indices.
+    unsafe {
+        requests_c2f(&c, requests);
+        put(outcount, out);
+        if !indices.is_null() {
+            for (j, &i) in idx[..k].iter().enumerate() {
+                *indices.add(j) = index_c2f(i);
+            }
+        }
+    }
+    rc
+}
+
+mpich_f08!(mpi_waitsome_f08_,
+    (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
+     statuses: *mut MPI_Status), ierror, {
+    // SAFETY: the program's arguments.
+    unsafe { f08_some(requests::MPI_Waitsome, incount, requests, outcount, indices, statuses) }
+});
+
+mpich_f08!(mpi_testsome_f08_,
+    (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
+     statuses: *mut MPI_Status), ierror, {
+    // SAFETY: the program's arguments.
+    unsafe { f08_some(requests::MPI_Testsome, incount, requests, outcount, indices, statuses) }
+});
+
+mpich_f08!(mpi_request_get_status_f08_,
+    (request: *const Fint, flag: *mut Fint, status: *mut MPI_Status), ierror, {
+    // SAFETY: Fortran passes the request by reference.
+    let r = request_f2c(unsafe { int!(request) });
+    let mut done: c_int = 0;
+    // SAFETY: a converted request, our flag, the program's status or ignore.
+    let rc = unsafe { requests::MPI_Request_get_status(r, &mut done, f08_status(status)) };
+    // SAFETY: the program's LOGICAL.
+    unsafe { put(flag, c_int::from(done != 0)) };
+    rc
+});
+
+mpich_f08!(mpi_request_free_f08_, (request: *mut Fint), ierror, {
+    // SAFETY: Fortran passes the request by reference.
+    let mut r = request_f2c(unsafe { int!(request) });
+    // SAFETY: our request copy.
+    let rc = unsafe { requests::MPI_Request_free(&mut r) };
+    // SAFETY: the program's request.
+    unsafe { put(request, request_c2f(r)) };
+    rc
+});
+
+mpich_f08!(mpi_cancel_f08_, (request: *const Fint), ierror, {
+    // SAFETY: Fortran passes the request by reference.
+    let mut r = request_f2c(unsafe { int!(request) });
+    // SAFETY: our request copy.
+    unsafe { requests::MPI_Cancel(&mut r) }
+});
+
+mpich_f08!(mpi_probe_f08_,
+    (source: *const Fint, tag: *const Fint, comm: *const Fint, status: *mut MPI_Status),
+    ierror, {
+    // SAFETY: Fortran passes the integers by reference; the status is the
+    // program's (C layout) or ignore.
+    unsafe { pt2pt::MPI_Probe(int!(source), int!(tag), comm_f2c(int!(comm)), f08_status(status)) }
+});
+
+mpich_f08!(mpi_iprobe_f08_,
+    (source: *const Fint, tag: *const Fint, comm: *const Fint, flag: *mut Fint,
+     status: *mut MPI_Status), ierror, {
+    let mut found: c_int = 0;
+    // SAFETY: as for mpi_probe_f08_, and our flag.
+    let rc = unsafe {
+        pt2pt::MPI_Iprobe(int!(source), int!(tag), comm_f2c(int!(comm)), &mut found, f08_status(status))
+    };
+    // SAFETY: the program's LOGICAL.
+    unsafe { put(flag, c_int::from(found != 0)) };
+    rc
+});
+
+mpich_f08!(mpi_comm_remote_size_f08_, (comm: *const Fint, size: *mut Fint), ierror, {
+    let mut s: c_int = 0;
+    // SAFETY: Fortran passes the handle by reference; our out-integer.
+    let rc = unsafe { comms::MPI_Comm_remote_size(comm_f2c(int!(comm)), &mut s) };
+    // SAFETY: the program's integer.
+    unsafe { put(size, s) };
+    rc
+});
+
+mpich_f08!(mpi_comm_test_inter_f08_, (comm: *const Fint, flag: *mut Fint), ierror, {
+    let mut f: c_int = 0;
+    // SAFETY: Fortran passes the handle by reference; our flag.
+    let rc = unsafe { comms::MPI_Comm_test_inter(comm_f2c(int!(comm)), &mut f) };
+    // SAFETY: the program's LOGICAL.
+    unsafe { put(flag, c_int::from(f != 0)) };
+    rc
+});
+
+mpich_f08!(mpi_comm_compare_f08_,
+    (comm1: *const Fint, comm2: *const Fint, result: *mut Fint), ierror, {
+    let mut r: c_int = 0;
+    // SAFETY: Fortran passes the handles by reference; our out-integer.
+    let rc = unsafe { comms::MPI_Comm_compare(comm_f2c(int!(comm1)), comm_f2c(int!(comm2)), &mut r) };
+    // SAFETY: the program's integer.
+    unsafe { put(result, r) };
+    rc
+});
+
+mpich_f08!(mpi_comm_dup_f08_, (comm: *const Fint, newcomm: *mut Fint), ierror, {
+    let mut c = comm_null();
+    // SAFETY: Fortran passes the handle by reference; our out-handle.
+    let rc = unsafe { comms::MPI_Comm_dup(comm_f2c(int!(comm)), &mut c) };
+    if rc == 0 {
+        // SAFETY: the program's handle.
+        unsafe { put(newcomm, comm_c2f(c)) };
+    }
+    rc
+});
+
+mpich_f08!(mpi_comm_free_f08_, (comm: *mut Fint), ierror, {
+    // SAFETY: Fortran passes the handle by reference.
+    let mut c = comm_f2c(unsafe { int!(comm) });
+    // SAFETY: our handle copy.
+    let rc = unsafe { comms::MPI_Comm_free(&mut c) };
+    if rc == 0 {
+        // SAFETY: the program's handle.
+        unsafe { put(comm, comm_c2f(c)) };
+    }
+    rc
+});
+
+mpich_f08!(mpi_comm_disconnect_f08_, (comm: *mut Fint), ierror, {
+    // SAFETY: Fortran passes the handle by reference.
+    let mut c = comm_f2c(unsafe { int!(comm) });
+    // SAFETY: our handle copy.
+    let rc = unsafe { comms::MPI_Comm_disconnect(&mut c) };
+    if rc == 0 {
+        // SAFETY: the program's handle.
+        unsafe { put(comm, comm_c2f(c)) };
+    }
+    rc
+});
