@@ -24,6 +24,7 @@
 pub mod api;
 pub mod comms;
 pub mod errors;
+pub mod fortran;
 pub mod mpi_glue;
 pub mod pt2pt;
 pub mod refused;

@@ -1,0 +1,222 @@
+//! Fortran over Isthmus: programs built with each implementation's
+//! `mpifort` (`use mpi`, `include 'mpif.h'`, `use mpi_f08` with the
+//! `isthmus_f08` module) exchange data with a C program of the other
+//! implementation (and with each other) over an Isthmus intercommunicator,
+//! using plain MPI calls. Every program checks every value it receives
+//! and prints "all checks passed" per rank.
+//!
+//! Open MPI's Fortran bindings call `PMPI_*` directly; these runs show
+//! that the interposed Fortran entry points (src/fortran.rs) carry them.
+//! MPICH's `mpif.h`/`use mpi` bindings call the C `MPI_*` functions.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+fn sources() -> PathBuf {
+    crate_dir().join("tests/fortran")
+}
+
+/// How the Fortran program reaches MPI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Binding {
+    UseMpi,
+    MpifH,
+    F08,
+}
+
+/// Runs `cmd`, failing the test with its output if it fails.
+fn run(mut cmd: Command, what: &str) {
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    assert!(
+        o.status.success(),
+        "{what} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn link_args(mpi: Mpi) -> Vec<String> {
+    let lib = lib_dir(mpi);
+    vec![
+        format!("-L{}", lib.display()),
+        "-listhmus".into(),
+        format!("-Wl,-rpath,{}", lib.display()),
+        // RPATH, not RUNPATH: see common::build_c.
+        "-Wl,--disable-new-dtags".into(),
+    ]
+}
+
+/// Builds the Fortran side with `mpifort.<mpi>` into `dir`.
+fn build_fortran(mpi: Mpi, binding: Binding, dir: &Path) -> PathBuf {
+    let out = dir.join(format!("fortran-{}-{binding:?}", mpi.name()));
+    let mpifort = format!("mpifort.{}", mpi.name());
+    let mut cmd = Command::new(&mpifort);
+    cmd.args(["-O2", "-o"]).arg(&out);
+    match binding {
+        Binding::UseMpi => {
+            cmd.arg(sources().join("exchange.F90"));
+        }
+        Binding::MpifH => {
+            // mpif.h declares no interfaces: one buffer argument of
+            // several types is what legacy MPI code does.
+            cmd.args(["-DUSE_MPIF_H", "-fallow-argument-mismatch", "-w"])
+                .arg(sources().join("exchange.F90"));
+        }
+        Binding::F08 => {
+            let moddir = dir.join(format!("mod-{}", mpi.name()));
+            std::fs::create_dir_all(&moddir).expect("module dir");
+            let object = moddir.join("isthmus_f08.o");
+            let mut m = Command::new(&mpifort);
+            m.args(["-O2", "-c", "-J"])
+                .arg(&moddir)
+                .arg("-o")
+                .arg(&object)
+                .arg(crate_dir().join("fortran/isthmus_f08.f90"));
+            run(m, &format!("{mpifort} isthmus_f08.f90"));
+            cmd.arg("-I")
+                .arg(&moddir)
+                .arg(sources().join("exchange_f08.f90"))
+                .arg(&object);
+        }
+    }
+    cmd.args(link_args(mpi));
+    run(cmd, &format!("{mpifort} ({binding:?})"));
+    out
+}
+
+fn build_c_peer(mpi: Mpi, dir: &Path) -> PathBuf {
+    let out = dir.join(format!("c-{}", mpi.name()));
+    build_c(mpi, &[sources().join("exchange.c")], &out, Linking::Linked);
+    out
+}
+
+/// A side of a run: a program, its implementation and what it prints.
+struct Side {
+    mpi: Mpi,
+    program: PathBuf,
+    /// Prefix of its lines ("fortran", "f08", "c").
+    says: &'static str,
+}
+
+/// Runs `a` and `b` (2 ranks each) against each other and checks that
+/// every rank of both passed its checks.
+fn pair(name: &str, a: Side, b: Side) {
+    let vmd = Vmd::start("localhost", &[]);
+    let (ga, gb) = (format!("{name}-a"), format!("{name}-b"));
+    let job = |s: &Side, me: &str, other: &str| Job {
+        mpi: s.mpi,
+        np: 2,
+        program: s.program.clone(),
+        args: vec![me.into(), other.into()],
+        env: vec![],
+        linking: Linking::Linked,
+    };
+    let (oa, ob) = run_pair(
+        &vmd,
+        &job(&a, &ga, &gb),
+        &job(&b, &gb, &ga),
+        Duration::from_secs(120),
+    );
+    let both = format!(
+        "A ({} {}):\n{}\nB ({} {}):\n{}",
+        a.says,
+        a.mpi.name(),
+        text(&oa),
+        b.says,
+        b.mpi.name(),
+        text(&ob)
+    );
+    for (o, s, other_side) in [(&oa, &a, 2), (&ob, &b, 1)] {
+        assert!(o.status.success(), "{name}: a job failed\n{both}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        for rank in 0..2 {
+            assert!(
+                out.contains(&format!("{} rank {rank}: all checks passed", s.says)),
+                "{name}: {} rank {rank} did not pass\n{both}",
+                s.says
+            );
+            // The first exchange's values, as each side prints them:
+            // side*1000 + rank*10 + i from the other side.
+            let first = other_side * 1000 + rank * 10 + 1;
+            assert!(
+                out.contains(&format!("{first}")),
+                "{name}: {} rank {rank} did not print {first}\n{both}",
+                s.says
+            );
+        }
+    }
+}
+
+fn fortran_with_c(fortran_mpi: Mpi, binding: Binding) {
+    let dir = TempDir::new("fortran");
+    let name = format!("f-{}-{binding:?}", fortran_mpi.name()).to_lowercase();
+    let says = if binding == Binding::F08 {
+        "f08"
+    } else {
+        "fortran"
+    };
+    let f = Side {
+        mpi: fortran_mpi,
+        program: build_fortran(fortran_mpi, binding, &dir.0),
+        says,
+    };
+    let c = Side {
+        mpi: fortran_mpi.other(),
+        program: build_c_peer(fortran_mpi.other(), &dir.0),
+        says: "c",
+    };
+    pair(&name, f, c);
+}
+
+#[test]
+fn openmpi_use_mpi_with_c_mpich() {
+    fortran_with_c(Mpi::OpenMpi, Binding::UseMpi);
+}
+
+#[test]
+fn openmpi_mpif_h_with_c_mpich() {
+    fortran_with_c(Mpi::OpenMpi, Binding::MpifH);
+}
+
+#[test]
+fn mpich_use_mpi_with_c_openmpi() {
+    fortran_with_c(Mpi::Mpich, Binding::UseMpi);
+}
+
+#[test]
+fn mpich_mpif_h_with_c_openmpi() {
+    fortran_with_c(Mpi::Mpich, Binding::MpifH);
+}
+
+#[test]
+fn openmpi_f08_with_c_mpich() {
+    fortran_with_c(Mpi::OpenMpi, Binding::F08);
+}
+
+#[test]
+fn mpich_f08_with_c_openmpi() {
+    fortran_with_c(Mpi::Mpich, Binding::F08);
+}
+
+/// Fortran on both sides: Open MPI's `use mpi` against MPICH's `mpif.h`.
+#[test]
+fn openmpi_fortran_with_mpich_fortran() {
+    let dir = TempDir::new("fortran");
+    let a = Side {
+        mpi: Mpi::OpenMpi,
+        program: build_fortran(Mpi::OpenMpi, Binding::UseMpi, &dir.0),
+        says: "fortran",
+    };
+    let b = Side {
+        mpi: Mpi::Mpich,
+        program: build_fortran(Mpi::Mpich, Binding::MpifH, &dir.0),
+        says: "fortran",
+    };
+    pair("f-both", a, b);
+}
