@@ -8,6 +8,7 @@ packages=(
   protobuf-compiler                               # tonic/prost and etcd-client code generation
   openmpi-bin libopenmpi-dev                      # Open MPI: mpicc.openmpi, mpirun.openmpi
   mpich libmpich-dev                              # MPICH: mpicc.mpich, mpiexec.mpich
+  gfortran                                        # mpifort.openmpi / mpifort.mpich (Fortran tests)
   etcd-server etcd-client                         # state store of a multi-host virtual machine
   pvm pvm-dev                                     # reference for the group-service benchmark
   iproute2 passwd util-linux                      # security tests: network namespaces (ip), test users (useradd), setpriv
