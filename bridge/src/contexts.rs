@@ -42,8 +42,14 @@ pub(crate) struct ContextTable {
 }
 
 impl ContextTable {
-    /// Give `context` its remote group. Messages that arrived for it before are kept.
-    pub(crate) fn register(&self, context: u64, remote: Vec<Endpoint>) -> Result<Arc<Ctx>> {
+    /// Give `context` its remote group. Messages that arrived for it before
+    /// are kept, except those whose connection's process is not the rank
+    /// they claim: those are returned, for the caller to discard.
+    pub(crate) fn register(
+        &self,
+        context: u64,
+        remote: Vec<Endpoint>,
+    ) -> Result<(Arc<Ctx>, Vec<crate::matching::Arrived>)> {
         let mut t = lock(&self.tables);
         t.retired.remove(&context);
         t.early.remove(&context);
@@ -53,8 +59,9 @@ impl ContextTable {
             return Err(BridgeError::ContextInUse(context));
         }
         st.registration = Some(Registration { remote });
+        let forged = st.take_forged();
         drop(st);
-        Ok(ctx)
+        Ok((ctx, forged))
     }
 
     /// Where a message for `context` goes: discarded if the context was

@@ -59,7 +59,8 @@ impl Engine {
         }
         // Admit data connections from these processes (their keys) first.
         self.shared.admission.learn(&remote)?;
-        let ctx = self.shared.contexts.register(context, remote.clone())?;
+        let (ctx, forged) = self.shared.contexts.register(context, remote.clone())?;
+        self.shared.discard_forged(context, forged);
         self.shared.learn_peers(&remote);
         // Peers that already failed count against the new intercomm too.
         let failed = self.shared.failures.all();

@@ -351,6 +351,31 @@ impl Ctx {
 }
 
 impl CtxState {
+    /// Whether `peer` (the authenticated process behind the connection a
+    /// frame came on) is the remote rank the frame claims as its source.
+    /// A context not registered yet cannot tell: its early messages are
+    /// checked when it is (see `take_forged`).
+    pub(crate) fn sender_is(&self, source: u32, peer: Uuid) -> bool {
+        match &self.registration {
+            Some(r) => r
+                .remote
+                .get(source as usize)
+                .is_some_and(|e| e.process == peer),
+            None => true,
+        }
+    }
+
+    /// Takes out the early messages whose connection's process is not the
+    /// remote rank they claim (checked once the remote group is known).
+    pub(crate) fn take_forged(&mut self) -> Vec<Arrived> {
+        let (keep, forged): (VecDeque<Arrived>, VecDeque<Arrived>) =
+            std::mem::take(&mut self.unexpected)
+                .into_iter()
+                .partition(|a| self.sender_is(a.hdr.source, a.peer));
+        self.unexpected = keep;
+        forged.into_iter().collect()
+    }
+
     pub(crate) fn take_posted_match(&mut self, hdr: &FrameHeader) -> Option<PostedRecv> {
         let i = self
             .posted

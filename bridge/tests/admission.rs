@@ -507,3 +507,39 @@ fn strangers_wait_bounded_in_number_and_time() {
     );
     drop(ea);
 }
+
+/// A process admitted for one intercomm (C, a member of A↔C) sends frames
+/// carrying another intercomm's context (A↔B) and claiming B's rank, both
+/// to a context A already has and to one A forms only later: A discards
+/// them, receives only B's messages, and nobody is marked failed.
+#[test]
+fn frames_claiming_another_intercomms_rank_are_discarded() {
+    let (ea, eb, ec) = (engine(), engine(), engine());
+    let ac = ea.intercomm(51, 0, 1, vec![ec.endpoint()]).unwrap();
+    let ca = ec.intercomm(51, 0, 1, vec![ea.endpoint()]).unwrap();
+    exchange(&ac, &ca, 0);
+    let ab = ea.intercomm(52, 0, 1, vec![eb.endpoint()]).unwrap();
+    let ba = eb.intercomm(52, 0, 1, vec![ea.endpoint()]).unwrap();
+    // C poses as rank 0 of A↔B: on a context A has, and on one it has not yet.
+    let forged_now = ec.intercomm(52, 0, 1, vec![ea.endpoint()]).unwrap();
+    let forged_early = ec.intercomm(53, 0, 1, vec![ea.endpoint()]).unwrap();
+    forged_now.send(0, 7, &[666u64, 666]).unwrap();
+    forged_early.send(0, 7, &[666u64, 666]).unwrap();
+    // C's frames are on A's socket before B's: what A receives next on 52
+    // must still be B's.
+    exchange(&ca, &ac, 1);
+    exchange(&ba, &ab, 1);
+    assert!(
+        ab.iprobe(Source::Any, Tag::Any).unwrap().is_none(),
+        "a forged message is waiting on A↔B"
+    );
+    let ab2 = ea.intercomm(53, 0, 1, vec![eb.endpoint()]).unwrap();
+    let ba2 = eb.intercomm(53, 0, 1, vec![ea.endpoint()]).unwrap();
+    exchange(&ba2, &ab2, 2);
+    assert!(
+        ab2.iprobe(Source::Any, Tag::Any).unwrap().is_none(),
+        "a forged early message survived A's forming the intercomm"
+    );
+    // C itself is no worse off.
+    exchange(&ac, &ca, 3);
+}

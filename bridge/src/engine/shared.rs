@@ -428,6 +428,21 @@ impl Shared {
         }
     }
 
+    /// Discards messages that claimed a source rank whose process is not
+    /// the one that sent them (another intercomm's member, or a forger):
+    /// logged, credit returned, nobody failed.
+    pub(crate) fn discard_forged(self: &Arc<Self>, context: u64, forged: Vec<Arrived>) {
+        for a in forged {
+            warn!(
+                context = format_args!("{context:#x}"),
+                claimed_source = a.hdr.source,
+                sender = %a.peer,
+                "a message claims a source rank its sender is not; discarded"
+            );
+            self.discard_arrived(a);
+        }
+    }
+
     fn evict(self: &Arc<Self>, evicted: Vec<Arc<Ctx>>) {
         for ctx in evicted {
             let dropped = ctx.retire();
@@ -542,6 +557,20 @@ impl Shared {
                     reason: format!("receiving a message failed: {e}"),
                 })
             }
+            Destination::Ctx(ctx) if !lock(&ctx.state).sender_is(hdr.source, peer) => {
+                warn!(
+                    context = format_args!("{:#x}", hdr.context),
+                    claimed_source = hdr.source,
+                    sender = %peer,
+                    "a message claims a source rank its sender is not; discarded"
+                );
+                let r = discard_payload(rd, hdr.payload_len);
+                self.release(peer, cost);
+                r.map_err(|e| BridgeError::PeerFailed {
+                    rank: hdr.source,
+                    reason: format!("receiving a message failed: {e}"),
+                })
+            }
             Destination::Ctx(ctx) => {
                 if ctx.deliver(hdr, rd, peer, cost)? == Delivery::Matched {
                     self.release(peer, cost);
@@ -567,6 +596,15 @@ impl Shared {
                 debug!(
                     context = hdr.context,
                     "announcement for a retired or refused context; discarded"
+                );
+                self.await_data(peer, hdr, None);
+            }
+            Destination::Ctx(ctx) if !lock(&ctx.state).sender_is(hdr.source, peer) => {
+                warn!(
+                    context = format_args!("{:#x}", hdr.context),
+                    claimed_source = hdr.source,
+                    sender = %peer,
+                    "an announcement claims a source rank its sender is not; discarded"
                 );
                 self.await_data(peer, hdr, None);
             }
