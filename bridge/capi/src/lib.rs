@@ -30,3 +30,4 @@ pub mod pt2pt;
 pub mod refused;
 pub mod requests;
 pub mod state;
+pub mod typeinfo;

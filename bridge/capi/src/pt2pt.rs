@@ -9,7 +9,9 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use isthmus_bridge::datatype::{datatype_info, decode_raw, encode_raw, MatchRule, MessageSig};
+use isthmus_bridge::datatype::{
+    decode_raw_with, encode_raw_with, raw_to_native_in_place, Encoded, MatchRule, MessageSig,
+};
 use isthmus_bridge::{BridgeError, InterComm, Status, TypeSig, WireFormat};
 use mpi::ffi;
 
@@ -20,16 +22,20 @@ use crate::mpi_glue::{
 };
 use crate::requests::{self, Op};
 use crate::state::{bridge_comm, BridgeComm};
+use crate::typeinfo::info_of;
 
-/// Encodes `count` elements of `dt` at `buf` for sending.
+/// Encodes `count` elements of `dt` at `buf` for sending: the user's
+/// bytes themselves for a predefined type in this host's order, else a
+/// packed copy.
 ///
 /// # Safety
-/// `buf` addresses `count` elements of `dt`, as for `MPI_Send`.
-pub unsafe fn encode(
+/// `buf` addresses `count` elements of `dt`, as for `MPI_Send`, and stays
+/// unchanged while the result lives.
+pub unsafe fn encode<'a>(
     buf: *const c_void,
     count: c_int,
     dt: MPI_Datatype,
-) -> Result<(TypeSig, u64, Vec<u8>), BridgeError> {
+) -> Result<(TypeSig, u64, Encoded<'a>), BridgeError> {
     let n = usize::try_from(count)
         .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
     // MPI lets an empty message name any address (MPI_BOTTOM, NULL); the
@@ -39,22 +45,23 @@ pub unsafe fn encode(
     } else {
         buf
     };
+    let info = info_of(dt)?;
     // SAFETY: forwarded from this function's contract (for n = 0, a
     // dangling aligned pointer no byte is read from).
-    let enc = unsafe { encode_raw(dt, n, buf) }?;
+    let enc = unsafe { encode_raw_with(&info, dt, n, buf) }?;
     let elem_size = enc.bytes.len().checked_div(n).unwrap_or(0);
     let sig = TypeSig {
         signature: enc.signature,
         format: enc.format,
         elem_size,
     };
-    Ok((sig, n as u64, enc.bytes.into_owned()))
+    Ok((sig, n as u64, enc))
 }
 
 /// Bytes the largest message fitting `count` elements of `dt` can take on
 /// the wire, in either format a sender may choose.
 fn capacity_bytes(count: usize, dt: MPI_Datatype) -> Result<usize, BridgeError> {
-    let info = datatype_info(dt)?;
+    let info = info_of(dt)?;
     Ok([WireFormat::External32, WireFormat::native()]
         .iter()
         .filter_map(|f| info.payload_len(*f, count).ok())
@@ -74,7 +81,7 @@ pub unsafe fn decode_received(
     count: usize,
     dt: MPI_Datatype,
 ) -> Result<Outcome, BridgeError> {
-    let info = datatype_info(dt)?;
+    let info = info_of(dt)?;
     let sig = MessageSig {
         signature: st.signature,
         count: st.count,
@@ -88,7 +95,7 @@ pub unsafe fn decode_received(
     };
     if n > 0 {
         // SAFETY: forwarded from this function's contract; n <= count.
-        unsafe { decode_raw(dt, st.format, bytes, n, buf) }?;
+        unsafe { decode_raw_with(&info, dt, st.format, bytes, n, buf) }?;
     }
     let size = type_size(dt).unwrap_or(0);
     Ok(Outcome::received(st, size.saturating_mul(n as i64)))
@@ -132,11 +139,15 @@ unsafe fn send(
     }
     let to = peer(dest, &bc.inter)?;
     // SAFETY: forwarded.
-    let (sig, n, bytes) = unsafe { encode(buf, count, dt) }?;
+    let (sig, n, enc) = unsafe { encode(buf, count, dt) }?;
     match mode {
-        Mode::Standard => bc.inter.send_bytes(to, tag, &sig, n, &bytes),
-        Mode::Synchronous => bc.inter.ssend_bytes(to, tag, &sig, n, &bytes),
-        Mode::Buffered => bc.inter.isend_bytes(to, tag, &sig, n, bytes).map(drop),
+        Mode::Standard => bc.inter.send_bytes(to, tag, &sig, n, &enc.bytes),
+        Mode::Synchronous => bc.inter.ssend_bytes(to, tag, &sig, n, &enc.bytes),
+        // Buffered: the send owns a copy, so it completes here.
+        Mode::Buffered => bc
+            .inter
+            .isend_bytes(to, tag, &sig, n, enc.bytes.into_owned())
+            .map(drop),
     }
 }
 
@@ -160,7 +171,9 @@ unsafe fn isend(
     }
     let to = peer(dest, &bc.inter).map_err(fail)?;
     // SAFETY: forwarded.
-    let (sig, n, bytes) = unsafe { encode(buf, count, dt) }.map_err(fail)?;
+    let (sig, n, enc) = unsafe { encode(buf, count, dt) }.map_err(fail)?;
+    // The bridge's writer may outlive this call: it gets its own copy.
+    let bytes = enc.bytes.into_owned();
     let r = match mode {
         Mode::Synchronous => bc.inter.issend_bytes(to, tag, &sig, n, bytes),
         Mode::Standard | Mode::Buffered => bc.inter.isend_bytes(to, tag, &sig, n, bytes),
@@ -184,6 +197,32 @@ unsafe fn recv(
     }
     let n = usize::try_from(count)
         .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
+    let info = info_of(dt)?;
+    if info.raw && n > 0 {
+        // A predefined type: received straight into the user's buffer
+        // (zero-copy when the receive is posted first), then put in this
+        // host's byte order.
+        let len = n.checked_mul(info.data_size_per_elem).ok_or_else(|| {
+            BridgeError::InvalidArgument(format!("count {count} overflows the buffer size"))
+        })?;
+        // SAFETY: the program's buffer holds `count` elements of a gapless
+        // type: `len` writable bytes, as for MPI_Recv.
+        let out = unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len) };
+        let st = bc
+            .inter
+            .recv_bytes_into(source(src)?, tag_of(tag), None, out)?;
+        if st.count > 0 && st.signature != info.signature {
+            return Err(BridgeError::TypeMismatch {
+                expected: info.signature,
+                actual: st.signature,
+                from_rank: st.source,
+                tag: st.tag,
+            });
+        }
+        let got = usize::try_from(st.bytes).unwrap_or(usize::MAX).min(len);
+        raw_to_native_in_place(&info, st.format, &mut out[..got])?;
+        return Ok(Outcome::received(&st, got as i64));
+    }
     let (bytes, st) =
         bc.inter
             .recv_bytes(source(src)?, tag_of(tag), None, capacity_bytes(n, dt)?)?;
@@ -429,8 +468,11 @@ unsafe fn sendrecv(
     } else {
         let to = peer(dest, &bc.inter)?;
         // SAFETY: forwarded.
-        let (sig, n, bytes) = unsafe { encode(sendbuf, sendcount, sendtype) }?;
-        Some(bc.inter.isend_bytes(to, sendtag, &sig, n, bytes)?)
+        let (sig, n, enc) = unsafe { encode(sendbuf, sendcount, sendtype) }?;
+        Some(
+            bc.inter
+                .isend_bytes(to, sendtag, &sig, n, enc.bytes.into_owned())?,
+        )
     };
     // SAFETY: forwarded.
     let got = unsafe { recv(bc, recvbuf, recvcount, recvtype, source, recvtag) };

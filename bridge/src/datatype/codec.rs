@@ -336,3 +336,65 @@ pub unsafe fn decode_raw(
     // SAFETY: forwarded from this function's own contract.
     unsafe { decode_impl(&info, dt, format, bytes, count, out) }
 }
+
+/// [`encode_raw`] with the type's info already known (see
+/// [`datatype_info`]); a raw type's bytes are borrowed from `buf`, not
+/// copied, when no byte swapping is needed.
+///
+/// # Safety
+/// As [`encode_raw`], and `info` describes `dt`; the memory at `buf` stays
+/// valid and unchanged for `'a`.
+pub unsafe fn encode_raw_with<'a>(
+    info: &TypeInfo,
+    dt: ffi::MPI_Datatype,
+    count: usize,
+    buf: *const c_void,
+) -> Result<Encoded<'a>> {
+    let borrowed = if info.raw && count > 0 {
+        let len = count
+            .checked_mul(info.data_size_per_elem)
+            .ok_or(DatatypeError::Overflow)?;
+        // SAFETY: the caller guarantees `count` elements of a raw (gapless)
+        // type at `buf`, valid for 'a: `len` bytes.
+        Some(unsafe { std::slice::from_raw_parts(buf as *const u8, len) })
+    } else {
+        None
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { encode_impl(info, dt, count, buf, borrowed, None) }
+}
+
+/// [`decode_raw`] with the type's info already known.
+///
+/// # Safety
+/// As [`decode_raw`], and `info` describes `dt`.
+pub unsafe fn decode_raw_with(
+    info: &TypeInfo,
+    dt: ffi::MPI_Datatype,
+    format: WireFormat,
+    bytes: &[u8],
+    count: usize,
+    out: *mut c_void,
+) -> Result<usize> {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { decode_impl(info, dt, format, bytes, count, out) }
+}
+
+/// Puts the bytes of a raw type received in place (straight into the
+/// receive buffer, in the sender's `format`) into this host's byte order.
+pub fn raw_to_native_in_place(info: &TypeInfo, format: WireFormat, buf: &mut [u8]) -> Result<()> {
+    if !info.raw {
+        return Err(DatatypeError::FormatMismatch {
+            format,
+            receiver_type: info.describe(),
+        });
+    }
+    let src_is_le = match format {
+        WireFormat::RawLe => true,
+        WireFormat::RawBe | WireFormat::External32 => false,
+    };
+    if src_is_le != cfg!(target_endian = "little") {
+        swap::swap_in_place(buf, info.swap_unit);
+    }
+    Ok(())
+}

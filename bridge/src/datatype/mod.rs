@@ -120,8 +120,8 @@ mod swap;
 pub use crate::format::WireFormat;
 pub use basic::BasicType;
 pub use codec::{
-    decode_into, decode_into_buffer, decode_message, decode_raw, encode, encode_as, encode_buffer,
-    encode_raw, Encoded,
+    decode_into, decode_into_buffer, decode_message, decode_raw, decode_raw_with, encode,
+    encode_as, encode_buffer, encode_raw, encode_raw_with, raw_to_native_in_place, Encoded,
 };
 pub use error::{DatatypeError, Result};
 pub use info::{datatype_info, type_info, MatchRule, MessageSig, TypeInfo};

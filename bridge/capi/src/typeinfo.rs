@@ -1,0 +1,61 @@
+//! What the datatype layer knows of an MPI datatype, cached for the
+//! predefined ones.
+//!
+//! Describing a type takes a dozen MPI calls; a predefined type never
+//! changes and its handle is never freed, so its description is kept. A
+//! derived type's handle may be freed and reused for another type, so it is
+//! described afresh on each call.
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use isthmus_bridge::datatype::{datatype_info, TypeInfo};
+use isthmus_bridge::BridgeError;
+use mpi::ffi;
+
+use crate::mpi_glue::MPI_Datatype;
+
+static NAMED: RwLock<Option<HashMap<usize, Arc<TypeInfo>>>> = RwLock::new(None);
+
+fn key(dt: MPI_Datatype) -> usize {
+    dt.0 as usize
+}
+
+fn combiner(dt: MPI_Datatype) -> Option<c_int> {
+    let (mut ni, mut na, mut nd, mut combiner): (c_int, c_int, c_int, c_int) = (0, 0, 0, -1);
+    // SAFETY: PMPI_Type_get_envelope only reads the handle and writes the
+    // four out-parameters.
+    let rc = unsafe { ffi::PMPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut combiner) };
+    (rc == 0).then_some(combiner)
+}
+
+/// Whether `dt` is predefined. `MPI_COMBINER_NAMED` is 0 in Open MPI and 1
+/// in MPICH: read it from a type known to be predefined.
+fn is_named(dt: MPI_Datatype) -> bool {
+    static NAMED: OnceLock<Option<c_int>> = OnceLock::new();
+    // SAFETY: reading rsmpi's exported constant.
+    let named = *NAMED.get_or_init(|| combiner(unsafe { ffi::RSMPI_INT32_T }));
+    named.is_some() && combiner(dt) == named
+}
+
+/// The description of `dt`.
+pub fn info_of(dt: MPI_Datatype) -> Result<Arc<TypeInfo>, BridgeError> {
+    if let Some(i) = NAMED
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(&key(dt)))
+    {
+        return Ok(Arc::clone(i));
+    }
+    let info = Arc::new(datatype_info(dt)?);
+    if is_named(dt) {
+        NAMED
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert(key(dt), Arc::clone(&info));
+    }
+    Ok(info)
+}
