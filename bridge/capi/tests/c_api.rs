@@ -128,3 +128,118 @@ fn a_killed_rank_aborts_through_the_default_handler_with_the_reason() {
         text(&oa)
     );
 }
+
+/// Every function `mpi-functions.txt` refuses that `mpicc.<mpi>`'s `mpi.h`
+/// declares, called on the intercommunicator (all other arguments 0: the
+/// refusal comes before any is used), as a C file for exchange.c.
+fn every_refused_call(mpi: Mpi, dir: &TempDir) -> (PathBuf, Vec<String>) {
+    let list = std::fs::read_to_string(crate_dir().join("mpi-functions.txt")).unwrap();
+    let refused: std::collections::BTreeSet<&str> = list
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            match (w.next(), w.next()) {
+                (Some(n), Some("refused")) => Some(n),
+                _ => None,
+            }
+        })
+        .collect();
+    let probe = dir.0.join(format!("mpi-h-{}.c", mpi.name()));
+    std::fs::write(&probe, "#include <mpi.h>\n").unwrap();
+    let pre = std::process::Command::new(format!("mpicc.{}", mpi.name()))
+        .args(["-E", "-P"])
+        .arg(&probe)
+        .output()
+        .unwrap();
+    assert!(pre.status.success());
+    let header = String::from_utf8_lossy(&pre.stdout).replace('\n', " ");
+    let proto = regex::Regex::new(r"\bint\s+(MPI_[A-Za-z0-9_]+)\s*\(([^()]*)\)").unwrap();
+    let mut calls = String::from(
+        "#include <mpi.h>\nvoid call_every_refused(MPI_Comm inter, void (*check)(int, const char *))\n{\n",
+    );
+    let mut names = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for cap in proto.captures_iter(&header) {
+        let (name, params) = (&cap[1], cap[2].trim());
+        if !refused.contains(name) || !seen.insert(name.to_string()) {
+            continue;
+        }
+        let args: Vec<&str> = params
+            .split(',')
+            .map(|p| {
+                let bare = p.split('[').next().unwrap_or(p).trim();
+                let ident_len = bare
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .count();
+                if bare[..bare.len() - ident_len].trim() == "MPI_Comm" {
+                    "inter"
+                } else {
+                    "0"
+                }
+            })
+            .collect();
+        if !args.contains(&"inter") {
+            continue; // only an output communicator: nothing to refuse
+        }
+        calls.push_str(&format!(
+            "    check({name}({}), \"{name}\");\n",
+            args.join(", ")
+        ));
+        names.push(name.to_string());
+    }
+    calls.push_str("}\n");
+    let file = dir.0.join(format!("every-refused-{}.c", mpi.name()));
+    std::fs::write(&file, calls).unwrap();
+    (file, names)
+}
+
+#[test]
+fn every_refused_function_of_both_mpi_h_gives_its_clear_error() {
+    let dir = TempDir::new("refused-all");
+    let vmd = Vmd::start("localhost", &[]);
+    let mut jobs = Vec::new();
+    let mut expected = Vec::new();
+    for (mpi, me, other) in [
+        (Mpi::OpenMpi, "a-refused-all", "b-refused-all"),
+        (Mpi::Mpich, "b-refused-all", "a-refused-all"),
+    ] {
+        let (calls, names) = every_refused_call(mpi, &dir);
+        assert!(
+            names.len() > 50,
+            "{}: only {} refused calls found",
+            mpi.name(),
+            names.len()
+        );
+        let program = dir.0.join(format!("exchange-all-{}", mpi.name()));
+        build_c(
+            mpi,
+            &[crate_dir().join("tests/c/exchange.c"), calls],
+            &program,
+            Linking::Linked,
+        );
+        jobs.push(Job {
+            mpi,
+            np: 2,
+            program,
+            args: vec!["refused-all".into(), me.into(), other.into()],
+            env: vec![],
+            linking: Linking::Linked,
+        });
+        expected.push(names);
+    }
+    let (oa, ob) = run_pair(&vmd, &jobs[0], &jobs[1], Duration::from_secs(180));
+    for (o, names) in [(&oa, &expected[0]), (&ob, &expected[1])] {
+        assert!(passed(o, "refused-all"), "{}", text(o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        for n in names {
+            assert!(
+                out.contains(&format!("REFUSED {n}: ")),
+                "{n} was not refused\n{}",
+                text(o)
+            );
+        }
+    }
+}
