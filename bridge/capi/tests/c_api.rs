@@ -81,6 +81,11 @@ fn mixed_requests_mpich_with_mpich() {
 }
 
 #[test]
+fn threads_exchange_at_once_under_mpi_thread_multiple() {
+    both_pass("threads", OMPI, MPICH);
+}
+
+#[test]
 fn the_same_program_preloaded_instead_of_linked() {
     both_pass(
         "mixed",

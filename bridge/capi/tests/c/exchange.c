@@ -7,10 +7,13 @@
  *            and an MPI_Testall loop; derived datatype; ANY_SOURCE/TAG.
  *   refused  every refused call on the intercommunicator fails, with
  *            MPI_ERRORS_RETURN, with a message naming it; bad arguments too.
+ *   threads  two threads per rank exchange at once, each on its own
+ *            duplicate of the intercommunicator (MPI_THREAD_MULTIPLE).
  *   killed   the second job's rank 1 dies mid-exchange; the first job's
  *            ranks must get an error (ERRORS_RETURN: printed; default
  *            handler: the job aborts with the message), not hang.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +155,41 @@ static void refused_all(void)
     call_every_refused(inter, expect_refused);
 }
 
+enum { THREADS = 2, ROUNDS = 200 };
+static MPI_Comm thread_comm[THREADS];
+
+static void *exchange_thread(void *arg)
+{
+    int t = (int) (long) arg, v;
+    MPI_Comm c = thread_comm[t];
+    for (int i = 0; i < ROUNDS; i++) {
+        int out = 100000 * t + i;
+        MPI_Request r;
+        MPI_Irecv(&v, 1, MPI_INT, rank, i, c, &r);
+        MPI_Send(&out, 1, MPI_INT, rank, i, c);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        CHECK(v == out, "thread %d round %d got %d", t, i, v);
+    }
+    return NULL;
+}
+
+static void threads(void)
+{
+    int provided;
+    pthread_t th[THREADS];
+    MPI_Query_thread(&provided);
+    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE not provided (%d)", provided);
+    CHECK(rsize == size, "the threads scenario wants jobs of equal size");
+    for (int t = 0; t < THREADS; t++)
+        MPI_Comm_dup(inter, &thread_comm[t]);
+    for (long t = 0; t < THREADS; t++)
+        pthread_create(&th[t], NULL, exchange_thread, (void *) t);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+    for (int t = 0; t < THREADS; t++)
+        MPI_Comm_free(&thread_comm[t]);
+}
+
 static void killed(int errors_return)
 {
     if (errors_return)
@@ -187,8 +225,8 @@ static void killed(int errors_return)
 
 int main(int argc, char **argv)
 {
-    int handle, rc;
-    MPI_Init(&argc, &argv);
+    int handle, rc, provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     CHECK(argc == 4, "usage: exchange SCENARIO GROUP PEER");
     const char *scenario = argv[1], *group = argv[2], *peer = argv[3];
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -208,6 +246,8 @@ int main(int argc, char **argv)
         refused();
     else if (!strcmp(scenario, "refused-all"))
         refused_all();
+    else if (!strcmp(scenario, "threads"))
+        threads();
     else if (!strcmp(scenario, "killed-return"))
         killed(1);
     else if (!strcmp(scenario, "killed-fatal"))

@@ -79,7 +79,7 @@ pub enum Linking {
 pub fn build_c(mpi: Mpi, sources: &[PathBuf], out: &Path, linking: Linking) {
     let lib = lib_dir(mpi);
     let mut cmd = Command::new(format!("mpicc.{}", mpi.name()));
-    cmd.args(["-O2", "-Wall", "-o"])
+    cmd.args(["-O2", "-Wall", "-pthread", "-o"])
         .arg(out)
         .arg("-I")
         .arg(crate_dir().join("include"))
