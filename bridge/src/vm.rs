@@ -199,6 +199,42 @@ impl Bridge {
         }
     }
 
+    /// Publishes `port` under `service` in the virtual machine's namespace
+    /// (`MPI_Publish_name`): a group `isthmus.name:<service>` with one
+    /// member, this process, whose record is the port name. It lives until
+    /// [`Bridge::unpublish_name`] or this process's end; a name already
+    /// published is `NameTaken`.
+    pub fn publish_name(&self, service: &str, port: &str) -> Result<()> {
+        let group = name_group(service);
+        self.rt
+            .block_on(self.session.join(&group, Some(0), port.as_bytes().to_vec()))
+            .map(drop)
+            .map_err(|e| BridgeError::NameTaken {
+                group,
+                reason: e.to_string(),
+            })
+    }
+
+    /// Withdraws a name this process published.
+    pub fn unpublish_name(&self, service: &str) -> Result<()> {
+        self.rt
+            .block_on(self.session.leave(&name_group(service)))
+            .map_err(|e| vm_error("unpublish_name", e))
+    }
+
+    /// The port published under `service` (`MPI_Lookup_name`), if any.
+    pub fn lookup_name(&self, service: &str) -> Result<Option<String>> {
+        let table = match self.rt.block_on(self.session.members(&name_group(service))) {
+            Ok(t) => t,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(vm_error("lookup_name", e)),
+        };
+        Ok(table
+            .members
+            .first()
+            .and_then(|m| String::from_utf8(m.endpoint.clone()).ok()))
+    }
+
     /// Leaves the group: collective over the registered communicator. The
     /// last rank to leave destroys the group. When this returns on any rank,
     /// every rank has left, so registering the same name right after works.
@@ -596,6 +632,11 @@ async fn forward_deaths(
             &format!("member {} of group {:?} died", ev.instance, ev.group),
         );
     }
+}
+
+/// The group that holds the published name `service`.
+fn name_group(service: &str) -> String {
+    format!("isthmus.name:{service}")
 }
 
 fn vm_error(op: &'static str, e: ClientError) -> BridgeError {

@@ -37,6 +37,8 @@ pub enum Class {
     Vm,
     /// The call is not supported on an Isthmus communicator.
     Refused,
+    /// A port or service name that Isthmus does not know.
+    Port,
     /// Anything else (I/O, protocol, shutdown).
     Other,
 }

@@ -26,6 +26,7 @@ pub mod comms;
 pub mod errors;
 pub mod fortran;
 pub mod mpi_glue;
+pub mod ports;
 pub mod pt2pt;
 pub mod refused;
 pub mod requests;

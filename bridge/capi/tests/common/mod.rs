@@ -73,6 +73,9 @@ pub enum Linking {
     /// Linked after the MPI library (so MPI's own symbols win at link
     /// order), run with `LD_PRELOAD`.
     Preloaded,
+    /// Built with plain `mpicc`, no Isthmus at all (a program that calls
+    /// only MPI), run with `LD_PRELOAD`.
+    Unmodified,
 }
 
 /// Compiles C `sources` with `mpicc.<mpi>` into `out`.
@@ -94,7 +97,7 @@ pub fn build_c(mpi: Mpi, sources: &[PathBuf], out: &Path, linking: Linking) {
             Mpi::Mpich => "-lmpich",
         });
     }
-    {
+    if linking != Linking::Unmodified {
         cmd.arg(format!("-L{}", lib.display()))
             .arg("-listhmus")
             .arg(format!("-Wl,-rpath,{}", lib.display()))
@@ -126,7 +129,7 @@ pub fn launch(vmd: &Vmd, job: &Job) -> Child {
     let mut env = job.env.clone();
     env.push(("ISTHMUS_VMD".into(), vmd.addr.clone()));
     env.push(("RUST_LOG".into(), "warn".into()));
-    if job.linking == Linking::Preloaded {
+    if matches!(job.linking, Linking::Preloaded | Linking::Unmodified) {
         env.push((
             "LD_PRELOAD".into(),
             lib_dir(job.mpi).join("libisthmus.so").display().to_string(),
