@@ -1298,3 +1298,189 @@ mpich_f08!(mpi_comm_disconnect_f08_, (comm: *mut Fint), ierror, {
     }
     rc
 });
+
+// ------------------------------------------------------------ refusals
+
+// The calls Isthmus refuses on its communicators (collectives, merges and
+// splits, persistent requests, matched probes, topologies: see the C
+// refusals generated from mpi-functions.txt) must be refused from Fortran
+// too, or Open MPI's Fortran bindings (and MPICH's `use mpi_f08` ones for
+// calls without a buffer), which go to `PMPI_*` directly, would run them
+// on the local handle. Each entry point here checks its communicator: an
+// Isthmus one gets the refusal through its error handler; any other call
+// is passed on to the MPI library's own definition of the same name.
+
+/// A Fortran argument whose type does not matter here (passed on as is).
+type P = *mut c_void;
+
+/// Passes a Fortran call on to the next definition of `$name` (the MPI
+/// library's own), or sets `ierror` if there is none.
+macro_rules! pass_on {
+    ($name:ident, ($($a:ident : $t:ty),*), $ierr:ident) => {{
+        static NEXT: OnceLock<usize> = OnceLock::new();
+        let name = concat!(stringify!($name), "\0");
+        match std::ffi::CStr::from_bytes_with_nul(name.as_bytes()).map(|n| next(&NEXT, n)) {
+            Ok(0) | Err(_) => {
+                // SAFETY: `ierror` is the program's (or null).
+                unsafe { put($ierr, no_next(stringify!($name))) }
+            }
+            Ok(p) => {
+                // SAFETY: `p` is the address of the MPI library's own
+                // definition of this very Fortran function, whose
+                // arguments are all references (and `ierror` last).
+                let f: unsafe extern "C" fn($($t,)* *mut Fint) = unsafe { std::mem::transmute(p) };
+                // SAFETY: the program's arguments, passed on.
+                unsafe { f($($a,)* $ierr) }
+            }
+        }
+    }};
+}
+
+/// Is the Fortran communicator argument an Isthmus communicator? Then
+/// `Some(its C handle)`.
+///
+/// # Safety
+/// `comm` is a reference to a Fortran integer (or null).
+unsafe fn bridge_comm_f(comm: P) -> Option<MPI_Comm> {
+    // SAFETY: the caller's contract.
+    let c = comm_f2c(unsafe { get(comm as *const Fint) }?);
+    crate::state::bridge_comm(c).map(|_| c)
+}
+
+/// Open MPI: `ompi_*_f` refuses on an Isthmus communicator and passes the
+/// call on otherwise; `mpi_*_` (and `pmpi_*_` aliases) call it under Open
+/// MPI and pass the call on to MPICH's own under MPICH (whose Fortran
+/// calls the C function, refused in C).
+macro_rules! refused {
+    ($call:literal, $mpi:ident $(| $alias:ident)*, $ompi:ident, $params:tt, $comm:ident) => {
+        refused_entry!($call, $ompi, $params, $comm);
+        gfortran_name!($mpi, $ompi, $params, ierror);
+        $(gfortran_name!($alias, $ompi, $params, ierror);)*
+    };
+}
+
+macro_rules! refused_entry {
+    ($call:literal, $ompi:ident, ($($a:ident : $t:ty),*), $comm:ident) => {
+        /// Open MPI's Fortran binding of a call refused on an Isthmus
+        /// communicator (see above).
+        ///
+        /// # Safety
+        /// As the Fortran MPI call: every argument a valid reference.
+        #[no_mangle]
+        pub unsafe extern "C" fn $ompi($($a: $t,)* ierror: *mut Fint) {
+            // SAFETY: Fortran passes the communicator by reference.
+            if let Some(c) = unsafe { bridge_comm_f($comm) } {
+                // SAFETY: the program's `ierror` (or null).
+                unsafe { put(ierror, errors::refuse(c, $call)) };
+                return;
+            }
+            pass_on!($ompi, ($($a : $t),*), ierror)
+        }
+    };
+}
+
+/// MPICH's `use mpi_f08` binding of a refused call without a buffer (it
+/// calls `PMPI_*`): refused on an Isthmus communicator under MPICH, passed
+/// on otherwise.
+macro_rules! refused_mpich_f08 {
+    ($call:literal, $name:ident, ($($a:ident : $t:ty),*), $comm:ident) => {
+        /// MPICH's `use mpi_f08` binding of a call refused on an Isthmus
+        /// communicator (see above).
+        ///
+        /// # Safety
+        /// As the Fortran MPI call: every argument a valid reference,
+        /// `ierror` a reference or null (absent).
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t,)* ierror: *mut Fint) {
+            if !open_mpi() {
+                // SAFETY: Fortran passes the communicator by reference.
+                if let Some(c) = unsafe { bridge_comm_f($comm) } {
+                    // SAFETY: the program's `ierror` (or null).
+                    unsafe { put(ierror, errors::refuse(c, $call)) };
+                    return;
+                }
+            }
+            pass_on!($name, ($($a : $t),*), ierror)
+        }
+    };
+}
+
+refused!("MPI_Barrier", mpi_barrier_, ompi_barrier_f, (comm: P), comm);
+refused!("MPI_Ibarrier", mpi_ibarrier_, ompi_ibarrier_f, (comm: P, request: P), comm);
+refused!("MPI_Bcast", mpi_bcast_, ompi_bcast_f,
+    (buffer: P, count: P, datatype: P, root: P, comm: P), comm);
+refused!("MPI_Ibcast", mpi_ibcast_, ompi_ibcast_f,
+    (buffer: P, count: P, datatype: P, root: P, comm: P, request: P), comm);
+refused!("MPI_Reduce", mpi_reduce_, ompi_reduce_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, root: P, comm: P), comm);
+refused!("MPI_Ireduce", mpi_ireduce_, ompi_ireduce_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, root: P, comm: P, request: P), comm);
+refused!("MPI_Allreduce", mpi_allreduce_, ompi_allreduce_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Iallreduce", mpi_iallreduce_, ompi_iallreduce_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Reduce_scatter", mpi_reduce_scatter_, ompi_reduce_scatter_f,
+    (sendbuf: P, recvbuf: P, recvcounts: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Reduce_scatter_block", mpi_reduce_scatter_block_, ompi_reduce_scatter_block_f,
+    (sendbuf: P, recvbuf: P, recvcount: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Scan", mpi_scan_, ompi_scan_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Exscan", mpi_exscan_, ompi_exscan_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Gather", mpi_gather_, ompi_gather_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, root: P,
+     comm: P), comm);
+refused!("MPI_Gatherv", mpi_gatherv_, ompi_gatherv_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcounts: P, displs: P, recvtype: P,
+     root: P, comm: P), comm);
+refused!("MPI_Scatter", mpi_scatter_, ompi_scatter_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, root: P,
+     comm: P), comm);
+refused!("MPI_Scatterv", mpi_scatterv_, ompi_scatterv_f,
+    (sendbuf: P, sendcounts: P, displs: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P,
+     root: P, comm: P), comm);
+refused!("MPI_Allgather", mpi_allgather_, ompi_allgather_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, comm: P), comm);
+refused!("MPI_Allgatherv", mpi_allgatherv_, ompi_allgatherv_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcounts: P, displs: P, recvtype: P,
+     comm: P), comm);
+refused!("MPI_Alltoall", mpi_alltoall_, ompi_alltoall_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, comm: P), comm);
+refused!("MPI_Alltoallv", mpi_alltoallv_, ompi_alltoallv_f,
+    (sendbuf: P, sendcounts: P, sdispls: P, sendtype: P, recvbuf: P, recvcounts: P, rdispls: P,
+     recvtype: P, comm: P), comm);
+refused!("MPI_Intercomm_merge", mpi_intercomm_merge_ | pmpi_intercomm_merge_,
+    ompi_intercomm_merge_f, (intercomm: P, high: P, newintracomm: P), intercomm);
+refused!("MPI_Comm_split", mpi_comm_split_, ompi_comm_split_f,
+    (comm: P, color: P, key: P, newcomm: P), comm);
+refused!("MPI_Comm_create", mpi_comm_create_, ompi_comm_create_f,
+    (comm: P, group: P, newcomm: P), comm);
+refused!("MPI_Comm_remote_group", mpi_comm_remote_group_, ompi_comm_remote_group_f,
+    (comm: P, group: P), comm);
+refused!("MPI_Send_init", mpi_send_init_, ompi_send_init_f,
+    (buf: P, count: P, datatype: P, dest: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Ssend_init", mpi_ssend_init_, ompi_ssend_init_f,
+    (buf: P, count: P, datatype: P, dest: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Bsend_init", mpi_bsend_init_, ompi_bsend_init_f,
+    (buf: P, count: P, datatype: P, dest: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Rsend_init", mpi_rsend_init_, ompi_rsend_init_f,
+    (buf: P, count: P, datatype: P, dest: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Recv_init", mpi_recv_init_, ompi_recv_init_f,
+    (buf: P, count: P, datatype: P, source: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Mprobe", mpi_mprobe_, ompi_mprobe_f,
+    (source: P, tag: P, comm: P, message: P, status: P), comm);
+refused!("MPI_Improbe", mpi_improbe_ | pmpi_improbe_, ompi_improbe_f,
+    (source: P, tag: P, comm: P, flag: P, message: P, status: P), comm);
+
+refused_mpich_f08!("MPI_Barrier", mpi_barrier_f08_, (comm: P), comm);
+refused_mpich_f08!("MPI_Ibarrier", mpi_ibarrier_f08_, (comm: P, request: P), comm);
+refused_mpich_f08!("MPI_Intercomm_merge", mpi_intercomm_merge_f08_,
+    (intercomm: P, high: P, newintracomm: P), intercomm);
+refused_mpich_f08!("MPI_Comm_split", mpi_comm_split_f08_,
+    (comm: P, color: P, key: P, newcomm: P), comm);
+refused_mpich_f08!("MPI_Comm_create", mpi_comm_create_f08_, (comm: P, group: P, newcomm: P), comm);
+refused_mpich_f08!("MPI_Comm_remote_group", mpi_comm_remote_group_f08_, (comm: P, group: P), comm);
+refused_mpich_f08!("MPI_Mprobe", mpi_mprobe_f08_,
+    (source: P, tag: P, comm: P, message: P, status: P), comm);
+refused_mpich_f08!("MPI_Improbe", mpi_improbe_f08_,
+    (source: P, tag: P, comm: P, flag: P, message: P, status: P), comm);

@@ -220,3 +220,45 @@ fn openmpi_fortran_with_mpich_fortran() {
     };
     pair("f-both", a, b);
 }
+
+/// Calls Isthmus refuses (collectives, split, merge, persistent requests)
+/// made from Open MPI Fortran on an Isthmus communicator return a refusal
+/// naming the call, and still work on ordinary communicators.
+#[test]
+fn openmpi_fortran_refusals() {
+    let dir = TempDir::new("fortran");
+    let program = dir.0.join("refused-openmpi");
+    let mut cmd = Command::new("mpifort.openmpi");
+    cmd.args(["-O2", "-o"])
+        .arg(&program)
+        .arg(sources().join("refused.f90"))
+        .args(link_args(Mpi::OpenMpi));
+    run(cmd, "mpifort.openmpi refused.f90");
+    let vmd = Vmd::start("localhost", &[]);
+    let job = |me: &str, other: &str| Job {
+        mpi: Mpi::OpenMpi,
+        np: 2,
+        program: program.clone(),
+        args: vec![me.into(), other.into()],
+        env: vec![],
+        linking: Linking::Linked,
+    };
+    let (oa, ob) = run_pair(
+        &vmd,
+        &job("refused-a", "refused-b"),
+        &job("refused-b", "refused-a"),
+        Duration::from_secs(120),
+    );
+    let both = format!("A:\n{}\nB:\n{}", text(&oa), text(&ob));
+    for o in [&oa, &ob] {
+        assert!(o.status.success(), "a job failed\n{both}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        for r in 0..2 {
+            assert!(
+                out.contains(&format!("refused rank {r}: all checks passed")),
+                "{both}"
+            );
+        }
+        assert!(out.contains("MPI_Barrier refused"), "{both}");
+    }
+}
