@@ -230,7 +230,9 @@ macro_rules! ompi_entry {
         /// As the Fortran MPI call: every argument a valid reference.
         #[no_mangle]
         pub unsafe extern "C" fn $ompi($($a: $t,)* $ierr: *mut Fint) {
-            let rc: c_int = $body;
+            // A closure, so that the body may return its code early.
+            #[allow(clippy::redundant_closure_call)]
+            let rc: c_int = (move || -> c_int { $body })();
             // SAFETY: `ierror` is the program's (or null).
             unsafe { put($ierr, rc) };
         }
@@ -463,18 +465,30 @@ fortran!(mpi_test_ | pmpi_test_, ompi_test_f,
     rc
 });
 
-/// A Fortran request array as C requests.
+/// A Fortran request array as C requests; a negative count is raised on
+/// `MPI_COMM_WORLD` (the call has no communicator).
 ///
 /// # Safety
 /// `requests` points to `count` integers.
-unsafe fn requests_f2c(count: Fint, requests: *const Fint) -> Vec<MPI_Request> {
-    let n = usize::try_from(count).unwrap_or(0);
+unsafe fn requests_f2c(
+    count: Fint,
+    requests: *const Fint,
+    call: &str,
+) -> Result<Vec<MPI_Request>, c_int> {
+    let Ok(n) = usize::try_from(count) else {
+        let code = errors::code(
+            Class::InvalidArgument,
+            &format!("{call}: count {count} is negative"),
+        );
+        // SAFETY: reading rsmpi's exported constant.
+        return Err(errors::raise(unsafe { ffi::RSMPI_COMM_WORLD }, code));
+    };
     if n == 0 || requests.is_null() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     // SAFETY: the caller's contract.
     let f = unsafe { std::slice::from_raw_parts(requests, n) };
-    f.iter().map(|&r| request_f2c(r)).collect()
+    Ok(f.iter().map(|&r| request_f2c(r)).collect())
 }
 
 /// Writes C requests back to the Fortran array.
@@ -514,7 +528,10 @@ fortran!(mpi_waitall_, ompi_waitall_f,
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(count) };
     // SAFETY: the program's array of `count` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, "MPI_Waitall") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let rc = if wants_statuses(statuses) {
         let mut st = vec![empty_status(); c.len()];
         // SAFETY: our arrays of `c.len()` requests and statuses.
@@ -540,7 +557,10 @@ fortran!(mpi_testall_ | pmpi_testall_, ompi_testall_f,
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(count) };
     // SAFETY: the program's array of `count` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, "MPI_Testall") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut done: c_int = 0;
     let rc = if wants_statuses(statuses) {
         let mut st = vec![empty_status(); c.len()];
@@ -581,7 +601,10 @@ fortran!(mpi_waitany_, ompi_waitany_f,
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(count) };
     // SAFETY: the program's array of `count` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, "MPI_Waitany") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut i: c_int = 0;
     // SAFETY: the program's status argument.
     let rc = unsafe {
@@ -606,7 +629,10 @@ fortran!(mpi_testany_ | pmpi_testany_, ompi_testany_f,
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(count) };
     // SAFETY: the program's array of `count` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, "MPI_Testany") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let (mut i, mut done): (c_int, c_int) = (0, 0);
     // SAFETY: the program's status argument.
     let rc = unsafe {
@@ -635,6 +661,7 @@ type SomeFn =
 /// As the Fortran call.
 unsafe fn some(
     f: SomeFn,
+    call: &str,
     incount: *const Fint,
     requests: *mut Fint,
     outcount: *mut Fint,
@@ -644,7 +671,10 @@ unsafe fn some(
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(incount) };
     // SAFETY: the program's array of `incount` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, call) } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut out: c_int = 0;
     let mut idx = vec![0 as c_int; c.len()];
     let want = wants_statuses(statuses);
@@ -688,14 +718,14 @@ fortran!(mpi_waitsome_, ompi_waitsome_f,
     (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut Fint), ierror, {
     // SAFETY: the program's arguments.
-    unsafe { some(requests::MPI_Waitsome, incount, requests, outcount, indices, statuses) }
+    unsafe { some(requests::MPI_Waitsome, "MPI_Waitsome", incount, requests, outcount, indices, statuses) }
 });
 
 fortran!(mpi_testsome_ | pmpi_testsome_, ompi_testsome_f,
     (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut Fint), ierror, {
     // SAFETY: the program's arguments.
-    unsafe { some(requests::MPI_Testsome, incount, requests, outcount, indices, statuses) }
+    unsafe { some(requests::MPI_Testsome, "MPI_Testsome", incount, requests, outcount, indices, statuses) }
 });
 
 fortran!(mpi_request_get_status_ | pmpi_request_get_status_, ompi_request_get_status_f,
@@ -1015,7 +1045,9 @@ macro_rules! mpich_f08 {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($a: $t,)* $ierr: *mut Fint) {
             if !open_mpi() {
-                let rc: c_int = $body;
+                // A closure, so that the body may return its code early.
+                #[allow(clippy::redundant_closure_call)]
+                let rc: c_int = (move || -> c_int { $body })();
                 // SAFETY: `ierror` is the program's, or null when absent.
                 unsafe { put($ierr, rc) };
                 return;
@@ -1071,7 +1103,10 @@ mpich_f08!(mpi_test_f08_,
 mpich_f08!(mpi_waitall_f08_,
     (count: *const Fint, requests: *mut Fint, statuses: *mut MPI_Status), ierror, {
     // SAFETY: Fortran passes `count` and an array of `count` requests.
-    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut c = match unsafe { requests_f2c(int!(count), requests, "MPI_Waitall") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     // SAFETY: our requests; the program's statuses (C layout) or ignore.
     let rc = unsafe { requests::MPI_Waitall(c.len() as c_int, c.as_mut_ptr(), f08_statuses(statuses)) };
     // SAFETY: the program's array.
@@ -1083,7 +1118,10 @@ mpich_f08!(mpi_testall_f08_,
     (count: *const Fint, requests: *mut Fint, flag: *mut Fint, statuses: *mut MPI_Status),
     ierror, {
     // SAFETY: Fortran passes `count` and an array of `count` requests.
-    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut c = match unsafe { requests_f2c(int!(count), requests, "MPI_Testall") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut done: c_int = 0;
     // SAFETY: our requests and flag; the program's statuses or ignore.
     let rc = unsafe {
@@ -1101,7 +1139,10 @@ mpich_f08!(mpi_waitany_f08_,
     (count: *const Fint, requests: *mut Fint, index: *mut Fint, status: *mut MPI_Status),
     ierror, {
     // SAFETY: Fortran passes `count` and an array of `count` requests.
-    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut c = match unsafe { requests_f2c(int!(count), requests, "MPI_Waitany") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut i: c_int = 0;
     // SAFETY: our requests and index; the program's status or ignore.
     let rc = unsafe { requests::MPI_Waitany(c.len() as c_int, c.as_mut_ptr(), &mut i, f08_status(status)) };
@@ -1117,7 +1158,10 @@ mpich_f08!(mpi_testany_f08_,
     (count: *const Fint, requests: *mut Fint, index: *mut Fint, flag: *mut Fint,
      status: *mut MPI_Status), ierror, {
     // SAFETY: Fortran passes `count` and an array of `count` requests.
-    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut c = match unsafe { requests_f2c(int!(count), requests, "MPI_Testany") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let (mut i, mut done): (c_int, c_int) = (0, 0);
     // SAFETY: our requests, index and flag; the program's status or ignore.
     let rc = unsafe {
@@ -1138,6 +1182,7 @@ mpich_f08!(mpi_testany_f08_,
 /// As the Fortran call.
 unsafe fn f08_some(
     f: SomeFn,
+    call: &str,
     incount: *const Fint,
     requests: *mut Fint,
     outcount: *mut Fint,
@@ -1145,7 +1190,10 @@ unsafe fn f08_some(
     statuses: *mut MPI_Status,
 ) -> c_int {
     // SAFETY: Fortran passes `incount` and an array of `incount` requests.
-    let mut c = unsafe { requests_f2c(int!(incount), requests) };
+    let mut c = match unsafe { requests_f2c(int!(incount), requests, call) } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut out: c_int = 0;
     let mut idx = vec![0 as c_int; c.len()];
     // SAFETY: our arrays; the program's statuses (C layout) or ignore.
@@ -1176,14 +1224,14 @@ mpich_f08!(mpi_waitsome_f08_,
     (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut MPI_Status), ierror, {
     // SAFETY: the program's arguments.
-    unsafe { f08_some(requests::MPI_Waitsome, incount, requests, outcount, indices, statuses) }
+    unsafe { f08_some(requests::MPI_Waitsome, "MPI_Waitsome", incount, requests, outcount, indices, statuses) }
 });
 
 mpich_f08!(mpi_testsome_f08_,
     (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut MPI_Status), ierror, {
     // SAFETY: the program's arguments.
-    unsafe { f08_some(requests::MPI_Testsome, incount, requests, outcount, indices, statuses) }
+    unsafe { f08_some(requests::MPI_Testsome, "MPI_Testsome", incount, requests, outcount, indices, statuses) }
 });
 
 mpich_f08!(mpi_request_get_status_f08_,

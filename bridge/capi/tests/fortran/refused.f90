@@ -7,7 +7,7 @@ program refused
   character(len=64) :: group, peer
   character(len=MPI_MAX_ERROR_STRING) :: msg
   integer :: ierr, rank, handle, inter, newcomm, req, n
-  integer :: x(2), y(2)
+  integer :: x(2), y(2), reqs(2), elen
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -30,6 +30,17 @@ program refused
   call expect_refusal(ierr, 'MPI_Intercomm_merge')
   call MPI_Send_init(x, 2, MPI_INTEGER, 0, 1, inter, req, ierr)
   call expect_refusal(ierr, 'MPI_Send_init')
+
+  ! A negative count is an error naming it (raised on MPI_COMM_WORLD).
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+  reqs = MPI_REQUEST_NULL
+  call MPI_Waitall(-1, reqs, MPI_STATUSES_IGNORE, ierr)
+  call MPI_Error_string(ierr, msg, elen, n)
+  if (ierr == MPI_SUCCESS .or. index(msg(1:elen), 'count -1 is negative') == 0) then
+    print '(a,i0,2a)', 'refused rank ', rank, ': FAILED: MPI_Waitall(-1): ', msg(1:elen)
+    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+  end if
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL, ierr)
 
   ! The same calls on an ordinary communicator still work.
   call MPI_Allreduce(x, y, 2, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
