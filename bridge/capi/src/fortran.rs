@@ -29,7 +29,10 @@
 //! is told apart at run time by Open MPI's `ompi_mpi_comm_world`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::mem::size_of;

@@ -222,34 +222,39 @@ fn openmpi_fortran_with_mpich_fortran() {
 }
 
 /// Calls Isthmus refuses (collectives, split, merge, persistent requests)
-/// made from Open MPI Fortran on an Isthmus communicator return a refusal
-/// naming the call, and still work on ordinary communicators.
+/// made from Fortran on an Isthmus communicator return a refusal naming
+/// the call, and still work on ordinary communicators: Open MPI's `use
+/// mpi` (whose bindings call `PMPI_*`, refused in src/fortran.rs) against
+/// MPICH's (whose bindings call the C functions, refused in C).
 #[test]
-fn openmpi_fortran_refusals() {
+fn fortran_refusals_openmpi_and_mpich() {
     let dir = TempDir::new("fortran");
-    let program = dir.0.join("refused-openmpi");
-    let mut cmd = Command::new("mpifort.openmpi");
-    cmd.args(["-O2", "-o"])
-        .arg(&program)
-        .arg(sources().join("refused.f90"))
-        .args(link_args(Mpi::OpenMpi));
-    run(cmd, "mpifort.openmpi refused.f90");
+    let build = |mpi: Mpi| {
+        let program = dir.0.join(format!("refused-{}", mpi.name()));
+        let mut cmd = Command::new(format!("mpifort.{}", mpi.name()));
+        cmd.args(["-O2", "-o"])
+            .arg(&program)
+            .arg(sources().join("refused.f90"))
+            .args(link_args(mpi));
+        run(cmd, &format!("mpifort.{} refused.f90", mpi.name()));
+        program
+    };
     let vmd = Vmd::start("localhost", &[]);
-    let job = |me: &str, other: &str| Job {
-        mpi: Mpi::OpenMpi,
+    let job = |mpi: Mpi, me: &str, other: &str| Job {
+        mpi,
         np: 2,
-        program: program.clone(),
+        program: build(mpi),
         args: vec![me.into(), other.into()],
         env: vec![],
         linking: Linking::Linked,
     };
     let (oa, ob) = run_pair(
         &vmd,
-        &job("refused-a", "refused-b"),
-        &job("refused-b", "refused-a"),
+        &job(Mpi::OpenMpi, "refused-a", "refused-b"),
+        &job(Mpi::Mpich, "refused-b", "refused-a"),
         Duration::from_secs(120),
     );
-    let both = format!("A:\n{}\nB:\n{}", text(&oa), text(&ob));
+    let both = format!("Open MPI:\n{}\nMPICH:\n{}", text(&oa), text(&ob));
     for o in [&oa, &ob] {
         assert!(o.status.success(), "a job failed\n{both}");
         let out = String::from_utf8_lossy(&o.stdout);

@@ -31,12 +31,13 @@ program refused
   call MPI_Send_init(x, 2, MPI_INTEGER, 0, 1, inter, req, ierr)
   call expect_refusal(ierr, 'MPI_Send_init')
 
-  ! A negative count is an error naming it (raised on MPI_COMM_WORLD).
+  ! A negative count is an error naming it (raised on MPI_COMM_WORLD;
+  ! Isthmus's message under Open MPI, MPICH's own under MPICH).
   call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
   reqs = MPI_REQUEST_NULL
   call MPI_Waitall(-1, reqs, MPI_STATUSES_IGNORE, ierr)
   call MPI_Error_string(ierr, msg, elen, n)
-  if (ierr == MPI_SUCCESS .or. index(msg(1:elen), 'count -1 is negative') == 0) then
+  if (ierr == MPI_SUCCESS .or. index(msg(1:elen), 'count') == 0) then
     print '(a,i0,2a)', 'refused rank ', rank, ': FAILED: MPI_Waitall(-1): ', msg(1:elen)
     call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
   end if
