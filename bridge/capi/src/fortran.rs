@@ -1536,3 +1536,84 @@ refused_mpich_f08!("MPI_Mprobe", mpi_mprobe_f08_,
     (source: P, tag: P, comm: P, message: P, status: P), comm);
 refused_mpich_f08!("MPI_Improbe", mpi_improbe_f08_,
     (source: P, tag: P, comm: P, flag: P, message: P, status: P), comm);
+
+refused!("MPI_Alltoallw", mpi_alltoallw_, ompi_alltoallw_f,
+    (sendbuf: P, sendcounts: P, sdispls: P, sendtypes: P, recvbuf: P, recvcounts: P, rdispls: P,
+     recvtypes: P, comm: P), comm);
+refused!("MPI_Igather", mpi_igather_, ompi_igather_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, root: P,
+     comm: P, request: P), comm);
+refused!("MPI_Igatherv", mpi_igatherv_, ompi_igatherv_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcounts: P, displs: P, recvtype: P,
+     root: P, comm: P, request: P), comm);
+refused!("MPI_Iscatter", mpi_iscatter_, ompi_iscatter_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, root: P,
+     comm: P, request: P), comm);
+refused!("MPI_Iscatterv", mpi_iscatterv_, ompi_iscatterv_f,
+    (sendbuf: P, sendcounts: P, displs: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P,
+     root: P, comm: P, request: P), comm);
+refused!("MPI_Iallgather", mpi_iallgather_, ompi_iallgather_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, comm: P,
+     request: P), comm);
+refused!("MPI_Iallgatherv", mpi_iallgatherv_, ompi_iallgatherv_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcounts: P, displs: P, recvtype: P,
+     comm: P, request: P), comm);
+refused!("MPI_Ialltoall", mpi_ialltoall_, ompi_ialltoall_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, comm: P,
+     request: P), comm);
+refused!("MPI_Ialltoallv", mpi_ialltoallv_, ompi_ialltoallv_f,
+    (sendbuf: P, sendcounts: P, sdispls: P, sendtype: P, recvbuf: P, recvcounts: P, rdispls: P,
+     recvtype: P, comm: P, request: P), comm);
+refused!("MPI_Ialltoallw", mpi_ialltoallw_, ompi_ialltoallw_f,
+    (sendbuf: P, sendcounts: P, sdispls: P, sendtypes: P, recvbuf: P, recvcounts: P, rdispls: P,
+     recvtypes: P, comm: P, request: P), comm);
+refused!("MPI_Ireduce_scatter", mpi_ireduce_scatter_, ompi_ireduce_scatter_f,
+    (sendbuf: P, recvbuf: P, recvcounts: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Ireduce_scatter_block", mpi_ireduce_scatter_block_, ompi_ireduce_scatter_block_f,
+    (sendbuf: P, recvbuf: P, recvcount: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Iscan", mpi_iscan_, ompi_iscan_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Iexscan", mpi_iexscan_, ompi_iexscan_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Comm_create_group", mpi_comm_create_group_, ompi_comm_create_group_f,
+    (comm: P, group: P, tag: P, newcomm: P), comm);
+refused!("MPI_Comm_split_type", mpi_comm_split_type_, ompi_comm_split_type_f,
+    (comm: P, split_type: P, key: P, info: P, newcomm: P), comm);
+refused!("MPI_Cart_create", mpi_cart_create_ | pmpi_cart_create_, ompi_cart_create_f,
+    (comm_old: P, ndims: P, dims: P, periods: P, reorder: P, comm_cart: P), comm_old);
+refused!("MPI_Graph_create", mpi_graph_create_ | pmpi_graph_create_, ompi_graph_create_f,
+    (comm_old: P, nnodes: P, index: P, edges: P, reorder: P, comm_graph: P), comm_old);
+refused!("MPI_Dist_graph_create", mpi_dist_graph_create_ | pmpi_dist_graph_create_,
+    ompi_dist_graph_create_f,
+    (comm_old: P, n: P, sources: P, degrees: P, destinations: P, weights: P, info: P, reorder: P,
+     comm_dist_graph: P), comm_old);
+refused!("MPI_Dist_graph_create_adjacent",
+    mpi_dist_graph_create_adjacent_ | pmpi_dist_graph_create_adjacent_,
+    ompi_dist_graph_create_adjacent_f,
+    (comm_old: P, indegree: P, sources: P, sourceweights: P, outdegree: P, destinations: P,
+     destweights: P, info: P, reorder: P, comm_dist_graph: P), comm_old);
+refused!("MPI_Win_create", mpi_win_create_, ompi_win_create_f,
+    (base: P, size: P, disp_unit: P, info: P, comm: P, win: P), comm);
+refused!("MPI_Win_allocate", mpi_win_allocate_, ompi_win_allocate_f,
+    (size: P, disp_unit: P, info: P, comm: P, baseptr: P, win: P), comm);
+refused!("MPI_Win_allocate_shared", mpi_win_allocate_shared_, ompi_win_allocate_shared_f,
+    (size: P, disp_unit: P, info: P, comm: P, baseptr: P, win: P), comm);
+refused!("MPI_Win_create_dynamic", mpi_win_create_dynamic_, ompi_win_create_dynamic_f,
+    (info: P, comm: P, win: P), comm);
+
+refused_mpich_f08!("MPI_Comm_create_group", mpi_comm_create_group_f08_,
+    (comm: P, group: P, tag: P, newcomm: P), comm);
+refused_mpich_f08!("MPI_Comm_split_type", mpi_comm_split_type_f08_,
+    (comm: P, split_type: P, key: P, info: P, newcomm: P), comm);
+refused_mpich_f08!("MPI_Cart_create", mpi_cart_create_f08_,
+    (comm_old: P, ndims: P, dims: P, periods: P, reorder: P, comm_cart: P), comm_old);
+refused_mpich_f08!("MPI_Graph_create", mpi_graph_create_f08_,
+    (comm_old: P, nnodes: P, index: P, edges: P, reorder: P, comm_graph: P), comm_old);
+refused_mpich_f08!("MPI_Dist_graph_create", mpi_dist_graph_create_f08_,
+    (comm_old: P, n: P, sources: P, degrees: P, destinations: P, weights: P, info: P, reorder: P,
+     comm_dist_graph: P), comm_old);
+refused_mpich_f08!("MPI_Dist_graph_create_adjacent", mpi_dist_graph_create_adjacent_f08_,
+    (comm_old: P, indegree: P, sources: P, sourceweights: P, outdegree: P, destinations: P,
+     destweights: P, info: P, reorder: P, comm_dist_graph: P), comm_old);
+refused_mpich_f08!("MPI_Win_create_dynamic", mpi_win_create_dynamic_f08_,
+    (info: P, comm: P, win: P), comm);

@@ -30,6 +30,12 @@ program refused
   call expect_refusal(ierr, 'MPI_Intercomm_merge')
   call MPI_Send_init(x, 2, MPI_INTEGER, 0, 1, inter, req, ierr)
   call expect_refusal(ierr, 'MPI_Send_init')
+  call MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, newcomm, ierr)
+  call expect_refusal(ierr, 'MPI_Comm_split_type')
+  call MPI_Cart_create(inter, 1, x(1:1), (/ .false. /), .false., newcomm, ierr)
+  call expect_refusal(ierr, 'MPI_Cart_create')
+  call MPI_Ialltoall(x, 1, MPI_INTEGER, y, 1, MPI_INTEGER, inter, req, ierr)
+  call expect_refusal(ierr, 'MPI_Ialltoall')
 
   ! A negative count is an error naming it (raised on MPI_COMM_WORLD;
   ! Isthmus's message under Open MPI, MPICH's own under MPICH).
