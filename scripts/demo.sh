@@ -3,7 +3,10 @@
 # Open MPI job of 2 ranks and an MPICH job of 3 ranks started separately, by
 # their own launchers; they find each other by name, form an
 # intercommunicator, and pass a token round a ring that crosses both jobs.
-# Part 2 (scripts/demo-rm.sh): a vmd with its taskers; an Open MPI manager
+# Part 2 (scripts/demo-coupling.sh): a Fortran "ocean" built with Open MPI
+# and a C "atmosphere" built with MPICH, started separately, exchange
+# boundary fields every step with plain MPI calls over libisthmus.
+# Part 3 (scripts/demo-rm.sh): a vmd with its taskers; an Open MPI manager
 # asks the resource manager to spawn MPICH workers, farms out work over the
 # bridge and sees the workers' exit notifications.
 set -euo pipefail
@@ -47,5 +50,8 @@ echo "== groups left in the virtual machine (should be none):"
 "$OMPI_BIN/isthmus" --vmd "$ISTHMUS_VMD" halt >/dev/null
 echo "== part 1 done"
 echo
-echo "== part 2: the same kind of coupling, started through the resource manager"
+echo "== part 2: a Fortran ocean (Open MPI) and a C atmosphere (MPICH), plain MPI calls over libisthmus"
+bash "$ISTHMUS_ROOT/scripts/demo-coupling.sh"
+echo
+echo "== part 3: the same kind of coupling, started through the resource manager"
 bash "$ISTHMUS_ROOT/scripts/demo-rm.sh"

@@ -501,8 +501,11 @@ fn two_thousand_connections_leave_nothing_behind() {
     wait_until("fds return to their count before", || {
         count_dir("/proc/self/fd") == fds0
     });
+    // At most as many as before: a short-lived thread counted then (the
+    // legitimate pair's handshake, still ending on a loaded machine) may be
+    // gone too.
     wait_until("threads return to their count before", || {
-        count_dir("/proc/self/task") == threads0
+        count_dir("/proc/self/task") <= threads0
     });
     exchange(&a, &b, 3);
 }

@@ -29,6 +29,10 @@
 //! is told apart at run time by Open MPI's `ompi_mpi_comm_world`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::mem::size_of;
@@ -230,7 +234,9 @@ macro_rules! ompi_entry {
         /// As the Fortran MPI call: every argument a valid reference.
         #[no_mangle]
         pub unsafe extern "C" fn $ompi($($a: $t,)* $ierr: *mut Fint) {
-            let rc: c_int = $body;
+            // A closure, so that the body may return its code early.
+            #[allow(clippy::redundant_closure_call)]
+            let rc: c_int = (move || -> c_int { $body })();
             // SAFETY: `ierror` is the program's (or null).
             unsafe { put($ierr, rc) };
         }
@@ -463,18 +469,30 @@ fortran!(mpi_test_ | pmpi_test_, ompi_test_f,
     rc
 });
 
-/// A Fortran request array as C requests.
+/// A Fortran request array as C requests; a negative count is raised on
+/// `MPI_COMM_WORLD` (the call has no communicator).
 ///
 /// # Safety
 /// `requests` points to `count` integers.
-unsafe fn requests_f2c(count: Fint, requests: *const Fint) -> Vec<MPI_Request> {
-    let n = usize::try_from(count).unwrap_or(0);
+unsafe fn requests_f2c(
+    count: Fint,
+    requests: *const Fint,
+    call: &str,
+) -> Result<Vec<MPI_Request>, c_int> {
+    let Ok(n) = usize::try_from(count) else {
+        let code = errors::code(
+            Class::InvalidArgument,
+            &format!("{call}: count {count} is negative"),
+        );
+        // SAFETY: reading rsmpi's exported constant.
+        return Err(errors::raise(unsafe { ffi::RSMPI_COMM_WORLD }, code));
+    };
     if n == 0 || requests.is_null() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     // SAFETY: the caller's contract.
     let f = unsafe { std::slice::from_raw_parts(requests, n) };
-    f.iter().map(|&r| request_f2c(r)).collect()
+    Ok(f.iter().map(|&r| request_f2c(r)).collect())
 }
 
 /// Writes C requests back to the Fortran array.
@@ -514,7 +532,10 @@ fortran!(mpi_waitall_, ompi_waitall_f,
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(count) };
     // SAFETY: the program's array of `count` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, "MPI_Waitall") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let rc = if wants_statuses(statuses) {
         let mut st = vec![empty_status(); c.len()];
         // SAFETY: our arrays of `c.len()` requests and statuses.
@@ -540,7 +561,10 @@ fortran!(mpi_testall_ | pmpi_testall_, ompi_testall_f,
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(count) };
     // SAFETY: the program's array of `count` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, "MPI_Testall") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut done: c_int = 0;
     let rc = if wants_statuses(statuses) {
         let mut st = vec![empty_status(); c.len()];
@@ -581,7 +605,10 @@ fortran!(mpi_waitany_, ompi_waitany_f,
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(count) };
     // SAFETY: the program's array of `count` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, "MPI_Waitany") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut i: c_int = 0;
     // SAFETY: the program's status argument.
     let rc = unsafe {
@@ -606,7 +633,10 @@ fortran!(mpi_testany_ | pmpi_testany_, ompi_testany_f,
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(count) };
     // SAFETY: the program's array of `count` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, "MPI_Testany") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let (mut i, mut done): (c_int, c_int) = (0, 0);
     // SAFETY: the program's status argument.
     let rc = unsafe {
@@ -635,6 +665,7 @@ type SomeFn =
 /// As the Fortran call.
 unsafe fn some(
     f: SomeFn,
+    call: &str,
     incount: *const Fint,
     requests: *mut Fint,
     outcount: *mut Fint,
@@ -644,7 +675,10 @@ unsafe fn some(
     // SAFETY: a Fortran argument, passed by reference.
     let n = unsafe { int!(incount) };
     // SAFETY: the program's array of `incount` requests.
-    let mut c = unsafe { requests_f2c(n, requests) };
+    let mut c = match unsafe { requests_f2c(n, requests, call) } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut out: c_int = 0;
     let mut idx = vec![0 as c_int; c.len()];
     let want = wants_statuses(statuses);
@@ -688,14 +722,14 @@ fortran!(mpi_waitsome_, ompi_waitsome_f,
     (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut Fint), ierror, {
     // SAFETY: the program's arguments.
-    unsafe { some(requests::MPI_Waitsome, incount, requests, outcount, indices, statuses) }
+    unsafe { some(requests::MPI_Waitsome, "MPI_Waitsome", incount, requests, outcount, indices, statuses) }
 });
 
 fortran!(mpi_testsome_ | pmpi_testsome_, ompi_testsome_f,
     (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut Fint), ierror, {
     // SAFETY: the program's arguments.
-    unsafe { some(requests::MPI_Testsome, incount, requests, outcount, indices, statuses) }
+    unsafe { some(requests::MPI_Testsome, "MPI_Testsome", incount, requests, outcount, indices, statuses) }
 });
 
 fortran!(mpi_request_get_status_ | pmpi_request_get_status_, ompi_request_get_status_f,
@@ -1015,7 +1049,9 @@ macro_rules! mpich_f08 {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($a: $t,)* $ierr: *mut Fint) {
             if !open_mpi() {
-                let rc: c_int = $body;
+                // A closure, so that the body may return its code early.
+                #[allow(clippy::redundant_closure_call)]
+                let rc: c_int = (move || -> c_int { $body })();
                 // SAFETY: `ierror` is the program's, or null when absent.
                 unsafe { put($ierr, rc) };
                 return;
@@ -1071,7 +1107,10 @@ mpich_f08!(mpi_test_f08_,
 mpich_f08!(mpi_waitall_f08_,
     (count: *const Fint, requests: *mut Fint, statuses: *mut MPI_Status), ierror, {
     // SAFETY: Fortran passes `count` and an array of `count` requests.
-    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut c = match unsafe { requests_f2c(int!(count), requests, "MPI_Waitall") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     // SAFETY: our requests; the program's statuses (C layout) or ignore.
     let rc = unsafe { requests::MPI_Waitall(c.len() as c_int, c.as_mut_ptr(), f08_statuses(statuses)) };
     // SAFETY: the program's array.
@@ -1083,7 +1122,10 @@ mpich_f08!(mpi_testall_f08_,
     (count: *const Fint, requests: *mut Fint, flag: *mut Fint, statuses: *mut MPI_Status),
     ierror, {
     // SAFETY: Fortran passes `count` and an array of `count` requests.
-    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut c = match unsafe { requests_f2c(int!(count), requests, "MPI_Testall") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut done: c_int = 0;
     // SAFETY: our requests and flag; the program's statuses or ignore.
     let rc = unsafe {
@@ -1101,7 +1143,10 @@ mpich_f08!(mpi_waitany_f08_,
     (count: *const Fint, requests: *mut Fint, index: *mut Fint, status: *mut MPI_Status),
     ierror, {
     // SAFETY: Fortran passes `count` and an array of `count` requests.
-    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut c = match unsafe { requests_f2c(int!(count), requests, "MPI_Waitany") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut i: c_int = 0;
     // SAFETY: our requests and index; the program's status or ignore.
     let rc = unsafe { requests::MPI_Waitany(c.len() as c_int, c.as_mut_ptr(), &mut i, f08_status(status)) };
@@ -1117,7 +1162,10 @@ mpich_f08!(mpi_testany_f08_,
     (count: *const Fint, requests: *mut Fint, index: *mut Fint, flag: *mut Fint,
      status: *mut MPI_Status), ierror, {
     // SAFETY: Fortran passes `count` and an array of `count` requests.
-    let mut c = unsafe { requests_f2c(int!(count), requests) };
+    let mut c = match unsafe { requests_f2c(int!(count), requests, "MPI_Testany") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let (mut i, mut done): (c_int, c_int) = (0, 0);
     // SAFETY: our requests, index and flag; the program's status or ignore.
     let rc = unsafe {
@@ -1138,6 +1186,7 @@ mpich_f08!(mpi_testany_f08_,
 /// As the Fortran call.
 unsafe fn f08_some(
     f: SomeFn,
+    call: &str,
     incount: *const Fint,
     requests: *mut Fint,
     outcount: *mut Fint,
@@ -1145,7 +1194,10 @@ unsafe fn f08_some(
     statuses: *mut MPI_Status,
 ) -> c_int {
     // SAFETY: Fortran passes `incount` and an array of `incount` requests.
-    let mut c = unsafe { requests_f2c(int!(incount), requests) };
+    let mut c = match unsafe { requests_f2c(int!(incount), requests, call) } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let mut out: c_int = 0;
     let mut idx = vec![0 as c_int; c.len()];
     // SAFETY: our arrays; the program's statuses (C layout) or ignore.
@@ -1176,14 +1228,14 @@ mpich_f08!(mpi_waitsome_f08_,
     (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut MPI_Status), ierror, {
     // SAFETY: the program's arguments.
-    unsafe { f08_some(requests::MPI_Waitsome, incount, requests, outcount, indices, statuses) }
+    unsafe { f08_some(requests::MPI_Waitsome, "MPI_Waitsome", incount, requests, outcount, indices, statuses) }
 });
 
 mpich_f08!(mpi_testsome_f08_,
     (incount: *const Fint, requests: *mut Fint, outcount: *mut Fint, indices: *mut Fint,
      statuses: *mut MPI_Status), ierror, {
     // SAFETY: the program's arguments.
-    unsafe { f08_some(requests::MPI_Testsome, incount, requests, outcount, indices, statuses) }
+    unsafe { f08_some(requests::MPI_Testsome, "MPI_Testsome", incount, requests, outcount, indices, statuses) }
 });
 
 mpich_f08!(mpi_request_get_status_f08_,
@@ -1298,3 +1350,270 @@ mpich_f08!(mpi_comm_disconnect_f08_, (comm: *mut Fint), ierror, {
     }
     rc
 });
+
+// ------------------------------------------------------------ refusals
+
+// The calls Isthmus refuses on its communicators (collectives, merges and
+// splits, persistent requests, matched probes, topologies: see the C
+// refusals generated from mpi-functions.txt) must be refused from Fortran
+// too, or Open MPI's Fortran bindings (and MPICH's `use mpi_f08` ones for
+// calls without a buffer), which go to `PMPI_*` directly, would run them
+// on the local handle. Each entry point here checks its communicator: an
+// Isthmus one gets the refusal through its error handler; any other call
+// is passed on to the MPI library's own definition of the same name.
+
+/// A Fortran argument whose type does not matter here (passed on as is).
+type P = *mut c_void;
+
+/// Passes a Fortran call on to the next definition of `$name` (the MPI
+/// library's own), or sets `ierror` if there is none.
+macro_rules! pass_on {
+    ($name:ident, ($($a:ident : $t:ty),*), $ierr:ident) => {{
+        static NEXT: OnceLock<usize> = OnceLock::new();
+        let name = concat!(stringify!($name), "\0");
+        match std::ffi::CStr::from_bytes_with_nul(name.as_bytes()).map(|n| next(&NEXT, n)) {
+            Ok(0) | Err(_) => {
+                // SAFETY: `ierror` is the program's (or null).
+                unsafe { put($ierr, no_next(stringify!($name))) }
+            }
+            Ok(p) => {
+                // SAFETY: `p` is the address of the MPI library's own
+                // definition of this very Fortran function, whose
+                // arguments are all references (and `ierror` last).
+                let f: unsafe extern "C" fn($($t,)* *mut Fint) = unsafe { std::mem::transmute(p) };
+                // SAFETY: the program's arguments, passed on.
+                unsafe { f($($a,)* $ierr) }
+            }
+        }
+    }};
+}
+
+/// Is the Fortran communicator argument an Isthmus communicator? Then
+/// `Some(its C handle)`.
+///
+/// # Safety
+/// `comm` is a reference to a Fortran integer (or null).
+unsafe fn bridge_comm_f(comm: P) -> Option<MPI_Comm> {
+    // SAFETY: the caller's contract.
+    let c = comm_f2c(unsafe { get(comm as *const Fint) }?);
+    crate::state::bridge_comm(c).map(|_| c)
+}
+
+/// Open MPI: `ompi_*_f` refuses on an Isthmus communicator and passes the
+/// call on otherwise; `mpi_*_` (and `pmpi_*_` aliases) call it under Open
+/// MPI and pass the call on to MPICH's own under MPICH (whose Fortran
+/// calls the C function, refused in C).
+macro_rules! refused {
+    ($call:literal, $mpi:ident $(| $alias:ident)*, $ompi:ident, $params:tt, $comm:ident) => {
+        refused_entry!($call, $ompi, $params, $comm);
+        gfortran_name!($mpi, $ompi, $params, ierror);
+        $(gfortran_name!($alias, $ompi, $params, ierror);)*
+    };
+}
+
+macro_rules! refused_entry {
+    ($call:literal, $ompi:ident, ($($a:ident : $t:ty),*), $comm:ident) => {
+        /// Open MPI's Fortran binding of a call refused on an Isthmus
+        /// communicator (see above).
+        ///
+        /// # Safety
+        /// As the Fortran MPI call: every argument a valid reference.
+        #[no_mangle]
+        pub unsafe extern "C" fn $ompi($($a: $t,)* ierror: *mut Fint) {
+            // SAFETY: Fortran passes the communicator by reference.
+            if let Some(c) = unsafe { bridge_comm_f($comm) } {
+                // SAFETY: the program's `ierror` (or null).
+                unsafe { put(ierror, errors::refuse(c, $call)) };
+                return;
+            }
+            pass_on!($ompi, ($($a : $t),*), ierror)
+        }
+    };
+}
+
+/// MPICH's `use mpi_f08` binding of a refused call without a buffer (it
+/// calls `PMPI_*`): refused on an Isthmus communicator under MPICH, passed
+/// on otherwise.
+macro_rules! refused_mpich_f08 {
+    ($call:literal, $name:ident, ($($a:ident : $t:ty),*), $comm:ident) => {
+        /// MPICH's `use mpi_f08` binding of a call refused on an Isthmus
+        /// communicator (see above).
+        ///
+        /// # Safety
+        /// As the Fortran MPI call: every argument a valid reference,
+        /// `ierror` a reference or null (absent).
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t,)* ierror: *mut Fint) {
+            if !open_mpi() {
+                // SAFETY: Fortran passes the communicator by reference.
+                if let Some(c) = unsafe { bridge_comm_f($comm) } {
+                    // SAFETY: the program's `ierror` (or null).
+                    unsafe { put(ierror, errors::refuse(c, $call)) };
+                    return;
+                }
+            }
+            pass_on!($name, ($($a : $t),*), ierror)
+        }
+    };
+}
+
+refused!("MPI_Barrier", mpi_barrier_, ompi_barrier_f, (comm: P), comm);
+refused!("MPI_Ibarrier", mpi_ibarrier_, ompi_ibarrier_f, (comm: P, request: P), comm);
+refused!("MPI_Bcast", mpi_bcast_, ompi_bcast_f,
+    (buffer: P, count: P, datatype: P, root: P, comm: P), comm);
+refused!("MPI_Ibcast", mpi_ibcast_, ompi_ibcast_f,
+    (buffer: P, count: P, datatype: P, root: P, comm: P, request: P), comm);
+refused!("MPI_Reduce", mpi_reduce_, ompi_reduce_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, root: P, comm: P), comm);
+refused!("MPI_Ireduce", mpi_ireduce_, ompi_ireduce_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, root: P, comm: P, request: P), comm);
+refused!("MPI_Allreduce", mpi_allreduce_, ompi_allreduce_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Iallreduce", mpi_iallreduce_, ompi_iallreduce_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Reduce_scatter", mpi_reduce_scatter_, ompi_reduce_scatter_f,
+    (sendbuf: P, recvbuf: P, recvcounts: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Reduce_scatter_block", mpi_reduce_scatter_block_, ompi_reduce_scatter_block_f,
+    (sendbuf: P, recvbuf: P, recvcount: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Scan", mpi_scan_, ompi_scan_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Exscan", mpi_exscan_, ompi_exscan_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P), comm);
+refused!("MPI_Gather", mpi_gather_, ompi_gather_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, root: P,
+     comm: P), comm);
+refused!("MPI_Gatherv", mpi_gatherv_, ompi_gatherv_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcounts: P, displs: P, recvtype: P,
+     root: P, comm: P), comm);
+refused!("MPI_Scatter", mpi_scatter_, ompi_scatter_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, root: P,
+     comm: P), comm);
+refused!("MPI_Scatterv", mpi_scatterv_, ompi_scatterv_f,
+    (sendbuf: P, sendcounts: P, displs: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P,
+     root: P, comm: P), comm);
+refused!("MPI_Allgather", mpi_allgather_, ompi_allgather_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, comm: P), comm);
+refused!("MPI_Allgatherv", mpi_allgatherv_, ompi_allgatherv_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcounts: P, displs: P, recvtype: P,
+     comm: P), comm);
+refused!("MPI_Alltoall", mpi_alltoall_, ompi_alltoall_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, comm: P), comm);
+refused!("MPI_Alltoallv", mpi_alltoallv_, ompi_alltoallv_f,
+    (sendbuf: P, sendcounts: P, sdispls: P, sendtype: P, recvbuf: P, recvcounts: P, rdispls: P,
+     recvtype: P, comm: P), comm);
+refused!("MPI_Intercomm_merge", mpi_intercomm_merge_ | pmpi_intercomm_merge_,
+    ompi_intercomm_merge_f, (intercomm: P, high: P, newintracomm: P), intercomm);
+refused!("MPI_Comm_split", mpi_comm_split_, ompi_comm_split_f,
+    (comm: P, color: P, key: P, newcomm: P), comm);
+refused!("MPI_Comm_create", mpi_comm_create_, ompi_comm_create_f,
+    (comm: P, group: P, newcomm: P), comm);
+refused!("MPI_Comm_remote_group", mpi_comm_remote_group_, ompi_comm_remote_group_f,
+    (comm: P, group: P), comm);
+refused!("MPI_Send_init", mpi_send_init_, ompi_send_init_f,
+    (buf: P, count: P, datatype: P, dest: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Ssend_init", mpi_ssend_init_, ompi_ssend_init_f,
+    (buf: P, count: P, datatype: P, dest: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Bsend_init", mpi_bsend_init_, ompi_bsend_init_f,
+    (buf: P, count: P, datatype: P, dest: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Rsend_init", mpi_rsend_init_, ompi_rsend_init_f,
+    (buf: P, count: P, datatype: P, dest: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Recv_init", mpi_recv_init_, ompi_recv_init_f,
+    (buf: P, count: P, datatype: P, source: P, tag: P, comm: P, request: P), comm);
+refused!("MPI_Mprobe", mpi_mprobe_, ompi_mprobe_f,
+    (source: P, tag: P, comm: P, message: P, status: P), comm);
+refused!("MPI_Improbe", mpi_improbe_ | pmpi_improbe_, ompi_improbe_f,
+    (source: P, tag: P, comm: P, flag: P, message: P, status: P), comm);
+
+refused_mpich_f08!("MPI_Barrier", mpi_barrier_f08_, (comm: P), comm);
+refused_mpich_f08!("MPI_Ibarrier", mpi_ibarrier_f08_, (comm: P, request: P), comm);
+refused_mpich_f08!("MPI_Intercomm_merge", mpi_intercomm_merge_f08_,
+    (intercomm: P, high: P, newintracomm: P), intercomm);
+refused_mpich_f08!("MPI_Comm_split", mpi_comm_split_f08_,
+    (comm: P, color: P, key: P, newcomm: P), comm);
+refused_mpich_f08!("MPI_Comm_create", mpi_comm_create_f08_, (comm: P, group: P, newcomm: P), comm);
+refused_mpich_f08!("MPI_Comm_remote_group", mpi_comm_remote_group_f08_, (comm: P, group: P), comm);
+refused_mpich_f08!("MPI_Mprobe", mpi_mprobe_f08_,
+    (source: P, tag: P, comm: P, message: P, status: P), comm);
+refused_mpich_f08!("MPI_Improbe", mpi_improbe_f08_,
+    (source: P, tag: P, comm: P, flag: P, message: P, status: P), comm);
+
+refused!("MPI_Alltoallw", mpi_alltoallw_, ompi_alltoallw_f,
+    (sendbuf: P, sendcounts: P, sdispls: P, sendtypes: P, recvbuf: P, recvcounts: P, rdispls: P,
+     recvtypes: P, comm: P), comm);
+refused!("MPI_Igather", mpi_igather_, ompi_igather_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, root: P,
+     comm: P, request: P), comm);
+refused!("MPI_Igatherv", mpi_igatherv_, ompi_igatherv_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcounts: P, displs: P, recvtype: P,
+     root: P, comm: P, request: P), comm);
+refused!("MPI_Iscatter", mpi_iscatter_, ompi_iscatter_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, root: P,
+     comm: P, request: P), comm);
+refused!("MPI_Iscatterv", mpi_iscatterv_, ompi_iscatterv_f,
+    (sendbuf: P, sendcounts: P, displs: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P,
+     root: P, comm: P, request: P), comm);
+refused!("MPI_Iallgather", mpi_iallgather_, ompi_iallgather_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, comm: P,
+     request: P), comm);
+refused!("MPI_Iallgatherv", mpi_iallgatherv_, ompi_iallgatherv_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcounts: P, displs: P, recvtype: P,
+     comm: P, request: P), comm);
+refused!("MPI_Ialltoall", mpi_ialltoall_, ompi_ialltoall_f,
+    (sendbuf: P, sendcount: P, sendtype: P, recvbuf: P, recvcount: P, recvtype: P, comm: P,
+     request: P), comm);
+refused!("MPI_Ialltoallv", mpi_ialltoallv_, ompi_ialltoallv_f,
+    (sendbuf: P, sendcounts: P, sdispls: P, sendtype: P, recvbuf: P, recvcounts: P, rdispls: P,
+     recvtype: P, comm: P, request: P), comm);
+refused!("MPI_Ialltoallw", mpi_ialltoallw_, ompi_ialltoallw_f,
+    (sendbuf: P, sendcounts: P, sdispls: P, sendtypes: P, recvbuf: P, recvcounts: P, rdispls: P,
+     recvtypes: P, comm: P, request: P), comm);
+refused!("MPI_Ireduce_scatter", mpi_ireduce_scatter_, ompi_ireduce_scatter_f,
+    (sendbuf: P, recvbuf: P, recvcounts: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Ireduce_scatter_block", mpi_ireduce_scatter_block_, ompi_ireduce_scatter_block_f,
+    (sendbuf: P, recvbuf: P, recvcount: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Iscan", mpi_iscan_, ompi_iscan_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Iexscan", mpi_iexscan_, ompi_iexscan_f,
+    (sendbuf: P, recvbuf: P, count: P, datatype: P, op: P, comm: P, request: P), comm);
+refused!("MPI_Comm_create_group", mpi_comm_create_group_, ompi_comm_create_group_f,
+    (comm: P, group: P, tag: P, newcomm: P), comm);
+refused!("MPI_Comm_split_type", mpi_comm_split_type_, ompi_comm_split_type_f,
+    (comm: P, split_type: P, key: P, info: P, newcomm: P), comm);
+refused!("MPI_Cart_create", mpi_cart_create_ | pmpi_cart_create_, ompi_cart_create_f,
+    (comm_old: P, ndims: P, dims: P, periods: P, reorder: P, comm_cart: P), comm_old);
+refused!("MPI_Graph_create", mpi_graph_create_ | pmpi_graph_create_, ompi_graph_create_f,
+    (comm_old: P, nnodes: P, index: P, edges: P, reorder: P, comm_graph: P), comm_old);
+refused!("MPI_Dist_graph_create", mpi_dist_graph_create_ | pmpi_dist_graph_create_,
+    ompi_dist_graph_create_f,
+    (comm_old: P, n: P, sources: P, degrees: P, destinations: P, weights: P, info: P, reorder: P,
+     comm_dist_graph: P), comm_old);
+refused!("MPI_Dist_graph_create_adjacent",
+    mpi_dist_graph_create_adjacent_ | pmpi_dist_graph_create_adjacent_,
+    ompi_dist_graph_create_adjacent_f,
+    (comm_old: P, indegree: P, sources: P, sourceweights: P, outdegree: P, destinations: P,
+     destweights: P, info: P, reorder: P, comm_dist_graph: P), comm_old);
+refused!("MPI_Win_create", mpi_win_create_, ompi_win_create_f,
+    (base: P, size: P, disp_unit: P, info: P, comm: P, win: P), comm);
+refused!("MPI_Win_allocate", mpi_win_allocate_, ompi_win_allocate_f,
+    (size: P, disp_unit: P, info: P, comm: P, baseptr: P, win: P), comm);
+refused!("MPI_Win_allocate_shared", mpi_win_allocate_shared_, ompi_win_allocate_shared_f,
+    (size: P, disp_unit: P, info: P, comm: P, baseptr: P, win: P), comm);
+refused!("MPI_Win_create_dynamic", mpi_win_create_dynamic_, ompi_win_create_dynamic_f,
+    (info: P, comm: P, win: P), comm);
+
+refused_mpich_f08!("MPI_Comm_create_group", mpi_comm_create_group_f08_,
+    (comm: P, group: P, tag: P, newcomm: P), comm);
+refused_mpich_f08!("MPI_Comm_split_type", mpi_comm_split_type_f08_,
+    (comm: P, split_type: P, key: P, info: P, newcomm: P), comm);
+refused_mpich_f08!("MPI_Cart_create", mpi_cart_create_f08_,
+    (comm_old: P, ndims: P, dims: P, periods: P, reorder: P, comm_cart: P), comm_old);
+refused_mpich_f08!("MPI_Graph_create", mpi_graph_create_f08_,
+    (comm_old: P, nnodes: P, index: P, edges: P, reorder: P, comm_graph: P), comm_old);
+refused_mpich_f08!("MPI_Dist_graph_create", mpi_dist_graph_create_f08_,
+    (comm_old: P, n: P, sources: P, degrees: P, destinations: P, weights: P, info: P, reorder: P,
+     comm_dist_graph: P), comm_old);
+refused_mpich_f08!("MPI_Dist_graph_create_adjacent", mpi_dist_graph_create_adjacent_f08_,
+    (comm_old: P, indegree: P, sources: P, sourceweights: P, outdegree: P, destinations: P,
+     destweights: P, info: P, reorder: P, comm_dist_graph: P), comm_old);
+refused_mpich_f08!("MPI_Win_create_dynamic", mpi_win_create_dynamic_f08_,
+    (info: P, comm: P, win: P), comm);

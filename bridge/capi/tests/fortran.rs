@@ -220,3 +220,50 @@ fn openmpi_fortran_with_mpich_fortran() {
     };
     pair("f-both", a, b);
 }
+
+/// Calls Isthmus refuses (collectives, split, merge, persistent requests)
+/// made from Fortran on an Isthmus communicator return a refusal naming
+/// the call, and still work on ordinary communicators: Open MPI's `use
+/// mpi` (whose bindings call `PMPI_*`, refused in src/fortran.rs) against
+/// MPICH's (whose bindings call the C functions, refused in C).
+#[test]
+fn fortran_refusals_openmpi_and_mpich() {
+    let dir = TempDir::new("fortran");
+    let build = |mpi: Mpi| {
+        let program = dir.0.join(format!("refused-{}", mpi.name()));
+        let mut cmd = Command::new(format!("mpifort.{}", mpi.name()));
+        cmd.args(["-O2", "-o"])
+            .arg(&program)
+            .arg(sources().join("refused.f90"))
+            .args(link_args(mpi));
+        run(cmd, &format!("mpifort.{} refused.f90", mpi.name()));
+        program
+    };
+    let vmd = Vmd::start("localhost", &[]);
+    let job = |mpi: Mpi, me: &str, other: &str| Job {
+        mpi,
+        np: 2,
+        program: build(mpi),
+        args: vec![me.into(), other.into()],
+        env: vec![],
+        linking: Linking::Linked,
+    };
+    let (oa, ob) = run_pair(
+        &vmd,
+        &job(Mpi::OpenMpi, "refused-a", "refused-b"),
+        &job(Mpi::Mpich, "refused-b", "refused-a"),
+        Duration::from_secs(120),
+    );
+    let both = format!("Open MPI:\n{}\nMPICH:\n{}", text(&oa), text(&ob));
+    for o in [&oa, &ob] {
+        assert!(o.status.success(), "a job failed\n{both}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        for r in 0..2 {
+            assert!(
+                out.contains(&format!("refused rank {r}: all checks passed")),
+                "{both}"
+            );
+        }
+        assert!(out.contains("MPI_Barrier refused"), "{both}");
+    }
+}

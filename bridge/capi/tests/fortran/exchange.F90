@@ -16,7 +16,9 @@ program exchange
 #endif
   character(len=64) :: group, peer
   integer :: ierr, rank, nprocs, handle, inter, dup, rsize, side, other, n, i
-  integer :: reqs(4), stats(MPI_STATUS_SIZE, 4), st(MPI_STATUS_SIZE), req
+  integer :: reqs(4), stats(MPI_STATUS_SIZE, 4), st(MPI_STATUS_SIZE), req, idx, cmp, done
+  integer :: indices(2), outcount
+  logical :: seen(2)
   logical :: flag
   double precision :: sendd(5), recvd(5), two(2), got2(2)
   integer :: sendi(3), recvi(3), self_out, self_in
@@ -117,8 +119,54 @@ program exchange
   end do
   call check(st(MPI_TAG) == 6 .and. recvd(5) == other*1000 + rank*10 + 5, 'MPI_Test on the duplicate')
   call MPI_Waitall(1, reqs(2:2), MPI_STATUSES_IGNORE, ierr)
+  call MPI_Comm_compare(inter, dup, cmp, ierr)
+  call check(cmp == MPI_CONGRUENT, 'MPI_Comm_compare of the duplicate')
   call MPI_Comm_free(dup, ierr)
   call check(dup == MPI_COMM_NULL, 'MPI_Comm_free')
+
+  ! 7. Waitany: Fortran indices are 1-based.
+  recvd = -1
+  call MPI_Irecv(recvd, 5, MPI_DOUBLE_PRECISION, rank, 7, inter, reqs(1), ierr)
+  call MPI_Isend(sendd, 5, MPI_DOUBLE_PRECISION, rank, 7, inter, reqs(2), ierr)
+  seen = .false.
+  do i = 1, 2
+    call MPI_Waitany(2, reqs, idx, st, ierr)
+    call check(idx == 1 .or. idx == 2, 'MPI_Waitany index')
+    seen(idx) = .true.
+  end do
+  call check(all(seen) .and. all(reqs(1:2) == MPI_REQUEST_NULL), 'MPI_Waitany completed both')
+  call check(recvd(3) == other*1000 + rank*10 + 3, 'data of MPI_Waitany')
+
+  ! 8. Testall.
+  recvd = -1
+  call MPI_Irecv(recvd, 5, MPI_DOUBLE_PRECISION, rank, 8, inter, reqs(1), ierr)
+  call MPI_Isend(sendd, 5, MPI_DOUBLE_PRECISION, rank, 8, inter, reqs(2), ierr)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_Testall(2, reqs, flag, stats, ierr)
+  end do
+  call check(stats(MPI_TAG, 1) == 8 .and. recvd(1) == other*1000 + rank*10 + 1, 'MPI_Testall')
+
+  ! 9. Waitsome.
+  recvd = -1
+  call MPI_Irecv(recvd, 5, MPI_DOUBLE_PRECISION, rank, 9, inter, reqs(1), ierr)
+  call MPI_Isend(sendd, 5, MPI_DOUBLE_PRECISION, rank, 9, inter, reqs(2), ierr)
+  done = 0
+  do while (done < 2)
+    call MPI_Waitsome(2, reqs, outcount, indices, stats, ierr)
+    do i = 1, outcount
+      call check(indices(i) == 1 .or. indices(i) == 2, 'MPI_Waitsome index')
+    end do
+    done = done + outcount
+  end do
+  call check(recvd(2) == other*1000 + rank*10 + 2, 'data of MPI_Waitsome')
+
+  ! 10. Cancel a receive that nothing matches.
+  call MPI_Irecv(recvi, 3, MPI_INTEGER, rank, 77, inter, req, ierr)
+  call MPI_Cancel(req, ierr)
+  call MPI_Wait(req, st, ierr)
+  call MPI_Test_cancelled(st, flag, ierr)
+  call check(flag, 'MPI_Cancel of a receive')
 
   call MPI_Comm_free(inter, ierr)
   call isthmus_leave(handle, ierr)

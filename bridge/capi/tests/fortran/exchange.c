@@ -21,7 +21,7 @@ static void check(int ok, const char *what)
 
 int main(int argc, char **argv)
 {
-    int provided, nprocs, handle, rsize, flag, n, i;
+    int provided, nprocs, handle, rsize, flag, n, i, idx, cmp, done, outcount, indices[2], seen[2];
     MPI_Comm inter, dup;
     MPI_Request reqs[4], req;
     MPI_Status stats[4], st;
@@ -116,7 +116,46 @@ int main(int argc, char **argv)
         MPI_Test(&reqs[0], &flag, &st);
     check(st.MPI_TAG == 6 && recvd[4] == other * 1000 + rank * 10 + 5, "MPI_Test on the duplicate");
     MPI_Wait(&reqs[1], MPI_STATUS_IGNORE);
+    MPI_Comm_compare(inter, dup, &cmp);
+    check(cmp == MPI_CONGRUENT, "MPI_Comm_compare of the duplicate");
     MPI_Comm_free(&dup);
+
+    /* 7. */
+    MPI_Irecv(recvd, 5, MPI_DOUBLE_PRECISION, rank, 7, inter, &reqs[0]);
+    MPI_Isend(sendd, 5, MPI_DOUBLE_PRECISION, rank, 7, inter, &reqs[1]);
+    seen[0] = seen[1] = 0;
+    for (i = 0; i < 2; i++) {
+        MPI_Waitany(2, reqs, &idx, &st);
+        check(idx == 0 || idx == 1, "MPI_Waitany index");
+        seen[idx] = 1;
+    }
+    check(seen[0] && seen[1], "MPI_Waitany completed both");
+    check(recvd[2] == other * 1000 + rank * 10 + 3, "data of MPI_Waitany");
+
+    /* 8. */
+    MPI_Irecv(recvd, 5, MPI_DOUBLE_PRECISION, rank, 8, inter, &reqs[0]);
+    MPI_Isend(sendd, 5, MPI_DOUBLE_PRECISION, rank, 8, inter, &reqs[1]);
+    flag = 0;
+    while (!flag)
+        MPI_Testall(2, reqs, &flag, stats);
+    check(stats[0].MPI_TAG == 8 && recvd[0] == other * 1000 + rank * 10 + 1, "MPI_Testall");
+
+    /* 9. */
+    MPI_Irecv(recvd, 5, MPI_DOUBLE_PRECISION, rank, 9, inter, &reqs[0]);
+    MPI_Isend(sendd, 5, MPI_DOUBLE_PRECISION, rank, 9, inter, &reqs[1]);
+    for (done = 0; done < 2; done += outcount) {
+        MPI_Waitsome(2, reqs, &outcount, indices, stats);
+        for (i = 0; i < outcount; i++)
+            check(indices[i] == 0 || indices[i] == 1, "MPI_Waitsome index");
+    }
+    check(recvd[1] == other * 1000 + rank * 10 + 2, "data of MPI_Waitsome");
+
+    /* 10. */
+    MPI_Irecv(recvi, 3, MPI_INTEGER, rank, 77, inter, &req);
+    MPI_Cancel(&req);
+    MPI_Wait(&req, &st);
+    MPI_Test_cancelled(&st, &flag);
+    check(flag, "MPI_Cancel of a receive");
 
     MPI_Comm_free(&inter);
     check(Isthmus_Leave(handle) == MPI_SUCCESS, "Isthmus_Leave");

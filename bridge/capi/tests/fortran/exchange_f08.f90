@@ -5,7 +5,9 @@ program exchange_f08
   use isthmus_f08
   implicit none
   character(len=64) :: group, peer
-  integer :: ierr, rank, nprocs, handle, rsize, side, other, n, i
+  integer :: ierr, rank, nprocs, handle, rsize, side, other, n, i, idx, cmp, done, outcount
+  integer :: indices(2)
+  logical :: seen(2)
   type(MPI_Comm) :: inter, dup
   type(MPI_Request) :: reqs(4), req
   type(MPI_Status) :: stats(4), st
@@ -100,8 +102,54 @@ program exchange_f08
   end do
   call check(st%MPI_TAG == 6 .and. recvd(5) == other*1000 + rank*10 + 5, 'MPI_Test on the duplicate')
   call MPI_Waitall(1, reqs(2:2), MPI_STATUSES_IGNORE)
+  call MPI_Comm_compare(inter, dup, cmp)
+  call check(cmp == MPI_CONGRUENT, 'MPI_Comm_compare of the duplicate')
   call MPI_Comm_free(dup)
   call check(dup == MPI_COMM_NULL, 'MPI_Comm_free')
+
+  ! 7.
+  recvd = -1
+  call MPI_Irecv(recvd, 5, MPI_DOUBLE_PRECISION, rank, 7, inter, reqs(1))
+  call MPI_Isend(sendd, 5, MPI_DOUBLE_PRECISION, rank, 7, inter, reqs(2))
+  seen = .false.
+  do i = 1, 2
+    call MPI_Waitany(2, reqs, idx, st)
+    call check(idx == 1 .or. idx == 2, 'MPI_Waitany index')
+    seen(idx) = .true.
+  end do
+  call check(all(seen), 'MPI_Waitany completed both')
+  call check(recvd(3) == other*1000 + rank*10 + 3, 'data of MPI_Waitany')
+
+  ! 8.
+  recvd = -1
+  call MPI_Irecv(recvd, 5, MPI_DOUBLE_PRECISION, rank, 8, inter, reqs(1))
+  call MPI_Isend(sendd, 5, MPI_DOUBLE_PRECISION, rank, 8, inter, reqs(2))
+  flag = .false.
+  do while (.not. flag)
+    call MPI_Testall(2, reqs(1:2), flag, stats(1:2))
+  end do
+  call check(stats(1)%MPI_TAG == 8 .and. recvd(1) == other*1000 + rank*10 + 1, 'MPI_Testall')
+
+  ! 9.
+  recvd = -1
+  call MPI_Irecv(recvd, 5, MPI_DOUBLE_PRECISION, rank, 9, inter, reqs(1))
+  call MPI_Isend(sendd, 5, MPI_DOUBLE_PRECISION, rank, 9, inter, reqs(2))
+  done = 0
+  do while (done < 2)
+    call MPI_Waitsome(2, reqs(1:2), outcount, indices, stats)
+    do i = 1, outcount
+      call check(indices(i) == 1 .or. indices(i) == 2, 'MPI_Waitsome index')
+    end do
+    done = done + outcount
+  end do
+  call check(recvd(2) == other*1000 + rank*10 + 2, 'data of MPI_Waitsome')
+
+  ! 10.
+  call MPI_Irecv(recvi, 3, MPI_INTEGER, rank, 77, inter, req)
+  call MPI_Cancel(req)
+  call MPI_Wait(req, st)
+  call MPI_Test_cancelled(st, flag)
+  call check(flag, 'MPI_Cancel of a receive')
 
   call MPI_Comm_free(inter)
   call isthmus_leave(handle, ierr)

@@ -1,0 +1,83 @@
+! Calls Isthmus refuses on its communicators, made from Fortran (whose
+! Open MPI bindings go to PMPI_* directly): each must return an error
+! naming the call (MPI_ERRORS_RETURN), not run on the local handle.
+program refused
+  use mpi
+  implicit none
+  character(len=64) :: group, peer
+  character(len=MPI_MAX_ERROR_STRING) :: msg
+  integer :: ierr, rank, handle, inter, newcomm, req, n
+  integer :: x(2), y(2), reqs(2), elen
+
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call get_command_argument(1, group)
+  call get_command_argument(2, peer)
+  call isthmus_register(group, MPI_COMM_WORLD, handle, ierr)
+  call isthmus_intercomm_create_timeout(handle, peer, 120d0, inter, ierr)
+  call MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN, ierr)
+  x = rank
+
+  call MPI_Barrier(inter, ierr)
+  call expect_refusal(ierr, 'MPI_Barrier')
+  call MPI_Allreduce(x, y, 2, MPI_INTEGER, MPI_SUM, inter, ierr)
+  call expect_refusal(ierr, 'MPI_Allreduce')
+  call MPI_Bcast(x, 2, MPI_INTEGER, 0, inter, ierr)
+  call expect_refusal(ierr, 'MPI_Bcast')
+  call MPI_Comm_split(inter, 0, rank, newcomm, ierr)
+  call expect_refusal(ierr, 'MPI_Comm_split')
+  call MPI_Intercomm_merge(inter, .false., newcomm, ierr)
+  call expect_refusal(ierr, 'MPI_Intercomm_merge')
+  call MPI_Send_init(x, 2, MPI_INTEGER, 0, 1, inter, req, ierr)
+  call expect_refusal(ierr, 'MPI_Send_init')
+  call MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, newcomm, ierr)
+  call expect_refusal(ierr, 'MPI_Comm_split_type')
+  call MPI_Cart_create(inter, 1, x(1:1), (/ .false. /), .false., newcomm, ierr)
+  call expect_refusal(ierr, 'MPI_Cart_create')
+  call MPI_Ialltoall(x, 1, MPI_INTEGER, y, 1, MPI_INTEGER, inter, req, ierr)
+  call expect_refusal(ierr, 'MPI_Ialltoall')
+
+  ! A negative count is an error naming it (raised on MPI_COMM_WORLD;
+  ! Isthmus's message under Open MPI, MPICH's own under MPICH).
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+  reqs = MPI_REQUEST_NULL
+  call MPI_Waitall(-1, reqs, MPI_STATUSES_IGNORE, ierr)
+  call MPI_Error_string(ierr, msg, elen, n)
+  if (ierr == MPI_SUCCESS .or. index(msg(1:elen), 'count') == 0) then
+    print '(a,i0,2a)', 'refused rank ', rank, ': FAILED: MPI_Waitall(-1): ', msg(1:elen)
+    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+  end if
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL, ierr)
+
+  ! The same calls on an ordinary communicator still work.
+  call MPI_Allreduce(x, y, 2, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, n, ierr)
+  if (ierr /= MPI_SUCCESS .or. y(1) /= n*(n-1)/2) then
+    print '(a,i0,a)', 'refused rank ', rank, ': FAILED: MPI_Allreduce on MPI_COMM_WORLD'
+    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+  end if
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+
+  call MPI_Comm_free(inter, ierr)
+  call isthmus_leave(handle, ierr)
+  print '(a,i0,a)', 'refused rank ', rank, ': all checks passed'
+  call MPI_Finalize(ierr)
+
+contains
+
+  subroutine expect_refusal(code, call)
+    integer, intent(in) :: code
+    character(len=*), intent(in) :: call
+    integer :: len, e
+    if (code == MPI_SUCCESS) then
+      print '(a,i0,3a)', 'refused rank ', rank, ': FAILED: ', call, ' succeeded on an Isthmus communicator'
+      call MPI_Abort(MPI_COMM_WORLD, 1, e)
+    end if
+    call MPI_Error_string(code, msg, len, e)
+    if (index(msg(1:len), call) == 0 .or. index(msg(1:len), 'not supported') == 0) then
+      print '(a,i0,4a)', 'refused rank ', rank, ': FAILED: ', call, ': unexpected error: ', msg(1:len)
+      call MPI_Abort(MPI_COMM_WORLD, 1, e)
+    end if
+    if (rank == 0) print '(3a)', call, ' refused: ', msg(1:len)
+  end subroutine expect_refusal
+end program refused

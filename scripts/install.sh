@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Installs Isthmus into PREFIX (issue 10, item 4):
+#   PREFIX/bin/vmd, PREFIX/bin/isthmus                 the daemon and the console
+#   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus.so   the library, one per MPI implementation
+#   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus_f08.a  the isthmus_f08 module's code
+#   PREFIX/include/isthmus.h                           the C header
+#   PREFIX/include/isthmus/{openmpi,mpich}/isthmus_f08.mod  the use mpi_f08 module
+#   PREFIX/lib/pkgconfig/isthmus-{openmpi,mpich}.pc    so that, e.g.,
+#     mpicc.openmpi app.c $(pkg-config --cflags --libs isthmus-openmpi)
+#     mpifort.mpich app.f90 $(pkg-config --cflags --libs isthmus-mpich)
+# build a program (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig).
+#
+# Usage: bash scripts/install.sh [--no-build] PREFIX
+#   --no-build: install what target/{openmpi,mpich}/release already hold.
+# Builds in release mode first; safe to run again (files are replaced).
+set -euo pipefail
+build=1
+if [ "${1:-}" = "--no-build" ]; then build=0; shift; fi
+if [ $# -ne 1 ] || [ -z "$1" ]; then
+  echo "usage: bash scripts/install.sh [--no-build] PREFIX" >&2
+  exit 2
+fi
+. "$(dirname "$0")/env.sh"
+bash "$ISTHMUS_ROOT/scripts/install-deps.sh"
+cd "$ISTHMUS_ROOT"
+mkdir -p "$1"
+prefix="$(cd "$1" && pwd)"
+version="$(sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)"
+
+if [ "$build" = 1 ]; then
+  echo "== building (release): vmd, isthmus, libisthmus for Open MPI and for MPICH"
+  build_with openmpi build --release -q -p isthmus-vmd --bin vmd --bin isthmus
+  build_with openmpi build --release -q -p isthmus-capi
+  build_with mpich build --release -q -p isthmus-capi
+fi
+
+install -d "$prefix/bin" "$prefix/include" "$prefix/lib/pkgconfig"
+for b in vmd isthmus; do
+  src="$ISTHMUS_TARGET_OPENMPI/release/$b"
+  [ -x "$src" ] || { echo "install: $src is missing (build it, or drop --no-build)" >&2; exit 1; }
+  install -m 0755 "$src" "$prefix/bin/$b"
+done
+install -m 0644 bridge/capi/include/isthmus.h "$prefix/include/isthmus.h"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+for impl in openmpi mpich; do
+  case "$impl" in
+    openmpi) target="$ISTHMUS_TARGET_OPENMPI" ;;
+    mpich) target="$ISTHMUS_TARGET_MPICH" ;;
+  esac
+  lib="$target/release/libisthmus.so"
+  [ -f "$lib" ] || { echo "install: $lib is missing (build it, or drop --no-build)" >&2; exit 1; }
+  libdir="$prefix/lib/isthmus/$impl"
+  moddir="$prefix/include/isthmus/$impl"
+  install -d "$libdir" "$moddir"
+  install -m 0755 "$lib" "$libdir/libisthmus.so"
+
+  # The use mpi_f08 module, compiled by this implementation's mpifort.
+  mkdir -p "$work/$impl"
+  "mpifort.$impl" -O2 -fPIC -c -J "$work/$impl" -o "$work/$impl/isthmus_f08.o" \
+    bridge/capi/fortran/isthmus_f08.f90
+  rm -f "$libdir/libisthmus_f08.a"
+  ar rcs "$libdir/libisthmus_f08.a" "$work/$impl/isthmus_f08.o"
+  install -m 0644 "$work/$impl/isthmus_f08.mod" "$moddir/isthmus_f08.mod"
+
+  name="Open MPI"
+  [ "$impl" = mpich ] && name="MPICH"
+  cat > "$prefix/lib/pkgconfig/isthmus-$impl.pc" <<PC
+prefix=$prefix
+includedir=\${prefix}/include
+libdir=\${prefix}/lib/isthmus/$impl
+
+Name: isthmus-$impl
+Description: Isthmus for $name programs: Isthmus_Register/Intercomm_create, then plain MPI to separately started jobs (build with mpicc.$impl or mpifort.$impl)
+Version: $version
+Cflags: -I\${includedir} -I\${includedir}/isthmus/$impl
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -listhmus_f08 -listhmus
+PC
+done
+echo "== installed into $prefix"
+echo "   C:       mpicc.openmpi app.c \$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs isthmus-openmpi)"
+echo "   Fortran: mpifort.mpich app.f90 \$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs isthmus-mpich)"
