@@ -401,6 +401,21 @@ fn failures(keys: &[(usize, usize)]) -> Vec<(usize, c_int)> {
     out
 }
 
+/// Reports the failure of the bridge request `key`, which MPI just
+/// completed into `status`, if it failed: its code in the status, raised
+/// through its communicator's error handler.
+///
+/// # Safety
+/// `status` is null, `MPI_STATUS_IGNORE` or a writable status.
+unsafe fn reported(key: usize, status: *mut MPI_Status) -> Option<c_int> {
+    let f = take_failure(key)?;
+    if status != status_ignore() && !status.is_null() {
+        // SAFETY: a writable status (the caller's contract).
+        unsafe { (*status).MPI_ERROR = f.code };
+    }
+    Some(errors::raise(f.comm, f.code))
+}
+
 // ------------------------------------------------------------ interposed
 
 /// # Safety
@@ -422,14 +437,8 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
     }
     // SAFETY: as above.
     let rc = unsafe { ffi::PMPI_Wait(request, status) };
-    if let Some(f) = take_failure(key) {
-        if status != status_ignore() && !status.is_null() {
-            // SAFETY: a writable status.
-            unsafe { (*status).MPI_ERROR = f.code };
-        }
-        return errors::raise(f.comm, f.code);
-    }
-    rc
+    // SAFETY: the program's status (or ignore).
+    unsafe { reported(key, status) }.unwrap_or(rc)
 }
 
 #[allow(non_snake_case)]
@@ -464,14 +473,8 @@ pub unsafe extern "C" fn MPI_Test(
     }
     // SAFETY: as above.
     let rc = unsafe { ffi::PMPI_Test(request, flag, status) };
-    if let Some(f) = take_failure(key) {
-        if status != status_ignore() && !status.is_null() {
-            // SAFETY: a writable status.
-            unsafe { (*status).MPI_ERROR = f.code };
-        }
-        return errors::raise(f.comm, f.code);
-    }
-    rc
+    // SAFETY: the program's status (or ignore).
+    unsafe { reported(key, status) }.unwrap_or(rc)
 }
 
 /// # Safety
@@ -588,12 +591,9 @@ pub unsafe extern "C" fn MPI_Waitany(
             // SAFETY: `index` is the program's out-pointer, set by MPI.
             let i = unsafe { *index };
             if let Some(&(_, key)) = usize::try_from(i).ok().and_then(|i| keys.get(i)) {
-                if let Some(f) = take_failure(key) {
-                    if status != status_ignore() && !status.is_null() {
-                        // SAFETY: a writable status.
-                        unsafe { (*status).MPI_ERROR = f.code };
-                    }
-                    return errors::raise(f.comm, f.code);
+                // SAFETY: the program's status (or ignore).
+                if let Some(code) = unsafe { reported(key, status) } {
+                    return code;
                 }
             }
             return rc;
@@ -626,12 +626,9 @@ pub unsafe extern "C" fn MPI_Testany(
     let (done, i) = unsafe { (*flag, *index) };
     if done != 0 {
         if let Some(&(_, key)) = usize::try_from(i).ok().and_then(|i| keys.get(i)) {
-            if let Some(f) = take_failure(key) {
-                if status != status_ignore() && !status.is_null() {
-                    // SAFETY: a writable status.
-                    unsafe { (*status).MPI_ERROR = f.code };
-                }
-                return errors::raise(f.comm, f.code);
+            // SAFETY: the program's status (or ignore).
+            if let Some(code) = unsafe { reported(key, status) } {
+                return code;
             }
         }
     }

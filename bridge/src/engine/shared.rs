@@ -431,14 +431,10 @@ impl Shared {
     /// Discards messages that claimed a source rank whose process is not
     /// the one that sent them (another intercomm's member, or a forger):
     /// logged, credit returned, nobody failed.
-    pub(crate) fn discard_forged(self: &Arc<Self>, context: u64, forged: Vec<Arrived>) {
-        for a in forged {
-            warn!(
-                context = format_args!("{context:#x}"),
-                claimed_source = a.hdr.source,
-                sender = %a.peer,
-                "a message claims a source rank its sender is not; discarded"
-            );
+    pub(crate) fn discard_forged(self: &Arc<Self>, context: u64, forged_early: Vec<Arrived>) {
+        for a in forged_early {
+            debug_assert_eq!(a.hdr.context, context);
+            forged(&a.hdr, a.peer);
             self.discard_arrived(a);
         }
     }
@@ -558,12 +554,7 @@ impl Shared {
                 })
             }
             Destination::Ctx(ctx) if !lock(&ctx.state).sender_is(hdr.source, peer) => {
-                warn!(
-                    context = format_args!("{:#x}", hdr.context),
-                    claimed_source = hdr.source,
-                    sender = %peer,
-                    "a message claims a source rank its sender is not; discarded"
-                );
+                forged(&hdr, peer);
                 let r = discard_payload(rd, hdr.payload_len);
                 self.release(peer, cost);
                 r.map_err(|e| BridgeError::PeerFailed {
@@ -600,12 +591,7 @@ impl Shared {
                 self.await_data(peer, hdr, None);
             }
             Destination::Ctx(ctx) if !lock(&ctx.state).sender_is(hdr.source, peer) => {
-                warn!(
-                    context = format_args!("{:#x}", hdr.context),
-                    claimed_source = hdr.source,
-                    sender = %peer,
-                    "an announcement claims a source rank its sender is not; discarded"
-                );
+                forged(&hdr, peer);
                 self.await_data(peer, hdr, None);
             }
             Destination::Ctx(ctx) => {
@@ -754,4 +740,14 @@ impl RecvProgress for Shared {
     ) -> Option<Result<RecvOutcome>> {
         self.wait_from(peer, done, deadline)
     }
+}
+
+/// Logs a frame whose source rank is not the process that sent it.
+fn forged(hdr: &FrameHeader, sender: Uuid) {
+    warn!(
+        context = format_args!("{:#x}", hdr.context),
+        claimed_source = hdr.source,
+        sender = %sender,
+        "a frame claims a source rank its sender is not; discarded"
+    );
 }
