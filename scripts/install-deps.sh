@@ -9,6 +9,7 @@ packages=(
   openmpi-bin libopenmpi-dev                      # Open MPI: mpicc.openmpi, mpirun.openmpi
   mpich libmpich-dev                              # MPICH: mpicc.mpich, mpiexec.mpich
   gfortran                                        # mpifort.openmpi / mpifort.mpich (Fortran tests)
+  python3-mpi4py                                  # the isthmus Python package and its tests (mpi4py on Open MPI)
   etcd-server etcd-client                         # state store of a multi-host virtual machine
   pvm pvm-dev                                     # reference for the group-service benchmark
   iproute2 passwd util-linux                      # security tests: network namespaces (ip), test users (useradd), setpriv

@@ -589,3 +589,221 @@ pub unsafe extern "C" fn MPI_Iprobe(
         Err(e) => errors::fail(comm, "MPI_Iprobe", &e),
     }
 }
+
+// ------------------------------------------------------- matched probes
+
+/// Messages taken by `MPI_Mprobe`/`MPI_Improbe` and not yet received, by
+/// the handle given out for them. The handles are small odd numbers, which
+/// neither implementation uses for its own messages (Open MPI's are
+/// pointers, MPICH's carry kind bits above 2^26), so `MPI_Mrecv` knows
+/// ours from theirs.
+struct Taken {
+    req: isthmus_bridge::RecvRequest,
+    comm: MPI_Comm,
+}
+// SAFETY: the communicator handle is a process-wide value; the request is Send.
+unsafe impl Send for Taken {}
+
+static TAKEN: std::sync::Mutex<Option<std::collections::HashMap<usize, Taken>>> =
+    std::sync::Mutex::new(None);
+static NEXT_MESSAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+fn message_of(key: usize) -> ffi::MPI_Message {
+    const { assert!(std::mem::size_of::<ffi::MPI_Message>() <= std::mem::size_of::<usize>()) };
+    // SAFETY: MPI_Message is a plain integer or pointer newtype no larger
+    // than a word (checked above); the handle is never dereferenced: only
+    // our own MPI_Mrecv/MPI_Imrecv read it back.
+    unsafe { std::mem::transmute_copy::<usize, ffi::MPI_Message>(&key) }
+}
+
+fn key_of(m: ffi::MPI_Message) -> usize {
+    m.0 as usize
+}
+
+/// Takes the message `st` describes off the matching queue (the next one
+/// from its source with its tag: messages do not overtake) and returns
+/// its handle.
+fn take(bc: &BridgeComm, comm: MPI_Comm, st: &Status) -> Result<ffi::MPI_Message, BridgeError> {
+    let req = bc.inter.irecv_bytes(
+        isthmus_bridge::Source::Rank(st.source),
+        isthmus_bridge::Tag::Value(st.tag),
+        None,
+        usize::try_from(st.bytes).unwrap_or(usize::MAX),
+    )?;
+    // Odd, so never an aligned pointer; small, so never an MPICH handle.
+    let key = (NEXT_MESSAGE.fetch_add(2, std::sync::atomic::Ordering::Relaxed) % (1 << 24)) | 1;
+    TAKEN
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert_with(Default::default)
+        .insert(key, Taken { req, comm });
+    Ok(message_of(key))
+}
+
+fn taken(m: ffi::MPI_Message) -> Option<Taken> {
+    TAKEN
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()?
+        .remove(&key_of(m))
+}
+
+fn message_no_proc() -> ffi::MPI_Message {
+    // SAFETY: reading rsmpi's exported constant.
+    unsafe { ffi::RSMPI_MESSAGE_NO_PROC }
+}
+
+fn message_null() -> ffi::MPI_Message {
+    // SAFETY: reading rsmpi's exported constant.
+    unsafe { ffi::RSMPI_MESSAGE_NULL }
+}
+
+/// # Safety
+/// As `MPI_Mprobe`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut ffi::MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    let Some(bc) = bridge_comm(comm) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Mprobe(source, tag, comm, message, status) };
+    };
+    if source == proc_null() {
+        // SAFETY: the program's out-pointers.
+        unsafe {
+            *message = message_no_proc();
+            fill_status(status, &Outcome::empty());
+        }
+        return 0;
+    }
+    let r = self::source(source)
+        .and_then(|s| bc.inter.probe(s, tag_of(tag)))
+        .and_then(|st| take(&bc, comm, &st).map(|m| (m, st)));
+    match r {
+        Ok((m, st)) => {
+            // SAFETY: the program's out-pointers.
+            unsafe {
+                *message = m;
+                fill_status(status, &probed(&st));
+            }
+            0
+        }
+        Err(e) => errors::fail(comm, "MPI_Mprobe", &e),
+    }
+}
+
+/// # Safety
+/// As `MPI_Improbe`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut ffi::MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    let Some(bc) = bridge_comm(comm) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Improbe(source, tag, comm, flag, message, status) };
+    };
+    if source == proc_null() {
+        // SAFETY: the program's out-pointers.
+        unsafe {
+            *flag = 1;
+            *message = message_no_proc();
+            fill_status(status, &Outcome::empty());
+        }
+        return 0;
+    }
+    let r = self::source(source)
+        .and_then(|s| bc.inter.iprobe(s, tag_of(tag)))
+        .and_then(|found| match found {
+            Some(st) => take(&bc, comm, &st).map(|m| Some((m, st))),
+            None => Ok(None),
+        });
+    match r {
+        Ok(found) => {
+            // SAFETY: the program's out-pointers.
+            unsafe {
+                *flag = c_int::from(found.is_some());
+                if let Some((m, st)) = found {
+                    *message = m;
+                    fill_status(status, &probed(&st));
+                }
+            }
+            0
+        }
+        Err(e) => errors::fail(comm, "MPI_Improbe", &e),
+    }
+}
+
+/// # Safety
+/// As `MPI_Mrecv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut ffi::MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the program's message handle.
+    let Some(t) = (if message.is_null() {
+        None
+    } else {
+        taken(unsafe { *message })
+    }) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Mrecv(buf, count, datatype, message, status) };
+    };
+    let n = usize::try_from(count).unwrap_or(0);
+    let r = t.req.wait().and_then(|(bytes, st)| {
+        // SAFETY: `buf` holds `count` elements of `datatype` (MPI_Mrecv's contract).
+        unsafe { decode_received(&bytes, &st, buf, n, datatype) }
+    });
+    // SAFETY: the program's out-pointer.
+    unsafe { *message = message_null() };
+    match r {
+        Ok(o) => {
+            // SAFETY: the program's status (or ignore).
+            unsafe { fill_status(status, &o) };
+            0
+        }
+        Err(e) => errors::fail(t.comm, "MPI_Mrecv", &e),
+    }
+}
+
+/// # Safety
+/// As `MPI_Imrecv`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut ffi::MPI_Message,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the program's message handle.
+    let Some(t) = (if message.is_null() {
+        None
+    } else {
+        taken(unsafe { *message })
+    }) else {
+        // SAFETY: the program's arguments, passed on.
+        return unsafe { ffi::PMPI_Imrecv(buf, count, datatype, message, request) };
+    };
+    // SAFETY: the program's out-pointer.
+    unsafe { *message = message_null() };
+    let op = Op::Recv {
+        req: t.req,
+        buf,
+        count: usize::try_from(count).unwrap_or(0),
+        dt: datatype,
+    };
+    out_request(requests::start(op, t.comm, "MPI_Imrecv"), request)
+}
