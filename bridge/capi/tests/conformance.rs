@@ -1,5 +1,5 @@
-//! MPICH's own intercommunicator tests (`/work/shared/conformance/mpich`,
-//! or `$ISTHMUS_CONFORMANCE_DIR`), unmodified, between two separately
+//! MPICH's own intercommunicator tests (`shared/conformance/mpich` beside
+//! the repository, or `$ISTHMUS_CONFORMANCE_DIR`), unmodified, between two separately
 //! started jobs — Open MPI on the left and MPICH on the right, and the other
 //! way round — with Isthmus's MTest harness (tests/mtest), whose
 //! `MTestGetIntercomm` returns an Isthmus intercommunicator.
@@ -16,10 +16,19 @@ use std::time::Duration;
 
 use common::*;
 
+/// `$ISTHMUS_CONFORMANCE_DIR`, else `shared/conformance/mpich` in the
+/// nearest folder above the repository that has it (CI puts `shared/`
+/// beside the clone).
 fn suite_dir() -> PathBuf {
-    std::env::var_os("ISTHMUS_CONFORMANCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate_dir().join("../../../shared/conformance/mpich"))
+    if let Some(d) = std::env::var_os("ISTHMUS_CONFORMANCE_DIR") {
+        return PathBuf::from(d);
+    }
+    let repo = crate_dir().join("../..");
+    let repo = repo.canonicalize().unwrap_or(repo);
+    repo.ancestors()
+        .map(|a| a.join("shared/conformance/mpich"))
+        .find(|d| d.join("tests").is_dir())
+        .unwrap_or_else(|| repo.join("../shared/conformance/mpich"))
 }
 
 /// Builds `test` (a path under tests/) for `mpi`.
