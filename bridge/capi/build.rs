@@ -42,6 +42,12 @@ fn main() {
     );
     let header = String::from_utf8_lossy(&pre.stdout).replace('\n', " ");
 
+    // MPI 4's large-count calls (MPI_Send_c, ...): MPICH 4 has them, Open
+    // MPI 4.1 does not.
+    println!("cargo::rustc-check-cfg=cfg(isthmus_large_count)");
+    if header.contains("MPI_Send_c") {
+        println!("cargo:rustc-cfg=isthmus_large_count");
+    }
     let list = fs::read_to_string("mpi-functions.txt").expect("read mpi-functions.txt");
     let mut classes = BTreeMap::new();
     for line in list.lines() {

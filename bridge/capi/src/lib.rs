@@ -30,6 +30,8 @@ pub mod api;
 pub mod comms;
 pub mod errors;
 pub mod fortran;
+#[cfg(isthmus_large_count)]
+pub mod large_count;
 pub mod mpi_glue;
 pub mod ports;
 pub mod pt2pt;

@@ -640,6 +640,16 @@ fn take(bc: &BridgeComm, comm: MPI_Comm, st: &Status) -> Result<ffi::MPI_Message
     Ok(message_of(key))
 }
 
+/// Whether `m` is a message `MPI_Mprobe`/`MPI_Improbe` took from the bridge.
+#[cfg_attr(not(isthmus_large_count), allow(dead_code))] // used by large_count.rs
+pub(crate) fn is_taken(m: ffi::MPI_Message) -> bool {
+    TAKEN
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .is_some_and(|t| t.contains_key(&key_of(m)))
+}
+
 fn taken(m: ffi::MPI_Message) -> Option<Taken> {
     TAKEN
         .lock()

@@ -1,7 +1,8 @@
 //! The `isthmus` Python package with mpi4py (Debian's, built with Open
 //! MPI), run under the preloaded library: a Python job forms an Isthmus
 //! intercommunicator with a C job of MPICH (buffer API) and with another
-//! Python job (pickle API).
+//! Python job (pickle API); and mpi4py's own Open_port/Publish_name/Accept
+//! meet an unmodified C program of MPICH that connects.
 
 mod common;
 
@@ -80,5 +81,47 @@ fn two_python_jobs_exchange_objects_with_the_pickle_api() {
         "left:\n{}\nright:\n{}",
         text(&oa),
         text(&ob)
+    );
+}
+
+#[test]
+fn mpi4py_accepts_with_its_own_calls_and_c_on_mpich_connects() {
+    let dir = TempDir::new("python-ports");
+    let vmd = Vmd::start("localhost", &[]);
+    let connector = dir.0.join("ports-mpich");
+    build_c(
+        Mpi::Mpich,
+        &[crate_dir().join("tests/c/ports.c")],
+        &connector,
+        Linking::Unmodified,
+    );
+    let py = Job {
+        mpi: Mpi::OpenMpi,
+        np: 2,
+        program: PathBuf::from(PYTHON),
+        args: vec![
+            crate_dir()
+                .join("tests/python/ports.py")
+                .display()
+                .to_string(),
+            "svc-python".into(),
+        ],
+        env: vec![],
+        linking: Linking::Unmodified,
+    };
+    let c = Job {
+        mpi: Mpi::Mpich,
+        np: 3,
+        program: connector,
+        args: vec!["connect".into(), "svc-python".into()],
+        env: vec![],
+        linking: Linking::Unmodified,
+    };
+    let (op, oc) = run_pair(&vmd, &py, &c, Duration::from_secs(180));
+    assert!(
+        passed(&op, "accept", 2) && passed(&oc, "connect", 3),
+        "python:\n{}\nC:\n{}",
+        text(&op),
+        text(&oc)
     );
 }

@@ -53,8 +53,22 @@ _lib.Isthmus_Leave.argtypes = [ctypes.c_int]
 _lib.Isthmus_Intercomm_create_timeout.argtypes = [
     ctypes.c_int, ctypes.c_char_p, ctypes.c_double, ctypes.POINTER(_Comm)]
 _lib.Isthmus_Intercomm_create.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_Comm)]
-_lib.MPI_Comm_c2f.argtypes = [_Comm]
-_lib.MPI_Comm_c2f.restype = ctypes.c_int
+
+
+def _to_mpi4py(out):
+    """The mpi4py Intercomm for the C handle ``out``."""
+    if hasattr(MPI.Intercomm, "fromhandle"):  # mpi4py >= 4
+        # An MPICH handle is an int with its top bit set: pass its bits.
+        value = out.value & 0xFFFFFFFF if _Comm is ctypes.c_int else out.value
+        return MPI.Intercomm.fromhandle(value)
+    # mpi4py 3: through the Fortran handle. MPICH's MPI_Comm_c2f is a macro
+    # (its handles are the Fortran ones); Open MPI's is a function.
+    if _Comm is ctypes.c_int:
+        return MPI.Intercomm.f2py(out.value)
+    c2f = _lib.MPI_Comm_c2f
+    c2f.argtypes = [_Comm]
+    c2f.restype = ctypes.c_int
+    return MPI.Intercomm.f2py(c2f(out))
 
 
 def _check(code):
@@ -85,4 +99,4 @@ def intercomm_create(handle, remote, timeout=None):
     else:
         _check(_lib.Isthmus_Intercomm_create_timeout(
             handle, remote.encode(), float(timeout), ctypes.byref(out)))
-    return MPI.Intercomm.f2py(_lib.MPI_Comm_c2f(out))
+    return _to_mpi4py(out)
