@@ -1617,3 +1617,19 @@ refused_mpich_f08!("MPI_Dist_graph_create_adjacent", mpi_dist_graph_create_adjac
      destweights: P, info: P, reorder: P, comm_dist_graph: P), comm_old);
 refused_mpich_f08!("MPI_Win_create_dynamic", mpi_win_create_dynamic_f08_,
     (info: P, comm: P, win: P), comm);
+
+// ------------------------------------------- generated refusals (Open MPI)
+
+/// A communicator passed by reference, as a word (see build.rs): the
+/// Isthmus communicator it names, if it is one.
+///
+/// # Safety
+/// `w` is null or the address of a Fortran INTEGER.
+#[allow(dead_code)] // used by the generated code of the Open MPI build
+unsafe fn bridge_comm_word(w: usize) -> Option<MPI_Comm> {
+    // SAFETY: the caller's contract.
+    unsafe { bridge_comm_f(w as P) }
+}
+
+// Every refused call not defined by hand above, from Open MPI's mpi.h.
+include!(concat!(env!("OUT_DIR"), "/fortran_refused.rs"));

@@ -6,7 +6,7 @@ program refused
   implicit none
   character(len=64) :: group, peer
   character(len=MPI_MAX_ERROR_STRING) :: msg
-  integer :: ierr, rank, handle, inter, newcomm, req, n
+  integer :: ierr, rank, handle, inter, newcomm, req, n, fh
   integer :: x(2), y(2), reqs(2), elen
 
   call MPI_Init(ierr)
@@ -36,6 +36,13 @@ program refused
   call expect_refusal(ierr, 'MPI_Cart_create')
   call MPI_Ialltoall(x, 1, MPI_INTEGER, y, 1, MPI_INTEGER, inter, req, ierr)
   call expect_refusal(ierr, 'MPI_Ialltoall')
+  ! Generated from mpi.h (build.rs), not written by hand:
+  call MPI_File_open(inter, 'isthmus-refused', MPI_MODE_RDONLY, MPI_INFO_NULL, fh, ierr)
+  call expect_refusal(ierr, 'MPI_File_open')
+  call MPI_Intercomm_create(inter, 0, MPI_COMM_WORLD, 0, 7, newcomm, ierr)
+  call expect_refusal(ierr, 'MPI_Intercomm_create')
+  call MPI_Cartdim_get(inter, n, ierr)
+  call expect_refusal(ierr, 'MPI_Cartdim_get')
 
   ! A negative count is an error naming it (raised on MPI_COMM_WORLD;
   ! Isthmus's message under Open MPI, MPICH's own under MPICH).
