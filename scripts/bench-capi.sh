@@ -11,8 +11,10 @@ set -euo pipefail
 ITERS=${1:-5000}
 BW=${2:-512}
 cd "$ISTHMUS_ROOT"
-build_with mpich build --release -q -p isthmus-capi -p isthmus-examples --bins
-build_with openmpi build --release -q -p isthmus-capi -p isthmus-examples --bins -p isthmus-vmd
+build_with mpich build --release -q -p isthmus-examples --bins
+build_with mpich build --release -q -p isthmus-capi
+build_with openmpi build --release -q -p isthmus-examples -p isthmus-vmd --bins
+build_with openmpi build --release -q -p isthmus-capi
 OUT=$(mktemp -d /tmp/isthmus-bench-capi.XXXXXX)
 trap '[ -n "${VMD_PID:-}" ] && kill "$VMD_PID" 2>/dev/null; rm -rf "$OUT"' EXIT
 O="$ISTHMUS_TARGET_OPENMPI/release" M="$ISTHMUS_TARGET_MPICH/release"

@@ -15,8 +15,11 @@ bash scripts/check-deps.sh
 bash scripts/check-module-cycles.sh >/dev/null
 build_with openmpi clippy --release --workspace --all-targets -- -D warnings
 # The MPICH flavour of the examples and of libisthmus.so (C/Fortran tests).
-build_with mpich build --release -p isthmus-examples --bins -p isthmus-capi
+# (--bins applies to every -p of its command: the library gets its own.)
+build_with mpich build --release -p isthmus-examples --bins
+build_with mpich build --release -p isthmus-capi
 export ISTHMUS_MPICH_BIN_DIR="$ISTHMUS_TARGET_MPICH/release"
-build_with openmpi build --release -p isthmus-examples --bins -p isthmus-capi -p isthmus-vmd
+build_with openmpi build --release -p isthmus-examples -p isthmus-vmd --bins
+build_with openmpi build --release -p isthmus-capi
 export ISTHMUS_OPENMPI_BIN_DIR="$ISTHMUS_TARGET_OPENMPI/release"
 build_with openmpi test --release --workspace -- --test-threads=2
