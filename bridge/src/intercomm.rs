@@ -405,6 +405,20 @@ impl InterComm {
         self.isend_cow(dest, tag, sig, count, Cow::Owned(payload))
     }
 
+    /// Non-blocking standard-mode send of borrowed bytes: written at once
+    /// when the connection is idle (no copy), else copied and queued — the
+    /// request never refers to `payload` after this returns.
+    pub fn isend_borrowed(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: &[u8],
+    ) -> Result<SendRequest> {
+        self.isend_cow(dest, tag, sig, count, Cow::Borrowed(payload))
+    }
+
     /// isend of borrowed or owned bytes: written inline from the caller when the
     /// connection is idle (any size, no copy), else copied (if borrowed) and
     /// handed to the writer thread.

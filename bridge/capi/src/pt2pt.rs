@@ -172,11 +172,14 @@ unsafe fn isend(
     let to = peer(dest, &bc.inter).map_err(fail)?;
     // SAFETY: forwarded.
     let (sig, n, enc) = unsafe { encode(buf, count, dt) }.map_err(fail)?;
-    // The bridge's writer may outlive this call: it gets its own copy.
-    let bytes = enc.bytes.into_owned();
     let r = match mode {
-        Mode::Synchronous => bc.inter.issend_bytes(to, tag, &sig, n, bytes),
-        Mode::Standard | Mode::Buffered => bc.inter.isend_bytes(to, tag, &sig, n, bytes),
+        // Owned: the bridge keeps it until the receiver matched.
+        Mode::Synchronous => bc
+            .inter
+            .issend_bytes(to, tag, &sig, n, enc.bytes.into_owned()),
+        // Written at once when the connection is idle, else copied: the
+        // bridge keeps no reference to the user's buffer either way.
+        Mode::Standard | Mode::Buffered => bc.inter.isend_borrowed(to, tag, &sig, n, &enc.bytes),
     }
     .map_err(fail)?;
     requests::start(Op::Send(r), comm, call)
