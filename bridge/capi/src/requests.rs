@@ -79,6 +79,7 @@ struct Failure {
 // SAFETY: see `Entry`.
 unsafe impl Send for Failure {}
 static FAILED: Mutex<Option<HashMap<usize, Failure>>> = Mutex::new(None);
+static FAILED_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 fn pending() -> std::sync::MutexGuard<'static, Option<HashMap<usize, Entry>>> {
     PENDING.lock().unwrap_or_else(|p| p.into_inner())
@@ -300,11 +301,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
         Ok(o) => o,
         Err(e) => {
             let code = errors::code_of(call, &e);
-            FAILED
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert_with(HashMap::new)
-                .insert(key, Failure { code, comm });
+            record_failure(key, Failure { code, comm });
             Outcome {
                 error: code,
                 ..Outcome::empty()
@@ -332,11 +329,30 @@ fn advance(reqs: &[MPI_Request]) -> bool {
 
 /// The error of a finished bridge request not yet reported (and forgets it).
 fn take_failure(key: usize) -> Option<Failure> {
-    FAILED
+    if FAILED_COUNT.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let f = FAILED
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .as_mut()?
-        .remove(&key)
+        .remove(&key);
+    if f.is_some() {
+        FAILED_COUNT.fetch_sub(1, Ordering::Relaxed);
+    }
+    f
+}
+
+fn record_failure(key: usize, f: Failure) {
+    let fresh = FAILED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(key, f)
+        .is_none();
+    if fresh {
+        FAILED_COUNT.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Snapshots the keys of `reqs` (MPI overwrites finished ones with null).
@@ -422,7 +438,7 @@ unsafe fn reported(key: usize, status: *mut MPI_Status) -> Option<c_int> {
 /// As `MPI_Wait`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+    if nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Wait(request, status) };
     }
@@ -441,13 +457,10 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
     unsafe { reported(key, status) }.unwrap_or(rc)
 }
 
-#[allow(non_snake_case)]
-fn FAILED_EMPTY() -> bool {
-    FAILED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .is_none_or(|m| m.is_empty())
+/// No bridge request is pending or has an unreported failure: the call is
+/// MPI's alone (two relaxed loads on the path of every plain program).
+fn nothing_of_ours() -> bool {
+    PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_COUNT.load(Ordering::Relaxed) == 0
 }
 
 /// # Safety
@@ -458,7 +471,7 @@ pub unsafe extern "C" fn MPI_Test(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    if request.is_null() || (PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY()) {
+    if request.is_null() || nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Test(request, flag, status) };
     }
@@ -485,7 +498,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     requests: *mut MPI_Request,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+    if nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Waitall(count, requests, statuses) };
     }
@@ -542,7 +555,7 @@ pub unsafe extern "C" fn MPI_Testall(
     flag: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+    if nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Testall(count, requests, flag, statuses) };
     }
@@ -574,7 +587,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+    if nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Waitany(count, requests, index, status) };
     }
@@ -612,7 +625,7 @@ pub unsafe extern "C" fn MPI_Testany(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+    if nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Testany(count, requests, index, flag, status) };
     }
@@ -645,7 +658,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+    if nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Waitsome(incount, requests, outcount, indices, statuses) };
     }
@@ -671,7 +684,7 @@ pub unsafe extern "C" fn MPI_Testsome(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    if PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_EMPTY() {
+    if nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses) };
     }
@@ -805,11 +818,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
                     });
                     let o = o.unwrap_or_else(|err| {
                         let code = errors::code_of(call, &err);
-                        FAILED
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .get_or_insert_with(HashMap::new)
-                            .insert(key, Failure { code, comm });
+                        record_failure(key, Failure { code, comm });
                         Outcome {
                             error: code,
                             ..Outcome::empty()
