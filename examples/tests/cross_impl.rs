@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use isthmus_client::{Console, Session};
 use isthmus_proto as pb;
+use isthmus_testkit::finish;
 use isthmus_vmd::daemon::{Daemon, DaemonConfig, Security};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -176,28 +177,6 @@ fn launch(vmd: &EmbeddedVmd, scenario: &str, j: &Job) -> Child {
     }
     cmd.spawn()
         .unwrap_or_else(|e| panic!("cannot start {:?} launcher: {e}", j.mpi))
-}
-
-/// Waits for a launcher, killing it (by its PID) at the deadline.
-fn finish(mut child: Child, deadline: Duration, what: &str) -> Output {
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() > deadline => {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("collect output");
-                panic!(
-                    "{what} did not finish within {deadline:?}\nstdout:\n{}\nstderr:\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => panic!("waiting for {what}: {e}"),
-        }
-    }
-    child.wait_with_output().expect("collect output")
 }
 
 fn assert_passed(out: &Output, scenario: &str, j: &Job) {

@@ -404,6 +404,27 @@ unsafe fn mark_statuses(statuses: *mut MPI_Status, codes: &[(usize, c_int)], n: 
     }
 }
 
+/// What an array call returns once MPI completed `keys` (position, request
+/// key) with `rc`: MPI_ERR_IN_STATUS with each failed bridge request's code
+/// in its status (raised through its error handler), else `rc`.
+///
+/// # Safety
+/// `statuses` is ignore/null or holds `n` statuses.
+unsafe fn in_status(
+    rc: c_int,
+    keys: &[(usize, usize)],
+    statuses: *mut MPI_Status,
+    n: usize,
+) -> c_int {
+    let failed = failures(keys);
+    if failed.is_empty() {
+        return rc;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { mark_statuses(statuses, &failed, n) };
+    ffi::MPI_ERR_IN_STATUS as c_int
+}
+
 /// Collects the failures among `keys` (positions MPI completed), raising
 /// each through its error handler.
 fn failures(keys: &[(usize, usize)]) -> Vec<(usize, c_int)> {
@@ -537,13 +558,8 @@ pub unsafe extern "C" fn MPI_Waitall(
     }
     // SAFETY: as above.
     let rc = unsafe { ffi::PMPI_Waitall(count, requests, statuses) };
-    let failed = failures(&keys);
-    if failed.is_empty() {
-        return rc;
-    }
     // SAFETY: `statuses` is the program's array of `count`, or ignore.
-    unsafe { mark_statuses(statuses, &failed, keys.len()) };
-    ffi::MPI_ERR_IN_STATUS as c_int
+    unsafe { in_status(rc, &keys, statuses, keys.len()) }
 }
 
 /// # Safety
@@ -569,13 +585,8 @@ pub unsafe extern "C" fn MPI_Testall(
     if unsafe { *flag } == 0 {
         return rc;
     }
-    let failed = failures(&keys);
-    if failed.is_empty() {
-        return rc;
-    }
     // SAFETY: as above.
-    unsafe { mark_statuses(statuses, &failed, keys.len()) };
-    ffi::MPI_ERR_IN_STATUS as c_int
+    unsafe { in_status(rc, &keys, statuses, keys.len()) }
 }
 
 /// # Safety
@@ -591,24 +602,12 @@ pub unsafe extern "C" fn MPI_Waitany(
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Waitany(count, requests, index, status) };
     }
-    // SAFETY: the program passes `count` requests.
-    let reqs = unsafe { slice(requests, count) };
-    let keys = keys_of(reqs);
     let mut backoff = Backoff(0);
     loop {
-        advance(reqs);
         let mut flag = 0;
-        // SAFETY: as above.
-        let rc = unsafe { ffi::PMPI_Testany(count, requests, index, &mut flag, status) };
+        // SAFETY: forwarded contract; `flag` is ours.
+        let rc = unsafe { MPI_Testany(count, requests, index, &mut flag, status) };
         if rc != 0 || flag != 0 {
-            // SAFETY: `index` is the program's out-pointer, set by MPI.
-            let i = unsafe { *index };
-            if let Some(&(_, key)) = usize::try_from(i).ok().and_then(|i| keys.get(i)) {
-                // SAFETY: the program's status (or ignore).
-                if let Some(code) = unsafe { reported(key, status) } {
-                    return code;
-                }
-            }
             return rc;
         }
         backoff.pause();
@@ -708,13 +707,8 @@ pub unsafe extern "C" fn MPI_Testsome(
         .enumerate()
         .filter_map(|(slot, &i)| keys.get(i).map(|&(_, k)| (slot, k)))
         .collect();
-    let failed = failures(&completed);
-    if failed.is_empty() {
-        return rc;
-    }
     // SAFETY: statuses are per output slot.
-    unsafe { mark_statuses(statuses, &failed, n) };
-    ffi::MPI_ERR_IN_STATUS as c_int
+    unsafe { in_status(rc, &completed, statuses, n) }
 }
 
 /// # Safety

@@ -256,3 +256,26 @@ pub fn alive(pid: u32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// Waits for a launched job's launcher and collects its output; kills it
+/// (by its PID) and fails the test, with what it printed, at the deadline.
+pub fn finish(mut child: Child, deadline: Duration, what: &str) -> std::process::Output {
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() > deadline => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("collect output");
+                panic!(
+                    "{what} did not finish within {deadline:?}\nstdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("waiting for {what}: {e}"),
+        }
+    }
+    child.wait_with_output().expect("collect output")
+}

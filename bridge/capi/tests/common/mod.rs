@@ -11,9 +11,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-pub use isthmus_testkit::{TempDir, Vmd};
+pub use isthmus_testkit::{finish, TempDir, Vmd};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mpi {
@@ -167,38 +167,22 @@ pub fn launch(vmd: &Vmd, job: &Job) -> Child {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    cmd.spawn()
-        .unwrap_or_else(|e| panic!("cannot start the {} launcher: {e}", job.mpi.name()))
+    // Two Open MPI launchers started in the same instant race on their
+    // session directories: tests running in parallel take turns, a moment
+    // apart.
+    static LAUNCHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = LAUNCHING.lock().unwrap_or_else(|p| p.into_inner());
+    let child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start the {} launcher: {e}", job.mpi.name()));
+    std::thread::sleep(Duration::from_millis(300));
+    child
 }
 
-/// Waits for a launcher, killing it (by its PID) at the deadline.
-pub fn finish(mut child: Child, deadline: Duration, what: &str) -> Output {
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() > deadline => {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("collect output");
-                panic!(
-                    "{what} did not finish within {deadline:?}\nstdout:\n{}\nstderr:\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => panic!("waiting for {what}: {e}"),
-        }
-    }
-    child.wait_with_output().expect("collect output")
-}
-
-/// Runs two jobs at once (the second started a moment later: two Open MPI
-/// launchers started in the same instant race on their session
-/// directories) and returns their outputs.
+/// Runs two jobs at once (started a moment apart, see `launch`) and
+/// returns their outputs.
 pub fn run_pair(vmd: &Vmd, a: &Job, b: &Job, deadline: Duration) -> (Output, Output) {
     let ca = launch(vmd, a);
-    std::thread::sleep(Duration::from_millis(300));
     let cb = launch(vmd, b);
     let oa = finish(ca, deadline, "job A");
     let ob = finish(cb, deadline, "job B");
