@@ -214,6 +214,10 @@ fn fortran_wrapper(out: &mut String, name: &str, params: &str, flavour: Flavour)
 fn wrapper(out: &mut String, name: &str, params: &str) {
     let mut names = Vec::new();
     let mut comms = Vec::new();
+    // Output file handles: set to MPI_FILE_NULL on refusal, because a
+    // caller may convert it (MPICH's Fortran calls MPI_File_c2f, which
+    // follows the pointer).
+    let mut files = Vec::new();
     for p in params.split(',') {
         let p = p.trim();
         // The parameter's name: its last identifier, past any array suffix.
@@ -235,6 +239,9 @@ fn wrapper(out: &mut String, name: &str, params: &str) {
         if ty == "MPI_Comm" {
             comms.push(ident.clone());
         }
+        if ty.replace(' ', "") == "MPI_File*" {
+            files.push(names.len());
+        }
         names.push(ident);
     }
     if comms.is_empty() {
@@ -250,6 +257,10 @@ fn wrapper(out: &mut String, name: &str, params: &str) {
         .collect::<Vec<_>>()
         .join(" || ");
     let first = position(&comms[0]);
+    let nulls: String = files
+        .iter()
+        .map(|i| format!("null_file_word(a{i}); "))
+        .collect();
     let words = words.join(", ");
     let args = args.join(", ");
     let _ = writeln!(
@@ -257,7 +268,7 @@ fn wrapper(out: &mut String, name: &str, params: &str) {
         "unsafe extern \"C\" {{\n    #[link_name = \"P{name}\"]\n    fn p_{name}({words}) -> c_int;\n}}\n\
          /// Refused on an Isthmus communicator (mpi-functions.txt).\n///\n/// # Safety\n/// As `{name}`.\n\
          #[no_mangle]\npub unsafe extern \"C\" fn {name}({words}) -> c_int {{\n    \
-         if {check} {{\n        return refuse_word(a{first}, \"{name}\");\n    }}\n    \
+         if {check} {{\n        {nulls}return refuse_word(a{first}, \"{name}\");\n    }}\n    \
          // SAFETY: the caller's arguments, word for word (see build.rs).\n    \
          unsafe {{ p_{name}({args}) }}\n}}\n"
     );

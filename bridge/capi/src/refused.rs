@@ -29,6 +29,17 @@ fn is_bridge_word(w: usize) -> bool {
     crate::state::bridge_comm(comm_of_word(w)).is_some()
 }
 
+/// Writes MPI_FILE_NULL through an output `MPI_File *` passed as a word.
+#[allow(dead_code)] // only where a refused call returns a file
+fn null_file_word(w: usize) {
+    let p = w as *mut mpi::ffi::MPI_File;
+    if !p.is_null() {
+        // SAFETY: the word is the caller's `MPI_File *` output argument of
+        // a call MPI defines to write a file handle there.
+        unsafe { *p = mpi::ffi::RSMPI_FILE_NULL };
+    }
+}
+
 fn refuse_word(w: usize, call: &str) -> c_int {
     crate::errors::refuse(comm_of_word(w), call)
 }
