@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential pkg-config clang libclang-dev   # bindgen (mpi-sys) needs libclang
-  protobuf-compiler                               # tonic/prost and etcd-client code generation
+  protobuf-compiler libprotobuf-dev               # tonic/prost and etcd-client code generation (etcd-client imports google/protobuf/*.proto)
   openmpi-bin libopenmpi-dev                      # Open MPI: mpicc.openmpi, mpirun.openmpi
   mpich libmpich-dev                              # MPICH: mpicc.mpich, mpiexec.mpich
   gfortran                                        # mpifort.openmpi / mpifort.mpich (Fortran tests)

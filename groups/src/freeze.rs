@@ -3,7 +3,7 @@
 //!
 //! Waits are driven by the store's change stream: subscribe first, then
 //! read, then sleep until an event for the group arrives, so no wakeup can
-//! be missed and nothing polls.
+//! be missed and nothing polls. A deadline bounds the sleeping.
 
 use std::time::Duration;
 
@@ -27,60 +27,52 @@ impl<S: GroupStore> Groups<S> {
         validate::name(group)?;
         validate::size("freeze size", size)?;
         let mut changes = self.store().watch();
-        let work = async {
-            loop {
-                let snap = self
-                    .store()
-                    .snapshot(group)
-                    .await?
-                    .ok_or_else(|| GroupError::GroupNotFound(group.into()))?;
-                if let Some(lost) = snap.meta.broken {
-                    return Err(GroupError::GroupBroken {
+        let end = deadline_at(deadline);
+        loop {
+            let snap = self
+                .store()
+                .snapshot(group)
+                .await?
+                .ok_or_else(|| GroupError::GroupNotFound(group.into()))?;
+            if let Some(lost) = snap.meta.broken {
+                return Err(GroupError::GroupBroken {
+                    group: group.into(),
+                    instance: lost.instance,
+                    task: lost.task,
+                });
+            }
+            if let Some(frozen_size) = snap.meta.frozen_size {
+                if frozen_size != size {
+                    return Err(GroupError::FrozenAtOtherSize {
                         group: group.into(),
-                        instance: lost.instance,
-                        task: lost.task,
-                    });
-                }
-                if let Some(frozen_size) = snap.meta.frozen_size {
-                    if frozen_size != size {
-                        return Err(GroupError::FrozenAtOtherSize {
-                            group: group.into(),
-                            frozen_size,
-                            size,
-                        });
-                    }
-                    return Ok(to_table(snap));
-                }
-                let members = len_u32(snap.members.len());
-                if members > size {
-                    return Err(GroupError::FreezeBelowSize {
-                        group: group.into(),
-                        members,
+                        frozen_size,
                         size,
                     });
                 }
-                if members == size {
-                    if self.store().freeze(group, snap.meta.revision, size).await? {
-                        tracing::info!(group, size, "group frozen");
-                        let mut table = to_table(snap);
-                        table.frozen = true;
-                        return Ok(table);
-                    }
-                    // The group changed under us: read it again.
-                    continue;
-                }
-                next_change(&mut changes, group).await?;
+                return Ok(to_table(snap));
             }
-        };
-        tokio::time::timeout(deadline, work)
-            .await
-            .unwrap_or_else(|_| {
-                Err(GroupError::DeadlineExceeded {
-                    op: "freeze",
+            let members = len_u32(snap.members.len());
+            if members > size {
+                return Err(GroupError::FreezeBelowSize {
                     group: group.into(),
-                    waited: deadline,
-                })
-            })
+                    members,
+                    size,
+                });
+            }
+            if members == size {
+                if self.store().freeze(group, snap.meta.revision, size).await? {
+                    tracing::info!(group, size, "group frozen");
+                    let mut table = to_table(snap);
+                    table.frozen = true;
+                    return Ok(table);
+                }
+                // The group changed under us: read it again.
+                continue;
+            }
+            next_change(&mut changes, group, end)
+                .await
+                .map_err(|e| e.deadline("freeze", group, deadline))?;
+        }
     }
 
     /// Waits until `group` exists and is frozen and returns its table.
@@ -121,50 +113,78 @@ impl<S: GroupStore> Groups<S> {
     ) -> Result<GroupTable> {
         validate::name(group)?;
         let mut changes = self.store().watch();
-        let work = async {
-            loop {
-                if let Some(snap) = self.store().snapshot(group).await? {
-                    let before_asker =
-                        |seq: u64| asker_opened_at.is_some_and(|opened| seq <= opened);
-                    match snap.meta.broken {
-                        // An earlier run's wreck: wait for its successor.
-                        Some(lost) if before_asker(lost.seq) => {}
-                        Some(lost) => {
-                            return Err(GroupError::GroupBroken {
-                                group: group.into(),
-                                instance: lost.instance,
-                                task: lost.task,
-                            });
-                        }
-                        None if snap.meta.frozen_size.is_some() => return Ok(to_table(snap)),
-                        None => {}
+        let end = deadline_at(deadline);
+        loop {
+            if let Some(snap) = self.store().snapshot(group).await? {
+                let before_asker = |seq: u64| asker_opened_at.is_some_and(|opened| seq <= opened);
+                match snap.meta.broken {
+                    // An earlier run's wreck: wait for its successor.
+                    Some(lost) if before_asker(lost.seq) => {}
+                    Some(lost) => {
+                        return Err(GroupError::GroupBroken {
+                            group: group.into(),
+                            instance: lost.instance,
+                            task: lost.task,
+                        });
                     }
+                    None if snap.meta.frozen_size.is_some() => return Ok(to_table(snap)),
+                    None => {}
                 }
-                next_change(&mut changes, group).await?;
             }
-        };
-        tokio::time::timeout(deadline, work)
-            .await
-            .unwrap_or_else(|_| {
-                Err(GroupError::DeadlineExceeded {
-                    op: "wait_frozen",
-                    group: group.into(),
-                    waited: deadline,
-                })
-            })
+            next_change(&mut changes, group, end)
+                .await
+                .map_err(|e| e.deadline("wait_frozen", group, deadline))?;
+        }
     }
 }
 
-/// Returns once something may have changed in `group`.
-async fn next_change(changes: &mut broadcast::Receiver<GroupEvent>, group: &str) -> Result<()> {
+/// The instant `deadline` from now; "never" for deadlines too long to add.
+fn deadline_at(deadline: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(deadline)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+}
+
+/// Why [`next_change`] returned without a change.
+enum NoChange {
+    Deadline,
+    Failed(GroupError),
+}
+
+impl NoChange {
+    fn deadline(self, op: &'static str, group: &str, waited: Duration) -> GroupError {
+        match self {
+            NoChange::Deadline => GroupError::DeadlineExceeded {
+                op,
+                group: group.into(),
+                waited,
+            },
+            NoChange::Failed(e) => e,
+        }
+    }
+}
+
+/// Returns once something may have changed in `group`, or at `end`. The
+/// deadline bounds only this waiting, not the reads between waits (the
+/// store bounds those), so a zero deadline still gives one look.
+async fn next_change(
+    changes: &mut broadcast::Receiver<GroupEvent>,
+    group: &str,
+    end: tokio::time::Instant,
+) -> std::result::Result<(), NoChange> {
     loop {
-        match changes.recv().await {
+        let received = tokio::time::timeout_at(end, changes.recv())
+            .await
+            .map_err(|_| NoChange::Deadline)?;
+        match received {
             Ok(event) if event.group == group => return Ok(()),
             Ok(_) => {}
             // Missed events might concern us: re-read to be safe.
             Err(broadcast::error::RecvError::Lagged(_)) => return Ok(()),
             Err(broadcast::error::RecvError::Closed) => {
-                return Err(GroupError::Store("change stream closed".into()))
+                return Err(NoChange::Failed(GroupError::Store(
+                    "change stream closed".into(),
+                )))
             }
         }
     }

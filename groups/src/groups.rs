@@ -9,7 +9,9 @@ use tokio::sync::broadcast;
 use tracing::debug;
 
 use crate::barrier::Barriers;
-use crate::store::{CreateOutcome, GroupSnapshot, GroupStore, Guard, Lookup, MemoryStore};
+use crate::store::{
+    CreateOutcome, DynStore, GroupSnapshot, GroupStore, Guard, Lookup, MemoryStore,
+};
 use crate::{
     validate, GroupError, GroupEvent, GroupSummary, GroupTable, Member, Result, TaskId,
     MAX_INSTANCE,
@@ -21,7 +23,11 @@ use crate::{
 const MAX_CAS_ATTEMPTS: u32 = 10_000;
 
 /// Handle on the group service. Cheap to clone; all clones share state.
-pub struct Groups<S: GroupStore = MemoryStore> {
+///
+/// The default store is chosen at run time ([`DynStore`]: in memory, or a
+/// replicated store such as etcd); `Groups<MemoryStore>` names one store
+/// statically.
+pub struct Groups<S: GroupStore = DynStore> {
     pub(crate) shared: Arc<Shared<S>>,
 }
 
@@ -38,14 +44,14 @@ impl<S: GroupStore> Clone for Groups<S> {
     }
 }
 
-impl Groups<MemoryStore> {
+impl Groups<DynStore> {
     /// A service backed by the embedded in-memory store.
     pub fn in_memory() -> Self {
-        Self::new(MemoryStore::new())
+        Self::new(Box::new(MemoryStore::new()))
     }
 }
 
-impl Default for Groups<MemoryStore> {
+impl Default for Groups<DynStore> {
     fn default() -> Self {
         Self::in_memory()
     }

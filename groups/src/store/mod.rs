@@ -24,8 +24,10 @@
 //! revision ([`Guard::Tombstone`]); in etcd, the per-group meta key simply
 //! stays when the last member key goes.
 
+mod dynamic;
 mod memory;
 
+pub use dynamic::DynStore;
 pub use memory::MemoryStore;
 
 use async_trait::async_trait;

@@ -1,6 +1,4 @@
-use std::time::Instant;
-
-use isthmus_groups::{Groups, TaskId};
+use isthmus_groups::Groups;
 
 use crate::{setup, within};
 
@@ -45,7 +43,7 @@ async fn concurrent_churn_stays_consistent() {
         .map(|&task| {
             let g = g.clone();
             tokio::spawn(async move {
-                for _ in 0..200 {
+                for _ in 0..crate::CHURN_ROUNDS {
                     let i = g.join("churn", task, None, vec![]).await?;
                     assert_eq!(g.getinst("churn", task).await?, i);
                     g.leave("churn", task).await?;
@@ -61,28 +59,4 @@ async fn concurrent_churn_stays_consistent() {
         g.list().await.unwrap().is_empty(),
         "everyone left: group destroyed"
     );
-}
-
-/// Not a benchmark, a tripwire: join+leave must stay in the microsecond
-/// range (PVM's whole round trip is 150 µs). Generous for debug builds.
-#[tokio::test]
-async fn join_leave_is_cheap() {
-    let g = Groups::in_memory();
-    let task = TaskId::new_v4();
-    g.open_task(task, "h").await.unwrap();
-    // Some other members so the group is not created each time.
-    for _ in 0..8 {
-        let o = TaskId::new_v4();
-        g.open_task(o, "h").await.unwrap();
-        g.join("perf", o, None, vec![0; 64]).await.unwrap();
-    }
-    let n = 20_000u32;
-    let start = Instant::now();
-    for _ in 0..n {
-        g.join("perf", task, None, vec![0; 64]).await.unwrap();
-        g.leave("perf", task).await.unwrap();
-    }
-    let per = start.elapsed() / n;
-    eprintln!("join+leave: {per:?}");
-    assert!(per.as_micros() < 100, "join+leave took {per:?}");
 }

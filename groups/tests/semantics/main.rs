@@ -1,4 +1,6 @@
-//! Behavioural tests of `Groups` over the in-memory store.
+//! Behavioural tests of `Groups` over the in-memory store. The same
+//! modules run over etcd from `groups/etcd/tests/semantics.rs`: only
+//! [`new_groups`] differs.
 //!
 //! Every wait is wrapped in `within` so that a bug fails the test instead
 //! of hanging it.
@@ -8,52 +10,21 @@ mod concurrency;
 mod events;
 mod freeze;
 mod membership;
+mod support;
 mod tombstone;
 mod validation;
 
-use std::future::Future;
-use std::time::Duration;
+pub use support::*;
 
-use isthmus_groups::{GroupSummary, GroupTable, Groups, TaskId};
+use isthmus_groups::Groups;
 
-/// Generous bound on anything that should finish.
-pub const GUARD: Duration = Duration::from_secs(10);
-/// Deadline for operations that are expected to time out.
-pub const SHORT: Duration = Duration::from_millis(60);
-/// Deadline for operations that are expected to succeed.
-pub const LONG: Duration = Duration::from_secs(5);
+/// Join/leave rounds per task in the churn test.
+pub const CHURN_ROUNDS: u32 = 200;
+/// Whether a store call completes without yielding to other tasks, so that
+/// a single-threaded test controls the interleaving exactly.
+pub const CALLS_DO_NOT_YIELD: bool = true;
 
-pub async fn within<F: Future>(f: F) -> F::Output {
-    tokio::time::timeout(GUARD, f)
-        .await
-        .expect("operation hung")
-}
-
-/// A service with `n` opened tasks (on hosts "host0", "host1", ...).
-pub async fn setup(n: usize) -> (Groups, Vec<TaskId>) {
-    let g = Groups::in_memory();
-    let mut tasks = Vec::new();
-    for i in 0..n {
-        let t = TaskId::new_v4();
-        g.open_task(t, &format!("host{i}"))
-            .await
-            .expect("open_task");
-        tasks.push(t);
-    }
-    (g, tasks)
-}
-
-/// Everything observable about all groups, to check errors changed nothing.
-pub async fn state(g: &Groups) -> (Vec<GroupSummary>, Vec<GroupTable>) {
-    let list = g.list().await.expect("list");
-    let mut tables = Vec::new();
-    for s in &list {
-        tables.push(g.table(&s.name).await.expect("table"));
-    }
-    (list, tables)
-}
-
-/// Gives spawned tasks time to reach their wait.
-pub async fn settle() {
-    tokio::time::sleep(Duration::from_millis(20)).await;
+/// A fresh, empty group service over the store under test.
+pub async fn new_groups() -> Groups {
+    Groups::in_memory()
 }

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use isthmus_client::Console;
 
+pub mod etcd;
+
 /// The hang guard of every wait here.
 pub const T: Duration = Duration::from_secs(30);
 
@@ -101,7 +103,12 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!(
+        Self::in_dir(&std::env::temp_dir(), tag)
+    }
+
+    /// A fresh directory inside `root`.
+    pub fn in_dir(root: &std::path::Path, tag: &str) -> Self {
+        let p = root.join(format!(
             "isthmus-{tag}-{}-{}",
             std::process::id(),
             uuid::Uuid::new_v4()

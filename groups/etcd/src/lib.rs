@@ -1,0 +1,237 @@
+//! [`EtcdStore`]: the group store of a virtual machine that spans hosts.
+//!
+//! Every vmd of the virtual machine opens an `EtcdStore` on the same etcd
+//! cluster and prefix, so all of them serve one namespace: a group that a
+//! task on host A joined is seen, with the same instances and generation,
+//! by a task on host B. PVM's semantics stay in [`isthmus_groups::Groups`];
+//! this crate only maps the store trait ([`isthmus_groups::GroupStore`]) onto etcd:
+//!
+//! * **CAS.** A group's revision is the mod-revision of its meta key; every
+//!   change is one etcd transaction that compares it ([`keys`] has the
+//!   layout).
+//! * **Leases.** Each vmd holds one etcd lease, kept alive while it runs
+//!   ([`lease`]); its tasks' keys are attached to it. If the vmd dies and
+//!   does not come back within the lease's TTL, etcd deletes those keys and
+//!   any vmd still running removes the tasks' memberships as deaths
+//!   ([`expiry`]), so everyone is told. A vmd restarted within the TTL takes
+//!   its lease back and nothing is lost.
+//! * **Events.** Each transaction writes its changes to one log key; every
+//!   store watches it from the revision it last saw, so a watch that breaks
+//!   and reconnects misses nothing ([`watch`]). An event's `seq` is
+//!   `revision << 12 | index in the transaction`.
+
+// Input must never be able to panic the daemon.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+mod expiry;
+mod keys;
+mod lease;
+mod records;
+mod store;
+mod watch;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use etcd_client::{Client, ConnectOptions};
+use isthmus_groups::GroupEvent;
+use tokio::sync::{broadcast, watch as tokio_watch};
+use tokio::task::JoinHandle;
+use tracing::info;
+
+use keys::Keys;
+use records::MetaRec;
+
+/// Capacity of the change stream; slow subscribers see `Lagged`.
+const WATCH_CAPACITY: usize = 4096;
+/// Group metas remembered between a read and the CAS that follows it.
+const META_CACHE: usize = 4096;
+
+/// How to reach etcd and which part of it is this virtual machine's.
+#[derive(Clone, Debug)]
+pub struct EtcdConfig {
+    /// Client URLs of the etcd cluster (`http://127.0.0.1:2379`, …).
+    pub endpoints: Vec<String>,
+    /// Key prefix of this virtual machine; several can share a cluster.
+    pub prefix: String,
+    /// TTL of this vmd's lease: how long its tasks outlive it if it stops
+    /// without a restart.
+    pub lease_ttl: Duration,
+    /// A lease this vmd held before a restart, to take back if etcd still
+    /// has it.
+    pub resume_lease: Option<i64>,
+    /// Deadline of every etcd request and of connecting.
+    pub request_timeout: Duration,
+}
+
+impl EtcdConfig {
+    pub fn new(endpoints: Vec<String>) -> Self {
+        EtcdConfig {
+            endpoints,
+            prefix: "/isthmus/vm".into(),
+            lease_ttl: Duration::from_secs(15),
+            resume_lease: None,
+            request_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why the store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdStoreError {
+    #[error("connecting to etcd at {endpoints}: {source}")]
+    Connect {
+        endpoints: String,
+        source: etcd_client::Error,
+    },
+    #[error("etcd at {endpoints}: {what}: {source}")]
+    Request {
+        endpoints: String,
+        what: &'static str,
+        source: etcd_client::Error,
+    },
+    #[error("the lease TTL must be between 2 s and 1 day, not {0:?}")]
+    BadTtl(Duration),
+}
+
+/// What every operation needs: the client, the key layout, this vmd's
+/// lease and the meta cache. Shared with the expiry sweeper.
+pub(crate) struct Core {
+    pub(crate) client: Client,
+    pub(crate) keys: Keys,
+    /// This vmd's etcd lease; its tasks' keys are attached to it.
+    pub(crate) lease: i64,
+    /// `group → (mod-revision, meta)` as last read or written here, so that
+    /// a CAS right after a read does not read again.
+    pub(crate) metas: Mutex<HashMap<String, (u64, MetaRec)>>,
+    /// The last change-log revision whose events went out on the store's
+    /// channel: a change returns only once its own events have, as with
+    /// the in-memory store, so a subscriber that subscribes after a call
+    /// returns never sees that call's events.
+    pub(crate) delivered: tokio_watch::Receiver<i64>,
+    pub(crate) request_timeout: Duration,
+}
+
+/// A group store in etcd. See the crate docs.
+pub struct EtcdStore {
+    pub(crate) core: Arc<Core>,
+    pub(crate) events: broadcast::Sender<GroupEvent>,
+    lost: tokio_watch::Receiver<bool>,
+    background: Vec<JoinHandle<()>>,
+}
+
+impl EtcdStore {
+    /// Connects, takes back `resume_lease` or grants a new lease, and starts
+    /// keeping it alive, watching the change log and sweeping expired
+    /// tasks.
+    pub async fn connect(config: EtcdConfig) -> Result<EtcdStore, EtcdStoreError> {
+        if config.lease_ttl < Duration::from_secs(2)
+            || config.lease_ttl > Duration::from_secs(86_400)
+        {
+            return Err(EtcdStoreError::BadTtl(config.lease_ttl));
+        }
+        let endpoints = config.endpoints.join(",");
+        let options = ConnectOptions::new()
+            .with_connect_timeout(config.request_timeout)
+            .with_timeout(config.request_timeout)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(20));
+        let mut client = Client::connect(&config.endpoints, Some(options))
+            .await
+            .map_err(|source| EtcdStoreError::Connect {
+                endpoints: endpoints.clone(),
+                source,
+            })?;
+        let request = |what| {
+            let endpoints = endpoints.clone();
+            move |source| EtcdStoreError::Request {
+                endpoints,
+                what,
+                source,
+            }
+        };
+        let keys = Keys::new(&config.prefix);
+        // Events from here on: the log is watched from the next revision.
+        let head = client
+            .get(keys.log(), None)
+            .await
+            .map_err(request("reading the change log"))?;
+        let start = head.header().map(|h| h.revision()).unwrap_or(0) + 1;
+        let lease = lease::acquire(&mut client, &config)
+            .await
+            .map_err(request("granting the vmd's lease"))?;
+        let (delivered_tx, delivered) = tokio_watch::channel(start - 1);
+        let core = Arc::new(Core {
+            client: client.clone(),
+            keys: keys.clone(),
+            lease,
+            metas: Mutex::new(HashMap::new()),
+            delivered,
+            request_timeout: config.request_timeout,
+        });
+        // Tasks whose vmd stayed away past its lease, before we came.
+        expiry::sweep(&core).await;
+        let (events, _) = broadcast::channel(WATCH_CAPACITY);
+        let (lost_tx, lost) = tokio_watch::channel(false);
+        let background = vec![
+            tokio::spawn(lease::keep_alive(
+                client.clone(),
+                lease,
+                config.lease_ttl,
+                lost_tx,
+            )),
+            tokio::spawn(watch::follow_log(
+                client,
+                keys,
+                start,
+                events.clone(),
+                delivered_tx,
+            )),
+            tokio::spawn(expiry::follow(Arc::clone(&core), start)),
+        ];
+        info!(endpoints, prefix = %config.prefix, lease = format!("{lease:x}"), "etcd group store open");
+        Ok(EtcdStore {
+            core,
+            events,
+            lost,
+            background,
+        })
+    }
+
+    /// This vmd's etcd lease (to pass as `resume_lease` after a restart).
+    pub fn lease_id(&self) -> i64 {
+        self.core.lease
+    }
+
+    /// Becomes `true` when etcd no longer has this vmd's lease (it stayed
+    /// unreachable past the TTL): its tasks were declared dead to the rest
+    /// of the virtual machine, and the vmd should stop so that they learn.
+    pub fn lease_lost(&self) -> tokio_watch::Receiver<bool> {
+        self.lost.clone()
+    }
+
+    /// Revokes this vmd's lease: its tasks' keys go at once (a clean
+    /// shutdown; a crash leaves them to the TTL).
+    pub async fn revoke(&self) {
+        let mut client = self.core.client.clone();
+        if let Err(e) = client.lease_revoke(self.core.lease).await {
+            tracing::warn!(error = %e, "revoking the vmd's etcd lease");
+        }
+    }
+}
+
+impl Drop for EtcdStore {
+    fn drop(&mut self) {
+        for task in &self.background {
+            task.abort();
+        }
+    }
+}

@@ -1,0 +1,706 @@
+//! The store trait's operations as etcd transactions (see `keys` for the
+//! layout and `records` for the values).
+//!
+//! Every change reads the group's meta (or takes it from the cache filled
+//! by the read just before), decides, and commits one transaction that
+//! compares the meta's mod-revision: the CAS of the trait. Each successful
+//! transaction also writes its events to the log key.
+
+use async_trait::async_trait;
+use etcd_client::{
+    Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
+};
+use isthmus_groups::store::{
+    CreateOutcome, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup, Membership,
+    Removal, TaskLease,
+};
+use isthmus_groups::{GroupError, GroupEvent, GroupSummary, Member, Result, TaskId};
+use tokio::sync::broadcast;
+
+use crate::keys::prefix_end;
+use crate::records::{
+    decode_member, encode_log, encode_member, rev, seq_at, BrokenRec, EventRec, KindRec, MetaRec,
+    TaskRec, MAX_EVENTS_PER_TXN,
+};
+use crate::{Core, EtcdStore, META_CACHE};
+
+/// Groups whose memberships one transaction removes (each costs three
+/// operations; etcd allows 128 per transaction by default).
+const GROUPS_PER_TXN: usize = 32;
+/// Bound on re-reads after a lost compare-and-set inside the store.
+const MAX_ATTEMPTS: u32 = 1000;
+
+pub(crate) fn etcd_err(what: &'static str) -> impl Fn(etcd_client::Error) -> GroupError {
+    move |e| GroupError::Store(format!("etcd: {what}: {e}"))
+}
+
+fn contention(what: &str) -> GroupError {
+    GroupError::Store(format!(
+        "etcd: {what}: gave up after {MAX_ATTEMPTS} conflicting transactions"
+    ))
+}
+
+/// The key-values of the `i`-th get of a transaction.
+fn got(resp: &TxnResponse, i: usize) -> Vec<KeyValue> {
+    match resp.op_responses().into_iter().nth(i) {
+        Some(TxnOpResponse::Get(mut g)) => g.take_kvs(),
+        _ => Vec::new(),
+    }
+}
+
+fn decode_meta(kv: &KeyValue) -> Result<(u64, MetaRec)> {
+    Ok((
+        rev(kv.mod_revision()),
+        MetaRec::decode(kv.key(), kv.value())?,
+    ))
+}
+
+fn instance_of_member_key(key: &[u8]) -> Option<u32> {
+    let hex = key.rsplit(|b| *b == 0).next()?;
+    u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+}
+
+fn summary(name: &str, rec: &MetaRec) -> GroupSummary {
+    GroupSummary {
+        name: name.to_string(),
+        size: rec.size(),
+        frozen: rec.frozen.is_some(),
+        broken: rec.broken.is_some(),
+    }
+}
+
+/// The membership a removal takes out, and whether its task died.
+struct Gone {
+    task: TaskId,
+    instance: u32,
+    died: bool,
+}
+
+/// One transaction under construction: compares, operations, events.
+#[derive(Default)]
+struct Change {
+    compares: Vec<Compare>,
+    ops: Vec<TxnOp>,
+    events: Vec<EventRec>,
+}
+
+impl Change {
+    fn into_txn(mut self, core: &Core) -> Txn {
+        if !self.events.is_empty() {
+            self.ops
+                .push(TxnOp::put(core.keys.log(), encode_log(&self.events), None));
+        }
+        Txn::new().when(self.compares).and_then(self.ops)
+    }
+}
+
+impl Core {
+    fn cached(&self, group: &str, revision: u64) -> Option<MetaRec> {
+        let metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
+        match metas.get(group) {
+            Some((r, rec)) if *r == revision => Some(rec.clone()),
+            _ => None,
+        }
+    }
+
+    fn remember(&self, group: &str, revision: u64, rec: Option<&MetaRec>) {
+        let mut metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
+        match rec {
+            Some(rec) => {
+                if metas.len() >= META_CACHE && !metas.contains_key(group) {
+                    metas.clear();
+                }
+                metas.insert(group.to_string(), (revision, rec.clone()));
+            }
+            None => {
+                metas.remove(group);
+            }
+        }
+    }
+
+    async fn read_meta(&self, group: &str) -> Result<Option<(u64, MetaRec)>> {
+        let mut client = self.client.clone();
+        let resp = client
+            .get(self.keys.meta(group), None)
+            .await
+            .map_err(etcd_err("reading a group"))?;
+        let Some(kv) = resp.kvs().first() else {
+            self.remember(group, 0, None);
+            return Ok(None);
+        };
+        let (r, rec) = decode_meta(kv)?;
+        self.remember(group, r, Some(&rec));
+        Ok(Some((r, rec)))
+    }
+
+    /// The meta at exactly `revision`, from the cache or etcd; `None` if
+    /// the group is no longer at that revision.
+    async fn meta_at(&self, group: &str, revision: u64) -> Result<Option<MetaRec>> {
+        if let Some(rec) = self.cached(group, revision) {
+            return Ok(Some(rec));
+        }
+        Ok(match self.read_meta(group).await? {
+            Some((r, rec)) if r == revision => Some(rec),
+            _ => None,
+        })
+    }
+
+    async fn commit(&self, change: Change, what: &'static str) -> Result<TxnResponse> {
+        let logged = !change.events.is_empty();
+        let mut client = self.client.clone();
+        let resp = client
+            .txn(change.into_txn(self))
+            .await
+            .map_err(etcd_err(what))?;
+        if logged && resp.succeeded() {
+            if let Some(r) = resp.header().map(|h| h.revision()) {
+                self.wait_delivered(r).await;
+            }
+        }
+        Ok(resp)
+    }
+
+    /// Waits until the change log's follower has delivered `revision`.
+    async fn wait_delivered(&self, revision: i64) {
+        let mut delivered = self.delivered.clone();
+        let wait = delivered.wait_for(|d| *d >= revision);
+        if tokio::time::timeout(self.request_timeout, wait)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                revision,
+                "the change log's events were not delivered in time; going on"
+            );
+        }
+    }
+
+    /// Adds to `change` the removal of `task` (at `instance`) from `group`,
+    /// whose meta is `rec` at `revision`.
+    fn remove_one(
+        &self,
+        change: &mut Change,
+        group: &str,
+        at: (u64, MetaRec),
+        gone: Gone,
+    ) -> Removal {
+        let (revision, mut rec) = at;
+        let Gone {
+            task,
+            instance,
+            died,
+        } = gone;
+        rec.settle(revision);
+        rec.slots.retain(|s| s.1 != task.0);
+        if died && rec.frozen.is_some() && rec.broken.is_none() {
+            rec.broken = Some(BrokenRec {
+                instance,
+                task: task.0,
+                index: change.events.len(),
+                rev: None,
+            });
+        }
+        let size = rec.size();
+        let broken = rec.broken.is_some();
+        change.events.push(EventRec {
+            kind: if died {
+                KindRec::MemberDied
+            } else {
+                KindRec::Left
+            },
+            group: group.to_string(),
+            member: Some((instance, task.0)),
+            size,
+            broken,
+        });
+        let meta = self.keys.meta(group);
+        change.compares.push(Compare::mod_revision(
+            meta.clone(),
+            CompareOp::Equal,
+            i64::try_from(revision).unwrap_or(i64::MAX),
+        ));
+        // An empty broken group stays as a tombstone.
+        let destroyed = size == 0 && !broken;
+        if destroyed {
+            change.ops.push(TxnOp::delete(meta, None));
+            change.events.push(EventRec {
+                kind: KindRec::Destroyed,
+                group: group.to_string(),
+                member: None,
+                size: 0,
+                broken,
+            });
+        } else {
+            change.ops.push(TxnOp::put(meta, rec.encode(), None));
+        }
+        change
+            .ops
+            .push(TxnOp::delete(self.keys.member(group, instance), None));
+        Removal {
+            group: group.to_string(),
+            instance,
+            task,
+            size,
+            destroyed,
+        }
+    }
+
+    /// Removes every membership of `task`. As a revocation (`Some(opened)`:
+    /// the task key's create-revision) the task key goes in the last
+    /// transaction; as an expiry sweep (`None`) the task key must still be
+    /// absent. `None` if a revocation finds no task.
+    pub(crate) async fn remove_all(
+        &self,
+        task: TaskId,
+        died: bool,
+        revoke: bool,
+    ) -> Result<Option<Vec<Removal>>> {
+        let task_key = self.keys.task(task);
+        let mut removals = Vec::new();
+        for _ in 0..MAX_ATTEMPTS {
+            let mut client = self.client.clone();
+            let read = Txn::new().and_then([
+                TxnOp::get(task_key.clone(), None),
+                TxnOp::get(
+                    self.keys.task_groups(task),
+                    Some(GetOptions::new().with_prefix().with_keys_only()),
+                ),
+            ]);
+            let resp = client
+                .txn(read)
+                .await
+                .map_err(etcd_err("reading a task's groups"))?;
+            let opened = got(&resp, 0).first().map(|kv| kv.create_revision());
+            if revoke && opened.is_none() {
+                return Ok(if removals.is_empty() {
+                    None
+                } else {
+                    Some(removals)
+                });
+            }
+            if !revoke && opened.is_some() {
+                // The task is alive again (its vmd came back): nothing expired.
+                return Ok(Some(removals));
+            }
+            let groups: Vec<String> = got(&resp, 1)
+                .iter()
+                .filter_map(|kv| Some(self.keys.task_group_of(kv.key())?.1.to_string()))
+                .collect();
+            let mut chunks: Vec<&[String]> = groups.chunks(GROUPS_PER_TXN).collect();
+            if chunks.is_empty() {
+                chunks.push(&[]);
+            }
+            let last = chunks.len() - 1;
+            let mut conflict = false;
+            for (n, chunk) in chunks.into_iter().enumerate() {
+                let metas = self.read_metas(chunk).await?;
+                let mut change = Change::default();
+                for (group, meta) in chunk.iter().zip(metas) {
+                    change
+                        .ops
+                        .push(TxnOp::delete(self.keys.task_group(task, group), None));
+                    let Some((r, rec)) = meta else {
+                        change.compares.push(Compare::version(
+                            self.keys.meta(group),
+                            CompareOp::Equal,
+                            0,
+                        ));
+                        continue;
+                    };
+                    let Some(instance) = rec.instance_of(task) else {
+                        change.compares.push(Compare::mod_revision(
+                            self.keys.meta(group),
+                            CompareOp::Equal,
+                            i64::try_from(r).unwrap_or(i64::MAX),
+                        ));
+                        continue;
+                    };
+                    removals.push(self.remove_one(
+                        &mut change,
+                        group,
+                        (r, rec),
+                        Gone {
+                            task,
+                            instance,
+                            died,
+                        },
+                    ));
+                }
+                match opened {
+                    Some(created) => {
+                        change.compares.push(Compare::create_revision(
+                            task_key.clone(),
+                            CompareOp::Equal,
+                            created,
+                        ));
+                        if n == last {
+                            change.ops.push(TxnOp::delete(task_key.clone(), None));
+                        }
+                    }
+                    None => change.compares.push(Compare::version(
+                        task_key.clone(),
+                        CompareOp::Equal,
+                        0,
+                    )),
+                }
+                let touched: Vec<String> = chunk.to_vec();
+                let resp = self.commit(change, "removing a task's memberships").await?;
+                if !resp.succeeded() {
+                    // Drop this chunk's removals: it is read again.
+                    removals.retain(|r| !touched.contains(&r.group));
+                    conflict = true;
+                    break;
+                }
+                for g in &touched {
+                    self.remember(g, 0, None);
+                }
+            }
+            if !conflict {
+                return Ok(Some(removals));
+            }
+        }
+        Err(contention("removing a task's memberships"))
+    }
+
+    async fn read_metas(&self, groups: &[String]) -> Result<Vec<Option<(u64, MetaRec)>>> {
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ops: Vec<TxnOp> = groups
+            .iter()
+            .map(|g| TxnOp::get(self.keys.meta(g), None))
+            .collect();
+        let mut client = self.client.clone();
+        let resp = client
+            .txn(Txn::new().and_then(ops))
+            .await
+            .map_err(etcd_err("reading groups"))?;
+        (0..groups.len())
+            .map(|i| got(&resp, i).first().map(decode_meta).transpose())
+            .collect()
+    }
+}
+
+#[async_trait]
+impl GroupStore for EtcdStore {
+    async fn grant_lease(&self, task: TaskId, host: &str) -> Result<Option<LeaseId>> {
+        let core = &self.core;
+        let key = core.keys.task(task);
+        let record = TaskRec { host: host.into() }.encode();
+        let txn = Txn::new()
+            .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key,
+                record,
+                Some(PutOptions::new().with_lease(core.lease)),
+            )]);
+        let mut client = core.client.clone();
+        let resp = client.txn(txn).await.map_err(etcd_err("opening a task"))?;
+        if !resp.succeeded() {
+            return Ok(None);
+        }
+        // The lease of a task is its key's incarnation: the revision that
+        // created it.
+        Ok(resp.header().map(|h| LeaseId(rev(h.revision()))))
+    }
+
+    async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
+        let core = &self.core;
+        let mut client = core.client.clone();
+        let resp = client
+            .get(core.keys.task(task), None)
+            .await
+            .map_err(etcd_err("reading a task"))?;
+        let Some(kv) = resp.kvs().first() else {
+            return Ok(None);
+        };
+        let rec = TaskRec::decode(kv.key(), kv.value())?;
+        let created = rev(kv.create_revision());
+        Ok(Some(TaskLease {
+            lease: LeaseId(created),
+            host: rec.host,
+            opened_at: seq_at(created),
+        }))
+    }
+
+    async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>> {
+        self.core.remove_all(task, died, true).await
+    }
+
+    async fn snapshot(&self, group: &str) -> Result<Option<GroupSnapshot>> {
+        let core = &self.core;
+        let members = core.keys.members(group);
+        let txn = Txn::new().and_then([
+            TxnOp::get(core.keys.meta(group), None),
+            TxnOp::get(
+                members.clone(),
+                Some(GetOptions::new().with_range(prefix_end(&members))),
+            ),
+        ]);
+        let mut client = core.client.clone();
+        let resp = client.txn(txn).await.map_err(etcd_err("reading a group"))?;
+        let Some(kv) = got(&resp, 0).into_iter().next() else {
+            return Ok(None);
+        };
+        let (r, rec) = decode_meta(&kv)?;
+        core.remember(group, r, Some(&rec));
+        let mut list = Vec::new();
+        for kv in got(&resp, 1) {
+            let instance = instance_of_member_key(kv.key())
+                .ok_or_else(|| crate::records::corrupt("member key", kv.key(), "no instance"))?;
+            list.push(decode_member(kv.key(), kv.value(), instance)?);
+        }
+        Ok(Some(GroupSnapshot {
+            name: group.to_string(),
+            meta: rec.meta(r),
+            members: list,
+        }))
+    }
+
+    async fn slots(&self, group: &str) -> Result<Option<GroupSlots>> {
+        Ok(self
+            .core
+            .read_meta(group)
+            .await?
+            .map(|(r, rec)| GroupSlots {
+                meta: rec.meta(r),
+                slots: rec.slots.iter().map(|(i, t)| (*i, TaskId(*t))).collect(),
+            }))
+    }
+
+    async fn member(&self, group: &str, instance: u32) -> Result<Lookup<Member>> {
+        let core = &self.core;
+        let txn = Txn::new().and_then([
+            TxnOp::get(core.keys.meta(group), None),
+            TxnOp::get(core.keys.member(group, instance), None),
+        ]);
+        let mut client = core.client.clone();
+        let resp = client
+            .txn(txn)
+            .await
+            .map_err(etcd_err("reading a member"))?;
+        if got(&resp, 0).is_empty() {
+            return Ok(Lookup::NoGroup);
+        }
+        Ok(match got(&resp, 1).first() {
+            None => Lookup::NoEntry,
+            Some(kv) => Lookup::Found(decode_member(kv.key(), kv.value(), instance)?),
+        })
+    }
+
+    async fn membership(&self, group: &str, task: TaskId) -> Result<Lookup<Membership>> {
+        Ok(match self.core.read_meta(group).await? {
+            None => Lookup::NoGroup,
+            Some((r, rec)) => match rec.instance_of(task) {
+                None => Lookup::NoEntry,
+                Some(instance) => Lookup::Found(Membership {
+                    instance,
+                    size: rec.size(),
+                    generation: rec.meta(r).generation,
+                }),
+            },
+        })
+    }
+
+    async fn list(&self) -> Result<Vec<GroupSummary>> {
+        self.list_page("", usize::MAX).await
+    }
+
+    async fn list_page(&self, after: &str, limit: usize) -> Result<Vec<GroupSummary>> {
+        let core = &self.core;
+        let metas = core.keys.metas();
+        // The first key after `after`: names have no control characters.
+        let from = if after.is_empty() {
+            metas.clone()
+        } else {
+            format!("{}\0", core.keys.meta(after))
+        };
+        let mut options = GetOptions::new().with_range(prefix_end(&metas));
+        if let Ok(limit) = i64::try_from(limit) {
+            options = options.with_limit(limit);
+        }
+        let mut client = core.client.clone();
+        let resp = client
+            .get(from, Some(options))
+            .await
+            .map_err(etcd_err("listing groups"))?;
+        let mut out = Vec::with_capacity(resp.kvs().len());
+        for kv in resp.kvs() {
+            let name = core
+                .keys
+                .group_of_meta(kv.key())
+                .ok_or_else(|| crate::records::corrupt("group key", kv.key(), "no name"))?;
+            out.push(summary(name, &MetaRec::decode(kv.key(), kv.value())?));
+        }
+        Ok(out)
+    }
+
+    async fn create_member(
+        &self,
+        group: &str,
+        guard: Guard,
+        member: Member,
+        lease: LeaseId,
+    ) -> Result<CreateOutcome> {
+        let core = &self.core;
+        let meta_key = core.keys.meta(group);
+        let task = member.task;
+        let instance = member.instance;
+        let as_i64 = |r: u64| i64::try_from(r).unwrap_or(i64::MAX);
+        let (mut rec, generation, meta_compare, replaced) = match guard {
+            Guard::Absent => (
+                MetaRec::created(instance, task),
+                None,
+                Compare::version(meta_key.clone(), CompareOp::Equal, 0),
+                false,
+            ),
+            Guard::Tombstone(r) => match core.meta_at(group, r).await? {
+                Some(old) if old.is_tombstone() => (
+                    MetaRec::created(instance, task),
+                    None,
+                    Compare::mod_revision(meta_key.clone(), CompareOp::Equal, as_i64(r)),
+                    true,
+                ),
+                _ => return Ok(CreateOutcome::Conflict),
+            },
+            Guard::Revision(r) => match core.meta_at(group, r).await? {
+                Some(mut old)
+                    if old.frozen.is_none()
+                        && old.instance_of(task).is_none()
+                        && !old.slots.iter().any(|s| s.0 == instance) =>
+                {
+                    old.settle(r);
+                    let generation = old.generation;
+                    let at = old.slots.partition_point(|s| s.0 < instance);
+                    old.slots.insert(at, (instance, task.0));
+                    (
+                        old,
+                        generation,
+                        Compare::mod_revision(meta_key.clone(), CompareOp::Equal, as_i64(r)),
+                        false,
+                    )
+                }
+                _ => return Ok(CreateOutcome::Conflict),
+            },
+        };
+        let mut change = Change::default();
+        if replaced {
+            change.events.push(EventRec {
+                kind: KindRec::Destroyed,
+                group: group.to_string(),
+                member: None,
+                size: 0,
+                broken: true,
+            });
+        }
+        let size = rec.size();
+        change.events.push(EventRec {
+            kind: KindRec::Joined,
+            group: group.to_string(),
+            member: Some((instance, task.0)),
+            size,
+            broken: false,
+        });
+        let task_key = core.keys.task(task);
+        change.compares = vec![
+            meta_compare,
+            Compare::create_revision(task_key.clone(), CompareOp::Equal, as_i64(lease.0)),
+        ];
+        change.ops = vec![
+            TxnOp::put(meta_key, rec.encode(), None),
+            TxnOp::put(
+                core.keys.member(group, instance),
+                encode_member(&member),
+                None,
+            ),
+            TxnOp::put(
+                core.keys.task_group(task, group),
+                instance.to_string(),
+                None,
+            ),
+        ];
+        let resp = core.commit(change, "joining a group").await?;
+        if !resp.succeeded() {
+            // Which compare failed: the task's, or the group's?
+            return Ok(match self.lease(task).await? {
+                Some(l) if l.lease == lease => CreateOutcome::Conflict,
+                _ => CreateOutcome::LeaseGone,
+            });
+        }
+        let committed = resp.header().map(|h| rev(h.revision())).unwrap_or(0);
+        let generation = generation.unwrap_or(committed);
+        if rec.generation.is_none() {
+            rec.generation = Some(generation);
+        }
+        core.remember(group, committed, Some(&rec));
+        Ok(CreateOutcome::Created { generation, size })
+    }
+
+    async fn delete_member(&self, group: &str, task: TaskId) -> Result<Lookup<Removal>> {
+        let core = &self.core;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some((r, rec)) = core.read_meta(group).await? else {
+                return Ok(Lookup::NoGroup);
+            };
+            let Some(instance) = rec.instance_of(task) else {
+                return Ok(Lookup::NoEntry);
+            };
+            let mut change = Change::default();
+            let gone = Gone {
+                task,
+                instance,
+                died: false,
+            };
+            let removal = core.remove_one(&mut change, group, (r, rec), gone);
+            change
+                .ops
+                .push(TxnOp::delete(core.keys.task_group(task, group), None));
+            if core.commit(change, "leaving a group").await?.succeeded() {
+                core.remember(group, 0, None);
+                return Ok(Lookup::Found(removal));
+            }
+        }
+        Err(contention("leaving a group"))
+    }
+
+    async fn freeze(&self, group: &str, revision: u64, size: u32) -> Result<bool> {
+        let core = &self.core;
+        let Some(mut rec) = core.meta_at(group, revision).await? else {
+            return Ok(false);
+        };
+        if rec.frozen.is_some() || rec.size() != size {
+            return Ok(false);
+        }
+        rec.settle(revision);
+        rec.frozen = Some(size);
+        let mut change = Change::default();
+        change.events.push(EventRec {
+            kind: KindRec::Frozen,
+            group: group.to_string(),
+            member: None,
+            size,
+            broken: rec.broken.is_some(),
+        });
+        let meta_key = core.keys.meta(group);
+        change.compares.push(Compare::mod_revision(
+            meta_key.clone(),
+            CompareOp::Equal,
+            i64::try_from(revision).unwrap_or(i64::MAX),
+        ));
+        change.ops.push(TxnOp::put(meta_key, rec.encode(), None));
+        let resp = core.commit(change, "freezing a group").await?;
+        if resp.succeeded() {
+            let committed = resp.header().map(|h| rev(h.revision())).unwrap_or(0);
+            core.remember(group, committed, Some(&rec));
+        }
+        Ok(resp.succeeded())
+    }
+
+    fn watch(&self) -> broadcast::Receiver<GroupEvent> {
+        self.events.subscribe()
+    }
+}
+
+// A transaction carries at most one event per removed membership plus a
+// Destroyed per group: well inside a seq's index bits.
+const _: () = assert!(2 * GROUPS_PER_TXN + 2 <= MAX_EVENTS_PER_TXN);

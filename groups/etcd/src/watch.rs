@@ -1,0 +1,76 @@
+//! Following the change log: every transaction's events, in revision order,
+//! onto the store's broadcast channel.
+//!
+//! The watch starts at the revision after the last one delivered, so a
+//! stream that breaks (etcd member lost, connection reset) and is opened
+//! again misses nothing and repeats nothing.
+
+use std::time::Duration;
+
+use etcd_client::{Client, EventType, WatchOptions};
+use isthmus_groups::GroupEvent;
+use tokio::sync::broadcast;
+use tracing::{debug, error, warn};
+
+use crate::keys::Keys;
+use crate::records::{decode_log, rev};
+
+pub(crate) async fn follow_log(
+    mut client: Client,
+    keys: Keys,
+    mut next: i64,
+    events: broadcast::Sender<GroupEvent>,
+    delivered: tokio::sync::watch::Sender<i64>,
+) {
+    let log = keys.log();
+    loop {
+        let options = WatchOptions::new().with_start_revision(next);
+        match client.watch(log.clone(), Some(options)).await {
+            Ok(mut stream) => loop {
+                match stream.message().await {
+                    Ok(Some(resp)) => {
+                        if resp.canceled() {
+                            // History before compact_revision is gone: the
+                            // changes in between cannot be replayed.
+                            error!(
+                                from = next,
+                                compacted = resp.compact_revision(),
+                                reason = resp.cancel_reason(),
+                                "etcd compacted the change log past this watcher; changes were missed"
+                            );
+                            next = next.max(resp.compact_revision());
+                            break;
+                        }
+                        for ev in resp.events() {
+                            let Some(kv) = ev.kv() else { continue };
+                            if ev.event_type() != EventType::Put {
+                                continue;
+                            }
+                            let revision = kv.mod_revision();
+                            match decode_log(kv.key(), kv.value()) {
+                                Ok(recs) => {
+                                    for (i, r) in recs.iter().enumerate() {
+                                        // No subscribers is fine.
+                                        let _ = events.send(r.event(rev(revision), i));
+                                    }
+                                }
+                                Err(e) => {
+                                    warn!(error = %e, revision, "skipping a change-log entry")
+                                }
+                            }
+                            next = next.max(revision + 1);
+                            delivered.send_replace(revision);
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        warn!(error = %e, "the etcd change-log watch broke; reopening");
+                        break;
+                    }
+                }
+            },
+            Err(e) => debug!(error = %e, "opening the etcd change-log watch; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
