@@ -7,8 +7,10 @@
 //! its own target dir by scripts/test.sh and found through
 //! `ISTHMUS_MPICH_BIN_DIR` (default: target/mpich/release).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 use isthmus_client::{Console, Session};
@@ -16,59 +18,7 @@ use isthmus_proto as pb;
 use isthmus_testkit::finish;
 use isthmus_vmd::daemon::{Daemon, DaemonConfig, Security};
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Mpi {
-    OpenMpi,
-    Mpich,
-}
-
-struct Job {
-    mpi: Mpi,
-    np: usize,
-    group: String,
-    peers: Vec<String>,
-    a: bool,
-    timeout_secs: u64,
-    /// Extra environment for every rank.
-    env: Vec<(String, String)>,
-}
-
-fn job(mpi: Mpi, np: usize, group: &str, peers: &[&str], a: bool) -> Job {
-    Job {
-        mpi,
-        np,
-        group: group.into(),
-        peers: peers.iter().map(|p| p.to_string()).collect(),
-        a,
-        timeout_secs: 120,
-        env: Vec::new(),
-    }
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-fn xtest(mpi: Mpi) -> PathBuf {
-    match mpi {
-        Mpi::OpenMpi => PathBuf::from(env!("CARGO_BIN_EXE_xtest")),
-        Mpi::Mpich => {
-            let dir = std::env::var_os("ISTHMUS_MPICH_BIN_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| repo_root().join("target/mpich/release"));
-            let p = dir.join("xtest");
-            assert!(
-                p.exists(),
-                "MPICH flavour of xtest not found at {} — build it with scripts/test.sh (MPICC=mpicc.mpich, its own target dir)",
-                p.display()
-            );
-            p
-        }
-    }
-}
+use common::{assert_passed, job, launch, xtest, Job, Mpi};
 
 /// A vmd serving on a free loopback port from a thread of this test.
 struct EmbeddedVmd {
@@ -124,92 +74,13 @@ impl Drop for EmbeddedVmd {
     }
 }
 
-fn launch(vmd: &EmbeddedVmd, scenario: &str, j: &Job) -> Child {
-    let mut cmd = match j.mpi {
-        Mpi::OpenMpi => {
-            let mut c = Command::new("mpirun.openmpi");
-            c.args([
-                "--oversubscribe",
-                "--bind-to",
-                "none",
-                "-n",
-                &j.np.to_string(),
-                "-x",
-                "ISTHMUS_VMD",
-            ]);
-            c
-        }
-        Mpi::Mpich => {
-            let mut c = Command::new("mpiexec.mpich");
-            c.args(["-n", &j.np.to_string(), "-genv", "ISTHMUS_VMD", &vmd.addr]);
-            c
-        }
-    };
-    for (name, value) in &j.env {
-        match j.mpi {
-            Mpi::OpenMpi => cmd.args(["-x", name]),
-            Mpi::Mpich => cmd.args(["-genv", name, value]),
-        };
-        cmd.env(name, value);
-    }
-    cmd.arg(xtest(j.mpi))
-        .args([
-            "--scenario",
-            scenario,
-            "--group",
-            &j.group,
-            "--timeout-secs",
-            &j.timeout_secs.to_string(),
-        ])
-        .arg("--peer")
-        .args(&j.peers)
-        .env("ISTHMUS_VMD", &vmd.addr)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl_tcp_if_include", "lo")
-        .env("OMPI_MCA_oob_tcp_if_include", "lo")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if j.a {
-        cmd.arg("--a");
-    }
-    cmd.spawn()
-        .unwrap_or_else(|e| panic!("cannot start {:?} launcher: {e}", j.mpi))
-}
-
-fn assert_passed(out: &Output, scenario: &str, j: &Job) {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let report = || {
-        format!(
-            "{:?} job {:?}\nstdout:\n{stdout}\nstderr:\n{}",
-            j.mpi,
-            j.group,
-            String::from_utf8_lossy(&out.stderr)
-        )
-    };
-    assert!(
-        out.status.success(),
-        "{} exited with {}\n{}",
-        j.group,
-        out.status,
-        report()
-    );
-    for r in 0..j.np {
-        let line = format!("PASS {scenario} {} rank {r}", j.group);
-        assert!(
-            stdout.lines().any(|l| l.trim_end() == line),
-            "missing {line:?}\n{}",
-            report()
-        );
-    }
-}
-
 /// Runs all jobs of a scenario at once and checks that each passed.
 fn scenario(scenario: &str, jobs: &[Job]) {
     let vmd = EmbeddedVmd::start();
-    let children: Vec<Child> = jobs.iter().map(|j| launch(&vmd, scenario, j)).collect();
+    let children: Vec<Child> = jobs
+        .iter()
+        .map(|j| launch(&vmd.addr, scenario, j))
+        .collect();
     let outputs: Vec<Output> = children
         .into_iter()
         .zip(jobs)
@@ -301,9 +172,9 @@ fn several_intercomms_at_once_never_mix() {
     ];
     let vmd = EmbeddedVmd::start();
     let children: Vec<Child> = vec![
-        launch(&vmd, "multi", &jobs[0]),
-        launch(&vmd, "multi", &jobs[1]),
-        launch(&vmd, "answer", &jobs[2]),
+        launch(&vmd.addr, "multi", &jobs[0]),
+        launch(&vmd.addr, "multi", &jobs[1]),
+        launch(&vmd.addr, "answer", &jobs[2]),
     ];
     let outs: Vec<Output> = children
         .into_iter()
@@ -344,8 +215,8 @@ fn deadline_when_the_remote_group_never_appears() {
 fn killed_remote_rank_gives_an_error_not_a_hang() {
     let jobs = pair("killed");
     let vmd = EmbeddedVmd::start();
-    let a = launch(&vmd, "killed", &jobs[0]);
-    let b = launch(&vmd, "killed", &jobs[1]);
+    let a = launch(&vmd.addr, "killed", &jobs[0]);
+    let b = launch(&vmd.addr, "killed", &jobs[1]);
     let out_a = finish(a, Duration::from_secs(120), "survivor");
     assert_passed(&out_a, "killed", &jobs[0]);
     // The victim's launcher tears its job down; it must end, with a failure.
@@ -381,9 +252,9 @@ fn crashed_run_told_to_its_peer(vmd: &EmbeddedVmd, jobs: &[Job]) {
         true,
     );
     side_a.env = vec![("XTEST_GO_FILE".into(), go.display().to_string())];
-    let a = launch(vmd, "lost", &side_a);
+    let a = launch(&vmd.addr, "lost", &side_a);
     wait_until_frozen(vmd, &jobs[0].group, 0);
-    let b = launch(vmd, "lost", &jobs[1]);
+    let b = launch(&vmd.addr, "lost", &jobs[1]);
     let out_b = finish(b, Duration::from_secs(60), "victim");
     assert!(!out_b.status.success());
     std::fs::write(&go, b"go").expect("go file");
@@ -399,7 +270,7 @@ fn rerun_under_the_names_of_a_crashed_run_forms_its_intercomm() {
     crashed_run_told_to_its_peer(&vmd, &jobs);
     // B's group is now what its crash left (broken, no members). The re-run:
     // A registers again and waits on B's name before B is back...
-    let a = launch(&vmd, "allpairs", &jobs[0]);
+    let a = launch(&vmd.addr, "allpairs", &jobs[0]);
     wait_until_frozen(&vmd, &jobs[0].group, 0);
     let b_name = &jobs[1].group;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -418,7 +289,7 @@ fn rerun_under_the_names_of_a_crashed_run_forms_its_intercomm() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // ...then B registers again under its old name.
-    let b = launch(&vmd, "allpairs", &jobs[1]);
+    let b = launch(&vmd.addr, "allpairs", &jobs[1]);
     let out_a = finish(a, Duration::from_secs(240), &jobs[0].group);
     let out_b = finish(b, Duration::from_secs(240), b_name);
     assert_passed(&out_a, "allpairs", &jobs[0]);
@@ -434,8 +305,8 @@ fn leave_then_register_a_hundred_times_with_four_ranks() {
     mpich.timeout_secs = 600;
     let vmd = EmbeddedVmd::start();
     let children = [
-        launch(&vmd, "cycles", &ompi),
-        launch(&vmd, "cycles", &mpich),
+        launch(&vmd.addr, "cycles", &ompi),
+        launch(&vmd.addr, "cycles", &mpich),
     ];
     let [o, m] = children;
     let out_o = finish(o, Duration::from_secs(600), "cycles-ompi");
@@ -477,7 +348,10 @@ fn a_rank_stopped_for_thirty_seconds_stays_a_member_and_its_intercomm_works() {
 
 /// Runs all jobs of a scenario at once on `vmd` and checks that each passed.
 fn scenario_on(vmd: &EmbeddedVmd, scenario: &str, jobs: &[Job]) {
-    let children: Vec<Child> = jobs.iter().map(|j| launch(vmd, scenario, j)).collect();
+    let children: Vec<Child> = jobs
+        .iter()
+        .map(|j| launch(&vmd.addr, scenario, j))
+        .collect();
     let outputs: Vec<Output> = children
         .into_iter()
         .zip(jobs)

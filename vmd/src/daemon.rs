@@ -292,6 +292,12 @@ impl Daemon {
         self.keepalive = keepalive;
     }
 
+    /// Serves groups from `groups` instead of the embedded in-memory store
+    /// (e.g. over etcd, shared by every vmd of a multi-host virtual machine).
+    pub fn set_groups(&mut self, groups: Groups) {
+        self.ctx.groups = groups;
+    }
+
     /// Sets what each session may hold (default [`SessionLimits::default`]).
     pub fn set_limits(&mut self, limits: SessionLimits) {
         self.ctx.limits = limits;

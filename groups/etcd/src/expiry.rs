@@ -18,9 +18,8 @@ use crate::Core;
 
 /// Removes the memberships of every task whose key is gone.
 pub(crate) async fn sweep(core: &Core) {
-    let mut client = core.client.clone();
-    let keys_only = || Some(GetOptions::new().with_prefix().with_keys_only());
-    let indexed = match client.get(core.keys.all_task_groups(), keys_only()).await {
+    let keys_only = Some(GetOptions::new().with_prefix().with_keys_only());
+    let indexed = match core.get(core.keys.all_task_groups(), keys_only).await {
         Ok(r) => r,
         Err(e) => return warn!(error = %e, "etcd: listing memberships for the expiry sweep"),
     };
@@ -46,9 +45,9 @@ async fn expire(core: &Core, task: TaskId) {
 
 /// Watches task keys from `start` and expires each deleted one.
 pub(crate) async fn follow(core: Arc<Core>, mut next: i64) {
-    let mut client = core.client.clone();
     let tasks = core.keys.tasks();
     loop {
+        let (member, mut client) = core.etcd.client();
         let options = WatchOptions::new()
             .with_prefix()
             .with_start_revision(next)
@@ -73,14 +72,21 @@ pub(crate) async fn follow(core: Arc<Core>, mut next: i64) {
                             }
                         }
                     }
-                    Ok(None) => break,
+                    Ok(None) => {
+                        core.etcd.failed(member);
+                        break;
+                    }
                     Err(e) => {
                         warn!(error = %e, "the etcd task watch broke; reopening");
+                        core.etcd.failed(member);
                         break;
                     }
                 }
             },
-            Err(e) => debug!(error = %e, "opening the etcd task watch; retrying"),
+            Err(e) => {
+                debug!(error = %e, "opening the etcd task watch; retrying");
+                core.etcd.failed(member);
+            }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -3,7 +3,11 @@
 
 use std::time::Duration;
 
-use etcd_client::{Client, LeaseGrantOptions};
+use std::sync::Arc;
+
+use etcd_client::LeaseGrantOptions;
+
+use crate::endpoints::{first_answer, Endpoints};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -12,11 +16,15 @@ use crate::EtcdConfig;
 /// Takes back `config.resume_lease` if etcd still has it, else grants a
 /// new lease with `config.lease_ttl`.
 pub(crate) async fn acquire(
-    client: &mut Client,
+    etcd: &Endpoints,
     config: &EtcdConfig,
 ) -> Result<i64, etcd_client::Error> {
     if let Some(id) = config.resume_lease {
-        match client.lease_time_to_live(id, None).await {
+        let ttl = first_answer(
+            etcd,
+            |mut c| async move { c.lease_time_to_live(id, None).await },
+        );
+        match ttl.await {
             Ok(r) if r.ttl() > 0 => {
                 info!(
                     lease = format!("{id:x}"),
@@ -35,9 +43,10 @@ pub(crate) async fn acquire(
         }
     }
     let ttl = i64::try_from(config.lease_ttl.as_secs()).unwrap_or(i64::MAX);
-    let granted = client
-        .lease_grant(ttl, Some(LeaseGrantOptions::new()))
-        .await?;
+    let granted = first_answer(etcd, |mut c| async move {
+        c.lease_grant(ttl, Some(LeaseGrantOptions::new())).await
+    })
+    .await?;
     Ok(granted.id())
 }
 
@@ -45,17 +54,19 @@ pub(crate) async fn acquire(
 /// lease is gone (it expired while we could not reach etcd); until then a
 /// broken keep-alive stream is simply opened again.
 pub(crate) async fn keep_alive(
-    mut client: Client,
+    etcd: Arc<Endpoints>,
     id: i64,
     ttl: Duration,
     lost: watch::Sender<bool>,
 ) {
     let period = (ttl / 3).max(Duration::from_millis(500));
     loop {
+        let (member, mut client) = etcd.client();
         match client.lease_keep_alive(id).await {
             Ok((mut keeper, mut responses)) => loop {
                 if let Err(e) = keeper.keep_alive().await {
                     warn!(error = %e, "etcd lease keep-alive failed; retrying");
+                    etcd.failed(member);
                     break;
                 }
                 match tokio::time::timeout(period, responses.message()).await {
@@ -68,14 +79,21 @@ pub(crate) async fn keep_alive(
                         return;
                     }
                     Ok(Ok(Some(_))) => tokio::time::sleep(period).await,
-                    Ok(Ok(None)) | Err(_) => break,
+                    Ok(Ok(None)) | Err(_) => {
+                        etcd.failed(member);
+                        break;
+                    }
                     Ok(Err(e)) => {
                         warn!(error = %e, "etcd lease keep-alive stream failed; retrying");
+                        etcd.failed(member);
                         break;
                     }
                 }
             },
-            Err(e) => warn!(error = %e, "opening the etcd lease keep-alive stream; retrying"),
+            Err(e) => {
+                warn!(error = %e, "opening the etcd lease keep-alive stream; retrying");
+                etcd.failed(member);
+            }
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

@@ -31,6 +31,7 @@
     )
 )]
 
+mod endpoints;
 mod expiry;
 mod keys;
 mod lease;
@@ -42,12 +43,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions};
 use isthmus_groups::GroupEvent;
 use tokio::sync::{broadcast, watch as tokio_watch};
 use tokio::task::JoinHandle;
 use tracing::info;
 
+use endpoints::Endpoints;
 use keys::Keys;
 use records::MetaRec;
 
@@ -106,7 +107,7 @@ pub enum EtcdStoreError {
 /// What every operation needs: the client, the key layout, this vmd's
 /// lease and the meta cache. Shared with the expiry sweeper.
 pub(crate) struct Core {
-    pub(crate) client: Client,
+    pub(crate) etcd: Arc<Endpoints>,
     pub(crate) keys: Keys,
     /// This vmd's etcd lease; its tasks' keys are attached to it.
     pub(crate) lease: i64,
@@ -140,16 +141,14 @@ impl EtcdStore {
             return Err(EtcdStoreError::BadTtl(config.lease_ttl));
         }
         let endpoints = config.endpoints.join(",");
-        let options = ConnectOptions::new()
-            .with_connect_timeout(config.request_timeout)
-            .with_timeout(config.request_timeout)
-            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(20));
-        let mut client = Client::connect(&config.endpoints, Some(options))
-            .await
-            .map_err(|source| EtcdStoreError::Connect {
-                endpoints: endpoints.clone(),
-                source,
-            })?;
+        let etcd = Arc::new(
+            Endpoints::connect(&config.endpoints, config.request_timeout)
+                .await
+                .map_err(|source| EtcdStoreError::Connect {
+                    endpoints: endpoints.clone(),
+                    source,
+                })?,
+        );
         let request = |what| {
             let endpoints = endpoints.clone();
             move |source| EtcdStoreError::Request {
@@ -160,17 +159,19 @@ impl EtcdStore {
         };
         let keys = Keys::new(&config.prefix);
         // Events from here on: the log is watched from the next revision.
-        let head = client
-            .get(keys.log(), None)
-            .await
-            .map_err(request("reading the change log"))?;
+        let head = endpoints::first_answer(&etcd, |mut c| {
+            let log = keys.log();
+            async move { c.get(log, None).await }
+        })
+        .await
+        .map_err(request("reading the change log"))?;
         let start = head.header().map(|h| h.revision()).unwrap_or(0) + 1;
-        let lease = lease::acquire(&mut client, &config)
+        let lease = lease::acquire(&etcd, &config)
             .await
             .map_err(request("granting the vmd's lease"))?;
         let (delivered_tx, delivered) = tokio_watch::channel(start - 1);
         let core = Arc::new(Core {
-            client: client.clone(),
+            etcd: Arc::clone(&etcd),
             keys: keys.clone(),
             lease,
             metas: Mutex::new(HashMap::new()),
@@ -183,13 +184,13 @@ impl EtcdStore {
         let (lost_tx, lost) = tokio_watch::channel(false);
         let background = vec![
             tokio::spawn(lease::keep_alive(
-                client.clone(),
+                Arc::clone(&etcd),
                 lease,
                 config.lease_ttl,
                 lost_tx,
             )),
             tokio::spawn(watch::follow_log(
-                client,
+                etcd,
                 keys,
                 start,
                 events.clone(),
@@ -221,7 +222,7 @@ impl EtcdStore {
     /// Revokes this vmd's lease: its tasks' keys go at once (a clean
     /// shutdown; a crash leaves them to the TTL).
     pub async fn revoke(&self) {
-        let mut client = self.core.client.clone();
+        let (_, mut client) = self.core.etcd.client();
         if let Err(e) = client.lease_revoke(self.core.lease).await {
             tracing::warn!(error = %e, "revoking the vmd's etcd lease");
         }

@@ -17,6 +17,7 @@ use isthmus_groups::store::{
 use isthmus_groups::{GroupError, GroupEvent, GroupSummary, Member, Result, TaskId};
 use tokio::sync::broadcast;
 
+use crate::endpoints::{first_answer, first_answer_of};
 use crate::keys::prefix_end;
 use crate::records::{
     decode_member, encode_log, encode_member, rev, seq_at, BrokenRec, EventRec, KindRec, MetaRec,
@@ -69,6 +70,24 @@ fn summary(name: &str, rec: &MetaRec) -> GroupSummary {
     }
 }
 
+/// A committed transaction's answer, and whether an earlier attempt of it
+/// may have been applied (its answer lost): then a failed compare may mean
+/// "already done".
+struct Committed {
+    resp: TxnResponse,
+    repeated: bool,
+}
+
+impl Committed {
+    fn succeeded(&self) -> bool {
+        self.resp.succeeded()
+    }
+
+    fn revision(&self) -> u64 {
+        self.resp.header().map(|h| rev(h.revision())).unwrap_or(0)
+    }
+}
+
 /// The membership a removal takes out, and whether its task died.
 struct Gone {
     task: TaskId,
@@ -95,6 +114,43 @@ impl Change {
 }
 
 impl Core {
+    /// A range read, on the first member that can be reached.
+    pub(crate) async fn get(
+        &self,
+        key: impl Into<Vec<u8>>,
+        options: Option<GetOptions>,
+    ) -> std::result::Result<etcd_client::GetResponse, etcd_client::Error> {
+        let key = key.into();
+        first_answer(&self.etcd, |mut c| {
+            let (key, options) = (key.clone(), options.clone());
+            async move { c.get(key, options).await }
+        })
+        .await
+    }
+
+    /// A read-only transaction, on the first member that can be reached.
+    pub(crate) async fn txn(
+        &self,
+        txn: Txn,
+    ) -> std::result::Result<TxnResponse, etcd_client::Error> {
+        self.write(txn).await.map(|(resp, _)| resp)
+    }
+
+    /// A transaction, on the first member that can be reached, and whether
+    /// an earlier attempt may have been applied. Such a repeat fails its
+    /// compares if the first one took: the caller then reads whether its
+    /// change is in.
+    async fn write(
+        &self,
+        txn: Txn,
+    ) -> std::result::Result<(TxnResponse, bool), etcd_client::Error> {
+        first_answer_of(&self.etcd, |mut c| {
+            let txn = txn.clone();
+            async move { c.txn(txn).await }
+        })
+        .await
+    }
+
     fn cached(&self, group: &str, revision: u64) -> Option<MetaRec> {
         let metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
         match metas.get(group) {
@@ -119,8 +175,7 @@ impl Core {
     }
 
     async fn read_meta(&self, group: &str) -> Result<Option<(u64, MetaRec)>> {
-        let mut client = self.client.clone();
-        let resp = client
+        let resp = self
             .get(self.keys.meta(group), None)
             .await
             .map_err(etcd_err("reading a group"))?;
@@ -145,11 +200,12 @@ impl Core {
         })
     }
 
-    async fn commit(&self, change: Change, what: &'static str) -> Result<TxnResponse> {
+    /// Commits `change`; `repeated` tells whether it may already have been
+    /// applied by an attempt whose answer was lost (see [`Self::write`]).
+    async fn commit(&self, change: Change, what: &'static str) -> Result<Committed> {
         let logged = !change.events.is_empty();
-        let mut client = self.client.clone();
-        let resp = client
-            .txn(change.into_txn(self))
+        let (resp, repeated) = self
+            .write(change.into_txn(self))
             .await
             .map_err(etcd_err(what))?;
         if logged && resp.succeeded() {
@@ -157,7 +213,7 @@ impl Core {
                 self.wait_delivered(r).await;
             }
         }
-        Ok(resp)
+        Ok(Committed { resp, repeated })
     }
 
     /// Waits until the change log's follower has delivered `revision`.
@@ -258,7 +314,6 @@ impl Core {
         let task_key = self.keys.task(task);
         let mut removals = Vec::new();
         for _ in 0..MAX_ATTEMPTS {
-            let mut client = self.client.clone();
             let read = Txn::new().and_then([
                 TxnOp::get(task_key.clone(), None),
                 TxnOp::get(
@@ -266,7 +321,7 @@ impl Core {
                     Some(GetOptions::new().with_prefix().with_keys_only()),
                 ),
             ]);
-            let resp = client
+            let resp = self
                 .txn(read)
                 .await
                 .map_err(etcd_err("reading a task's groups"))?;
@@ -345,6 +400,9 @@ impl Core {
                 }
                 let touched: Vec<String> = chunk.to_vec();
                 let resp = self.commit(change, "removing a task's memberships").await?;
+                // (A lost answer of an applied chunk shows as a conflict:
+                // the re-read then finds those memberships gone, and its
+                // events went out all the same.)
                 if !resp.succeeded() {
                     // Drop this chunk's removals: it is read again.
                     removals.retain(|r| !touched.contains(&r.group));
@@ -370,8 +428,7 @@ impl Core {
             .iter()
             .map(|g| TxnOp::get(self.keys.meta(g), None))
             .collect();
-        let mut client = self.client.clone();
-        let resp = client
+        let resp = self
             .txn(Txn::new().and_then(ops))
             .await
             .map_err(etcd_err("reading groups"))?;
@@ -394,9 +451,19 @@ impl GroupStore for EtcdStore {
                 record,
                 Some(PutOptions::new().with_lease(core.lease)),
             )]);
-        let mut client = core.client.clone();
-        let resp = client.txn(txn).await.map_err(etcd_err("opening a task"))?;
+        let (resp, repeated) = core.write(txn).await.map_err(etcd_err("opening a task"))?;
         if !resp.succeeded() {
+            if repeated {
+                // Our first attempt may be what is there: task ids are
+                // fresh uuids, so a key on our lease is ours.
+                let mine = core
+                    .get(core.keys.task(task), None)
+                    .await
+                    .map_err(etcd_err("reading a task"))?;
+                if let Some(kv) = mine.kvs().first().filter(|kv| kv.lease() == core.lease) {
+                    return Ok(Some(LeaseId(rev(kv.create_revision()))));
+                }
+            }
             return Ok(None);
         }
         // The lease of a task is its key's incarnation: the revision that
@@ -406,8 +473,7 @@ impl GroupStore for EtcdStore {
 
     async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
         let core = &self.core;
-        let mut client = core.client.clone();
-        let resp = client
+        let resp = core
             .get(core.keys.task(task), None)
             .await
             .map_err(etcd_err("reading a task"))?;
@@ -437,8 +503,7 @@ impl GroupStore for EtcdStore {
                 Some(GetOptions::new().with_range(prefix_end(&members))),
             ),
         ]);
-        let mut client = core.client.clone();
-        let resp = client.txn(txn).await.map_err(etcd_err("reading a group"))?;
+        let resp = core.txn(txn).await.map_err(etcd_err("reading a group"))?;
         let Some(kv) = got(&resp, 0).into_iter().next() else {
             return Ok(None);
         };
@@ -474,11 +539,7 @@ impl GroupStore for EtcdStore {
             TxnOp::get(core.keys.meta(group), None),
             TxnOp::get(core.keys.member(group, instance), None),
         ]);
-        let mut client = core.client.clone();
-        let resp = client
-            .txn(txn)
-            .await
-            .map_err(etcd_err("reading a member"))?;
+        let resp = core.txn(txn).await.map_err(etcd_err("reading a member"))?;
         if got(&resp, 0).is_empty() {
             return Ok(Lookup::NoGroup);
         }
@@ -519,8 +580,7 @@ impl GroupStore for EtcdStore {
         if let Ok(limit) = i64::try_from(limit) {
             options = options.with_limit(limit);
         }
-        let mut client = core.client.clone();
-        let resp = client
+        let resp = core
             .get(from, Some(options))
             .await
             .map_err(etcd_err("listing groups"))?;
@@ -621,13 +681,25 @@ impl GroupStore for EtcdStore {
         ];
         let resp = core.commit(change, "joining a group").await?;
         if !resp.succeeded() {
+            if resp.repeated {
+                // An attempt whose answer was lost may have joined already.
+                if let Some((r, now)) = core.read_meta(group).await? {
+                    if now.instance_of(task) == Some(instance) {
+                        let generation = now.meta(r).generation;
+                        return Ok(CreateOutcome::Created {
+                            generation,
+                            size: now.size(),
+                        });
+                    }
+                }
+            }
             // Which compare failed: the task's, or the group's?
             return Ok(match self.lease(task).await? {
                 Some(l) if l.lease == lease => CreateOutcome::Conflict,
                 _ => CreateOutcome::LeaseGone,
             });
         }
-        let committed = resp.header().map(|h| rev(h.revision())).unwrap_or(0);
+        let committed = resp.revision();
         let generation = generation.unwrap_or(committed);
         if rec.generation.is_none() {
             rec.generation = Some(generation);
@@ -655,7 +727,14 @@ impl GroupStore for EtcdStore {
             change
                 .ops
                 .push(TxnOp::delete(core.keys.task_group(task, group), None));
-            if core.commit(change, "leaving a group").await?.succeeded() {
+            let resp = core.commit(change, "leaving a group").await?;
+            let done = resp.succeeded()
+                || (resp.repeated
+                    && core
+                        .read_meta(group)
+                        .await?
+                        .is_none_or(|(_, now)| now.instance_of(task).is_none()));
+            if done {
                 core.remember(group, 0, None);
                 return Ok(Lookup::Found(removal));
             }
@@ -690,10 +769,17 @@ impl GroupStore for EtcdStore {
         change.ops.push(TxnOp::put(meta_key, rec.encode(), None));
         let resp = core.commit(change, "freezing a group").await?;
         if resp.succeeded() {
-            let committed = resp.header().map(|h| rev(h.revision())).unwrap_or(0);
-            core.remember(group, committed, Some(&rec));
+            core.remember(group, resp.revision(), Some(&rec));
+            return Ok(true);
         }
-        Ok(resp.succeeded())
+        if resp.repeated {
+            // Frozen at this size by us (an attempt whose answer was lost),
+            // or by a concurrent freezer of the same size: either way done.
+            if let Some((_, now)) = core.read_meta(group).await? {
+                return Ok(now.frozen == Some(size) && now.slots == rec.slots);
+            }
+        }
+        Ok(false)
     }
 
     fn watch(&self) -> broadcast::Receiver<GroupEvent> {

@@ -7,16 +7,19 @@
 
 use std::time::Duration;
 
-use etcd_client::{Client, EventType, WatchOptions};
+use std::sync::Arc;
+
+use etcd_client::{EventType, WatchOptions};
 use isthmus_groups::GroupEvent;
 use tokio::sync::broadcast;
 use tracing::{debug, error, warn};
 
+use crate::endpoints::Endpoints;
 use crate::keys::Keys;
 use crate::records::{decode_log, rev};
 
 pub(crate) async fn follow_log(
-    mut client: Client,
+    etcd: Arc<Endpoints>,
     keys: Keys,
     mut next: i64,
     events: broadcast::Sender<GroupEvent>,
@@ -25,6 +28,7 @@ pub(crate) async fn follow_log(
     let log = keys.log();
     loop {
         let options = WatchOptions::new().with_start_revision(next);
+        let (member, mut client) = etcd.client();
         match client.watch(log.clone(), Some(options)).await {
             Ok(mut stream) => loop {
                 match stream.message().await {
@@ -62,14 +66,21 @@ pub(crate) async fn follow_log(
                             delivered.send_replace(revision);
                         }
                     }
-                    Ok(None) => break,
+                    Ok(None) => {
+                        etcd.failed(member);
+                        break;
+                    }
                     Err(e) => {
                         warn!(error = %e, "the etcd change-log watch broke; reopening");
+                        etcd.failed(member);
                         break;
                     }
                 }
             },
-            Err(e) => debug!(error = %e, "opening the etcd change-log watch; retrying"),
+            Err(e) => {
+                debug!(error = %e, "opening the etcd change-log watch; retrying");
+                etcd.failed(member);
+            }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

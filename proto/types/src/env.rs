@@ -15,6 +15,9 @@ pub const VMD_ADDR: &str = "ISTHMUS_VMD";
 /// flag); unset: the Unix socket only.
 pub const VMD_LISTEN: &str = "ISTHMUS_VMD_LISTEN";
 
+/// The vmd keeps group tables in etcd at these client URLs (comma-separated).
+pub const ETCD: &str = "ISTHMUS_ETCD";
+
 /// The vmd's runtime directory (its `--runtime-dir` flag), also where
 /// clients look for the default socket and token file.
 pub const RUNTIME_DIR: &str = "ISTHMUS_RUNTIME_DIR";

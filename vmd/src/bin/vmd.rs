@@ -94,6 +94,20 @@ struct Args {
     /// Groups whose events one session may follow.
     #[arg(long, default_value_t = SessionLimits::default().max_followed_groups)]
     max_followed_groups: usize,
+    /// Keep group tables in etcd at these client URLs (comma-separated),
+    /// shared by every vmd given the same URLs and --etcd-prefix: one
+    /// namespace across hosts. Default: in this vmd's memory (one host).
+    #[arg(long, env = isthmus_types::env::ETCD, value_delimiter = ',')]
+    etcd: Vec<String>,
+    /// The virtual machine's key prefix in etcd.
+    #[arg(long, default_value = "/isthmus/vm", requires = "etcd")]
+    etcd_prefix: String,
+    /// Seconds this host's tasks outlive a vmd that stops answering: a vmd
+    /// restarted within them takes its tasks back; past them, their
+    /// memberships are removed as deaths and everyone is told.
+    #[arg(long, default_value_t = 15, value_name = "SECS", requires = "etcd",
+          value_parser = clap::value_parser!(u64).range(2..=86_400))]
+    etcd_lease_ttl: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -145,6 +159,18 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     daemon.set_keepalive(keepalive);
     daemon.set_limits(limits);
+    let mut lease_lost = None;
+    if !args.etcd.is_empty() {
+        let store = open_etcd(
+            &args.etcd,
+            &args.etcd_prefix,
+            args.etcd_lease_ttl,
+            &runtime_dir,
+        )
+        .await?;
+        lease_lost = Some(store.lease_lost());
+        daemon.set_groups(isthmus_groups::Groups::new(Box::new(store)));
+    }
     let listen_file = runtime_dir.join("listen");
     match daemon.local_addr() {
         Some(tcp) => std::fs::write(&listen_file, tcp.to_string())
@@ -157,8 +183,49 @@ async fn main() -> anyhow::Result<()> {
         std::fs::write(path, daemon.client_addr())
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    daemon.serve(shutdown_signal()).await?;
+    let lost = async {
+        match &mut lease_lost {
+            Some(lost) => {
+                let _ = lost.wait_for(|l| *l).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let mut lease_expired = false;
+    daemon
+        .serve(async {
+            tokio::select! {
+                () = shutdown_signal() => {}
+                () = lost => lease_expired = true,
+            }
+        })
+        .await?;
+    if lease_expired {
+        anyhow::bail!("this vmd's etcd lease expired: the virtual machine declared its tasks dead");
+    }
     Ok(())
+}
+
+/// Opens the etcd group store, taking back the lease of this vmd's previous
+/// run if etcd still has it (its id is kept in the runtime directory), so a
+/// vmd restarted within the lease's TTL keeps its tasks' memberships.
+async fn open_etcd(
+    endpoints: &[String],
+    prefix: &str,
+    ttl: u64,
+    runtime_dir: &std::path::Path,
+) -> anyhow::Result<isthmus_groups_etcd::EtcdStore> {
+    let lease_file = runtime_dir.join("etcd-lease");
+    let mut config = isthmus_groups_etcd::EtcdConfig::new(endpoints.to_vec());
+    config.prefix = prefix.to_string();
+    config.lease_ttl = Duration::from_secs(ttl);
+    config.resume_lease = std::fs::read_to_string(&lease_file)
+        .ok()
+        .and_then(|s| i64::from_str_radix(s.trim(), 16).ok());
+    let store = isthmus_groups_etcd::EtcdStore::connect(config).await?;
+    std::fs::write(&lease_file, format!("{:x}\n", store.lease_id()))
+        .with_context(|| format!("writing {}", lease_file.display()))?;
+    Ok(store)
 }
 
 fn system_host_name() -> String {

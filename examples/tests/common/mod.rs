@@ -1,0 +1,147 @@
+//! What the cross-implementation tests share: the two MPI flavours of
+//! `xtest`, a job description, starting a job with its own launcher, and
+//! checking its ranks' PASS lines.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mpi {
+    OpenMpi,
+    Mpich,
+}
+
+pub struct Job {
+    pub mpi: Mpi,
+    pub np: usize,
+    pub group: String,
+    pub peers: Vec<String>,
+    pub a: bool,
+    pub timeout_secs: u64,
+    /// Extra environment for every rank.
+    pub env: Vec<(String, String)>,
+}
+
+pub fn job(mpi: Mpi, np: usize, group: &str, peers: &[&str], a: bool) -> Job {
+    Job {
+        mpi,
+        np,
+        group: group.into(),
+        peers: peers.iter().map(|p| p.to_string()).collect(),
+        a,
+        timeout_secs: 120,
+        env: Vec::new(),
+    }
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+pub fn xtest(mpi: Mpi) -> PathBuf {
+    match mpi {
+        Mpi::OpenMpi => PathBuf::from(env!("CARGO_BIN_EXE_xtest")),
+        Mpi::Mpich => {
+            let dir = std::env::var_os("ISTHMUS_MPICH_BIN_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| repo_root().join("target/mpich/release"));
+            let p = dir.join("xtest");
+            assert!(
+                p.exists(),
+                "MPICH flavour of xtest not found at {} — build it with scripts/test.sh (MPICC=mpicc.mpich, its own target dir)",
+                p.display()
+            );
+            p
+        }
+    }
+}
+
+/// Starts job `j` of `scenario` with its launcher; its ranks reach the vmd
+/// at `vmd_addr`.
+pub fn launch(vmd_addr: &str, scenario: &str, j: &Job) -> Child {
+    let mut cmd = match j.mpi {
+        Mpi::OpenMpi => {
+            let mut c = Command::new("mpirun.openmpi");
+            c.args([
+                "--oversubscribe",
+                "--bind-to",
+                "none",
+                "-n",
+                &j.np.to_string(),
+                "-x",
+                "ISTHMUS_VMD",
+            ]);
+            c
+        }
+        Mpi::Mpich => {
+            let mut c = Command::new("mpiexec.mpich");
+            c.args(["-n", &j.np.to_string(), "-genv", "ISTHMUS_VMD", vmd_addr]);
+            c
+        }
+    };
+    for (name, value) in &j.env {
+        match j.mpi {
+            Mpi::OpenMpi => cmd.args(["-x", name]),
+            Mpi::Mpich => cmd.args(["-genv", name, value]),
+        };
+        cmd.env(name, value);
+    }
+    cmd.arg(xtest(j.mpi))
+        .args([
+            "--scenario",
+            scenario,
+            "--group",
+            &j.group,
+            "--timeout-secs",
+            &j.timeout_secs.to_string(),
+        ])
+        .arg("--peer")
+        .args(&j.peers)
+        .env("ISTHMUS_VMD", vmd_addr)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl_tcp_if_include", "lo")
+        .env("OMPI_MCA_oob_tcp_if_include", "lo")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if j.a {
+        cmd.arg("--a");
+    }
+    cmd.spawn()
+        .unwrap_or_else(|e| panic!("cannot start {:?} launcher: {e}", j.mpi))
+}
+
+/// Checks that every rank of `j` printed its PASS line.
+pub fn assert_passed(out: &Output, scenario: &str, j: &Job) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report = || {
+        format!(
+            "{:?} job {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+            j.mpi,
+            j.group,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    assert!(
+        out.status.success(),
+        "{} exited with {}\n{}",
+        j.group,
+        out.status,
+        report()
+    );
+    for r in 0..j.np {
+        let line = format!("PASS {scenario} {} rank {r}", j.group);
+        assert!(
+            stdout.lines().any(|l| l.trim_end() == line),
+            "missing {line:?}\n{}",
+            report()
+        );
+    }
+}
