@@ -10,6 +10,7 @@ packages=(
   mpich libmpich-dev                              # MPICH: mpicc.mpich, mpiexec.mpich
   gfortran                                        # mpifort.openmpi / mpifort.mpich (Fortran tests)
   python3-mpi4py                                  # the isthmus Python package and its tests (mpi4py on Open MPI)
+  python3-pip python3-dev                         # building mpi4py against MPICH (below)
   etcd-server etcd-client                         # state store of a multi-host virtual machine
   pvm pvm-dev                                     # reference for the group-service benchmark
   iproute2 passwd util-linux                      # security tests: network namespaces (ip), test users (useradd), setpriv
@@ -28,6 +29,41 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# mpi4py built with MPICH (Debian's python3-mpi4py is built with Open MPI),
+# for the Python tests across implementations: one fixed directory, outside
+# any checkout, put on PYTHONPATH by the tests (ISTHMUS_MPI4PY_MPICH). Built
+# from source by Debian's pip into a staging directory, checked (its MPI
+# module must link libmpich), then moved into place; skipped when present.
+MPI4PY_VERSION=4.1.2
+MPI4PY_MPICH=${ISTHMUS_MPI4PY_MPICH:-/opt/isthmus/mpi4py-mpich}
+mpi4py_mpich_ok() {
+  local so
+  so=$(find "$MPI4PY_MPICH/mpi4py" -maxdepth 1 -name 'MPI.*.so' 2>/dev/null | head -n 1)
+  [ -n "$so" ] && [ "$(cat "$MPI4PY_MPICH/.isthmus-mpi4py-version" 2>/dev/null)" = "$MPI4PY_VERSION" ] &&
+    ldd "$so" | grep -q 'libmpich\.so'
+}
+if ! mpi4py_mpich_ok; then
+  echo "install-deps: building mpi4py $MPI4PY_VERSION with MPICH into $MPI4PY_MPICH" >&2
+  mkdir -p "$(dirname "$MPI4PY_MPICH")"
+  stage=$(mktemp -d "$MPI4PY_MPICH.stage.XXXXXX")
+  trap 'rm -rf "$stage"' EXIT
+  # --target installs outside the system site-packages (no PEP 668 clash);
+  # --no-binary: a wheel from PyPI would bring its own MPI, not Debian's MPICH.
+  MPICC=mpicc.mpich /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+    --no-cache-dir --no-binary mpi4py --target "$stage" "mpi4py==$MPI4PY_VERSION"
+  so=$(find "$stage/mpi4py" -maxdepth 1 -name 'MPI.*.so' | head -n 1)
+  if [ -z "$so" ] || ! ldd "$so" | grep -q 'libmpich\.so'; then
+    echo "install-deps: the mpi4py built in $stage does not link libmpich:" >&2
+    [ -n "$so" ] && ldd "$so" >&2
+    exit 1
+  fi
+  echo "$MPI4PY_VERSION" >"$stage/.isthmus-mpi4py-version"
+  chmod 755 "$stage"
+  rm -rf "$MPI4PY_MPICH"
+  mv "$stage" "$MPI4PY_MPICH"
+  trap - EXIT
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -1,8 +1,11 @@
-//! The `isthmus` Python package with mpi4py (Debian's, built with Open
-//! MPI), run under the preloaded library: a Python job forms an Isthmus
+//! The `isthmus` Python package with mpi4py, run under the preloaded
+//! library: Debian's mpi4py (built with Open MPI) and an mpi4py built with
+//! MPICH (by scripts/install-deps.sh, in `ISTHMUS_MPI4PY_MPICH`, default
+//! /opt/isthmus/mpi4py-mpich). A Python job forms an Isthmus
 //! intercommunicator with a C job of MPICH (buffer API) and with another
-//! Python job (pickle API); and mpi4py's own Open_port/Publish_name/Accept
-//! meet an unmodified C program of MPICH that connects.
+//! Python job, of the same or the other implementation (buffer and pickle
+//! APIs); and mpi4py's own Open_port/Publish_name/Accept meet an unmodified
+//! C program of MPICH, or mpi4py of the other implementation, that connects.
 
 mod common;
 
@@ -14,31 +17,63 @@ use common::*;
 /// Debian's interpreter, where python3-mpi4py is installed.
 const PYTHON: &str = "/usr/bin/python3";
 
-fn python_job(group: &str, peer: &str, mode: &str, np: usize) -> Job {
+/// `PYTHONPATH` for a Python job of `mpi`: the isthmus package, and for
+/// MPICH the mpi4py built with it (Debian's, for Open MPI, is on the
+/// interpreter's own path).
+fn python_path(mpi: Mpi) -> String {
+    let package = crate_dir().join("python").display().to_string();
+    match mpi {
+        Mpi::OpenMpi => package,
+        Mpi::Mpich => {
+            let dir = std::env::var_os("ISTHMUS_MPI4PY_MPICH")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/opt/isthmus/mpi4py-mpich"));
+            assert!(
+                dir.join("mpi4py").is_dir(),
+                "no mpi4py built with MPICH in {} — scripts/install-deps.sh builds it",
+                dir.display()
+            );
+            format!("{}:{package}", dir.display())
+        }
+    }
+}
+
+/// A Python job of `mpi` running `script` (in tests/python) with `args`,
+/// under that implementation's library, preloaded.
+fn python_script(mpi: Mpi, np: usize, script: &str, args: &[&str]) -> Job {
+    let mut all = vec![crate_dir()
+        .join("tests/python")
+        .join(script)
+        .display()
+        .to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
     Job {
-        mpi: Mpi::OpenMpi,
+        mpi,
         np,
         program: PathBuf::from(PYTHON),
-        args: vec![
-            crate_dir()
-                .join("tests/python/exchange.py")
-                .display()
-                .to_string(),
-            group.into(),
-            peer.into(),
-            mode.into(),
-        ],
-        env: vec![(
-            "PYTHONPATH".into(),
-            crate_dir().join("python").display().to_string(),
-        )],
+        args: all,
+        env: vec![("PYTHONPATH".into(), python_path(mpi))],
         linking: Linking::Unmodified,
     }
+}
+
+fn python_job(mpi: Mpi, group: &str, peer: &str, mode: &str, np: usize) -> Job {
+    python_script(mpi, np, "exchange.py", &[group, peer, mode])
 }
 
 fn passed(o: &std::process::Output, mode: &str, np: usize) -> bool {
     let out = String::from_utf8_lossy(&o.stdout);
     o.status.success() && (0..np).all(|r| out.contains(&format!("PASS {mode} rank {r}")))
+}
+
+/// The job's rank 0 ran mpi4py on `mpi` (the scripts print mpi4py's
+/// `get_vendor()`).
+fn ran_on(o: &std::process::Output, mpi: Mpi) -> bool {
+    let vendor = match mpi {
+        Mpi::OpenMpi => "VENDOR Open MPI",
+        Mpi::Mpich => "VENDOR MPICH",
+    };
+    String::from_utf8_lossy(&o.stdout).contains(vendor)
 }
 
 #[test]
@@ -52,7 +87,7 @@ fn python_with_open_mpi_exchanges_buffers_with_c_on_mpich() {
         &peer,
         Linking::Linked,
     );
-    let py = python_job("py-a", "c-b", "buffer", 2);
+    let py = python_job(Mpi::OpenMpi, "py-a", "c-b", "buffer", 2);
     let c = Job {
         mpi: Mpi::Mpich,
         np: 2,
@@ -73,8 +108,8 @@ fn python_with_open_mpi_exchanges_buffers_with_c_on_mpich() {
 #[test]
 fn two_python_jobs_exchange_objects_with_the_pickle_api() {
     let vmd = Vmd::start("localhost", &[]);
-    let a = python_job("py-left", "py-right", "pickle", 2);
-    let b = python_job("py-right", "py-left", "pickle", 2);
+    let a = python_job(Mpi::OpenMpi, "py-left", "py-right", "pickle", 2);
+    let b = python_job(Mpi::OpenMpi, "py-right", "py-left", "pickle", 2);
     let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(180));
     assert!(
         passed(&oa, "pickle", 2) && passed(&ob, "pickle", 2),
@@ -95,20 +130,7 @@ fn mpi4py_accepts_with_its_own_calls_and_c_on_mpich_connects() {
         &connector,
         Linking::Unmodified,
     );
-    let py = Job {
-        mpi: Mpi::OpenMpi,
-        np: 2,
-        program: PathBuf::from(PYTHON),
-        args: vec![
-            crate_dir()
-                .join("tests/python/ports.py")
-                .display()
-                .to_string(),
-            "svc-python".into(),
-        ],
-        env: vec![],
-        linking: Linking::Unmodified,
-    };
+    let py = python_script(Mpi::OpenMpi, 2, "ports.py", &["accept", "svc-python"]);
     let c = Job {
         mpi: Mpi::Mpich,
         np: 3,
@@ -124,4 +146,58 @@ fn mpi4py_accepts_with_its_own_calls_and_c_on_mpich_connects() {
         text(&op),
         text(&oc)
     );
+}
+
+/// Runs two Python jobs at once; each must pass in its mode on every rank,
+/// with mpi4py of the implementation it was started with.
+fn python_pair(a: &Job, a_mode: &str, b: &Job, b_mode: &str) {
+    let vmd = Vmd::start("localhost", &[]);
+    let (oa, ob) = run_pair(&vmd, a, b, Duration::from_secs(180));
+    assert!(
+        passed(&oa, a_mode, a.np)
+            && passed(&ob, b_mode, b.np)
+            && ran_on(&oa, a.mpi)
+            && ran_on(&ob, b.mpi),
+        "{a_mode} ({:?}):\n{}\n{b_mode} ({:?}):\n{}",
+        a.mpi,
+        text(&oa),
+        b.mpi,
+        text(&ob)
+    );
+}
+
+/// Two Python jobs, one on each implementation (`left` on `left_mpi`),
+/// through the isthmus package in `mode` (exchange.py).
+fn python_across(left_mpi: Mpi, mode: &str) {
+    let a = python_job(left_mpi, "py-x-left", "py-x-right", mode, 2);
+    let b = python_job(left_mpi.other(), "py-x-right", "py-x-left", mode, 2);
+    python_pair(&a, mode, &b, mode);
+}
+
+#[test]
+fn mpi4py_on_mpich_and_mpi4py_on_open_mpi_exchange_buffers() {
+    python_across(Mpi::Mpich, "buffers");
+}
+
+#[test]
+fn mpi4py_on_open_mpi_and_mpi4py_on_mpich_exchange_objects_with_the_pickle_api() {
+    python_across(Mpi::OpenMpi, "pickle");
+}
+
+/// mpi4py's own Open_port/Publish_name/Accept on `acceptor` against
+/// Lookup_name/Connect of mpi4py on the other implementation (ports.py).
+fn mpi4py_ports_across(acceptor: Mpi, service: &str) {
+    let a = python_script(acceptor, 2, "ports.py", &["accept", service]);
+    let c = python_script(acceptor.other(), 3, "ports.py", &["connect", service]);
+    python_pair(&a, "accept", &c, "connect");
+}
+
+#[test]
+fn mpi4py_on_mpich_accepts_with_its_own_calls_and_mpi4py_on_open_mpi_connects() {
+    mpi4py_ports_across(Mpi::Mpich, "svc-py-mpich-ompi");
+}
+
+#[test]
+fn mpi4py_on_open_mpi_accepts_with_its_own_calls_and_mpi4py_on_mpich_connects() {
+    mpi4py_ports_across(Mpi::OpenMpi, "svc-py-ompi-mpich");
 }

@@ -20,20 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "isthmus.h"
 
 static int rank, size, rsize, left;
 static MPI_Comm inter;
-
-#define CHECK(cond, ...)                                                                  \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__);          \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fprintf(stderr, "\n");                                                        \
-            MPI_Abort(MPI_COMM_WORLD, 2);                                                 \
-        }                                                                                 \
-    } while (0)
 
 static void mixed(void)
 {

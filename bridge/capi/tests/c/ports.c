@@ -14,17 +14,9 @@
 
 #include <mpi.h>
 
-static int rank, size;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            fprintf(stderr, "rank %d: FAIL line %d: ", rank, __LINE__);          \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fprintf(stderr, "\n");                                               \
-            MPI_Abort(MPI_COMM_WORLD, 2);                                        \
-        }                                                                        \
-    } while (0)
+static int rank, size;
 
 /* Every rank sends to and receives from every remote rank. */
 static void exchange(MPI_Comm inter, int accepting)
