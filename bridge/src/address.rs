@@ -25,13 +25,13 @@ use crate::error::{BridgeError, Result};
 /// addresses; then the published addresses are [`DATA_ADVERTISE_ENV`] or,
 /// without it, the host's non-loopback interface addresses.
 /// Unset: see [`default_listen`].
-pub const DATA_ADDR_ENV: &str = "ISTHMUS_DATA_ADDR";
+pub const DATA_ADDR_ENV: &str = isthmus_types::env::DATA_ADDR;
 
 /// Comma- or space-separated IP addresses to publish instead of the listen
 /// address (with the listener's port), in the order peers should try them:
 /// for addresses the host's interfaces do not show (NAT, forwarding) or to
 /// choose among many.
-pub const DATA_ADVERTISE_ENV: &str = "ISTHMUS_DATA_ADVERTISE";
+pub const DATA_ADVERTISE_ENV: &str = isthmus_types::env::DATA_ADVERTISE;
 
 /// At most this many TCP addresses are published per endpoint.
 pub const MAX_PUBLISHED: usize = 16;
