@@ -2,6 +2,11 @@
  * (fork) over TCP on 127.0.0.1 (TCP_NODELAY) or a Unix domain stream socket.
  *
  * usage: tcp_pingpong tcp|unix [lat_iters [bw_scale_MiB]]   (defaults 10000 1024)
+ *        tcp_pingpong serve|connect IPV4 PORT [lat_iters [bw_scale_MiB]]
+ *   The second form runs the two sides as separate processes (e.g. in two
+ *   network namespaces, scripts/bench-hosts-data.sh): `serve` listens on
+ *   IPV4:PORT and answers one client; `connect` dials it (retrying for up
+ *   to 20 s while nothing listens yet) and prints the tcp_* RESULT lines.
  *
  * Latency: client writes <size> bytes, server reads them fully and writes
  *   them back; each round trip is timed, sample = RTT/2 (one-way). A 0-byte
@@ -126,8 +131,54 @@ static void run(int fd, int is_client, const char *proto, int iters, long scale)
     free(s);
 }
 
+/* serve|connect IPV4 PORT [iters [scale]]: one side in this process. */
+static int split_main(int argc, char **argv)
+{
+    int serve = strcmp(argv[1], "serve") == 0;
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s serve|connect IPV4 PORT [lat_iters [bw_scale_MiB]]\n", argv[0]);
+        return 2;
+    }
+    int iters = argc > 4 ? atoi(argv[4]) : 10000;
+    long scale = argc > 5 ? atol(argv[5]) : 1024;
+    struct sockaddr_in ia = {.sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[3]))};
+    if (iters <= 0 || scale <= 0 || inet_pton(AF_INET, argv[2], &ia.sin_addr) != 1) {
+        fprintf(stderr, "bad address, lat_iters or bw_scale\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    alarm(SAFETY_ALARM_S);
+    int one = 1, fd;
+    if (serve) {
+        int lfd = socket(AF_INET, SOCK_STREAM, 0);
+        if (lfd < 0) die("socket");
+        setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(lfd, (struct sockaddr *)&ia, sizeof ia) < 0) die("bind");
+        if (listen(lfd, 1) < 0) die("listen");
+        fd = accept(lfd, NULL, NULL);
+        if (fd < 0) die("accept");
+        close(lfd);
+    } else {
+        double give_up = now_us() + 20e6;
+        for (;;) {
+            fd = socket(AF_INET, SOCK_STREAM, 0);
+            if (fd < 0) die("socket");
+            if (connect(fd, (struct sockaddr *)&ia, sizeof ia) == 0) break;
+            if (errno != ECONNREFUSED || now_us() > give_up) die("connect");
+            close(fd);
+            usleep(20000);
+        }
+    }
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) die("TCP_NODELAY");
+    run(fd, !serve, "tcp", iters, scale);
+    close(fd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && (!strcmp(argv[1], "serve") || !strcmp(argv[1], "connect")))
+        return split_main(argc, argv);
     if (argc < 2 || (strcmp(argv[1], "tcp") && strcmp(argv[1], "unix"))) {
         fprintf(stderr, "usage: %s tcp|unix [lat_iters [bw_scale_MiB]]\n", argv[0]);
         return 2;

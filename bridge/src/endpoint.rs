@@ -2,9 +2,15 @@
 //! Unix and TCP addresses), and its opaque versioned binary record that the
 //! group service publishes.
 //!
-//! Record layout (version 2, all integers little-endian):
-//! `"ISEP" | version u8 = 2 | uuid [16] | public key [32] | host_len u16 | host utf-8 |
-//!  unix_len u16 (0xFFFF = absent) | unix utf-8 | tcp_len u16 (0xFFFF = absent) | tcp "ip:port" utf-8`.
+//! Record layout (version 3, all integers little-endian):
+//! `"ISEP" | version u8 = 3 | uuid [16] | public key [32] | host_len u16 | host utf-8 |
+//!  locality u8 (0 = unknown, 1 = follows) [| boot id [16] | netns inode u64] |
+//!  unix_len u16 (0xFFFF = absent) | unix utf-8 |
+//!  tcp_count u8 | tcp_count × (len u16 | "ip:port" utf-8)`.
+//!
+//! Both sides of a pair are built from the same source, so a decoder reads
+//! exactly one version and refuses others with an error that says which
+//! (version 2 had one TCP address and no locality).
 //!
 //! The process id is derived from the public key ([`process_id`]), so a
 //! record cannot bind one process's id to another process's key: a record
@@ -17,10 +23,11 @@ use std::net::SocketAddr;
 use sha2::{Digest, Sha512};
 use uuid::Uuid;
 
+use crate::address::{Locality, MAX_PUBLISHED};
 use crate::error::{BridgeError, Result};
 
 const ENDPOINT_MAGIC: &[u8; 4] = b"ISEP";
-const ENDPOINT_VERSION: u8 = 2;
+const ENDPOINT_VERSION: u8 = 3;
 
 /// Length of an Ed25519 public key.
 pub const PUBLIC_KEY_LEN: usize = 32;
@@ -44,12 +51,15 @@ pub struct Endpoint {
     /// Data connections from this process are signed with the matching
     /// private key, which never leaves the process.
     pub public_key: [u8; PUBLIC_KEY_LEN],
-    /// Host name as configured in the engine; equal hosts use the Unix socket.
+    /// Host name as configured in the engine (the vmd's host).
     pub host: String,
+    /// Kernel and network namespace the engine's sockets live in; a peer
+    /// with the same host *and* locality dials the Unix socket.
+    pub locality: Option<Locality>,
     /// Unix socket address: a filesystem path, or `@name` for the Linux abstract namespace.
     pub unix: Option<String>,
-    /// TCP listening address.
-    pub tcp: Option<SocketAddr>,
+    /// TCP addresses to dial, in order (at most [`MAX_PUBLISHED`] are encoded).
+    pub tcp: Vec<SocketAddr>,
 }
 
 impl Endpoint {
@@ -61,8 +71,20 @@ impl Endpoint {
         out.extend_from_slice(self.process.as_bytes());
         out.extend_from_slice(&self.public_key);
         put_str(&mut out, Some(&self.host));
+        match &self.locality {
+            None => out.push(0),
+            Some(l) => {
+                out.push(1);
+                out.extend_from_slice(&l.boot_id);
+                out.extend_from_slice(&l.netns.to_le_bytes());
+            }
+        }
         put_str(&mut out, self.unix.as_deref());
-        put_str(&mut out, self.tcp.map(|a| a.to_string()).as_deref());
+        let tcp = &self.tcp[..self.tcp.len().min(MAX_PUBLISHED)];
+        out.push(tcp.len() as u8);
+        for a in tcp {
+            put_str(&mut out, Some(&a.to_string()));
+        }
         out
     }
 
@@ -76,7 +98,14 @@ impl Endpoint {
         }
         let version = r.take(1)?[0];
         if version != ENDPOINT_VERSION {
-            return Err(BridgeError::BadEndpoint(format!("unsupported endpoint record version {version} (this build reads {ENDPOINT_VERSION})")));
+            let what = match version {
+                1 | 2 => "from an older Isthmus build (one TCP address, no locality)",
+                _ => "unknown to this build",
+            };
+            return Err(BridgeError::BadEndpoint(format!(
+                "endpoint record version {version} is {what}; this build reads version {ENDPOINT_VERSION} only: \
+                 build both jobs' Isthmus from the same source"
+            )));
         }
         let mut id = [0u8; 16];
         id.copy_from_slice(r.take(16)?);
@@ -85,14 +114,41 @@ impl Endpoint {
         let host = r
             .string()?
             .ok_or_else(|| BridgeError::BadEndpoint("host is missing".into()))?;
+        let locality = match r.take(1)?[0] {
+            0 => None,
+            1 => {
+                let mut boot_id = [0u8; 16];
+                boot_id.copy_from_slice(r.take(16)?);
+                let mut ino = [0u8; 8];
+                ino.copy_from_slice(r.take(8)?);
+                Some(Locality {
+                    boot_id,
+                    netns: u64::from_le_bytes(ino),
+                })
+            }
+            other => {
+                return Err(BridgeError::BadEndpoint(format!(
+                    "locality flag {other} (expected 0 or 1)"
+                )))
+            }
+        };
         let unix = r.string()?;
-        let tcp = match r.string()? {
-            None => None,
-            Some(s) => Some(
+        let count = r.take(1)?[0] as usize;
+        if count > MAX_PUBLISHED {
+            return Err(BridgeError::BadEndpoint(format!(
+                "{count} TCP addresses (at most {MAX_PUBLISHED})"
+            )));
+        }
+        let mut tcp = Vec::with_capacity(count);
+        for _ in 0..count {
+            let s = r
+                .string()?
+                .ok_or_else(|| BridgeError::BadEndpoint("absent TCP address in the list".into()))?;
+            tcp.push(
                 s.parse::<SocketAddr>()
                     .map_err(|e| BridgeError::BadEndpoint(format!("bad TCP address {s:?}: {e}")))?,
-            ),
-        };
+            );
+        }
         if r.pos != bytes.len() {
             return Err(BridgeError::BadEndpoint(format!(
                 "{} trailing bytes after the record",
@@ -103,6 +159,7 @@ impl Endpoint {
             process: Uuid::from_bytes(id),
             public_key,
             host,
+            locality,
             unix,
             tcp,
         };

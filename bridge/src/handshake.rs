@@ -268,8 +268,9 @@ mod tests {
             process: id.process(),
             public_key: id.public_key(),
             host: "h".into(),
+            locality: None,
             unix: None,
-            tcp: None,
+            tcp: Vec::new(),
         }
     }
 

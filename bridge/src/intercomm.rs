@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use crate::address::Route;
 use crate::completion::Completion;
 use crate::datatype;
 use crate::endpoint::Endpoint;
@@ -129,6 +130,17 @@ impl InterComm {
     /// The engine this intercomm runs on.
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+    /// How the data connection to remote rank `rank` went (transport, our
+    /// address, the address dialled); None until something was sent to it.
+    pub fn route(&self, rank: u32) -> Result<Option<Route>> {
+        let ep = self.remote.get(rank as usize).ok_or_else(|| {
+            BridgeError::InvalidArgument(format!(
+                "remote rank {rank} out of range (remote size {})",
+                self.remote.len()
+            ))
+        })?;
+        Ok(self.engine.route_to(ep.process))
     }
 
     fn check_source(&self, s: Source) -> Result<()> {

@@ -4,10 +4,13 @@
 //! # Design
 //! * One [`Engine`] per process (not a singleton). It listens on a Unix socket
 //!   in the Linux abstract namespace (`@isthmus-bridge-<uuid>`) and on TCP
-//!   `127.0.0.1:0`; [`Endpoint`] describes both plus the process uuid, its
-//!   public key and the host.
-//!   A peer on the same host (equal host strings) is reached over the Unix
-//!   socket, otherwise over TCP (TCP_NODELAY on).
+//!   at [`EngineConfig::listen`] (`ISTHMUS_DATA_ADDR`; `0.0.0.0`/`::` for
+//!   all), port 0; [`Endpoint`] describes the Unix socket, the TCP addresses
+//!   peers should dial (see [`address`]), the process uuid, its public key,
+//!   the host and the [`Locality`] (kernel boot id, network namespace).
+//!   A peer with the same host and locality is reached over the Unix
+//!   socket, otherwise over TCP (TCP_NODELAY on), trying the published
+//!   addresses in order.
 //! * Connections: exactly one OUTGOING connection per peer process, opened
 //!   lazily on first send and used only for frames we send. Frames from a peer
 //!   arrive on the connection it opened to us. Per-pair, per-direction FIFO
@@ -103,7 +106,8 @@
 //! * [`datatype`] — MPI datatypes: `basic`, `signature` (flattening,
 //!   hashing), `info` ([`datatype::TypeInfo`], cache, matching rules),
 //!   `pack` (MPI_Pack / external32 calls), `swap`, `codec` (encode/decode).
-//! * `error` — [`BridgeError`]; `endpoint` — [`Endpoint`]; `wire` — the
+//! * `error` — [`BridgeError`]; [`address`] — listen and published
+//!   addresses, [`Locality`], [`Route`]; `endpoint` — [`Endpoint`]; `wire` — the
 //!   datatype seam ([`TypeSig`], [`WireType`]); `frame` — header, payload
 //!   reading; `handshake` — key pair, challenge–response messages.
 //! * `completion` — one-shot completions and `wait_any`'s notifier;
@@ -134,6 +138,7 @@
 
 // Leaves first: each module imports only modules above it in this list
 // (checked by scripts/check-module-cycles.sh).
+pub mod address;
 mod admission;
 mod completion;
 mod connections;
@@ -161,6 +166,7 @@ mod transport;
 mod vm;
 mod wire;
 
+pub use address::{Locality, Route, Transport};
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     Engine, EngineConfig, DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW,

@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use uuid::Uuid;
 
+use crate::address::Route;
 use crate::completion::Completion;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
@@ -65,6 +66,8 @@ struct OutState {
 /// or by the connection's writer thread, always in FIFO order.
 pub(crate) struct OutConn {
     pub peer: Uuid,
+    /// How the connection reached the peer.
+    pub route: Route,
     state: Mutex<OutState>,
     cv: Condvar,
     /// Clone of the socket used to shut it down from outside.
@@ -82,12 +85,14 @@ impl OutConn {
     pub(crate) fn new(
         peer: Uuid,
         stream: Stream,
+        route: Route,
         credit: u64,
         grant_pending: bool,
     ) -> io::Result<Arc<OutConn>> {
         let shutdown_handle = stream.try_clone()?;
         Ok(Arc::new(OutConn {
             peer,
+            route,
             state: Mutex::new(OutState {
                 stream: Some(stream),
                 queue: VecDeque::new(),

@@ -4,14 +4,15 @@
 //! `incoming`, the outgoing connection in `outgoing`.
 
 use std::io::{self, IoSlice, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixStream};
 use std::time::{Duration, Instant};
 
-use tracing::warn;
+use tracing::{debug, warn};
 use uuid::Uuid;
 
+use crate::address::{Route, Transport};
 use crate::endpoint::{Endpoint, PUBLIC_KEY_LEN};
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind, GRANT_FOLLOWS, HEADER_LEN};
@@ -131,57 +132,117 @@ pub(crate) fn write_frame(s: &mut Stream, hdr: &FrameHeader, payload: &[u8]) -> 
     Ok(())
 }
 
-/// Open a data connection to `ep` (Unix if same host, else TCP) and run the connector handshake.
+/// Open a data connection to `ep` and run the connector handshake; returns
+/// the stream and the route it took.
 ///
-/// `me` is this engine's endpoint and `identity` its key pair.
-/// Connecting and the handshake must finish within `timeout` (the whole
-/// exchange, not each read); data reads and writes have no timeout.
+/// Where to dial (see `address`): the Unix socket first if `ep` has the
+/// same host and the same [`Locality`](crate::address::Locality) as `me`,
+/// then its TCP addresses in the order published. An attempt that fails
+/// (connect or handshake: another process may answer at an address that is
+/// not the peer's) moves on to the next. `me` is this engine's endpoint and
+/// `identity` its key pair. All attempts together must finish within
+/// `timeout`; each TCP connect gets an equal share of what is left, so one
+/// unreachable address cannot use up the rest. Data reads and writes have
+/// no timeout.
 pub(crate) fn connect(
     me: &Endpoint,
     identity: &Identity,
     ep: &Endpoint,
     timeout: Duration,
-) -> Result<Stream> {
+) -> Result<(Stream, Route)> {
     let deadline = Instant::now() + timeout;
-    let same_host = ep.host == me.host;
-    let (mut stream, address) = match (&ep.unix, ep.tcp) {
-        (Some(path), _) if same_host => {
+    let local = ep.host == me.host && me.locality.is_some() && ep.locality == me.locality;
+    let mut targets: Vec<Target> = Vec::with_capacity(ep.tcp.len() + 1);
+    if let (true, Some(path)) = (local, &ep.unix) {
+        targets.push(Target::Unix(path));
+    }
+    targets.extend(ep.tcp.iter().map(|a| Target::Tcp(*a)));
+    if targets.is_empty() {
+        return Err(BridgeError::Connect {
+            process: ep.process,
+            address: format!("host {}", ep.host),
+            reason: "endpoint has no TCP address and no Unix socket usable from here".into(),
+        });
+    }
+    let mut failures: Vec<String> = Vec::new();
+    let n = targets.len();
+    for (i, target) in targets.into_iter().enumerate() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            failures.push(format!(
+                "{target}: handshake deadline passed before trying it"
+            ));
+            continue;
+        }
+        match attempt(&target, identity, ep, deadline, left / (n - i) as u32) {
+            Ok(done) => return Ok(done),
+            Err(reason) => {
+                debug!(peer = %ep.process, address = %target, %reason, "data connection attempt failed");
+                failures.push(format!("{target}: {reason}"));
+            }
+        }
+    }
+    Err(BridgeError::Connect {
+        process: ep.process,
+        address: if n == 1 {
+            "its only address".into()
+        } else {
+            format!("any of its {n} addresses")
+        },
+        reason: failures.join("; "),
+    })
+}
+
+/// One address to dial.
+enum Target<'a> {
+    Unix(&'a str),
+    Tcp(SocketAddr),
+}
+
+impl std::fmt::Display for Target<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Unix(p) => write!(f, "unix {p}"),
+            Target::Tcp(a) => write!(f, "tcp {a}"),
+        }
+    }
+}
+
+/// Connect to one target (TCP: within `connect_timeout`) and run the
+/// handshake by `deadline`.
+fn attempt(
+    target: &Target<'_>,
+    identity: &Identity,
+    ep: &Endpoint,
+    deadline: Instant,
+    connect_timeout: Duration,
+) -> std::result::Result<(Stream, Route), String> {
+    let (mut stream, route) = match target {
+        Target::Unix(path) => {
             let s = unix_addr(path)
                 .and_then(|a| UnixStream::connect_addr(&a))
-                .map_err(|e| BridgeError::Connect {
-                    process: ep.process,
-                    address: path.clone(),
-                    reason: e.to_string(),
-                })?;
-            (Stream::Unix(s), path.clone())
+                .map_err(|e| e.to_string())?;
+            let route = Route {
+                transport: Transport::Unix,
+                local: String::new(),
+                remote: (*path).to_string(),
+            };
+            (Stream::Unix(s), route)
         }
-        (_, Some(addr)) => {
-            let s =
-                TcpStream::connect_timeout(&addr, timeout).map_err(|e| BridgeError::Connect {
-                    process: ep.process,
-                    address: addr.to_string(),
-                    reason: e.to_string(),
-                })?;
+        Target::Tcp(addr) => {
+            let s = TcpStream::connect_timeout(addr, connect_timeout).map_err(|e| e.to_string())?;
             let _ = s.set_nodelay(true);
-            (Stream::Tcp(s), addr.to_string())
-        }
-        _ => {
-            return Err(BridgeError::Connect {
-                process: ep.process,
-                address: format!("host {}", ep.host),
-                reason: "endpoint has no TCP address and no Unix socket usable from this host"
-                    .into(),
-            })
+            let route = Route {
+                transport: Transport::Tcp,
+                local: s.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+                remote: addr.to_string(),
+            };
+            (Stream::Tcp(s), route)
         }
     };
-    let fail = |reason: String| BridgeError::Connect {
-        process: ep.process,
-        address: address.clone(),
-        reason,
-    };
-    handshake::connect(&mut Bounded::new(&mut stream, deadline), identity, ep).map_err(fail)?;
-    stream.set_timeouts(None).map_err(|e| fail(e.to_string()))?;
-    Ok(stream)
+    handshake::connect(&mut Bounded::new(&mut stream, deadline), identity, ep)?;
+    stream.set_timeouts(None).map_err(|e| e.to_string())?;
+    Ok((stream, route))
 }
 
 /// Acceptor side of the handshake; returns the peer's process id, or None if

@@ -105,7 +105,9 @@ impl Bridge {
             .map_err(|e| vm_error("connect", e))?;
         // Each data connection is signed with this engine's own key (see
         // `handshake`); the vmd hands out no shared secret.
-        let engine = Engine::start(EngineConfig::new(session.host()))?;
+        // The data path listens where ISTHMUS_DATA_ADDR says, or where the
+        // route to the vmd leaves this host (see `address::default_listen`).
+        let engine = Engine::start(EngineConfig::from_env(session.host(), addr)?)?;
         let peers: Arc<Mutex<HashMap<(String, u32), uuid::Uuid>>> = Arc::default();
         rt.spawn(forward_deaths(
             session.events(),

@@ -85,7 +85,7 @@ enum Raw {
 
 impl Raw {
     fn tcp(ep: &Endpoint) -> Raw {
-        let s = TcpStream::connect(ep.tcp.unwrap()).unwrap();
+        let s = TcpStream::connect(ep.tcp[0]).unwrap();
         s.set_read_timeout(Some(T)).unwrap();
         Raw::Tcp(s)
     }
@@ -247,9 +247,9 @@ fn replayed_handshake_is_refused() {
     let eb = engine_on("host-b", DEFAULT_ADMISSION_TIMEOUT);
     let relay = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut via_relay = eb.endpoint();
-    via_relay.tcp = Some(relay.local_addr().unwrap());
+    via_relay.tcp = vec![relay.local_addr().unwrap()];
     let recorded = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let (rec, real) = (Arc::clone(&recorded), eb.endpoint().tcp.unwrap());
+    let (rec, real) = (Arc::clone(&recorded), eb.endpoint().tcp[0]);
     std::thread::spawn(move || {
         let (mut from_a, _) = relay.accept().unwrap();
         let mut to_b = TcpStream::connect(real).unwrap();

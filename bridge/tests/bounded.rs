@@ -308,8 +308,9 @@ fn fakes(seed: u32, n: u32) -> Vec<Fake> {
                 process: process_id(&public_key),
                 public_key,
                 host: "nowhere".into(),
+                locality: None,
                 unix: None,
-                tcp: None,
+                tcp: Vec::new(),
             };
             Fake { key, endpoint }
         })

@@ -77,7 +77,30 @@ fn endpoint_roundtrip_and_garbage() {
     let e = engine();
     let ep = e.endpoint();
     assert_eq!(Endpoint::decode(&ep.encode()).unwrap(), ep);
-    assert!(ep.unix.is_some() && ep.tcp.is_some());
+    assert!(ep.unix.is_some() && !ep.tcp.is_empty());
+    assert!(ep.locality.is_some());
+    // Several TCP addresses and an unknown locality survive the record.
+    let mut many = ep.clone();
+    many.locality = None;
+    many.tcp = vec![
+        "10.77.1.1:4000".parse().unwrap(),
+        "[fd00::1]:4001".parse().unwrap(),
+    ];
+    assert_eq!(Endpoint::decode(&many.encode()).unwrap(), many);
+    // Other versions are refused, saying which.
+    for (version, says) in [(2u8, "older Isthmus build"), (9, "unknown to this build")] {
+        let mut other = ep.encode();
+        other[4] = version;
+        match Endpoint::decode(&other) {
+            Err(BridgeError::BadEndpoint(m)) => {
+                assert!(
+                    m.contains(&format!("version {version}")) && m.contains(says),
+                    "{m}"
+                )
+            }
+            r => panic!("version {version} decoded: {r:?}"),
+        }
+    }
     assert_eq!(ep.process, process_id(&ep.public_key));
     // A record that binds this process's id to another key is refused, and
     // so is an intercomm with such an endpoint.
@@ -551,6 +574,110 @@ fn tcp_path_works_between_hosts() {
     a.recv_timeout(Source::Rank(0), Tag::Value(4), &mut y, T)
         .unwrap();
     r.wait_timeout(T).unwrap();
+}
+
+/// Sends one message a → b and one b → a over intercomms built from the
+/// given endpoints; returns a's route to b.
+fn route_between(ea: &Arc<Engine>, eb: &Arc<Engine>, b_as_a_sees_it: Endpoint, ctx: u64) -> Route {
+    let a = ea.intercomm(ctx, 0, 1, vec![b_as_a_sees_it]).unwrap();
+    let b = eb.intercomm(ctx, 0, 1, vec![ea.endpoint()]).unwrap();
+    a.send(0, 1, &[7u32]).unwrap();
+    let mut x = [0u32];
+    b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut x, T)
+        .unwrap();
+    assert_eq!(x, [7]);
+    b.send(0, 2, &[8u32]).unwrap();
+    a.recv_timeout(Source::Rank(0), Tag::Value(2), &mut x, T)
+        .unwrap();
+    assert_eq!(x, [8]);
+    a.route(0).unwrap().expect("a has a connection to b")
+}
+
+#[test]
+fn unix_socket_only_for_the_same_host_and_network_namespace() {
+    let (ea, eb) = (engine(), engine());
+    let r = route_between(&ea, &eb, eb.endpoint(), 41);
+    assert_eq!(r.transport, Transport::Unix);
+    assert_eq!(Some(&r.remote), eb.endpoint().unix.as_ref());
+
+    // Same host name, another network namespace (or kernel): TCP.
+    let (ea, eb) = (engine(), engine());
+    let mut elsewhere = eb.endpoint();
+    let mut l = elsewhere.locality.unwrap();
+    l.netns ^= 1;
+    elsewhere.locality = Some(l);
+    let r = route_between(&ea, &eb, elsewhere, 42);
+    assert_eq!(r.transport, Transport::Tcp);
+    assert_eq!(r.remote, eb.endpoint().tcp[0].to_string());
+    assert!(r.local.starts_with("127.0.0.1:"), "{r:?}");
+}
+
+#[test]
+fn dialer_falls_back_from_unix_and_through_dead_or_foreign_addresses() {
+    // The Unix socket is gone: TCP.
+    let (ea, eb) = (engine(), engine());
+    let mut no_unix = eb.endpoint();
+    no_unix.unix = Some(format!("@isthmus-bridge-gone-{}", no_unix.process));
+    let r = route_between(&ea, &eb, no_unix, 43);
+    assert_eq!(r.transport, Transport::Tcp);
+
+    // First a port nobody listens on, then another engine's listener (the
+    // handshake shows it is not the peer), then the peer.
+    let (ea, eb, stranger) = (engine(), engine(), engine());
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    let mut listed = eb.endpoint();
+    listed.unix = None;
+    listed.tcp = vec![dead_addr, stranger.endpoint().tcp[0], eb.endpoint().tcp[0]];
+    let r = route_between(&ea, &eb, listed, 44);
+    assert_eq!(r.transport, Transport::Tcp);
+    assert_eq!(r.remote, eb.endpoint().tcp[0].to_string());
+
+    // Nothing answers: one error naming every attempt.
+    let ea = engine();
+    let gone = engine().endpoint();
+    let mut nowhere = gone.clone();
+    nowhere.unix = None;
+    nowhere.tcp = vec![dead_addr, dead_addr];
+    let a = ea.intercomm(45, 0, 1, vec![nowhere]).unwrap();
+    match a.send(0, 1, &[1u8]) {
+        Err(BridgeError::Connect { reason, .. }) => {
+            assert_eq!(
+                reason.matches(&dead_addr.to_string()).count(),
+                2,
+                "{reason}"
+            )
+        }
+        r => panic!("send to nowhere: {r:?}"),
+    }
+}
+
+#[test]
+fn advertised_addresses_replace_the_listen_address() {
+    // (Listening on all addresses is covered by `address`'s unit tests and
+    // the network-namespace test: this test stays on loopback.)
+    let advertised = start(EngineConfig {
+        listen: "127.0.0.1".parse().unwrap(),
+        advertise: vec!["127.0.0.3".parse().unwrap(), "127.0.0.1".parse().unwrap()],
+        ..EngineConfig::new("testhost")
+    })
+    .unwrap();
+    let port = advertised.endpoint().tcp[0].port();
+    assert_eq!(
+        advertised.endpoint().tcp,
+        vec![
+            std::net::SocketAddr::from(([127, 0, 0, 3], port)),
+            std::net::SocketAddr::from(([127, 0, 0, 1], port))
+        ]
+    );
+    // Nothing listens at the first: the dialer moves on to the second.
+    let peer = engine();
+    let mut tcp_only = advertised.endpoint();
+    tcp_only.unix = None;
+    let r = route_between(&peer, &advertised, tcp_only, 46);
+    assert_eq!(r.transport, Transport::Tcp);
+    assert_eq!(r.remote, format!("127.0.0.1:{port}"));
 }
 
 #[test]

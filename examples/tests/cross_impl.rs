@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use isthmus_client::{Console, Session};
 use isthmus_proto as pb;
 use isthmus_testkit::finish;
+use isthmus_testkit::netns::Hosts;
 use isthmus_vmd::daemon::{Daemon, DaemonConfig, Security};
 
 use common::{assert_passed, job, launch, xtest, Job, Mpi};
@@ -74,21 +75,10 @@ impl Drop for EmbeddedVmd {
     }
 }
 
-/// Runs all jobs of a scenario at once and checks that each passed.
-fn scenario(scenario: &str, jobs: &[Job]) {
-    let vmd = EmbeddedVmd::start();
-    let children: Vec<Child> = jobs
-        .iter()
-        .map(|j| launch(&vmd.addr, scenario, j))
-        .collect();
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .zip(jobs)
-        .map(|(c, j)| finish(c, Duration::from_secs(240), &j.group))
-        .collect();
-    for (out, j) in outputs.iter().zip(jobs) {
-        assert_passed(out, scenario, j);
-    }
+/// Runs all jobs of a scenario at once on a vmd of their own, checks that
+/// each passed and returns their outputs.
+fn scenario(scenario: &str, jobs: &[Job]) -> Vec<Output> {
+    scenario_on(&EmbeddedVmd::start(), scenario, jobs)
 }
 
 /// The usual pair: Open MPI with 2 ranks (side A), MPICH with 3 ranks (side B).
@@ -346,8 +336,9 @@ fn a_rank_stopped_for_thirty_seconds_stays_a_member_and_its_intercomm_works() {
     );
 }
 
-/// Runs all jobs of a scenario at once on `vmd` and checks that each passed.
-fn scenario_on(vmd: &EmbeddedVmd, scenario: &str, jobs: &[Job]) {
+/// Runs all jobs of a scenario at once on `vmd`, checks that each passed
+/// and returns their outputs.
+fn scenario_on(vmd: &EmbeddedVmd, scenario: &str, jobs: &[Job]) -> Vec<Output> {
     let children: Vec<Child> = jobs
         .iter()
         .map(|j| launch(&vmd.addr, scenario, j))
@@ -360,6 +351,7 @@ fn scenario_on(vmd: &EmbeddedVmd, scenario: &str, jobs: &[Job]) {
     for (out, j) in outputs.iter().zip(jobs) {
         assert_passed(out, scenario, j);
     }
+    outputs
 }
 
 /// The vmd's groups, through the console's paged listing.
@@ -438,4 +430,55 @@ impl GroupWatcher {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
         self.thread.join().expect("watcher thread")
     }
+}
+
+/// Issue 11's data path on real networks: one vmd on its filesystem Unix
+/// socket (reachable from every network namespace), an Open MPI job in
+/// namespace A listening on all its addresses, an MPICH job in namespace B
+/// listening on its one address. They exchange checked messages both ways,
+/// and every data connection is TCP from one namespace's address to the
+/// other's: the abstract Unix socket (which does not exist across network
+/// namespaces) is not tried, loopback is not published.
+#[test]
+fn jobs_in_two_network_namespaces_exchange_over_tcp_between_their_addresses() {
+    if std::env::var_os("ISTHMUS_SKIP_NETNS").is_some() {
+        eprintln!("skipped: ISTHMUS_SKIP_NETNS is set");
+        return;
+    }
+    let hosts = Hosts::new(2)
+        .expect("network namespaces for this test (run as root, or set ISTHMUS_SKIP_NETNS=1)");
+    let (ha, hb) = (hosts.host(0).clone(), hosts.host(1).clone());
+    let mut jobs = pair("hosts");
+    jobs[1].np = 2;
+    jobs[0].netns = Some(ha.clone());
+    jobs[0].env = vec![("ISTHMUS_DATA_ADDR".into(), "0.0.0.0".into())];
+    jobs[1].netns = Some(hb.clone());
+    jobs[1].env = vec![("ISTHMUS_DATA_ADDR".into(), hb.addr.to_string())];
+    let outs = scenario("routes", &jobs);
+    for (out, j, me, other) in [
+        (&outs[0], &jobs[0], &ha, &hb),
+        (&outs[1], &jobs[1], &hb, &ha),
+    ] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let routes: Vec<Vec<&str>> = stdout
+            .lines()
+            .filter(|l| l.starts_with("ROUTE "))
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        let remote_np = jobs.iter().find(|o| o.group != j.group).map_or(0, |o| o.np);
+        assert_eq!(routes.len(), j.np * remote_np, "{}: {stdout}", j.group);
+        for r in routes {
+            // ROUTE <group> rank <r> to <q> <transport> <local> <remote>
+            let ip = |a: &str| a.parse::<std::net::SocketAddr>().map(|s| s.ip());
+            assert_eq!(r[6], "tcp", "{r:?}");
+            assert_eq!(ip(r[7]), Ok(me.addr.into()), "{}: local end {r:?}", j.group);
+            assert_eq!(
+                ip(r[8]),
+                Ok(other.addr.into()),
+                "{}: remote end {r:?}",
+                j.group
+            );
+        }
+    }
+    drop(hosts);
 }

@@ -6,7 +6,7 @@
 
 mod shared;
 
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -15,6 +15,7 @@ use std::time::Duration;
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
+use crate::address::{self, Locality, Route};
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::handshake::Identity;
@@ -72,6 +73,16 @@ pub struct EngineConfig {
     pub handshake_timeout: Duration,
     /// Messages for a context nobody created an InterComm for are dropped after this.
     pub early_context_age: Duration,
+    /// The IP address the TCP listener binds (on a port the kernel picks);
+    /// `0.0.0.0` or `::` for all. [`EngineConfig::new`]: `127.0.0.1`;
+    /// [`EngineConfig::from_env`]: `ISTHMUS_DATA_ADDR`, see
+    /// [`address::default_listen`] when unset.
+    pub listen: IpAddr,
+    /// Addresses to publish instead of the listen address (with the
+    /// listener's port), in order; empty: the listen address, or the
+    /// host's interface addresses when it is unspecified.
+    /// `ISTHMUS_DATA_ADVERTISE`.
+    pub advertise: Vec<IpAddr>,
 }
 
 impl EngineConfig {
@@ -97,7 +108,23 @@ impl EngineConfig {
             unexpected_limit: env("ISTHMUS_UNEXPECTED_LIMIT", DEFAULT_UNEXPECTED_LIMIT),
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             early_context_age: DEFAULT_EARLY_CONTEXT_AGE,
+            listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            advertise: Vec::new(),
         }
+    }
+
+    /// [`EngineConfig::new`] plus the data addresses from the environment
+    /// (`ISTHMUS_DATA_ADDR`, `ISTHMUS_DATA_ADVERTISE`; see [`address`]); an
+    /// unset listen address follows from `vmd_addr`, the address this
+    /// process reaches its vmd at ([`address::default_listen`]). A
+    /// malformed value is an error naming the variable.
+    pub fn from_env(host: impl Into<String>, vmd_addr: &str) -> Result<Self> {
+        let (listen, advertise) = address::from_env(vmd_addr)?;
+        Ok(EngineConfig {
+            listen,
+            advertise,
+            ..EngineConfig::new(host)
+        })
     }
 }
 
@@ -122,12 +149,16 @@ pub const DEATH_NOTICE_GRACE: Duration = Duration::from_secs(30);
 pub struct Engine {
     pub(crate) shared: Arc<Shared>,
     unix_name: String,
+    /// Where this process itself can reach its TCP listener (to wake it).
+    tcp_wake: SocketAddr,
 }
 
 impl Engine {
     /// Generate this engine's key pair (its process id derives from the public
-    /// key), bind the Unix (abstract namespace) and TCP (127.0.0.1:0)
-    /// listeners and start accepting.
+    /// key), bind the Unix (abstract namespace) and TCP (`config.listen`,
+    /// port 0) listeners and start accepting. The endpoint publishes the
+    /// TCP addresses peers should dial (see [`address::published`]) and the
+    /// calling thread's [`Locality`].
     pub fn start(config: EngineConfig) -> Result<Arc<Engine>> {
         let identity = Identity::generate()?;
         let process = identity.process();
@@ -137,17 +168,42 @@ impl Engine {
                 .map_err(|e| BridgeError::io("building the Unix socket address", e))?,
         )
         .map_err(|e| BridgeError::io(format!("binding Unix socket {unix_name}"), e))?;
-        let tcp = TcpListener::bind(("127.0.0.1", 0))
-            .map_err(|e| BridgeError::io("binding TCP 127.0.0.1:0", e))?;
+        let tcp = TcpListener::bind((config.listen, 0)).map_err(|e| {
+            BridgeError::io(
+                format!("binding TCP {}", SocketAddr::new(config.listen, 0)),
+                e,
+            )
+        })?;
         let tcp_addr = tcp
             .local_addr()
             .map_err(|e| BridgeError::io("reading the TCP listener address", e))?;
+        let interfaces = if tcp_addr.ip().is_unspecified() && config.advertise.is_empty() {
+            address::interface_addresses()?
+        } else {
+            Vec::new()
+        };
+        let published = address::published(
+            tcp_addr,
+            &config.advertise,
+            &interfaces,
+            address::v4_on_v6(),
+        );
+        let tcp_wake = match tcp_addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => {
+                SocketAddr::from((Ipv4Addr::LOCALHOST, tcp_addr.port()))
+            }
+            IpAddr::V6(ip) if ip.is_unspecified() => {
+                SocketAddr::from((Ipv6Addr::LOCALHOST, tcp_addr.port()))
+            }
+            _ => tcp_addr,
+        };
         let endpoint = Endpoint {
             process,
             public_key: identity.public_key(),
             host: config.host,
+            locality: Locality::current(),
             unix: Some(unix_name.clone()),
-            tcp: Some(tcp_addr),
+            tcp: published,
         };
         let poller = Poller::new().map_err(|e| BridgeError::io("creating the epoll poller", e))?;
         let limits = Limits {
@@ -195,8 +251,25 @@ impl Engine {
             }
         })?;
         shared.add_threads([t1, t2]);
-        info!(process = %shared.endpoint.process, unix = %unix_name, tcp = %tcp_addr, "bridge engine started");
-        Ok(Arc::new(Engine { shared, unix_name }))
+        let published: Vec<String> = shared.endpoint.tcp.iter().map(|a| a.to_string()).collect();
+        info!(
+            process = %shared.endpoint.process,
+            unix = %unix_name,
+            tcp = %tcp_addr,
+            published = %published.join(","),
+            "bridge engine started"
+        );
+        Ok(Arc::new(Engine {
+            shared,
+            unix_name,
+            tcp_wake,
+        }))
+    }
+
+    /// How the outgoing data connection to `process` reached it (transport,
+    /// our address, the address dialled), if one is open.
+    pub fn route_to(&self, process: Uuid) -> Option<Route> {
+        self.shared.conns.outgoing(process).map(|c| c.route.clone())
     }
 
     /// How peers reach this engine (publish `endpoint().encode()`).
@@ -267,9 +340,7 @@ impl Engine {
         if let Ok(a) = transport::unix_addr(&self.unix_name) {
             let _ = UnixStream::connect_addr(&a);
         }
-        if let Some(a) = shared.endpoint.tcp {
-            let _ = TcpStream::connect(a);
-        }
+        let _ = TcpStream::connect_timeout(&self.tcp_wake, Duration::from_secs(1));
         shared.conns.wake_all_readers();
         shared.admission.close();
         let handles: Vec<JoinHandle<()>> = shared.take_threads();

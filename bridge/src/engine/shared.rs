@@ -287,7 +287,7 @@ impl Shared {
         if let Some(c) = guard.as_ref() {
             return Ok(Arc::clone(c));
         }
-        let mut stream = transport::connect(
+        let (mut stream, route) = transport::connect(
             &self.endpoint,
             &self.identity,
             ep,
@@ -313,7 +313,15 @@ impl Shared {
                 (0, Some(reader))
             }
         };
-        let conn = OutConn::new(ep.process, stream, credit, grant_reader.is_some())
+        info!(
+            peer = %ep.process,
+            rank,
+            transport = %route.transport,
+            local = %route.local,
+            remote = %route.remote,
+            "data connection open"
+        );
+        let conn = OutConn::new(ep.process, stream, route, credit, grant_reader.is_some())
             .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
         let grant_deadline =
             Instant::now() + self.limits.admission_timeout + self.limits.handshake_timeout;

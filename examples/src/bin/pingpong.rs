@@ -109,6 +109,10 @@ fn main() -> anyhow::Result<()> {
                 println!("RESULT bridge_bw_{size} bytes={size} mbps={mbps:.1} n={n}");
             }
         }
+        if let Some(r) = inter.route(0)? {
+            // How the data went (scripts/bench-hosts-data.sh shows it).
+            println!("ROUTE {} {} {}", r.transport, r.local, r.remote);
+        }
     }
     drop(inter);
     bridge.leave(handle)?;

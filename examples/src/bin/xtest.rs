@@ -153,6 +153,20 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
     let a = args.a;
     match args.scenario.as_str() {
         "allpairs" => allpairs(&inter, rank, world.size() as u32, a)?,
+        "routes" => {
+            // allpairs, then how each data connection went (the test checks
+            // the transport and the addresses).
+            allpairs(&inter, rank, world.size() as u32, a)?;
+            for q in 0..inter.remote_size() {
+                let r = inter
+                    .route(q)?
+                    .with_context(|| format!("no data connection to remote rank {q}"))?;
+                println!(
+                    "ROUTE {} rank {rank} to {q} {} {} {}",
+                    args.group, r.transport, r.local, r.remote
+                );
+            }
+        }
         "wildcards" => wildcards(&inter, rank, a)?,
         "ordering" => ordering(&inter, rank, a)?,
         "ssend" => ssend(&inter, rank, a)?,

@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+use isthmus_testkit::netns::Host;
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Mpi {
     OpenMpi,
@@ -22,6 +24,8 @@ pub struct Job {
     pub timeout_secs: u64,
     /// Extra environment for every rank.
     pub env: Vec<(String, String)>,
+    /// The network namespace the launcher (and so every rank) runs in.
+    pub netns: Option<Host>,
 }
 
 pub fn job(mpi: Mpi, np: usize, group: &str, peers: &[&str], a: bool) -> Job {
@@ -33,6 +37,7 @@ pub fn job(mpi: Mpi, np: usize, group: &str, peers: &[&str], a: bool) -> Job {
         a,
         timeout_secs: 120,
         env: Vec::new(),
+        netns: None,
     }
 }
 
@@ -64,9 +69,13 @@ pub fn xtest(mpi: Mpi) -> PathBuf {
 /// Starts job `j` of `scenario` with its launcher; its ranks reach the vmd
 /// at `vmd_addr`.
 pub fn launch(vmd_addr: &str, scenario: &str, j: &Job) -> Child {
+    let command = |program: &str| match &j.netns {
+        Some(host) => host.command(program),
+        None => Command::new(program),
+    };
     let mut cmd = match j.mpi {
         Mpi::OpenMpi => {
-            let mut c = Command::new("mpirun.openmpi");
+            let mut c = command("mpirun.openmpi");
             c.args([
                 "--oversubscribe",
                 "--bind-to",
@@ -79,7 +88,7 @@ pub fn launch(vmd_addr: &str, scenario: &str, j: &Job) -> Child {
             c
         }
         Mpi::Mpich => {
-            let mut c = Command::new("mpiexec.mpich");
+            let mut c = command("mpiexec.mpich");
             c.args(["-n", &j.np.to_string(), "-genv", "ISTHMUS_VMD", vmd_addr]);
             c
         }

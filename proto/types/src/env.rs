@@ -18,6 +18,13 @@ pub const VMD_LISTEN: &str = "ISTHMUS_VMD_LISTEN";
 /// The vmd keeps group tables in etcd at these client URLs (comma-separated).
 pub const ETCD: &str = "ISTHMUS_ETCD";
 
+/// The IP address a process's data path (the bridge) listens on, port
+/// picked by the kernel; `0.0.0.0` or `::` for all (see `isthmus_bridge::address`).
+pub const DATA_ADDR: &str = "ISTHMUS_DATA_ADDR";
+
+/// IP addresses the data path publishes instead of its listen address.
+pub const DATA_ADVERTISE: &str = "ISTHMUS_DATA_ADVERTISE";
+
 /// The vmd's runtime directory (its `--runtime-dir` flag), also where
 /// clients look for the default socket and token file.
 pub const RUNTIME_DIR: &str = "ISTHMUS_RUNTIME_DIR";

@@ -9,6 +9,8 @@
 //! `$ISTHMUS_BIN_DIR`): test the packages that build them together, e.g.
 //! `cargo test -p isthmus-vmd -p isthmus-taskers -p isthmus-client`.
 
+pub mod netns;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Cross-host data benchmark (issue 11, item 8): two hosts as network
+# namespaces joined by a Linux bridge (in a namespace of its own); one vmd
+# in the root namespace on its filesystem Unix socket; an Open MPI
+# `pingpong` on host A and an MPICH `pingpong` on host B, each listening on
+# its namespace's address (ISTHMUS_DATA_ADDR), so the bridge's data goes
+# over TCP between 10.77.<k>.1 and 10.77.<k>.2. In the same run, a raw TCP
+# ping-pong (bench/reference/tcp_pingpong.c, serve/connect) across the same
+# two namespaces. Prints one table: latency (0/1, 8, 1024 B) and bandwidth
+# (64 KiB, 1 MiB, 4 MiB) with the ratio bridge / raw TCP (target: within
+# 1.2x, i.e. latency ratio <= 1.2 and bandwidth ratio >= 1/1.2 = 0.83).
+#
+# usage: scripts/bench-hosts-data.sh [lat_iters [bw_scale_MiB]]   (defaults 5000 1024)
+# Needs root (network namespaces) and iproute2. Every wait is bounded
+# (timeout); the trap stops only the processes started here (by PID) and
+# deletes only the namespaces created here.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+ITERS=${1:-5000}
+BW_MIB=${2:-1024}
+RUN_TIMEOUT=${BENCH_HOSTS_TIMEOUT:-600}
+cd "$ISTHMUS_ROOT"
+
+log() { echo "bench-hosts-data: $*" >&2; }
+fail() { log "ERROR: $*"; exit 1; }
+[ "$(id -u)" = 0 ] || fail "needs root (network namespaces)"
+command -v ip >/dev/null || fail "ip (iproute2) not found"
+
+log "building (Open MPI and MPICH flavours of pingpong, the vmd, tcp_pingpong)"
+build_with openmpi build --release -q -p isthmus-examples --bin pingpong -p isthmus-vmd --bin vmd
+build_with mpich build --release -q -p isthmus-examples --bin pingpong
+REF_OUT=${REFERENCE_BUILD_DIR:-$ISTHMUS_ROOT/target/reference}
+mkdir -p "$REF_OUT"
+gcc -O2 -Wall -o "$REF_OUT/tcp_pingpong" bench/reference/tcp_pingpong.c
+
+WORK=$(mktemp -d /tmp/isthmus-bench-hosts.XXXXXX)
+NS="isthmus-bh$$"
+K=$(( $$ % 250 + 1 ))
+A_ADDR="10.77.$K.1"
+B_ADDR="10.77.$K.2"
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for ns in "$NS-h1" "$NS-h2" "$NS-sw"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  [ -n "${VMD_PID:-}" ] && kill "$VMD_PID" 2>/dev/null && wait "$VMD_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+log "namespaces $NS-h1 ($A_ADDR) and $NS-h2 ($B_ADDR), bridge in $NS-sw"
+ip netns add "$NS-sw"
+ip -n "$NS-sw" link add br0 type bridge
+ip -n "$NS-sw" link set br0 up
+i=0
+for addr in "$A_ADDR" "$B_ADDR"; do
+  i=$((i + 1))
+  ip netns add "$NS-h$i"
+  ip -n "$NS-sw" link add "p$i" type veth peer name eth0 netns "$NS-h$i"
+  ip -n "$NS-sw" link set "p$i" master br0
+  ip -n "$NS-sw" link set "p$i" up
+  ip -n "$NS-h$i" link set lo up
+  ip -n "$NS-h$i" addr add "$addr/24" dev eth0
+  ip -n "$NS-h$i" link set eth0 up
+done
+
+log "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
+start_vmd "$WORK" >&2
+
+log "bridge: Open MPI pingpong on A <-> MPICH pingpong on B"
+ISTHMUS_DATA_ADDR="$B_ADDR" RUST_LOG=warn timeout "$RUN_TIMEOUT" \
+  ip netns exec "$NS-h2" mpiexec.mpich -n 1 -genv ISTHMUS_VMD "$ISTHMUS_VMD" \
+  -genv ISTHMUS_DATA_ADDR "$B_ADDR" \
+  "$ISTHMUS_TARGET_MPICH/release/pingpong" --group bench-hosts-b --peer bench-hosts-a \
+  --iters "$ITERS" --bw-mib "$BW_MIB" >/dev/null &
+PIDS+=($!)
+MPICH_PID=$!
+ISTHMUS_DATA_ADDR="$A_ADDR" RUST_LOG=warn timeout "$RUN_TIMEOUT" \
+  ip netns exec "$NS-h1" mpirun.openmpi --bind-to none -n 1 -x ISTHMUS_VMD -x ISTHMUS_DATA_ADDR \
+  "$ISTHMUS_TARGET_OPENMPI/release/pingpong" --group bench-hosts-a --peer bench-hosts-b --first \
+  --iters "$ITERS" --bw-mib "$BW_MIB" > "$WORK/bridge.out" || fail "the bridge ping-pong failed"
+wait "$MPICH_PID" || fail "the MPICH side failed"
+
+log "raw TCP: tcp_pingpong connect on A -> serve on B"
+PORT=5$(( $$ % 1000 ))
+timeout "$RUN_TIMEOUT" ip netns exec "$NS-h2" "$REF_OUT/tcp_pingpong" serve "$B_ADDR" "$PORT" "$ITERS" "$BW_MIB" &
+PIDS+=($!)
+SERVE_PID=$!
+timeout "$RUN_TIMEOUT" ip netns exec "$NS-h1" "$REF_OUT/tcp_pingpong" connect "$B_ADDR" "$PORT" "$ITERS" "$BW_MIB" \
+  > "$WORK/tcp.out" || fail "tcp_pingpong failed"
+wait "$SERVE_PID" || fail "tcp_pingpong's server failed"
+
+grep '^ROUTE' "$WORK/bridge.out" | grep -q " $A_ADDR:[0-9]* $B_ADDR:" \
+  || fail "the bridge did not go over TCP from $A_ADDR to $B_ADDR: $(grep '^ROUTE' "$WORK/bridge.out" || echo 'no route')"
+
+awk -v route="$(grep '^ROUTE' "$WORK/bridge.out")" '
+  function val(line, key,   i, n, kv) {
+    n = split(line, f, " ")
+    for (i = 3; i <= n; i++) { split(f[i], kv, "="); if (kv[1] == key) return kv[2] }
+    return ""
+  }
+  /^RESULT/ { r[$2] = $0 }
+  END {
+    printf "\nbridge data path across two network namespaces (%s) vs raw TCP across the same\n", route
+    printf "\none-way latency, us (median / p99)       ratio = bridge / TCP median (target <= 1.2)\n"
+    printf "%-8s %20s %20s %8s\n", "size", "bridge OMPI<->MPICH", "raw TCP", "ratio"
+    split("0 8 1024", bs, " "); split("1 8 1024", ts, " ")
+    for (i = 1; i <= 3; i++) {
+      b = r["bridge_lat_" bs[i]]; t = r["tcp_lat_" ts[i]]
+      bm = val(b, "median_us"); bp = val(b, "p99_us"); tm = val(t, "median_us"); tp = val(t, "p99_us")
+      label = (bs[i] == ts[i]) ? bs[i] " B" : bs[i] "/" ts[i] " B"
+      printf "%-8s %20s %20s %8.2f\n", label, sprintf("%.2f / %.2f", bm, bp), sprintf("%.2f / %.2f", tm, tp), (tm > 0 ? bm / tm : 0)
+    }
+    printf "\nbandwidth, MB/s (16-message window)      ratio = bridge / TCP (target >= 0.83)\n"
+    printf "%-8s %20s %20s %8s\n", "size", "bridge OMPI<->MPICH", "raw TCP", "ratio"
+    split("65536 1048576 4194304", ss, " "); split("64_KiB 1_MiB 4_MiB", ls, " ")
+    for (i = 1; i <= 3; i++) {
+      bb = val(r["bridge_bw_" ss[i]], "mbps"); tb = val(r["tcp_bw_" ss[i]], "mbps")
+      l = ls[i]; gsub("_", " ", l)
+      printf "%-8s %20.1f %20.1f %8.2f\n", l, bb, tb, (tb > 0 ? bb / tb : 0)
+    }
+    printf "\n(raw TCP has no 0-byte message: its smallest is 1 B)\n"
+  }' "$WORK/bridge.out" "$WORK/tcp.out"
