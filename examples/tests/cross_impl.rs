@@ -19,7 +19,7 @@ use isthmus_testkit::finish;
 use isthmus_testkit::netns::Hosts;
 use isthmus_vmd::daemon::{Daemon, DaemonConfig, Security};
 
-use common::{assert_passed, job, launch, xtest, Job, Mpi};
+use common::{assert_passed, assert_routes, job, launch, xtest, Job, Mpi};
 
 /// A vmd serving on a free loopback port from a thread of this test.
 struct EmbeddedVmd {
@@ -455,30 +455,7 @@ fn jobs_in_two_network_namespaces_exchange_over_tcp_between_their_addresses() {
     jobs[1].netns = Some(hb.clone());
     jobs[1].env = vec![("ISTHMUS_DATA_ADDR".into(), hb.addr.to_string())];
     let outs = scenario("routes", &jobs);
-    for (out, j, me, other) in [
-        (&outs[0], &jobs[0], &ha, &hb),
-        (&outs[1], &jobs[1], &hb, &ha),
-    ] {
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let routes: Vec<Vec<&str>> = stdout
-            .lines()
-            .filter(|l| l.starts_with("ROUTE "))
-            .map(|l| l.split_whitespace().collect())
-            .collect();
-        let remote_np = jobs.iter().find(|o| o.group != j.group).map_or(0, |o| o.np);
-        assert_eq!(routes.len(), j.np * remote_np, "{}: {stdout}", j.group);
-        for r in routes {
-            // ROUTE <group> rank <r> to <q> <transport> <local> <remote>
-            let ip = |a: &str| a.parse::<std::net::SocketAddr>().map(|s| s.ip());
-            assert_eq!(r[6], "tcp", "{r:?}");
-            assert_eq!(ip(r[7]), Ok(me.addr.into()), "{}: local end {r:?}", j.group);
-            assert_eq!(
-                ip(r[8]),
-                Ok(other.addr.into()),
-                "{}: remote end {r:?}",
-                j.group
-            );
-        }
-    }
+    assert_routes(&outs[0], &jobs[0], ha.addr, hb.addr, jobs[1].np);
+    assert_routes(&outs[1], &jobs[1], hb.addr, ha.addr, jobs[0].np);
     drop(hosts);
 }

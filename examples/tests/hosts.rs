@@ -13,7 +13,8 @@ use isthmus_testkit::{finish, Vmd, T};
 use isthmus_types::event::{NotificationKind, WatchEvent, WatchFilter};
 use isthmus_types::group::GroupEventKind;
 
-use common::{assert_passed, job, launch, Mpi};
+use common::{assert_passed, assert_routes, job, launch, Mpi};
+use isthmus_testkit::netns::Hosts;
 
 /// A vmd named `host` keeping its groups in etcd at `etcd` under `prefix`.
 fn etcd_vmd(host: &str, etcd: &str, prefix: &str, lease_ttl: u64) -> Vmd {
@@ -137,4 +138,47 @@ async fn a_vmd_down_past_its_lease_has_its_tasks_declared_dead_on_the_other_host
     );
     let table = on_b.group("ocean").await.expect("tombstone");
     assert!(table.broken && table.members.is_empty());
+}
+
+/// Three hosts as network namespaces joined by a bridge: etcd on host C,
+/// a vmd on host A and one on host B, each keeping groups in that etcd.
+/// An Open MPI job started on host A and an MPICH job started on host B,
+/// each through its own vmd, form an intercommunicator and exchange over
+/// TCP between the two hosts' addresses.
+#[test]
+fn jobs_on_two_hosts_couple_over_tcp_through_one_namespace_in_etcd() {
+    if std::env::var_os("ISTHMUS_SKIP_NETNS").is_some() {
+        eprintln!("skipped: ISTHMUS_SKIP_NETNS is set");
+        return;
+    }
+    let hosts = Hosts::new(3)
+        .expect("network namespaces for this test (run as root, or set ISTHMUS_SKIP_NETNS=1)");
+    let (ha, hb, hc) = (hosts.host(0), hosts.host(1), hosts.host(2));
+    let etcd = EtcdServer::start_in(hc);
+    let p = prefix();
+    let etcd_args = [
+        "--etcd",
+        etcd.client_url.as_str(),
+        "--etcd-prefix",
+        p.as_str(),
+    ];
+    let a = Vmd::start_in(Some(ha), "host-a", &etcd_args);
+    let b = Vmd::start_in(Some(hb), "host-b", &etcd_args);
+    let mut ja = job(Mpi::OpenMpi, 2, "ns-ompi", &["ns-mpich"], true);
+    ja.netns = Some(ha.clone());
+    ja.env = vec![("ISTHMUS_DATA_ADDR".into(), ha.addr.to_string())];
+    let mut jb = job(Mpi::Mpich, 2, "ns-mpich", &["ns-ompi"], false);
+    jb.netns = Some(hb.clone());
+    jb.env = vec![("ISTHMUS_DATA_ADDR".into(), hb.addr.to_string())];
+    let ca = launch(&a.addr, "routes", &ja);
+    std::thread::sleep(Duration::from_millis(300));
+    let cb = launch(&b.addr, "routes", &jb);
+    let oa = finish(ca, Duration::from_secs(240), &ja.group);
+    let ob = finish(cb, Duration::from_secs(240), &jb.group);
+    assert_passed(&oa, "routes", &ja);
+    assert_passed(&ob, "routes", &jb);
+    assert_routes(&oa, &ja, ha.addr, hb.addr, jb.np);
+    assert_routes(&ob, &jb, hb.addr, ha.addr, ja.np);
+    drop((a, b, etcd));
+    drop(hosts);
 }

@@ -154,3 +154,42 @@ pub fn assert_passed(out: &Output, scenario: &str, j: &Job) {
         );
     }
 }
+
+/// Checks the `routes` scenario's report of job `j`: one ROUTE line per
+/// pair of its ranks and the `remote_np` remote ranks, each a TCP
+/// connection from `me` to `other`.
+pub fn assert_routes(
+    out: &Output,
+    j: &Job,
+    me: std::net::Ipv4Addr,
+    other: std::net::Ipv4Addr,
+    remote_np: usize,
+) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let routes: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.starts_with("ROUTE "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(routes.len(), j.np * remote_np, "{}: {stdout}", j.group);
+    for r in routes {
+        // ROUTE <group> rank <r> to <q> <transport> <local> <remote>
+        let ip = |a: Option<&&str>| {
+            a.and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+                .map(|s| s.ip())
+        };
+        assert_eq!(r.get(6).copied(), Some("tcp"), "{r:?}");
+        assert_eq!(
+            ip(r.get(7)),
+            Some(me.into()),
+            "{}: local end {r:?}",
+            j.group
+        );
+        assert_eq!(
+            ip(r.get(8)),
+            Some(other.into()),
+            "{}: remote end {r:?}",
+            j.group
+        );
+    }
+}

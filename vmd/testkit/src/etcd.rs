@@ -98,6 +98,46 @@ impl EtcdServer {
         members
     }
 
+    /// A single-member cluster inside the network namespace `host`,
+    /// listening on its address (ports 2379 and 2380: the namespace is the
+    /// test's own).
+    pub fn start_in(host: &crate::netns::Host) -> EtcdServer {
+        let client = format!("http://{}:2379", host.addr);
+        let peer = format!("http://{}:2380", host.addr);
+        let dir = TempDir::in_dir(&data_root(), "etcd");
+        let child = host
+            .command("etcd")
+            .args(["--name", "m0"])
+            .arg("--data-dir")
+            .arg(dir.0.join("data"))
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &format!("m0={peer}")])
+            .args(["--logger", "zap", "--log-level", "error"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start etcd in a namespace");
+        let member = EtcdServer {
+            name: "m0".into(),
+            client_url: client,
+            proc: Some(Proc(child)),
+            _dir: dir,
+        };
+        let end = Instant::now() + T;
+        while !etcdctl_health(host.command("etcdctl"), &member.client_url) {
+            assert!(
+                Instant::now() < end,
+                "etcd in {} not healthy within {T:?}",
+                host.netns
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        member
+    }
+
     /// Waits until the member answers `endpoint health`.
     pub fn wait_healthy(&self) {
         let end = Instant::now() + T;
@@ -124,20 +164,23 @@ pub fn health(url: &str) -> bool {
     let port_open = url
         .strip_prefix("http://")
         .is_some_and(|a| TcpStream::connect(a).is_ok());
-    port_open
-        && Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args([
-                "--endpoints",
-                url,
-                "--command-timeout=2s",
-                "endpoint",
-                "health",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+    port_open && etcdctl_health(Command::new("etcdctl"), url)
+}
+
+fn etcdctl_health(mut etcdctl: Command, url: &str) -> bool {
+    etcdctl
+        .env("ETCDCTL_API", "3")
+        .args([
+            "--endpoints",
+            url,
+            "--command-timeout=2s",
+            "endpoint",
+            "health",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The client URL of one etcd shared by the whole test process, started on

@@ -140,9 +140,21 @@ impl Vmd {
     /// Starts a vmd named `host` with extra arguments; returns once it
     /// listens.
     pub fn start(host: &str, extra: &[&str]) -> Vmd {
+        Self::start_in(None, host, extra)
+    }
+
+    /// [`Vmd::start`] inside the network namespace `netns` (its Unix socket
+    /// is a file, so processes of any namespace reach it; its TCP listener
+    /// is on that namespace's loopback).
+    pub fn start_in(netns: Option<&netns::Host>, host: &str, extra: &[&str]) -> Vmd {
         let dir = TempDir::new("vmd");
         let addr_file = dir.0.join("addr");
-        let child = Command::new(bin("vmd"))
+        let program = bin("vmd");
+        let mut command = match netns {
+            Some(ns) => ns.command(&program),
+            None => Command::new(&program),
+        };
+        let child = command
             // Its own runtime directory: its socket and token, nobody else's.
             .arg("--runtime-dir")
             .arg(dir.0.join("run"))
