@@ -29,8 +29,23 @@ pub fn bridge() -> Result<&'static Bridge, BridgeError> {
     if let Some(b) = BRIDGE.get() {
         return Ok(b);
     }
+    init_logging();
     let b = Bridge::connect()?;
     Ok(BRIDGE.get_or_init(|| b))
+}
+
+/// With `ISTHMUS_LOG` set (a filter such as `info` or
+/// `isthmus_bridge=debug`), the library's log lines go to standard error:
+/// where each data connection goes, refused connections, failures. Unset:
+/// nothing is logged. A program that installed its own subscriber keeps it.
+fn init_logging() {
+    if let Ok(filter) = std::env::var("ISTHMUS_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .try_init();
+    }
 }
 
 /// A registered group, as `Isthmus_Register` returned it.
