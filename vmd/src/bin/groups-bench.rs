@@ -27,6 +27,10 @@ struct Args {
     /// Skip the PVM reference.
     #[arg(long)]
     no_pvm: bool,
+    /// Also measure a vmd keeping its groups in etcd at these client URLs
+    /// (comma-separated), in the same run, beside the in-memory store.
+    #[arg(long, value_delimiter = ',')]
+    etcd: Vec<String>,
     /// Internal: run as a barrier member of GROUP until ITERS barriers are done.
     #[arg(long, hide = true)]
     member: Option<String>,
@@ -66,7 +70,7 @@ async fn main() -> anyhow::Result<()> {
     let addr = match &args.vmd {
         Some(a) => a.clone(),
         None => {
-            let (child, addr) = start_vmd()?;
+            let (child, addr) = start_vmd(&[])?;
             vmd_child = Some(child);
             addr
         }
@@ -77,13 +81,61 @@ async fn main() -> anyhow::Result<()> {
         let _ = c.wait();
     }
     let ours = result?;
+    let etcd = if args.etcd.is_empty() {
+        None
+    } else {
+        // A prefix of its own: nothing of another run is in the way.
+        let prefix = format!("/isthmus-bench/{}", uuid::Uuid::new_v4());
+        let urls = args.etcd.join(",");
+        let (mut child, addr) = start_vmd(&["--etcd", &urls, "--etcd-prefix", &prefix])?;
+        let result = measure(&addr, &args).await;
+        let _ = child.kill();
+        let _ = child.wait();
+        Some(result?)
+    };
     let pvm = if args.no_pvm {
         BTreeMap::new()
     } else {
         pvm_reference(args.iters)
     };
     print_table(&ours, &pvm);
+    if let Some(etcd) = etcd {
+        print_store_table(&ours, &etcd, &pvm);
+    }
     Ok(())
+}
+
+/// The etcd store beside the in-memory store and PVM.
+fn print_store_table(
+    memory: &[(&str, &str, Stat)],
+    etcd: &[(&str, &str, Stat)],
+    pvm: &BTreeMap<String, Stat>,
+) {
+    println!();
+    println!(
+        "{:<15} {:>12} {:>12} {:>13} | {:>12} {:>10}",
+        "operation", "memory µs", "etcd µs", "etcd/memory", "PVM µs", "etcd/PVM"
+    );
+    println!("{}", "-".repeat(82));
+    for ((name, reference, m), (_, _, e)) in memory.iter().zip(etcd) {
+        let (p, ratio) = match pvm.get(*reference) {
+            Some(p) => (
+                format!("{:.2}", p.median_us),
+                format!("{:.2}", e.median_us / p.median_us),
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        println!(
+            "{:<15} {:>12.2} {:>12.2} {:>13.2} | {:>12} {:>10}",
+            name,
+            m.median_us,
+            e.median_us,
+            e.median_us / m.median_us,
+            p,
+            ratio
+        );
+    }
+    println!("(medians; etcd: one member on this machine, data on its disk)");
 }
 
 async fn measure(
@@ -224,7 +276,7 @@ async fn member(addr: &str, group: &str, count: u32, iters: usize) -> anyhow::Re
     Ok(())
 }
 
-fn start_vmd() -> anyhow::Result<(Child, String)> {
+fn start_vmd(extra: &[&str]) -> anyhow::Result<(Child, String)> {
     let exe = std::env::current_exe()?;
     let vmd = exe.with_file_name("vmd");
     let addr_file = std::env::temp_dir().join(format!("isthmus-bench-{}.addr", std::process::id()));
@@ -232,9 +284,14 @@ fn start_vmd() -> anyhow::Result<(Child, String)> {
     let child = Command::new(&vmd)
         // A runtime directory of its own: no clash with a running vmd.
         .arg("--runtime-dir")
-        .arg(std::env::temp_dir().join(format!("isthmus-bench-{}", std::process::id())))
+        .arg(std::env::temp_dir().join(format!(
+            "isthmus-bench-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        )))
         .arg("--addr-file")
         .arg(&addr_file)
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .spawn()
