@@ -42,7 +42,14 @@ mpi4py_mpich_ok() {
   local so
   so=$(find "$MPI4PY_MPICH/mpi4py" -maxdepth 1 -name 'MPI.*.so' 2>/dev/null | head -n 1)
   [ -n "$so" ] && [ "$(cat "$MPI4PY_MPICH/.isthmus-mpi4py-version" 2>/dev/null)" = "$MPI4PY_VERSION" ] &&
-    ldd "$so" | grep -q 'libmpich\.so'
+    links_mpich "$so"
+}
+# (Not `ldd | grep -q`: grep -q stops reading at the first match, ldd then
+# dies of SIGPIPE, and under pipefail the check fails at random.)
+links_mpich() {
+  local deps
+  deps=$(ldd "$1" 2>/dev/null) || return 1
+  [[ "$deps" == *libmpich.so* ]]
 }
 if ! mpi4py_mpich_ok; then
   echo "install-deps: building mpi4py $MPI4PY_VERSION with MPICH into $MPI4PY_MPICH" >&2
@@ -54,7 +61,7 @@ if ! mpi4py_mpich_ok; then
   MPICC=mpicc.mpich /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
     --no-cache-dir --no-binary mpi4py --target "$stage" "mpi4py==$MPI4PY_VERSION"
   so=$(find "$stage/mpi4py" -maxdepth 1 -name 'MPI.*.so' | head -n 1)
-  if [ -z "$so" ] || ! ldd "$so" | grep -q 'libmpich\.so'; then
+  if [ -z "$so" ] || ! links_mpich "$so"; then
     echo "install-deps: the mpi4py built in $stage does not link libmpich:" >&2
     [ -n "$so" ] && ldd "$so" >&2
     exit 1
