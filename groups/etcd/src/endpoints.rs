@@ -152,3 +152,26 @@ where
         .await
         .map(|(answer, _)| answer)
 }
+
+/// How long a watch may stay silent before it is asked for progress, and
+/// then how long the answer may take before the member is taken for gone
+/// (a member that vanished without closing its connection leaves the
+/// stream silent, not broken).
+const WATCH_QUIET: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The next message of a watch, asking for progress when it has been
+/// quiet; `Err` (a timeout error) when even that brings nothing.
+pub(crate) async fn next_watch_message(
+    stream: &mut etcd_client::WatchStream,
+) -> Result<Option<etcd_client::WatchResponse>, etcd_client::Error> {
+    if let Ok(message) = tokio::time::timeout(WATCH_QUIET, stream.message()).await {
+        return message;
+    }
+    stream.request_progress().await?;
+    match tokio::time::timeout(WATCH_QUIET, stream.message()).await {
+        Ok(message) => message,
+        Err(_) => Err(etcd_client::Error::WatchError(
+            "the member did not answer a progress request".into(),
+        )),
+    }
+}

@@ -14,6 +14,7 @@ use etcd_client::{EventType, GetOptions, WatchFilterType, WatchOptions};
 use isthmus_groups::TaskId;
 use tracing::{debug, info, warn};
 
+use crate::endpoints::next_watch_message;
 use crate::Core;
 
 /// Removes the memberships of every task whose key is gone.
@@ -54,7 +55,7 @@ pub(crate) async fn follow(core: Arc<Core>, mut next: i64) {
             .with_filters([WatchFilterType::NoPut]);
         match client.watch(tasks.clone(), Some(options)).await {
             Ok(mut stream) => loop {
-                match stream.message().await {
+                match next_watch_message(&mut stream).await {
                     Ok(Some(resp)) => {
                         if resp.canceled() {
                             next = next.max(resp.compact_revision());

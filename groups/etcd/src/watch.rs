@@ -14,7 +14,7 @@ use isthmus_groups::GroupEvent;
 use tokio::sync::broadcast;
 use tracing::{debug, error, warn};
 
-use crate::endpoints::Endpoints;
+use crate::endpoints::{next_watch_message, Endpoints};
 use crate::keys::Keys;
 use crate::records::{decode_log, rev};
 
@@ -31,7 +31,7 @@ pub(crate) async fn follow_log(
         let (member, mut client) = etcd.client();
         match client.watch(log.clone(), Some(options)).await {
             Ok(mut stream) => loop {
-                match stream.message().await {
+                match next_watch_message(&mut stream).await {
                     Ok(Some(resp)) => {
                         if resp.canceled() {
                             // History before compact_revision is gone: the
