@@ -284,6 +284,9 @@ enum Failure {
 fn form(comm: MPI_Comm, mine: &str, theirs: &str, timeout: Duration) -> Result<MPI_Comm, Failure> {
     let bridge = state::bridge().map_err(Failure::Bridge)?;
     let started = Instant::now();
+    // The previous pair on this port is usually a moment from leaving:
+    // look again soon, then less often.
+    let mut pause = Duration::from_millis(1);
     let handle = loop {
         let mut own = comm_null();
         // SAFETY: `comm` is the program's live communicator.
@@ -299,7 +302,8 @@ fn form(comm: MPI_Comm, mine: &str, theirs: &str, timeout: Duration) -> Result<M
             // Another acceptor or connector holds the port: every rank
             // learned so together; try again until the deadline.
             Err(BridgeError::NameTaken { .. }) if started.elapsed() < timeout => {
-                std::thread::sleep(Duration::from_millis(100));
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(100));
             }
             Err(e) => return Err(Failure::Bridge(e)),
         }
