@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use isthmus_groups::{escape_for_display, GroupError, Groups, TaskId};
+use isthmus_groups::{escape_for_display, GroupError, Groups, TaskId, TaskProcess};
 use isthmus_proto as pb;
 use pb::session_reply::Result as Reply;
 use pb::session_request::Op;
@@ -35,6 +35,7 @@ use tracing::{debug, info, warn};
 
 use crate::auth::{GroupOwners, Identity};
 use crate::convert;
+use crate::resume::Resumes;
 use crate::stream::{self, Outgoing};
 
 /// How long a wait lasts when the client gives no timeout (`timeout_ms = 0`).
@@ -79,6 +80,8 @@ pub struct SessionContext {
     pub groups: Groups,
     pub host: String,
     pub limits: SessionLimits,
+    /// Live sessions' tasks, and the previous run's tasks that may resume.
+    pub resumes: Resumes,
 }
 
 pub type ReplySender = Outgoing<pb::SessionReply>;
@@ -115,14 +118,47 @@ pub async fn run(
     else {
         return;
     };
-    let task = TaskId(uuid::Uuid::new_v4());
-    if let Err(e) = ctx.groups.open_task(task, &ctx.host).await {
-        let _ = out.send(Err(convert::status_of(&e))).await;
-        return;
-    }
     // The name is the client's to choose: escaped and cut short, it
     // cannot forge or flood log lines.
-    info!(%task, name = %escape_for_display(&hello.1.name), pid = hello.1.pid, caller = %caller.identity, "session opened");
+    let name = escape_for_display(&hello.1.name);
+    let task = if hello.1.resume_task.is_empty() {
+        let task = TaskId(uuid::Uuid::new_v4());
+        // The process behind the task, as the kernel tells it: what a
+        // resume after a restart of this vmd must match.
+        let process = caller
+            .identity
+            .pid
+            .zip(caller.identity.uid)
+            .map(|(pid, uid)| TaskProcess { pid, uid });
+        if let Err(e) = ctx.groups.open_task_as(task, &ctx.host, process).await {
+            let _ = out.send(Err(convert::status_of(&e))).await;
+            return;
+        }
+        ctx.resumes.opened(task);
+        info!(%task, %name, pid = hello.1.pid, caller = %caller.identity, "session opened");
+        task
+    } else {
+        match ctx
+            .resumes
+            .resume(
+                &ctx.groups,
+                &ctx.host,
+                &caller.identity,
+                &hello.1.resume_task,
+            )
+            .await
+        {
+            Ok(task) => {
+                info!(%task, %name, pid = hello.1.pid, caller = %caller.identity, "session resumed after a vmd restart");
+                task
+            }
+            Err(status) => {
+                info!(%name, pid = hello.1.pid, caller = %caller.identity, status = %status.message(), "resume refused");
+                let _ = out.send(Err(status)).await;
+                return;
+            }
+        }
+    };
     let welcome = Reply::Welcome(pb::Welcome {
         task: task.to_string(),
         host: ctx.host.clone(),
@@ -183,6 +219,7 @@ async fn close(ctx: &SessionContext, task: TaskId) {
         Ok(()) => info!(%task, "session ended"),
         Err(e) => warn!(%task, error = %e, "closing session"),
     }
+    ctx.resumes.ended(task);
 }
 
 fn reply(id: u64, result: Reply) -> pb::SessionReply {
