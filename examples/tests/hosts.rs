@@ -102,6 +102,16 @@ async fn group_event(
     }
 }
 
+/// Waits for the death of instance 0 of the frozen `group`, which breaks it.
+async fn assert_died_breaking(events: &mut isthmus_client::Events, group: &str) {
+    let died = group_event(events, group, GroupEventKind::MemberDied, T).await;
+    assert_eq!(died.member.map(|m| m.instance), Some(0));
+    assert!(
+        died.group_broken,
+        "a frozen group that lost a member is broken"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vmd_down_past_its_lease_has_its_tasks_declared_dead_on_the_other_hosts() {
     let etcd = EtcdServer::start();
@@ -135,12 +145,7 @@ async fn a_vmd_down_past_its_lease_has_its_tasks_declared_dead_on_the_other_host
         .expect("watch on b");
 
     a.proc.signal(libc::SIGKILL);
-    let died = group_event(&mut events, "ocean", GroupEventKind::MemberDied, T).await;
-    assert_eq!(died.member.map(|m| m.instance), Some(0));
-    assert!(
-        died.group_broken,
-        "a frozen group that lost a member is broken"
-    );
+    assert_died_breaking(&mut events, "ocean").await;
     let table = on_b.group("ocean").await.expect("tombstone");
     assert!(table.broken && table.members.is_empty());
 }
@@ -355,12 +360,7 @@ async fn a_task_that_does_not_resume_after_its_vmd_restarts_is_reported_dead() {
     assert_eq!(table.members[0].task, survivor.task());
 
     // The ghost never came back: after the grace, everyone is told.
-    let died = group_event(&mut events, "ghost", GroupEventKind::MemberDied, T).await;
-    assert_eq!(died.member.map(|m| m.instance), Some(0));
-    assert!(
-        died.group_broken,
-        "a frozen group that lost a member is broken"
-    );
+    assert_died_breaking(&mut events, "ghost").await;
 
     // The survivor still holds its group, and leaves it as a live task.
     let table = on_b.group("survivor").await.expect("survivor's group");
