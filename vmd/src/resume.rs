@@ -152,6 +152,87 @@ pub async fn reap_after(groups: Groups, resumes: Resumes, grace: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::identity::Kind;
+
+    fn caller(pid: u32, uid: u32) -> Identity {
+        Identity {
+            uid: Some(uid),
+            pid: Some(pid),
+            kind: Kind::Local,
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_process_that_opened_a_task_resumes_it_on_its_host() {
+        let groups = Groups::in_memory();
+        let r = Resumes::default();
+        let task = TaskId::new_v4();
+        let process = TaskProcess { pid: 40, uid: 1000 };
+        groups
+            .open_task_as(task, "host-a", Some(process))
+            .await
+            .unwrap();
+        r.set_orphans([task]);
+        let id = task.to_string();
+        let code = |res: Result<TaskId, Status>| res.map_err(|s| s.code());
+
+        let other_pid = r.resume(&groups, "host-a", &caller(41, 1000), &id).await;
+        assert_eq!(code(other_pid), Err(tonic::Code::PermissionDenied));
+        let other_uid = r.resume(&groups, "host-a", &caller(40, 1001), &id).await;
+        assert_eq!(code(other_uid), Err(tonic::Code::PermissionDenied));
+        let no_pid = Identity {
+            pid: None,
+            ..caller(40, 1000)
+        };
+        let unknown = r.resume(&groups, "host-a", &no_pid, &id).await;
+        assert_eq!(code(unknown), Err(tonic::Code::PermissionDenied));
+        let other_host = r.resume(&groups, "host-b", &caller(40, 1000), &id).await;
+        assert_eq!(code(other_host), Err(tonic::Code::FailedPrecondition));
+        let stranger = TaskId::new_v4().to_string();
+        let gone = r
+            .resume(&groups, "host-a", &caller(40, 1000), &stranger)
+            .await;
+        assert_eq!(code(gone), Err(tonic::Code::NotFound));
+        let garbage = r.resume(&groups, "host-a", &caller(40, 1000), "x").await;
+        assert_eq!(code(garbage), Err(tonic::Code::InvalidArgument));
+
+        // Refusals took nothing: the right process still resumes, once.
+        let ok = r.resume(&groups, "host-a", &caller(40, 1000), &id).await;
+        assert_eq!(code(ok), Ok(task));
+        let twice = r.resume(&groups, "host-a", &caller(40, 1000), &id).await;
+        assert_eq!(code(twice), Err(tonic::Code::FailedPrecondition));
+        assert!(r.take_orphans().is_empty(), "a resumed task is not reaped");
+    }
+
+    #[tokio::test]
+    async fn orphans_that_do_not_resume_are_closed_as_dead() {
+        let groups = Groups::in_memory();
+        let r = Resumes::default();
+        let (gone, back) = (TaskId::new_v4(), TaskId::new_v4());
+        let process = TaskProcess { pid: 40, uid: 1000 };
+        for t in [gone, back] {
+            groups.open_task_as(t, "h", Some(process)).await.unwrap();
+            groups.join(&t.to_string(), t, None, vec![]).await.unwrap();
+        }
+        r.set_orphans([gone, back]);
+        let mut events = groups.subscribe();
+        r.resume(&groups, "h", &caller(40, 1000), &back.to_string())
+            .await
+            .unwrap();
+        reap_after(groups.clone(), r.clone(), Duration::ZERO).await;
+        let ev = events.try_recv().expect("an event");
+        assert_eq!(ev.kind, isthmus_groups::GroupEventKind::MemberDied);
+        assert_eq!(ev.task, Some(gone));
+        while let Ok(ev) = events.try_recv() {
+            assert_eq!(
+                ev.group,
+                gone.to_string(),
+                "only the orphan's group changed"
+            );
+        }
+        assert!(groups.task_lease(gone).await.unwrap().is_none());
+        assert!(groups.task_lease(back).await.unwrap().is_some());
+    }
 
     #[test]
     fn an_orphan_resumes_once_and_not_after_the_reaping() {
