@@ -272,6 +272,7 @@ impl Daemon {
             host: config.host,
             limits: SessionLimits::default(),
             resumes: Resumes::default(),
+            stopping: Arc::new(tokio::sync::watch::channel(false).0),
         };
         Ok(Self {
             unix,
@@ -384,6 +385,7 @@ impl Daemon {
         );
         info!(socket = %self.socket.display(), tcp = ?self.local_addr, "vmd serving");
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopping = self.ctx.stopping.clone();
         let stopped = move || {
             let mut rx = stop_rx.clone();
             async move {
@@ -429,6 +431,7 @@ impl Daemon {
                 () = halt.notified() => {},
             }
             info!("vmd shutting down");
+            stopping.send_replace(true);
             let _ = stop_tx.send(true);
         };
         // A graceful shutdown waits for open streams, and sessions are open

@@ -82,6 +82,9 @@ pub struct SessionContext {
     pub limits: SessionLimits,
     /// Live sessions' tasks, and the previous run's tasks that may resume.
     pub resumes: Resumes,
+    /// Becomes `true` when the vmd stops cleanly: every session then ends
+    /// telling its client not to resume (its task is closed).
+    pub stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 pub type ReplySender = Outgoing<pb::SessionReply>;
@@ -177,11 +180,17 @@ pub async fn run(
         waits: JoinSet::new(),
         memberships: HashSet::new(),
     };
+    let mut stopping = ctx.stopping.subscribe();
     loop {
         let next = tokio::select! {
             msg = inbound.message() => msg,
             // Reaps finished waits; an empty set disables this branch.
             Some(_) = session.waits.join_next() => continue,
+            () = until_stopping(&mut stopping) => {
+                debug!(%task, "vmd stopping: session over");
+                let _ = session.out.send(Err(session_over())).await;
+                break;
+            }
         };
         match next {
             Ok(Some(req)) => session.handle(req).await,
@@ -210,6 +219,24 @@ pub async fn run(
     for group in session.memberships.drain() {
         session.caller.owners.release(&group);
     }
+}
+
+/// Completes when the vmd starts to stop (never, if nobody can stop it).
+async fn until_stopping(stopping: &mut tokio::sync::watch::Receiver<bool>) {
+    if stopping.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The status a session ends with when its vmd stops cleanly: its task is
+/// closed, so the client must not try to resume it.
+fn session_over() -> tonic::Status {
+    let mut status = tonic::Status::unavailable("the vmd is stopping: this session is over");
+    status.metadata_mut().insert(
+        pb::SESSION_END_KEY,
+        tonic::metadata::MetadataValue::from_static(pb::SESSION_END_FINAL),
+    );
+    status
 }
 
 async fn close(ctx: &SessionContext, task: TaskId) {

@@ -24,7 +24,9 @@
 //! own deadline (then `Timeout`); a call whose request was already sent
 //! when the stream broke fails with [`ClientError::Interrupted`] (it may
 //! or may not have taken effect). Once the vmd refuses the resume, or the
-//! window passes, the session is over: every call fails with `Closed`.
+//! window passes, the session is over: every call fails with `Closed`. A
+//! vmd that stops cleanly closes its tasks and says so as the stream ends
+//! ([`pb::SESSION_END_KEY`]): the session is then over at once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -194,6 +196,15 @@ fn refused_for_good(e: &ClientError) -> bool {
     )
 }
 
+/// Whether the vmd ended the session for good (see
+/// [`pb::SESSION_END_KEY`]).
+fn is_final(status: &tonic::Status) -> bool {
+    status
+        .metadata()
+        .get(pb::SESSION_END_KEY)
+        .is_some_and(|v| v.as_bytes() == pb::SESSION_END_FINAL.as_bytes())
+}
+
 /// Reads replies until the stream breaks, then resumes; ends when the
 /// session is over (or dropped).
 async fn read_replies(weak: Weak<Inner>, mut replies: Streaming<pb::SessionReply>) {
@@ -203,6 +214,12 @@ async fn read_replies(weak: Weak<Inner>, mut replies: Streaming<pb::SessionReply
             let Some(inner) = weak.upgrade() else { return };
             match msg {
                 Ok(Some(reply)) => inner.dispatch(reply),
+                Err(status) if is_final(&status) => {
+                    debug!("the vmd ended the session for good");
+                    inner.link.send_replace(Link::Gone);
+                    inner.fail_pending();
+                    return;
+                }
                 Ok(None) | Err(_) => break,
             }
         }
