@@ -20,7 +20,10 @@
 //!
 //! Failure: the session follows the remote groups' events; a remote member's
 //! death is passed to the engine, which fails every operation that waits on
-//! that peer.
+//! that peer. Only `MEMBER_DIED` does: the session's stream ending (its vmd
+//! killed or restarted) fails no peer, since the data path does not go
+//! through the vmd; the session resumes on its own, and calls made
+//! meanwhile (a leave at `MPI_Finalize`) wait for it within their deadline.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -7,9 +7,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use isthmus_client::{Console, Session};
+use isthmus_client::{Console, Session, SessionOptions};
 use isthmus_testkit::etcd::EtcdServer;
-use isthmus_testkit::{finish, Vmd, T};
+use isthmus_testkit::{finish, TempDir, Vmd, T};
 use isthmus_types::event::{NotificationKind, WatchEvent, WatchFilter};
 use isthmus_types::group::GroupEventKind;
 
@@ -18,17 +18,22 @@ use isthmus_testkit::netns::Hosts;
 
 /// A vmd named `host` keeping its groups in etcd at `etcd` under `prefix`.
 fn etcd_vmd(host: &str, etcd: &str, prefix: &str, lease_ttl: u64) -> Vmd {
-    Vmd::start(
-        host,
-        &[
-            "--etcd",
-            etcd,
-            "--etcd-prefix",
-            prefix,
-            "--etcd-lease-ttl",
-            &lease_ttl.to_string(),
-        ],
-    )
+    etcd_vmd_with(host, etcd, prefix, lease_ttl, &[])
+}
+
+/// [`etcd_vmd`] with more arguments.
+fn etcd_vmd_with(host: &str, etcd: &str, prefix: &str, lease_ttl: u64, extra: &[&str]) -> Vmd {
+    let ttl = lease_ttl.to_string();
+    let mut args = vec![
+        "--etcd",
+        etcd,
+        "--etcd-prefix",
+        prefix,
+        "--etcd-lease-ttl",
+        ttl.as_str(),
+    ];
+    args.extend_from_slice(extra);
+    Vmd::start(host, &args)
 }
 
 fn prefix() -> String {
@@ -97,6 +102,16 @@ async fn group_event(
     }
 }
 
+/// Waits for the death of instance 0 of the frozen `group`, which breaks it.
+async fn assert_died_breaking(events: &mut isthmus_client::Events, group: &str) {
+    let died = group_event(events, group, GroupEventKind::MemberDied, T).await;
+    assert_eq!(died.member.map(|m| m.instance), Some(0));
+    assert!(
+        died.group_broken,
+        "a frozen group that lost a member is broken"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vmd_down_past_its_lease_has_its_tasks_declared_dead_on_the_other_hosts() {
     let etcd = EtcdServer::start();
@@ -130,12 +145,7 @@ async fn a_vmd_down_past_its_lease_has_its_tasks_declared_dead_on_the_other_host
         .expect("watch on b");
 
     a.proc.signal(libc::SIGKILL);
-    let died = group_event(&mut events, "ocean", GroupEventKind::MemberDied, T).await;
-    assert_eq!(died.member.map(|m| m.instance), Some(0));
-    assert!(
-        died.group_broken,
-        "a frozen group that lost a member is broken"
-    );
+    assert_died_breaking(&mut events, "ocean").await;
     let table = on_b.group("ocean").await.expect("tombstone");
     assert!(table.broken && table.members.is_empty());
 }
@@ -181,4 +191,185 @@ fn jobs_on_two_hosts_couple_over_tcp_through_one_namespace_in_etcd() {
     assert_routes(&ob, &jb, hb.addr, ha.addr, ja.np);
     drop((a, b, etcd));
     drop(hosts);
+}
+
+/// Issue 11, item 5: kill -9 of one vmd and a restart within the lease
+/// period. An Open MPI job on host A and an MPICH job on host B exchange
+/// round after round over their intercommunicator while A's vmd is killed
+/// and started again: the Open MPI ranks' sessions resume, the exchange
+/// never notices (the data path is direct), the jobs leave at the end
+/// through the restarted vmd, and host B never hears of a death.
+#[test]
+fn a_vmd_killed_and_restarted_within_its_lease_leaves_a_running_pair_untouched() {
+    let etcd = EtcdServer::start();
+    let p = prefix();
+    let mut a = etcd_vmd("host-a", &etcd.client_url, &p, 15);
+    let b = etcd_vmd("host-b", &etcd.client_url, &p, 15);
+    let (ga, gb) = ("restart-ompi", "restart-mpich");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    // Everything host B hears about the pair's groups, from before the kill.
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let mut events = rt.block_on(async {
+        let on_b = Console::connect(&b.addr).await.expect("console on b");
+        on_b.watch(WatchFilter {
+            groups: vec![ga.into(), gb.into()],
+            kinds: vec![NotificationKind::Group],
+            ..Default::default()
+        })
+        .await
+        .expect("watch on b")
+    });
+    rt.spawn(async move {
+        while let Ok(Some(n)) = events.next().await {
+            if let WatchEvent::Group(e) = n.event {
+                if seen_tx.send(e).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+
+    let files = TempDir::new("restart");
+    let progress = files.0.join("progress");
+    let stop = files.0.join("stop");
+    let env = vec![
+        (
+            "XTEST_PROGRESS_FILE".to_string(),
+            progress.display().to_string(),
+        ),
+        ("XTEST_STOP_FILE".to_string(), stop.display().to_string()),
+    ];
+    let mut ja = job(Mpi::OpenMpi, 2, ga, &[gb], true);
+    ja.env = env.clone();
+    let mut jb = job(Mpi::Mpich, 2, gb, &[ga], false);
+    jb.env = env;
+    let mut ca = launch(&a.addr, "steady", &ja);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut cb = launch(&b.addr, "steady", &jb);
+
+    // Waits until the pair has done `more` rounds beyond `since`; returns
+    // the count.
+    let mut advance = |since: u64, more: u64, what: &str| -> u64 {
+        let started = Instant::now();
+        loop {
+            let done = std::fs::read_to_string(&progress)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            if done >= since + more {
+                return done;
+            }
+            let exited = [&mut ca, &mut cb]
+                .into_iter()
+                .any(|c| matches!(c.try_wait(), Ok(Some(_))));
+            assert!(!exited, "a job ended {what}");
+            assert!(
+                started.elapsed() < Duration::from_secs(240),
+                "the pair stopped exchanging {what} (at round {done})"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let before = advance(0, 1, "before its first round");
+    // The data path is direct: the pair exchanges with A's vmd dead, and
+    // after it is back.
+    a.kill9();
+    let during = advance(before, 20, "while A's vmd was down");
+    a.start_again();
+    advance(during, 20, "after A's vmd restarted");
+    std::fs::write(&stop, b"stop").expect("stop file");
+
+    let oa = finish(ca, Duration::from_secs(240), ga);
+    let ob = finish(cb, Duration::from_secs(240), gb);
+    assert_passed(&oa, "steady", &ja);
+    assert_passed(&ob, "steady", &jb);
+
+    // Both jobs left at the end: their groups are destroyed. Nothing
+    // before that was a death.
+    let mut destroyed = std::collections::HashSet::new();
+    let mut heard = Vec::new();
+    rt.block_on(async {
+        while destroyed.len() < 2 {
+            let e = tokio::time::timeout(T, seen.recv())
+                .await
+                .unwrap_or_else(|_| panic!("groups not destroyed; heard {heard:?}"))
+                .expect("watch on b open");
+            if e.kind == GroupEventKind::Destroyed {
+                destroyed.insert(e.group.clone());
+            }
+            heard.push(e);
+        }
+    });
+    let deaths: Vec<_> = heard
+        .iter()
+        .filter(|e| e.kind == GroupEventKind::MemberDied)
+        .collect();
+    assert!(deaths.is_empty(), "host B was told of deaths: {deaths:?}");
+    let left = heard
+        .iter()
+        .filter(|e| e.kind == GroupEventKind::Left && e.group == ga)
+        .count();
+    assert_eq!(
+        left, ja.np,
+        "every Open MPI rank left, through the restarted vmd"
+    );
+    drop((a, b, etcd));
+}
+
+/// A vmd restarted with its old lease does not keep the tasks of its
+/// previous run forever: one whose session does not come back within the
+/// resume grace is closed as dead (host B is told), while one that resumed
+/// keeps its groups.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_does_not_resume_after_its_vmd_restarts_is_reported_dead() {
+    let etcd = EtcdServer::start();
+    let p = prefix();
+    let mut a = etcd_vmd_with("host-a", &etcd.client_url, &p, 15, &["--resume-grace", "3"]);
+    let b = etcd_vmd("host-b", &etcd.client_url, &p, 15);
+    // A session that never resumes (as if its process were gone), and one
+    // that does.
+    let never = SessionOptions {
+        resume_window: Duration::ZERO,
+    };
+    let ghost = Session::connect_with(&a.addr, "ghost", never)
+        .await
+        .expect("session on a");
+    let survivor = Session::connect_with(&a.addr, "survivor", SessionOptions::default())
+        .await
+        .expect("session on a");
+    for (s, g) in [(&ghost, "ghost"), (&survivor, "survivor")] {
+        s.join(g, Some(0), b"ep".to_vec()).await.expect("join");
+        s.freeze(g, 1, Duration::from_secs(10))
+            .await
+            .expect("freeze");
+    }
+    let on_b = Console::connect(&b.addr).await.expect("console on b");
+    let mut events = on_b
+        .watch(WatchFilter {
+            groups: vec!["ghost".into(), "survivor".into()],
+            kinds: vec![NotificationKind::Group],
+            ..Default::default()
+        })
+        .await
+        .expect("watch on b");
+
+    tokio::task::block_in_place(|| a.restart());
+    // The survivor resumes: a call goes through the restarted vmd.
+    let table = survivor.members("survivor").await.expect("resumed");
+    assert_eq!(table.members.len(), 1);
+    assert_eq!(table.members[0].task, survivor.task());
+
+    // The ghost never came back: after the grace, everyone is told.
+    assert_died_breaking(&mut events, "ghost").await;
+
+    // The survivor still holds its group, and leaves it as a live task.
+    let table = on_b.group("survivor").await.expect("survivor's group");
+    assert!(!table.broken && table.members.len() == 1, "{table:?}");
+    survivor
+        .leave("survivor")
+        .await
+        .expect("leave after the resume");
+    let left = group_event(&mut events, "survivor", GroupEventKind::Left, T).await;
+    assert_eq!(left.member.map(|m| m.instance), Some(0));
+    drop((ghost, survivor, a, b, etcd));
 }

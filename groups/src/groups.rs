@@ -10,7 +10,8 @@ use tracing::debug;
 
 use crate::barrier::Barriers;
 use crate::store::{
-    CreateOutcome, DynStore, GroupSnapshot, GroupStore, Guard, Lookup, MemoryStore,
+    CreateOutcome, DynStore, GroupSnapshot, GroupStore, Guard, Lookup, MemoryStore, TaskLease,
+    TaskProcess,
 };
 use crate::{
     validate, GroupError, GroupEvent, GroupSummary, GroupTable, Member, Result, TaskId,
@@ -73,14 +74,37 @@ impl<S: GroupStore> Groups<S> {
 
     /// Registers a live task on `host`; memberships are bound to it.
     pub async fn open_task(&self, task: TaskId, host: &str) -> Result<()> {
+        self.open_task_as(task, host, None).await
+    }
+
+    /// [`open_task`](Self::open_task), recording the process behind the
+    /// task (which a resume after a vmd restart must match).
+    pub async fn open_task_as(
+        &self,
+        task: TaskId,
+        host: &str,
+        process: Option<TaskProcess>,
+    ) -> Result<()> {
         validate::host(host)?;
-        match self.store().grant_lease(task, host).await? {
+        match self.store().grant_lease(task, host, process).await? {
             Some(_) => {
                 debug!(%task, host, "task opened");
                 Ok(())
             }
             None => Err(GroupError::TaskAlreadyOpen(task)),
         }
+    }
+
+    /// The task's lease record (its host and process), if it is open.
+    pub async fn task_lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
+        self.store().lease(task).await
+    }
+
+    /// The open tasks whose liveness this service's store holds (see
+    /// [`GroupStore::held_tasks`]): after a vmd restart that took its lease
+    /// back, the tasks of its previous run that have not resumed yet.
+    pub async fn held_tasks(&self) -> Result<Vec<TaskId>> {
+        self.store().held_tasks().await
     }
 
     /// Ends a task: removes all its memberships at once. If it `died`,

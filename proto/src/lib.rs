@@ -11,5 +11,12 @@ pub mod v1 {
 
 pub use v1::*;
 
+/// Metadata key of the status a session stream ends with when the vmd ends
+/// the session for good (it stops cleanly and has closed the task): the
+/// client must not try to resume it. Absent when the vmd simply went away.
+pub const SESSION_END_KEY: &str = "isthmus-session-end";
+/// The value of [`SESSION_END_KEY`]: the session is over.
+pub const SESSION_END_FINAL: &str = "final";
+
 pub mod codec;
 pub mod convert;

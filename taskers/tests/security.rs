@@ -117,6 +117,7 @@ async fn probe(ch: VmdChannel) -> Vec<(&'static str, Code)> {
             op: Some(pb::session_request::Op::Hello(pb::Hello {
                 name: "probe".into(),
                 pid: std::process::id(),
+                resume_task: String::new(),
             })),
         };
         let r = c.session(tokio_stream::iter(vec![hello])).await;

@@ -34,6 +34,7 @@ use tracing::{error, info, warn};
 use crate::auth::{self, Authenticator, GroupOwners, Policy, Rule, RuntimeDir};
 
 use crate::host_link::{self, JoinedLink};
+use crate::resume::{Resumes, DEFAULT_RESUME_GRACE};
 use crate::service::{ConsoleService, PeersService, Role, TaskersService, TasksService};
 use crate::session::{SessionContext, SessionLimits};
 pub use isthmus_client::Keepalive;
@@ -125,6 +126,8 @@ pub struct Daemon {
     keepalive: Option<Keepalive>,
     /// This host's certificate, shown when it calls other vmds.
     peer_tls: Option<isthmus_client::auth::TlsIdentity>,
+    /// How long the tasks of a previous run may take to resume.
+    resume_grace: Duration,
 }
 
 /// Errors of starting a daemon.
@@ -268,6 +271,8 @@ impl Daemon {
             groups: Groups::in_memory(),
             host: config.host,
             limits: SessionLimits::default(),
+            resumes: Resumes::default(),
+            stopping: Arc::new(tokio::sync::watch::channel(false).0),
         };
         Ok(Self {
             unix,
@@ -283,7 +288,16 @@ impl Daemon {
             halt,
             keepalive: Some(Keepalive::REMOTE),
             peer_tls: tls_client,
+            resume_grace: DEFAULT_RESUME_GRACE,
         })
+    }
+
+    /// Sets how long the tasks of this vmd's previous run (kept by a
+    /// replicated store whose lease it took back) may take to resume their
+    /// sessions before they are closed as dead. Default
+    /// [`DEFAULT_RESUME_GRACE`].
+    pub fn set_resume_grace(&mut self, grace: Duration) {
+        self.resume_grace = grace;
     }
 
     /// Sets the HTTP/2 keepalive of client connections (`None`: no pings;
@@ -330,6 +344,21 @@ impl Daemon {
     ) -> Result<(), DaemonError> {
         let halt = self.halt.clone();
         let hub = self.hub.clone();
+        // Before any session: the tasks of the previous run are the store's
+        // tasks on this vmd's lease now. They may resume for a while.
+        match self.ctx.groups.held_tasks().await {
+            Ok(orphans) if !orphans.is_empty() => {
+                info!(tasks = orphans.len(), grace = ?self.resume_grace, "tasks of this vmd's previous run may resume their sessions");
+                self.ctx.resumes.set_orphans(orphans);
+                tokio::spawn(crate::resume::reap_after(
+                    self.ctx.groups.clone(),
+                    self.ctx.resumes.clone(),
+                    self.resume_grace,
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => warn!(error = %e, "listing the tasks of this vmd's previous run"),
+        }
         // One service per audience, each behind the one authenticator with
         // its family's rule (the console's calls check theirs per call).
         let auth = |rule| Authenticator::new(self.policy.clone(), rule);
@@ -356,6 +385,7 @@ impl Daemon {
         );
         info!(socket = %self.socket.display(), tcp = ?self.local_addr, "vmd serving");
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopping = self.ctx.stopping.clone();
         let stopped = move || {
             let mut rx = stop_rx.clone();
             async move {
@@ -401,6 +431,7 @@ impl Daemon {
                 () = halt.notified() => {},
             }
             info!("vmd shutting down");
+            stopping.send_replace(true);
             let _ = stop_tx.send(true);
         };
         // A graceful shutdown waits for open streams, and sessions are open

@@ -29,6 +29,7 @@ pub mod auth;
 pub mod convert;
 pub mod daemon;
 pub mod host_link;
+pub mod resume;
 pub mod rm_convert;
 pub mod service;
 pub mod session;

@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use isthmus_groups::{escape_for_display, GroupError, Groups, TaskId};
+use isthmus_groups::{escape_for_display, GroupError, Groups, TaskId, TaskProcess};
 use isthmus_proto as pb;
 use pb::session_reply::Result as Reply;
 use pb::session_request::Op;
@@ -35,6 +35,7 @@ use tracing::{debug, info, warn};
 
 use crate::auth::{GroupOwners, Identity};
 use crate::convert;
+use crate::resume::Resumes;
 use crate::stream::{self, Outgoing};
 
 /// How long a wait lasts when the client gives no timeout (`timeout_ms = 0`).
@@ -79,6 +80,11 @@ pub struct SessionContext {
     pub groups: Groups,
     pub host: String,
     pub limits: SessionLimits,
+    /// Live sessions' tasks, and the previous run's tasks that may resume.
+    pub resumes: Resumes,
+    /// Becomes `true` when the vmd stops cleanly: every session then ends
+    /// telling its client not to resume (its task is closed).
+    pub stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 pub type ReplySender = Outgoing<pb::SessionReply>;
@@ -115,14 +121,47 @@ pub async fn run(
     else {
         return;
     };
-    let task = TaskId(uuid::Uuid::new_v4());
-    if let Err(e) = ctx.groups.open_task(task, &ctx.host).await {
-        let _ = out.send(Err(convert::status_of(&e))).await;
-        return;
-    }
     // The name is the client's to choose: escaped and cut short, it
     // cannot forge or flood log lines.
-    info!(%task, name = %escape_for_display(&hello.1.name), pid = hello.1.pid, caller = %caller.identity, "session opened");
+    let name = escape_for_display(&hello.1.name);
+    let task = if hello.1.resume_task.is_empty() {
+        let task = TaskId(uuid::Uuid::new_v4());
+        // The process behind the task, as the kernel tells it: what a
+        // resume after a restart of this vmd must match.
+        let process = caller
+            .identity
+            .pid
+            .zip(caller.identity.uid)
+            .map(|(pid, uid)| TaskProcess { pid, uid });
+        if let Err(e) = ctx.groups.open_task_as(task, &ctx.host, process).await {
+            let _ = out.send(Err(convert::status_of(&e))).await;
+            return;
+        }
+        ctx.resumes.opened(task);
+        info!(%task, %name, pid = hello.1.pid, caller = %caller.identity, "session opened");
+        task
+    } else {
+        match ctx
+            .resumes
+            .resume(
+                &ctx.groups,
+                &ctx.host,
+                &caller.identity,
+                &hello.1.resume_task,
+            )
+            .await
+        {
+            Ok(task) => {
+                info!(%task, %name, pid = hello.1.pid, caller = %caller.identity, "session resumed after a vmd restart");
+                task
+            }
+            Err(status) => {
+                info!(%name, pid = hello.1.pid, caller = %caller.identity, status = %status.message(), "resume refused");
+                let _ = out.send(Err(status)).await;
+                return;
+            }
+        }
+    };
     let welcome = Reply::Welcome(pb::Welcome {
         task: task.to_string(),
         host: ctx.host.clone(),
@@ -141,11 +180,17 @@ pub async fn run(
         waits: JoinSet::new(),
         memberships: HashSet::new(),
     };
+    let mut stopping = ctx.stopping.subscribe();
     loop {
         let next = tokio::select! {
             msg = inbound.message() => msg,
             // Reaps finished waits; an empty set disables this branch.
             Some(_) = session.waits.join_next() => continue,
+            () = until_stopping(&mut stopping) => {
+                debug!(%task, "vmd stopping: session over");
+                let _ = session.out.send(Err(session_over())).await;
+                break;
+            }
         };
         match next {
             Ok(Some(req)) => session.handle(req).await,
@@ -176,6 +221,24 @@ pub async fn run(
     }
 }
 
+/// Completes when the vmd starts to stop (never, if nobody can stop it).
+async fn until_stopping(stopping: &mut tokio::sync::watch::Receiver<bool>) {
+    if stopping.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The status a session ends with when its vmd stops cleanly: its task is
+/// closed, so the client must not try to resume it.
+fn session_over() -> tonic::Status {
+    let mut status = tonic::Status::unavailable("the vmd is stopping: this session is over");
+    status.metadata_mut().insert(
+        pb::SESSION_END_KEY,
+        tonic::metadata::MetadataValue::from_static(pb::SESSION_END_FINAL),
+    );
+    status
+}
+
 async fn close(ctx: &SessionContext, task: TaskId) {
     // A task that ends while still in groups did not leave them: to the other
     // members that is a death, whatever the reason the stream ended.
@@ -183,6 +246,7 @@ async fn close(ctx: &SessionContext, task: TaskId) {
         Ok(()) => info!(%task, "session ended"),
         Err(e) => warn!(%task, error = %e, "closing session"),
     }
+    ctx.resumes.ended(task);
 }
 
 fn reply(id: u64, result: Reply) -> pb::SessionReply {

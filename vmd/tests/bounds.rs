@@ -58,6 +58,7 @@ fn hello() -> pb::SessionRequest {
         op: Some(Op::Hello(pb::Hello {
             name: "raw".into(),
             pid: 1,
+            resume_task: String::new(),
         })),
     }
 }

@@ -435,6 +435,7 @@ async fn no_secret_in_a_welcome() {
         op: Some(pb::session_request::Op::Hello(pb::Hello {
             name: "raw".into(),
             pid: std::process::id(),
+            resume_task: String::new(),
         })),
     };
     let reply: old_wire::SessionReply =

@@ -196,6 +196,7 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
             }
         }
         "pause" => pause(&inter, rank, a)?,
+        "steady" => steady(&inter, &world, rank, a, timeout)?,
         "answer" => {
             // A third job in "multi": receive one message, answer with our name.
             if rank == 0 {
@@ -274,6 +275,85 @@ fn pause(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
     }
     round(2)
 }
+
+/// Round trips of the "steady" scenario: every rank sends to every remote
+/// rank and receives from each, round after round, until told to stop —
+/// through the file `XTEST_STOP_FILE` once it exists (else after
+/// [`STEADY`]). Rank 0 of A decides for everyone: it broadcasts the
+/// decision to its job and sends it with each message to B, so every rank
+/// stops after the same round. Rank 0 of A writes the number of rounds
+/// done to `XTEST_PROGRESS_FILE` after each (the test watches the pair
+/// progress while it disturbs the virtual machine).
+fn steady(
+    ic: &InterComm,
+    world: &SimpleCommunicator,
+    rank: u32,
+    a: bool,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    use mpi::collective::Root;
+    let stop_file = std::env::var_os("XTEST_STOP_FILE").map(std::path::PathBuf::from);
+    let progress_file = std::env::var_os("XTEST_PROGRESS_FILE").map(std::path::PathBuf::from);
+    let started = Instant::now();
+    let remote = ic.remote_size();
+    for n in 1u64.. {
+        let mut stop = 0u64;
+        if a {
+            if rank == 0 {
+                let told = match &stop_file {
+                    Some(f) => f.exists(),
+                    None => started.elapsed() >= STEADY,
+                };
+                ensure!(
+                    started.elapsed() < timeout,
+                    "never told to stop within {timeout:?}"
+                );
+                stop = u64::from(told);
+            }
+            world.process_at_rank(0).broadcast_into(&mut stop);
+        }
+        let sends = (0..remote)
+            .map(|q| ic.isend(q, 40, &[n, u64::from(rank), stop]))
+            .collect::<Result<Vec<_>, _>>()?;
+        for q in 0..remote {
+            let mut v = [0u64; 3];
+            ic.recv(Source::Rank(q), Tag::Value(40), &mut v)?;
+            ensure!(
+                v[0] == n && v[1] == u64::from(q),
+                "round {n}: {v:?} from remote rank {q}"
+            );
+            if !a {
+                stop = v[2];
+            }
+        }
+        for s in sends {
+            s.wait()?;
+        }
+        if a && rank == 0 {
+            if let Some(f) = &progress_file {
+                // Whole or not at all: the reader never sees half a number.
+                let next = f.with_extension("next");
+                std::fs::write(&next, n.to_string()).context("writing progress")?;
+                std::fs::rename(&next, f).context("writing progress")?;
+            }
+        }
+        if stop != 0 {
+            println!(
+                "STEADY {} rank {rank} rounds {n}",
+                if a { "a" } else { "b" }
+            );
+            return Ok(());
+        }
+        std::thread::sleep(STEADY_PAUSE);
+    }
+    Ok(())
+}
+
+/// How long "steady" runs when no stop file is given.
+const STEADY: Duration = Duration::from_secs(15);
+/// Pause between two rounds of "steady" (the data path is not what it
+/// measures).
+const STEADY_PAUSE: Duration = Duration::from_millis(20);
 
 fn kill_self() -> ! {
     // SIGKILL: no destructor, no goodbye, as a crash would.

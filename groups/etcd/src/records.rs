@@ -125,6 +125,11 @@ impl MetaRec {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct TaskRec {
     pub host: String,
+    /// The process behind the task (SO_PEERCRED of its session), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
 }
 
 impl TaskRec {

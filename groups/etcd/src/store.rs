@@ -12,7 +12,7 @@ use etcd_client::{
 };
 use isthmus_groups::store::{
     CreateOutcome, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup, Membership,
-    Removal, TaskLease,
+    Removal, TaskLease, TaskProcess,
 };
 use isthmus_groups::{GroupError, GroupEvent, GroupSummary, Member, Result, TaskId};
 use tokio::sync::broadcast;
@@ -440,10 +440,20 @@ impl Core {
 
 #[async_trait]
 impl GroupStore for EtcdStore {
-    async fn grant_lease(&self, task: TaskId, host: &str) -> Result<Option<LeaseId>> {
+    async fn grant_lease(
+        &self,
+        task: TaskId,
+        host: &str,
+        process: Option<TaskProcess>,
+    ) -> Result<Option<LeaseId>> {
         let core = &self.core;
         let key = core.keys.task(task);
-        let record = TaskRec { host: host.into() }.encode();
+        let record = TaskRec {
+            host: host.into(),
+            pid: process.map(|p| p.pid),
+            uid: process.map(|p| p.uid),
+        }
+        .encode();
         let txn = Txn::new()
             .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(
@@ -482,11 +492,33 @@ impl GroupStore for EtcdStore {
         };
         let rec = TaskRec::decode(kv.key(), kv.value())?;
         let created = rev(kv.create_revision());
+        let process = rec
+            .pid
+            .zip(rec.uid)
+            .map(|(pid, uid)| TaskProcess { pid, uid });
         Ok(Some(TaskLease {
             lease: LeaseId(created),
             host: rec.host,
+            process,
             opened_at: seq_at(created),
         }))
+    }
+
+    async fn held_tasks(&self) -> Result<Vec<TaskId>> {
+        let core = &self.core;
+        let resp = core
+            .get(
+                core.keys.tasks(),
+                Some(GetOptions::new().with_prefix().with_keys_only()),
+            )
+            .await
+            .map_err(etcd_err("listing tasks"))?;
+        Ok(resp
+            .kvs()
+            .iter()
+            .filter(|kv| kv.lease() == core.lease)
+            .filter_map(|kv| core.keys.task_of(kv.key()))
+            .collect())
     }
 
     async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>> {

@@ -6,7 +6,7 @@ use tokio::sync::broadcast;
 
 use super::{
     CreateOutcome, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup, Membership,
-    Removal, TaskLease,
+    Removal, TaskLease, TaskProcess,
 };
 use crate::{GroupEvent, GroupSummary, Member, Result, TaskId};
 
@@ -16,8 +16,16 @@ pub type DynStore = Box<dyn GroupStore>;
 
 #[async_trait]
 impl GroupStore for DynStore {
-    async fn grant_lease(&self, task: TaskId, host: &str) -> Result<Option<LeaseId>> {
-        (**self).grant_lease(task, host).await
+    async fn grant_lease(
+        &self,
+        task: TaskId,
+        host: &str,
+        process: Option<TaskProcess>,
+    ) -> Result<Option<LeaseId>> {
+        (**self).grant_lease(task, host, process).await
+    }
+    async fn held_tasks(&self) -> Result<Vec<TaskId>> {
+        (**self).held_tasks().await
     }
     async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
         (**self).lease(task).await

@@ -12,7 +12,7 @@ use tokio::sync::broadcast;
 
 use super::{
     CreateOutcome, GroupMeta, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup,
-    LostMember, Membership, Removal, TaskLease,
+    LostMember, Membership, Removal, TaskLease, TaskProcess,
 };
 use crate::{GroupEvent, GroupEventKind, GroupSummary, Member, Result, TaskId};
 
@@ -38,6 +38,7 @@ struct Inner {
 struct LeaseRec {
     id: LeaseId,
     host: String,
+    process: Option<TaskProcess>,
     opened_at: u64,
     /// Groups the task is a member of, so revocation needs no scan.
     groups: BTreeSet<String>,
@@ -147,7 +148,12 @@ impl MemoryStore {
 
 #[async_trait]
 impl GroupStore for MemoryStore {
-    async fn grant_lease(&self, task: TaskId, host: &str) -> Result<Option<LeaseId>> {
+    async fn grant_lease(
+        &self,
+        task: TaskId,
+        host: &str,
+        process: Option<TaskProcess>,
+    ) -> Result<Option<LeaseId>> {
         let mut inner = self.lock();
         if inner.leases.contains_key(&task) {
             return Ok(None);
@@ -160,6 +166,7 @@ impl GroupStore for MemoryStore {
             LeaseRec {
                 id,
                 host: host.to_string(),
+                process,
                 opened_at,
                 groups: BTreeSet::new(),
             },
@@ -172,8 +179,13 @@ impl GroupStore for MemoryStore {
         Ok(inner.leases.get(&task).map(|l| TaskLease {
             lease: l.id,
             host: l.host.clone(),
+            process: l.process,
             opened_at: l.opened_at,
         }))
+    }
+
+    async fn held_tasks(&self) -> Result<Vec<TaskId>> {
+        Ok(self.lock().leases.keys().copied().collect())
     }
 
     async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>> {
@@ -426,14 +438,18 @@ mod tests {
         let store = MemoryStore::new();
         let (a, b) = (TaskId::new_v4(), TaskId::new_v4());
         let la = store
-            .grant_lease(a, "h")
+            .grant_lease(a, "h", None)
             .await?
             .ok_or(crate::GroupError::TaskNotFound(a))?;
         let lb = store
-            .grant_lease(b, "h")
+            .grant_lease(b, "h", None)
             .await?
             .ok_or(crate::GroupError::TaskNotFound(b))?;
-        assert_eq!(store.grant_lease(a, "h").await?, None, "one lease per task");
+        assert_eq!(
+            store.grant_lease(a, "h", None).await?,
+            None,
+            "one lease per task"
+        );
 
         let created = store
             .create_member("g", Guard::Absent, member(0, a), la)
@@ -484,7 +500,7 @@ mod tests {
         let store = MemoryStore::new();
         let a = TaskId::new_v4();
         let la = store
-            .grant_lease(a, "h")
+            .grant_lease(a, "h", None)
             .await?
             .ok_or(crate::GroupError::TaskNotFound(a))?;
         store
@@ -507,11 +523,11 @@ mod tests {
         let store = MemoryStore::new();
         let (a, b) = (TaskId::new_v4(), TaskId::new_v4());
         let la = store
-            .grant_lease(a, "h")
+            .grant_lease(a, "h", None)
             .await?
             .ok_or(crate::GroupError::TaskNotFound(a))?;
         let lb = store
-            .grant_lease(b, "h")
+            .grant_lease(b, "h", None)
             .await?
             .ok_or(crate::GroupError::TaskNotFound(b))?;
         store
@@ -578,7 +594,7 @@ mod tests {
         // A live group is not a tombstone.
         let c = TaskId::new_v4();
         let lc = store
-            .grant_lease(c, "h")
+            .grant_lease(c, "h", None)
             .await?
             .ok_or(crate::GroupError::TaskNotFound(c))?;
         let rev = fresh.map(|m| m.revision).unwrap_or(0);
@@ -596,11 +612,11 @@ mod tests {
         let store = MemoryStore::new();
         let (a, b) = (TaskId::new_v4(), TaskId::new_v4());
         let la = store
-            .grant_lease(a, "h")
+            .grant_lease(a, "h", None)
             .await?
             .ok_or(crate::GroupError::TaskNotFound(a))?;
         let lb = store
-            .grant_lease(b, "h")
+            .grant_lease(b, "h", None)
             .await?
             .ok_or(crate::GroupError::TaskNotFound(b))?;
         store

@@ -39,11 +39,22 @@ use crate::{GroupEvent, GroupSummary, Member, Result, TaskId};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LeaseId(pub u64);
 
+/// The process behind a task, as its vmd saw it (the kernel's peer
+/// credentials of the task's session): what a task resuming after a vmd
+/// restart must match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TaskProcess {
+    pub pid: u32,
+    pub uid: u32,
+}
+
 /// A live task as recorded by its lease.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskLease {
     pub lease: LeaseId,
     pub host: String,
+    /// The process that opened the task, if its vmd knew it.
+    pub process: Option<TaskProcess>,
     /// The store's `seq` when the lease was granted: events with a higher
     /// seq happened after the task was opened.
     pub opened_at: u64,
@@ -160,8 +171,21 @@ pub struct Removal {
 /// resulting events (in order, increasing `seq`) on `watch`.
 #[async_trait]
 pub trait GroupStore: Send + Sync + 'static {
-    /// Registers a live task. `None` if the task already holds a lease.
-    async fn grant_lease(&self, task: TaskId, host: &str) -> Result<Option<LeaseId>>;
+    /// Registers a live task on `host`, run by `process` if known. `None`
+    /// if the task already holds a lease.
+    async fn grant_lease(
+        &self,
+        task: TaskId,
+        host: &str,
+        process: Option<TaskProcess>,
+    ) -> Result<Option<LeaseId>>;
+
+    /// The live tasks whose liveness this store instance holds: those a
+    /// crash of this process would leave without a session (etcd: the
+    /// tasks attached to this vmd's etcd lease, including those opened by
+    /// its previous run when it took the lease back; in memory: every
+    /// open task, so none after a restart).
+    async fn held_tasks(&self) -> Result<Vec<TaskId>>;
 
     /// The task's lease, if it is live.
     async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>>;

@@ -232,3 +232,29 @@ async fn requested_instance_can_create_the_group() {
     assert_eq!(g.gsize("sparse").await.unwrap(), 1);
     assert_eq!(g.join("sparse", t[1], None, vec![]).await.unwrap(), 0);
 }
+
+#[tokio::test]
+async fn a_task_records_its_process_and_is_held_by_its_store() {
+    let (g, t) = setup(1).await;
+    let run = isthmus_groups::TaskId::new_v4();
+    let process = isthmus_groups::TaskProcess {
+        pid: 4242,
+        uid: 1000,
+    };
+    g.open_task_as(run, "host7", Some(process)).await.unwrap();
+    let lease = g.task_lease(run).await.unwrap().expect("open task");
+    assert_eq!(lease.host, "host7");
+    assert_eq!(lease.process, Some(process));
+    let plain = g.task_lease(t[0]).await.unwrap().expect("open task");
+    assert_eq!(plain.process, None, "no process given, none recorded");
+
+    let mut held = g.held_tasks().await.unwrap();
+    held.sort();
+    let mut expected = vec![t[0], run];
+    expected.sort();
+    assert_eq!(held, expected, "the store holds every task it opened");
+
+    g.close_task(run, true).await.unwrap();
+    assert_eq!(g.task_lease(run).await.unwrap(), None);
+    assert_eq!(g.held_tasks().await.unwrap(), vec![t[0]]);
+}

@@ -85,6 +85,11 @@ pub enum ClientError {
     Refused { kind: ErrorKind, message: String },
     #[error("vmd session ended")]
     Closed,
+    /// The session to the vmd broke while the call was in flight (the vmd
+    /// stopped or restarted); the call may or may not have taken effect.
+    /// The session resumes on its own if it can.
+    #[error("the vmd session was interrupted before the reply (the call may or may not have taken effect)")]
+    Interrupted,
     #[error("vmd did not answer within {0:?}")]
     Timeout(Duration),
     #[error("vmd protocol error: {0}")]
@@ -102,7 +107,9 @@ impl ClientError {
             }
             ClientError::Protocol(_) => ErrorKind::Protocol,
             ClientError::Token { .. } => ErrorKind::Unauthenticated,
-            ClientError::Connect { .. } | ClientError::Closed => ErrorKind::Unavailable,
+            ClientError::Connect { .. } | ClientError::Closed | ClientError::Interrupted => {
+                ErrorKind::Unavailable
+            }
         }
     }
 

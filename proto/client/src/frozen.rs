@@ -80,6 +80,14 @@ impl FrozenTables {
         }
     }
 
+    /// Drops every cached table (events may have been missed).
+    pub(crate) fn clear(&self) {
+        if let Ok(mut tables) = self.tables.write() {
+            self.stale_epoch.fetch_add(1, Ordering::SeqCst);
+            tables.clear();
+        }
+    }
+
     /// Drops what `ev` makes stale.
     pub(crate) fn on_event(&self, ev: &pb::GroupEvent) {
         let stale = matches!(

@@ -34,6 +34,6 @@ pub use console::{Console, Events};
 pub use error::{ClientError, ErrorKind, Result};
 /// The `ISTHMUS_*` names and the default address, defined once.
 pub use isthmus_types::env;
-pub use session::{Session, CALL_TIMEOUT};
+pub use session::{Session, SessionOptions, CALL_TIMEOUT, DEFAULT_RESUME_WINDOW};
 #[cfg(feature = "tracing-init")]
 pub use tracing_init::init_tracing;

@@ -32,6 +32,10 @@ pub const RUNTIME_DIR: &str = "ISTHMUS_RUNTIME_DIR";
 /// The path of the file holding the token for a vmd's TCP listener.
 pub const TOKEN_FILE_ENV: &str = "ISTHMUS_TOKEN_FILE";
 
+/// How long a task's session tries to resume after its vmd went away
+/// (seconds; `0`: never), e.g. while the vmd is restarted. Default 60.
+pub const RESUME_WINDOW: &str = "ISTHMUS_RESUME_WINDOW";
+
 /// The vmd's Unix socket, in its runtime directory.
 pub const SOCKET_FILE: &str = "vmd.sock";
 

@@ -43,6 +43,9 @@ pub enum Kind {
 pub struct Identity {
     /// The caller's uid (none for a peer host: its uids are not ours).
     pub uid: Option<u32>,
+    /// The caller's pid (Unix socket only: SO_PEERCRED); what a task
+    /// resuming its session after a vmd restart is checked by.
+    pub pid: Option<u32>,
     pub kind: Kind,
 }
 
@@ -116,14 +119,17 @@ impl Authenticator {
                 ));
             };
             let uid = cred.uid();
+            let pid = cred.pid().and_then(|p| u32::try_from(p).ok());
             return if uid == self.policy.operator_uid || uid == 0 {
                 Ok(Identity {
                     uid: Some(uid),
+                    pid,
                     kind: Kind::Operator,
                 })
             } else if self.policy.allowed.contains(&uid) {
                 Ok(Identity {
                     uid: Some(uid),
+                    pid,
                     kind: Kind::Local,
                 })
             } else {
@@ -144,6 +150,7 @@ impl Authenticator {
                 .map_err(|e| Status::unauthenticated(e.to_string()))?;
             return Ok(Identity {
                 uid: None,
+                pid: None,
                 kind: Kind::Peer(host),
             });
         }
@@ -162,6 +169,7 @@ impl Authenticator {
             if bool::from(given.as_bytes().ct_eq(expected)) {
                 return Ok(Identity {
                     uid: Some(self.policy.operator_uid),
+                    pid: None,
                     kind: Kind::Operator,
                 });
             }

@@ -184,18 +184,21 @@ mod tests {
     fn local(uid: u32) -> Identity {
         Identity {
             uid: Some(uid),
+            pid: None,
             kind: Kind::Local,
         }
     }
     fn operator() -> Identity {
         Identity {
             uid: Some(0),
+            pid: None,
             kind: Kind::Operator,
         }
     }
     fn peer() -> Identity {
         Identity {
             uid: None,
+            pid: None,
             kind: Kind::Peer("beta".into()),
         }
     }

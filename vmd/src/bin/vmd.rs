@@ -108,6 +108,12 @@ struct Args {
     #[arg(long, default_value_t = 15, value_name = "SECS", requires = "etcd",
           value_parser = clap::value_parser!(u64).range(2..=86_400))]
     etcd_lease_ttl: u64,
+    /// Seconds the tasks of this vmd's previous run (kept in etcd because
+    /// it took its lease back) may take to resume their sessions; those
+    /// that do not are then closed as dead and everyone is told.
+    #[arg(long, default_value_t = 60, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    resume_grace: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -159,6 +165,7 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     daemon.set_keepalive(keepalive);
     daemon.set_limits(limits);
+    daemon.set_resume_grace(Duration::from_secs(args.resume_grace));
     let mut lease_lost = None;
     if !args.etcd.is_empty() {
         let store = open_etcd(

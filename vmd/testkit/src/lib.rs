@@ -134,6 +134,61 @@ pub struct Vmd {
     /// Its Unix socket (`unix:<dir>/run/vmd.sock`), as clients address it.
     pub addr: String,
     pub dir: TempDir,
+    /// How it was started, to start it again ([`Vmd::restart`]).
+    launch: Launch,
+}
+
+/// A vmd's command line, less its directory.
+struct Launch {
+    netns: Option<netns::Host>,
+    host: String,
+    extra: Vec<String>,
+}
+
+impl Launch {
+    /// Starts the vmd in `dir`; returns it and its address once it listens.
+    fn spawn(&self, dir: &TempDir) -> (Proc, String) {
+        let addr_file = dir.0.join("addr");
+        // A restart writes it again: wait for the new one.
+        let _ = std::fs::remove_file(&addr_file);
+        let program = bin("vmd");
+        let mut command = match &self.netns {
+            Some(ns) => ns.command(&program),
+            None => Command::new(&program),
+        };
+        let child = command
+            // Its own runtime directory: its socket and token, nobody else's.
+            .arg("--runtime-dir")
+            .arg(dir.0.join("run"))
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--host-name",
+                &self.host,
+                "--addr-file",
+            ])
+            .arg(&addr_file)
+            .args(&self.extra)
+            .env("RUST_LOG", log_level())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("spawn vmd");
+        let mut proc = Proc(child);
+        let started = Instant::now();
+        let addr = loop {
+            if let Ok(a) = std::fs::read_to_string(&addr_file) {
+                if !a.is_empty() {
+                    break a;
+                }
+            }
+            if let Ok(Some(s)) = proc.0.try_wait() {
+                panic!("vmd {} exited early: {s}", self.host);
+            }
+            assert!(started.elapsed() < T, "vmd did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        (proc, addr)
+    }
 }
 
 impl Vmd {
@@ -148,46 +203,42 @@ impl Vmd {
     /// is on that namespace's loopback).
     pub fn start_in(netns: Option<&netns::Host>, host: &str, extra: &[&str]) -> Vmd {
         let dir = TempDir::new("vmd");
-        let addr_file = dir.0.join("addr");
-        let program = bin("vmd");
-        let mut command = match netns {
-            Some(ns) => ns.command(&program),
-            None => Command::new(&program),
+        let launch = Launch {
+            netns: netns.cloned(),
+            host: host.to_string(),
+            extra: extra.iter().map(|a| a.to_string()).collect(),
         };
-        let child = command
-            // Its own runtime directory: its socket and token, nobody else's.
-            .arg("--runtime-dir")
-            .arg(dir.0.join("run"))
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--host-name",
-                host,
-                "--addr-file",
-            ])
-            .arg(&addr_file)
-            .args(extra)
-            .env("RUST_LOG", log_level())
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("spawn vmd");
-        let mut proc = Proc(child);
-        let started = Instant::now();
-        let addr = loop {
-            if let Ok(a) = std::fs::read_to_string(&addr_file) {
-                if !a.is_empty() {
-                    break a;
-                }
-            }
-            if let Ok(Some(s)) = proc.0.try_wait() {
-                panic!("vmd {host} exited early: {s}");
-            }
-            assert!(started.elapsed() < T, "vmd did not start");
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        Vmd { proc, addr, dir }
+        let (proc, addr) = launch.spawn(&dir);
+        Vmd {
+            proc,
+            addr,
+            dir,
+            launch,
+        }
     }
 
+    /// Kills the vmd with SIGKILL (no goodbye: its sessions break and its
+    /// etcd lease is left to its TTL), reaps it, and starts it again with
+    /// the same runtime directory and arguments; returns once it listens.
+    /// Its address (the Unix socket) is unchanged.
+    pub fn restart(&mut self) {
+        self.kill9();
+        self.start_again();
+    }
+
+    /// The first half of [`Vmd::restart`]: SIGKILL, and reap.
+    pub fn kill9(&mut self) {
+        self.proc.signal(libc::SIGKILL);
+        let _ = self.proc.0.wait();
+    }
+
+    /// The second half of [`Vmd::restart`]: the same vmd again, in the
+    /// same runtime directory, with the same arguments.
+    pub fn start_again(&mut self) {
+        let (proc, addr) = self.launch.spawn(&self.dir);
+        self.proc = proc;
+        self.addr = addr;
+    }
     /// A first vmd with a hostfile giving it `slots` and `offers`.
     pub fn with_hostfile(host: &str, slots: u32, offers: &[&str]) -> Vmd {
         let dir = TempDir::new("hostfile");

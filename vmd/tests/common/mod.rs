@@ -20,8 +20,9 @@ impl VmdProcess {
 
     /// Starts a vmd with extra flags (limits, deadlines).
     pub fn start_with(flags: &[&str]) -> Self {
-        let isthmus_testkit::Vmd { proc, addr, dir } =
-            isthmus_testkit::Vmd::start("testhost", flags);
+        let isthmus_testkit::Vmd {
+            proc, addr, dir, ..
+        } = isthmus_testkit::Vmd::start("testhost", flags);
         VmdProcess {
             child: proc,
             addr,
