@@ -65,18 +65,18 @@ for _ in $(seq 100); do
 done
 on a etcdctl --endpoints "http://$C:2379" --command-timeout=2s endpoint health >/dev/null
 
-start_host_vmd() { # start_host_vmd a|b NAME
+start_host_vmd() { # start_host_vmd a|b NAME DATA_ADDR
   local h=$1 name=$2
   mkdir -p "$work/$h"
   RUST_LOG=warn on "$h" "$OMPI_LIB/vmd" --runtime-dir "$work/$h/run" --addr-file "$work/$h/addr" \
-    --host-name "$name" --etcd "http://$C:2379" --etcd-prefix /isthmus/demo-hosts &
+    --host-name "$name" --data-addr "$3" --etcd "http://$C:2379" --etcd-prefix /isthmus/demo-hosts &
   pids+=($!)
   for _ in $(seq 200); do [ -s "$work/$h/addr" ] && break; sleep 0.05; done
   [ -s "$work/$h/addr" ] || { echo "vmd on $name did not start" >&2; exit 1; }
 }
 echo "== a vmd on host A and one on host B, both on etcd at $C"
-start_host_vmd a host-a
-start_host_vmd b host-b
+start_host_vmd a host-a "$A"
+start_host_vmd b host-b "$B"
 VMD_A=$(cat "$work/a/addr") VMD_B=$(cat "$work/b/addr")
 
 echo "== compiling the ocean with mpifort.openmpi and the atmosphere with mpicc.mpich"
@@ -86,10 +86,11 @@ mpicc.mpich -O2 -Wall -o "$work/atmosphere" examples/coupling/atmosphere.c \
   -I bridge/capi/include -L"$MPICH_LIB" -listhmus -Wl,-rpath,"$MPICH_LIB" -lm
 
 steps="${COUPLING_STEPS:-3}"
-# Each job's data path listens on its own host's address; ISTHMUS_LOG=info
-# makes the library say where each data connection goes.
+# Each vmd tells its jobs the host's data address (--data-addr): the jobs
+# get only ISTHMUS_VMD. ISTHMUS_LOG=info makes the library say where each
+# data connection goes.
 echo "== launching the atmosphere (C, MPICH, 2 ranks) on host B through its vmd"
-on b timeout 180 mpiexec.mpich -n 2 -genv ISTHMUS_VMD "$VMD_B" -genv ISTHMUS_DATA_ADDR "$B" \
+on b timeout 180 mpiexec.mpich -n 2 -genv ISTHMUS_VMD "$VMD_B" \
   -genv ISTHMUS_LOG isthmus_bridge=info "$work/atmosphere" "$steps" \
   >"$work/atmosphere.out" 2>"$work/atmosphere.err" &
 atmosphere=$!
@@ -97,9 +98,9 @@ pids+=("$atmosphere")
 sleep 1
 echo "== launching the ocean (Fortran, Open MPI, 2 ranks) on host A through its vmd, separately"
 ocean_ok=0
-ISTHMUS_VMD="$VMD_A" ISTHMUS_DATA_ADDR="$A" ISTHMUS_LOG=isthmus_bridge=info \
+ISTHMUS_VMD="$VMD_A" ISTHMUS_LOG=isthmus_bridge=info \
   on a timeout 180 mpirun.openmpi --oversubscribe -n 2 \
-  -x ISTHMUS_VMD -x ISTHMUS_DATA_ADDR -x ISTHMUS_LOG "$work/ocean" "$steps" \
+  -x ISTHMUS_VMD -x ISTHMUS_LOG "$work/ocean" "$steps" \
   >"$work/ocean.out" 2>"$work/ocean.err" || ocean_ok=$?
 atmosphere_ok=0
 wait "$atmosphere" || atmosphere_ok=$?

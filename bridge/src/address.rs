@@ -128,13 +128,17 @@ pub fn parse_advertise(s: &str) -> std::result::Result<Vec<IpAddr>, String> {
 
 /// The listen address and published addresses from the environment
 /// ([`DATA_ADDR_ENV`], [`DATA_ADVERTISE_ENV`]); an unset listen address is
-/// [`default_listen`] of the vmd address. A malformed value is an error
-/// naming the variable (not a silent default).
-pub fn from_env(vmd_addr: &str) -> Result<(IpAddr, Vec<IpAddr>)> {
+/// the host's data address as its vmd tells it (`host_data_addr`, `vmd
+/// --data-addr`), else [`default_listen`] of the vmd address. A malformed
+/// value is an error naming where it came from (not a silent default).
+pub fn from_env(vmd_addr: &str, host_data_addr: &str) -> Result<(IpAddr, Vec<IpAddr>)> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let listen = match var(DATA_ADDR_ENV) {
         Some(v) => parse_ip(&v)
             .map_err(|e| BridgeError::InvalidArgument(format!("{DATA_ADDR_ENV}: {e}")))?,
+        None if !host_data_addr.trim().is_empty() => parse_ip(host_data_addr).map_err(|e| {
+            BridgeError::InvalidArgument(format!("the vmd's data address (--data-addr): {e}"))
+        })?,
         None => default_listen(vmd_addr),
     };
     let advertise = match var(DATA_ADVERTISE_ENV) {

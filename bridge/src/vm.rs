@@ -110,7 +110,11 @@ impl Bridge {
         // `handshake`); the vmd hands out no shared secret.
         // The data path listens where ISTHMUS_DATA_ADDR says, or where the
         // route to the vmd leaves this host (see `address::default_listen`).
-        let engine = Engine::start(EngineConfig::from_env(session.host(), addr)?)?;
+        let engine = Engine::start(EngineConfig::from_env(
+            session.host(),
+            addr,
+            session.data_addr(),
+        )?)?;
         let peers: Arc<Mutex<HashMap<(String, u32), uuid::Uuid>>> = Arc::default();
         rt.spawn(forward_deaths(
             session.events(),

@@ -172,14 +172,23 @@ fn jobs_on_two_hosts_couple_over_tcp_through_one_namespace_in_etcd() {
         "--etcd-prefix",
         p.as_str(),
     ];
-    let a = Vmd::start_in(Some(ha), "host-a", &etcd_args);
-    let b = Vmd::start_in(Some(hb), "host-b", &etcd_args);
+    // Each vmd tells its tasks the host's data address: the jobs are
+    // started with nothing but ISTHMUS_VMD.
+    let (da, db) = (ha.addr.to_string(), hb.addr.to_string());
+    let a = Vmd::start_in(
+        Some(ha),
+        "host-a",
+        &[&etcd_args[..], &["--data-addr", &da]].concat(),
+    );
+    let b = Vmd::start_in(
+        Some(hb),
+        "host-b",
+        &[&etcd_args[..], &["--data-addr", &db]].concat(),
+    );
     let mut ja = job(Mpi::OpenMpi, 2, "ns-ompi", &["ns-mpich"], true);
     ja.netns = Some(ha.clone());
-    ja.env = vec![("ISTHMUS_DATA_ADDR".into(), ha.addr.to_string())];
     let mut jb = job(Mpi::Mpich, 2, "ns-mpich", &["ns-ompi"], false);
     jb.netns = Some(hb.clone());
-    jb.env = vec![("ISTHMUS_DATA_ADDR".into(), hb.addr.to_string())];
     let ca = launch(&a.addr, "routes", &ja);
     std::thread::sleep(Duration::from_millis(300));
     let cb = launch(&b.addr, "routes", &jb);

@@ -270,6 +270,7 @@ impl Daemon {
         let ctx = SessionContext {
             groups: Groups::in_memory(),
             host: config.host,
+            data_addr: String::new(),
             limits: SessionLimits::default(),
             resumes: Resumes::default(),
             stopping: Arc::new(tokio::sync::watch::channel(false).0),
@@ -304,6 +305,13 @@ impl Daemon {
     /// only closed connections end sessions). Default [`Keepalive::REMOTE`].
     pub fn set_keepalive(&mut self, keepalive: Option<Keepalive>) {
         self.keepalive = keepalive;
+    }
+
+    /// Tells every task that this host's data connections use `addr`
+    /// (its data path listens there unless `ISTHMUS_DATA_ADDR` says
+    /// otherwise).
+    pub fn set_data_addr(&mut self, addr: std::net::IpAddr) {
+        self.ctx.data_addr = addr.to_string();
     }
 
     /// Serves groups from `groups` instead of the embedded in-memory store

@@ -79,6 +79,9 @@ impl Default for SessionLimits {
 pub struct SessionContext {
     pub groups: Groups,
     pub host: String,
+    /// This host's address for data connections, told to every task
+    /// (`vmd --data-addr`); empty: none.
+    pub data_addr: String,
     pub limits: SessionLimits,
     /// Live sessions' tasks, and the previous run's tasks that may resume.
     pub resumes: Resumes,
@@ -165,6 +168,7 @@ pub async fn run(
     let welcome = Reply::Welcome(pb::Welcome {
         task: task.to_string(),
         host: ctx.host.clone(),
+        data_addr: ctx.data_addr.clone(),
     });
     if out.send(Ok(reply(hello.0, welcome))).await.is_err() {
         close(&ctx, task).await;

@@ -118,8 +118,8 @@ impl EngineConfig {
     /// unset listen address follows from `vmd_addr`, the address this
     /// process reaches its vmd at ([`address::default_listen`]). A
     /// malformed value is an error naming the variable.
-    pub fn from_env(host: impl Into<String>, vmd_addr: &str) -> Result<Self> {
-        let (listen, advertise) = address::from_env(vmd_addr)?;
+    pub fn from_env(host: impl Into<String>, vmd_addr: &str, host_data_addr: &str) -> Result<Self> {
+        let (listen, advertise) = address::from_env(vmd_addr, host_data_addr)?;
         Ok(EngineConfig {
             listen,
             advertise,

@@ -346,6 +346,12 @@ impl Session {
         &self.inner.welcome.host
     }
 
+    /// The host's address for data connections, as its vmd was told
+    /// (`vmd --data-addr`); empty if none.
+    pub fn data_addr(&self) -> &str {
+        &self.inner.welcome.data_addr
+    }
+
     /// Whether the stream to the vmd is open now (false while resuming
     /// and once the session is over).
     pub fn is_connected(&self) -> bool {

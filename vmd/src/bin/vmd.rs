@@ -94,6 +94,11 @@ struct Args {
     /// Groups whose events one session may follow.
     #[arg(long, default_value_t = SessionLimits::default().max_followed_groups)]
     max_followed_groups: usize,
+    /// This host's IP address for data connections between jobs: every task
+    /// is told it, and its data path listens there (a job's
+    /// ISTHMUS_DATA_ADDR still wins). Default: none (loopback, one host).
+    #[arg(long, value_name = "IP")]
+    data_addr: Option<std::net::IpAddr>,
     /// Keep group tables in etcd at these client URLs (comma-separated),
     /// shared by every vmd given the same URLs and --etcd-prefix: one
     /// namespace across hosts. Default: in this vmd's memory (one host).
@@ -165,6 +170,9 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     daemon.set_keepalive(keepalive);
     daemon.set_limits(limits);
+    if let Some(addr) = args.data_addr {
+        daemon.set_data_addr(addr);
+    }
     daemon.set_resume_grace(Duration::from_secs(args.resume_grace));
     let mut lease_lost = None;
     if !args.etcd.is_empty() {
