@@ -42,30 +42,14 @@ PIDS=()
 cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for ns in "$NS-h1" "$NS-h2" "$NS-sw"; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-    ip netns del "$ns" 2>/dev/null || true
-  done
+  netns_remove "$NS" h1 h2
   [ -n "${VMD_PID:-}" ] && kill "$VMD_PID" 2>/dev/null && wait "$VMD_PID" 2>/dev/null
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 log "namespaces $NS-h1 ($A_ADDR) and $NS-h2 ($B_ADDR), bridge in $NS-sw"
-ip netns add "$NS-sw"
-ip -n "$NS-sw" link add br0 type bridge
-ip -n "$NS-sw" link set br0 up
-i=0
-for addr in "$A_ADDR" "$B_ADDR"; do
-  i=$((i + 1))
-  ip netns add "$NS-h$i"
-  ip -n "$NS-sw" link add "p$i" type veth peer name eth0 netns "$NS-h$i"
-  ip -n "$NS-sw" link set "p$i" master br0
-  ip -n "$NS-sw" link set "p$i" up
-  ip -n "$NS-h$i" link set lo up
-  ip -n "$NS-h$i" addr add "$addr/24" dev eth0
-  ip -n "$NS-h$i" link set eth0 up
-done
+netns_hosts "$NS" "h1:$A_ADDR" "h2:$B_ADDR"
 
 log "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
 start_vmd "$WORK" >&2

@@ -27,30 +27,15 @@ K=$(( ($$ % 200) + 20 ))
 A="10.78.$K.1" B="10.78.$K.2" C="10.78.$K.3"
 pids=()
 cleanup() {
-  local p ns
+  local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for ns in "$NS-a" "$NS-b" "$NS-c" "$NS-sw"; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-    ip netns del "$ns" 2>/dev/null || true
-  done
+  netns_remove "$NS" a b c
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 echo "== hosts: A=$A B=$B C=$C (network namespaces $NS-{a,b,c}, bridge in $NS-sw)"
-ip netns add "$NS-sw"
-ip -n "$NS-sw" link add br0 type bridge
-ip -n "$NS-sw" link set br0 up
-for h in a:$A b:$B c:$C; do
-  name=${h%%:*} addr=${h#*:}
-  ip netns add "$NS-$name"
-  ip -n "$NS-sw" link add "p$name" type veth peer name eth0 netns "$NS-$name"
-  ip -n "$NS-sw" link set "p$name" master br0
-  ip -n "$NS-sw" link set "p$name" up
-  ip -n "$NS-$name" link set lo up
-  ip -n "$NS-$name" addr add "$addr/24" dev eth0
-  ip -n "$NS-$name" link set eth0 up
-done
+netns_hosts "$NS" "a:$A" "b:$B" "c:$C"
 on() { local h=$1; shift; ip netns exec "$NS-$h" "$@"; }
 
 echo "== etcd on host C ($C:2379)"

@@ -38,3 +38,34 @@ start_vmd() {
   export ISTHMUS_VMD
   echo "vmd at $ISTHMUS_VMD"
 }
+
+# netns_hosts PREFIX NAME:ADDR...: one network namespace PREFIX-NAME per
+# host, each with loopback up and eth0 at ADDR/24, joined by a Linux bridge
+# in a namespace of its own (PREFIX-sw), so nothing is added to the root
+# namespace. Needs root. Undo with netns_remove.
+netns_hosts() {
+  local prefix="$1" h name addr; shift
+  ip netns add "$prefix-sw"
+  ip -n "$prefix-sw" link add br0 type bridge
+  ip -n "$prefix-sw" link set br0 up
+  for h in "$@"; do
+    name=${h%%:*} addr=${h#*:}
+    ip netns add "$prefix-$name"
+    ip -n "$prefix-sw" link add "p$name" type veth peer name eth0 netns "$prefix-$name"
+    ip -n "$prefix-sw" link set "p$name" master br0
+    ip -n "$prefix-sw" link set "p$name" up
+    ip -n "$prefix-$name" link set lo up
+    ip -n "$prefix-$name" addr add "$addr/24" dev eth0
+    ip -n "$prefix-$name" link set eth0 up
+  done
+}
+
+# netns_remove PREFIX NAME...: kills what still runs in those namespaces
+# (and the bridge's) and deletes them; quiet about ones that do not exist.
+netns_remove() {
+  local prefix="$1" ns p; shift
+  for ns in "${@/#/$prefix-}" "$prefix-sw"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+}
