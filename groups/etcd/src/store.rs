@@ -41,12 +41,21 @@ fn contention(what: &str) -> GroupError {
     ))
 }
 
-/// The key-values of the `i`-th get of a transaction.
-fn got(resp: &TxnResponse, i: usize) -> Vec<KeyValue> {
-    match resp.op_responses().into_iter().nth(i) {
-        Some(TxnOpResponse::Get(mut g)) => g.take_kvs(),
-        _ => Vec::new(),
-    }
+/// The key-values of each get of a transaction, in order (taken out of the
+/// response once: `op_responses` copies every answer).
+fn gets(resp: &TxnResponse) -> Vec<Vec<KeyValue>> {
+    resp.op_responses()
+        .into_iter()
+        .map(|op| match op {
+            TxnOpResponse::Get(mut g) => g.take_kvs(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The `i`-th of [`gets`] (empty if there is none).
+fn nth(sets: &[Vec<KeyValue>], i: usize) -> &[KeyValue] {
+    sets.get(i).map(Vec::as_slice).unwrap_or_default()
 }
 
 fn decode_meta(kv: &KeyValue) -> Result<(u64, MetaRec)> {
@@ -325,7 +334,8 @@ impl Core {
                 .txn(read)
                 .await
                 .map_err(etcd_err("reading a task's groups"))?;
-            let opened = got(&resp, 0).first().map(|kv| kv.create_revision());
+            let sets = gets(&resp);
+            let opened = nth(&sets, 0).first().map(|kv| kv.create_revision());
             if revoke && opened.is_none() {
                 return Ok(if removals.is_empty() {
                     None
@@ -337,7 +347,7 @@ impl Core {
                 // The task is alive again (its vmd came back): nothing expired.
                 return Ok(Some(removals));
             }
-            let groups: Vec<String> = got(&resp, 1)
+            let groups: Vec<String> = nth(&sets, 1)
                 .iter()
                 .filter_map(|kv| Some(self.keys.task_group_of(kv.key())?.1.to_string()))
                 .collect();
@@ -432,8 +442,9 @@ impl Core {
             .txn(Txn::new().and_then(ops))
             .await
             .map_err(etcd_err("reading groups"))?;
+        let sets = gets(&resp);
         (0..groups.len())
-            .map(|i| got(&resp, i).first().map(decode_meta).transpose())
+            .map(|i| nth(&sets, i).first().map(decode_meta).transpose())
             .collect()
     }
 }
@@ -536,13 +547,14 @@ impl GroupStore for EtcdStore {
             ),
         ]);
         let resp = core.txn(txn).await.map_err(etcd_err("reading a group"))?;
-        let Some(kv) = got(&resp, 0).into_iter().next() else {
+        let sets = gets(&resp);
+        let Some(kv) = nth(&sets, 0).first() else {
             return Ok(None);
         };
-        let (r, rec) = decode_meta(&kv)?;
+        let (r, rec) = decode_meta(kv)?;
         core.remember(group, r, Some(&rec));
         let mut list = Vec::new();
-        for kv in got(&resp, 1) {
+        for kv in nth(&sets, 1) {
             let instance = instance_of_member_key(kv.key())
                 .ok_or_else(|| crate::records::corrupt("member key", kv.key(), "no instance"))?;
             list.push(decode_member(kv.key(), kv.value(), instance)?);
@@ -572,10 +584,11 @@ impl GroupStore for EtcdStore {
             TxnOp::get(core.keys.member(group, instance), None),
         ]);
         let resp = core.txn(txn).await.map_err(etcd_err("reading a member"))?;
-        if got(&resp, 0).is_empty() {
+        let sets = gets(&resp);
+        if nth(&sets, 0).is_empty() {
             return Ok(Lookup::NoGroup);
         }
-        Ok(match got(&resp, 1).first() {
+        Ok(match nth(&sets, 1).first() {
             None => Lookup::NoEntry,
             Some(kv) => Lookup::Found(decode_member(kv.key(), kv.value(), instance)?),
         })
