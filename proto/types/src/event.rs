@@ -13,6 +13,7 @@ use crate::host::{Host, HostView};
 use crate::job::{ExitStatus, Job, JobId, JobState, OutputStream};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum RmEvent {
     HostAdded(Host),
     HostDeleted {

@@ -21,6 +21,7 @@ pub struct HostDecl {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum HostState {
     /// Its vmd is linked (or it is the resource manager's own host).
     Up,
@@ -29,6 +30,7 @@ pub enum HostState {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Host {
     pub name: String,
     /// See [`HostDecl::addr`].

@@ -11,6 +11,7 @@ pub type JobId = u64;
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ExitStatus {
     Code(i32),
     Signal(i32),
@@ -46,6 +47,7 @@ impl From<std::process::ExitStatus> for ExitStatus {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum JobState {
     /// Accepted by a tasker; not every rank has started yet.
     Starting,
@@ -71,6 +73,7 @@ impl JobState {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Rank {
     pub rank: u32,
     pub pid: Option<u32>,
@@ -86,6 +89,7 @@ impl Rank {
 /// A job as the resource manager shows it (its own table's rows, and what
 /// clients get from listing jobs or from a watch's job snapshots).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Job {
     pub id: JobId,
     pub program: String,
@@ -105,6 +109,7 @@ pub struct Job {
 
 /// Where a job may go.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Placement {
     /// The first host in table order that can run the job.
     #[default]
@@ -115,6 +120,7 @@ pub enum Placement {
 
 /// A request to start a job, as the resource manager takes it.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SpawnSpec {
     pub program: String,
     pub args: Vec<String>,
@@ -173,6 +179,7 @@ impl JobOrder {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum OutputStream {
     Stdout,
     Stderr,

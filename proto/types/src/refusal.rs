@@ -4,6 +4,7 @@
 
 /// What kind of mistake a refusal is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum RefusalKind {
     InvalidArgument,
     NotFound,
@@ -15,6 +16,7 @@ pub enum RefusalKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[error("{message}")]
 pub struct Refusal {
     pub kind: RefusalKind,
