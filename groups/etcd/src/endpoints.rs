@@ -14,7 +14,7 @@ use std::time::Duration;
 use etcd_client::Client;
 use tonic::transport::Endpoint;
 
-pub(crate) struct Endpoints {
+pub struct Endpoints {
     clients: Vec<Client>,
     /// The first client, for the index that cannot be out of range.
     first: Client,
@@ -24,7 +24,7 @@ pub(crate) struct Endpoints {
 impl Endpoints {
     /// Clients for every URL; they connect on first use, so a member that
     /// is down now can serve later.
-    pub(crate) async fn connect(
+    pub async fn connect(
         urls: &[String],
         timeout: Duration,
     ) -> Result<Endpoints, etcd_client::Error> {
@@ -52,19 +52,24 @@ impl Endpoints {
         })
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.clients.len()
     }
 
+    /// Never true: [`Endpoints::connect`] refuses an empty list.
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty()
+    }
+
     /// The current member's client and its index.
-    pub(crate) fn client(&self) -> (usize, Client) {
+    pub fn client(&self) -> (usize, Client) {
         let i = self.current.load(Ordering::Relaxed) % self.clients.len();
         (i, self.clients.get(i).unwrap_or(&self.first).clone())
     }
 
     /// The member at `i` could not be reached: move on to the next one
     /// (unless someone already did).
-    pub(crate) fn failed(&self, i: usize) {
+    pub fn failed(&self, i: usize) {
         let next = (i + 1) % self.clients.len();
         let _ = self
             .current
@@ -108,7 +113,7 @@ const ROUNDS: usize = 12;
 /// Runs `request` on the current member, moving on to the next member each
 /// time it failed for want of a member. Returns the answer and whether an
 /// earlier attempt may have been applied (only a write cares).
-pub(crate) async fn first_answer_of<T, F, Fut>(
+pub async fn first_answer_of<T, F, Fut>(
     etcd: &Endpoints,
     mut request: F,
 ) -> Result<(T, bool), etcd_client::Error>
@@ -140,10 +145,7 @@ where
 }
 
 /// [`first_answer_of`] for requests that change nothing.
-pub(crate) async fn first_answer<T, F, Fut>(
-    etcd: &Endpoints,
-    request: F,
-) -> Result<T, etcd_client::Error>
+pub async fn first_answer<T, F, Fut>(etcd: &Endpoints, request: F) -> Result<T, etcd_client::Error>
 where
     F: FnMut(Client) -> Fut,
     Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
@@ -161,7 +163,7 @@ const WATCH_QUIET: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The next message of a watch, asking for progress when it has been
 /// quiet; `Err` (a timeout error) when even that brings nothing.
-pub(crate) async fn next_watch_message(
+pub async fn next_watch_message(
     stream: &mut etcd_client::WatchStream,
 ) -> Result<Option<etcd_client::WatchResponse>, etcd_client::Error> {
     if let Ok(message) = tokio::time::timeout(WATCH_QUIET, stream.message()).await {

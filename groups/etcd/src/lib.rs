@@ -31,7 +31,7 @@
     )
 )]
 
-mod endpoints;
+pub mod endpoints;
 mod expiry;
 mod keys;
 mod lease;
@@ -48,7 +48,7 @@ use tokio::sync::{broadcast, watch as tokio_watch};
 use tokio::task::JoinHandle;
 use tracing::info;
 
-use endpoints::Endpoints;
+pub use endpoints::Endpoints;
 use keys::Keys;
 use records::MetaRec;
 
@@ -120,6 +120,15 @@ pub(crate) struct Core {
     /// returns never sees that call's events.
     pub(crate) delivered: tokio_watch::Receiver<i64>,
     pub(crate) request_timeout: Duration,
+}
+
+/// A vmd's connection to etcd: the members (with failover), its lease and
+/// the deadline of a request.
+#[derive(Clone)]
+pub struct Connection {
+    pub etcd: Arc<Endpoints>,
+    pub lease: i64,
+    pub request_timeout: Duration,
 }
 
 /// A group store in etcd. See the crate docs.
@@ -210,6 +219,17 @@ impl EtcdStore {
     /// This vmd's etcd lease (to pass as `resume_lease` after a restart).
     pub fn lease_id(&self) -> i64 {
         self.core.lease
+    }
+
+    /// This vmd's connection to etcd and its lease, for the other tables a
+    /// vmd keeps there (the resource manager's: `isthmus-rm-etcd`), so that
+    /// they fail over with the same members and die with the same lease.
+    pub fn connection(&self) -> Connection {
+        Connection {
+            etcd: Arc::clone(&self.core.etcd),
+            lease: self.core.lease,
+            request_timeout: self.core.request_timeout,
+        }
     }
 
     /// Becomes `true` when etcd no longer has this vmd's lease (it stayed
