@@ -9,7 +9,7 @@
 //! Reports from taskers then move the job along, and its end frees its slots
 //! and is announced.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -17,6 +17,8 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tracing::{info, warn};
 
 use isthmus_types::env;
+
+mod mirror;
 
 use crate::hosts::{validated, HostTable, MAX_SLOTS};
 use crate::placement;
@@ -58,6 +60,11 @@ struct Port {
 struct State {
     hosts: HostTable,
     jobs: BTreeMap<JobId, Tracked>,
+    /// Hosts served by their own vmd's manager (a federation): their rows
+    /// are mirrored here, their jobs are that manager's ([`mirror`]).
+    peers: BTreeSet<String>,
+    /// The jobs of peer hosts, as their managers publish them.
+    peer_jobs: BTreeMap<JobId, Job>,
     ports: HashMap<String, Port>,
     waiters: HashMap<JobId, oneshot::Sender<Result<()>>>,
     next_job: JobId,
@@ -183,6 +190,8 @@ impl ResourceManager {
         let state = State {
             hosts,
             jobs: BTreeMap::new(),
+            peers: BTreeSet::new(),
+            peer_jobs: BTreeMap::new(),
             ports,
             waiters: HashMap::new(),
             next_job: 0,
@@ -213,7 +222,11 @@ impl ResourceManager {
         let st = self.lock();
         (
             st.hosts.iter().cloned().collect(),
-            st.jobs.values().map(|t| t.job.clone()).collect(),
+            st.jobs
+                .values()
+                .map(|t| t.job.clone())
+                .chain(st.peer_jobs.values().cloned())
+                .collect(),
             st.events.subscribe(),
         )
     }
@@ -232,19 +245,25 @@ impl ResourceManager {
 
     /// Jobs holding slots, or (`all`) also the recently ended ones.
     pub fn jobs(&self, all: bool) -> Vec<Job> {
-        self.lock()
+        let st = self.lock();
+        let mut jobs: Vec<Job> = st
             .jobs
             .values()
-            .filter(|t| all || !t.job.state.is_final())
-            .map(|t| t.job.clone())
-            .collect()
+            .map(|t| &t.job)
+            .chain(st.peer_jobs.values())
+            .filter(|j| all || !j.state.is_final())
+            .cloned()
+            .collect();
+        jobs.sort_by_key(|j| j.id);
+        jobs
     }
 
     pub fn job(&self, id: JobId) -> Result<Job> {
-        self.lock()
-            .jobs
+        let st = self.lock();
+        st.jobs
             .get(&id)
             .map(|t| t.job.clone())
+            .or_else(|| st.peer_jobs.get(&id).cloned())
             .ok_or_else(|| Refusal::not_found(format!("no job {id}")))
     }
 
@@ -272,6 +291,11 @@ impl ResourceManager {
         if host.local {
             return Err(Refusal::precondition(format!(
                 "host {name} runs the resource manager and cannot be deleted (halt the vmd instead)"
+            )));
+        }
+        if st.peers.contains(name) {
+            return Err(Refusal::precondition(format!(
+                "host {name} is served by its own vmd: ask that vmd to stop"
             )));
         }
         let jobs: Vec<JobId> = host.jobs.iter().copied().collect();
@@ -363,14 +387,34 @@ impl ResourceManager {
 
     /// Starts a job; returns its id and host once a tasker accepted it.
     pub async fn spawn(&self, spec: SpawnSpec) -> Result<(JobId, String)> {
+        self.spawn_as(spec, None).await
+    }
+
+    /// [`Self::spawn`] under a job id given out elsewhere (`Some`: a
+    /// federation's counter, unique across its managers) or the next of
+    /// this manager's own (`None`).
+    pub async fn spawn_as(&self, spec: SpawnSpec, given: Option<JobId>) -> Result<(JobId, String)> {
         check_spawn(&spec)?;
         let (id, host, rx) = {
             let mut st = self.lock();
             let host =
                 placement::choose(&st.hosts, &spec.implementation, spec.np, &spec.placement)?;
             let (name, addr) = (host.name.clone(), host.addr.clone());
-            st.next_job += 1;
-            let id = st.next_job;
+            if st.peers.contains(&name) {
+                return Err(Refusal::precondition(format!(
+                    "host {name} is served by its own vmd: its manager places jobs there"
+                )));
+            }
+            let id = match given {
+                Some(id) if st.jobs.contains_key(&id) || st.peer_jobs.contains_key(&id) => {
+                    return Err(Refusal::already_exists(format!("job {id} exists already")));
+                }
+                Some(id) => id,
+                None => {
+                    st.next_job += 1;
+                    st.next_job
+                }
+            };
             // An address and a job id: nothing secret goes into a job's
             // environment (a rank authenticates to its vmd by its uid).
             let mut vars = spec.env.clone();
