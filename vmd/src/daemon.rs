@@ -25,6 +25,7 @@ use isthmus_proto::peers_server::PeersServer;
 use isthmus_proto::taskers_server::TaskersServer;
 use isthmus_proto::tasks_server::TasksServer;
 use isthmus_rm::{HostDecl, HubUp, PortMsg, Refusal, ResourceManager, TaskerHub};
+use isthmus_rm_etcd::Federation;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Notify;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
@@ -33,6 +34,7 @@ use tracing::{error, info, warn};
 
 use crate::auth::{self, Authenticator, GroupOwners, Policy, Rule, RuntimeDir};
 
+use crate::federation::{Federated, HostStart};
 use crate::host_link::{self, JoinedLink};
 use crate::resume::{Resumes, DEFAULT_RESUME_GRACE};
 use crate::service::{ConsoleService, PeersService, Role, TaskersService, TasksService};
@@ -128,6 +130,8 @@ pub struct Daemon {
     peer_tls: Option<isthmus_client::auth::TlsIdentity>,
     /// How long the tasks of a previous run may take to resume.
     resume_grace: Duration,
+    /// This vmd's part of the shared host and job tables, if any.
+    federated: Option<Federated>,
 }
 
 /// Errors of starting a daemon.
@@ -153,6 +157,8 @@ pub enum DaemonError {
     Serve(#[from] tonic::transport::Error),
     #[error("host table: {0}")]
     Hosts(#[from] Refusal),
+    #[error("sharing the host and job tables in etcd: {0}")]
+    Federation(String),
     #[error("cannot join the virtual machine at {addr}: {source}")]
     Join {
         addr: String,
@@ -290,6 +296,7 @@ impl Daemon {
             keepalive: Some(Keepalive::REMOTE),
             peer_tls: tls_client,
             resume_grace: DEFAULT_RESUME_GRACE,
+            federated: None,
         })
     }
 
@@ -318,6 +325,24 @@ impl Daemon {
     /// (e.g. over etcd, shared by every vmd of a multi-host virtual machine).
     pub fn set_groups(&mut self, groups: Groups) {
         self.ctx.groups = groups;
+    }
+
+    /// Shares this vmd's host and jobs through etcd with every vmd of the
+    /// same prefix, and shows theirs ([`crate::federation`]): any vmd then
+    /// answers for every host. Only for a vmd that holds its resource
+    /// manager (not one that joined another with `join`).
+    pub async fn federate(&mut self, fed: Federation, start: HostStart) -> Result<(), DaemonError> {
+        let Some(rm) = self.role.manager() else {
+            return Err(DaemonError::Federation(
+                "a vmd that joined another vmd's virtual machine cannot also share tables in etcd"
+                    .into(),
+            ));
+        };
+        let federated = Federated::join(rm.clone(), fed, start, self.halt.clone())
+            .await
+            .map_err(|e| DaemonError::Federation(e.message))?;
+        self.federated = Some(federated);
+        Ok(())
     }
 
     /// Sets what each session may hold (default [`SessionLimits::default`]).
@@ -380,6 +405,7 @@ impl Daemon {
                 self.role.clone(),
                 self.halt.clone(),
                 self.peer_tls.clone(),
+                self.federated.clone(),
             ),
             auth(Rule::Read),
         );
@@ -459,6 +485,9 @@ impl Daemon {
         hub.kill_all();
         if let Some(link) = self.link {
             link.leave().await;
+        }
+        if let Some(federated) = &self.federated {
+            federated.leave().await;
         }
         Ok(())
     }

@@ -19,6 +19,8 @@
 //!   gRPC statuses (its types meet the wire in [`isthmus_proto::convert`]).
 //! * [`tasker_link`] — the vmd's side of a tasker's stream.
 //! * [`host_link`]   — links between the vmds (hosts) of one virtual machine.
+//! * [`federation`]  — with etcd: this vmd's resource manager sharing its
+//!   host and jobs with every other vmd's, and carrying their orders.
 
 #![cfg_attr(
     not(test),
@@ -28,6 +30,7 @@
 pub mod auth;
 pub mod convert;
 pub mod daemon;
+pub mod federation;
 pub mod host_link;
 pub mod resume;
 pub mod rm_convert;

@@ -102,7 +102,7 @@ struct Args {
     /// Keep group tables in etcd at these client URLs (comma-separated),
     /// shared by every vmd given the same URLs and --etcd-prefix: one
     /// namespace across hosts. Default: in this vmd's memory (one host).
-    #[arg(long, env = isthmus_types::env::ETCD, value_delimiter = ',')]
+    #[arg(long, env = isthmus_types::env::ETCD, value_delimiter = ',', conflicts_with = "join")]
     etcd: Vec<String>,
     /// The virtual machine's key prefix in etcd.
     #[arg(long, default_value = "/isthmus/vm", requires = "etcd")]
@@ -113,6 +113,18 @@ struct Args {
     #[arg(long, default_value_t = 15, value_name = "SECS", requires = "etcd",
           value_parser = clap::value_parser!(u64).range(2..=86_400))]
     etcd_lease_ttl: u64,
+    /// With --etcd: the command that starts the vmd of a host added to the
+    /// virtual machine (`isthmus add-host NAME`), as PVM ran rsh; `{host}` is
+    /// replaced by the host's name, and the command runs under `sh -c`, its
+    /// output in the runtime directory's host-start-NAME.log. For example:
+    /// `ssh -f {host} vmd --etcd http://10.0.0.1:2379 --host-name {host}`.
+    /// Without it an added host waits for its vmd to be started by hand.
+    #[arg(long, value_name = "COMMAND", requires = "etcd")]
+    host_start: Option<String>,
+    /// Seconds a started host's vmd may take to appear in the virtual machine.
+    #[arg(long, default_value_t = 30, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    host_start_timeout: u64,
     /// Seconds the tasks of this vmd's previous run (kept in etcd because
     /// it took its lease back) may take to resume their sessions; those
     /// that do not are then closed as dead and everyone is told.
@@ -162,7 +174,7 @@ async fn main() -> anyhow::Result<()> {
     let mut daemon = Daemon::bind_with(
         DaemonConfig {
             listen: args.listen,
-            host,
+            host: host.clone(),
             security,
         },
         options,
@@ -184,7 +196,20 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
         lease_lost = Some(store.lease_lost());
+        let federation =
+            isthmus_rm_etcd::Federation::new(store.connection(), &args.etcd_prefix, &host);
         daemon.set_groups(isthmus_groups::Groups::new(Box::new(store)));
+        // Hosts and jobs too: any vmd answers for every host.
+        daemon
+            .federate(
+                federation,
+                isthmus_vmd::federation::HostStart {
+                    command: args.host_start,
+                    timeout: Duration::from_secs(args.host_start_timeout),
+                    log_dir: runtime_dir.clone(),
+                },
+            )
+            .await?;
     }
     let listen_file = runtime_dir.join("listen");
     match daemon.local_addr() {

@@ -23,6 +23,7 @@ use tracing::info;
 
 use super::Role;
 use crate::auth::{self, rules, Rule};
+use crate::federation::Federated;
 use crate::session::SessionContext;
 use crate::watch::{self, WatchError};
 use crate::{convert, rm_convert};
@@ -34,6 +35,8 @@ pub struct ConsoleService {
     halt: Arc<Notify>,
     /// This host's certificate, to reach other hosts' vmds (CheckHost).
     peer_tls: Option<TlsIdentity>,
+    /// With etcd: every host's vmd, reached through the shared tables.
+    federated: Option<Federated>,
 }
 
 impl ConsoleService {
@@ -42,12 +45,14 @@ impl ConsoleService {
         role: Role,
         halt: Arc<Notify>,
         peer_tls: Option<TlsIdentity>,
+        federated: Option<Federated>,
     ) -> Self {
         Self {
             ctx,
             role,
             halt,
             peer_tls,
+            federated,
         }
     }
 
@@ -141,7 +146,11 @@ impl Console for ConsoleService {
         rules::check(Rule::Operator, &auth::identity::of(&request)?, None)?;
         let rm = self.rm()?;
         let r = request.into_inner();
-        let host = rm.add_host(r.into()).map_err(rm_status)?;
+        let host = match &self.federated {
+            Some(f) => f.add_host(r.into()).await,
+            None => rm.add_host(r.into()),
+        }
+        .map_err(rm_status)?;
         Ok(Response::new(pb::convert::host_info(
             &host,
             rm.local_host(),
@@ -153,10 +162,13 @@ impl Console for ConsoleService {
         request: Request<pb::HostRef>,
     ) -> Result<Response<pb::DeleteHostReply>, Status> {
         rules::check(Rule::Operator, &auth::identity::of(&request)?, None)?;
-        let jobs_lost = self
-            .rm()?
-            .delete_host(&request.into_inner().name)
-            .map_err(rm_status)?;
+        let rm = self.rm()?;
+        let name = request.into_inner().name;
+        let jobs_lost = match &self.federated {
+            Some(f) => f.delete_host(&name).await,
+            None => rm.delete_host(&name),
+        }
+        .map_err(rm_status)?;
         Ok(Response::new(pb::DeleteHostReply { jobs_lost }))
     }
 
@@ -167,6 +179,9 @@ impl Console for ConsoleService {
         let rm = self.rm()?;
         let name = request.into_inner().name;
         let host = rm.host(&name).map_err(rm_status)?;
+        if let Some(f) = self.federated.as_ref().filter(|f| f.is_peer(&name)) {
+            return Ok(Response::new(ping(f, &name).await));
+        }
         Ok(Response::new(
             check(&host, rm.local_host(), self.peer_tls.as_ref()).await,
         ))
@@ -182,7 +197,12 @@ impl Console for ConsoleService {
         spec.owner = caller
             .uid
             .ok_or_else(|| Status::permission_denied("rule spawn: a caller without a uid"))?;
-        let (job, host) = self.rm()?.spawn(spec).await.map_err(rm_status)?;
+        let rm = self.rm()?;
+        let (job, host) = match &self.federated {
+            Some(f) => f.spawn(spec).await,
+            None => rm.spawn(spec).await,
+        }
+        .map_err(rm_status)?;
         Ok(Response::new(pb::SpawnReply { job, host }))
     }
 
@@ -202,10 +222,13 @@ impl Console for ConsoleService {
     ) -> Result<Response<pb::KillReply>, Status> {
         let caller = auth::identity::of(&request)?;
         let rm = self.rm()?;
-        let job = request.into_inner().job;
-        let owner = rm.job(job).map_err(rm_status)?.owner;
-        rules::check(Rule::JobControl, &caller, Some(owner))?;
-        rm.kill(job).map_err(rm_status)?;
+        let job = rm.job(request.into_inner().job).map_err(rm_status)?;
+        rules::check(Rule::JobControl, &caller, Some(job.owner))?;
+        match &self.federated {
+            Some(f) => f.kill(&job).await,
+            None => rm.kill(job.id),
+        }
+        .map_err(rm_status)?;
         Ok(Response::new(pb::KillReply {}))
     }
 
@@ -216,11 +239,34 @@ impl Console for ConsoleService {
         let caller = auth::identity::of(&request)?;
         let rm = self.rm()?;
         let r = request.into_inner();
-        let owner = rm.job(r.job).map_err(rm_status)?.owner;
-        rules::check(Rule::JobControl, &caller, Some(owner))?;
-        let delivered_to = rm.signal(r.job, r.signal, r.rank).map_err(rm_status)?;
+        let job = rm.job(r.job).map_err(rm_status)?;
+        rules::check(Rule::JobControl, &caller, Some(job.owner))?;
+        let delivered_to = match &self.federated {
+            Some(f) => f.signal(&job, r.signal, r.rank).await,
+            None => rm.signal(job.id, r.signal, r.rank),
+        }
+        .map_err(rm_status)?;
         Ok(Response::new(pb::SignalReply { delivered_to }))
     }
+}
+
+/// Whether a peer host's vmd answers an order through the shared tables.
+async fn ping(f: &Federated, name: &str) -> pb::HostCheck {
+    let mut out = pb::HostCheck {
+        name: name.to_string(),
+        responding: false,
+        detail: String::new(),
+        round_trip_us: 0,
+    };
+    match f.ping(name).await {
+        Ok(took) => {
+            out.responding = true;
+            out.round_trip_us = took.as_micros().min(u128::from(u32::MAX)) as u32;
+            out.detail = "its vmd answered an order through etcd".into();
+        }
+        Err(e) => out.detail = e.message,
+    }
+    out
 }
 
 /// How long a host check waits for the other vmd.
