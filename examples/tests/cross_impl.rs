@@ -441,12 +441,9 @@ impl GroupWatcher {
 /// namespaces) is not tried, loopback is not published.
 #[test]
 fn jobs_in_two_network_namespaces_exchange_over_tcp_between_their_addresses() {
-    if std::env::var_os("ISTHMUS_SKIP_NETNS").is_some() {
-        eprintln!("skipped: ISTHMUS_SKIP_NETNS is set");
+    let Some(hosts) = Hosts::for_test(2) else {
         return;
-    }
-    let hosts = Hosts::new(2)
-        .expect("network namespaces for this test (run as root, or set ISTHMUS_SKIP_NETNS=1)");
+    };
     let (ha, hb) = (hosts.host(0).clone(), hosts.host(1).clone());
     let mut jobs = pair("hosts");
     jobs[1].np = 2;

@@ -157,12 +157,9 @@ async fn a_vmd_down_past_its_lease_has_its_tasks_declared_dead_on_the_other_host
 /// TCP between the two hosts' addresses.
 #[test]
 fn jobs_on_two_hosts_couple_over_tcp_through_one_namespace_in_etcd() {
-    if std::env::var_os("ISTHMUS_SKIP_NETNS").is_some() {
-        eprintln!("skipped: ISTHMUS_SKIP_NETNS is set");
+    let Some(hosts) = Hosts::for_test(3) else {
         return;
-    }
-    let hosts = Hosts::new(3)
-        .expect("network namespaces for this test (run as root, or set ISTHMUS_SKIP_NETNS=1)");
+    };
     let (ha, hb, hc) = (hosts.host(0), hosts.host(1), hosts.host(2));
     let etcd = EtcdServer::start_in(hc);
     let p = prefix();

@@ -273,11 +273,37 @@ impl Vmd {
 /// manager `rm` lists it on `host` (default: the host of the vmd that
 /// answers, rm's own).
 pub async fn tasker_on(rm: &Vmd, vmd_addr: &str, implementation: &str, host: Option<&str>) -> Proc {
-    let child = Command::new(bin("tasker"))
+    let mut command = Command::new(bin("tasker"));
+    command
+        .env("OMPI_MCA_btl_tcp_if_include", "lo")
+        .env("OMPI_MCA_oob_tcp_if_include", "lo");
+    start_tasker(command, rm, vmd_addr, implementation, host).await
+}
+
+/// A tasker for `implementation` inside network namespace `ns`,
+/// registering with `vmd` (whose Unix socket every namespace reaches);
+/// waits until `vmd` lists it on its own host.
+pub async fn tasker_in(ns: &netns::Host, vmd: &Vmd, implementation: &str) -> Proc {
+    start_tasker(
+        ns.command(bin("tasker")),
+        vmd,
+        &vmd.addr,
+        implementation,
+        None,
+    )
+    .await
+}
+
+async fn start_tasker(
+    mut command: Command,
+    rm: &Vmd,
+    vmd_addr: &str,
+    implementation: &str,
+    host: Option<&str>,
+) -> Proc {
+    let child = command
         .args(["--impl", implementation, "--vmd", vmd_addr])
         .env("RUST_LOG", log_level())
-        .env("OMPI_MCA_btl_tcp_if_include", "lo")
-        .env("OMPI_MCA_oob_tcp_if_include", "lo")
         .stdin(Stdio::null())
         .spawn()
         .expect("spawn tasker");

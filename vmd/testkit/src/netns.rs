@@ -62,6 +62,21 @@ pub struct Hosts {
 }
 
 impl Hosts {
+    /// `n` hosts for a test, or `None` (the test is skipped, and says so)
+    /// when `ISTHMUS_SKIP_NETNS` is set; panics if they cannot be made.
+    pub fn for_test(n: usize) -> Option<Hosts> {
+        if std::env::var_os("ISTHMUS_SKIP_NETNS").is_some() {
+            eprintln!("skipped: ISTHMUS_SKIP_NETNS is set");
+            return None;
+        }
+        match Hosts::new(n) {
+            Ok(hosts) => Some(hosts),
+            Err(e) => panic!(
+                "network namespaces for this test: {e} (run as root, or set ISTHMUS_SKIP_NETNS=1)"
+            ),
+        }
+    }
+
     /// Creates the namespaces, the bridge, the veth pairs and addresses.
     /// On failure, whatever was created is removed again.
     pub fn new(n: usize) -> Result<Hosts, String> {
@@ -225,11 +240,9 @@ mod tests {
     /// namespace's; everything is gone after drop.
     #[test]
     fn hosts_reach_each_other_and_vanish() {
-        if std::env::var_os("ISTHMUS_SKIP_NETNS").is_some() {
-            eprintln!("skipped: ISTHMUS_SKIP_NETNS is set");
+        let Some(hosts) = Hosts::for_test(2) else {
             return;
-        }
-        let hosts = Hosts::new(2).expect("network namespaces (run as root)");
+        };
         let (a, b) = (hosts.host(0).clone(), hosts.host(1).clone());
         assert_ne!(a.addr, b.addr);
         let out = a

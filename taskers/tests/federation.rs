@@ -1,0 +1,278 @@
+//! One namespace of hosts and jobs across vmds that share etcd (issue 11):
+//! every vmd answers for every host. Hosts are network namespaces joined by
+//! a bridge; etcd, the vmds and the taskers are real processes, each vmd
+//! and tasker inside its host's namespace.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use isthmus_proto as pb;
+use isthmus_testkit::etcd::EtcdServer;
+use isthmus_testkit::netns::{self, Hosts};
+use pb::event::Kind;
+
+fn prefix() -> String {
+    format!("/isthmus-test/{}", uuid::Uuid::new_v4())
+}
+
+/// A vmd in `ns` named `host`, sharing etcd at `etcd` under `prefix`.
+fn vmd_in(ns: &netns::Host, host: &str, etcd: &str, prefix: &str, extra: &[&str]) -> Vmd {
+    let mut args = vec![
+        "--etcd",
+        etcd,
+        "--etcd-prefix",
+        prefix,
+        "--etcd-lease-ttl",
+        "3",
+        "--slots",
+        "4",
+    ];
+    args.extend_from_slice(extra);
+    Vmd::start_in(Some(ns), host, &args)
+}
+
+/// Waits until `vmd` lists every host of `names`.
+async fn wait_hosts(vmd: &Vmd, names: &[&str]) -> Vec<pb::HostInfo> {
+    let mut c = vmd.client().await;
+    let end = Instant::now() + T;
+    loop {
+        let hosts = c
+            .list_hosts(pb::ListHostsRequest {})
+            .await
+            .expect("hosts")
+            .into_inner()
+            .hosts;
+        if names.iter().all(|n| hosts.iter().any(|h| h.name == *n)) {
+            return hosts;
+        }
+        assert!(Instant::now() < end, "{names:?} not all listed: {hosts:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn host_event(e: &pb::Event, kind: pb::HostEventKind, name: &str) -> bool {
+    matches!(&e.kind, Some(Kind::Host(h))
+        if h.kind == kind as i32 && h.host.as_ref().is_some_and(|i| i.name == name))
+}
+
+/// Three hosts, a vmd on each, etcd on host C, an exec tasker on host B
+/// only. A spawn asked of host C's vmd lands on host B (the only host that
+/// can run it); its output, read on host A, shows host B's address; every
+/// vmd lists the job on host B. Then host B fails (its vmd and tasker are
+/// killed): a watcher on host A is told HOST_FAILED when B's lease ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawn_asked_of_one_host_runs_on_another_and_every_host_sees_it() {
+    let Some(hosts) = Hosts::for_test(3) else {
+        return;
+    };
+    let (ha, hb, hc) = (hosts.host(0), hosts.host(1), hosts.host(2));
+    let etcd = EtcdServer::start_in(hc);
+    let p = prefix();
+    let a = vmd_in(ha, "host-a", &etcd.client_url, &p, &[]);
+    let mut b = vmd_in(hb, "host-b", &etcd.client_url, &p, &[]);
+    let c = vmd_in(hc, "host-c", &etcd.client_url, &p, &[]);
+    let mut tasker_b = tasker_in(hb, &b, "exec").await;
+    for v in [&a, &b, &c] {
+        let listed = wait_hosts(v, &["host-a", "host-b", "host-c"]).await;
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        let row_b = listed.iter().find(|h| h.name == "host-b").unwrap();
+        // Host b's row, as b's own vmd publishes it, reaches every vmd.
+        let end = Instant::now() + T;
+        let mut row_b = row_b.clone();
+        while !row_b.taskers.iter().any(|t| t == "exec") {
+            assert!(Instant::now() < end, "b's tasker not listed: {row_b:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            row_b = wait_hosts(v, &["host-b"])
+                .await
+                .into_iter()
+                .find(|h| h.name == "host-b")
+                .unwrap();
+        }
+        assert_eq!(row_b.slots, 4);
+    }
+    let mut on_a = watch(
+        &a,
+        &[
+            pb::EventKind::TaskOutput,
+            pb::EventKind::JobExit,
+            pb::EventKind::HostFailed,
+        ],
+        false,
+    )
+    .await;
+
+    let mut on_c = c.client().await;
+    let spawned = on_c
+        .spawn(spawn_req(
+            "exec",
+            2,
+            "sh",
+            &[
+                "-c",
+                "ip -4 -o addr show scope global; echo rank $ISTHMUS_RANK",
+            ],
+        ))
+        .await
+        .expect("spawn asked of host c")
+        .into_inner();
+    assert_eq!(spawned.host, "host-b", "only host b has an exec tasker");
+
+    let evs = job_events(&mut on_a, spawned.job).await;
+    for rank in 0..2 {
+        let out = lines(&evs, rank, pb::OutputStream::Stdout);
+        assert!(
+            out.iter().any(|l| l.contains(&hb.addr.to_string())),
+            "rank {rank} ran in host b's namespace ({}): {out:?}",
+            hb.addr
+        );
+        assert!(out.contains(&format!("rank {rank}")), "{out:?}");
+    }
+    assert_eq!(job_exit(&evs).state, pb::JobState::JobExited as i32);
+    for v in [&a, &b, &c] {
+        let mut client = v.client().await;
+        let end = Instant::now() + T;
+        loop {
+            let jobs = client
+                .list_jobs(pb::ListJobsRequest { all: true })
+                .await
+                .expect("jobs")
+                .into_inner()
+                .jobs;
+            if let Some(j) = jobs.iter().find(|j| j.job == spawned.job) {
+                if j.state == pb::JobState::JobExited as i32 {
+                    assert_eq!(j.host, "host-b");
+                    break;
+                }
+            }
+            assert!(Instant::now() < end, "job not listed as exited: {jobs:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // Job ids are the virtual machine's: a second spawn, asked of host a,
+    // gets another id, and a kill asked of host c reaches the job on b.
+    let mut on_a_client = a.client().await;
+    let second = on_a_client
+        .spawn(spawn_req("exec", 1, "sleep", &["600"]))
+        .await
+        .expect("spawn asked of host a")
+        .into_inner();
+    assert_eq!(second.host, "host-b");
+    assert_ne!(second.job, spawned.job);
+    on_c.kill_job(pb::KillRequest { job: second.job })
+        .await
+        .expect("kill asked of host c");
+    let end = next_where(
+        &mut on_a,
+        "the killed job's exit",
+        |e| matches!(&e.kind, Some(Kind::JobExit(x)) if x.job == second.job),
+    )
+    .await;
+    let Some(Kind::JobExit(end)) = end.kind else {
+        unreachable!()
+    };
+    assert_eq!(end.state, pb::JobState::JobKilled as i32, "{end:?}");
+
+    // Host b fails: its vmd and tasker die without a word.
+    b.kill9();
+    tasker_b.signal(libc::SIGKILL);
+    let _ = tasker_b.0.wait();
+    let failed = next_where(&mut on_a, "HOST_FAILED of host b", |e| {
+        host_event(e, pb::HostEventKind::Failed, "host-b")
+    })
+    .await;
+    let Some(Kind::Host(failed)) = failed.kind else {
+        unreachable!()
+    };
+    assert!(failed.reason.contains("lease"), "{failed:?}");
+    let left = wait_hosts(&c, &["host-a", "host-c"]).await;
+    assert!(!left.iter().any(|h| h.name == "host-b"), "{left:?}");
+    drop((a, c, etcd));
+    drop(hosts);
+}
+
+/// `add-host` on host A's vmd starts host B's vmd inside B's namespace
+/// through the configured host-start command; `delete-host` stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adding_a_host_starts_its_vmd_and_deleting_it_stops_it() {
+    let Some(hosts) = Hosts::for_test(2) else {
+        return;
+    };
+    let (ha, hb) = (hosts.host(0), hosts.host(1));
+    let etcd = EtcdServer::start_in(ha);
+    let p = prefix();
+    let dir = TempDir::new("host-start");
+    let start = format!(
+        "exec ip netns exec {} {} --etcd {} --etcd-prefix {p} --etcd-lease-ttl 3 --runtime-dir {}/{{host}} --host-name {{host}} --slots 2",
+        hb.netns,
+        bin("vmd").display(),
+        etcd.client_url,
+        dir.0.display(),
+    );
+    let a = vmd_in(
+        ha,
+        "host-a",
+        &etcd.client_url,
+        &p,
+        &["--host-start", &start],
+    );
+    let mut events = watch(
+        &a,
+        &[pb::EventKind::HostAdded, pb::EventKind::HostDeleted],
+        false,
+    )
+    .await;
+    let console = a.console().await;
+
+    let added = console
+        .add_host(isthmus_types::host::HostDecl {
+            name: "host-b".into(),
+            slots: 0,
+            offers: vec![],
+            addr: String::new(),
+            peer_addr: String::new(),
+        })
+        .await
+        .expect("add host b");
+    assert_eq!(added.name, "host-b");
+    assert_eq!(added.slots, 2, "the row b's own vmd published");
+    next_where(&mut events, "HOST_ADDED of host b", |e| {
+        host_event(e, pb::HostEventKind::Added, "host-b")
+    })
+    .await;
+    let check = console.check_host("host-b").await.expect("check b");
+    assert!(check.responding, "{check:?}");
+    // b's vmd runs in b's namespace: its socket is in the runtime directory
+    // the command gave it, and its process's network namespace is b's.
+    let socket = dir.0.join("host-b").join("vmd.sock");
+    assert!(socket.exists(), "{}", socket.display());
+    let pids = std::process::Command::new("ip")
+        .args(["netns", "pids", &hb.netns])
+        .output()
+        .expect("ip netns pids");
+    let pids = String::from_utf8_lossy(&pids.stdout).to_string();
+    assert!(
+        pids.lines().any(
+            |pid| std::fs::read_to_string(format!("/proc/{}/comm", pid.trim()))
+                .is_ok_and(|c| c.trim() == "vmd")
+        ),
+        "no vmd in b's namespace: {pids:?}"
+    );
+
+    let lost = console.delete_host("host-b").await.expect("delete b");
+    assert_eq!(lost, 0);
+    next_where(&mut events, "HOST_DELETED of host b", |e| {
+        host_event(e, pb::HostEventKind::Deleted, "host-b")
+    })
+    .await;
+    let end = Instant::now() + T;
+    while socket.exists() {
+        assert!(Instant::now() < end, "b's vmd did not stop");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let listed = console.hosts().await.expect("hosts");
+    assert!(!listed.iter().any(|h| h.name == "host-b"), "{listed:?}");
+    drop((a, etcd));
+    drop(hosts);
+}
