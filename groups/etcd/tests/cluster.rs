@@ -148,17 +148,62 @@ async fn members(g: &Groups, host: &str, group: &str, n: usize) -> Vec<TaskId> {
     tasks
 }
 
-/// Two stores (vmds) on one etcd, the second with a lease of `ttl_b`
-/// seconds, and `n` members of "ring" opened through each.
-async fn ring(ttl_b: u64, n: usize) -> (EtcdServer, Groups, Groups, Vec<TaskId>, Vec<TaskId>) {
+/// Two stores (vmds) on one etcd and members of "ring" opened through
+/// each.
+struct Ring {
+    etcd: EtcdServer,
+    prefix: String,
+    a: Groups,
+    b: Groups,
+    on_a: Vec<TaskId>,
+    on_b: Vec<TaskId>,
+}
+
+/// A [`Ring`] of `n` members per store, the second store's lease lasting
+/// `ttl_b` seconds.
+async fn ring(ttl_b: u64, n: usize) -> Ring {
     let etcd = EtcdServer::start();
     let urls = vec![etcd.client_url.clone()];
-    let p = prefix();
-    let (a, _) = open(&urls, &p, 10).await;
-    let (b, _) = open(&urls, &p, ttl_b).await;
+    let prefix = prefix();
+    let (a, _) = open(&urls, &prefix, 10).await;
+    let (b, _) = open(&urls, &prefix, ttl_b).await;
     let on_a = members(&a, "host-a", "ring", n).await;
     let on_b = members(&b, "host-b", "ring", n).await;
-    (etcd, a, b, on_a, on_b)
+    Ring {
+        etcd,
+        prefix,
+        a,
+        b,
+        on_a,
+        on_b,
+    }
+}
+
+impl Ring {
+    /// Returns once `n` tasks wait in the episode of "ring", as etcd has
+    /// it (`P/b/ring`), so that what follows happens after their entries.
+    async fn waiting(&self, n: usize) {
+        let mut etcd = etcd_client::Client::connect([&self.etcd.client_url], None)
+            .await
+            .unwrap();
+        let key = format!("{}/b/ring", self.prefix);
+        let arrived = async {
+            loop {
+                let resp = etcd.get(key.as_str(), None).await.unwrap();
+                let count = resp.kvs().first().map(|kv| {
+                    let rec: serde_json::Value = serde_json::from_slice(kv.value()).unwrap();
+                    rec["arrived"].as_array().map_or(0, Vec::len)
+                });
+                if count == Some(n) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(GUARD, arrived)
+            .await
+            .expect("the entries did not arrive");
+    }
 }
 
 fn enter(
@@ -196,15 +241,10 @@ fn broken_by(instance: u32, task: TaskId, died: bool) -> GroupError {
     }
 }
 
-/// Gives spawned barrier calls time to enter (each entry is a few etcd
-/// round trips).
-async fn settle() {
-    tokio::time::sleep(Duration::from_millis(300)).await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_barrier_meets_members_of_both_stores() {
-    let (_etcd, a, b, on_a, on_b) = ring(10, 2).await;
+    let r = ring(10, 2).await;
+    let (a, b, on_a, on_b) = (&r.a, &r.b, &r.on_a, &r.on_b);
     let short = Duration::from_millis(300);
 
     // An entry that timed out on one store does not count on the other.
@@ -221,11 +261,11 @@ async fn a_barrier_meets_members_of_both_stores() {
 
     for round in 0..3 {
         let first = [
-            enter(&a, "ring", on_a[0], None, GUARD),
-            enter(&b, "ring", on_b[0], None, GUARD),
-            enter(&a, "ring", on_a[1], None, GUARD),
+            enter(a, "ring", on_a[0], None, GUARD),
+            enter(b, "ring", on_b[0], None, GUARD),
+            enter(a, "ring", on_a[1], None, GUARD),
         ];
-        settle().await;
+        r.waiting(3).await;
         assert!(
             first.iter().all(|h| !h.is_finished()),
             "round {round}: three of four are in; nobody passes"
@@ -253,15 +293,16 @@ async fn a_barrier_meets_members_of_both_stores() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_gone_on_the_other_store_breaks_the_barrier() {
-    let (_etcd, a, b, on_a, on_b) = ring(10, 2).await;
+    let r = ring(10, 2).await;
+    let (a, b, on_a, on_b) = (&r.a, &r.b, &r.on_a, &r.on_b);
 
     // A leave through b breaks the waiters on a, and on b itself.
     let waiting = [
-        enter(&a, "ring", on_a[0], None, GUARD),
-        enter(&a, "ring", on_a[1], None, GUARD),
-        enter(&b, "ring", on_b[0], None, GUARD),
+        enter(a, "ring", on_a[0], None, GUARD),
+        enter(a, "ring", on_a[1], None, GUARD),
+        enter(b, "ring", on_b[0], None, GUARD),
     ];
-    settle().await;
+    r.waiting(3).await;
     assert!(waiting.iter().all(|h| !h.is_finished()));
     b.leave("ring", on_b[1]).await.unwrap();
     for h in waiting {
@@ -270,16 +311,16 @@ async fn a_member_gone_on_the_other_store_breaks_the_barrier() {
 
     // A death through b does the same; the survivors then meet.
     let waiting = [
-        enter(&a, "ring", on_a[0], None, GUARD),
-        enter(&a, "ring", on_a[1], None, GUARD),
+        enter(a, "ring", on_a[0], None, GUARD),
+        enter(a, "ring", on_a[1], None, GUARD),
     ];
-    settle().await;
+    r.waiting(2).await;
     assert!(waiting.iter().all(|h| !h.is_finished()));
     b.close_task(on_b[0], true).await.unwrap();
     for h in waiting {
         assert_eq!(outcome(h).await, Err(broken_by(2, on_b[0], true)));
     }
-    let first = enter(&a, "ring", on_a[0], None, GUARD);
+    let first = enter(a, "ring", on_a[0], None, GUARD);
     within(a.barrier("ring", on_a[1], None, GUARD))
         .await
         .unwrap();
@@ -288,13 +329,14 @@ async fn a_member_gone_on_the_other_store_breaks_the_barrier() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vmd_gone_past_its_lease_breaks_the_barrier_as_a_death() {
-    let (_etcd, a, b, on_a, on_b) = ring(2, 1).await;
-    let waiting = enter(&a, "ring", on_a[0], None, GUARD);
-    settle().await;
+    let r = ring(2, 1).await;
+    let (a, on_a, on_b) = (&r.a, &r.on_a, &r.on_b);
+    let waiting = enter(a, "ring", on_a[0], None, GUARD);
+    r.waiting(1).await;
     assert!(!waiting.is_finished());
     // b's vmd stops without revoking: its lease expires, a's sweeper
     // removes the task as dead and that breaks the episode.
-    drop(b);
+    drop(r.b);
     assert_eq!(outcome(waiting).await, Err(broken_by(1, on_b[0], true)));
 }
 
