@@ -8,7 +8,6 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 use tracing::debug;
 
-use crate::barrier::Barriers;
 use crate::store::{
     CreateOutcome, DynStore, GroupSnapshot, GroupStore, Guard, Lookup, MemoryStore, TaskLease,
     TaskProcess,
@@ -34,7 +33,6 @@ pub struct Groups<S: GroupStore = DynStore> {
 
 pub(crate) struct Shared<S> {
     pub(crate) store: S,
-    pub(crate) barriers: Barriers,
 }
 
 impl<S: GroupStore> Clone for Groups<S> {
@@ -61,10 +59,7 @@ impl Default for Groups<DynStore> {
 impl<S: GroupStore> Groups<S> {
     pub fn new(store: S) -> Self {
         Groups {
-            shared: Arc::new(Shared {
-                store,
-                barriers: Barriers::default(),
-            }),
+            shared: Arc::new(Shared { store }),
         }
     }
 
@@ -109,7 +104,7 @@ impl<S: GroupStore> Groups<S> {
 
     /// Ends a task: removes all its memberships at once. If it `died`,
     /// frozen groups it was in become broken. Barriers of those groups are
-    /// released with an error.
+    /// broken (by the store, in the same change).
     pub async fn close_task(&self, task: TaskId, died: bool) -> Result<()> {
         let removals = self
             .store()
@@ -117,9 +112,6 @@ impl<S: GroupStore> Groups<S> {
             .await?
             .ok_or(GroupError::TaskNotFound(task))?;
         debug!(%task, died, groups = removals.len(), "task closed");
-        for r in &removals {
-            self.shared.barriers.break_group(r, died);
-        }
         Ok(())
     }
 
@@ -226,7 +218,6 @@ impl<S: GroupStore> Groups<S> {
         match self.store().delete_member(group, task).await? {
             Lookup::Found(removal) => {
                 debug!(group, %task, instance = removal.instance, "left");
-                self.shared.barriers.break_group(&removal, false);
                 Ok(())
             }
             Lookup::NoGroup => Err(GroupError::GroupNotFound(group.into())),

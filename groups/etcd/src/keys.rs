@@ -6,6 +6,8 @@
 //! P/m/<group>\0<instance:08x>    member record (binary: task, host, endpoint)
 //! P/t/<task>                     live task (JSON: host), attached to its vmd's etcd lease
 //! P/tm/<task>/<group>            index: the groups a task is in (revocation, expiry)
+//! P/b/<group>                    the group's open barrier episode (JSON: id, generation,
+//!                                count, waiting tasks); absent when none is open
 //! P/log                          the changes of the last transaction (JSON); watched
 //! ```
 //!
@@ -82,6 +84,10 @@ impl Keys {
         let rest = std::str::from_utf8(rest).ok()?;
         let (task, group) = rest.split_once('/')?;
         Some((task.parse().ok()?, group))
+    }
+
+    pub(crate) fn barrier(&self, group: &str) -> String {
+        format!("{}b/{group}", self.prefix)
     }
 
     pub(crate) fn log(&self) -> String {

@@ -19,6 +19,9 @@
 //!   store watches it from the revision it last saw, so a watch that breaks
 //!   and reconnects misses nothing ([`watch`]). An event's `seq` is
 //!   `revision << 12 | index in the transaction`.
+//! * **Barriers.** A group's open barrier episode is one key, changed by
+//!   transactions; releases and breaks reach every store's waiters through
+//!   the same log ([`barrier`]).
 
 // Input must never be able to panic the daemon.
 #![cfg_attr(
@@ -31,6 +34,7 @@
     )
 )]
 
+mod barrier;
 pub mod endpoints;
 mod expiry;
 mod keys;
@@ -120,6 +124,11 @@ pub(crate) struct Core {
     /// returns never sees that call's events.
     pub(crate) delivered: tokio_watch::Receiver<i64>,
     pub(crate) request_timeout: Duration,
+    /// This store's callers waiting at barriers; the log's follower tells
+    /// them how their episodes end.
+    pub(crate) barriers: Arc<barrier::Waiters>,
+    /// Withdrawals of dropped barrier calls still running.
+    pub(crate) abandoning: tokio_watch::Sender<usize>,
 }
 
 /// A vmd's connection to etcd: the members (with failover), its lease and
@@ -179,6 +188,7 @@ impl EtcdStore {
             .await
             .map_err(request("granting the vmd's lease"))?;
         let (delivered_tx, delivered) = tokio_watch::channel(start - 1);
+        let barriers = Arc::new(barrier::Waiters::default());
         let core = Arc::new(Core {
             etcd: Arc::clone(&etcd),
             keys: keys.clone(),
@@ -186,6 +196,8 @@ impl EtcdStore {
             metas: Mutex::new(HashMap::new()),
             delivered,
             request_timeout: config.request_timeout,
+            barriers: Arc::clone(&barriers),
+            abandoning: tokio_watch::Sender::new(0),
         });
         // Tasks whose vmd stayed away past its lease, before we came.
         expiry::sweep(&core).await;
@@ -203,6 +215,7 @@ impl EtcdStore {
                 keys,
                 start,
                 events.clone(),
+                barriers,
                 delivered_tx,
             )),
             tokio::spawn(expiry::follow(Arc::clone(&core), start)),

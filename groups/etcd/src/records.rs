@@ -8,6 +8,7 @@
 //! next transaction that rewrites the meta writes them down first
 //! ([`MetaRec::settle`]).
 
+use isthmus_groups::store::barrier::Episode;
 use isthmus_groups::store::{GroupMeta, LostMember};
 use isthmus_groups::{GroupError, GroupEvent, GroupEventKind, Member, Result, TaskId};
 use serde::{Deserialize, Serialize};
@@ -121,6 +122,45 @@ impl MetaRec {
     }
 }
 
+/// Value of `P/b/<group>`: the open barrier episode.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct BarrierRec {
+    pub id: u64,
+    pub generation: u64,
+    pub count: u32,
+    /// Tasks waiting, fewer than `count` (the entry that reaches it ends
+    /// the episode instead of being written).
+    pub arrived: Vec<Uuid>,
+}
+
+impl BarrierRec {
+    pub(crate) fn of(ep: &Episode) -> Self {
+        BarrierRec {
+            id: ep.id,
+            generation: ep.generation,
+            count: ep.count,
+            arrived: ep.arrived.iter().map(|t| t.0).collect(),
+        }
+    }
+
+    pub(crate) fn episode(self) -> Episode {
+        Episode {
+            id: self.id,
+            generation: self.generation,
+            count: self.count,
+            arrived: self.arrived.into_iter().map(TaskId).collect(),
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub(crate) fn decode(key: &[u8], value: &[u8]) -> Result<Self> {
+        serde_json::from_slice(value).map_err(|e| corrupt("barrier episode", key, e))
+    }
+}
+
 /// Value of `P/t/<task>`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct TaskRec {
@@ -180,7 +220,8 @@ pub(crate) fn decode_member(key: &[u8], value: &[u8], instance: u32) -> Result<M
     })
 }
 
-/// One change in `P/log`.
+/// One change in `P/log`: a group event, or the release of a barrier
+/// episode (which is no group event: only the episode's waiters hear it).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) struct EventRec {
     pub kind: KindRec,
@@ -189,6 +230,9 @@ pub(crate) struct EventRec {
     pub member: Option<(u32, Uuid)>,
     pub size: u32,
     pub broken: bool,
+    /// The released episode (`BarrierReleased` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -199,11 +243,13 @@ pub(crate) enum KindRec {
     Frozen,
     Destroyed,
     MemberDied,
+    BarrierReleased,
 }
 
 impl EventRec {
-    pub(crate) fn event(&self, revision: u64, index: usize) -> GroupEvent {
-        GroupEvent {
+    /// The group event this record is (`None` for a barrier release).
+    pub(crate) fn event(&self, revision: u64, index: usize) -> Option<GroupEvent> {
+        Some(GroupEvent {
             seq: seq(revision, index),
             kind: match self.kind {
                 KindRec::Joined => GroupEventKind::Joined,
@@ -211,13 +257,14 @@ impl EventRec {
                 KindRec::Frozen => GroupEventKind::Frozen,
                 KindRec::Destroyed => GroupEventKind::Destroyed,
                 KindRec::MemberDied => GroupEventKind::MemberDied,
+                KindRec::BarrierReleased => return None,
             },
             group: self.group.clone(),
             instance: self.member.map(|m| m.0),
             task: self.member.map(|m| TaskId(m.1)),
             size: self.size,
             group_broken: self.broken,
-        }
+        })
     }
 }
 

@@ -11,8 +11,8 @@ use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
 use isthmus_groups::store::{
-    CreateOutcome, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup, Membership,
-    Removal, TaskLease, TaskProcess,
+    BarrierEntry, CreateOutcome, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup,
+    Membership, Removal, TaskLease, TaskProcess,
 };
 use isthmus_groups::{GroupError, GroupEvent, GroupSummary, Member, Result, TaskId};
 use tokio::sync::broadcast;
@@ -29,13 +29,13 @@ use crate::{Core, EtcdStore, META_CACHE};
 /// operations; etcd allows 128 per transaction by default).
 const GROUPS_PER_TXN: usize = 32;
 /// Bound on re-reads after a lost compare-and-set inside the store.
-const MAX_ATTEMPTS: u32 = 1000;
+pub(crate) const MAX_ATTEMPTS: u32 = 1000;
 
 pub(crate) fn etcd_err(what: &'static str) -> impl Fn(etcd_client::Error) -> GroupError {
     move |e| GroupError::Store(format!("etcd: {what}: {e}"))
 }
 
-fn contention(what: &str) -> GroupError {
+pub(crate) fn contention(what: &str) -> GroupError {
     GroupError::Store(format!(
         "etcd: {what}: gave up after {MAX_ATTEMPTS} conflicting transactions"
     ))
@@ -43,7 +43,7 @@ fn contention(what: &str) -> GroupError {
 
 /// The key-values of each get of a transaction, in order (taken out of the
 /// response once: `op_responses` copies every answer).
-fn gets(resp: &TxnResponse) -> Vec<Vec<KeyValue>> {
+pub(crate) fn gets(resp: &TxnResponse) -> Vec<Vec<KeyValue>> {
     resp.op_responses()
         .into_iter()
         .map(|op| match op {
@@ -54,11 +54,11 @@ fn gets(resp: &TxnResponse) -> Vec<Vec<KeyValue>> {
 }
 
 /// The `i`-th of [`gets`] (empty if there is none).
-fn nth(sets: &[Vec<KeyValue>], i: usize) -> &[KeyValue] {
+pub(crate) fn nth(sets: &[Vec<KeyValue>], i: usize) -> &[KeyValue] {
     sets.get(i).map(Vec::as_slice).unwrap_or_default()
 }
 
-fn decode_meta(kv: &KeyValue) -> Result<(u64, MetaRec)> {
+pub(crate) fn decode_meta(kv: &KeyValue) -> Result<(u64, MetaRec)> {
     Ok((
         rev(kv.mod_revision()),
         MetaRec::decode(kv.key(), kv.value())?,
@@ -82,13 +82,13 @@ fn summary(name: &str, rec: &MetaRec) -> GroupSummary {
 /// A committed transaction's answer, and whether an earlier attempt of it
 /// may have been applied (its answer lost): then a failed compare may mean
 /// "already done".
-struct Committed {
+pub(crate) struct Committed {
     resp: TxnResponse,
-    repeated: bool,
+    pub(crate) repeated: bool,
 }
 
 impl Committed {
-    fn succeeded(&self) -> bool {
+    pub(crate) fn succeeded(&self) -> bool {
         self.resp.succeeded()
     }
 
@@ -106,10 +106,10 @@ struct Gone {
 
 /// One transaction under construction: compares, operations, events.
 #[derive(Default)]
-struct Change {
-    compares: Vec<Compare>,
-    ops: Vec<TxnOp>,
-    events: Vec<EventRec>,
+pub(crate) struct Change {
+    pub(crate) compares: Vec<Compare>,
+    pub(crate) ops: Vec<TxnOp>,
+    pub(crate) events: Vec<EventRec>,
 }
 
 impl Change {
@@ -168,7 +168,7 @@ impl Core {
         }
     }
 
-    fn remember(&self, group: &str, revision: u64, rec: Option<&MetaRec>) {
+    pub(crate) fn remember(&self, group: &str, revision: u64, rec: Option<&MetaRec>) {
         let mut metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
         match rec {
             Some(rec) => {
@@ -211,7 +211,7 @@ impl Core {
 
     /// Commits `change`; `repeated` tells whether it may already have been
     /// applied by an attempt whose answer was lost (see [`Self::write`]).
-    async fn commit(&self, change: Change, what: &'static str) -> Result<Committed> {
+    pub(crate) async fn commit(&self, change: Change, what: &'static str) -> Result<Committed> {
         let logged = !change.events.is_empty();
         let (resp, repeated) = self
             .write(change.into_txn(self))
@@ -226,7 +226,7 @@ impl Core {
     }
 
     /// Waits until the change log's follower has delivered `revision`.
-    async fn wait_delivered(&self, revision: i64) {
+    pub(crate) async fn wait_delivered(&self, revision: i64) {
         let mut delivered = self.delivered.clone();
         let wait = delivered.wait_for(|d| *d >= revision);
         if tokio::time::timeout(self.request_timeout, wait)
@@ -277,6 +277,7 @@ impl Core {
             member: Some((instance, task.0)),
             size,
             broken,
+            episode: None,
         });
         let meta = self.keys.meta(group);
         change.compares.push(Compare::mod_revision(
@@ -294,6 +295,7 @@ impl Core {
                 member: None,
                 size: 0,
                 broken,
+                episode: None,
             });
         } else {
             change.ops.push(TxnOp::put(meta, rec.encode(), None));
@@ -301,6 +303,12 @@ impl Core {
         change
             .ops
             .push(TxnOp::delete(self.keys.member(group, instance), None));
+        // Any member gone breaks the group's barrier episode, in this very
+        // change; waiters learn it from the log's Left/MemberDied. (No
+        // compare needed: entries compare the meta, which this rewrites.)
+        change
+            .ops
+            .push(TxnOp::delete(self.keys.barrier(group), None));
         Removal {
             group: group.to_string(),
             instance,
@@ -696,6 +704,7 @@ impl GroupStore for EtcdStore {
                 member: None,
                 size: 0,
                 broken: true,
+                episode: None,
             });
         }
         let size = rec.size();
@@ -705,6 +714,7 @@ impl GroupStore for EtcdStore {
             member: Some((instance, task.0)),
             size,
             broken: false,
+            episode: None,
         });
         let task_key = core.keys.task(task);
         change.compares = vec![
@@ -804,6 +814,7 @@ impl GroupStore for EtcdStore {
             member: None,
             size,
             broken: rec.broken.is_some(),
+            episode: None,
         });
         let meta_key = core.keys.meta(group);
         change.compares.push(Compare::mod_revision(
@@ -825,6 +836,23 @@ impl GroupStore for EtcdStore {
             }
         }
         Ok(false)
+    }
+
+    async fn barrier_enter(
+        &self,
+        group: &str,
+        task: TaskId,
+        count: Option<u32>,
+    ) -> Result<Lookup<BarrierEntry>> {
+        self.core.barrier_enter(group, task, count).await
+    }
+
+    async fn barrier_withdraw(&self, group: &str, episode: u64, task: TaskId) -> Result<bool> {
+        self.core.barrier_withdraw(group, episode, task).await
+    }
+
+    fn barrier_abandon(&self, group: &str, episode: u64, task: TaskId) {
+        self.core.abandon(group, episode, task)
     }
 
     fn watch(&self) -> broadcast::Receiver<GroupEvent> {

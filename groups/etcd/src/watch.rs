@@ -1,6 +1,9 @@
 //! Following the change log: every transaction's events, in revision order,
 //! onto the store's broadcast channel.
 //!
+//! Barrier outcomes in the log go to this store's waiters
+//! ([`crate::barrier`]) before the revision counts as delivered.
+//!
 //! The watch starts at the revision after the last one delivered, so a
 //! stream that breaks (etcd member lost, connection reset) and is opened
 //! again misses nothing and repeats nothing.
@@ -14,6 +17,7 @@ use isthmus_groups::GroupEvent;
 use tokio::sync::broadcast;
 use tracing::{debug, error, warn};
 
+use crate::barrier::Waiters;
 use crate::endpoints::{next_watch_message, Endpoints};
 use crate::keys::Keys;
 use crate::records::{decode_log, rev};
@@ -23,6 +27,7 @@ pub(crate) async fn follow_log(
     keys: Keys,
     mut next: i64,
     events: broadcast::Sender<GroupEvent>,
+    barriers: Arc<Waiters>,
     delivered: tokio::sync::watch::Sender<i64>,
 ) {
     let log = keys.log();
@@ -53,9 +58,12 @@ pub(crate) async fn follow_log(
                             let revision = kv.mod_revision();
                             match decode_log(kv.key(), kv.value()) {
                                 Ok(recs) => {
+                                    barriers.on_log(rev(revision), &recs);
                                     for (i, r) in recs.iter().enumerate() {
-                                        // No subscribers is fine.
-                                        let _ = events.send(r.event(rev(revision), i));
+                                        if let Some(e) = r.event(rev(revision), i) {
+                                            // No subscribers is fine.
+                                            let _ = events.send(e);
+                                        }
                                     }
                                 }
                                 Err(e) => {

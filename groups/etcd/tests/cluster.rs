@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use isthmus_groups::{GroupEventKind, Groups, TaskId};
+use isthmus_groups::store::{
+    BarrierEntry, BarrierOutcome, CreateOutcome, GroupStore, Guard, LeaseId, Lookup,
+};
+use isthmus_groups::{GroupError, GroupEventKind, Groups, Member, TaskId};
 use isthmus_groups_etcd::{EtcdConfig, EtcdStore};
 use isthmus_testkit::etcd::EtcdServer;
 
@@ -131,4 +134,269 @@ async fn losing_one_of_three_members_changes_nothing() {
     };
     let e = tokio::time::timeout(GUARD, joined_after).await.unwrap();
     assert_eq!((e.kind, e.task), (GroupEventKind::Joined, Some(ta)));
+}
+
+/// `n` tasks opened on `g` (host `host`), all joined to `group`.
+async fn members(g: &Groups, host: &str, group: &str, n: usize) -> Vec<TaskId> {
+    let mut tasks = Vec::new();
+    for _ in 0..n {
+        let t = TaskId::new_v4();
+        g.open_task(t, host).await.unwrap();
+        g.join(group, t, None, vec![]).await.unwrap();
+        tasks.push(t);
+    }
+    tasks
+}
+
+/// Two stores (vmds) on one etcd and members of "ring" opened through
+/// each.
+struct Ring {
+    etcd: EtcdServer,
+    prefix: String,
+    a: Groups,
+    b: Groups,
+    on_a: Vec<TaskId>,
+    on_b: Vec<TaskId>,
+}
+
+/// A [`Ring`] of `n` members per store, the second store's lease lasting
+/// `ttl_b` seconds.
+async fn ring(ttl_b: u64, n: usize) -> Ring {
+    let etcd = EtcdServer::start();
+    let urls = vec![etcd.client_url.clone()];
+    let prefix = prefix();
+    let (a, _) = open(&urls, &prefix, 10).await;
+    let (b, _) = open(&urls, &prefix, ttl_b).await;
+    let on_a = members(&a, "host-a", "ring", n).await;
+    let on_b = members(&b, "host-b", "ring", n).await;
+    Ring {
+        etcd,
+        prefix,
+        a,
+        b,
+        on_a,
+        on_b,
+    }
+}
+
+impl Ring {
+    /// Returns once `n` tasks wait in the episode of "ring", as etcd has
+    /// it (`P/b/ring`), so that what follows happens after their entries.
+    async fn waiting(&self, n: usize) {
+        let mut etcd = etcd_client::Client::connect([&self.etcd.client_url], None)
+            .await
+            .unwrap();
+        let key = format!("{}/b/ring", self.prefix);
+        let arrived = async {
+            loop {
+                let resp = etcd.get(key.as_str(), None).await.unwrap();
+                let count = resp.kvs().first().map(|kv| {
+                    let rec: serde_json::Value = serde_json::from_slice(kv.value()).unwrap();
+                    rec["arrived"].as_array().map_or(0, Vec::len)
+                });
+                if count == Some(n) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(GUARD, arrived)
+            .await
+            .expect("the entries did not arrive");
+    }
+}
+
+fn enter(
+    g: &Groups,
+    group: &'static str,
+    task: TaskId,
+    count: Option<u32>,
+    deadline: Duration,
+) -> tokio::task::JoinHandle<isthmus_groups::Result<()>> {
+    let g = g.clone();
+    tokio::spawn(async move { g.barrier(group, task, count, deadline).await })
+}
+
+async fn within<F: std::future::Future>(f: F) -> F::Output {
+    tokio::time::timeout(GUARD, f)
+        .await
+        .expect("a barrier call hung")
+}
+
+/// What a spawned barrier call returned.
+async fn outcome(
+    h: tokio::task::JoinHandle<isthmus_groups::Result<()>>,
+) -> isthmus_groups::Result<()> {
+    within(h).await.expect("the barrier call panicked")
+}
+
+/// The error that a leave (or death) of `task` at `instance` gives every
+/// waiter of "ring".
+fn broken_by(instance: u32, task: TaskId, died: bool) -> GroupError {
+    GroupError::BarrierBroken {
+        group: "ring".into(),
+        instance,
+        task,
+        died,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barrier_meets_members_of_both_stores() {
+    let r = ring(10, 2).await;
+    let (a, b, on_a, on_b) = (&r.a, &r.b, &r.on_a, &r.on_b);
+    let short = Duration::from_millis(300);
+
+    // An entry that timed out on one store does not count on the other.
+    let err = a.barrier("ring", on_a[0], None, short).await.unwrap_err();
+    assert!(matches!(err, GroupError::DeadlineExceeded { .. }), "{err}");
+    let err = b
+        .barrier("ring", on_b[0], Some(2), short)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, GroupError::DeadlineExceeded { .. }),
+        "a's expired entry must not complete b's count of 2: {err}"
+    );
+
+    for round in 0..3 {
+        let first = [
+            enter(a, "ring", on_a[0], None, GUARD),
+            enter(b, "ring", on_b[0], None, GUARD),
+            enter(a, "ring", on_a[1], None, GUARD),
+        ];
+        r.waiting(3).await;
+        assert!(
+            first.iter().all(|h| !h.is_finished()),
+            "round {round}: three of four are in; nobody passes"
+        );
+        // The episode's count (4, the size at its first entry) is seen
+        // from the other store.
+        assert_eq!(
+            b.barrier("ring", on_b[1], Some(3), GUARD)
+                .await
+                .unwrap_err(),
+            GroupError::BarrierCountMismatch {
+                group: "ring".into(),
+                expected: 4,
+                got: 3
+            }
+        );
+        within(b.barrier("ring", on_b[1], None, GUARD))
+            .await
+            .unwrap();
+        for h in first {
+            outcome(h).await.unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_gone_on_the_other_store_breaks_the_barrier() {
+    let r = ring(10, 2).await;
+    let (a, b, on_a, on_b) = (&r.a, &r.b, &r.on_a, &r.on_b);
+
+    // A leave through b breaks the waiters on a, and on b itself.
+    let waiting = [
+        enter(a, "ring", on_a[0], None, GUARD),
+        enter(a, "ring", on_a[1], None, GUARD),
+        enter(b, "ring", on_b[0], None, GUARD),
+    ];
+    r.waiting(3).await;
+    assert!(waiting.iter().all(|h| !h.is_finished()));
+    b.leave("ring", on_b[1]).await.unwrap();
+    for h in waiting {
+        assert_eq!(outcome(h).await, Err(broken_by(3, on_b[1], false)));
+    }
+
+    // A death through b does the same; the survivors then meet.
+    let waiting = [
+        enter(a, "ring", on_a[0], None, GUARD),
+        enter(a, "ring", on_a[1], None, GUARD),
+    ];
+    r.waiting(2).await;
+    assert!(waiting.iter().all(|h| !h.is_finished()));
+    b.close_task(on_b[0], true).await.unwrap();
+    for h in waiting {
+        assert_eq!(outcome(h).await, Err(broken_by(2, on_b[0], true)));
+    }
+    let first = enter(a, "ring", on_a[0], None, GUARD);
+    within(a.barrier("ring", on_a[1], None, GUARD))
+        .await
+        .unwrap();
+    outcome(first).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vmd_gone_past_its_lease_breaks_the_barrier_as_a_death() {
+    let r = ring(2, 1).await;
+    let (a, on_a, on_b) = (&r.a, &r.on_a, &r.on_b);
+    let waiting = enter(a, "ring", on_a[0], None, GUARD);
+    r.waiting(1).await;
+    assert!(!waiting.is_finished());
+    // b's vmd stops without revoking: its lease expires, a's sweeper
+    // removes the task as dead and that breaks the episode.
+    drop(r.b);
+    assert_eq!(outcome(waiting).await, Err(broken_by(1, on_b[0], true)));
+}
+
+/// Joins `task` (its lease: `lease`) to `group` at the lowest free
+/// instance, straight through the store.
+async fn join_raw(store: &EtcdStore, group: &str, task: TaskId, lease: LeaseId) {
+    loop {
+        let (guard, instance) = match store.slots(group).await.unwrap() {
+            None => (Guard::Absent, 0),
+            Some(s) => (Guard::Revision(s.meta.revision), s.slots.len() as u32),
+        };
+        let member = Member {
+            instance,
+            task,
+            host: "h".into(),
+            endpoint: vec![],
+        };
+        match store
+            .create_member(group, guard, member, lease)
+            .await
+            .unwrap()
+        {
+            CreateOutcome::Created { .. } => return,
+            CreateOutcome::Conflict => continue,
+            CreateOutcome::LeaseGone => panic!("lease gone"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawal_that_finds_the_episode_over_hands_over_its_outcome_at_once() {
+    let etcd = EtcdServer::start();
+    let urls = vec![etcd.client_url.clone()];
+    let p = prefix();
+    let a = EtcdStore::connect(config(&urls, &p, 10)).await.unwrap();
+    let b = EtcdStore::connect(config(&urls, &p, 10)).await.unwrap();
+    let (t0, t1) = (TaskId::new_v4(), TaskId::new_v4());
+    let l0 = a.grant_lease(t0, "h", None).await.unwrap().unwrap();
+    let l1 = b.grant_lease(t1, "h", None).await.unwrap().unwrap();
+    join_raw(&a, "g", t0, l0).await;
+    join_raw(&b, "g", t1, l1).await;
+    let Lookup::Found(BarrierEntry::Waiting(mut wait)) =
+        a.barrier_enter("g", t0, None).await.unwrap()
+    else {
+        panic!("the first of two waits");
+    };
+    assert!(matches!(
+        b.barrier_enter("g", t1, None).await.unwrap(),
+        Lookup::Found(BarrierEntry::Released)
+    ));
+    // The newest revision is then a write the change log does not carry.
+    b.grant_lease(TaskId::new_v4(), "h", None).await.unwrap();
+    // a's caller gave up just as the episode was released: its withdrawal
+    // finds the episode over and leaves the outcome for it.
+    let started = std::time::Instant::now();
+    assert!(!a.barrier_withdraw("g", wait.episode, t0).await.unwrap());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(wait.outcome.try_recv(), Ok(BarrierOutcome::Released));
 }

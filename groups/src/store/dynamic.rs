@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use super::{
-    CreateOutcome, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup, Membership,
-    Removal, TaskLease, TaskProcess,
+    BarrierEntry, CreateOutcome, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup,
+    Membership, Removal, TaskLease, TaskProcess,
 };
 use crate::{GroupEvent, GroupSummary, Member, Result, TaskId};
 
@@ -65,6 +65,20 @@ impl GroupStore for DynStore {
     }
     async fn freeze(&self, group: &str, revision: u64, size: u32) -> Result<bool> {
         (**self).freeze(group, revision, size).await
+    }
+    async fn barrier_enter(
+        &self,
+        group: &str,
+        task: TaskId,
+        count: Option<u32>,
+    ) -> Result<Lookup<BarrierEntry>> {
+        (**self).barrier_enter(group, task, count).await
+    }
+    async fn barrier_withdraw(&self, group: &str, episode: u64, task: TaskId) -> Result<bool> {
+        (**self).barrier_withdraw(group, episode, task).await
+    }
+    fn barrier_abandon(&self, group: &str, episode: u64, task: TaskId) {
+        (**self).barrier_abandon(group, episode, task)
     }
     fn watch(&self) -> broadcast::Receiver<GroupEvent> {
         (**self).watch()

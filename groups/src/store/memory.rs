@@ -2,14 +2,17 @@
 //!
 //! The mutex is never held across an `.await` (the methods do not await),
 //! so it is cheaper than an async lock; every method is a single critical
-//! section, which is what makes each of them atomic.
+//! section, which is what makes each of them atomic. Barrier episodes are
+//! kept under the same lock, so a removal breaks its group's episode in
+//! the critical section that removes the member.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 
+use super::barrier::{self, BarrierEntry, BarrierOutcome, BarrierWait, Episode, Step};
 use super::{
     CreateOutcome, GroupMeta, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup,
     LostMember, Membership, Removal, TaskLease, TaskProcess,
@@ -33,6 +36,23 @@ struct Inner {
     last_lease: u64,
     leases: HashMap<TaskId, LeaseRec>,
     groups: HashMap<String, GroupRec>,
+    last_episode: u64,
+    /// The open barrier episode of each group that has one.
+    barriers: HashMap<String, Barrier>,
+}
+
+/// An open episode and where each of its waiters is told the outcome.
+struct Barrier {
+    episode: Episode,
+    waiters: HashMap<TaskId, oneshot::Sender<BarrierOutcome>>,
+}
+
+/// Sends every waiter of an episode that ended its outcome.
+fn tell(waiters: HashMap<TaskId, oneshot::Sender<BarrierOutcome>>, outcome: &BarrierOutcome) {
+    for (_, tx) in waiters {
+        // A waiter that went away meanwhile does not matter.
+        let _ = tx.send(outcome.clone());
+    }
 }
 
 struct LeaseRec {
@@ -54,6 +74,22 @@ impl GroupRec {
     fn size(&self) -> u32 {
         // Bounded by MAX_INSTANCE, which fits in u32.
         u32::try_from(self.members.len()).unwrap_or(u32::MAX)
+    }
+}
+
+impl Inner {
+    fn membership(&self, group: &str, task: TaskId) -> Lookup<Membership> {
+        match self.groups.get(group) {
+            None => Lookup::NoGroup,
+            Some(rec) => match rec.by_task.get(&task) {
+                None => Lookup::NoEntry,
+                Some(&instance) => Lookup::Found(Membership {
+                    instance,
+                    size: rec.size(),
+                    generation: rec.meta.generation,
+                }),
+            },
+        }
     }
 }
 
@@ -127,6 +163,17 @@ impl MemoryStore {
             GroupEventKind::Left
         };
         let seq = self.emit(inner, kind, group, Some((instance, task)), size, broken);
+        // Any member gone breaks the group's barrier episode.
+        if let Some(b) = inner.barriers.remove(group) {
+            tell(
+                b.waiters,
+                &BarrierOutcome::Broken {
+                    instance,
+                    task,
+                    died,
+                },
+            );
+        }
         // An empty broken group stays as a tombstone, so that a late
         // `wait_frozen` still learns that it broke.
         let destroyed = size == 0 && !broken;
@@ -230,18 +277,7 @@ impl GroupStore for MemoryStore {
     }
 
     async fn membership(&self, group: &str, task: TaskId) -> Result<Lookup<Membership>> {
-        let inner = self.lock();
-        Ok(match inner.groups.get(group) {
-            None => Lookup::NoGroup,
-            Some(rec) => match rec.by_task.get(&task) {
-                None => Lookup::NoEntry,
-                Some(&instance) => Lookup::Found(Membership {
-                    instance,
-                    size: rec.size(),
-                    generation: rec.meta.generation,
-                }),
-            },
-        })
+        Ok(self.lock().membership(group, task))
     }
 
     async fn list(&self) -> Result<Vec<GroupSummary>> {
@@ -415,8 +451,94 @@ impl GroupStore for MemoryStore {
         Ok(true)
     }
 
+    async fn barrier_enter(
+        &self,
+        group: &str,
+        task: TaskId,
+        count: Option<u32>,
+    ) -> Result<Lookup<BarrierEntry>> {
+        let mut inner = self.lock();
+        let m = match inner.membership(group, task) {
+            Lookup::Found(m) => m,
+            Lookup::NoGroup => return Ok(Lookup::NoGroup),
+            Lookup::NoEntry => return Ok(Lookup::NoEntry),
+        };
+        let Inner {
+            barriers,
+            last_episode,
+            ..
+        } = &mut *inner;
+        let (mut slot, mut waiters) = match barriers.remove(group) {
+            Some(b) => (Some(b.episode), b.waiters),
+            None => (None, HashMap::new()),
+        };
+        let before = slot.as_ref().map(|e| e.id);
+        let step = barrier::enter(&mut slot, m, task, count, || {
+            *last_episode += 1;
+            *last_episode
+        });
+        if slot.as_ref().is_some_and(|e| Some(e.id) != before) {
+            // A stale episode was replaced: nobody can be waiting in it.
+            waiters.clear();
+        }
+        let entry = match step {
+            Step::CountMismatch { expected } => BarrierEntry::CountMismatch { expected },
+            Step::AlreadyWaiting => BarrierEntry::AlreadyWaiting,
+            Step::Complete(_) => {
+                tell(std::mem::take(&mut waiters), &BarrierOutcome::Released);
+                BarrierEntry::Released
+            }
+            Step::Waiting { id } => {
+                let (tx, outcome) = oneshot::channel();
+                waiters.insert(task, tx);
+                BarrierEntry::Waiting(BarrierWait {
+                    episode: id,
+                    outcome,
+                })
+            }
+        };
+        if let Some(episode) = slot {
+            barriers.insert(group.to_string(), Barrier { episode, waiters });
+        }
+        Ok(Lookup::Found(entry))
+    }
+
+    async fn barrier_withdraw(&self, group: &str, episode: u64, task: TaskId) -> Result<bool> {
+        Ok(self.withdraw(group, episode, task))
+    }
+
+    fn barrier_abandon(&self, group: &str, episode: u64, task: TaskId) {
+        self.withdraw(group, episode, task);
+    }
+
     fn watch(&self) -> broadcast::Receiver<GroupEvent> {
         self.events.subscribe()
+    }
+}
+
+impl MemoryStore {
+    /// Takes `task` out of episode `episode` of `group`; `false` if it was
+    /// not waiting there (its outcome was sent when the episode ended).
+    fn withdraw(&self, group: &str, episode: u64, task: TaskId) -> bool {
+        let mut inner = self.lock();
+        let Some(Barrier {
+            episode: ep,
+            mut waiters,
+        }) = inner.barriers.remove(group)
+        else {
+            return false;
+        };
+        let mut slot = Some(ep);
+        let was_waiting = barrier::withdraw(&mut slot, episode, task);
+        if was_waiting {
+            waiters.remove(&task);
+        }
+        if let Some(episode) = slot {
+            inner
+                .barriers
+                .insert(group.to_string(), Barrier { episode, waiters });
+        }
+        was_waiting
     }
 }
 

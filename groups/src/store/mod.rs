@@ -23,10 +23,17 @@
 //! revision, so replacing it on a later join is a plain CAS on that
 //! revision ([`Guard::Tombstone`]); in etcd, the per-group meta key simply
 //! stays when the last member key goes.
+//!
+//! Barrier episodes ([`barrier`]) live in the store too, so that members
+//! entering through different stores over the same data (several vmds on
+//! one etcd) meet: an entry is atomic with the membership it relies on, and
+//! the change that removes a member breaks its group's episode.
 
+pub mod barrier;
 mod dynamic;
 mod memory;
 
+pub use barrier::{BarrierEntry, BarrierOutcome, BarrierWait};
 pub use dynamic::DynStore;
 pub use memory::MemoryStore;
 
@@ -238,6 +245,30 @@ pub trait GroupStore: Send + Sync + 'static {
     /// CAS: freezes the group at `size` if it is at `revision`.
     /// `false` on conflict.
     async fn freeze(&self, group: &str, revision: u64, size: u32) -> Result<bool>;
+
+    /// Enters `task` into the barrier of `group` (see
+    /// [`barrier::enter`]), atomically with checking that it is a member.
+    /// A waiting entry's outcome is sent once the episode ends, however
+    /// it ends and whichever store's caller ended it.
+    async fn barrier_enter(
+        &self,
+        group: &str,
+        task: TaskId,
+        count: Option<u32>,
+    ) -> Result<Lookup<BarrierEntry>>;
+
+    /// Takes `task` out of barrier episode `episode` of `group`. `false` if
+    /// it was no longer waiting there: the episode ended, and its outcome
+    /// has been sent to the entry's [`BarrierWait`] by the time this
+    /// returns.
+    async fn barrier_withdraw(&self, group: &str, episode: u64, task: TaskId) -> Result<bool>;
+
+    /// [`barrier_withdraw`](Self::barrier_withdraw) for a call that was
+    /// dropped (its caller went away), from a destructor: it cannot wait,
+    /// so a store that must talk to a server withdraws in the background;
+    /// its own later entries wait for that withdrawal, so on one store an
+    /// abandoned call never counts.
+    fn barrier_abandon(&self, group: &str, episode: u64, task: TaskId);
 
     /// Stream of all changes, starting now.
     fn watch(&self) -> broadcast::Receiver<GroupEvent>;

@@ -1,0 +1,436 @@
+//! Barrier episodes in etcd, so that members entering through different
+//! vmds meet.
+//!
+//! `P/b/<group>` holds the group's open episode ([`BarrierRec`]); it exists
+//! only while someone waits. Every change to it is a transaction:
+//!
+//! * **Entry** compares the group meta's mod-revision (so the task is a
+//!   member at that revision, and no member has left since) and the
+//!   episode key's, and writes the episode with the task added.
+//! * **Completion** (the entry that reaches the count) deletes the key and
+//!   writes a `BarrierReleased` record to the change log in the same
+//!   transaction.
+//! * **Breaking**: every transaction that removes a member (leave, death,
+//!   expiry: `Core::remove_one`) deletes the key; its `Left`/`MemberDied`
+//!   log record is what breaks the waiters.
+//! * **Withdrawal** compares the episode key's mod-revision and writes the
+//!   episode without the task (or deletes it if nobody is left).
+//!
+//! Each store's waiters hear the outcome from the change-log watch the
+//! store already runs ([`crate::watch`]), in revision order: a
+//! `BarrierReleased` releases the local waiters of that episode; a removal
+//! at a revision after the meta revision an entry compared breaks it (no
+//! removal can fall between that revision and the entry's commit, since
+//! the entry compared it). Waiters are registered before their entry
+//! commits, so no outcome can pass unheard.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp};
+use isthmus_groups::store::barrier::{self, Episode, Step};
+use isthmus_groups::store::{BarrierEntry, BarrierOutcome, BarrierWait, Lookup, Membership};
+use isthmus_groups::{GroupError, Result, TaskId};
+use tokio::sync::oneshot;
+use tracing::{debug, warn};
+
+use crate::records::{rev, BarrierRec, EventRec, KindRec};
+use crate::store::{contention, decode_meta, etcd_err, gets, nth, Change, MAX_ATTEMPTS};
+use crate::Core;
+
+/// One local caller waiting in an episode.
+struct Waiter {
+    token: u64,
+    episode: u64,
+    task: TaskId,
+    /// The meta revision its entry compared: removals after it break it.
+    since: u64,
+    tx: oneshot::Sender<BarrierOutcome>,
+}
+
+/// Which waiters of a group a log record ends.
+enum Ends {
+    /// A removal at this revision: the entries made before it.
+    EnteredBefore(u64),
+    /// A release: the waiters of this episode.
+    Episode(u64),
+}
+
+impl Ends {
+    fn ends(&self, w: &Waiter) -> bool {
+        match *self {
+            Ends::EnteredBefore(revision) => w.since < revision,
+            Ends::Episode(id) => w.episode == id,
+        }
+    }
+}
+
+/// This store's waiting callers, by group, fed by the change-log watch.
+#[derive(Default)]
+pub(crate) struct Waiters {
+    inner: Mutex<WaitersInner>,
+}
+
+#[derive(Default)]
+struct WaitersInner {
+    last_token: u64,
+    by_group: HashMap<String, Vec<Waiter>>,
+}
+
+impl Waiters {
+    fn lock(&self) -> MutexGuard<'_, WaitersInner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn add(
+        &self,
+        group: &str,
+        episode: u64,
+        task: TaskId,
+        since: u64,
+    ) -> (u64, oneshot::Receiver<BarrierOutcome>) {
+        let (tx, rx) = oneshot::channel();
+        let mut inner = self.lock();
+        inner.last_token += 1;
+        let token = inner.last_token;
+        inner
+            .by_group
+            .entry(group.to_string())
+            .or_default()
+            .push(Waiter {
+                token,
+                episode,
+                task,
+                since,
+                tx,
+            });
+        (token, rx)
+    }
+
+    /// Drops the waiters of `group` that `gone` picks; `true` if any was
+    /// still there (no outcome had reached it).
+    fn remove(&self, group: &str, gone: impl Fn(&Waiter) -> bool) -> bool {
+        let mut inner = self.lock();
+        let Some(list) = inner.by_group.get_mut(group) else {
+            return false;
+        };
+        let before = list.len();
+        list.retain(|w| !gone(w));
+        let removed = list.len() < before;
+        if list.is_empty() {
+            inner.by_group.remove(group);
+        }
+        removed
+    }
+
+    /// Hands the outcomes in one change-log entry (at `revision`) to the
+    /// waiters they end.
+    pub(crate) fn on_log(&self, revision: u64, recs: &[EventRec]) {
+        let mut inner = self.lock();
+        if inner.by_group.is_empty() {
+            return;
+        }
+        for rec in recs {
+            let Some(list) = inner.by_group.get_mut(&rec.group) else {
+                continue;
+            };
+            let (outcome, ends) = match (rec.kind, rec.member, rec.episode) {
+                (KindRec::Left | KindRec::MemberDied, Some((instance, task)), _) => (
+                    BarrierOutcome::Broken {
+                        instance,
+                        task: TaskId(task),
+                        died: rec.kind == KindRec::MemberDied,
+                    },
+                    Ends::EnteredBefore(revision),
+                ),
+                (KindRec::BarrierReleased, _, Some(id)) => {
+                    (BarrierOutcome::Released, Ends::Episode(id))
+                }
+                _ => continue,
+            };
+            let (ended, waiting): (Vec<Waiter>, Vec<Waiter>) =
+                std::mem::take(list).into_iter().partition(|w| ends.ends(w));
+            *list = waiting;
+            for w in ended {
+                // A caller that went away meanwhile does not matter.
+                let _ = w.tx.send(outcome.clone());
+            }
+            if list.is_empty() {
+                inner.by_group.remove(&rec.group);
+            }
+        }
+    }
+}
+
+/// The episode in a read of the episode key, if any.
+fn episode_of(kv: Option<&KeyValue>) -> Result<Option<Episode>> {
+    kv.map(|kv| BarrierRec::decode(kv.key(), kv.value()).map(BarrierRec::episode))
+        .transpose()
+}
+
+/// The compare that a change of the episode key read as `kv` needs.
+fn unchanged(key: &str, kv: Option<&KeyValue>) -> Compare {
+    match kv {
+        Some(kv) => Compare::mod_revision(key, CompareOp::Equal, kv.mod_revision()),
+        None => Compare::version(key, CompareOp::Equal, 0),
+    }
+}
+
+fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {
+    header.map(|h| h.revision()).unwrap_or(0)
+}
+
+impl Core {
+    pub(crate) async fn barrier_enter(
+        self: &Arc<Self>,
+        group: &str,
+        task: TaskId,
+        count: Option<u32>,
+    ) -> Result<Lookup<BarrierEntry>> {
+        self.settle_abandoned().await;
+        let meta_key = self.keys.meta(group);
+        let key = self.keys.barrier(group);
+        for _ in 0..MAX_ATTEMPTS {
+            let read = Txn::new().and_then([
+                TxnOp::get(meta_key.clone(), None),
+                TxnOp::get(key.clone(), None),
+            ]);
+            let resp = self
+                .txn(read)
+                .await
+                .map_err(etcd_err("reading a barrier"))?;
+            let read_at = header_revision(resp.header());
+            let sets = gets(&resp);
+            let Some(kv) = nth(&sets, 0).first() else {
+                return Ok(Lookup::NoGroup);
+            };
+            let (r, rec) = decode_meta(kv)?;
+            self.remember(group, r, Some(&rec));
+            let Some(instance) = rec.instance_of(task) else {
+                return Ok(Lookup::NoEntry);
+            };
+            let m = Membership {
+                instance,
+                size: rec.size(),
+                generation: rec.meta(r).generation,
+            };
+            let current = nth(&sets, 1).first();
+            let mut slot = episode_of(current)?;
+            // Two episodes of a group never share the revision of the read
+            // that opened them: one ends (a write) before the next is read.
+            let step = barrier::enter(&mut slot, m, task, count, || rev(read_at));
+            let mut change = Change {
+                compares: vec![
+                    Compare::mod_revision(
+                        meta_key.clone(),
+                        CompareOp::Equal,
+                        i64::try_from(r).unwrap_or(i64::MAX),
+                    ),
+                    unchanged(&key, current),
+                ],
+                ..Change::default()
+            };
+            let (episode, completes) = match step {
+                Step::CountMismatch { expected } => {
+                    return Ok(Lookup::Found(BarrierEntry::CountMismatch { expected }))
+                }
+                Step::AlreadyWaiting => return Ok(Lookup::Found(BarrierEntry::AlreadyWaiting)),
+                // Nobody waits (a count of one): nothing to write.
+                Step::Complete(_) if current.is_none() => {
+                    return Ok(Lookup::Found(BarrierEntry::Released))
+                }
+                Step::Complete(ep) => {
+                    change.ops.push(TxnOp::delete(key.clone(), None));
+                    change.events.push(EventRec {
+                        kind: KindRec::BarrierReleased,
+                        group: group.to_string(),
+                        member: None,
+                        size: m.size,
+                        broken: false,
+                        episode: Some(ep.id),
+                    });
+                    (ep.id, true)
+                }
+                Step::Waiting { id } => {
+                    let Some(ep) = &slot else {
+                        return Err(GroupError::Store("barrier episode lost on entry".into()));
+                    };
+                    change
+                        .ops
+                        .push(TxnOp::put(key.clone(), BarrierRec::of(ep).encode(), None));
+                    (id, false)
+                }
+            };
+            // Registered before the commit, so no outcome passes unheard.
+            let (token, mut outcome) = self.barriers.add(group, episode, task, r);
+            let mine = |w: &Waiter| w.token == token;
+            let committed = match self.commit(change, "entering a barrier").await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.barriers.remove(group, mine);
+                    if !completes {
+                        // It may have been applied: make sure it does not count.
+                        self.abandon(group, episode, task);
+                    }
+                    return Err(e);
+                }
+            };
+            let entered = committed.succeeded()
+                || (committed.repeated
+                    && self
+                        .entry_applied(group, (episode, task, token), &key)
+                        .await?);
+            if entered && completes {
+                // The log's release reached our registration too, unless
+                // a lost answer hides that a removal broke the episode.
+                self.barriers.remove(group, mine);
+                if committed.succeeded()
+                    || matches!(outcome.try_recv(), Ok(BarrierOutcome::Released))
+                {
+                    debug!(group, episode, "barrier complete");
+                    return Ok(Lookup::Found(BarrierEntry::Released));
+                }
+            } else if entered {
+                return Ok(Lookup::Found(BarrierEntry::Waiting(BarrierWait {
+                    episode,
+                    outcome,
+                })));
+            } else {
+                self.barriers.remove(group, mine);
+            }
+            // The group or its episode changed first: decide again.
+            tokio::task::yield_now().await;
+        }
+        Err(contention("entering a barrier"))
+    }
+
+    /// After a repeated entry failed its compares: whether an earlier
+    /// attempt (whose answer was lost) got in. It did if the task waits
+    /// in the episode now, or if the episode already ended and its
+    /// outcome reached the entry's registration. (An episode broken after
+    /// a lost entry reads as entered: the member left as it entered.)
+    async fn entry_applied(
+        &self,
+        group: &str,
+        (episode, task, token): (u64, TaskId, u64),
+        key: &str,
+    ) -> Result<bool> {
+        let (current, logged) = self.read_episode(key).await?;
+        let now = episode_of(current.as_ref())?;
+        if now.is_some_and(|ep| ep.id == episode && ep.arrived.contains(&task)) {
+            return Ok(true);
+        }
+        self.wait_delivered(logged).await;
+        Ok(!self.barriers.remove(group, |w| w.token == token))
+    }
+
+    pub(crate) async fn barrier_withdraw(
+        &self,
+        group: &str,
+        episode: u64,
+        task: TaskId,
+    ) -> Result<bool> {
+        let key = self.keys.barrier(group);
+        let this = |w: &Waiter| w.episode == episode && w.task == task;
+        for _ in 0..MAX_ATTEMPTS {
+            let (current, logged) = self.read_episode(&key).await?;
+            let current = current.as_ref();
+            let mut slot = episode_of(current)?;
+            if !barrier::withdraw(&mut slot, episode, task) {
+                // The episode ended before this read, by a change that
+                // wrote the log: its outcome is in what the watch delivers
+                // up to the log's last revision.
+                self.wait_delivered(logged).await;
+                // Still registered: no outcome came (an earlier attempt of
+                // ours withdrew, its answer lost), so it did not count.
+                return Ok(self.barriers.remove(group, this));
+            }
+            let op = match &slot {
+                Some(ep) => TxnOp::put(key.clone(), BarrierRec::of(ep).encode(), None),
+                None => TxnOp::delete(key.clone(), None),
+            };
+            let change = Change {
+                compares: vec![unchanged(&key, current)],
+                ops: vec![op],
+                events: Vec::new(),
+            };
+            if self
+                .commit(change, "withdrawing from a barrier")
+                .await?
+                .succeeded()
+            {
+                self.barriers.remove(group, this);
+                return Ok(true);
+            }
+            // The episode changed first: look again.
+        }
+        Err(contention("withdrawing from a barrier"))
+    }
+
+    /// The episode key, and the revision of the change log's last entry
+    /// (0 if none): how far the watch must have delivered for every
+    /// outcome before this read to be known. (Not the read's own revision:
+    /// the newest change may be one the log does not carry, such as an
+    /// entry, and the watch would never report it.)
+    async fn read_episode(&self, key: &str) -> Result<(Option<KeyValue>, i64)> {
+        let read = Txn::new().and_then([
+            TxnOp::get(key, None),
+            TxnOp::get(self.keys.log(), Some(GetOptions::new().with_keys_only())),
+        ]);
+        let resp = self
+            .txn(read)
+            .await
+            .map_err(etcd_err("reading a barrier"))?;
+        let mut sets = gets(&resp).into_iter();
+        let current = sets.next().and_then(|kvs| kvs.into_iter().next());
+        let logged = sets
+            .next()
+            .and_then(|kvs| kvs.first().map(KeyValue::mod_revision))
+            .unwrap_or(0);
+        Ok((current, logged))
+    }
+
+    /// Waits (at most a request's deadline) until this store's
+    /// withdrawals of abandoned calls are done, so that on one store an
+    /// abandoned call never counts, as in memory.
+    async fn settle_abandoned(&self) {
+        let mut pending = self.abandoning.subscribe();
+        let settled = pending.wait_for(|n| *n == 0);
+        if tokio::time::timeout(self.request_timeout, settled)
+            .await
+            .is_err()
+        {
+            warn!("withdrawals of abandoned barrier calls are slow; entering anyway");
+        }
+    }
+}
+
+/// Counts one abandoned call's withdrawal in `Core::abandoning` while it
+/// runs (also if its task is cancelled).
+struct Abandoning(Arc<Core>);
+
+impl Drop for Abandoning {
+    fn drop(&mut self) {
+        self.0.abandoning.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+impl Core {
+    /// Withdraws in the background (the caller cannot wait).
+    pub(crate) fn abandon(self: &Arc<Self>, group: &str, episode: u64, task: TaskId) {
+        let core = Arc::clone(self);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            warn!(group, %task, "a barrier call was dropped outside a runtime; its entry stays until the episode ends");
+            return;
+        };
+        core.abandoning.send_modify(|n| *n += 1);
+        let pending = Abandoning(core);
+        let group = group.to_string();
+        runtime.spawn(async move {
+            if let Err(e) = pending.0.barrier_withdraw(&group, episode, task).await {
+                warn!(group, %task, error = %e, "withdrawing an abandoned barrier call");
+            }
+            drop(pending);
+        });
+    }
+}
