@@ -12,7 +12,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use etcd_client::Client;
-use tonic::transport::Endpoint;
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+/// How a vmd proves itself to etcd and knows it talks to the real one:
+/// mutual TLS (etcd's `--client-cert-auth`), all PEM.
+#[derive(Clone)]
+pub struct EtcdTls {
+    /// The CA that signed etcd's server certificate.
+    pub ca_pem: Vec<u8>,
+    /// This vmd's client certificate and key, signed by a CA etcd trusts.
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for EtcdTls {
+    /// Never the key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdTls").finish_non_exhaustive()
+    }
+}
 
 pub struct Endpoints {
     clients: Vec<Client>,
@@ -27,11 +45,37 @@ impl Endpoints {
     pub async fn connect(
         urls: &[String],
         timeout: Duration,
+        tls: Option<&EtcdTls>,
     ) -> Result<Endpoints, etcd_client::Error> {
         let mut clients = Vec::with_capacity(urls.len());
         for url in urls {
-            let channel = Endpoint::from_shared(url.clone())
-                .map_err(|e| etcd_client::Error::InvalidArgs(format!("etcd URL {url}: {e}")))?
+            let invalid = |e: &dyn std::fmt::Display| {
+                etcd_client::Error::InvalidArgs(format!("etcd URL {url}: {e}"))
+            };
+            let mut endpoint = Endpoint::from_shared(url.clone()).map_err(|e| invalid(&e))?;
+            match (url.starts_with("https://"), tls) {
+                (true, Some(tls)) => {
+                    endpoint = endpoint
+                        .tls_config(
+                            ClientTlsConfig::new()
+                                .ca_certificate(Certificate::from_pem(&tls.ca_pem))
+                                .identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem)),
+                        )
+                        .map_err(|e| invalid(&e))?;
+                }
+                (false, Some(_)) => {
+                    return Err(invalid(
+                        &"TLS material was given but this URL is not https://: it would go in clear",
+                    ))
+                }
+                (true, None) => {
+                    return Err(invalid(
+                        &"an https:// URL needs the etcd CA, client certificate and key (--etcd-ca, --etcd-cert, --etcd-key)",
+                    ))
+                }
+                (false, None) => {}
+            }
+            let channel = endpoint
                 .connect_timeout(timeout)
                 .timeout(timeout)
                 // A member that vanishes without closing is found by pings.

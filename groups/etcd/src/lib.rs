@@ -52,7 +52,7 @@ use tokio::sync::{broadcast, watch as tokio_watch};
 use tokio::task::JoinHandle;
 use tracing::info;
 
-pub use endpoints::Endpoints;
+pub use endpoints::{Endpoints, EtcdTls};
 use keys::Keys;
 use records::MetaRec;
 
@@ -76,6 +76,8 @@ pub struct EtcdConfig {
     pub resume_lease: Option<i64>,
     /// Deadline of every etcd request and of connecting.
     pub request_timeout: Duration,
+    /// Mutual TLS to etcd (`https://` URLs); `None`: plain `http://`.
+    pub tls: Option<EtcdTls>,
 }
 
 impl EtcdConfig {
@@ -86,6 +88,7 @@ impl EtcdConfig {
             lease_ttl: Duration::from_secs(15),
             resume_lease: None,
             request_timeout: Duration::from_secs(5),
+            tls: None,
         }
     }
 }
@@ -160,12 +163,16 @@ impl EtcdStore {
         }
         let endpoints = config.endpoints.join(",");
         let etcd = Arc::new(
-            Endpoints::connect(&config.endpoints, config.request_timeout)
-                .await
-                .map_err(|source| EtcdStoreError::Connect {
-                    endpoints: endpoints.clone(),
-                    source,
-                })?,
+            Endpoints::connect(
+                &config.endpoints,
+                config.request_timeout,
+                config.tls.as_ref(),
+            )
+            .await
+            .map_err(|source| EtcdStoreError::Connect {
+                endpoints: endpoints.clone(),
+                source,
+            })?,
         );
         let request = |what| {
             let endpoints = endpoints.clone();

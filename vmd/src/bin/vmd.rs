@@ -104,6 +104,19 @@ struct Args {
     /// namespace across hosts. Default: in this vmd's memory (one host).
     #[arg(long, env = isthmus_types::env::ETCD, value_delimiter = ',', conflicts_with = "join")]
     etcd: Vec<String>,
+    /// With https:// etcd URLs: the CA that signed etcd's server
+    /// certificate (PEM). `isthmus cert` can issue etcd's server
+    /// certificate and the vmds' client certificates from the virtual
+    /// machine's CA; give etcd that CA as --trusted-ca-file with
+    /// --client-cert-auth.
+    #[arg(long, value_name = "FILE", requires_all = ["etcd", "etcd_cert", "etcd_key"])]
+    etcd_ca: Option<std::path::PathBuf>,
+    /// This vmd's client certificate for etcd (PEM).
+    #[arg(long, value_name = "FILE", requires = "etcd_ca")]
+    etcd_cert: Option<std::path::PathBuf>,
+    /// The key of --etcd-cert (PEM; keep it 0600).
+    #[arg(long, value_name = "FILE", requires = "etcd_ca")]
+    etcd_key: Option<std::path::PathBuf>,
     /// The virtual machine's key prefix in etcd.
     #[arg(long, default_value = "/isthmus/vm", requires = "etcd")]
     etcd_prefix: String,
@@ -188,11 +201,13 @@ async fn main() -> anyhow::Result<()> {
     daemon.set_resume_grace(Duration::from_secs(args.resume_grace));
     let mut lease_lost = None;
     if !args.etcd.is_empty() {
+        let tls = etcd_tls(&args.etcd, args.etcd_ca, args.etcd_cert, args.etcd_key)?;
         let store = open_etcd(
             &args.etcd,
             &args.etcd_prefix,
             args.etcd_lease_ttl,
             &runtime_dir,
+            tls,
         )
         .await?;
         lease_lost = Some(store.lease_lost());
@@ -254,9 +269,11 @@ async fn open_etcd(
     prefix: &str,
     ttl: u64,
     runtime_dir: &std::path::Path,
+    tls: Option<isthmus_groups_etcd::EtcdTls>,
 ) -> anyhow::Result<isthmus_groups_etcd::EtcdStore> {
     let lease_file = runtime_dir.join("etcd-lease");
     let mut config = isthmus_groups_etcd::EtcdConfig::new(endpoints.to_vec());
+    config.tls = tls;
     config.prefix = prefix.to_string();
     config.lease_ttl = Duration::from_secs(ttl);
     config.resume_lease = std::fs::read_to_string(&lease_file)
@@ -266,6 +283,42 @@ async fn open_etcd(
     std::fs::write(&lease_file, format!("{:x}\n", store.lease_id()))
         .with_context(|| format!("writing {}", lease_file.display()))?;
     Ok(store)
+}
+
+/// The TLS material for etcd, read from its files; without it, a loud
+/// warning for every plain URL that is not loopback: whoever reaches that
+/// etcd controls the virtual machine.
+fn etcd_tls(
+    urls: &[String],
+    ca: Option<std::path::PathBuf>,
+    cert: Option<std::path::PathBuf>,
+    key: Option<std::path::PathBuf>,
+) -> anyhow::Result<Option<isthmus_groups_etcd::EtcdTls>> {
+    let read =
+        |p: &std::path::Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+    if let (Some(ca), Some(cert), Some(key)) = (&ca, &cert, &key) {
+        return Ok(Some(isthmus_groups_etcd::EtcdTls {
+            ca_pem: read(ca)?,
+            cert_pem: read(cert)?,
+            key_pem: read(key)?,
+        }));
+    }
+    for url in urls {
+        let host = url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|authority| authority.rsplit_once(':').map(|(h, _)| h))
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']'));
+        let loopback = host.is_some_and(|h| {
+            h == "localhost"
+                || h.parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        if host.is_some() && !loopback {
+            tracing::error!(%url, "INSECURE: etcd over plain HTTP off loopback, without client certificates: anyone who reaches it can change this virtual machine's groups, hosts and jobs (use https:// with --etcd-ca/--etcd-cert/--etcd-key, or keep etcd on a network only the VM's hosts reach)");
+        }
+    }
+    Ok(None)
 }
 
 fn system_host_name() -> String {

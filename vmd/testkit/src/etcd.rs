@@ -104,28 +104,7 @@ impl EtcdServer {
     pub fn start_in(host: &crate::netns::Host) -> EtcdServer {
         let client = format!("http://{}:2379", host.addr);
         let peer = format!("http://{}:2380", host.addr);
-        let dir = TempDir::in_dir(&data_root(), "etcd");
-        let child = host
-            .command("etcd")
-            .args(["--name", "m0"])
-            .arg("--data-dir")
-            .arg(dir.0.join("data"))
-            .args(["--listen-client-urls", &client])
-            .args(["--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer])
-            .args(["--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("m0={peer}")])
-            .args(["--logger", "zap", "--log-level", "error"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start etcd in a namespace");
-        let member = EtcdServer {
-            name: "m0".into(),
-            client_url: client,
-            proc: Some(Proc(child)),
-            _dir: dir,
-        };
+        let member = single_member(host.command("etcd"), client, &peer, None);
         let end = Instant::now() + T;
         while !etcdctl_health(host.command("etcdctl"), &member.client_url) {
             assert!(
@@ -136,6 +115,36 @@ impl EtcdServer {
             std::thread::sleep(Duration::from_millis(100));
         }
         member
+    }
+
+    /// A single-member cluster on loopback that speaks only TLS and lets in
+    /// only clients with a certificate of the CA in `certs` (etcd's
+    /// `--client-cert-auth`). `certs` holds `ca.pem`, `host.pem` and
+    /// `host.key` for `127.0.0.1` (e.g. from `isthmus cert issue`); etcd
+    /// shows that certificate and checks clients against that CA.
+    pub fn start_tls(certs: &std::path::Path) -> EtcdServer {
+        let client = format!("https://127.0.0.1:{}", free_port());
+        let peer = format!("http://127.0.0.1:{}", free_port());
+        let member = single_member(Command::new("etcd"), client, &peer, Some(certs));
+        let end = Instant::now() + T;
+        loop {
+            let mut etcdctl = Command::new("etcdctl");
+            etcdctl
+                .arg("--cacert")
+                .arg(certs.join("ca.pem"))
+                .arg("--cert")
+                .arg(certs.join("host.pem"))
+                .arg("--key")
+                .arg(certs.join("host.key"));
+            if etcdctl_health(etcdctl, &member.client_url) {
+                return member;
+            }
+            assert!(
+                Instant::now() < end,
+                "etcd with TLS not healthy within {T:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Waits until the member answers `endpoint health`.
@@ -156,6 +165,47 @@ impl EtcdServer {
     /// Kills the member (SIGKILL) and reaps it.
     pub fn kill(&mut self) {
         self.proc.take();
+    }
+}
+
+/// Starts the member `m0` of a one-member cluster with `etcd` (a command
+/// that may run it inside a namespace), serving TLS with client
+/// certificates from `certs` if given (see [`EtcdServer::start_tls`]).
+fn single_member(
+    mut etcd: Command,
+    client: String,
+    peer: &str,
+    certs: Option<&std::path::Path>,
+) -> EtcdServer {
+    let dir = TempDir::in_dir(&data_root(), "etcd");
+    etcd.args(["--name", "m0"])
+        .arg("--data-dir")
+        .arg(dir.0.join("data"))
+        .args(["--listen-client-urls", &client])
+        .args(["--advertise-client-urls", &client])
+        .args(["--listen-peer-urls", peer])
+        .args(["--initial-advertise-peer-urls", peer])
+        .args(["--initial-cluster", &format!("m0={peer}")])
+        .args(["--logger", "zap", "--log-level", "error"]);
+    if let Some(certs) = certs {
+        etcd.arg("--cert-file")
+            .arg(certs.join("host.pem"))
+            .arg("--key-file")
+            .arg(certs.join("host.key"))
+            .arg("--trusted-ca-file")
+            .arg(certs.join("ca.pem"))
+            .arg("--client-cert-auth");
+    }
+    let child = etcd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start etcd (installed by scripts/install-deps.sh)");
+    EtcdServer {
+        name: "m0".into(),
+        client_url: client,
+        proc: Some(Proc(child)),
+        _dir: dir,
     }
 }
 
