@@ -80,7 +80,21 @@ impl Federated {
         }
         let (jobs, jobs_from) = fed.jobs().await?;
         for job in jobs {
-            if rm.is_peer(&job.host) {
+            if job.host == rm.local_host() {
+                // Rows of this host's previous run (a restart within its
+                // lease): its taskers went with it, and so did those jobs.
+                if !job.state.is_final() {
+                    let lost = RmEvent::JobExit {
+                        job: job.id,
+                        state: isthmus_rm::JobState::Lost,
+                        exit: None,
+                        reason: format!("the vmd of host {} restarted", job.host),
+                        host: job.host.clone(),
+                    };
+                    fed.publish_event(&lost).await?;
+                }
+                fed.forget_job(job.id).await?;
+            } else if rm.is_peer(&job.host) {
                 rm.mirror_job(job);
             }
         }
