@@ -66,6 +66,11 @@ fn jobs_started_on_two_vmds_sharing_etcd_form_an_intercommunicator() {
     pair_on(&a, &b, "allpairs", "two-vmds");
 }
 
+/// Issue 11, item 5: one member of a three-member etcd cluster is lost
+/// (SIGKILL: the member the vmds were talking to) while an Open MPI job on
+/// host A and an MPICH job on host B exchange over their intercommunicator.
+/// The exchange goes on, the jobs leave through etcd's other members, host
+/// B hears of no death, and a new pair forms afterwards.
 #[test]
 fn losing_one_of_three_etcd_members_changes_nothing_for_users() {
     let mut cluster = EtcdServer::cluster(3);
@@ -74,8 +79,11 @@ fn losing_one_of_three_etcd_members_changes_nothing_for_users() {
     let p = prefix();
     let a = etcd_vmd("host-a", &urls, &p, 15);
     let b = etcd_vmd("host-b", &urls, &p, 15);
-    pair_on(&a, &b, "allpairs", "before-loss");
+    let mut pair = SteadyPair::start(&a, &b, "loss-ompi", "loss-mpich");
+    let before = pair.advance(0, 1, "before its first round");
     cluster[0].kill();
+    pair.advance(before, 20, "after an etcd member was lost");
+    pair.finish();
     pair_on(&a, &b, "allpairs", "after-loss");
 }
 
@@ -199,6 +207,136 @@ fn jobs_on_two_hosts_couple_over_tcp_through_one_namespace_in_etcd() {
     drop(hosts);
 }
 
+/// An Open MPI job on `a`'s vmd and an MPICH job on `b`'s exchanging round
+/// after round (the `steady` scenario) until told to stop, with everything
+/// host B hears about their groups recorded from before the first round.
+struct SteadyPair {
+    ca: std::process::Child,
+    cb: std::process::Child,
+    ja: common::Job,
+    jb: common::Job,
+    progress: std::path::PathBuf,
+    stop: std::path::PathBuf,
+    _files: TempDir,
+    rt: tokio::runtime::Runtime,
+    seen: tokio::sync::mpsc::UnboundedReceiver<isthmus_types::group::GroupEvent>,
+}
+
+impl SteadyPair {
+    fn start(a: &Vmd, b: &Vmd, ga: &str, gb: &str) -> SteadyPair {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let (seen_tx, seen) = tokio::sync::mpsc::unbounded_channel();
+        let mut events = rt.block_on(async {
+            let on_b = Console::connect(&b.addr).await.expect("console on b");
+            on_b.watch(WatchFilter {
+                groups: vec![ga.into(), gb.into()],
+                kinds: vec![NotificationKind::Group],
+                ..Default::default()
+            })
+            .await
+            .expect("watch on b")
+        });
+        rt.spawn(async move {
+            while let Ok(Some(n)) = events.next().await {
+                if let WatchEvent::Group(e) = n.event {
+                    if seen_tx.send(e).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        let files = TempDir::new("steady");
+        let progress = files.0.join("progress");
+        let stop = files.0.join("stop");
+        let env = vec![
+            (
+                "XTEST_PROGRESS_FILE".to_string(),
+                progress.display().to_string(),
+            ),
+            ("XTEST_STOP_FILE".to_string(), stop.display().to_string()),
+        ];
+        let mut ja = job(Mpi::OpenMpi, 2, ga, &[gb], true);
+        ja.env = env.clone();
+        let mut jb = job(Mpi::Mpich, 2, gb, &[ga], false);
+        jb.env = env;
+        let ca = launch(&a.addr, "steady", &ja);
+        std::thread::sleep(Duration::from_millis(300));
+        let cb = launch(&b.addr, "steady", &jb);
+        SteadyPair {
+            ca,
+            cb,
+            ja,
+            jb,
+            progress,
+            stop,
+            _files: files,
+            rt,
+            seen,
+        }
+    }
+
+    /// Waits until the pair has done `more` rounds beyond `since`; returns
+    /// the count.
+    fn advance(&mut self, since: u64, more: u64, what: &str) -> u64 {
+        let started = Instant::now();
+        loop {
+            let done = std::fs::read_to_string(&self.progress)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            if done >= since + more {
+                return done;
+            }
+            let exited = [&mut self.ca, &mut self.cb]
+                .into_iter()
+                .any(|c| matches!(c.try_wait(), Ok(Some(_))));
+            assert!(!exited, "a job ended {what}");
+            assert!(
+                started.elapsed() < Duration::from_secs(240),
+                "the pair stopped exchanging {what} (at round {done})"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the pair, checks both jobs passed and left (their groups
+    /// destroyed), that host B was told of no death, and that every Open
+    /// MPI rank left.
+    fn finish(mut self) {
+        std::fs::write(&self.stop, b"stop").expect("stop file");
+        let (ga, gb) = (self.ja.group.clone(), self.jb.group.clone());
+        let oa = finish(self.ca, Duration::from_secs(240), &ga);
+        let ob = finish(self.cb, Duration::from_secs(240), &gb);
+        assert_passed(&oa, "steady", &self.ja);
+        assert_passed(&ob, "steady", &self.jb);
+        let mut destroyed = std::collections::HashSet::new();
+        let mut heard = Vec::new();
+        let seen = &mut self.seen;
+        self.rt.block_on(async {
+            while destroyed.len() < 2 {
+                let e = tokio::time::timeout(T, seen.recv())
+                    .await
+                    .unwrap_or_else(|_| panic!("groups not destroyed; heard {heard:?}"))
+                    .expect("watch on b open");
+                if e.kind == GroupEventKind::Destroyed {
+                    destroyed.insert(e.group.clone());
+                }
+                heard.push(e);
+            }
+        });
+        let deaths: Vec<_> = heard
+            .iter()
+            .filter(|e| e.kind == GroupEventKind::MemberDied)
+            .collect();
+        assert!(deaths.is_empty(), "host B was told of deaths: {deaths:?}");
+        let left = heard
+            .iter()
+            .filter(|e| e.kind == GroupEventKind::Left && e.group == ga)
+            .count();
+        assert_eq!(left, self.ja.np, "every Open MPI rank left");
+    }
+}
+
 /// Issue 11, item 5: kill -9 of one vmd and a restart within the lease
 /// period. An Open MPI job on host A and an MPICH job on host B exchange
 /// round after round over their intercommunicator while A's vmd is killed
@@ -211,114 +349,15 @@ fn a_vmd_killed_and_restarted_within_its_lease_leaves_a_running_pair_untouched()
     let p = prefix();
     let mut a = etcd_vmd("host-a", &etcd.client_url, &p, 15);
     let b = etcd_vmd("host-b", &etcd.client_url, &p, 15);
-    let (ga, gb) = ("restart-ompi", "restart-mpich");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    // Everything host B hears about the pair's groups, from before the kill.
-    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
-    let mut events = rt.block_on(async {
-        let on_b = Console::connect(&b.addr).await.expect("console on b");
-        on_b.watch(WatchFilter {
-            groups: vec![ga.into(), gb.into()],
-            kinds: vec![NotificationKind::Group],
-            ..Default::default()
-        })
-        .await
-        .expect("watch on b")
-    });
-    rt.spawn(async move {
-        while let Ok(Some(n)) = events.next().await {
-            if let WatchEvent::Group(e) = n.event {
-                if seen_tx.send(e).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-
-    let files = TempDir::new("restart");
-    let progress = files.0.join("progress");
-    let stop = files.0.join("stop");
-    let env = vec![
-        (
-            "XTEST_PROGRESS_FILE".to_string(),
-            progress.display().to_string(),
-        ),
-        ("XTEST_STOP_FILE".to_string(), stop.display().to_string()),
-    ];
-    let mut ja = job(Mpi::OpenMpi, 2, ga, &[gb], true);
-    ja.env = env.clone();
-    let mut jb = job(Mpi::Mpich, 2, gb, &[ga], false);
-    jb.env = env;
-    let mut ca = launch(&a.addr, "steady", &ja);
-    std::thread::sleep(Duration::from_millis(300));
-    let mut cb = launch(&b.addr, "steady", &jb);
-
-    // Waits until the pair has done `more` rounds beyond `since`; returns
-    // the count.
-    let mut advance = |since: u64, more: u64, what: &str| -> u64 {
-        let started = Instant::now();
-        loop {
-            let done = std::fs::read_to_string(&progress)
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok())
-                .unwrap_or(0);
-            if done >= since + more {
-                return done;
-            }
-            let exited = [&mut ca, &mut cb]
-                .into_iter()
-                .any(|c| matches!(c.try_wait(), Ok(Some(_))));
-            assert!(!exited, "a job ended {what}");
-            assert!(
-                started.elapsed() < Duration::from_secs(240),
-                "the pair stopped exchanging {what} (at round {done})"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    let before = advance(0, 1, "before its first round");
+    let mut pair = SteadyPair::start(&a, &b, "restart-ompi", "restart-mpich");
+    let before = pair.advance(0, 1, "before its first round");
     // The data path is direct: the pair exchanges with A's vmd dead, and
     // after it is back.
     a.kill9();
-    let during = advance(before, 20, "while A's vmd was down");
+    let during = pair.advance(before, 20, "while A's vmd was down");
     a.start_again();
-    advance(during, 20, "after A's vmd restarted");
-    std::fs::write(&stop, b"stop").expect("stop file");
-
-    let oa = finish(ca, Duration::from_secs(240), ga);
-    let ob = finish(cb, Duration::from_secs(240), gb);
-    assert_passed(&oa, "steady", &ja);
-    assert_passed(&ob, "steady", &jb);
-
-    // Both jobs left at the end: their groups are destroyed. Nothing
-    // before that was a death.
-    let mut destroyed = std::collections::HashSet::new();
-    let mut heard = Vec::new();
-    rt.block_on(async {
-        while destroyed.len() < 2 {
-            let e = tokio::time::timeout(T, seen.recv())
-                .await
-                .unwrap_or_else(|_| panic!("groups not destroyed; heard {heard:?}"))
-                .expect("watch on b open");
-            if e.kind == GroupEventKind::Destroyed {
-                destroyed.insert(e.group.clone());
-            }
-            heard.push(e);
-        }
-    });
-    let deaths: Vec<_> = heard
-        .iter()
-        .filter(|e| e.kind == GroupEventKind::MemberDied)
-        .collect();
-    assert!(deaths.is_empty(), "host B was told of deaths: {deaths:?}");
-    let left = heard
-        .iter()
-        .filter(|e| e.kind == GroupEventKind::Left && e.group == ga)
-        .count();
-    assert_eq!(
-        left, ja.np,
-        "every Open MPI rank left, through the restarted vmd"
-    );
+    pair.advance(during, 20, "after A's vmd restarted");
+    pair.finish();
     drop((a, b, etcd));
 }
 
