@@ -205,7 +205,7 @@ impl Core {
                 return Ok(Lookup::NoGroup);
             };
             let (r, rec) = decode_meta(kv)?;
-            self.remember(group, r, Some(&rec));
+            self.remember(group, rev(read_at), Some((r, &rec)));
             let Some(instance) = rec.instance_of(task) else {
                 return Ok(Lookup::NoEntry);
             };
