@@ -64,6 +64,11 @@ pub(crate) fn nth(sets: &[Vec<KeyValue>], i: usize) -> &[KeyValue] {
     sets.get(i).map(Vec::as_slice).unwrap_or_default()
 }
 
+/// The change log's revision in the `i`-th get (see `Core::log_revision`).
+fn logged_at(sets: &[Vec<KeyValue>], i: usize) -> u64 {
+    nth(sets, i).first().map_or(0, |kv| rev(kv.mod_revision()))
+}
+
 pub(crate) fn decode_meta(kv: &KeyValue) -> Result<(u64, MetaRec)> {
     Ok((
         rev(kv.mod_revision()),
@@ -194,13 +199,21 @@ impl Core {
         self.read_meta(group).await
     }
 
+    /// A get of the change log's revision, to read with a group: every
+    /// change to a meta or member writes the log, so once the replica has
+    /// reached that revision it holds what the read saw (a read's own
+    /// revision may be one the watch never delivers).
+    fn log_revision(&self) -> TxnOp {
+        TxnOp::get(self.keys.log(), Some(GetOptions::new().with_keys_only()))
+    }
+
     async fn read_meta(&self, group: &str) -> Result<Option<(u64, MetaRec)>> {
-        let resp = self
-            .get(self.keys.meta(group), None)
-            .await
-            .map_err(etcd_err("reading a group"))?;
-        let at = resp.header().map_or(0, |h| rev(h.revision()));
-        let Some(kv) = resp.kvs().first() else {
+        let read =
+            Txn::new().and_then([TxnOp::get(self.keys.meta(group), None), self.log_revision()]);
+        let resp = self.txn(read).await.map_err(etcd_err("reading a group"))?;
+        let sets = gets(&resp);
+        let at = logged_at(&sets, 1);
+        let Some(kv) = nth(&sets, 0).first() else {
             self.remember(group, at, None);
             return Ok(None);
         };
@@ -432,6 +445,7 @@ impl Core {
                     )),
                 }
                 let touched: Vec<String> = chunk.to_vec();
+                let logged = !change.events.is_empty();
                 let resp = self.commit(change, "removing a task's memberships").await?;
                 // (A lost answer of an applied chunk shows as a conflict:
                 // the re-read then finds those memberships gone, and its
@@ -442,7 +456,8 @@ impl Core {
                     conflict = true;
                     break;
                 }
-                for g in &touched {
+                // (A change without events wrote no meta.)
+                for g in touched.iter().filter(|_| logged) {
                     self.remember(g, resp.revision(), None);
                 }
             }
@@ -571,10 +586,11 @@ impl GroupStore for EtcdStore {
                 members.clone(),
                 Some(GetOptions::new().with_range(prefix_end(&members))),
             ),
+            core.log_revision(),
         ]);
         let resp = core.txn(txn).await.map_err(etcd_err("reading a group"))?;
-        let at = resp.header().map_or(0, |h| rev(h.revision()));
         let sets = gets(&resp);
+        let at = logged_at(&sets, 2);
         let Some(kv) = nth(&sets, 0).first() else {
             core.remember(group, at, None);
             return Ok(None);
@@ -835,7 +851,10 @@ impl GroupStore for EtcdStore {
                         .await?
                         .is_none_or(|(_, now)| now.instance_of(task).is_none()));
             if done {
-                core.remember(group, resp.revision(), None);
+                // (A repeat that found itself done has just read etcd.)
+                if resp.succeeded() {
+                    core.remember(group, resp.revision(), None);
+                }
                 return Ok(Lookup::Found(removal));
             }
         }
