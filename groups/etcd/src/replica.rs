@@ -177,23 +177,13 @@ impl State {
 
     pub(crate) fn slots(&self, group: &str) -> Option<GroupSlots> {
         let (r, rec) = self.tables.metas.get(group)?;
-        Some(GroupSlots {
-            meta: rec.meta(*r),
-            slots: rec.slots.iter().map(|(i, t)| (*i, TaskId(*t))).collect(),
-        })
+        Some(rec.group_slots(*r))
     }
 
     pub(crate) fn membership(&self, group: &str, task: TaskId) -> Lookup<Membership> {
         match self.tables.metas.get(group) {
             None => Lookup::NoGroup,
-            Some((r, rec)) => match rec.instance_of(task) {
-                None => Lookup::NoEntry,
-                Some(instance) => Lookup::Found(Membership {
-                    instance,
-                    size: rec.size(),
-                    generation: rec.meta(*r).generation,
-                }),
-            },
+            Some((r, rec)) => rec.membership(*r, task),
         }
     }
 

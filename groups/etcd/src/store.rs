@@ -620,10 +620,7 @@ impl GroupStore for EtcdStore {
             .core
             .read_meta(group)
             .await?
-            .map(|(r, rec)| GroupSlots {
-                meta: rec.meta(r),
-                slots: rec.slots.iter().map(|(i, t)| (*i, TaskId(*t))).collect(),
-            }))
+            .map(|(r, rec)| rec.group_slots(r)))
     }
 
     async fn member(&self, group: &str, instance: u32) -> Result<Lookup<Member>> {
@@ -652,14 +649,7 @@ impl GroupStore for EtcdStore {
         }
         Ok(match self.core.read_meta(group).await? {
             None => Lookup::NoGroup,
-            Some((r, rec)) => match rec.instance_of(task) {
-                None => Lookup::NoEntry,
-                Some(instance) => Lookup::Found(Membership {
-                    instance,
-                    size: rec.size(),
-                    generation: rec.meta(r).generation,
-                }),
-            },
+            Some((r, rec)) => rec.membership(r, task),
         })
     }
 

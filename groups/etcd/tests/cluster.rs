@@ -33,16 +33,48 @@ async fn open(urls: &[String], prefix: &str, ttl: u64) -> (Groups, i64) {
     (Groups::new(Box::new(store)), lease)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_stores_on_one_prefix_are_one_namespace() {
-    let etcd = EtcdServer::start();
-    let urls = vec![etcd.client_url.clone()];
+/// Two stores (vmds) on one prefix of a fresh etcd, a task opened on
+/// each.
+struct Pair {
+    _etcd: EtcdServer,
+    a: Groups,
+    b: Groups,
+    ta: TaskId,
+    tb: TaskId,
+}
+
+/// Two stores on one fresh prefix, reaching etcd at `a` and `b`.
+async fn two_stores(a: &str, b: &str) -> (Groups, Groups) {
     let p = prefix();
-    let (a, _) = open(&urls, &p, 10).await;
-    let (b, _) = open(&urls, &p, 10).await;
+    let (a, _) = open(&[a.to_string()], &p, 10).await;
+    let (b, _) = open(&[b.to_string()], &p, 10).await;
+    (a, b)
+}
+
+async fn pair() -> Pair {
+    let etcd = EtcdServer::start();
+    let (a, b) = two_stores(&etcd.client_url, &etcd.client_url).await;
     let (ta, tb) = (TaskId::new_v4(), TaskId::new_v4());
     a.open_task(ta, "host-a").await.unwrap();
     b.open_task(tb, "host-b").await.unwrap();
+    Pair {
+        _etcd: etcd,
+        a,
+        b,
+        ta,
+        tb,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_prefix_are_one_namespace() {
+    let Pair {
+        _etcd,
+        a,
+        b,
+        ta,
+        tb,
+    } = pair().await;
     let mut seen_on_b = b.subscribe();
     let waiter = {
         let b = b.clone();
@@ -422,14 +454,13 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_through_one_store_reach_the_other_stores_lookups() {
-    let etcd = EtcdServer::start();
-    let urls = vec![etcd.client_url.clone()];
-    let p = prefix();
-    let (a, _) = open(&urls, &p, 10).await;
-    let (b, _) = open(&urls, &p, 10).await;
-    let (ta, tb) = (TaskId::new_v4(), TaskId::new_v4());
-    a.open_task(ta, "host-a").await.unwrap();
-    b.open_task(tb, "host-b").await.unwrap();
+    let Pair {
+        _etcd,
+        a,
+        b,
+        ta,
+        tb,
+    } = pair().await;
 
     a.join("reef", ta, Some(3), b"a-end".to_vec())
         .await
@@ -539,13 +570,21 @@ impl Link {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lookups_stay_right_after_etcd_compacted_past_the_replica() {
+/// Store `a` on etcd, store `b` behind a [`Link`], two tasks opened on
+/// `a` and the first in "reef" (endpoint "old"), seen by `b`.
+struct Cut {
+    etcd: EtcdServer,
+    link: Link,
+    a: Groups,
+    b: Groups,
+    ta: TaskId,
+    tb: TaskId,
+}
+
+async fn cut_pair() -> Cut {
     let etcd = EtcdServer::start();
     let link = Link::to(&etcd.client_url).await;
-    let p = prefix();
-    let (a, _) = open(std::slice::from_ref(&etcd.client_url), &p, 10).await;
-    let (b, _) = open(std::slice::from_ref(&link.url), &p, 10).await;
+    let (a, b) = two_stores(&etcd.client_url, &link.url).await;
     let (ta, tb) = (TaskId::new_v4(), TaskId::new_v4());
     a.open_task(ta, "host-a").await.unwrap();
     a.open_task(tb, "host-a").await.unwrap();
@@ -554,6 +593,57 @@ async fn lookups_stay_right_after_etcd_compacted_past_the_replica() {
         b.gettid("reef", 0).await.ok()
     })
     .await;
+    Cut {
+        etcd,
+        link,
+        a,
+        b,
+        ta,
+        tb,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_cut_off_from_etcd_stops_answering_and_catches_up() {
+    let Cut {
+        etcd: _etcd,
+        link,
+        a,
+        b,
+        ta,
+        tb,
+    } = cut_pair().await;
+    link.cut().await;
+    // Cut off, b no longer answers from what it saw (an error, not a
+    // stale member).
+    eventually("b refusing lookups while cut off", || async {
+        matches!(b.gettid("reef", 0).await, Err(GroupError::Store(_))).then_some(())
+    })
+    .await;
+    a.leave("reef", ta).await.unwrap();
+    a.join("lagoon", tb, None, b"new".to_vec()).await.unwrap();
+    link.restore();
+    let m = eventually("a's changes seen by b once back", || async {
+        b.gettid("lagoon", 0).await.ok()
+    })
+    .await;
+    assert_eq!(m.endpoint, b"new");
+    assert!(matches!(
+        b.gsize("reef").await,
+        Err(GroupError::GroupNotFound(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_stay_right_after_etcd_compacted_past_the_replica() {
+    let Cut {
+        etcd,
+        link,
+        a,
+        b,
+        ta,
+        tb,
+    } = cut_pair().await;
 
     // b's watch is cut off while a changes the tables and etcd compacts
     // its history past everything b has seen.
