@@ -23,7 +23,8 @@
 //!   list) are answered from a local replica of the group tables kept by
 //!   the same watch ([`replica`]): read-your-writes for this vmd's changes,
 //!   at most the watch's latency behind other vmds'. Joins and leaves take
-//!   their CAS base from it, so each is one transaction when it is current.
+//!   their CAS base from it, so each is one transaction when it is current;
+//!   a join takes its task's lease from what this store granted.
 //! * **Barriers.** A group's open barrier episode is one key, changed by
 //!   transactions; releases and breaks reach every store's waiters through
 //!   the same log ([`barrier`]).
@@ -53,7 +54,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use isthmus_groups::GroupEvent;
+use isthmus_groups::store::TaskLease;
+use isthmus_groups::{GroupEvent, TaskId};
 use tokio::sync::{broadcast, watch as tokio_watch};
 use tokio::task::JoinHandle;
 use tracing::info;
@@ -139,6 +141,11 @@ pub(crate) struct Core {
     pub(crate) barriers: Arc<barrier::Waiters>,
     /// Withdrawals of dropped barrier calls still running.
     pub(crate) abandoning: tokio_watch::Sender<usize>,
+    /// The leases of the tasks opened through this store, so that a join
+    /// need not read its task's key: kept until the task is closed here or
+    /// its key's deletion comes through the task watch ([`expiry`]), and
+    /// used only while the replica is current (the watches follow etcd).
+    pub(crate) own_tasks: Mutex<HashMap<TaskId, TaskLease>>,
 }
 
 /// A group as this store last saw it in etcd.
@@ -216,6 +223,7 @@ impl EtcdStore {
             request_timeout: config.request_timeout,
             barriers: Arc::clone(&barriers),
             abandoning: tokio_watch::Sender::new(0),
+            own_tasks: Mutex::new(HashMap::new()),
         });
         // Tasks whose vmd stayed away past its lease, before we came.
         expiry::sweep(&core).await;

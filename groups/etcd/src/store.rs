@@ -468,6 +468,36 @@ impl Core {
         Err(contention("removing a task's memberships"))
     }
 
+    pub(crate) fn own_tasks(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<TaskId, TaskLease>> {
+        self.own_tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The task's lease as etcd has it.
+    async fn read_lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
+        let core = self;
+        let resp = core
+            .get(core.keys.task(task), None)
+            .await
+            .map_err(etcd_err("reading a task"))?;
+        let Some(kv) = resp.kvs().first() else {
+            return Ok(None);
+        };
+        let rec = TaskRec::decode(kv.key(), kv.value())?;
+        let created = rev(kv.create_revision());
+        let process = rec
+            .pid
+            .zip(rec.uid)
+            .map(|(pid, uid)| TaskProcess { pid, uid });
+        Ok(Some(TaskLease {
+            lease: LeaseId(created),
+            host: rec.host,
+            process,
+            opened_at: seq_at(created),
+        }))
+    }
+
     async fn read_metas(&self, groups: &[String]) -> Result<Vec<Option<(u64, MetaRec)>>> {
         if groups.is_empty() {
             return Ok(Vec::new());
@@ -527,30 +557,29 @@ impl GroupStore for EtcdStore {
         }
         // The lease of a task is its key's incarnation: the revision that
         // created it.
-        Ok(resp.header().map(|h| LeaseId(rev(h.revision()))))
+        let Some(created) = resp.header().map(|h| rev(h.revision())) else {
+            return Ok(None);
+        };
+        core.own_tasks().insert(
+            task,
+            TaskLease {
+                lease: LeaseId(created),
+                host: host.into(),
+                process,
+                opened_at: seq_at(created),
+            },
+        );
+        Ok(Some(LeaseId(created)))
     }
 
     async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
         let core = &self.core;
-        let resp = core
-            .get(core.keys.task(task), None)
-            .await
-            .map_err(etcd_err("reading a task"))?;
-        let Some(kv) = resp.kvs().first() else {
-            return Ok(None);
-        };
-        let rec = TaskRec::decode(kv.key(), kv.value())?;
-        let created = rev(kv.create_revision());
-        let process = rec
-            .pid
-            .zip(rec.uid)
-            .map(|(pid, uid)| TaskProcess { pid, uid });
-        Ok(Some(TaskLease {
-            lease: LeaseId(created),
-            host: rec.host,
-            process,
-            opened_at: seq_at(created),
-        }))
+        if core.replica.is_current() {
+            if let Some(lease) = core.own_tasks().get(&task) {
+                return Ok(Some(lease.clone()));
+            }
+        }
+        core.read_lease(task).await
     }
 
     async fn held_tasks(&self) -> Result<Vec<TaskId>> {
@@ -571,6 +600,8 @@ impl GroupStore for EtcdStore {
     }
 
     async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>> {
+        // Forgotten first: from here on etcd says whether it is open.
+        self.core.own_tasks().remove(&task);
         self.core.remove_all(task, died, true).await
     }
 
@@ -793,8 +824,9 @@ impl GroupStore for EtcdStore {
                     }
                 }
             }
-            // Which compare failed: the task's, or the group's?
-            return Ok(match self.lease(task).await? {
+            // Which compare failed: the task's, or the group's? (etcd's
+            // answer, not this store's memory of the task.)
+            return Ok(match core.read_lease(task).await? {
                 Some(l) if l.lease == lease => CreateOutcome::Conflict,
                 _ => CreateOutcome::LeaseGone,
             });

@@ -697,3 +697,22 @@ async fn lookups_stay_right_after_etcd_compacted_past_the_replica() {
     assert_eq!(b.join("lagoon", tc, None, vec![]).await.unwrap(), 0);
     assert_eq!(b.gsize("lagoon").await.unwrap(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_closed_through_the_other_store_is_gone_for_its_own() {
+    let Pair {
+        _etcd, a, b, ta, ..
+    } = pair().await;
+    assert!(a.task_lease(ta).await.unwrap().is_some());
+    b.close_task(ta, false).await.unwrap();
+    // However soon a hears of it, a join of the task fails...
+    assert!(matches!(
+        a.join("reef", ta, None, vec![]).await,
+        Err(GroupError::TaskNotFound(t)) if t == ta
+    ));
+    // ...and a's lookups of it follow.
+    eventually("the closed task gone from a", || async {
+        a.task_lease(ta).await.unwrap().is_none().then_some(())
+    })
+    .await;
+}
