@@ -205,7 +205,8 @@ impl Core {
                 return Ok(Lookup::NoGroup);
             };
             let (r, rec) = decode_meta(kv)?;
-            self.remember(group, r, Some(&rec));
+            // (Seen at its own revision: one the replica reaches.)
+            self.remember(group, r, Some((r, &rec)));
             let Some(instance) = rec.instance_of(task) else {
                 return Ok(Lookup::NoEntry);
             };

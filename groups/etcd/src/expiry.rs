@@ -59,6 +59,8 @@ pub(crate) async fn follow(core: Arc<Core>, mut next: i64) {
                     Ok(Some(resp)) => {
                         if resp.canceled() {
                             next = next.max(resp.compact_revision());
+                            // Which keys went is unknown: read them again.
+                            core.own_tasks().clear();
                             // Deletions in the compacted part: sweep them all.
                             sweep(&core).await;
                             break;
@@ -68,6 +70,7 @@ pub(crate) async fn follow(core: Arc<Core>, mut next: i64) {
                             next = next.max(kv.mod_revision() + 1);
                             if ev.event_type() == EventType::Delete {
                                 if let Some(task) = core.keys.task_of(kv.key()) {
+                                    core.own_tasks().remove(&task);
                                     expire(&core, task).await;
                                 }
                             }

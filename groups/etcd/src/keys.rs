@@ -52,6 +52,28 @@ impl Keys {
         format!("{}m/{group}\0", self.prefix)
     }
 
+    pub(crate) fn all_members(&self) -> String {
+        format!("{}m/", self.prefix)
+    }
+
+    /// `(group, instance)` of a member key.
+    pub(crate) fn member_of<'k>(&self, key: &'k [u8]) -> Option<(&'k str, u32)> {
+        let rest = key.strip_prefix(self.all_members().as_bytes())?;
+        let at = rest.iter().rposition(|b| *b == 0)?;
+        let (group, hex) = rest.split_at(at);
+        let hex = std::str::from_utf8(hex.get(1..)?).ok()?;
+        Some((
+            std::str::from_utf8(group).ok()?,
+            u32::from_str_radix(hex, 16).ok()?,
+        ))
+    }
+
+    /// The range the change-log watch covers: metas, the log and members,
+    /// and no other key (`g/` < `log` < `m/`, nothing else between).
+    pub(crate) fn watched(&self) -> (String, Vec<u8>) {
+        (self.metas(), prefix_end(&self.all_members()))
+    }
+
     pub(crate) fn task(&self, task: TaskId) -> String {
         format!("{}t/{task}", self.prefix)
     }
@@ -127,5 +149,16 @@ mod tests {
         // A group whose name extends another's is not inside its range.
         assert!(!k.member("ab", 0).starts_with(&k.members("a")));
         assert_eq!(prefix_end("a/"), b"a0".to_vec());
+        assert_eq!(
+            k.member_of(k.member("a/b c", 0x1f).as_bytes()),
+            Some(("a/b c", 0x1f))
+        );
+        let (from, to) = k.watched();
+        for key in [k.meta("g"), k.log(), k.member("g", 3)] {
+            assert!(key.as_bytes() >= from.as_bytes() && key.as_bytes() < to.as_slice());
+        }
+        for key in [k.task(t), k.task_group(t, "g"), k.barrier("g")] {
+            assert!(!(key.as_bytes() >= from.as_bytes() && key.as_bytes() < to.as_slice()));
+        }
     }
 }

@@ -19,6 +19,12 @@
 //!   store watches it from the revision it last saw, so a watch that breaks
 //!   and reconnects misses nothing ([`watch`]). An event's `seq` is
 //!   `revision << 12 | index in the transaction`.
+//! * **Reads.** Lookups (by name, instance or task; sizes; tables; the
+//!   list) are answered from a local replica of the group tables kept by
+//!   the same watch ([`replica`]): read-your-writes for this vmd's changes,
+//!   at most the watch's latency behind other vmds'. Joins and leaves take
+//!   their CAS base from it, so each is one transaction when it is current;
+//!   a join takes its task's lease from what this store granted.
 //! * **Barriers.** A group's open barrier episode is one key, changed by
 //!   transactions; releases and breaks reach every store's waiters through
 //!   the same log ([`barrier`]).
@@ -40,6 +46,7 @@ mod expiry;
 mod keys;
 mod lease;
 mod records;
+mod replica;
 mod store;
 mod watch;
 
@@ -47,7 +54,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use isthmus_groups::GroupEvent;
+use isthmus_groups::store::TaskLease;
+use isthmus_groups::{GroupEvent, TaskId};
 use tokio::sync::{broadcast, watch as tokio_watch};
 use tokio::task::JoinHandle;
 use tracing::info;
@@ -55,10 +63,11 @@ use tracing::info;
 pub use endpoints::{Endpoints, EtcdTls};
 use keys::Keys;
 use records::MetaRec;
+use replica::Replica;
 
 /// Capacity of the change stream; slow subscribers see `Lagged`.
 const WATCH_CAPACITY: usize = 4096;
-/// Group metas remembered between a read and the CAS that follows it.
+/// Group metas remembered from reads of etcd and this store's commits.
 const META_CACHE: usize = 4096;
 
 /// How to reach etcd and which part of it is this virtual machine's.
@@ -118,9 +127,12 @@ pub(crate) struct Core {
     pub(crate) keys: Keys,
     /// This vmd's etcd lease; its tasks' keys are attached to it.
     pub(crate) lease: i64,
-    /// `group → (mod-revision, meta)` as last read or written here, so that
-    /// a CAS right after a read does not read again.
-    pub(crate) metas: Mutex<HashMap<String, (u64, MetaRec)>>,
+    /// What this store last read from etcd or wrote, per group: a CAS
+    /// right after a read need not read again, and the replica answers
+    /// for the group only once it has caught up with it.
+    pub(crate) metas: Mutex<HashMap<String, Seen>>,
+    /// The group tables, kept by the change-log watch.
+    pub(crate) replica: Arc<Replica>,
     /// The last change-log revision whose events went out on the store's
     /// channel: a change returns only once its own events have, as with
     /// the in-memory store, so a subscriber that subscribes after a call
@@ -132,6 +144,19 @@ pub(crate) struct Core {
     pub(crate) barriers: Arc<barrier::Waiters>,
     /// Withdrawals of dropped barrier calls still running.
     pub(crate) abandoning: tokio_watch::Sender<usize>,
+    /// The leases of the tasks opened through this store, so that a join
+    /// need not read its task's key: kept until the task is closed here or
+    /// its key's deletion comes through the task watch ([`expiry`]), and
+    /// used only while the replica is current (the watches follow etcd).
+    pub(crate) own_tasks: Mutex<HashMap<TaskId, TaskLease>>,
+}
+
+/// A group as this store last saw it in etcd.
+pub(crate) struct Seen {
+    /// The revision at which it was read or written.
+    pub(crate) at: u64,
+    /// Its meta then, with its mod-revision, if known.
+    pub(crate) meta: Option<(u64, MetaRec)>,
 }
 
 /// A vmd's connection to etcd: the members (with failover), its lease and
@@ -183,14 +208,13 @@ impl EtcdStore {
             }
         };
         let keys = Keys::new(&config.prefix);
-        // Events from here on: the log is watched from the next revision.
-        let head = endpoints::first_answer(&etcd, |mut c| {
-            let log = keys.log();
-            async move { c.get(log, None).await }
-        })
-        .await
-        .map_err(request("reading the change log"))?;
-        let start = head.header().map(|h| h.revision()).unwrap_or(0) + 1;
+        // The tables as of now; changes (and events) from the next revision.
+        let tables = replica::load(&etcd, &keys, None)
+            .await
+            .map_err(request("reading the group tables"))?;
+        let start = i64::try_from(tables.revision()).unwrap_or(i64::MAX - 1) + 1;
+        let replica = Arc::new(Replica::default());
+        replica.replace(tables, true);
         let lease = lease::acquire(&etcd, &config)
             .await
             .map_err(request("granting the vmd's lease"))?;
@@ -201,10 +225,12 @@ impl EtcdStore {
             keys: keys.clone(),
             lease,
             metas: Mutex::new(HashMap::new()),
+            replica: Arc::clone(&replica),
             delivered,
             request_timeout: config.request_timeout,
             barriers: Arc::clone(&barriers),
             abandoning: tokio_watch::Sender::new(0),
+            own_tasks: Mutex::new(HashMap::new()),
         });
         // Tasks whose vmd stayed away past its lease, before we came.
         expiry::sweep(&core).await;
@@ -221,9 +247,12 @@ impl EtcdStore {
                 etcd,
                 keys,
                 start,
-                events.clone(),
-                barriers,
-                delivered_tx,
+                watch::Outlets {
+                    events: events.clone(),
+                    barriers,
+                    delivered: delivered_tx,
+                    replica,
+                },
             )),
             tokio::spawn(expiry::follow(Arc::clone(&core), start)),
         ];

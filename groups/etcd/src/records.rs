@@ -9,7 +9,7 @@
 //! ([`MetaRec::settle`]).
 
 use isthmus_groups::store::barrier::Episode;
-use isthmus_groups::store::{GroupMeta, LostMember};
+use isthmus_groups::store::{GroupMeta, GroupSlots, Lookup, LostMember, Membership};
 use isthmus_groups::{GroupError, GroupEvent, GroupEventKind, Member, Result, TaskId};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -110,6 +110,26 @@ impl MetaRec {
 
     pub(crate) fn instance_of(&self, task: TaskId) -> Option<u32> {
         self.slots.iter().find(|(_, t)| *t == task.0).map(|s| s.0)
+    }
+
+    /// The group as a join sees it, at `mod_revision`.
+    pub(crate) fn group_slots(&self, mod_revision: u64) -> GroupSlots {
+        GroupSlots {
+            meta: self.meta(mod_revision),
+            slots: self.slots.iter().map(|(i, t)| (*i, TaskId(*t))).collect(),
+        }
+    }
+
+    /// The membership of `task`, at `mod_revision`.
+    pub(crate) fn membership(&self, mod_revision: u64, task: TaskId) -> Lookup<Membership> {
+        match self.instance_of(task) {
+            None => Lookup::NoEntry,
+            Some(instance) => Lookup::Found(Membership {
+                instance,
+                size: self.size(),
+                generation: self.meta(mod_revision).generation,
+            }),
+        }
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {

@@ -1,10 +1,15 @@
 //! The store trait's operations as etcd transactions (see `keys` for the
 //! layout and `records` for the values).
 //!
-//! Every change reads the group's meta (or takes it from the cache filled
-//! by the read just before), decides, and commits one transaction that
-//! compares the meta's mod-revision: the CAS of the trait. Each successful
-//! transaction also writes its events to the log key.
+//! Every change takes the group's meta from the replica (or from the read
+//! or commit just before, or reads it), decides, and commits one
+//! transaction that compares the meta's mod-revision: the CAS of the trait.
+//! A compare that fails reads etcd before deciding again, so a replica
+//! behind other vmds' changes costs a retry, never a wrong answer. Each
+//! successful transaction also writes its events to the log key.
+//!
+//! Lookups are answered from the replica ([`crate::replica`]) when it may
+//! answer for the group ([`Core::view`]), else from etcd.
 
 use async_trait::async_trait;
 use etcd_client::{
@@ -23,7 +28,8 @@ use crate::records::{
     decode_member, encode_log, encode_member, rev, seq_at, BrokenRec, EventRec, KindRec, MetaRec,
     TaskRec, MAX_EVENTS_PER_TXN,
 };
-use crate::{Core, EtcdStore, META_CACHE};
+use crate::replica::{summary, State};
+use crate::{Core, EtcdStore, Seen, META_CACHE};
 
 /// Groups whose memberships one transaction removes (each costs three
 /// operations; etcd allows 128 per transaction by default).
@@ -58,25 +64,16 @@ pub(crate) fn nth(sets: &[Vec<KeyValue>], i: usize) -> &[KeyValue] {
     sets.get(i).map(Vec::as_slice).unwrap_or_default()
 }
 
+/// The change log's revision in the `i`-th get (see `Core::log_revision`).
+fn logged_at(sets: &[Vec<KeyValue>], i: usize) -> u64 {
+    nth(sets, i).first().map_or(0, |kv| rev(kv.mod_revision()))
+}
+
 pub(crate) fn decode_meta(kv: &KeyValue) -> Result<(u64, MetaRec)> {
     Ok((
         rev(kv.mod_revision()),
         MetaRec::decode(kv.key(), kv.value())?,
     ))
-}
-
-fn instance_of_member_key(key: &[u8]) -> Option<u32> {
-    let hex = key.rsplit(|b| *b == 0).next()?;
-    u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
-}
-
-fn summary(name: &str, rec: &MetaRec) -> GroupSummary {
-    GroupSummary {
-        name: name.to_string(),
-        size: rec.size(),
-        frozen: rec.frozen.is_some(),
-        broken: rec.broken.is_some(),
-    }
 }
 
 /// A committed transaction's answer, and whether an earlier attempt of it
@@ -160,46 +157,77 @@ impl Core {
         .await
     }
 
+    fn seen(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Seen>> {
+        self.metas.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn cached(&self, group: &str, revision: u64) -> Option<MetaRec> {
-        let metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
-        match metas.get(group) {
+        match &self.seen().get(group)?.meta {
             Some((r, rec)) if *r == revision => Some(rec.clone()),
             _ => None,
         }
     }
 
-    pub(crate) fn remember(&self, group: &str, revision: u64, rec: Option<&MetaRec>) {
-        let mut metas = self.metas.lock().unwrap_or_else(|p| p.into_inner());
-        match rec {
-            Some(rec) => {
-                if metas.len() >= META_CACHE && !metas.contains_key(group) {
-                    metas.clear();
-                }
-                metas.insert(group.to_string(), (revision, rec.clone()));
-            }
-            None => {
-                metas.remove(group);
-            }
+    /// Notes that `group` was as `meta` (`None`: absent, or not known) at
+    /// revision `at`, read from etcd or written by this store.
+    pub(crate) fn remember(&self, group: &str, at: u64, meta: Option<(u64, &MetaRec)>) {
+        let mut metas = self.seen();
+        if metas.len() >= META_CACHE && !metas.contains_key(group) {
+            metas.clear();
+        }
+        let meta = meta.map(|(r, rec)| (r, rec.clone()));
+        let seen = metas
+            .entry(group.to_string())
+            .or_insert(Seen { at, meta: None });
+        if seen.at <= at {
+            *seen = Seen { at, meta };
         }
     }
 
+    /// The replica, if it may answer for `group`: current, and at least as
+    /// recent as what this store last read or wrote of it.
+    pub(crate) fn view(&self, group: &str) -> Option<std::sync::MutexGuard<'_, State>> {
+        let seen = self.seen().get(group).map_or(0, |s| s.at);
+        self.replica.view(seen).filter(|v| v.knows(group))
+    }
+
+    /// The group's meta: from the replica if it may answer, else etcd.
+    async fn current_meta(&self, group: &str) -> Result<Option<(u64, MetaRec)>> {
+        if let Some(view) = self.view(group) {
+            return Ok(view.meta(group));
+        }
+        self.read_meta(group).await
+    }
+
+    /// A get of the change log's revision, to read with a group: every
+    /// change to a meta or member writes the log, so once the replica has
+    /// reached that revision it holds what the read saw (a read's own
+    /// revision may be one the watch never delivers).
+    fn log_revision(&self) -> TxnOp {
+        TxnOp::get(self.keys.log(), Some(GetOptions::new().with_keys_only()))
+    }
+
     async fn read_meta(&self, group: &str) -> Result<Option<(u64, MetaRec)>> {
-        let resp = self
-            .get(self.keys.meta(group), None)
-            .await
-            .map_err(etcd_err("reading a group"))?;
-        let Some(kv) = resp.kvs().first() else {
-            self.remember(group, 0, None);
+        let read =
+            Txn::new().and_then([TxnOp::get(self.keys.meta(group), None), self.log_revision()]);
+        let resp = self.txn(read).await.map_err(etcd_err("reading a group"))?;
+        let sets = gets(&resp);
+        let at = logged_at(&sets, 1);
+        let Some(kv) = nth(&sets, 0).first() else {
+            self.remember(group, at, None);
             return Ok(None);
         };
         let (r, rec) = decode_meta(kv)?;
-        self.remember(group, r, Some(&rec));
+        self.remember(group, at, Some((r, &rec)));
         Ok(Some((r, rec)))
     }
 
-    /// The meta at exactly `revision`, from the cache or etcd; `None` if
-    /// the group is no longer at that revision.
+    /// The meta at exactly `revision`, from the replica, the cache or
+    /// etcd; `None` if the group is no longer at that revision.
     async fn meta_at(&self, group: &str, revision: u64) -> Result<Option<MetaRec>> {
+        if let Some(rec) = self.replica.exact(group, revision) {
+            return Ok(Some(rec));
+        }
         if let Some(rec) = self.cached(group, revision) {
             return Ok(Some(rec));
         }
@@ -417,6 +445,7 @@ impl Core {
                     )),
                 }
                 let touched: Vec<String> = chunk.to_vec();
+                let logged = !change.events.is_empty();
                 let resp = self.commit(change, "removing a task's memberships").await?;
                 // (A lost answer of an applied chunk shows as a conflict:
                 // the re-read then finds those memberships gone, and its
@@ -427,8 +456,9 @@ impl Core {
                     conflict = true;
                     break;
                 }
-                for g in &touched {
-                    self.remember(g, 0, None);
+                // (A change without events wrote no meta.)
+                for g in touched.iter().filter(|_| logged) {
+                    self.remember(g, resp.revision(), None);
                 }
             }
             if !conflict {
@@ -436,6 +466,36 @@ impl Core {
             }
         }
         Err(contention("removing a task's memberships"))
+    }
+
+    pub(crate) fn own_tasks(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<TaskId, TaskLease>> {
+        self.own_tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The task's lease as etcd has it.
+    async fn read_lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
+        let core = self;
+        let resp = core
+            .get(core.keys.task(task), None)
+            .await
+            .map_err(etcd_err("reading a task"))?;
+        let Some(kv) = resp.kvs().first() else {
+            return Ok(None);
+        };
+        let rec = TaskRec::decode(kv.key(), kv.value())?;
+        let created = rev(kv.create_revision());
+        let process = rec
+            .pid
+            .zip(rec.uid)
+            .map(|(pid, uid)| TaskProcess { pid, uid });
+        Ok(Some(TaskLease {
+            lease: LeaseId(created),
+            host: rec.host,
+            process,
+            opened_at: seq_at(created),
+        }))
     }
 
     async fn read_metas(&self, groups: &[String]) -> Result<Vec<Option<(u64, MetaRec)>>> {
@@ -497,30 +557,29 @@ impl GroupStore for EtcdStore {
         }
         // The lease of a task is its key's incarnation: the revision that
         // created it.
-        Ok(resp.header().map(|h| LeaseId(rev(h.revision()))))
+        let Some(created) = resp.header().map(|h| rev(h.revision())) else {
+            return Ok(None);
+        };
+        core.own_tasks().insert(
+            task,
+            TaskLease {
+                lease: LeaseId(created),
+                host: host.into(),
+                process,
+                opened_at: seq_at(created),
+            },
+        );
+        Ok(Some(LeaseId(created)))
     }
 
     async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
         let core = &self.core;
-        let resp = core
-            .get(core.keys.task(task), None)
-            .await
-            .map_err(etcd_err("reading a task"))?;
-        let Some(kv) = resp.kvs().first() else {
-            return Ok(None);
-        };
-        let rec = TaskRec::decode(kv.key(), kv.value())?;
-        let created = rev(kv.create_revision());
-        let process = rec
-            .pid
-            .zip(rec.uid)
-            .map(|(pid, uid)| TaskProcess { pid, uid });
-        Ok(Some(TaskLease {
-            lease: LeaseId(created),
-            host: rec.host,
-            process,
-            opened_at: seq_at(created),
-        }))
+        if core.replica.is_current() {
+            if let Some(lease) = core.own_tasks().get(&task) {
+                return Ok(Some(lease.clone()));
+            }
+        }
+        core.read_lease(task).await
     }
 
     async fn held_tasks(&self) -> Result<Vec<TaskId>> {
@@ -541,11 +600,16 @@ impl GroupStore for EtcdStore {
     }
 
     async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>> {
+        // Forgotten first: from here on etcd says whether it is open.
+        self.core.own_tasks().remove(&task);
         self.core.remove_all(task, died, true).await
     }
 
     async fn snapshot(&self, group: &str) -> Result<Option<GroupSnapshot>> {
         let core = &self.core;
+        if let Some(view) = core.view(group) {
+            return Ok(view.snapshot(group));
+        }
         let members = core.keys.members(group);
         let txn = Txn::new().and_then([
             TxnOp::get(core.keys.meta(group), None),
@@ -553,17 +617,22 @@ impl GroupStore for EtcdStore {
                 members.clone(),
                 Some(GetOptions::new().with_range(prefix_end(&members))),
             ),
+            core.log_revision(),
         ]);
         let resp = core.txn(txn).await.map_err(etcd_err("reading a group"))?;
         let sets = gets(&resp);
+        let at = logged_at(&sets, 2);
         let Some(kv) = nth(&sets, 0).first() else {
+            core.remember(group, at, None);
             return Ok(None);
         };
         let (r, rec) = decode_meta(kv)?;
-        core.remember(group, r, Some(&rec));
+        core.remember(group, at, Some((r, &rec)));
         let mut list = Vec::new();
         for kv in nth(&sets, 1) {
-            let instance = instance_of_member_key(kv.key())
+            let (_, instance) = core
+                .keys
+                .member_of(kv.key())
                 .ok_or_else(|| crate::records::corrupt("member key", kv.key(), "no instance"))?;
             list.push(decode_member(kv.key(), kv.value(), instance)?);
         }
@@ -575,18 +644,21 @@ impl GroupStore for EtcdStore {
     }
 
     async fn slots(&self, group: &str) -> Result<Option<GroupSlots>> {
+        if let Some(view) = self.core.view(group) {
+            return Ok(view.slots(group));
+        }
         Ok(self
             .core
             .read_meta(group)
             .await?
-            .map(|(r, rec)| GroupSlots {
-                meta: rec.meta(r),
-                slots: rec.slots.iter().map(|(i, t)| (*i, TaskId(*t))).collect(),
-            }))
+            .map(|(r, rec)| rec.group_slots(r)))
     }
 
     async fn member(&self, group: &str, instance: u32) -> Result<Lookup<Member>> {
         let core = &self.core;
+        if let Some(view) = core.view(group) {
+            return Ok(view.member(group, instance));
+        }
         let txn = Txn::new().and_then([
             TxnOp::get(core.keys.meta(group), None),
             TxnOp::get(core.keys.member(group, instance), None),
@@ -603,16 +675,12 @@ impl GroupStore for EtcdStore {
     }
 
     async fn membership(&self, group: &str, task: TaskId) -> Result<Lookup<Membership>> {
+        if let Some(view) = self.core.view(group) {
+            return Ok(view.membership(group, task));
+        }
         Ok(match self.core.read_meta(group).await? {
             None => Lookup::NoGroup,
-            Some((r, rec)) => match rec.instance_of(task) {
-                None => Lookup::NoEntry,
-                Some(instance) => Lookup::Found(Membership {
-                    instance,
-                    size: rec.size(),
-                    generation: rec.meta(r).generation,
-                }),
-            },
+            Some((r, rec)) => rec.membership(r, task),
         })
     }
 
@@ -622,6 +690,11 @@ impl GroupStore for EtcdStore {
 
     async fn list_page(&self, after: &str, limit: usize) -> Result<Vec<GroupSummary>> {
         let core = &self.core;
+        // The replica, unless this store knows of a newer group anywhere.
+        let seen = core.seen().values().map(|s| s.at).max().unwrap_or(0);
+        if let Some(page) = core.replica.view(seen).and_then(|v| v.page(after, limit)) {
+            return Ok(page);
+        }
         let metas = core.keys.metas();
         // The first key after `after`: names have no control characters.
         let from = if after.is_empty() {
@@ -736,9 +809,12 @@ impl GroupStore for EtcdStore {
         ];
         let resp = core.commit(change, "joining a group").await?;
         if !resp.succeeded() {
+            // Read etcd (and note what it holds), so that the caller's
+            // next decision is not made on a replica behind the group.
+            let now = core.read_meta(group).await?;
             if resp.repeated {
                 // An attempt whose answer was lost may have joined already.
-                if let Some((r, now)) = core.read_meta(group).await? {
+                if let Some((r, now)) = now {
                     if now.instance_of(task) == Some(instance) {
                         let generation = now.meta(r).generation;
                         return Ok(CreateOutcome::Created {
@@ -748,8 +824,9 @@ impl GroupStore for EtcdStore {
                     }
                 }
             }
-            // Which compare failed: the task's, or the group's?
-            return Ok(match self.lease(task).await? {
+            // Which compare failed: the task's, or the group's? (etcd's
+            // answer, not this store's memory of the task.)
+            return Ok(match core.read_lease(task).await? {
                 Some(l) if l.lease == lease => CreateOutcome::Conflict,
                 _ => CreateOutcome::LeaseGone,
             });
@@ -759,14 +836,20 @@ impl GroupStore for EtcdStore {
         if rec.generation.is_none() {
             rec.generation = Some(generation);
         }
-        core.remember(group, committed, Some(&rec));
+        core.remember(group, committed, Some((committed, &rec)));
         Ok(CreateOutcome::Created { generation, size })
     }
 
     async fn delete_member(&self, group: &str, task: TaskId) -> Result<Lookup<Removal>> {
         let core = &self.core;
-        for _ in 0..MAX_ATTEMPTS {
-            let Some((r, rec)) = core.read_meta(group).await? else {
+        for attempt in 0..MAX_ATTEMPTS {
+            // The replica first; after a failed compare, etcd.
+            let meta = if attempt == 0 {
+                core.current_meta(group).await?
+            } else {
+                core.read_meta(group).await?
+            };
+            let Some((r, rec)) = meta else {
                 return Ok(Lookup::NoGroup);
             };
             let Some(instance) = rec.instance_of(task) else {
@@ -790,7 +873,10 @@ impl GroupStore for EtcdStore {
                         .await?
                         .is_none_or(|(_, now)| now.instance_of(task).is_none()));
             if done {
-                core.remember(group, 0, None);
+                // (A repeat that found itself done has just read etcd.)
+                if resp.succeeded() {
+                    core.remember(group, resp.revision(), None);
+                }
                 return Ok(Lookup::Found(removal));
             }
         }
@@ -825,7 +911,8 @@ impl GroupStore for EtcdStore {
         change.ops.push(TxnOp::put(meta_key, rec.encode(), None));
         let resp = core.commit(change, "freezing a group").await?;
         if resp.succeeded() {
-            core.remember(group, resp.revision(), Some(&rec));
+            let committed = resp.revision();
+            core.remember(group, committed, Some((committed, &rec)));
             return Ok(true);
         }
         if resp.repeated {

@@ -33,16 +33,48 @@ async fn open(urls: &[String], prefix: &str, ttl: u64) -> (Groups, i64) {
     (Groups::new(Box::new(store)), lease)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_stores_on_one_prefix_are_one_namespace() {
-    let etcd = EtcdServer::start();
-    let urls = vec![etcd.client_url.clone()];
+/// Two stores (vmds) on one prefix of a fresh etcd, a task opened on
+/// each.
+struct Pair {
+    _etcd: EtcdServer,
+    a: Groups,
+    b: Groups,
+    ta: TaskId,
+    tb: TaskId,
+}
+
+/// Two stores on one fresh prefix, reaching etcd at `a` and `b`.
+async fn two_stores(a: &str, b: &str) -> (Groups, Groups) {
     let p = prefix();
-    let (a, _) = open(&urls, &p, 10).await;
-    let (b, _) = open(&urls, &p, 10).await;
+    let (a, _) = open(&[a.to_string()], &p, 10).await;
+    let (b, _) = open(&[b.to_string()], &p, 10).await;
+    (a, b)
+}
+
+async fn pair() -> Pair {
+    let etcd = EtcdServer::start();
+    let (a, b) = two_stores(&etcd.client_url, &etcd.client_url).await;
     let (ta, tb) = (TaskId::new_v4(), TaskId::new_v4());
     a.open_task(ta, "host-a").await.unwrap();
     b.open_task(tb, "host-b").await.unwrap();
+    Pair {
+        _etcd: etcd,
+        a,
+        b,
+        ta,
+        tb,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_prefix_are_one_namespace() {
+    let Pair {
+        _etcd,
+        a,
+        b,
+        ta,
+        tb,
+    } = pair().await;
     let mut seen_on_b = b.subscribe();
     let waiter = {
         let b = b.clone();
@@ -399,4 +431,288 @@ async fn a_withdrawal_that_finds_the_episode_over_hands_over_its_outcome_at_once
         started.elapsed()
     );
     assert_eq!(wait.outcome.try_recv(), Ok(BarrierOutcome::Released));
+}
+
+/// Polls `check` until it returns `Some`, failing after [`GUARD`].
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let found = async {
+        loop {
+            if let Some(t) = check().await {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(GUARD, found)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not within {GUARD:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_through_one_store_reach_the_other_stores_lookups() {
+    let Pair {
+        _etcd,
+        a,
+        b,
+        ta,
+        tb,
+    } = pair().await;
+
+    a.join("reef", ta, Some(3), b"a-end".to_vec())
+        .await
+        .unwrap();
+    let m = eventually("a's join seen by b", || async {
+        b.gettid("reef", 3).await.ok()
+    })
+    .await;
+    assert_eq!((m.task, m.host.as_str()), (ta, "host-a"));
+    assert_eq!(m.endpoint, b"a-end");
+    assert_eq!(b.getinst("reef", ta).await.unwrap(), 3);
+    assert_eq!(b.gsize("reef").await.unwrap(), 1);
+
+    // b joins on top of what it has seen; a sees that (its own lookups
+    // after its own changes need no waiting: read-your-writes).
+    assert_eq!(
+        b.join("reef", tb, None, b"b-end".to_vec()).await.unwrap(),
+        0
+    );
+    assert_eq!(b.gsize("reef").await.unwrap(), 2);
+    eventually("b's join seen by a", || async {
+        (a.gsize("reef").await.ok() == Some(2)).then_some(())
+    })
+    .await;
+    let table = a.table("reef").await.unwrap();
+    let seen: Vec<_> = table
+        .members
+        .iter()
+        .map(|m| (m.instance, m.task, m.endpoint.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![(0, tb, b"b-end".to_vec()), (3, ta, b"a-end".to_vec())]
+    );
+
+    // Leaves, down to destruction, reach the other side too.
+    a.leave("reef", ta).await.unwrap();
+    eventually("a's leave seen by b", || async {
+        matches!(
+            b.gettid("reef", 3).await,
+            Err(GroupError::InstanceNotFound { .. })
+        )
+        .then_some(())
+    })
+    .await;
+    b.leave("reef", tb).await.unwrap();
+    assert!(matches!(
+        b.gsize("reef").await,
+        Err(GroupError::GroupNotFound(_))
+    ));
+    eventually("the group's end seen by a", || async {
+        a.list().await.unwrap().is_empty().then_some(())
+    })
+    .await;
+}
+
+/// A TCP forwarder to one etcd member that can cut every connection
+/// through it and refuse new ones for a while: a vmd cut off from etcd.
+struct Link {
+    url: String,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    flows: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Link {
+    async fn to(url: &str) -> Link {
+        let target = url.trim_start_matches("http://").to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let here = listener.local_addr().unwrap();
+        let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let flows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (is_open, all) = (open.clone(), flows.clone());
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if !is_open.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue; // dropped: refused
+                }
+                let target = target.clone();
+                let flow = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                all.lock().unwrap().push(flow);
+            }
+        });
+        Link {
+            url: format!("http://{here}"),
+            open,
+            flows,
+        }
+    }
+
+    /// Closes every connection through the link and refuses new ones;
+    /// returns once they are closed.
+    async fn cut(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        let flows: Vec<_> = self.flows.lock().unwrap().drain(..).collect();
+        for f in flows {
+            f.abort();
+            let _ = f.await;
+        }
+    }
+
+    fn restore(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Store `a` on etcd, store `b` behind a [`Link`], two tasks opened on
+/// `a` and the first in "reef" (endpoint "old"), seen by `b`.
+struct Cut {
+    etcd: EtcdServer,
+    link: Link,
+    a: Groups,
+    b: Groups,
+    ta: TaskId,
+    tb: TaskId,
+}
+
+async fn cut_pair() -> Cut {
+    let etcd = EtcdServer::start();
+    let link = Link::to(&etcd.client_url).await;
+    let (a, b) = two_stores(&etcd.client_url, &link.url).await;
+    let (ta, tb) = (TaskId::new_v4(), TaskId::new_v4());
+    a.open_task(ta, "host-a").await.unwrap();
+    a.open_task(tb, "host-a").await.unwrap();
+    a.join("reef", ta, None, b"old".to_vec()).await.unwrap();
+    eventually("a's join seen by b", || async {
+        b.gettid("reef", 0).await.ok()
+    })
+    .await;
+    Cut {
+        etcd,
+        link,
+        a,
+        b,
+        ta,
+        tb,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_cut_off_from_etcd_stops_answering_and_catches_up() {
+    let Cut {
+        etcd: _etcd,
+        link,
+        a,
+        b,
+        ta,
+        tb,
+    } = cut_pair().await;
+    link.cut().await;
+    // Cut off, b no longer answers from what it saw (an error, not a
+    // stale member).
+    eventually("b refusing lookups while cut off", || async {
+        matches!(b.gettid("reef", 0).await, Err(GroupError::Store(_))).then_some(())
+    })
+    .await;
+    a.leave("reef", ta).await.unwrap();
+    a.join("lagoon", tb, None, b"new".to_vec()).await.unwrap();
+    link.restore();
+    let m = eventually("a's changes seen by b once back", || async {
+        b.gettid("lagoon", 0).await.ok()
+    })
+    .await;
+    assert_eq!(m.endpoint, b"new");
+    assert!(matches!(
+        b.gsize("reef").await,
+        Err(GroupError::GroupNotFound(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_stay_right_after_etcd_compacted_past_the_replica() {
+    let Cut {
+        etcd,
+        link,
+        a,
+        b,
+        ta,
+        tb,
+    } = cut_pair().await;
+
+    // b's watch is cut off while a changes the tables and etcd compacts
+    // its history past everything b has seen.
+    link.cut().await;
+    a.leave("reef", ta).await.unwrap();
+    a.join("lagoon", tb, Some(5), b"new".to_vec())
+        .await
+        .unwrap();
+    a.join("atoll", ta, None, b"ta".to_vec()).await.unwrap();
+    let mut etcd_client = etcd_client::Client::connect([&etcd.client_url], None)
+        .await
+        .unwrap();
+    let head = etcd_client.get("/", None).await.unwrap();
+    let head = head.header().unwrap().revision();
+    etcd_client
+        .compact(
+            head,
+            Some(etcd_client::CompactionOptions::new().with_physical()),
+        )
+        .await
+        .unwrap();
+    link.restore();
+
+    let m = eventually("the changes seen by b after the compaction", || async {
+        b.gettid("lagoon", 5).await.ok()
+    })
+    .await;
+    assert_eq!((m.task, m.endpoint.as_slice()), (tb, b"new".as_slice()));
+    assert!(matches!(
+        b.gettid("reef", 0).await,
+        Err(GroupError::GroupNotFound(_))
+    ));
+    assert_eq!(b.getinst("atoll", ta).await.unwrap(), 0);
+    let names: Vec<String> = b
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| g.name)
+        .collect();
+    assert_eq!(names, ["atoll", "lagoon"]);
+
+    // The watch follows again: later changes reach b, and b's own work.
+    a.leave("atoll", ta).await.unwrap();
+    eventually("a later leave seen by b", || async {
+        matches!(b.gsize("atoll").await, Err(GroupError::GroupNotFound(_))).then_some(())
+    })
+    .await;
+    let tc = TaskId::new_v4();
+    b.open_task(tc, "host-b").await.unwrap();
+    assert_eq!(b.join("lagoon", tc, None, vec![]).await.unwrap(), 0);
+    assert_eq!(b.gsize("lagoon").await.unwrap(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_closed_through_the_other_store_is_gone_for_its_own() {
+    let Pair {
+        _etcd, a, b, ta, ..
+    } = pair().await;
+    assert!(a.task_lease(ta).await.unwrap().is_some());
+    b.close_task(ta, false).await.unwrap();
+    // However soon a hears of it, a join of the task fails...
+    assert!(matches!(
+        a.join("reef", ta, None, vec![]).await,
+        Err(GroupError::TaskNotFound(t)) if t == ta
+    ));
+    // ...and a's lookups of it follow.
+    eventually("the closed task gone from a", || async {
+        a.task_lease(ta).await.unwrap().is_none().then_some(())
+    })
+    .await;
 }
