@@ -232,8 +232,6 @@ impl EtcdStore {
             abandoning: tokio_watch::Sender::new(0),
             own_tasks: Mutex::new(HashMap::new()),
         });
-        // Tasks whose vmd stayed away past its lease, before we came.
-        expiry::sweep(&core).await;
         let (events, _) = broadcast::channel(WATCH_CAPACITY);
         let (lost_tx, lost) = tokio_watch::channel(false);
         let background = vec![
@@ -256,6 +254,10 @@ impl EtcdStore {
             )),
             tokio::spawn(expiry::follow(Arc::clone(&core), start)),
         ];
+        // Tasks whose vmd stayed away past its lease, before we came. After
+        // the follower started: each removal waits for its own events to
+        // come back through it.
+        expiry::sweep(&core).await;
         info!(endpoints, prefix = %config.prefix, lease = format!("{lease:x}"), "etcd group store open");
         Ok(EtcdStore {
             core,
