@@ -276,3 +276,50 @@ async fn adding_a_host_starts_its_vmd_and_deleting_it_stops_it() {
     drop((a, etcd));
     drop(hosts);
 }
+
+/// A host whose start command fails is refused with what the command said,
+/// and nothing is added.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_whose_start_command_fails_is_refused_with_its_output() {
+    let etcd = isthmus_testkit::etcd::shared();
+    let p = prefix();
+    let a = Vmd::start(
+        "host-a",
+        &[
+            "--etcd",
+            etcd,
+            "--etcd-prefix",
+            &p,
+            "--host-start",
+            "echo no route to {host} >&2; exit 3",
+        ],
+    );
+    let console = a.console().await;
+    let err = console
+        .add_host(isthmus_types::host::HostDecl {
+            name: "host-z".into(),
+            slots: 0,
+            offers: vec![],
+            addr: String::new(),
+            peer_addr: String::new(),
+        })
+        .await
+        .expect_err("the start command fails");
+    let message = err.to_string();
+    assert!(message.contains("no route to host-z"), "{message}");
+    assert!(message.contains("exit status: 3"), "{message}");
+    let hosts = console.hosts().await.expect("hosts");
+    assert!(!hosts.iter().any(|h| h.name == "host-z"), "{hosts:?}");
+    // A name that is not a host name never reaches the shell.
+    let err = console
+        .add_host(isthmus_types::host::HostDecl {
+            name: "x; rm -rf /".into(),
+            slots: 0,
+            offers: vec![],
+            addr: String::new(),
+            peer_addr: String::new(),
+        })
+        .await
+        .expect_err("an invalid name");
+    assert!(err.to_string().contains("not valid"), "{err}");
+}
