@@ -154,10 +154,8 @@ impl Federated {
         {
             Answer::Spawned { job, host } => {
                 // Listed here at once, not only when the row's change arrives.
-                if let Ok((jobs, _)) = self.fed.jobs().await {
-                    if let Some(j) = jobs.into_iter().find(|j| j.id == job) {
-                        self.rm.mirror_job(j);
-                    }
+                if let Ok(Some(row)) = self.fed.job(job).await {
+                    self.rm.mirror_job(row);
                 }
                 Ok((job, host))
             }

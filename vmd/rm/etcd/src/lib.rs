@@ -314,6 +314,21 @@ impl Federation {
         self.delete(self.keys.job(id), "deleting a job row").await
     }
 
+    /// One job row, if there is one.
+    pub async fn job(&self, id: JobId) -> Result<Option<Job>> {
+        let key = self.keys.job(id);
+        let resp = first_answer(&self.conn.etcd, |mut c| {
+            let key = key.clone();
+            async move { c.get(key, None).await }
+        })
+        .await
+        .map_err(etcd("reading a job row"))?;
+        Ok(resp
+            .kvs()
+            .first()
+            .and_then(|kv| decoded(kv.value(), "a job row")))
+    }
+
     /// Every job row, and the revision to follow changes from.
     pub async fn jobs(&self) -> Result<(Vec<Job>, i64)> {
         self.rows(self.keys.jobs(), "reading the job table").await
