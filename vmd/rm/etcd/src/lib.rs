@@ -206,18 +206,24 @@ impl Federation {
     /// Changes of the host table from revision `from` on.
     pub fn follow_hosts(&self, from: i64) -> mpsc::Receiver<HostChange> {
         let keys = self.keys.clone();
-        self.follow_as(self.keys.hosts(), true, from, move |change| match change {
-            Change::Put { value, .. } => {
-                decoded::<HostRow>(&value, "a host row").map(HostChange::Up)
-            }
-            Change::Delete { key, last } => {
-                let name = keys.host_of(&key)?;
-                let leaving = last
-                    .and_then(|v| serde_json::from_slice::<HostRow>(&v).ok())
-                    .is_some_and(|r| r.leaving);
-                Some(HostChange::Gone { name, leaving })
-            }
-        })
+        self.follow_as(
+            self.keys.hosts(),
+            true,
+            from,
+            Vec::new(),
+            move |change| match change {
+                Change::Put { value, .. } => {
+                    decoded::<HostRow>(&value, "a host row").map(HostChange::Up)
+                }
+                Change::Delete { key, last } => {
+                    let name = keys.host_of(&key)?;
+                    let leaving = last
+                        .and_then(|v| serde_json::from_slice::<HostRow>(&v).ok())
+                        .is_some_and(|r| r.leaving);
+                    Some(HostChange::Gone { name, leaving })
+                }
+            },
+        )
     }
 
     /// Every record under `prefix` that decodes, and the revision to
@@ -235,18 +241,27 @@ impl Federation {
         Ok((rows, rev + 1))
     }
 
-    /// Follows `key` (a prefix with `prefix`) from `from`, each change
+    /// Follows `key` (a prefix with `prefix`) from `from`, after the
+    /// changes in `first` (what a read just before `from` found), each
     /// turned into a `T` by `decode` (`None`: skipped).
     fn follow_as<T: Send + 'static>(
         &self,
         key: String,
         prefix: bool,
         from: i64,
+        first: Vec<Change>,
         decode: impl Fn(Change) -> Option<T> + Send + 'static,
     ) -> mpsc::Receiver<T> {
         let mut changes = follow::follow(Arc::clone(&self.conn.etcd), key, prefix, from);
         let (tx, rx) = mpsc::channel(256);
         tokio::spawn(async move {
+            for change in first {
+                if let Some(out) = decode(change) {
+                    if tx.send(out).await.is_err() {
+                        return;
+                    }
+                }
+            }
             while let Some(change) = changes.recv().await {
                 if let Some(out) = decode(change) {
                     if tx.send(out).await.is_err() {
@@ -337,12 +352,18 @@ impl Federation {
     /// Changes of the job table from revision `from` on.
     pub fn follow_jobs(&self, from: i64) -> mpsc::Receiver<JobChange> {
         let keys = self.keys.clone();
-        self.follow_as(self.keys.jobs(), true, from, move |change| match change {
-            Change::Put { value, .. } => {
-                decoded::<Job>(&value, "a job row").map(|j| JobChange::Put(Box::new(j)))
-            }
-            Change::Delete { key, .. } => keys.job_of(&key).map(JobChange::Gone),
-        })
+        self.follow_as(
+            self.keys.jobs(),
+            true,
+            from,
+            Vec::new(),
+            move |change| match change {
+                Change::Put { value, .. } => {
+                    decoded::<Job>(&value, "a job row").map(|j| JobChange::Put(Box::new(j)))
+                }
+                Change::Delete { key, .. } => keys.job_of(&key).map(JobChange::Gone),
+            },
+        )
     }
 
     // ---- events ----
@@ -369,6 +390,7 @@ impl Federation {
             self.keys.events(),
             false,
             from,
+            Vec::new(),
             move |change| match change {
                 Change::Put { value, .. } => {
                     decoded::<EventRec>(&value, "an event record").filter(|rec| rec.host != own)
@@ -455,43 +477,25 @@ impl Federation {
     pub async fn follow_orders(&self) -> Result<mpsc::Receiver<Asked>> {
         let prefix = self.keys.orders_for(&self.host);
         let (waiting, rev) = self.scan(prefix.clone(), "reading waiting orders").await?;
-        let mut changes =
-            follow::follow(Arc::clone(&self.conn.etcd), prefix.clone(), true, rev + 1);
-        let (tx, rx) = mpsc::channel(256);
-        tokio::spawn(async move {
-            let asked = |key: &[u8], value: &[u8]| -> Option<Asked> {
-                let id = std::str::from_utf8(key.strip_prefix(prefix.as_bytes())?).ok()?;
-                match serde_json::from_slice::<OrderRec>(value) {
-                    Ok(rec) => Some(Asked {
-                        id: id.to_string(),
-                        from: rec.from,
-                        order: rec.order,
-                    }),
-                    Err(e) => {
-                        warn!(error = %e, "skipping an order");
-                        None
-                    }
-                }
-            };
-            for (key, value) in waiting {
-                if let Some(a) = asked(&key, &value) {
-                    if tx.send(a).await.is_err() {
-                        return;
-                    }
-                }
-            }
-            while let Some(change) = changes.recv().await {
+        let waiting = waiting
+            .into_iter()
+            .map(|(key, value)| Change::Put { key, value })
+            .collect();
+        let queue = prefix.clone();
+        Ok(
+            self.follow_as(prefix, true, rev + 1, waiting, move |change| {
                 let Change::Put { key, value } = change else {
-                    continue;
+                    return None;
                 };
-                if let Some(a) = asked(&key, &value) {
-                    if tx.send(a).await.is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(rx)
+                let id = std::str::from_utf8(key.strip_prefix(queue.as_bytes())?).ok()?;
+                let rec = decoded::<OrderRec>(&value, "an order")?;
+                Some(Asked {
+                    id: id.to_string(),
+                    from: rec.from,
+                    order: rec.order,
+                })
+            }),
+        )
     }
 
     /// Answers an order and takes it off the queue.
