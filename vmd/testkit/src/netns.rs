@@ -279,8 +279,22 @@ mod tests {
         assert_eq!(lines.next().unwrap().unwrap(), format!("{} hello", a.addr));
         assert!(listener.wait().unwrap().success());
         // A process left inside is killed on drop.
-        let mut sleeper = b.command("sleep").arg("600").spawn().unwrap();
+        let mut sleeper = b.command("sleep").arg("120").spawn().unwrap();
         let pid = sleeper.id();
+        // `ip netns exec` enters the namespace and then becomes `sleep`;
+        // until it has, the namespace does not hold it yet and a drop
+        // could not see it. Wait for the exec (bounded).
+        let entered = Instant::now();
+        while std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|c| c.trim() != "sleep")
+            .unwrap_or(true)
+        {
+            assert!(
+                entered.elapsed() < Duration::from_secs(60),
+                "sleep {pid} never started"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let names: Vec<String> = hosts.hosts().iter().map(|h| h.netns.clone()).collect();
         drop(hosts);
         let status = sleeper.wait().unwrap();
