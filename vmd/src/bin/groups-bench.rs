@@ -91,7 +91,8 @@ async fn main() -> anyhow::Result<()> {
         let result = measure(&addr, &args).await;
         let _ = child.kill();
         let _ = child.wait();
-        Some(result?)
+        let floor = etcd_put_floor(&args.etcd, &prefix, args.iters).await?;
+        Some((result?, floor))
     };
     let pvm = if args.no_pvm {
         BTreeMap::new()
@@ -99,8 +100,8 @@ async fn main() -> anyhow::Result<()> {
         pvm_reference(args.iters)
     };
     print_table(&ours, &pvm);
-    if let Some(etcd) = etcd {
-        print_store_table(&ours, &etcd, &pvm);
+    if let Some((etcd, floor)) = etcd {
+        print_store_table(&ours, &etcd, &pvm, floor);
     }
     Ok(())
 }
@@ -110,6 +111,7 @@ fn print_store_table(
     memory: &[(&str, &str, Stat)],
     etcd: &[(&str, &str, Stat)],
     pvm: &BTreeMap<String, Stat>,
+    put: Stat,
 ) {
     println!();
     println!(
@@ -135,7 +137,45 @@ fn print_store_table(
             ratio
         );
     }
+    println!(
+        "{:<15} {:>12} {:>12.2} {:>13} | {:>12} {:>10}",
+        "etcd put", "-", put.median_us, "-", "-", "-"
+    );
     println!("(medians; etcd: one member on this machine, data on its disk)");
+    // A join and a leave each commit one etcd transaction: their floor is
+    // two puts, whatever the store does around them.
+    if let Some((_, _, jl)) = etcd.iter().find(|(name, _, _)| *name == "join+leave") {
+        println!(
+            "join+leave with etcd = {:.2} x two etcd puts of the same run (its floor)",
+            jl.median_us / (2.0 * put.median_us)
+        );
+    }
+}
+
+/// Median time of one etcd put (a write committed through raft, as a
+/// group change is) from this process, under `prefix`, which is then
+/// deleted: the floor under any change the etcd store makes.
+async fn etcd_put_floor(urls: &[String], prefix: &str, iters: usize) -> anyhow::Result<Stat> {
+    let mut client = etcd_client::Client::connect(urls, None)
+        .await
+        .context("connecting to etcd for the put reference")?;
+    let key = format!("{prefix}/put-floor");
+    let warm = iters / 10 + 10;
+    let mut samples = Vec::with_capacity(iters);
+    for i in 0..iters + warm {
+        let t = Instant::now();
+        tokio::time::timeout(WAIT, client.put(key.as_str(), i.to_string(), None))
+            .await
+            .context("an etcd put took over 30 s")??;
+        if i >= warm {
+            samples.push(t.elapsed());
+        }
+    }
+    let all = etcd_client::DeleteOptions::new().with_prefix();
+    tokio::time::timeout(WAIT, client.delete(prefix, Some(all)))
+        .await
+        .context("deleting the benchmark's prefix took over 30 s")??;
+    Ok(stat(samples))
 }
 
 async fn measure(
