@@ -250,10 +250,10 @@ impl InterComm {
         self.rendezvous_blocking(&conn, hdr, ep.process, dest, payload, None)
     }
 
-    /// Whether a message of `len` bytes goes eagerly: within the eager limit
-    /// and the receiver's credit (which it then spends).
+    /// Whether a message of `len` bytes goes eagerly: within the (large)
+    /// eager limit and the receiver's credit (which it then spends).
     fn eager_ok(&self, conn: &OutConn, len: usize) -> bool {
-        len <= self.engine.shared.limits.eager_limit
+        len <= self.engine.shared.limits.large_eager_limit
             && conn.take_credit((len as u64).saturating_add(FRAME_COST))
     }
 

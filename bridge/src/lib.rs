@@ -67,7 +67,9 @@
 //!   forgotten — only that connection (and the peer process behind it) is
 //!   affected.
 //! * Protocol: eager up to [`EngineConfig::eager_limit`] (64 KiB), within
-//!   credit; rendezvous above it. An eager message is sent in one frame at
+//!   credit, and up to [`EngineConfig::large_eager_limit`] (1 MiB) when the
+//!   credit covers the message at once (it never waits for credit);
+//!   rendezvous above it. An eager message is sent in one frame at
 //!   once if the receiver granted enough credit (each accepted peer gets a
 //!   window of [`EngineConfig::eager_window`] from the process-wide bound
 //!   [`EngineConfig::unexpected_limit`]; see `ledger`); the receiver checks
@@ -170,7 +172,8 @@ pub use address::{Locality, Route, Transport};
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     Engine, EngineConfig, DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW,
-    DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_UNEXPECTED_LIMIT,
+    DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LARGE_EAGER_LIMIT,
+    DEFAULT_UNEXPECTED_LIMIT,
 };
 pub use error::{BridgeError, Result};
 pub use format::WireFormat;

@@ -32,6 +32,15 @@ fn engine() -> Arc<Engine> {
     Engine::start(EngineConfig::new("testhost")).expect("engine starts")
 }
 
+/// An engine that sends everything above the eager limit by rendezvous,
+/// whatever its credit (no large eager sends).
+fn rendezvous_engine() -> Arc<Engine> {
+    mpi();
+    let mut cfg = EngineConfig::new("testhost");
+    cfg.large_eager_limit = cfg.eager_limit;
+    Engine::start(cfg).expect("engine starts")
+}
+
 /// Runs the calling test's body in a process of its own, because fd and
 /// thread counts and peak memory are per process and the harness runs
 /// tests in parallel. True in that process (run the body), false in the parent.
@@ -640,8 +649,7 @@ fn mutual_large_sends_with_posted_receives_complete() {
 /// messages.
 #[test]
 fn unknown_contexts_are_bounded_in_count_and_age() {
-    mpi();
-    let ea = engine();
+    let ea = rendezvous_engine();
     let mut cfg = EngineConfig::new("testhost");
     cfg.early_context_age = Duration::from_secs(3600);
     let eb = Engine::start(cfg).unwrap();
@@ -670,7 +678,7 @@ fn unknown_contexts_are_bounded_in_count_and_age() {
     reqs.remove(5).wait_timeout(T).unwrap();
 
     // Age: with a zero age, the next unknown context evicts the older ones.
-    let ec = engine();
+    let ec = rendezvous_engine();
     let mut cfg = EngineConfig::new("testhost");
     cfg.early_context_age = Duration::ZERO;
     let ed = Engine::start(cfg).unwrap();

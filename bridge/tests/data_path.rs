@@ -561,8 +561,9 @@ fn tcp_path_works_between_hosts() {
     let a = ea.intercomm(1, 0, 1, vec![eb.endpoint()]).unwrap();
     let b = eb.intercomm(1, 0, 1, vec![ea.endpoint()]).unwrap();
     let data: Vec<u64> = (0..100_000).collect();
-    // 800 KB: a rendezvous message, so a blocking send would wait for the
-    // receive this same thread posts next; isend it.
+    // 800 KB: above the eager limit, so unless the receiver's credit covers
+    // it a blocking send would wait for the receive this same thread posts
+    // next; isend it.
     let r0 = a.isend(0, 3, &data).unwrap();
     let mut out = vec![0u64; 100_000];
     b.recv_timeout(Source::Rank(0), Tag::Value(3), &mut out, T)

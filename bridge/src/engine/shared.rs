@@ -65,6 +65,8 @@ impl Drop for HandshakeSlot<'_> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub eager_limit: usize,
+    /// At least `eager_limit`.
+    pub large_eager_limit: usize,
     pub admission_timeout: Duration,
     pub handshake_timeout: Duration,
     pub early_context_age: Duration,
