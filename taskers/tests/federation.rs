@@ -17,6 +17,30 @@ fn prefix() -> String {
     format!("/isthmus-test/{}", uuid::Uuid::new_v4())
 }
 
+/// etcd's current revision (every put or delete raises it by one), asked
+/// with etcdctl inside `ns`.
+fn etcd_revision(ns: &netns::Host, url: &str) -> u64 {
+    let out = ns
+        .command("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", url, "--command-timeout=5s"])
+        .args(["endpoint", "status", "-w", "json"])
+        .output()
+        .expect("etcdctl runs");
+    assert!(out.status.success(), "etcdctl endpoint status: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text
+        .find("\"revision\":")
+        .expect("a revision in etcdctl's answer")
+        + 11;
+    text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .expect("a revision number")
+}
+
 /// A vmd in `ns` named `host`, sharing etcd at `etcd` under `prefix`.
 fn vmd_in(ns: &netns::Host, host: &str, etcd: &str, prefix: &str, extra: &[&str]) -> Vmd {
     let mut args = vec![
@@ -60,8 +84,10 @@ fn host_event(e: &pb::Event, kind: pb::HostEventKind, name: &str) -> bool {
 /// Three hosts, a vmd on each, etcd on host C, an exec tasker on host B
 /// only. A spawn asked of host C's vmd lands on host B (the only host that
 /// can run it); its output, read on host A, shows host B's address; every
-/// vmd lists the job on host B. Then host B fails (its vmd and tasker are
-/// killed): a watcher on host A is told HOST_FAILED when B's lease ends.
+/// vmd lists the job on host B. A job on B that prints 2000 lines: host A
+/// gets them all, in order, for far fewer etcd puts than lines. Then host B
+/// fails (its vmd and tasker are killed): a watcher on host A is told
+/// HOST_FAILED when B's lease ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spawn_asked_of_one_host_runs_on_another_and_every_host_sees_it() {
     let Some(hosts) = Hosts::for_test(3) else {
@@ -173,6 +199,26 @@ async fn a_spawn_asked_of_one_host_runs_on_another_and_every_host_sees_it() {
         unreachable!()
     };
     assert_eq!(end.state, pb::JobState::JobKilled as i32, "{end:?}");
+
+    // A job that prints a lot: every line reaches host a, in order, and
+    // host b publishes them in batches (a few etcd puts, not one per line).
+    const LINES: usize = 2000;
+    let before = etcd_revision(hc, &etcd.client_url);
+    let printer = on_c
+        .spawn(spawn_req("exec", 1, "seq", &["1", &LINES.to_string()]))
+        .await
+        .expect("spawn asked of host c")
+        .into_inner();
+    assert_eq!(printer.host, "host-b");
+    let evs = job_events(&mut on_a, printer.job).await;
+    let want: Vec<String> = (1..=LINES).map(|i| i.to_string()).collect();
+    assert_eq!(lines(&evs, 0, pb::OutputStream::Stdout), want);
+    let puts = etcd_revision(hc, &etcd.client_url) - before;
+    println!("{puts} etcd revisions for a job of {LINES} lines");
+    assert!(
+        puts < (LINES / 10) as u64,
+        "{puts} etcd revisions for a job of {LINES} lines: output is not batched"
+    );
 
     // Host b fails: its vmd and tasker die without a word.
     b.kill9();

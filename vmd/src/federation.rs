@@ -5,7 +5,8 @@
 //! * **Out**: this host's row and the rows of the jobs it runs are kept
 //!   published (checked on every event and twice a second, written when
 //!   they changed); task and job exits and output lines of its own jobs are
-//!   published as they happen.
+//!   published in order, output lines batched for up to 20 ms (one etcd
+//!   put per batch, not per line).
 //! * **In**: the other hosts' rows and jobs are mirrored into the resource
 //!   manager (so listings, watch snapshots and placement see every host),
 //!   and their events are relayed to this vmd's watchers. A host row that
@@ -91,7 +92,7 @@ impl Federated {
                         reason: format!("the vmd of host {} restarted", job.host),
                         host: job.host.clone(),
                     };
-                    fed.publish_event(&lost).await?;
+                    fed.publish_events(vec![lost]).await?;
                 }
                 fed.forget_job(job.id).await?;
             } else if rm.is_peer(&job.host) {
@@ -405,24 +406,28 @@ async fn relay_events(
     mut events: tokio::sync::mpsc::Receiver<isthmus_rm_etcd::EventRec>,
 ) {
     while let Some(rec) = events.recv().await {
-        // Host events come from the host table, not from other managers.
-        if !matches!(
-            rec.event,
-            RmEvent::HostAdded(_) | RmEvent::HostDeleted { .. } | RmEvent::HostFailed { .. }
-        ) {
-            rm.relay(rec.event);
+        for event in rec.events {
+            // Host events come from the host table, not from other managers.
+            if !matches!(
+                event,
+                RmEvent::HostAdded(_) | RmEvent::HostDeleted { .. } | RmEvent::HostFailed { .. }
+            ) {
+                rm.relay(event);
+            }
         }
     }
 }
 
 /// Keeps this host's row and its jobs' rows published, and publishes the
-/// events of its own jobs.
+/// events of its own jobs (output lines in batches, see [`EventBatch`]).
 async fn publish_own(rm: ResourceManager, fed: Federation) {
     let mut events = rm.subscribe().2;
     let mut tick = tokio::time::interval(SYNC_EVERY);
     let mut host_row: Option<Host> = None;
     let mut job_rows: BTreeMap<JobId, Job> = BTreeMap::new();
+    let mut batch = EventBatch::default();
     loop {
+        let due = batch.due();
         tokio::select! {
             ev = events.recv() => match ev {
                 Ok(ev) => {
@@ -430,23 +435,96 @@ async fn publish_own(rm: ResourceManager, fed: Federation) {
                         RmEvent::TaskExit { job, .. } | RmEvent::JobExit { job, .. } | RmEvent::Output { job, .. } => rm.owns_job(*job),
                         _ => false,
                     };
-                    if own {
-                        if let Err(e) = fed.publish_event(&ev.event).await {
-                            warn!(error = %e, "publishing an event; other hosts miss it");
-                        }
+                    let output = matches!(ev.event, RmEvent::Output { .. });
+                    if own && batch.push(ev.event.clone(), Instant::now()) {
+                        publish_batch(&fed, &mut batch).await;
                     }
-                    if matches!(ev.event, RmEvent::Output { .. }) {
+                    if output {
                         continue;
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     warn!(missed = n, "publishing fell behind; other hosts miss events");
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Err(broadcast::error::RecvError::Closed) => {
+                    publish_batch(&fed, &mut batch).await;
+                    return;
+                }
             },
+            _ = sleep_until_due(due) => {
+                publish_batch(&fed, &mut batch).await;
+                continue;
+            }
             _ = tick.tick() => {}
         }
         sync_rows(&rm, &fed, &mut host_row, &mut job_rows).await;
+    }
+}
+
+/// How long an output line may wait for others to share its etcd put.
+const OUTPUT_BATCH_WINDOW: Duration = Duration::from_millis(20);
+/// A batch is published at once when it holds this many events …
+const MAX_BATCH_EVENTS: usize = 512;
+/// … or this many bytes of output lines (a line is at most 64 KiB, and a
+/// batch stays far below etcd's 1.5 MiB request limit).
+const MAX_BATCH_BYTES: usize = 256 << 10;
+
+/// This host's events waiting to be published together: output lines for
+/// at most [`OUTPUT_BATCH_WINDOW`], so that a job that prints a lot costs
+/// etcd one put per batch rather than one per line. Any other event (an
+/// exit) goes out at once with the lines before it, in order.
+#[derive(Default)]
+struct EventBatch {
+    events: Vec<RmEvent>,
+    bytes: usize,
+    /// When the oldest waiting event must be out.
+    due: Option<Instant>,
+}
+
+impl EventBatch {
+    /// Adds `event`; true when the batch must be published now.
+    fn push(&mut self, event: RmEvent, now: Instant) -> bool {
+        let line = match &event {
+            RmEvent::Output { line, .. } => Some(line.len()),
+            _ => None,
+        };
+        self.events.push(event);
+        self.due.get_or_insert(now + OUTPUT_BATCH_WINDOW);
+        match line {
+            Some(len) => {
+                self.bytes += len;
+                self.events.len() >= MAX_BATCH_EVENTS || self.bytes >= MAX_BATCH_BYTES
+            }
+            None => true,
+        }
+    }
+
+    fn due(&self) -> Option<Instant> {
+        self.due
+    }
+
+    fn take(&mut self) -> Vec<RmEvent> {
+        self.bytes = 0;
+        self.due = None;
+        std::mem::take(&mut self.events)
+    }
+}
+
+async fn sleep_until_due(due: Option<Instant>) {
+    match due {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn publish_batch(fed: &Federation, batch: &mut EventBatch) {
+    let events = batch.take();
+    if events.is_empty() {
+        return;
+    }
+    let n = events.len();
+    if let Err(e) = fed.publish_events(events).await {
+        warn!(error = %e, events = n, "publishing events; other hosts miss them");
     }
 }
 
@@ -539,5 +617,63 @@ fn log_tail(log: &std::path::Path) -> String {
             )
         }
         Err(e) => format!("no output ({}: {e})", log.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isthmus_rm::{JobState, OutputStream};
+
+    fn line(n: usize, len: usize) -> RmEvent {
+        RmEvent::Output {
+            job: 7,
+            rank: Some(0),
+            stream: OutputStream::Stdout,
+            // `n`, padded to `len` bytes.
+            line: format!("{}{n}", "0".repeat(len.saturating_sub(n.to_string().len()))),
+        }
+    }
+
+    fn exit() -> RmEvent {
+        RmEvent::JobExit {
+            job: 7,
+            state: JobState::Exited,
+            exit: None,
+            reason: String::new(),
+            host: "h".into(),
+        }
+    }
+
+    #[test]
+    fn output_waits_for_its_window_and_an_exit_takes_it_along_in_order() {
+        let now = Instant::now();
+        let mut b = EventBatch::default();
+        assert!(b.due().is_none());
+        assert!(!b.push(line(1, 4), now));
+        assert!(!b.push(line(2, 4), now + Duration::from_millis(5)));
+        // The window runs from the oldest line.
+        assert_eq!(b.due(), Some(now + OUTPUT_BATCH_WINDOW));
+        assert!(b.push(exit(), now + Duration::from_millis(6)));
+        assert_eq!(b.take(), vec![line(1, 4), line(2, 4), exit()]);
+        assert!(b.due().is_none());
+        assert!(b.take().is_empty());
+    }
+
+    #[test]
+    fn a_full_batch_goes_at_once_by_count_or_by_bytes() {
+        let now = Instant::now();
+        let mut b = EventBatch::default();
+        for i in 1..MAX_BATCH_EVENTS {
+            assert!(!b.push(line(i, 4), now), "event {i}");
+        }
+        assert!(b.push(line(MAX_BATCH_EVENTS, 4), now));
+        assert_eq!(b.take().len(), MAX_BATCH_EVENTS);
+        // Four 64 KiB lines fill the byte bound.
+        for i in 1..4 {
+            assert!(!b.push(line(i, 64 << 10), now), "line {i}");
+        }
+        assert!(b.push(line(4, 64 << 10), now));
+        assert_eq!(b.take().len(), 4);
     }
 }

@@ -5,7 +5,7 @@
 //! P/rm/h/<host>             host row (JSON), on the lease of that host's vmd
 //! P/rm/j/<job:016x>         job row (JSON), on the lease of the vmd that runs it
 //! P/rm/next-job             the last job id given out (a counter, CAS)
-//! P/rm/ev                   the last event a vmd published (JSON); watched
+//! P/rm/ev                   the last batch of events a vmd published (JSON); watched
 //! P/rm/o/<host>/<order>     an order for the vmd of <host>, on the asker's lease
 //! P/rm/a/<order>            its answer, on the answerer's lease
 //! ```

@@ -12,8 +12,8 @@
 //! * **Jobs.** Each vmd publishes the rows of the jobs that run on its host
 //!   (on its lease too); job ids come from one counter, so they are unique
 //!   across the virtual machine.
-//! * **Events.** Task and job exits and output lines, each put on one key
-//!   that every vmd watches from the revision it started at.
+//! * **Events.** Task and job exits and output lines, put in batches on
+//!   one key that every vmd watches from the revision it started at.
 //! * **Orders.** A request for the vmd of another host (run this job there,
 //!   kill, signal, ping, stop) is a key under that host's order prefix; the
 //!   answer comes back under the order's id. Who may ask is decided by the
@@ -368,16 +368,18 @@ impl Federation {
 
     // ---- events ----
 
-    /// Publishes an event of this host's resource manager.
-    pub async fn publish_event(&self, event: &RmEvent) -> Result<()> {
+    /// Publishes events of this host's resource manager, in order, as one
+    /// record (one etcd put; keep a batch well under etcd's request limit,
+    /// 1.5 MiB by default).
+    pub async fn publish_events(&self, events: Vec<RmEvent>) -> Result<()> {
         let rec = EventRec {
             host: self.host.clone(),
-            event: event.clone(),
+            events,
         };
         self.put(
             self.keys.events(),
             serde_json::to_vec(&rec)?,
-            "publishing an event",
+            "publishing events",
         )
         .await?;
         Ok(())

@@ -17,11 +17,13 @@ pub struct HostRow {
     pub leaving: bool,
 }
 
-/// One event of one host's resource manager, for the others to relay.
+/// Events of one host's resource manager, in the order they happened, for
+/// the others to relay: one etcd put carries a batch (a job's output lines
+/// of a few milliseconds, then the exit that ends them).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventRec {
     pub host: String,
-    pub event: RmEvent,
+    pub events: Vec<RmEvent>,
 }
 
 /// What one vmd asks of the vmd of another host.
