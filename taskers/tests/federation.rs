@@ -17,18 +17,22 @@ fn prefix() -> String {
     format!("/isthmus-test/{}", uuid::Uuid::new_v4())
 }
 
-/// etcd's current revision (every put or delete raises it by one), asked
-/// with etcdctl inside `ns`.
-fn etcd_revision(ns: &netns::Host, url: &str) -> u64 {
+/// `etcdctl ARGS` against etcd at `url`, run inside `ns`; its stdout.
+fn etcdctl(ns: &netns::Host, url: &str, args: &[&str]) -> String {
     let out = ns
         .command("etcdctl")
         .env("ETCDCTL_API", "3")
         .args(["--endpoints", url, "--command-timeout=5s"])
-        .args(["endpoint", "status", "-w", "json"])
+        .args(args)
         .output()
         .expect("etcdctl runs");
-    assert!(out.status.success(), "etcdctl endpoint status: {out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "etcdctl {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// etcd's current revision (every put or delete raises it by one).
+fn etcd_revision(ns: &netns::Host, url: &str) -> u64 {
+    let text = etcdctl(ns, url, &["endpoint", "status", "-w", "json"]);
     let at = text
         .find("\"revision\":")
         .expect("a revision in etcdctl's answer")
@@ -235,6 +239,103 @@ async fn a_spawn_asked_of_one_host_runs_on_another_and_every_host_sees_it() {
     let left = wait_hosts(&c, &["host-a", "host-c"]).await;
     assert!(!left.iter().any(|h| h.name == "host-b"), "{left:?}");
     drop((a, c, etcd));
+    drop(hosts);
+}
+
+/// A spawn placed on a host whose row promised slots it no longer has is
+/// refused by that host and placed again elsewhere. Host D is the test
+/// itself: a host row with 64 free slots (so "most free" picks it) whose
+/// orders the test answers, as a vmd whose slots went meanwhile would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_refuses_for_want_of_slots_is_passed_over() {
+    let Some(hosts) = Hosts::for_test(2) else {
+        return;
+    };
+    let (ha, hb) = (hosts.host(0), hosts.host(1));
+    let etcd = EtcdServer::start_in(ha);
+    let p = prefix();
+    let a = vmd_in(ha, "host-a", &etcd.client_url, &p, &[]);
+    let b = vmd_in(hb, "host-b", &etcd.client_url, &p, &[]);
+    let _tasker_b = tasker_in(hb, &b, "exec").await;
+    let etcdctl = |args: &[&str]| etcdctl(ha, &etcd.client_url, args);
+    let mut d = isthmus_types::host::Host::from_decl(
+        isthmus_types::host::HostDecl {
+            name: "host-d".into(),
+            slots: 64,
+            offers: vec![],
+            addr: "unix:/nonexistent/host-d.sock".into(),
+            peer_addr: String::new(),
+        },
+        isthmus_types::host::HostState::Up,
+        false,
+    );
+    d.taskers.insert("exec".into(), 1);
+    let row = isthmus_rm_etcd::HostRow {
+        host: d,
+        leaving: false,
+    };
+    etcdctl(&[
+        "put",
+        &format!("{p}/rm/h/host-d"),
+        &serde_json::to_string(&row).unwrap(),
+    ]);
+    // Host a sees host d, with its exec tasker, and host b's.
+    let end = Instant::now() + T;
+    loop {
+        let listed = wait_hosts(&a, &["host-a", "host-b", "host-d"]).await;
+        let exec = |n: &str| {
+            listed
+                .iter()
+                .any(|h| h.name == n && h.taskers.iter().any(|t| t == "exec"))
+        };
+        if exec("host-b") && exec("host-d") {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "hosts b and d not both listed with exec: {listed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let mut on_a = a.client().await;
+    let mut req = spawn_req("exec", 1, "true", &[]);
+    req.placement = Some(pb::spawn_request::Placement::MostFree(true));
+    let spawn = tokio::spawn(async move { on_a.spawn(req).await });
+    // The order for host d: refuse it for want of slots.
+    let orders = format!("{p}/rm/o/host-d/");
+    let end = Instant::now() + T;
+    let order = loop {
+        let keys = etcdctl(&["get", "--prefix", "--keys-only", &orders]);
+        if let Some(k) = keys.lines().find(|l| !l.is_empty()) {
+            break k.to_string();
+        }
+        assert!(Instant::now() < end, "no order reached host d");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let id = order.rsplit('/').next().unwrap();
+    let answer = isthmus_rm_etcd::Answer::Refused(isthmus_types::refusal::Refusal::new(
+        isthmus_types::refusal::RefusalKind::ResourceExhausted,
+        "not enough slots: host-d has 0 free of 64 slots",
+    ));
+    etcdctl(&[
+        "put",
+        &format!("{p}/rm/a/{id}"),
+        &serde_json::to_string(&answer).unwrap(),
+    ]);
+    let placed = tokio::time::timeout(T, spawn)
+        .await
+        .expect("the spawn answers")
+        .unwrap()
+        .expect("placed again after host d refused")
+        .into_inner();
+    assert_eq!(placed.host, "host-b", "{placed:?}");
+    let again = etcdctl(&["get", "--prefix", "--keys-only", &orders]);
+    assert!(
+        again.lines().filter(|l| !l.is_empty()).count() <= 1,
+        "host d was asked again: {again}"
+    );
+    drop((a, b, etcd));
     drop(hosts);
 }
 

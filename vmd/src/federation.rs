@@ -40,6 +40,9 @@ const MAX_ORDERS: usize = 64;
 const SPAWN_DEADLINE: Duration = Duration::from_secs(15);
 /// How long other orders may take.
 const ORDER_DEADLINE: Duration = Duration::from_secs(5);
+/// Hosts a spawn is placed on at most, when those before refused it for
+/// want of slots.
+const MAX_PLACEMENTS: usize = 3;
 /// How much of a failed host-start command's output a refusal quotes.
 const START_LOG_TAIL: usize = 600;
 
@@ -140,27 +143,58 @@ impl Federated {
 
     /// Places a job on any host of the virtual machine under a job id
     /// unique across it.
-    pub async fn spawn(&self, mut spec: SpawnSpec) -> Result<(JobId, String), Refusal> {
-        let host = self.rm.place(&spec)?;
-        let id = self.fed.next_job_id().await?;
-        if !self.rm.is_peer(&host) {
-            spec.placement = Placement::Host(host);
-            return self.rm.spawn_as(spec, Some(id)).await;
-        }
-        spec.placement = Placement::Host(host.clone());
-        match self
-            .fed
-            .ask(&host, Order::Spawn { spec, job: id }, SPAWN_DEADLINE)
-            .await?
-        {
-            Answer::Spawned { job, host } => {
-                // Listed here at once, not only when the row's change arrives.
-                if let Ok(Some(row)) = self.fed.job(job).await {
-                    self.rm.mirror_job(row);
+    /// Places and runs a job. A host placed on from its mirrored row may
+    /// have lost its slots meanwhile: when it refuses for want of slots, the
+    /// job is placed again without it (at most [`MAX_PLACEMENTS`] hosts).
+    pub async fn spawn(&self, spec: SpawnSpec) -> Result<(JobId, String), Refusal> {
+        let named = matches!(spec.placement, Placement::Host(_));
+        let mut refused_by: Vec<String> = Vec::new();
+        let mut id = None;
+        loop {
+            let host = match self.rm.place(&spec, &refused_by) {
+                Ok(h) => h,
+                Err(e) if refused_by.is_empty() => return Err(e),
+                Err(e) => {
+                    return Err(Refusal::new(
+                        e.kind,
+                        format!(
+                            "{e} (refused by {}: no free slots there)",
+                            refused_by.join(", ")
+                        ),
+                    ))
                 }
-                Ok((job, host))
+            };
+            let id = match id {
+                Some(id) => id,
+                None => *id.insert(self.fed.next_job_id().await?),
+            };
+            let mut spec = spec.clone();
+            spec.placement = Placement::Host(host.clone());
+            if !self.rm.is_peer(&host) {
+                return self.rm.spawn_as(spec, Some(id)).await;
             }
-            other => Err(refused(other, &host)),
+            match self
+                .fed
+                .ask(&host, Order::Spawn { spec, job: id }, SPAWN_DEADLINE)
+                .await?
+            {
+                Answer::Spawned { job, host } => {
+                    // Listed here at once, not only when the row's change arrives.
+                    if let Ok(Some(row)) = self.fed.job(job).await {
+                        self.rm.mirror_job(row);
+                    }
+                    return Ok((job, host));
+                }
+                Answer::Refused(r)
+                    if r.kind == RefusalKind::ResourceExhausted
+                        && !named
+                        && refused_by.len() + 1 < MAX_PLACEMENTS =>
+                {
+                    info!(%host, job = id, reason = %r, "placed on stale slots; placing again");
+                    refused_by.push(host);
+                }
+                other => return Err(refused(other, &host)),
+            }
         }
     }
 

@@ -11,6 +11,18 @@ pub fn choose<'a>(
     np: u32,
     placement: &Placement,
 ) -> Result<&'a Host> {
+    choose_except(hosts, implementation, np, placement, &[])
+}
+
+/// [`choose`], passing over the hosts in `except` unless the placement
+/// names one (hosts that refused the job: their rows here were stale).
+pub fn choose_except<'a>(
+    hosts: &'a HostTable,
+    implementation: &str,
+    np: u32,
+    placement: &Placement,
+    except: &[String],
+) -> Result<&'a Host> {
     let known = hosts.known_implementations();
     if !known.contains(implementation) {
         let list = if known.is_empty() {
@@ -45,7 +57,7 @@ pub fn choose<'a>(
         Placement::Any | Placement::MostFree => {
             let mut capable = hosts
                 .iter()
-                .filter(|h| h.can_run(implementation))
+                .filter(|h| h.can_run(implementation) && !except.contains(&h.name))
                 .peekable();
             if capable.peek().is_none() {
                 return Err(Refusal::precondition(format!(

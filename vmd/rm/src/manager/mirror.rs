@@ -131,12 +131,19 @@ impl ResourceManager {
         self.lock().peers.contains(host)
     }
 
-    /// The host a job of `spec` would go to now, peers included.
-    pub fn place(&self, spec: &SpawnSpec) -> Result<String> {
+    /// The host a job of `spec` would go to now, peers included, other
+    /// than those in `except` (unless the spec names one).
+    pub fn place(&self, spec: &SpawnSpec, except: &[String]) -> Result<String> {
         super::check_spawn(spec)?;
         let st = self.lock();
-        placement::choose(&st.hosts, &spec.implementation, spec.np, &spec.placement)
-            .map(|h| h.name.clone())
+        placement::choose_except(
+            &st.hosts,
+            &spec.implementation,
+            spec.np,
+            &spec.placement,
+            except,
+        )
+        .map(|h| h.name.clone())
     }
 
     /// The jobs of this manager's own table (what it publishes).
@@ -227,7 +234,19 @@ mod tests {
             implementation: "mpich".into(),
             ..Default::default()
         };
-        assert_eq!(rm.place(&spec).unwrap(), "b");
+        assert_eq!(rm.place(&spec, &[]).unwrap(), "b");
+        // A host that refused (its row here was stale) is passed over; with
+        // no other host able to take it, the refusal says so.
+        rm.mirror_host(peer("c", 8, &["mpich"]));
+        assert_eq!(rm.place(&spec, &["b".into()]).unwrap(), "c");
+        let none = rm.place(&spec, &["b".into(), "c".into()]).unwrap_err();
+        assert!(none.message.contains("mpich"), "{none}");
+        // A spec that names the host is placed there all the same.
+        let mut named = spec.clone();
+        named.placement = Placement::Host("b".into());
+        assert_eq!(rm.place(&named, &["b".into()]).unwrap(), "b");
+        rm.unmirror_host("c", None);
+        while events.try_recv().is_ok() {}
         let refused = rm.spawn_as(spec.clone(), Some(9)).await.unwrap_err();
         assert!(refused.message.contains("its own vmd"), "{refused}");
         let mut on_a = spec;
