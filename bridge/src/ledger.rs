@@ -5,8 +5,12 @@
 //! Every connecting peer is granted a window (at most
 //! `EngineConfig::eager_window` bytes) when its connection is accepted; the
 //! sum of the windows of all peers never exceeds the process bound
-//! (`EngineConfig::unexpected_limit`), so a peer that connects once the
-//! bound is taken gets no window and sends every message by rendezvous. A
+//! (`EngineConfig::unexpected_limit`). Full windows go to peers only while
+//! half the bound is free; later peers get at most [`REDUCED_WINDOW`], which
+//! still carries small messages eagerly, so many more peers have credit (272
+//! with the defaults, where full windows alone would serve 32). A peer that
+//! connects once the bound is taken gets no window and sends every message
+//! by rendezvous. A
 //! sender spends `len + FRAME_COST` of its window per eager message; the
 //! receiver checks each eager header against the window BEFORE reading the
 //! payload (a peer that overdraws is cut off) and returns the bytes in
@@ -28,6 +32,10 @@ use crate::sync::lock;
 /// Receiver memory charged per eager message besides its payload (header,
 /// queue entry); also what keeps zero-byte messages from being free.
 pub(crate) const FRAME_COST: u64 = 128;
+/// The most a peer is granted once half the bound is reserved: room for
+/// small messages (thousands of a few hundred bytes, four at the 64 KiB
+/// eager limit), not for streams of large ones.
+pub(crate) const REDUCED_WINDOW: u64 = 256 << 10;
 /// Unmatched rendezvous announcements a sender may have outstanding per peer.
 pub(crate) const MAX_UNEXPECTED_RTS: u32 = 4096;
 
@@ -77,7 +85,13 @@ impl Ledger {
             // messages behind): no second window, it sends by rendezvous.
             return 0;
         }
-        let grant = self.window.min(self.bound.saturating_sub(a.reserved));
+        let full = a.reserved.saturating_add(self.window) <= self.bound / 2;
+        let window = if full {
+            self.window
+        } else {
+            self.window.min(REDUCED_WINDOW)
+        };
+        let grant = window.min(self.bound.saturating_sub(a.reserved));
         a.reserved += grant;
         a.peers.insert(
             peer,
@@ -211,6 +225,22 @@ mod tests {
         l.close(a);
         assert_eq!(l.reserved(), 600);
         assert_eq!(l.open(Uuid::new_v4()), 400);
+    }
+
+    #[test]
+    fn full_windows_while_half_the_bound_is_free_then_reduced_ones() {
+        let (bound, window) = (128u64 << 20, 4u64 << 20);
+        let l = Ledger::new(bound, window);
+        let grants: Vec<u64> = (0..400).map(|_| l.open(Uuid::new_v4())).collect();
+        let full = grants.iter().filter(|&&g| g == window).count();
+        let reduced = grants.iter().filter(|&&g| g == REDUCED_WINDOW).count();
+        assert_eq!(full, 16);
+        assert_eq!(reduced, 256);
+        assert_eq!(full + reduced, grants.iter().filter(|&&g| g > 0).count());
+        // Grants come in that order, and never exceed the bound.
+        assert!(grants[..16].iter().all(|&g| g == window));
+        assert!(grants[272..].iter().all(|&g| g == 0));
+        assert_eq!(l.reserved(), bound);
     }
 
     #[test]

@@ -51,7 +51,9 @@ pub const DEFAULT_LARGE_EAGER_LIMIT: usize = 1 << 20;
 /// 125 KB).
 pub const DEFAULT_EAGER_WINDOW: u64 = 4 << 20;
 /// Default bound on memory for unexpected eager messages: 128 MiB, i.e. full
-/// windows for 32 peer processes; later peers send everything by rendezvous.
+/// windows for 16 peer processes (half the bound) and reduced ones (256 KiB,
+/// for small messages) for 256 more; later peers send everything by
+/// rendezvous.
 pub const DEFAULT_UNEXPECTED_LIMIT: u64 = 128 << 20;
 /// Default deadline of a data-connection handshake.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
