@@ -149,7 +149,8 @@ impl Federated {
     pub async fn spawn(&self, spec: SpawnSpec) -> Result<(JobId, String), Refusal> {
         let named = matches!(spec.placement, Placement::Host(_));
         let mut refused_by: Vec<String> = Vec::new();
-        let mut id = None;
+        // Allocated once: a host that refused created nothing under it.
+        let mut allocated: Option<JobId> = None;
         loop {
             let host = match self.rm.place(&spec, &refused_by) {
                 Ok(h) => h,
@@ -164,9 +165,9 @@ impl Federated {
                     ))
                 }
             };
-            let id = match id {
+            let id = match allocated {
                 Some(id) => id,
-                None => *id.insert(self.fed.next_job_id().await?),
+                None => *allocated.insert(self.fed.next_job_id().await?),
             };
             let mut spec = spec.clone();
             spec.placement = Placement::Host(host.clone());
