@@ -15,22 +15,8 @@ use etcd_client::Client;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 /// How a vmd proves itself to etcd and knows it talks to the real one:
-/// mutual TLS (etcd's `--client-cert-auth`), all PEM.
-#[derive(Clone)]
-pub struct EtcdTls {
-    /// The CA that signed etcd's server certificate.
-    pub ca_pem: Vec<u8>,
-    /// This vmd's client certificate and key, signed by a CA etcd trusts.
-    pub cert_pem: Vec<u8>,
-    pub key_pem: Vec<u8>,
-}
-
-impl std::fmt::Debug for EtcdTls {
-    /// Never the key.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EtcdTls").finish_non_exhaustive()
-    }
-}
+/// mutual TLS (etcd's `--client-cert-auth`).
+pub use isthmus_types::tls::TlsPem as EtcdTls;
 
 pub struct Endpoints {
     clients: Vec<Client>,

@@ -122,19 +122,8 @@ impl Interceptor for Credentials {
 }
 
 /// A client's TLS identity: the virtual machine's CA (to check the vmd) and
-/// this host's certificate and key (to be checked by it), all PEM.
-#[derive(Clone)]
-pub struct TlsIdentity {
-    pub ca_pem: Vec<u8>,
-    pub cert_pem: Vec<u8>,
-    pub key_pem: Vec<u8>,
-}
-
-impl std::fmt::Debug for TlsIdentity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TlsIdentity { .. }")
-    }
-}
+/// this host's certificate and key (to be checked by it).
+pub use isthmus_types::tls::TlsPem as TlsIdentity;
 
 #[cfg(test)]
 mod tests {

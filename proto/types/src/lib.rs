@@ -27,3 +27,4 @@ pub mod group;
 pub mod host;
 pub mod job;
 pub mod refusal;
+pub mod tls;
