@@ -29,12 +29,14 @@ use isthmus_rm_etcd::Federation;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Notify;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Identity as TlsIdentity, ServerTlsConfig};
 use tracing::{error, info, warn};
 
 use crate::auth::{self, Authenticator, GroupOwners, Policy, Rule, RuntimeDir};
 
 use crate::federation::{Federated, HostStart};
+use crate::hello_gate::{HelloGate, HelloLimits};
 use crate::host_link::{self, JoinedLink};
 use crate::resume::{Resumes, DEFAULT_RESUME_GRACE};
 use crate::service::{ConsoleService, PeersService, Role, TaskersService, TasksService};
@@ -275,6 +277,7 @@ impl Daemon {
         };
         let ctx = SessionContext {
             groups: Groups::in_memory(),
+            hellos: HelloGate::default(),
             host: config.host,
             data_addr: String::new(),
             limits: SessionLimits::default(),
@@ -345,6 +348,12 @@ impl Daemon {
         Ok(())
     }
 
+    /// Sets how many session streams may wait for their Hello (default
+    /// [`HelloLimits::default`]).
+    pub fn set_hello_limits(&mut self, limits: HelloLimits) {
+        self.ctx.hellos = HelloGate::new(limits);
+    }
+
     /// Sets what each session may hold (default [`SessionLimits::default`]).
     pub fn set_limits(&mut self, limits: SessionLimits) {
         self.ctx.limits = limits;
@@ -395,8 +404,14 @@ impl Daemon {
         // One service per audience, each behind the one authenticator with
         // its family's rule (the console's calls check theirs per call).
         let auth = |rule| Authenticator::new(self.policy.clone(), rule);
-        let tasks = TasksServer::with_interceptor(
-            TasksService::new(self.ctx.clone(), self.group_owners.clone()),
+        // A session request is small but for the endpoint record it may
+        // publish: a stream cannot make the vmd buffer more than that.
+        let tasks = InterceptedService::new(
+            TasksServer::new(TasksService::new(
+                self.ctx.clone(),
+                self.group_owners.clone(),
+            ))
+            .max_decoding_message_size(self.ctx.limits.max_endpoint_bytes + SESSION_REQUEST_SLACK),
             auth(Rule::Session),
         );
         let console = ConsoleServer::with_interceptor(
@@ -499,12 +514,36 @@ impl Daemon {
 /// socket; keepalive pings only find peers whose host vanished without
 /// closing it, with a grace long enough for a stopped process (see
 /// `isthmus_client::channel`).
+///
+/// What one connection can make the vmd hold is bounded by HTTP/2's own
+/// settings: streams open at once ([`MAX_STREAMS_PER_CONNECTION`]; tonic
+/// otherwise lifts hyper's limit), unread bytes per stream and per
+/// connection (the windows), and header size.
 fn server_builder(keepalive: Option<Keepalive>) -> tonic::transport::Server {
     tonic::transport::Server::builder()
         .tcp_nodelay(true)
         .http2_keepalive_interval(keepalive.map(|k| k.interval))
         .http2_keepalive_timeout(keepalive.map(|k| k.timeout))
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .http2_max_header_list_size(MAX_HEADER_LIST)
 }
+
+/// Streams one client connection may have open at once. A process holds a
+/// session and a few console calls; more queue at the client.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 1024;
+/// Bytes a client may send on one stream before the vmd has read them
+/// (HTTP/2's own default; requests are small).
+const STREAM_WINDOW: u32 = 64 * 1024;
+/// Bytes a client may send on one connection before the vmd has read them.
+const CONNECTION_WINDOW: u32 = 1024 * 1024;
+/// Largest header block a client may send (hyper's default, said here).
+const MAX_HEADER_LIST: u32 = 16 * 1024;
+/// How long a TCP client may take over its TLS handshake.
+const TLS_HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
+/// Largest session request beyond the endpoint record it may carry.
+const SESSION_REQUEST_SLACK: usize = 64 * 1024;
 
 fn ca_of(sec: &Security) -> Option<(&std::path::Path, &std::path::Path)> {
     sec.ca.as_ref().map(|(c, k)| (c.as_path(), k.as_path()))
@@ -570,6 +609,7 @@ fn bind_tcp(
     }
     let m = auth::ca::material(&sec.state_dir, ca_of(sec), host, &names, true)?;
     let tls = ServerTlsConfig::new()
+        .timeout(TLS_HANDSHAKE_DEADLINE)
         .identity(TlsIdentity::from_pem(&m.host.cert_pem, &m.host.key_pem))
         .client_ca_root(Certificate::from_pem(&m.ca_pem));
     info!(%bound, "TCP listener requires a host certificate of the virtual machine (mutual TLS)");

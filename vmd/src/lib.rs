@@ -13,6 +13,9 @@
 //! * [`watch`]    — notifications for watchers: snapshot, merge, filter.
 //! * [`stream`]   — the hello-first stream skeleton shared by session,
 //!   tasker link and host link.
+//! * [`heap`]     — the heap's free memory given back to the kernel.
+//! * [`hello_gate`] — how many session streams may wait for their Hello,
+//!   per uid and in all.
 //! * [`daemon`]   — binding, serving and shutting down a vmd (also embedded
 //!   in demos and tests).
 //! * [`rm_convert`]  — the resource manager's ([`isthmus_rm`]) refusals as
@@ -31,6 +34,8 @@ pub mod auth;
 pub mod convert;
 pub mod daemon;
 pub mod federation;
+pub mod heap;
+pub mod hello_gate;
 pub mod host_link;
 pub mod resume;
 pub mod rm_convert;

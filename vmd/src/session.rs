@@ -35,6 +35,7 @@ use tracing::{debug, info, warn};
 
 use crate::auth::{GroupOwners, Identity};
 use crate::convert;
+use crate::hello_gate::{HelloGate, HelloTicket};
 use crate::resume::Resumes;
 use crate::stream::{self, Outgoing};
 
@@ -78,6 +79,8 @@ impl Default for SessionLimits {
 #[derive(Clone)]
 pub struct SessionContext {
     pub groups: Groups,
+    /// Streams that have not said Hello yet, bounded per uid and in all.
+    pub hellos: HelloGate,
     pub host: String,
     /// This host's address for data connections, told to every task
     /// (`vmd --data-addr`); empty: none.
@@ -101,9 +104,12 @@ pub struct Caller {
 }
 
 /// Runs a session to its end. Replies go to `out`.
+/// `waiting`: the stream's place among those yet to say Hello, given up
+/// once it has.
 pub async fn run(
     ctx: SessionContext,
     caller: Caller,
+    waiting: HelloTicket,
     mut inbound: Streaming<pb::SessionRequest>,
     out: ReplySender,
 ) {
@@ -124,6 +130,7 @@ pub async fn run(
     else {
         return;
     };
+    drop(waiting);
     // The name is the client's to choose: escaped and cut short, it
     // cannot forge or flood log lines.
     let name = escape_for_display(&hello.1.name);

@@ -379,3 +379,132 @@ async fn invalid_utf8_is_invalid_argument_not_internal() {
     let status = end_status(&mut replies).await;
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
 }
+
+/// Resident memory of process `pid` (VmRSS), in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("vmd status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status")
+}
+
+/// Opens `streams` session streams over `connections` connections and says
+/// nothing on any of them. Returns the streams the vmd took (with their
+/// silent senders) and the statuses of those it refused at once.
+async fn silent_streams(
+    vmd: &VmdProcess,
+    streams: usize,
+    connections: usize,
+) -> (
+    Vec<(
+        mpsc::Sender<pb::SessionRequest>,
+        tonic::Streaming<pb::SessionReply>,
+    )>,
+    Vec<tonic::Status>,
+) {
+    let mut opening = tokio::task::JoinSet::new();
+    for _ in 0..connections {
+        let ch = channel(&vmd.addr).await.unwrap();
+        for _ in 0..streams / connections {
+            let mut client = pb::tasks_client::TasksClient::new(ch.clone());
+            opening.spawn(async move {
+                let (tx, rx) = mpsc::channel(1);
+                client
+                    .session(ReceiverStream::new(rx))
+                    .await
+                    .map(|r| (tx, r.into_inner()))
+            });
+        }
+    }
+    let (mut held, mut refused) = (Vec::new(), Vec::new());
+    while let Some(r) = within(opening.join_next()).await {
+        match r.expect("opening task") {
+            Ok(s) => held.push(s),
+            Err(status) => refused.push(status),
+        }
+    }
+    (held, refused)
+}
+
+/// The memory a silent stream holds is bounded while it is held (their
+/// number per uid has a limit, each a small window) and comes back when it
+/// closes at the Hello deadline, round after round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_streams_are_bounded_and_their_memory_comes_back() {
+    const STREAMS: usize = 5000;
+    const PER_UID: usize = 1000;
+    let per_uid = PER_UID.to_string();
+    let vmd = VmdProcess::start_with(&[
+        "--hello-deadline",
+        "2",
+        "--max-pending-hellos-per-uid",
+        &per_uid,
+        "--heap-trim-secs",
+        "1",
+    ]);
+    let pid = vmd.child.id();
+    // One ordinary session first, so that what every vmd allocates once is in the baseline.
+    let warm = session(&vmd).await;
+    warm.join("warm", None, vec![]).await.unwrap();
+    drop(warm);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = rss_kib(pid);
+    let mut rounds = Vec::new();
+    for round in 0..2 {
+        let (mut held, refused) = silent_streams(&vmd, STREAMS, 50).await;
+        let during = rss_kib(pid);
+        assert_eq!(
+            held.len(),
+            PER_UID,
+            "round {round}: the per-uid bound holds"
+        );
+        assert_eq!(refused.len(), STREAMS - PER_UID);
+        for status in &refused {
+            assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+            assert!(
+                status.message().contains("limit 1000 per user"),
+                "{status:?}"
+            );
+        }
+        // Every held stream is closed at the deadline, saying why.
+        for (_tx, replies) in held.iter_mut() {
+            let status = end_status(replies).await;
+            assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+        }
+        drop(held);
+        // A stream that says Hello is served meanwhile and after.
+        let s = session(&vmd).await;
+        assert_eq!(
+            s.join(&format!("after{round}"), None, vec![])
+                .await
+                .unwrap(),
+            0
+        );
+        drop(s);
+        // The trimmer runs every second: give the closes and a trim time.
+        let mut after = rss_kib(pid);
+        for _ in 0..20 {
+            if after <= before + 8 * 1024 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            after = rss_kib(pid);
+        }
+        eprintln!(
+            "round {round}: vmd RSS before {before} KiB, with {PER_UID} silent streams held {during} KiB, after they closed {after} KiB"
+        );
+        rounds.push((during, after));
+    }
+    for (round, (during, after)) in rounds.into_iter().enumerate() {
+        assert!(
+            during <= before + 64 * 1024,
+            "round {round}: {PER_UID} silent streams took the vmd from {before} to {during} KiB"
+        );
+        assert!(
+            after <= before + 8 * 1024,
+            "round {round}: the vmd's RSS stayed at {after} KiB after the streams closed (before: {before} KiB)"
+        );
+    }
+}

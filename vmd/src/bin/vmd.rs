@@ -6,6 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use isthmus_vmd::daemon::{Daemon, DaemonConfig, HostOptions, Keepalive, Security};
+use isthmus_vmd::hello_gate::HelloLimits;
 use isthmus_vmd::session::SessionLimits;
 
 #[derive(Parser, Debug)]
@@ -82,6 +83,17 @@ struct Args {
     #[arg(long, default_value_t = 10, value_name = "SECS",
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     hello_deadline: u64,
+    /// Session streams that may wait for their Hello at once, all callers
+    /// together; past it a new one is refused (RESOURCE_EXHAUSTED).
+    #[arg(long, default_value_t = HelloLimits::default().total)]
+    max_pending_hellos: usize,
+    /// Session streams one uid may have waiting for their Hello at once.
+    #[arg(long, default_value_t = HelloLimits::default().per_uid)]
+    max_pending_hellos_per_uid: usize,
+    /// Seconds between returns of the heap's free memory to the kernel
+    /// (glibc keeps what bursts of connections freed); 0: never.
+    #[arg(long, default_value_t = isthmus_vmd::heap::TRIM_PERIOD.as_secs(), value_name = "SECS")]
+    heap_trim_secs: u64,
     /// Groups one session may be a member of at once.
     #[arg(long, default_value_t = SessionLimits::default().max_memberships)]
     max_memberships: usize,
@@ -195,6 +207,13 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     daemon.set_keepalive(keepalive);
     daemon.set_limits(limits);
+    if args.heap_trim_secs > 0 {
+        isthmus_vmd::heap::spawn_trimmer(Duration::from_secs(args.heap_trim_secs));
+    }
+    daemon.set_hello_limits(HelloLimits {
+        total: args.max_pending_hellos,
+        per_uid: args.max_pending_hellos_per_uid,
+    });
     if let Some(addr) = args.data_addr {
         daemon.set_data_addr(addr);
     }

@@ -35,9 +35,12 @@ impl Tasks for TasksService {
             identity: auth::identity::of(&request)?,
             owners: self.owners.clone(),
         };
+        // Refused before anything is spawned for it: a stream past the
+        // bound costs the vmd nothing but this answer.
+        let waiting = self.ctx.hellos.enter(&caller.identity)?;
         let ctx = self.ctx.clone();
         Ok(stream::serve(|out| {
-            session::run(ctx, caller, request.into_inner(), out)
+            session::run(ctx, caller, waiting, request.into_inner(), out)
         }))
     }
 }
