@@ -8,6 +8,7 @@
 //! output lines, snapshots) of its own uid's jobs only, unless it is an
 //! administrator ([`Viewer`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use isthmus_groups::Groups;
@@ -18,6 +19,9 @@ use tracing::warn;
 use crate::convert;
 use crate::stream::QUEUE;
 use isthmus_rm::{ResourceManager, Sequenced};
+
+/// Job owners one watcher remembers.
+const OWNER_CACHE: usize = 1024;
 
 /// Why a watch could not start or ended early.
 #[derive(Debug, thiserror::Error)]
@@ -95,12 +99,11 @@ impl WatchFilter {
 
     /// Whether `ev` is wanted and may be shown; `owner_of` gives a job's
     /// owner.
-    pub fn wants_rm(&self, ev: &Sequenced, owner_of: impl Fn(u64) -> Option<u32>) -> bool {
+    pub fn wants_rm(&self, ev: &Sequenced, mut owner_of: impl FnMut(u64) -> Option<u32>) -> bool {
         self.wants(pb::EventKind::from(&ev.event))
-            && ev
-                .event
-                .job()
-                .is_none_or(|j| self.wants_job(j) && self.viewer.sees(owner_of(j)))
+            && ev.event.job().is_none_or(|j| {
+                self.wants_job(j) && (self.viewer == Viewer::Admin || self.viewer.sees(owner_of(j)))
+            })
     }
 }
 
@@ -164,11 +167,20 @@ async fn merge(
     local: &str,
     tx: &mpsc::Sender<Result<pb::Event, WatchError>>,
 ) {
-    let owner_of = |job: u64| {
-        manager
-            .as_ref()
-            .and_then(|rm| rm.job(job).ok())
-            .map(|j| j.owner)
+    // A job's owner never changes: each watcher remembers the owners it
+    // looked up (a bounded few), so that output lines do not each take the
+    // manager's lock. Unknown jobs are looked up again.
+    let mut owners: HashMap<u64, u32> = HashMap::new();
+    let mut owner_of = move |job: u64| {
+        if let Some(o) = owners.get(&job) {
+            return Some(*o);
+        }
+        let owner = manager.as_ref().and_then(|rm| rm.job_owner(job))?;
+        if owners.len() >= OWNER_CACHE {
+            owners.clear();
+        }
+        owners.insert(job, owner);
+        Some(owner)
     };
     loop {
         let next = tokio::select! {
@@ -176,7 +188,7 @@ async fn merge(
                 filter.wants_group(&ev).then(|| convert::group_event(&ev))
             }),
             ev = recv_rm(&mut rm_events) => ev.map(|ev| {
-                filter.wants_rm(&ev, owner_of).then(|| pb::convert::event(&ev, local))
+                filter.wants_rm(&ev, &mut owner_of).then(|| pb::convert::event(&ev, local))
             }),
         };
         match next {
