@@ -602,7 +602,7 @@ fn fake_tasker_and_fake_host_are_refused() {
     let (rc, _, err) = console_as(&u2, &vmd.addr, &["join", "u1-group", "--seconds", "1"]);
     assert_eq!(rc, 1, "u2 joined u1's group");
     assert!(
-        err.contains("rule session") && err.contains("belongs to uid"),
+        err.contains("rule names") && err.contains("belongs to uid"),
         "{err}"
     );
     // Once u1's last member is gone, so is its claim: u2 may make the
