@@ -4,7 +4,7 @@
 //! | rule | calls | who |
 //! |---|---|---|
 //! | `session` | Tasks.Session | any local user (operator or allowed uid) |
-//! | `read` | ListGroups, GetGroup, Watch, ListHosts, ListJobs, CheckHost | anyone authenticated |
+//! | `read` | ListGroups, GetGroup, Watch, ListHosts, ListJobs, CheckHost | anyone authenticated; ListJobs and Watch show a caller its own jobs only (every job to the operator; ListJobs `every_user` is the `operator` rule's) |
 //! | `spawn` | Spawn | any local user; the job is owned by the caller's uid |
 //! | `job-control` | KillJob, SignalJob | the job's owner or the operator |
 //! | `operator` | Halt, AddHost, DeleteHost | the operator only |
