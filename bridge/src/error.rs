@@ -73,6 +73,11 @@ pub enum BridgeError {
     #[error("cannot register group {group:?}: {reason}")]
     NameTaken { group: String, reason: String },
 
+    /// The vmd refused the caller a group it named: it belongs to another
+    /// user who did not allow the caller (the reason names the owner).
+    #[error("group {group:?} is not yours to reach: {reason}")]
+    NotPermitted { group: String, reason: String },
+
     /// The remote group did not become complete before the deadline.
     #[error("remote group {group:?} was not registered within {waited:?}")]
     RemoteNotReady { group: String, waited: Duration },

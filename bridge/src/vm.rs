@@ -141,16 +141,40 @@ impl Bridge {
 
     /// Registers `comm` under `group`: collective over `comm`. Every rank
     /// joins with instance = its rank; on return the group is complete and
-    /// frozen. A name held by another job is an error on every rank.
+    /// frozen. A name held by another job is an error on every rank. The
+    /// group belongs to this process's uid: other users reach it (by
+    /// `owner/group`) only if named in `ISTHMUS_ALLOW` (names or uids,
+    /// comma-separated).
     pub fn register<C: Communicator>(&self, group: &str, comm: &C) -> Result<Handle> {
+        let allow: Vec<String> = std::env::var(isthmus_types::env::ALLOW)
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(String::from)
+            .collect();
+        self.register_allowing(group, comm, &allow)
+    }
+
+    /// Like [`Bridge::register`], letting the users in `allow` (names or
+    /// decimal uids) form intercommunicators with the group by its
+    /// qualified name `owner/group`.
+    pub fn register_allowing<C: Communicator>(
+        &self,
+        group: &str,
+        comm: &C,
+        allow: &[String],
+    ) -> Result<Handle> {
         let rank = u32::try_from(comm.rank())
             .map_err(|_| BridgeError::InvalidArgument("negative rank".into()))?;
         let size = u32::try_from(comm.size())
             .map_err(|_| BridgeError::InvalidArgument("negative size".into()))?;
         let endpoint = self.engine.endpoint().encode();
-        let joined = self
-            .rt
-            .block_on(self.session.join(group, Some(rank), endpoint));
+        let joined =
+            self.rt.block_on(
+                self.session
+                    .join_allowing(group, Some(rank), endpoint, allow),
+            );
         if !all_ranks_agree(comm, joined.is_ok()) {
             if joined.is_ok() {
                 self.leave_quietly(group);
@@ -363,6 +387,14 @@ impl Bridge {
         ordinal: u64,
         table: &pb::GroupTable,
     ) -> Result<Forming> {
+        // The group's own name: `remote` may be qualified (`owner/group`),
+        // the other job knows its group by the plain name, and deaths are
+        // reported under it.
+        let canonical = if table.group.is_empty() {
+            remote
+        } else {
+            table.group.as_str()
+        };
         let mut endpoints = Vec::with_capacity(table.members.len());
         for (i, m) in table.members.iter().enumerate() {
             if m.instance as usize != i {
@@ -374,7 +406,7 @@ impl Bridge {
         }
         if let Ok(mut peers) = self.peers.lock() {
             for (i, e) in endpoints.iter().enumerate() {
-                peers.insert((remote.to_string(), i as u32), e.process);
+                peers.insert((canonical.to_string(), i as u32), e.process);
             }
         }
         // A death that came before the peers were recorded above was not
@@ -383,7 +415,11 @@ impl Bridge {
         // table cached now, ask the vmd. Only a broken table names deaths: a
         // member missing from an intact one (or a group gone) left in order,
         // and its connection's orderly end says so to the engine.
-        let current = self.session.cached(remote).map(|t| t.generation);
+        let current = if canonical == remote {
+            self.session.cached(remote).map(|t| t.generation)
+        } else {
+            None
+        };
         if current != Some(table.generation) {
             match self.rt.block_on(self.session.members(remote)) {
                 Ok(now) if now.generation == table.generation && now.broken => {
@@ -401,7 +437,7 @@ impl Bridge {
             }
         }
         let (group, generation, rank, size) = local;
-        let context = context_id((group, *generation), (remote, table.generation), ordinal);
+        let context = context_id((group, *generation), (canonical, table.generation), ordinal);
         debug!(local = %group, remote, ordinal, context = format_args!("{context:#x}"), "intercomm formed");
         let ready =
             self.engine
@@ -575,6 +611,12 @@ impl PendingInterComm<'_> {
                 Err(BridgeError::RemoteLost {
                     group: self.remote.clone(),
                     reason: e.to_string(),
+                })
+            }
+            Err(Stage::Remote(e)) if e.kind() == ErrorKind::PermissionDenied => {
+                Err(BridgeError::NotPermitted {
+                    group: self.remote.clone(),
+                    reason: e.message(),
                 })
             }
             Err(Stage::Remote(e)) => Err(vm_error("intercomm_create", e)),

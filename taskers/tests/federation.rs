@@ -165,7 +165,10 @@ async fn a_spawn_asked_of_one_host_runs_on_another_and_every_host_sees_it() {
         let end = Instant::now() + T;
         loop {
             let jobs = client
-                .list_jobs(pb::ListJobsRequest { all: true })
+                .list_jobs(pb::ListJobsRequest {
+                    all: true,
+                    every_user: true,
+                })
                 .await
                 .expect("jobs")
                 .into_inner()

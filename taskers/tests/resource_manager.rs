@@ -146,7 +146,10 @@ async fn refusals_are_clear_and_leave_nothing_running() {
         );
     }
     assert!(c
-        .list_jobs(pb::ListJobsRequest { all: true })
+        .list_jobs(pb::ListJobsRequest {
+            all: true,
+            every_user: true
+        })
         .await
         .unwrap()
         .into_inner()
@@ -334,7 +337,10 @@ async fn a_dead_taskers_jobs_are_lost_not_running() {
     );
     assert!(j.reason.contains("tasker"), "{}", j.reason);
     let jobs = c
-        .list_jobs(pb::ListJobsRequest { all: false })
+        .list_jobs(pb::ListJobsRequest {
+            all: false,
+            every_user: true,
+        })
         .await
         .unwrap()
         .into_inner()

@@ -33,6 +33,13 @@ fn main() {
         }
         return;
     }
+    if args.get(1).map(String::as_str) == Some("ops") {
+        // `security ops ADDR OP…`: one session doing each OP in turn.
+        let addr = args.get(2).cloned().unwrap_or_default();
+        let rt = runtime();
+        rt.block_on(session_ops(&addr, &args[3..]));
+        return;
+    }
     if args.get(1).map(String::as_str) == Some("report") {
         // `security report SOCKET LINE…`: a forger on the rank-report socket.
         println!("{}", forge_reports(&args[2], &args[3..]));
@@ -65,6 +72,22 @@ fn main() {
         (
             "vmds_in_two_namespaces_join_over_mutual_tls",
             vmds_in_two_namespaces_join_over_mutual_tls,
+        ),
+        (
+            "strangers_cannot_freeze_or_reach_a_users_group",
+            strangers_cannot_freeze_or_reach_a_users_group,
+        ),
+        (
+            "a_name_taken_first_by_a_stranger_never_becomes_the_peer",
+            a_name_taken_first_by_a_stranger_never_becomes_the_peer,
+        ),
+        (
+            "qualified_names_reach_another_users_group_only_when_allowed",
+            qualified_names_reach_another_users_group_only_when_allowed,
+        ),
+        (
+            "jobs_output_and_listings_are_their_owners",
+            jobs_output_and_listings_are_their_owners,
         ),
     ];
     let mut failed = Vec::new();
@@ -187,6 +210,118 @@ fn parse_probe(out: &std::process::Output) -> BTreeMap<String, String> {
         .filter_map(|l| l.split_once(' '))
         .map(|(f, c)| (f.to_string(), c.to_string()))
         .collect()
+}
+
+// ---- group operations as a user: `security ops ADDR OP…` ----
+
+/// Runs each OP on one session, printing `OP ok [detail]` or `OP CODE
+/// message` per line: `join:G[:ALLOW,…]`, `freeze:G:SIZE`, `wait:G`,
+/// `gettid:G:I`, `leave:G`, `hold:SECONDS`, `ready` (prints a line and
+/// flushes, for a parent waiting for the joins).
+async fn session_ops(addr: &str, ops: &[String]) {
+    use std::io::Write;
+    let short = Duration::from_secs(3);
+    let long = Duration::from_secs(10);
+    let s = match isthmus_client::Session::connect(addr, "security-ops").await {
+        Ok(s) => s,
+        Err(e) => {
+            println!("connect {:?} {}", e.kind(), e.message());
+            return;
+        }
+    };
+    for op in ops {
+        let parts: Vec<&str> = op.split(':').collect();
+        let outcome: Result<String, isthmus_client::ClientError> = match parts.as_slice() {
+            ["join", g] => s.join(g, None, Vec::new()).await.map(|i| i.to_string()),
+            ["join", g, allow] => {
+                let allow: Vec<String> = allow.split(',').map(String::from).collect();
+                s.join_allowing(g, None, Vec::new(), &allow)
+                    .await
+                    .map(|i| i.to_string())
+            }
+            ["freeze", g, n] => s
+                .freeze(g, n.parse().unwrap_or(1), short)
+                .await
+                .map(|t| format!("{} members", t.members.len())),
+            ["wait", g] => s
+                .wait_frozen(g, long)
+                .await
+                .map(|t| format!("{} {} members", t.group, t.members.len())),
+            ["gettid", g, i] => s
+                .gettid(g, i.parse().unwrap_or(0))
+                .await
+                .map(|m| m.task.clone()),
+            ["leave", g] => s.leave(g).await.map(|()| String::new()),
+            ["hold", secs] => {
+                tokio::time::sleep(Duration::from_secs(secs.parse().unwrap_or(1))).await;
+                Ok(String::new())
+            }
+            ["ready"] => Ok(String::new()),
+            _ => {
+                println!("{op} bad-op");
+                continue;
+            }
+        };
+        match outcome {
+            Ok(detail) => println!("{op} ok {detail}"),
+            Err(e) => println!("{op} {:?} {}", e.kind(), e.message()),
+        }
+        let _ = std::io::stdout().flush();
+    }
+}
+
+/// `ops` as `user` (None: as root, the operator), to its end: one line per op.
+fn ops_as(user: Option<&User>, addr: &str, ops: &[&str]) -> Vec<String> {
+    let mut c = match user {
+        Some(u) => as_user(u, std::env::current_exe().expect("own exe")),
+        None => {
+            let mut c = Command::new(std::env::current_exe().expect("own exe"));
+            c.stdin(Stdio::null());
+            c
+        }
+    };
+    let out = c.arg("ops").arg(addr).args(ops).output().expect("run ops");
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        lines.len(),
+        ops.len(),
+        "{lines:?} {:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lines
+}
+
+/// `ops` as `user` in the background, once every op up to `ready` is done
+/// (their lines are returned); the process holds its session until dropped.
+fn hold_as(user: Option<&User>, addr: &str, ops: &[&str]) -> (Proc, Vec<String>) {
+    use std::io::BufRead;
+    let mut c = match user {
+        Some(u) => as_user(u, std::env::current_exe().expect("own exe")),
+        None => Command::new(std::env::current_exe().expect("own exe")),
+    };
+    let mut child = Proc(
+        c.arg("ops")
+            .arg(addr)
+            .args(ops)
+            .args(["ready", "hold:60"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn ops"),
+    );
+    let stdout = child.0.stdout.take().expect("stdout");
+    let mut lines = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.expect("read ops");
+        if line.starts_with("ready ") {
+            return (child, lines);
+        }
+        lines.push(line);
+    }
+    panic!("the holder ended before it was ready: {lines:?}");
 }
 
 // ---- users ----
@@ -467,7 +602,7 @@ fn fake_tasker_and_fake_host_are_refused() {
     let (rc, _, err) = console_as(&u2, &vmd.addr, &["join", "u1-group", "--seconds", "1"]);
     assert_eq!(rc, 1, "u2 joined u1's group");
     assert!(
-        err.contains("rule session") && err.contains("belongs to uid"),
+        err.contains("rule names") && err.contains("belongs to uid"),
         "{err}"
     );
     // Once u1's last member is gone, so is its claim: u2 may make the
@@ -636,11 +771,14 @@ fn rank_reports_come_only_from_the_jobs_own_ranks() {
         assert_eq!(got, "closed", "{who}'s forged reports were not refused");
         let jobs = rt.block_on(async {
             let mut c = vmd.client().await;
-            c.list_jobs(pb::ListJobsRequest { all: true })
-                .await
-                .expect("ps")
-                .into_inner()
-                .jobs
+            c.list_jobs(pb::ListJobsRequest {
+                all: true,
+                every_user: true,
+            })
+            .await
+            .expect("ps")
+            .into_inner()
+            .jobs
         });
         let j = jobs.iter().find(|j| j.job == victim).expect("the job");
         assert_eq!(
@@ -842,5 +980,250 @@ fn vmds_in_two_namespaces_join_over_mutual_tls() {
     assert!(
         !got.values().any(|c| c == "Ok"),
         "a plain client reached a TLS vmd: {got:?}"
+    );
+}
+
+// ---- who owns what (issue 23: groups, names, jobs) ----
+
+fn user_name(i: usize) -> &'static str {
+    USERS[i]
+}
+
+fn strangers_cannot_freeze_or_reach_a_users_group() {
+    let users = users();
+    let u1 = &users[0];
+    let vmd = vmd_for(&users);
+    // Root's live group, one member so far.
+    let (_root, lines) = hold_as(None, &vmd.addr, &["join:rootg"]);
+    assert_eq!(lines, ["join:rootg ok 0"]);
+
+    // u1, admitted but not a member: may not freeze it, look it up or join.
+    let got = ops_as(
+        Some(u1),
+        &vmd.addr,
+        &[
+            "freeze:rootg:1",
+            "wait:rootg",
+            "gettid:rootg:0",
+            "join:rootg",
+        ],
+    );
+    assert!(
+        got[0].starts_with("freeze:rootg:1 PermissionDenied")
+            && got[0].contains("rule group-change")
+            && got[0].contains("belongs to uid 0 (root)"),
+        "{got:?}"
+    );
+    for line in &got[1..] {
+        assert!(
+            line.contains("PermissionDenied")
+                && line.contains("rule names")
+                && line.contains("belongs to uid 0 (root)"),
+            "{got:?}"
+        );
+    }
+    // Nor a group with no members yet (a freeze that would wait for root's
+    // members to come and freeze their group under them).
+    let got = ops_as(Some(u1), &vmd.addr, &["freeze:later:1"]);
+    assert!(
+        got[0].contains("PermissionDenied") && got[0].contains("no members"),
+        "{got:?}"
+    );
+
+    // The group was not frozen: root's next member gets in, and a member
+    // freezes it.
+    let got = ops_as(
+        None,
+        &vmd.addr,
+        &["join:rootg", "freeze:rootg:2", "wait:rootg"],
+    );
+    assert_eq!(
+        got,
+        [
+            "join:rootg ok 1",
+            "freeze:rootg:2 ok 2 members",
+            "wait:rootg ok rootg 2 members"
+        ]
+    );
+}
+
+fn a_name_taken_first_by_a_stranger_never_becomes_the_peer() {
+    let users = users();
+    let u1 = &users[0];
+    let vmd = vmd_for(&users);
+    // u1's job registers `b2` first (joins and freezes it).
+    let (_squatter, lines) = hold_as(Some(u1), &vmd.addr, &["join:b2", "freeze:b2:1"]);
+    assert_eq!(lines, ["join:b2 ok 0", "freeze:b2:1 ok 1 members"]);
+    let owner = format!("belongs to uid {} ({})", u1.uid, user_name(0));
+
+    // Root's job `a2` looks for its peer `b2`: it is told whose `b2` that
+    // is instead of getting its table; root's own `b2` cannot take the name.
+    let got = ops_as(
+        None,
+        &vmd.addr,
+        &["join:a2", "wait:b2", "gettid:b2:0", "join:b2"],
+    );
+    assert_eq!(got[0], "join:a2 ok 0");
+    for line in &got[1..] {
+        assert!(
+            line.contains("PermissionDenied") && line.contains(&owner),
+            "{got:?}"
+        );
+    }
+    assert!(got[1].contains(&format!("{}/b2", user_name(0))), "{got:?}");
+
+    // A wait that began before the stranger's group existed ends in the
+    // same refusal when that group freezes, not with its table.
+    let mut waiter = Proc(
+        Command::new(std::env::current_exe().expect("own exe"))
+            .args(["ops", &vmd.addr, "wait:c2"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("waiter"),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let got = ops_as(Some(u1), &vmd.addr, &["join:c2", "freeze:c2:1"]);
+    assert_eq!(got, ["join:c2 ok 0", "freeze:c2:1 ok 1 members"]);
+    assert!(waiter.wait_exit(T).is_some(), "the waiter did not end");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut waiter.0.stdout.take().expect("stdout"), &mut out)
+        .expect("read waiter");
+    assert!(
+        out.starts_with("wait:c2 PermissionDenied")
+            && out.contains(&format!("group \"c2\" belongs to uid {}", u1.uid)),
+        "{out}"
+    );
+}
+
+fn qualified_names_reach_another_users_group_only_when_allowed() {
+    let users = users();
+    let (u1, u2) = (&users[0], &users[1]);
+    let vmd = vmd_for(&users);
+    let (n1, n2) = (user_name(0), user_name(1));
+    // u1 registers `ocean`, letting u2 in, and `sea`, letting nobody in.
+    let join_ocean = format!("join:ocean:{n2}");
+    let (_owner, lines) = hold_as(
+        Some(u1),
+        &vmd.addr,
+        &[&join_ocean, "freeze:ocean:1", "join:sea", "freeze:sea:1"],
+    );
+    assert!(lines.iter().all(|l| l.contains(" ok ")), "{lines:?}");
+
+    let (ocean, sea) = (format!("wait:{n1}/ocean"), format!("wait:{n1}/sea"));
+    let wrong_owner = format!("wait:{n2}/ocean");
+    let got = ops_as(
+        Some(u2),
+        &vmd.addr,
+        &[&ocean, &sea, "wait:ocean", &wrong_owner],
+    );
+    // Allowed: the qualified name reaches u1's group (its own name back).
+    assert_eq!(got[0], format!("{ocean} ok ocean 1 members"), "{got:?}");
+    // Not allowed: refused, naming the owner.
+    assert!(
+        got[1].contains("PermissionDenied")
+            && got[1].contains(&format!(
+                "uid {} ({n1}) has not allowed uid {}",
+                u1.uid, u2.uid
+            )),
+        "{got:?}"
+    );
+    // The plain name never reaches another user's group.
+    assert!(
+        got[2].contains("PermissionDenied") && got[2].contains(&format!("{n1}/ocean")),
+        "{got:?}"
+    );
+    // A qualifier naming someone else is refused too.
+    assert!(
+        got[3].contains("PermissionDenied") && got[3].contains("not to uid"),
+        "{got:?}"
+    );
+    // The administrator needs no allowing, but must qualify too.
+    let got = ops_as(None, &vmd.addr, &[&sea, "wait:sea"]);
+    assert_eq!(got[0], format!("{sea} ok sea 1 members"), "{got:?}");
+    assert!(got[1].contains("PermissionDenied"), "{got:?}");
+}
+
+fn jobs_output_and_listings_are_their_owners() {
+    let users = users();
+    let (u1, u2) = (&users[0], &users[1]);
+    let vmd = vmd_for(&users);
+    let rt = runtime();
+    let _tasker = rt.block_on(vmd.tasker("exec"));
+    let script = "i=0; while [ $i -lt 60 ]; do echo secret-line-$i; i=$((i+1)); sleep 0.1; done";
+    let job = spawn_as(u1, &vmd, &["/bin/sh", "-c", script, "secret-arg"]);
+    let j = job.to_string();
+
+    // While it prints: u1 follows its output, u2 sees none of it.
+    let watch = ["watch", "--kinds", "task_output,job_exit", "--seconds", "3"];
+    let watch_job = [
+        "watch",
+        "--job",
+        j.as_str(),
+        "--kinds",
+        "task_output",
+        "--seconds",
+        "3",
+    ];
+    let (own, stranger, stranger_job, admin) = std::thread::scope(|sc| {
+        let own = sc.spawn(|| console_as(u1, &vmd.addr, &watch_job));
+        let stranger = sc.spawn(|| console_as(u2, &vmd.addr, &watch));
+        let stranger_job = sc.spawn(|| console_as(u2, &vmd.addr, &watch_job));
+        let admin = sc.spawn(|| common::console(&vmd.addr, &watch_job));
+        (
+            own.join().expect("u1 watch"),
+            stranger.join().expect("u2 watch"),
+            stranger_job.join().expect("u2 watch --job"),
+            admin.join().expect("root watch"),
+        )
+    });
+    let own_lines = own.1.matches("secret-line-").count();
+    println!("owner's watch: {own_lines} lines in 3 s");
+    assert!(own_lines >= 5, "the owner saw its output: {own:?}");
+    for (what, got) in [("all", &stranger), ("--job", &stranger_job)] {
+        assert_eq!(got.0, 0, "{what}: {got:?}");
+        assert!(
+            !got.1.contains("secret"),
+            "u2 saw u1's output ({what}): {got:?}"
+        );
+    }
+
+    // Listings: u1 sees its job and its arguments; u2 and root (without
+    // asking for every user) do not; root asking does; u2 may not ask.
+    let listed = |who: Option<&User>, extra: &[&str]| -> Vec<u64> {
+        let mut args = vec!["--json", "ps", "-a"];
+        args.extend_from_slice(extra);
+        let (rc, out, err) = match who {
+            Some(u) => console_as(u, &vmd.addr, &args),
+            None => common::console(&vmd.addr, &args),
+        };
+        assert_eq!(rc, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        v.as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|j| j["job"].as_u64())
+            .collect()
+    };
+    assert!(listed(Some(u1), &[]).contains(&job));
+    assert!(!listed(Some(u2), &[]).contains(&job));
+    assert!(!listed(None, &[]).contains(&job));
+    assert!(listed(None, &["--every-user"]).contains(&job));
+    let (rc, out, _) = console_as(u1, &vmd.addr, &["--json", "ps", "-a"]);
+    assert_eq!(rc, 0);
+    assert!(
+        out.contains("secret-arg"),
+        "the owner sees its arguments: {out}"
+    );
+    let (rc, out, err) = console_as(u2, &vmd.addr, &["ps", "-a", "--every-user"]);
+    assert_eq!(rc, 1, "{out}");
+    assert!(err.contains("rule operator"), "{err}");
+    let (rc, out, _) = console_as(u2, &vmd.addr, &["--json", "ps", "-a"]);
+    assert_eq!(rc, 0);
+    assert!(!out.contains("secret-arg"), "u2 saw u1's arguments: {out}");
+    // The administrator's watch sees every job's output.
+    assert!(
+        admin.1.contains("secret-line-"),
+        "the administrator saw no output: {admin:?}"
     );
 }

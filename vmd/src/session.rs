@@ -33,7 +33,8 @@ use tokio::task::{JoinHandle, JoinSet};
 use tonic::{Code, Streaming};
 use tracing::{debug, info, warn};
 
-use crate::auth::{GroupOwners, Identity};
+use crate::auth::rules::MAX_ALLOWED;
+use crate::auth::{users, GroupOwners, Identity, Target};
 use crate::convert;
 use crate::hello_gate::{HelloGate, HelloTicket};
 use crate::resume::Resumes;
@@ -322,11 +323,42 @@ fn exhausted(id: u64, limit: &str, value: usize, what: String) -> pb::SessionRep
 
 impl Session {
     /// The join rule ([`crate::auth::rules`]): a group belongs to the uid
-    /// that created it while it has members. An `Ok` holds the group's
-    /// owner entry: released when the join fails, on leave, or at the
-    /// session's end.
-    fn admit_join(&self, group: &str) -> Result<(), tonic::Status> {
-        self.caller.owners.admit_join(group, &self.caller.identity)
+    /// that created it while it has members; others join it only by its
+    /// qualified name, if allowed. An `Ok` holds the group's owner entry:
+    /// released when the join fails, on leave, or at the session's end.
+    fn admit_join(&self, target: &Target, allow: &[String]) -> Result<(), tonic::Status> {
+        if allow.len() > MAX_ALLOWED {
+            return Err(tonic::Status::resource_exhausted(format!(
+                "join {:?}: {} users allowed, at most {MAX_ALLOWED}",
+                target.group,
+                allow.len()
+            )));
+        }
+        let mut uids = std::collections::BTreeSet::new();
+        for user in allow {
+            let uid = users::parse_user(user).ok_or_else(|| {
+                tonic::Status::invalid_argument(format!(
+                    "join {:?}: allow names {:?}, which is no user on this host",
+                    target.group,
+                    escape_for_display(user)
+                ))
+            })?;
+            uids.insert(uid);
+        }
+        self.caller
+            .owners
+            .admit_join(target, &self.caller.identity, &uids)
+    }
+
+    /// The group `name` reaches for this caller (the rule of names: its
+    /// own groups by plain name, another user's by `user/name` if allowed),
+    /// or the refusal naming the owner found.
+    fn reach(&self, name: &str) -> Result<String, tonic::Status> {
+        let target = Target::parse(name);
+        self.caller
+            .owners
+            .admit_reach(&target, &self.caller.identity)?;
+        Ok(target.group)
     }
 
     async fn send(&self, r: pb::SessionReply) {
@@ -370,91 +402,129 @@ impl Session {
                         limits.max_memberships,
                         format!("join refused: member of {} groups", self.memberships.len()),
                     ))
-                } else if let Err(refusal) = self.admit_join(&j.group) {
-                    Err(reply(
-                        id,
-                        Reply::Error(pb::Error {
-                            code: refusal.code() as i32,
-                            message: refusal.message().to_string(),
-                        }),
-                    ))
                 } else {
-                    let joined = groups.join(&j.group, task, j.instance, j.endpoint).await;
-                    if joined.is_ok() {
-                        self.memberships.insert(j.group);
+                    let target = Target::parse(&j.group);
+                    if let Err(refusal) = self.admit_join(&target, &j.allow) {
+                        Err(refused(id, &refusal))
                     } else {
-                        self.caller.owners.release(&j.group);
+                        let group = target.group;
+                        let joined = groups.join(&group, task, j.instance, j.endpoint).await;
+                        if joined.is_ok() {
+                            self.memberships.insert(group);
+                        } else {
+                            self.caller.owners.release(&group);
+                        }
+                        joined.map(Reply::Instance).map_err(|e| error_reply(id, &e))
                     }
-                    joined.map(Reply::Instance).map_err(|e| error_reply(id, &e))
                 }
             }
             Op::Leave(l) => {
-                let left = groups.leave(&l.group, task).await;
-                if left.is_ok() && self.memberships.remove(&l.group) {
-                    self.caller.owners.release(&l.group);
+                // A task leaves only its own memberships: no name of
+                // another's group makes anyone else leave.
+                let group = Target::parse(&l.group).group;
+                let left = groups.leave(&group, task).await;
+                if left.is_ok() && self.memberships.remove(&group) {
+                    self.caller.owners.release(&group);
                 }
                 left.map(|()| Reply::Done(pb::Done {}))
                     .map_err(|e| error_reply(id, &e))
             }
-            Op::Gettid(g) => groups
-                .gettid(&g.group, g.instance)
-                .await
-                .map(|m| Reply::Member(convert::member(&m)))
-                .map_err(|e| error_reply(id, &e)),
-            Op::Getinst(g) => match parse_task(&g.task, task) {
-                Ok(who) => groups
-                    .getinst(&g.group, who)
+            Op::Gettid(g) => match self.reach(&g.group) {
+                Ok(group) => groups
+                    .gettid(&group, g.instance)
+                    .await
+                    .map(|m| Reply::Member(convert::member(&m)))
+                    .map_err(|e| error_reply(id, &e)),
+                Err(refusal) => Err(refused(id, &refusal)),
+            },
+            Op::Getinst(g) => match (parse_task(&g.task, task), self.reach(&g.group)) {
+                (Ok(who), Ok(group)) => groups
+                    .getinst(&group, who)
                     .await
                     .map(Reply::Instance)
                     .map_err(|e| error_reply(id, &e)),
-                Err(msg) => Err(invalid(id, msg)),
+                (Err(msg), _) => Err(invalid(id, msg)),
+                (_, Err(refusal)) => Err(refused(id, &refusal)),
             },
-            Op::Gsize(g) => groups
-                .gsize(&g.group)
-                .await
-                .map(Reply::Size)
-                .map_err(|e| error_reply(id, &e)),
-            Op::Members(g) => groups
-                .table(&g.group)
-                .await
-                .map(|t| Reply::Table(convert::table(&t)))
-                .map_err(|e| error_reply(id, &e)),
+            Op::Gsize(g) => match self.reach(&g.group) {
+                Ok(group) => groups
+                    .gsize(&group)
+                    .await
+                    .map(Reply::Size)
+                    .map_err(|e| error_reply(id, &e)),
+                Err(refusal) => Err(refused(id, &refusal)),
+            },
+            Op::Members(g) => match self.reach(&g.group) {
+                Ok(group) => groups
+                    .table(&group)
+                    .await
+                    .map(|t| Reply::Table(convert::table(&t)))
+                    .map_err(|e| error_reply(id, &e)),
+                Err(refusal) => Err(refused(id, &refusal)),
+            },
             Op::ListGroups(req) => convert::group_page(groups, &req)
                 .await
                 .map(Reply::Groups)
                 .map_err(|e| error_reply(id, &e)),
             Op::Subscribe(s) => self
-                .subscribe(s.groups)
+                .subscribe(s.groups.iter().map(|g| Target::parse(g).group).collect())
                 .map(|()| Reply::Done(pb::Done {}))
                 .map_err(|refusal| refusal(id)),
             Op::Freeze(f) => {
+                let group = Target::parse(&f.group).group;
+                // A session resumed after a vmd restart holds memberships
+                // this session did not record: the store knows them.
+                let member = self.memberships.contains(&group)
+                    || (!self.caller.identity.is_operator()
+                        && groups.getinst(&group, task).await.is_ok());
+                if let Err(refusal) =
+                    self.caller
+                        .owners
+                        .admit_change(&group, &self.caller.identity, member)
+                {
+                    self.send(refused(id, &refusal)).await;
+                    return;
+                }
                 let groups = groups.clone();
                 self.reply_later(id, async move {
-                    let t = groups
-                        .freeze(&f.group, f.size, wait_of(f.timeout_ms))
-                        .await?;
+                    let t = groups.freeze(&group, f.size, wait_of(f.timeout_ms)).await?;
                     Ok(Reply::Table(convert::table(&t)))
                 });
                 return;
             }
             Op::Barrier(b) => {
+                // Only members enter a barrier (the group service checks).
+                let group = Target::parse(&b.group).group;
                 let groups = groups.clone();
                 self.reply_later(id, async move {
                     groups
-                        .barrier(&b.group, task, b.count, wait_of(b.timeout_ms))
+                        .barrier(&group, task, b.count, wait_of(b.timeout_ms))
                         .await?;
                     Ok(Reply::Done(pb::Done {}))
                 });
                 return;
             }
             Op::WaitFrozen(w) => {
+                let target = Target::parse(&w.group);
+                let owners = self.caller.owners.clone();
+                let identity = self.caller.identity.clone();
+                if let Err(refusal) = owners.admit_reach(&target, &identity) {
+                    self.send(refused(id, &refusal)).await;
+                    return;
+                }
                 let groups = groups.clone();
-                self.reply_later(id, async move {
+                self.reply_later_or_refuse(id, async move {
                     // A group that broke before this task lived is an
                     // earlier run's wreck: wait for the re-run instead.
                     let t = groups
-                        .wait_frozen_as(task, &w.group, wait_of(w.timeout_ms))
-                        .await?;
+                        .wait_frozen_as(task, &target.group, wait_of(w.timeout_ms))
+                        .await
+                        .map_err(Refused::Group)?;
+                    // Another user may have made the group meanwhile: it
+                    // never becomes this caller's peer by its name alone.
+                    owners
+                        .admit_reach(&target, &identity)
+                        .map_err(Refused::Status)?;
                     Ok(Reply::Table(convert::table(&t)))
                 });
                 return;
@@ -473,6 +543,16 @@ impl Session {
         &mut self,
         id: u64,
         op: impl std::future::Future<Output = Result<Reply, GroupError>> + Send + 'static,
+    ) {
+        self.reply_later_or_refuse(id, async move { op.await.map_err(Refused::Group) });
+    }
+
+    /// [`Session::reply_later`] for an operation that may also end in a
+    /// refusal of the ownership rules.
+    fn reply_later_or_refuse(
+        &mut self,
+        id: u64,
+        op: impl std::future::Future<Output = Result<Reply, Refused>> + Send + 'static,
     ) {
         while self.waits.try_join_next().is_some() {}
         let max = self.ctx.limits.max_pending_waits;
@@ -494,7 +574,8 @@ impl Session {
         self.waits.spawn(async move {
             let r = match op.await {
                 Ok(result) => reply(id, result),
-                Err(e) => error_reply(id, &e),
+                Err(Refused::Group(e)) => error_reply(id, &e),
+                Err(Refused::Status(s)) => refused(id, &s),
             };
             let _ = out.send(Ok(r)).await;
         });
@@ -579,6 +660,24 @@ impl Session {
         self.subscription = Some(Subscription { filter, forwarder });
         Ok(())
     }
+}
+
+/// How a waiting operation failed: the group service's error, or a
+/// refusal of the ownership rules.
+enum Refused {
+    Group(GroupError),
+    Status(tonic::Status),
+}
+
+/// A refusal (ownership rules, bad allow list) as the reply to request `id`.
+fn refused(id: u64, status: &tonic::Status) -> pb::SessionReply {
+    reply(
+        id,
+        Reply::Error(pb::Error {
+            code: status.code() as i32,
+            message: status.message().to_string(),
+        }),
+    )
 }
 
 fn parse_task(text: &str, caller: TaskId) -> Result<TaskId, String> {

@@ -3,7 +3,12 @@
 //! one stream, filtered by kind, group and job. Plain Rust over the group
 //! service and the resource manager; the gRPC service only hands the
 //! stream out.
+//!
+//! Jobs are their owners': a watcher sees the task and job events (exits,
+//! output lines, snapshots) of its own uid's jobs only, unless it is an
+//! administrator ([`Viewer`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use isthmus_groups::Groups;
@@ -15,6 +20,9 @@ use crate::convert;
 use crate::stream::QUEUE;
 use isthmus_rm::{ResourceManager, Sequenced};
 
+/// Job owners one watcher remembers.
+const OWNER_CACHE: usize = 1024;
+
 /// Why a watch could not start or ended early.
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
@@ -24,7 +32,28 @@ pub enum WatchError {
     Lagged(u64),
 }
 
-/// Which events a watcher asked for.
+/// Whose jobs a watcher may see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Viewer {
+    /// An administrator (the vmd's operator): every job.
+    Admin,
+    /// The jobs of this uid only (`None`: a caller without a uid, which
+    /// sees no job).
+    User(Option<u32>),
+}
+
+impl Viewer {
+    /// Whether a job owned by `owner` (`None`: not known here, e.g.
+    /// forgotten) may be shown.
+    pub fn sees(&self, owner: Option<u32>) -> bool {
+        match self {
+            Viewer::Admin => true,
+            Viewer::User(uid) => uid.is_some() && owner == *uid,
+        }
+    }
+}
+
+/// Which events a watcher asked for, and may see.
 pub struct WatchFilter {
     /// Empty: every kind except TASK_OUTPUT.
     kinds: Vec<pb::EventKind>,
@@ -32,10 +61,11 @@ pub struct WatchFilter {
     groups: Vec<String>,
     /// Task and job events of these jobs only; empty: all.
     jobs: Vec<u64>,
+    viewer: Viewer,
 }
 
 impl WatchFilter {
-    pub fn new(req: &pb::WatchRequest) -> Result<Self, WatchError> {
+    pub fn new(req: &pb::WatchRequest, viewer: Viewer) -> Result<Self, WatchError> {
         let mut kinds = Vec::new();
         for k in &req.kinds {
             match pb::EventKind::try_from(*k) {
@@ -47,6 +77,7 @@ impl WatchFilter {
             kinds,
             groups: req.groups.clone(),
             jobs: req.jobs.clone(),
+            viewer,
         })
     }
 
@@ -66,9 +97,13 @@ impl WatchFilter {
         self.wants(pb::EventKind::Group) && convert::event_matches(&self.groups, ev)
     }
 
-    pub fn wants_rm(&self, ev: &Sequenced) -> bool {
+    /// Whether `ev` is wanted and may be shown; `owner_of` gives a job's
+    /// owner.
+    pub fn wants_rm(&self, ev: &Sequenced, mut owner_of: impl FnMut(u64) -> Option<u32>) -> bool {
         self.wants(pb::EventKind::from(&ev.event))
-            && ev.event.job().is_none_or(|j| self.wants_job(j))
+            && ev.event.job().is_none_or(|j| {
+                self.wants_job(j) && (self.viewer == Viewer::Admin || self.viewer.sees(owner_of(j)))
+            })
     }
 }
 
@@ -81,11 +116,13 @@ pub type Watcher = mpsc::Receiver<Result<pb::Event, WatchError>>;
 /// never missed; hosts and jobs are read and subscribed to under one lock.
 pub fn start(
     req: &pb::WatchRequest,
+    viewer: Viewer,
     groups: &Groups,
     rm: Option<&ResourceManager>,
 ) -> Result<Watcher, WatchError> {
-    let filter = WatchFilter::new(req)?;
+    let filter = WatchFilter::new(req, viewer)?;
     let group_events = groups.subscribe();
+    let manager = rm.cloned();
     let rm = rm.map(|rm| (rm.local_host().to_string(), rm.subscribe()));
     let (tx, rx) = mpsc::channel(QUEUE);
     let groups = groups.clone();
@@ -115,7 +152,7 @@ pub fn start(
                 return;
             }
         }
-        merge(&filter, group_events, rm_events, &local, &tx).await;
+        merge(&filter, group_events, rm_events, manager, &local, &tx).await;
     });
     Ok(rx)
 }
@@ -126,16 +163,32 @@ async fn merge(
     filter: &WatchFilter,
     mut group_events: broadcast::Receiver<isthmus_groups::GroupEvent>,
     mut rm_events: Option<broadcast::Receiver<Arc<Sequenced>>>,
+    manager: Option<ResourceManager>,
     local: &str,
     tx: &mpsc::Sender<Result<pb::Event, WatchError>>,
 ) {
+    // A job's owner never changes: each watcher remembers the owners it
+    // looked up (a bounded few), so that output lines do not each take the
+    // manager's lock. Unknown jobs are looked up again.
+    let mut owners: HashMap<u64, u32> = HashMap::new();
+    let mut owner_of = move |job: u64| {
+        if let Some(o) = owners.get(&job) {
+            return Some(*o);
+        }
+        let owner = manager.as_ref().and_then(|rm| rm.job_owner(job))?;
+        if owners.len() >= OWNER_CACHE {
+            owners.clear();
+        }
+        owners.insert(job, owner);
+        Some(owner)
+    };
     loop {
         let next = tokio::select! {
             ev = group_events.recv() => ev.map(|ev| {
                 filter.wants_group(&ev).then(|| convert::group_event(&ev))
             }),
             ev = recv_rm(&mut rm_events) => ev.map(|ev| {
-                filter.wants_rm(&ev).then(|| pb::convert::event(&ev, local))
+                filter.wants_rm(&ev, &mut owner_of).then(|| pb::convert::event(&ev, local))
             }),
         };
         match next {
@@ -222,7 +275,10 @@ fn rm_snapshot(
         }
     }
     if filter.wants(pb::EventKind::TaskExit) || filter.wants(pb::EventKind::JobExit) {
-        for j in jobs.iter().filter(|j| filter.wants_job(j.id)) {
+        for j in jobs
+            .iter()
+            .filter(|j| filter.wants_job(j.id) && filter.viewer.sees(Some(j.owner)))
+        {
             out.push(pb::Event {
                 seq: 0,
                 kind: Some(pb::event::Kind::Job(j.into())),
@@ -266,7 +322,7 @@ mod tests {
 
     #[test]
     fn no_kinds_means_all_but_output() {
-        let f = WatchFilter::new(&request(&[], &[])).unwrap();
+        let f = WatchFilter::new(&request(&[], &[]), Viewer::Admin).unwrap();
         assert!(f.wants(pb::EventKind::Group));
         assert!(f.wants(pb::EventKind::JobExit));
         assert!(!f.wants(pb::EventKind::TaskOutput));
@@ -275,11 +331,22 @@ mod tests {
 
     #[test]
     fn named_kinds_and_jobs_only() {
-        let f = WatchFilter::new(&request(&[pb::EventKind::TaskOutput], &[3])).unwrap();
+        let f =
+            WatchFilter::new(&request(&[pb::EventKind::TaskOutput], &[3]), Viewer::Admin).unwrap();
         assert!(f.wants(pb::EventKind::TaskOutput));
         assert!(!f.wants(pb::EventKind::Group));
         assert!(f.wants_job(3));
         assert!(!f.wants_job(4));
+    }
+
+    #[test]
+    fn users_see_only_their_own_jobs() {
+        assert!(Viewer::Admin.sees(Some(1001)));
+        assert!(Viewer::Admin.sees(None));
+        assert!(Viewer::User(Some(1001)).sees(Some(1001)));
+        assert!(!Viewer::User(Some(1001)).sees(Some(1002)));
+        assert!(!Viewer::User(Some(1001)).sees(None));
+        assert!(!Viewer::User(None).sees(None));
     }
 
     #[test]
@@ -289,7 +356,7 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            WatchFilter::new(&req),
+            WatchFilter::new(&req, Viewer::Admin),
             Err(WatchError::UnknownKind(0))
         ));
     }
@@ -301,7 +368,7 @@ mod tests {
             current_state: true,
             ..Default::default()
         };
-        let mut rx = start(&req, &groups, None).unwrap();
+        let mut rx = start(&req, Viewer::Admin, &groups, None).unwrap();
         let first = rx.recv().await.unwrap().unwrap();
         assert!(matches!(first.kind, Some(pb::event::Kind::Synced(_))));
     }

@@ -307,6 +307,7 @@ async fn an_oversized_request_ends_the_session_with_resource_exhausted() {
             group: "big".into(),
             instance: None,
             endpoint: vec![7; 5 << 20],
+            allow: vec![],
         })),
     })
     .await

@@ -33,6 +33,8 @@ pub enum Class {
     RemoteLost,
     /// The group name is held by another job.
     NameTaken,
+    /// The named group belongs to another user who did not allow the caller.
+    NotPermitted,
     /// The virtual machine (vmd) refused or failed.
     Vm,
     /// The call is not supported on an Isthmus communicator.
@@ -59,6 +61,7 @@ impl Class {
             BridgeError::RemoteNotReady { .. } | BridgeError::Timeout(_) => Class::RemoteNotReady,
             BridgeError::RemoteLost { .. } => Class::RemoteLost,
             BridgeError::NameTaken { .. } => Class::NameTaken,
+            BridgeError::NotPermitted { .. } => Class::NotPermitted,
             BridgeError::Vm { .. } => Class::Vm,
             _ => Class::Other,
         }

@@ -136,9 +136,16 @@ impl Console {
         Ok(self.client().spawn(req).await?.into_inner().into())
     }
 
-    /// Jobs holding slots, or (`all`) also those that ended recently.
+    /// The caller's jobs holding slots, or (`all`) also those that ended
+    /// recently.
     pub async fn jobs(&self, all: bool) -> Result<Vec<Job>> {
-        let req = pb::ListJobsRequest { all };
+        self.jobs_of(all, false).await
+    }
+
+    /// Like [`Console::jobs`]; with `every_user`, every user's jobs (for an
+    /// administrator; anyone else is refused).
+    pub async fn jobs_of(&self, all: bool, every_user: bool) -> Result<Vec<Job>> {
+        let req = pb::ListJobsRequest { all, every_user };
         let jobs = self.client().list_jobs(req).await?.into_inner().jobs;
         Ok(jobs
             .into_iter()

@@ -445,10 +445,24 @@ impl Session {
     /// Joins `group`, at the lowest free instance or exactly at `instance`,
     /// publishing `endpoint`. Returns the instance.
     pub async fn join(&self, group: &str, instance: Option<u32>, endpoint: Vec<u8>) -> Result<u32> {
+        self.join_allowing(group, instance, endpoint, &[]).await
+    }
+
+    /// Like [`Session::join`]; the group's owner also lets the users in
+    /// `allow` (names or decimal uids) join and reach the group by its
+    /// qualified name `owner/group`. Only the owner's joins add to the list.
+    pub async fn join_allowing(
+        &self,
+        group: &str,
+        instance: Option<u32>,
+        endpoint: Vec<u8>,
+        allow: &[String],
+    ) -> Result<u32> {
         let op = Op::Join(pb::JoinRequest {
             group: group.to_string(),
             instance,
             endpoint,
+            allow: allow.to_vec(),
         });
         match self.call(op, CALL_TIMEOUT).await? {
             Reply::Instance(i) => Ok(i),
@@ -597,6 +611,10 @@ impl Session {
             timeout_ms: millis(timeout),
         });
         match self.call(op, timeout + WAIT_MARGIN).await? {
+            // A qualified name (`owner/group`) comes back as the group's own
+            // name: not cached, so that a plain lookup of that name never
+            // finds another user's table here.
+            Reply::Table(t) if t.group != group => Ok(Arc::new(t)),
             Reply::Table(t) => Ok(self.inner.frozen.insert(t, epoch)),
             other => Err(unexpected("wait_frozen", other)),
         }

@@ -36,6 +36,11 @@ pub const TOKEN_FILE_ENV: &str = "ISTHMUS_TOKEN_FILE";
 /// (seconds; `0`: never), e.g. while the vmd is restarted. Default 60.
 pub const RESUME_WINDOW: &str = "ISTHMUS_RESUME_WINDOW";
 
+/// Other users (names or decimal uids, comma-separated) that the groups a
+/// job registers let join and reach by their qualified name
+/// (`owner/group`). Unset or empty: the owner's own uid only.
+pub const ALLOW: &str = "ISTHMUS_ALLOW";
+
 /// The vmd's Unix socket, in its runtime directory.
 pub const SOCKET_FILE: &str = "vmd.sock";
 

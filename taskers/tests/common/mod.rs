@@ -128,7 +128,10 @@ pub async fn rank_pids(c: &mut VmdClient<isthmus_client::VmdChannel>, job: u64) 
     let end = Instant::now() + T;
     loop {
         let jobs = c
-            .list_jobs(pb::ListJobsRequest { all: true })
+            .list_jobs(pb::ListJobsRequest {
+                all: true,
+                every_user: true,
+            })
             .await
             .expect("ps")
             .into_inner()

@@ -267,6 +267,16 @@ impl ResourceManager {
             .ok_or_else(|| Refusal::not_found(format!("no job {id}")))
     }
 
+    /// The owner (uid) of job `id`, own or mirrored, if it is known here;
+    /// without copying the job (a watcher asks for every output line).
+    pub fn job_owner(&self, id: JobId) -> Option<u32> {
+        let st = self.lock();
+        st.jobs
+            .get(&id)
+            .map(|t| t.job.owner)
+            .or_else(|| st.peer_jobs.get(&id).map(|j| j.owner))
+    }
+
     /// Declares a host; it is up once its vmd joins under that name.
     pub fn add_host(&self, decl: HostDecl) -> Result<Host> {
         let decl = validated(decl)?;

@@ -10,12 +10,15 @@
 //! * [`rules`]       — the rule of each RPC family, table-driven;
 //!   PERMISSION_DENIED naming the rule.
 //! * [`ca`]          — the virtual machine's CA and host certificates.
+//! * [`users`]       — local user names and uids (owners in refusals,
+//!   qualified group names).
 
 pub mod ca;
 pub mod identity;
 pub mod rules;
 pub mod runtime_dir;
+pub mod users;
 
 pub use identity::{Authenticator, Identity, Kind, Policy};
-pub use rules::{GroupOwners, Rule};
+pub use rules::{GroupOwners, Rule, Target};
 pub use runtime_dir::RuntimeDir;

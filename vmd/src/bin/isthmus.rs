@@ -60,12 +60,18 @@ enum Command {
         seconds: Option<u64>,
     },
     /// Join a group and stay in it until interrupted (or for --seconds).
+    /// The group is yours if you create it; `user/group` joins another
+    /// user's group, if they allowed you.
     Join {
         group: String,
         #[arg(long)]
         instance: Option<u32>,
         #[arg(long)]
         seconds: Option<u64>,
+        /// Other users (names or uids) who may join and reach your group as
+        /// `you/group` (repeatable, or comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        allow: Vec<String>,
     },
     /// Stop the daemon.
     Halt,
@@ -117,6 +123,9 @@ enum Command {
         /// Also jobs that ended recently.
         #[arg(long, short = 'a')]
         all: bool,
+        /// Every user's jobs (administrators only); default: your own.
+        #[arg(long)]
+        every_user: bool,
     },
     /// Kill every rank of a job.
     Kill { job: u64 },
@@ -267,7 +276,8 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             group,
             instance,
             seconds,
-        } => join(addr, json, &group, instance, seconds).await,
+            allow,
+        } => join(addr, json, &group, instance, seconds, &allow).await,
         Command::Conf => conf(&connect(addr).await?, json).await,
         Command::Add {
             name,
@@ -324,7 +334,7 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
             };
             spawn(&connect(addr).await?, json, spec, wait).await
         }
-        Command::Ps { all } => ps(&connect(addr).await?, json, all).await,
+        Command::Ps { all, every_user } => ps(&connect(addr).await?, json, all, every_user).await,
         Command::Kill { job } => kill(&connect(addr).await?, json, job).await,
         Command::Sig { signal, job, rank } => {
             let signal = parse_signal(&signal)?;
@@ -416,9 +426,10 @@ async fn join(
     group: &str,
     instance: Option<u32>,
     seconds: Option<u64>,
+    allow: &[String],
 ) -> anyhow::Result<()> {
     let s = Session::connect(addr, "isthmus-console").await?;
-    let inst = s.join(group, instance, Vec::new()).await?;
+    let inst = s.join_allowing(group, instance, Vec::new(), allow).await?;
     if json {
         println!(
             "{}",
@@ -570,8 +581,8 @@ async fn spawn(vmd: &Console, json: bool, spec: SpawnSpec, wait: bool) -> anyhow
     anyhow::bail!("the vmd closed the event stream before job {} ended", r.job)
 }
 
-async fn ps(vmd: &Console, json: bool, all: bool) -> anyhow::Result<()> {
-    let jobs = vmd.jobs(all).await.map_err(refused)?;
+async fn ps(vmd: &Console, json: bool, all: bool, every_user: bool) -> anyhow::Result<()> {
+    let jobs = vmd.jobs_of(all, every_user).await.map_err(refused)?;
     if json {
         println!(
             "{}",
@@ -743,7 +754,7 @@ fn host_json(h: &HostView) -> serde_json::Value {
 }
 
 fn job_json(j: &Job) -> serde_json::Value {
-    json!({"job": j.id, "state": job_state(j.state), "implementation": j.implementation, "host": j.host, "np": j.np,
+    json!({"job": j.id, "owner_uid": j.owner, "state": job_state(j.state), "implementation": j.implementation, "host": j.host, "np": j.np,
            "program": j.program, "args": j.args, "exit": exit_json(j.exit), "reason": j.reason,
            "ranks": j.ranks.iter().map(|r| json!({"rank": r.rank, "pid": r.pid.unwrap_or(0),
                "state": rank_state(r), "exit": exit_json(r.exit)})).collect::<Vec<_>>()})

@@ -7,6 +7,9 @@
 //! caller); calls that change things check their own rule here
 //! ([`crate::auth::rules`]): `operator` for halt and hosts, `spawn` (the job
 //! is owned by the caller's uid), `job-control` for kill and signal.
+//! Jobs are their owners': `ListJobs` lists the caller's own jobs (every
+//! user's only for an administrator who asks), and `Watch` shows task and
+//! job events of the caller's jobs only (every job to an administrator).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -25,7 +28,7 @@ use super::Role;
 use crate::auth::{self, rules, Rule};
 use crate::federation::Federated;
 use crate::session::SessionContext;
-use crate::watch::{self, WatchError};
+use crate::watch::{self, Viewer, WatchError};
 use crate::{convert, rm_convert};
 use isthmus_rm::{HostState, ResourceManager};
 
@@ -59,6 +62,16 @@ impl ConsoleService {
     /// The resource manager, or the refusal of a vmd that is not it.
     fn rm(&self) -> Result<&ResourceManager, Status> {
         self.role.require_manager(&self.ctx.host)
+    }
+}
+
+/// Whose jobs `caller` sees in a watch: an administrator every job, anyone
+/// else its own uid's.
+fn viewer(caller: &auth::Identity) -> Viewer {
+    if caller.is_operator() {
+        Viewer::Admin
+    } else {
+        Viewer::User(caller.uid)
     }
 }
 
@@ -107,8 +120,14 @@ impl Console for ConsoleService {
         &self,
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        let events = watch::start(&request.into_inner(), &self.ctx.groups, self.role.manager())
-            .map_err(watch_status)?;
+        let viewer = viewer(&auth::identity::of(&request)?);
+        let events = watch::start(
+            &request.into_inner(),
+            viewer,
+            &self.ctx.groups,
+            self.role.manager(),
+        )
+        .map_err(watch_status)?;
         let events = ReceiverStream::new(events).map(|ev| ev.map_err(watch_status));
         Ok(Response::new(Box::pin(events)))
     }
@@ -210,9 +229,27 @@ impl Console for ConsoleService {
         &self,
         request: Request<pb::ListJobsRequest>,
     ) -> Result<Response<pb::JobList>, Status> {
-        let jobs = self.rm()?.jobs(request.into_inner().all);
+        let caller = auth::identity::of(&request)?;
+        let r = request.into_inner();
+        let viewer = if r.every_user {
+            rules::check(Rule::Operator, &caller, None).map_err(|e| {
+                Status::permission_denied(format!(
+                    "{} (every user's jobs are for administrators; without --every-user you see your own)",
+                    e.message()
+                ))
+            })?;
+            Viewer::Admin
+        } else {
+            // An administrator too sees its own jobs unless it asks.
+            Viewer::User(caller.uid)
+        };
+        let jobs = self.rm()?.jobs(r.all);
         Ok(Response::new(pb::JobList {
-            jobs: jobs.iter().map(pb::JobInfo::from).collect(),
+            jobs: jobs
+                .iter()
+                .filter(|j| viewer.sees(Some(j.owner)))
+                .map(pb::JobInfo::from)
+                .collect(),
         }))
     }
 
