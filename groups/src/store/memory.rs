@@ -542,6 +542,118 @@ impl MemoryStore {
     }
 }
 
+/// The counters a store's state continues from: the last event `seq`
+/// (also every group's revision and every lease's `opened_at`), the last
+/// group generation and the last lease id handed out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Counters {
+    pub seq: u64,
+    pub last_generation: u64,
+    pub last_lease: u64,
+}
+
+/// Everything a durable store keeps of a [`MemoryStore`], to build it
+/// again after a restart: the counters, every live task's lease and every
+/// group (tombstones included). Barrier episodes are not in it: their
+/// waiters were calls of sessions that broke with the process.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreImage {
+    pub counters: Counters,
+    pub leases: Vec<(TaskId, TaskLease)>,
+    pub groups: Vec<GroupSnapshot>,
+}
+
+/// Why a [`StoreImage`] cannot be a store's state.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ImageError {
+    #[error("member {instance} of group {group:?} is task {task}, which has no lease")]
+    MemberWithoutLease {
+        group: String,
+        instance: u32,
+        task: TaskId,
+    },
+    #[error("group {group:?} lists instance {instance} or task {task} twice")]
+    Duplicate {
+        group: String,
+        instance: u32,
+        task: TaskId,
+    },
+    #[error("task {0} has two leases")]
+    DuplicateLease(TaskId),
+}
+
+impl MemoryStore {
+    /// The counters now (read under the store's lock, so consistent with
+    /// every change applied before this call).
+    pub fn counters(&self) -> Counters {
+        let inner = self.lock();
+        Counters {
+            seq: inner.seq,
+            last_generation: inner.last_generation,
+            last_lease: inner.last_lease,
+        }
+    }
+
+    /// A store whose state is `image`, checked for consistency: every
+    /// member's task has a lease, no instance or task appears twice in a
+    /// group. The counters never go back below what the image holds.
+    pub fn from_image(image: StoreImage) -> std::result::Result<Self, ImageError> {
+        let mut inner = Inner {
+            seq: image.counters.seq,
+            last_generation: image.counters.last_generation,
+            last_lease: image.counters.last_lease,
+            ..Inner::default()
+        };
+        for (task, lease) in image.leases {
+            inner.last_lease = inner.last_lease.max(lease.lease.0);
+            inner.seq = inner.seq.max(lease.opened_at);
+            let rec = LeaseRec {
+                id: lease.lease,
+                host: lease.host,
+                process: lease.process,
+                opened_at: lease.opened_at,
+                groups: BTreeSet::new(),
+            };
+            if inner.leases.insert(task, rec).is_some() {
+                return Err(ImageError::DuplicateLease(task));
+            }
+        }
+        for group in image.groups {
+            inner.seq = inner.seq.max(group.meta.revision);
+            inner.last_generation = inner.last_generation.max(group.meta.generation);
+            let mut rec = GroupRec {
+                meta: group.meta,
+                members: BTreeMap::new(),
+                by_task: HashMap::new(),
+            };
+            for m in group.members {
+                let (instance, task) = (m.instance, m.task);
+                let Some(lease) = inner.leases.get_mut(&task) else {
+                    return Err(ImageError::MemberWithoutLease {
+                        group: group.name,
+                        instance,
+                        task,
+                    });
+                };
+                lease.groups.insert(group.name.clone());
+                if rec.members.insert(instance, m).is_some()
+                    || rec.by_task.insert(task, instance).is_some()
+                {
+                    return Err(ImageError::Duplicate {
+                        group: group.name,
+                        instance,
+                        task,
+                    });
+                }
+            }
+            inner.groups.insert(group.name, rec);
+        }
+        let store = MemoryStore::new();
+        *store.lock() = inner;
+        Ok(store)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
