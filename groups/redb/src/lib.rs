@@ -141,14 +141,19 @@ impl RedbStore {
         dirty.groups.extend(groups);
         dirty.tasks.extend(tasks);
         let mut change = Change::default();
+        // The memory store's reads do not fail; if one ever did, nothing
+        // is written (a missing record would read as a deletion).
         for g in &dirty.groups {
-            // The memory store's reads cannot fail.
-            let record = self.mem.snapshot(g).await.ok().flatten();
-            change.groups.push((g.clone(), record));
+            match self.mem.snapshot(g).await {
+                Ok(record) => change.groups.push((g.clone(), record)),
+                Err(e) => return error!(group = %g, error = %e, "reading a group to write it"),
+            }
         }
         for t in &dirty.tasks {
-            let record = self.mem.lease(*t).await.ok().flatten();
-            change.tasks.push((*t, record));
+            match self.mem.lease(*t).await {
+                Ok(record) => change.tasks.push((*t, record)),
+                Err(e) => return error!(task = %t, error = %e, "reading a lease to write it"),
+            }
         }
         change.counters = self.mem.counters();
         let db = self.db.clone();

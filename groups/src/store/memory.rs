@@ -842,6 +842,49 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_image_is_the_state_it_was_taken_from_and_must_be_consistent() -> Result<()> {
+        let store = MemoryStore::new();
+        let a = TaskId::new_v4();
+        let la = store
+            .grant_lease(a, "h", Some(TaskProcess { pid: 7, uid: 8 }))
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(a))?;
+        store
+            .create_member("g", Guard::Absent, member(0, a), la)
+            .await?;
+        let lease = store
+            .lease(a)
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(a))?;
+        let group = store
+            .snapshot("g")
+            .await?
+            .ok_or(crate::GroupError::GroupNotFound("g".into()))?;
+        let image = StoreImage {
+            counters: store.counters(),
+            leases: vec![(a, lease.clone())],
+            groups: vec![group.clone()],
+        };
+        let back = MemoryStore::from_image(image.clone())
+            .map_err(|e| crate::GroupError::Store(e.to_string()))?;
+        assert_eq!(back.snapshot("g").await?, Some(group.clone()));
+        assert_eq!(back.lease(a).await?, Some(lease));
+        assert_eq!(back.counters(), store.counters());
+        // The lease knows its groups again: revoking it removes the member.
+        assert_eq!(back.revoke_lease(a, false).await?.map(|r| r.len()), Some(1));
+
+        let orphan = StoreImage {
+            leases: vec![],
+            ..image
+        };
+        assert!(matches!(
+            MemoryStore::from_image(orphan),
+            Err(ImageError::MemberWithoutLease { instance: 0, .. })
+        ));
+        Ok(())
+    }
+
+    #[tokio::test]
     async fn revoke_removes_all_memberships_atomically() -> Result<()> {
         let store = MemoryStore::new();
         let (a, b) = (TaskId::new_v4(), TaskId::new_v4());
