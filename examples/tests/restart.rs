@@ -178,3 +178,71 @@ fn a_one_host_vmd_killed_and_restarted_loses_nothing_of_a_running_pair() {
     );
     drop(vmd);
 }
+
+/// The tasks of the previous run are kept only while they may come back:
+/// after a restart with `--resume-grace 3`, a task whose session never
+/// resumes is closed as dead (its frozen group breaks, the watchers are
+/// told), while one that resumed keeps its group and leaves it as a live
+/// task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_does_not_resume_after_a_one_host_restart_is_reported_dead() {
+    use isthmus_client::{Session, SessionOptions};
+    let mut vmd = Vmd::start("host-a", &["--resume-grace", "3"]);
+    let never = SessionOptions {
+        resume_window: Duration::ZERO,
+    };
+    let ghost = Session::connect_with(&vmd.addr, "ghost", never)
+        .await
+        .expect("session");
+    let survivor = Session::connect_with(&vmd.addr, "survivor", SessionOptions::default())
+        .await
+        .expect("session");
+    for (s, g) in [(&ghost, "ghost"), (&survivor, "survivor")] {
+        s.join(g, Some(0), b"ep".to_vec()).await.expect("join");
+        s.freeze(g, 1, Duration::from_secs(10))
+            .await
+            .expect("freeze");
+    }
+
+    tokio::task::block_in_place(|| vmd.restart());
+    let console = vmd.console().await;
+    let mut events = console
+        .watch(WatchFilter {
+            groups: vec!["ghost".into(), "survivor".into()],
+            kinds: vec![NotificationKind::Group],
+            ..Default::default()
+        })
+        .await
+        .expect("watch");
+    // Both are known at once after the restart, the ghost still whole.
+    let ghost_table = console.group("ghost").await.expect("ghost's group");
+    assert!(!ghost_table.broken && ghost_table.members.len() == 1);
+    // The survivor resumes: a call goes through the restarted vmd.
+    let table = survivor.members("survivor").await.expect("resumed");
+    assert_eq!(table.members.len(), 1);
+    assert_eq!(table.members[0].task, survivor.task());
+
+    // The ghost never came back: after the grace, everyone is told.
+    let died = loop {
+        let n = tokio::time::timeout(T, events.next())
+            .await
+            .expect("the ghost's death within the hang guard")
+            .expect("watch open")
+            .expect("watch event");
+        if let WatchEvent::Group(e) = n.event {
+            if e.group == "ghost" && e.kind == GroupEventKind::MemberDied {
+                break e;
+            }
+        }
+    };
+    assert_eq!(died.member.as_ref().map(|m| m.instance), Some(0));
+    assert!(died.group_broken, "{died:?}");
+
+    let table = console.group("survivor").await.expect("survivor's group");
+    assert!(!table.broken && table.members.len() == 1, "{table:?}");
+    survivor
+        .leave("survivor")
+        .await
+        .expect("leave after the resume");
+    drop((ghost, survivor, vmd));
+}
