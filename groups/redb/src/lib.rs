@@ -65,9 +65,13 @@ pub enum RedbStoreError {
     #[error("the group store {0} is open in another process (each vmd needs its own file: its own --runtime-dir or --store-file)")]
     InUse(PathBuf),
     #[error("the group store {path}: {source}")]
-    Open { path: PathBuf, source: redb::Error },
+    Open {
+        path: PathBuf,
+        source: Box<redb::Error>,
+    },
+    /// Boxed: redb's error is large, and this one travels by value.
     #[error("group store: {0}")]
-    Db(#[from] redb::Error),
+    Db(Box<redb::Error>),
     #[error(
         "the group store's file is of format {0:?}, not this vmd's: move it away to start empty"
     )]
@@ -76,6 +80,12 @@ pub enum RedbStoreError {
     Record { key: String, reason: String },
     #[error("the group store's records are inconsistent ({0}): move the file away to start empty")]
     Image(#[from] ImageError),
+}
+
+impl From<redb::Error> for RedbStoreError {
+    fn from(e: redb::Error) -> Self {
+        RedbStoreError::Db(Box::new(e))
+    }
 }
 
 /// The in-memory store, written through to a redb file (see the crate docs).
@@ -109,7 +119,7 @@ impl RedbStore {
             redb::DatabaseError::DatabaseAlreadyOpen => RedbStoreError::InUse(path.to_path_buf()),
             e => RedbStoreError::Open {
                 path: path.to_path_buf(),
-                source: e.into(),
+                source: Box::new(e.into()),
             },
         })?;
         let image = tables::load(&db)?;
