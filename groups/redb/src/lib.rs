@@ -6,7 +6,9 @@
 //! or deleted, a freeze) is then written through to an embedded redb
 //! database, one transaction per change with redb's default durability
 //! (fsync before the commit returns), before the call returns: a task's
-//! join is answered only once it is on disk. The records written are the
+//! join is answered only once it is on disk. Changes made while a commit
+//! is under way go together in the next one (group commit), so the ranks
+//! of a job joining at once share their fsyncs. The records written are the
 //! current ones of what the change touched (each group and lease whole,
 //! and the counters), so the file always holds a state the store was in.
 //!
@@ -49,7 +51,7 @@ use isthmus_groups::store::{
 };
 use isthmus_groups::{GroupEvent, GroupStore, GroupSummary, Member, MemoryStore, Result, TaskId};
 use redb::Database;
-use tokio::sync::{broadcast, Mutex};
+use tokio::sync::{broadcast, watch, Mutex};
 use tracing::{error, info};
 
 use tables::Change;
@@ -90,19 +92,45 @@ impl From<redb::Error> for RedbStoreError {
 
 /// The in-memory store, written through to a redb file (see the crate docs).
 pub struct RedbStore {
-    mem: MemoryStore,
-    db: Arc<Database>,
-    path: PathBuf,
-    /// Held from a change until its records are written, so that the file
-    /// receives changes in the order they were applied; holds the records
-    /// whose last write failed, written again with the next change.
-    write: Mutex<Dirty>,
+    shared: Arc<Shared>,
 }
 
+struct Shared {
+    mem: MemoryStore,
+    db: Database,
+    path: PathBuf,
+    /// Held while a change is applied in memory and marked, and while a
+    /// writer reads the records of its batch: so a batch is a state the
+    /// store was in.
+    pending: Mutex<Pending>,
+    /// One writer at a time; the others' changes go in its next batch.
+    writer: Arc<Mutex<()>>,
+    /// The last change ticket written (or, if the write failed, given up
+    /// on: its records are written again with the next batch).
+    durable: watch::Sender<u64>,
+}
+
+/// Changes applied in memory and not yet on disk.
 #[derive(Default)]
-struct Dirty {
+struct Pending {
     groups: BTreeSet<String>,
     tasks: BTreeSet<TaskId>,
+    /// The last change's ticket.
+    ticket: u64,
+}
+
+impl Pending {
+    /// Marks one change's records; its ticket, to wait for.
+    fn mark(
+        &mut self,
+        groups: impl IntoIterator<Item = String>,
+        tasks: impl IntoIterator<Item = TaskId>,
+    ) -> u64 {
+        self.groups.extend(groups);
+        self.tasks.extend(tasks);
+        self.ticket += 1;
+        self.ticket
+    }
 }
 
 impl RedbStore {
@@ -127,60 +155,117 @@ impl RedbStore {
         let mem = MemoryStore::from_image(image)?;
         info!(path = %path.display(), groups, tasks, "group store open");
         Ok(RedbStore {
-            mem,
-            db: Arc::new(db),
-            path: path.to_path_buf(),
-            write: Mutex::new(Dirty::default()),
+            shared: Arc::new(Shared {
+                mem,
+                db,
+                path: path.to_path_buf(),
+                pending: Mutex::new(Pending::default()),
+                writer: Arc::new(Mutex::new(())),
+                durable: watch::channel(0).0,
+            }),
         })
     }
 
     /// The file this store writes to.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.shared.path
     }
 
-    /// Writes the current records of `groups` and `tasks` (and of whatever
-    /// a failed write left), and the counters. Called with `dirty` locked,
-    /// right after the change, so nothing else changed meanwhile.
-    async fn persist(
-        &self,
-        dirty: &mut Dirty,
-        groups: impl IntoIterator<Item = String>,
-        tasks: impl IntoIterator<Item = TaskId>,
-    ) {
-        dirty.groups.extend(groups);
-        dirty.tasks.extend(tasks);
-        let mut change = Change::default();
-        // The memory store's reads do not fail; if one ever did, nothing
-        // is written (a missing record would read as a deletion).
-        for g in &dirty.groups {
-            match self.mem.snapshot(g).await {
-                Ok(record) => change.groups.push((g.clone(), record)),
-                Err(e) => return error!(group = %g, error = %e, "reading a group to write it"),
+    fn mem(&self) -> &MemoryStore {
+        &self.shared.mem
+    }
+
+    /// Returns once the change with `ticket` is on disk (or its write
+    /// failed, and was logged). Group commit: whoever finds no writer at
+    /// work becomes it and writes every change marked so far in one
+    /// transaction; the others wait for it, then go again if their change
+    /// came too late for its batch. Concurrent changes (the ranks of a job
+    /// joining) so share their fsyncs.
+    async fn settle(&self, ticket: u64) {
+        let mut written = self.shared.durable.subscribe();
+        loop {
+            if *written.borrow_and_update() >= ticket {
+                return;
+            }
+            if let Ok(turn) = self.shared.writer.clone().try_lock_owned() {
+                // A task of its own: a caller that goes away does not
+                // leave a batch half written.
+                let shared = self.shared.clone();
+                let batch = tokio::spawn(async move {
+                    let upto = shared.write_batch().await;
+                    // Free the turn before telling: a waiter woken by this
+                    // finds it free if it must write next.
+                    drop(turn);
+                    shared.durable.send_modify(|d| *d = (*d).max(upto));
+                });
+                // Its outcome is in `durable`; if it died, the loop writes.
+                let _ = batch.await;
+                continue;
+            }
+            if written.changed().await.is_err() {
+                // The sender lives as long as the store: never.
+                return;
             }
         }
-        for t in &dirty.tasks {
-            match self.mem.lease(*t).await {
-                Ok(record) => change.tasks.push((*t, record)),
-                Err(e) => return error!(task = %t, error = %e, "reading a lease to write it"),
+    }
+}
+
+impl Shared {
+    /// Writes the current records of every marked group and task, and the
+    /// counters, in one transaction; returns the last ticket it covers.
+    async fn write_batch(self: &Arc<Self>) -> u64 {
+        let (change, upto, groups, tasks) = {
+            let mut p = self.pending.lock().await;
+            let groups = std::mem::take(&mut p.groups);
+            let tasks = std::mem::take(&mut p.tasks);
+            let mut change = Change::default();
+            // The memory store's reads do not fail; if one ever did, the
+            // batch is not written (a missing record would read as a
+            // deletion) and waits for the next.
+            let mut failed = false;
+            for g in &groups {
+                match self.mem.snapshot(g).await {
+                    Ok(record) => change.groups.push((g.clone(), record)),
+                    Err(e) => {
+                        error!(group = %g, error = %e, "reading a group to write it");
+                        failed = true;
+                    }
+                }
             }
+            for t in &tasks {
+                match self.mem.lease(*t).await {
+                    Ok(record) => change.tasks.push((*t, record)),
+                    Err(e) => {
+                        error!(task = %t, error = %e, "reading a lease to write it");
+                        failed = true;
+                    }
+                }
+            }
+            if failed {
+                p.groups.extend(groups);
+                p.tasks.extend(tasks);
+                return p.ticket;
+            }
+            change.counters = self.mem.counters();
+            (change, p.ticket, groups, tasks)
+        };
+        if change.groups.is_empty() && change.tasks.is_empty() {
+            return upto;
         }
-        change.counters = self.mem.counters();
-        let db = self.db.clone();
         // A commit waits for fsync: off the runtime's thread, which serves
         // every session.
-        match tokio::task::spawn_blocking(move || tables::write(&db, &change)).await {
-            Ok(Ok(())) => {
-                dirty.groups.clear();
-                dirty.tasks.clear();
-            }
-            Ok(Err(e)) => {
-                error!(path = %self.path.display(), error = %e, "writing the group store failed: the change stands in memory and is written again with the next one")
-            }
-            Err(e) => {
-                error!(path = %self.path.display(), error = %e, "the group store's writer failed: the change stands in memory and is written again with the next one")
-            }
-        }
+        let me = self.clone();
+        let written = tokio::task::spawn_blocking(move || tables::write(&me.db, &change)).await;
+        let failure = match written {
+            Ok(Ok(())) => return upto,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => format!("the writer failed: {e}"),
+        };
+        error!(path = %self.path.display(), error = %failure, "writing the group store failed: the changes stand in memory and are written again with the next ones");
+        let mut p = self.pending.lock().await;
+        p.groups.extend(groups);
+        p.tasks.extend(tasks);
+        upto
     }
 }
 
@@ -192,54 +277,61 @@ impl GroupStore for RedbStore {
         host: &str,
         process: Option<TaskProcess>,
     ) -> Result<Option<LeaseId>> {
-        let mut dirty = self.write.lock().await;
-        let granted = self.mem.grant_lease(task, host, process).await?;
-        if granted.is_some() {
-            self.persist(&mut dirty, [], [task]).await;
-        }
-        Ok(granted)
+        let ticket = {
+            let mut p = self.shared.pending.lock().await;
+            let granted = self.mem().grant_lease(task, host, process).await?;
+            if granted.is_none() {
+                return Ok(None);
+            }
+            (p.mark([], [task]), granted)
+        };
+        self.settle(ticket.0).await;
+        Ok(ticket.1)
     }
 
     async fn held_tasks(&self) -> Result<Vec<TaskId>> {
-        self.mem.held_tasks().await
+        self.mem().held_tasks().await
     }
 
     async fn lease(&self, task: TaskId) -> Result<Option<TaskLease>> {
-        self.mem.lease(task).await
+        self.mem().lease(task).await
     }
 
     async fn revoke_lease(&self, task: TaskId, died: bool) -> Result<Option<Vec<Removal>>> {
-        let mut dirty = self.write.lock().await;
-        let removals = self.mem.revoke_lease(task, died).await?;
-        if let Some(removals) = &removals {
+        let (ticket, removals) = {
+            let mut p = self.shared.pending.lock().await;
+            let Some(removals) = self.mem().revoke_lease(task, died).await? else {
+                return Ok(None);
+            };
             let groups = removals.iter().map(|r| r.group.clone());
-            self.persist(&mut dirty, groups, [task]).await;
-        }
-        Ok(removals)
+            (p.mark(groups, [task]), removals)
+        };
+        self.settle(ticket).await;
+        Ok(Some(removals))
     }
 
     async fn snapshot(&self, group: &str) -> Result<Option<GroupSnapshot>> {
-        self.mem.snapshot(group).await
+        self.mem().snapshot(group).await
     }
 
     async fn slots(&self, group: &str) -> Result<Option<GroupSlots>> {
-        self.mem.slots(group).await
+        self.mem().slots(group).await
     }
 
     async fn member(&self, group: &str, instance: u32) -> Result<Lookup<Member>> {
-        self.mem.member(group, instance).await
+        self.mem().member(group, instance).await
     }
 
     async fn membership(&self, group: &str, task: TaskId) -> Result<Lookup<Membership>> {
-        self.mem.membership(group, task).await
+        self.mem().membership(group, task).await
     }
 
     async fn list(&self) -> Result<Vec<GroupSummary>> {
-        self.mem.list().await
+        self.mem().list().await
     }
 
     async fn list_page(&self, after: &str, limit: usize) -> Result<Vec<GroupSummary>> {
-        self.mem.list_page(after, limit).await
+        self.mem().list_page(after, limit).await
     }
 
     async fn create_member(
@@ -249,30 +341,44 @@ impl GroupStore for RedbStore {
         member: Member,
         lease: LeaseId,
     ) -> Result<CreateOutcome> {
-        let mut dirty = self.write.lock().await;
-        let outcome = self.mem.create_member(group, guard, member, lease).await?;
-        if matches!(outcome, CreateOutcome::Created { .. }) {
-            self.persist(&mut dirty, [group.to_string()], []).await;
-        }
-        Ok(outcome)
+        let ticket = {
+            let mut p = self.shared.pending.lock().await;
+            let outcome = self
+                .mem()
+                .create_member(group, guard, member, lease)
+                .await?;
+            if !matches!(outcome, CreateOutcome::Created { .. }) {
+                return Ok(outcome);
+            }
+            (p.mark([group.to_string()], []), outcome)
+        };
+        self.settle(ticket.0).await;
+        Ok(ticket.1)
     }
 
     async fn delete_member(&self, group: &str, task: TaskId) -> Result<Lookup<Removal>> {
-        let mut dirty = self.write.lock().await;
-        let removal = self.mem.delete_member(group, task).await?;
-        if matches!(removal, Lookup::Found(_)) {
-            self.persist(&mut dirty, [group.to_string()], []).await;
-        }
-        Ok(removal)
+        let ticket = {
+            let mut p = self.shared.pending.lock().await;
+            let removal = self.mem().delete_member(group, task).await?;
+            if !matches!(removal, Lookup::Found(_)) {
+                return Ok(removal);
+            }
+            (p.mark([group.to_string()], []), removal)
+        };
+        self.settle(ticket.0).await;
+        Ok(ticket.1)
     }
 
     async fn freeze(&self, group: &str, revision: u64, size: u32) -> Result<bool> {
-        let mut dirty = self.write.lock().await;
-        let frozen = self.mem.freeze(group, revision, size).await?;
-        if frozen {
-            self.persist(&mut dirty, [group.to_string()], []).await;
-        }
-        Ok(frozen)
+        let ticket = {
+            let mut p = self.shared.pending.lock().await;
+            if !self.mem().freeze(group, revision, size).await? {
+                return Ok(false);
+            }
+            p.mark([group.to_string()], [])
+        };
+        self.settle(ticket).await;
+        Ok(true)
     }
 
     async fn barrier_enter(
@@ -281,18 +387,18 @@ impl GroupStore for RedbStore {
         task: TaskId,
         count: Option<u32>,
     ) -> Result<Lookup<BarrierEntry>> {
-        self.mem.barrier_enter(group, task, count).await
+        self.mem().barrier_enter(group, task, count).await
     }
 
     async fn barrier_withdraw(&self, group: &str, episode: u64, task: TaskId) -> Result<bool> {
-        self.mem.barrier_withdraw(group, episode, task).await
+        self.mem().barrier_withdraw(group, episode, task).await
     }
 
     fn barrier_abandon(&self, group: &str, episode: u64, task: TaskId) {
-        self.mem.barrier_abandon(group, episode, task)
+        self.mem().barrier_abandon(group, episode, task)
     }
 
     fn watch(&self) -> broadcast::Receiver<GroupEvent> {
-        self.mem.watch()
+        self.mem().watch()
     }
 }
