@@ -59,7 +59,7 @@ use tables::Change;
 /// Why the store could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum RedbStoreError {
-    #[error("cannot create the directory of the group store {path}: {source}")]
+    #[error("cannot create the directory of the group store, or make the store private, at {path}: {source}")]
     Dir {
         path: PathBuf,
         source: std::io::Error,
@@ -150,6 +150,16 @@ impl RedbStore {
                 source: Box::new(e.into()),
             },
         })?;
+        // Only the vmd's user reads its tables (the vmd checks who asks;
+        // a file readable by all would not).
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let owner_only = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(path, owner_only).map_err(|source| RedbStoreError::Dir {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
         let image = tables::load(&db)?;
         let (groups, tasks) = (image.groups.len(), image.leases.len());
         let mem = MemoryStore::from_image(image)?;

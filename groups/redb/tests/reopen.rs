@@ -88,6 +88,9 @@ async fn a_reopened_store_has_everything_the_killed_one_had() {
     };
 
     let store = RedbStore::open(&path).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "only the vmd's user reads its tables");
     let after = state(&store, &names).await;
     let [live, frozen, tomb, gone] = &after[..] else {
         panic!("{after:?}")
