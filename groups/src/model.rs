@@ -1,9 +1,11 @@
 //! Plain data returned by queries: members, whole tables, summaries.
 
+use serde::{Deserialize, Serialize};
+
 use crate::TaskId;
 
 /// One member of a group.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Member {
     pub instance: u32,
     pub task: TaskId,

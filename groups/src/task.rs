@@ -8,7 +8,10 @@ use crate::GroupError;
 /// Identifier of a task (a process registered with the daemon).
 ///
 /// Displayed and parsed as a hyphenated UUID.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct TaskId(pub uuid::Uuid);
 
 impl TaskId {

@@ -304,7 +304,7 @@ impl Daemon {
     }
 
     /// Sets how long the tasks of this vmd's previous run (kept by a
-    /// replicated store whose lease it took back) may take to resume their
+    /// durable store: its redb file, or etcd) may take to resume their
     /// sessions before they are closed as dead. Default
     /// [`DEFAULT_RESUME_GRACE`].
     pub fn set_resume_grace(&mut self, grace: Duration) {
@@ -325,7 +325,8 @@ impl Daemon {
     }
 
     /// Serves groups from `groups` instead of the embedded in-memory store
-    /// (e.g. over etcd, shared by every vmd of a multi-host virtual machine).
+    /// (the `vmd` binary's default: a redb file that survives a restart;
+    /// or etcd, shared by every vmd of a multi-host virtual machine).
     pub fn set_groups(&mut self, groups: Groups) {
         self.ctx.groups = groups;
     }

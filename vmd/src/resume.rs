@@ -1,10 +1,10 @@
 //! Tasks that outlive a restart of their vmd.
 //!
-//! With a replicated store (etcd), a vmd killed and restarted within its
-//! lease's TTL takes the lease back, and with it the tasks of its previous
-//! run: their memberships were never removed. Those tasks' processes still
-//! run; their sessions reconnect and say `Hello { resume_task }`. A task
-//! may resume only if:
+//! With a durable store, a vmd killed and restarted finds the tasks of its
+//! previous run: in its redb file (the default, one host), or in etcd when
+//! it took its lease back within the lease's TTL. Their memberships were
+//! never removed. Those tasks' processes still run; their sessions
+//! reconnect and say `Hello { resume_task }`. A task may resume only if:
 //!
 //! * it is one of the tasks the store held for this vmd when it started
 //!   (an *orphan*), not yet resumed or reaped;
@@ -15,8 +15,8 @@
 //!
 //! An orphan that has not resumed within the grace period is closed as
 //! dead ([`reap_after`]): its groups report `MEMBER_DIED`, as if its
-//! session had ended. In memory, a restart keeps nothing, so there are no
-//! orphans.
+//! session had ended. In memory (`--store memory`), a restart keeps
+//! nothing, so there are no orphans.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};

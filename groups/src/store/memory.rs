@@ -542,6 +542,118 @@ impl MemoryStore {
     }
 }
 
+/// The counters a store's state continues from: the last event `seq`
+/// (also every group's revision and every lease's `opened_at`), the last
+/// group generation and the last lease id handed out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Counters {
+    pub seq: u64,
+    pub last_generation: u64,
+    pub last_lease: u64,
+}
+
+/// Everything a durable store keeps of a [`MemoryStore`], to build it
+/// again after a restart: the counters, every live task's lease and every
+/// group (tombstones included). Barrier episodes are not in it: their
+/// waiters were calls of sessions that broke with the process.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreImage {
+    pub counters: Counters,
+    pub leases: Vec<(TaskId, TaskLease)>,
+    pub groups: Vec<GroupSnapshot>,
+}
+
+/// Why a [`StoreImage`] cannot be a store's state.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ImageError {
+    #[error("member {instance} of group {group:?} is task {task}, which has no lease")]
+    MemberWithoutLease {
+        group: String,
+        instance: u32,
+        task: TaskId,
+    },
+    #[error("group {group:?} lists instance {instance} or task {task} twice")]
+    Duplicate {
+        group: String,
+        instance: u32,
+        task: TaskId,
+    },
+    #[error("task {0} has two leases")]
+    DuplicateLease(TaskId),
+}
+
+impl MemoryStore {
+    /// The counters now (read under the store's lock, so consistent with
+    /// every change applied before this call).
+    pub fn counters(&self) -> Counters {
+        let inner = self.lock();
+        Counters {
+            seq: inner.seq,
+            last_generation: inner.last_generation,
+            last_lease: inner.last_lease,
+        }
+    }
+
+    /// A store whose state is `image`, checked for consistency: every
+    /// member's task has a lease, no instance or task appears twice in a
+    /// group. The counters never go back below what the image holds.
+    pub fn from_image(image: StoreImage) -> std::result::Result<Self, ImageError> {
+        let mut inner = Inner {
+            seq: image.counters.seq,
+            last_generation: image.counters.last_generation,
+            last_lease: image.counters.last_lease,
+            ..Inner::default()
+        };
+        for (task, lease) in image.leases {
+            inner.last_lease = inner.last_lease.max(lease.lease.0);
+            inner.seq = inner.seq.max(lease.opened_at);
+            let rec = LeaseRec {
+                id: lease.lease,
+                host: lease.host,
+                process: lease.process,
+                opened_at: lease.opened_at,
+                groups: BTreeSet::new(),
+            };
+            if inner.leases.insert(task, rec).is_some() {
+                return Err(ImageError::DuplicateLease(task));
+            }
+        }
+        for group in image.groups {
+            inner.seq = inner.seq.max(group.meta.revision);
+            inner.last_generation = inner.last_generation.max(group.meta.generation);
+            let mut rec = GroupRec {
+                meta: group.meta,
+                members: BTreeMap::new(),
+                by_task: HashMap::new(),
+            };
+            for m in group.members {
+                let (instance, task) = (m.instance, m.task);
+                let Some(lease) = inner.leases.get_mut(&task) else {
+                    return Err(ImageError::MemberWithoutLease {
+                        group: group.name,
+                        instance,
+                        task,
+                    });
+                };
+                lease.groups.insert(group.name.clone());
+                if rec.members.insert(instance, m).is_some()
+                    || rec.by_task.insert(task, instance).is_some()
+                {
+                    return Err(ImageError::Duplicate {
+                        group: group.name,
+                        instance,
+                        task,
+                    });
+                }
+            }
+            inner.groups.insert(group.name, rec);
+        }
+        let store = MemoryStore::new();
+        *store.lock() = inner;
+        Ok(store)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -726,6 +838,49 @@ mod tests {
                 .await?,
             CreateOutcome::Conflict
         );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn an_image_is_the_state_it_was_taken_from_and_must_be_consistent() -> Result<()> {
+        let store = MemoryStore::new();
+        let a = TaskId::new_v4();
+        let la = store
+            .grant_lease(a, "h", Some(TaskProcess { pid: 7, uid: 8 }))
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(a))?;
+        store
+            .create_member("g", Guard::Absent, member(0, a), la)
+            .await?;
+        let lease = store
+            .lease(a)
+            .await?
+            .ok_or(crate::GroupError::TaskNotFound(a))?;
+        let group = store
+            .snapshot("g")
+            .await?
+            .ok_or(crate::GroupError::GroupNotFound("g".into()))?;
+        let image = StoreImage {
+            counters: store.counters(),
+            leases: vec![(a, lease.clone())],
+            groups: vec![group.clone()],
+        };
+        let back = MemoryStore::from_image(image.clone())
+            .map_err(|e| crate::GroupError::Store(e.to_string()))?;
+        assert_eq!(back.snapshot("g").await?, Some(group.clone()));
+        assert_eq!(back.lease(a).await?, Some(lease));
+        assert_eq!(back.counters(), store.counters());
+        // The lease knows its groups again: revoking it removes the member.
+        assert_eq!(back.revoke_lease(a, false).await?.map(|r| r.len()), Some(1));
+
+        let orphan = StoreImage {
+            leases: vec![],
+            ..image
+        };
+        assert!(matches!(
+            MemoryStore::from_image(orphan),
+            Err(ImageError::MemberWithoutLease { instance: 0, .. })
+        ));
         Ok(())
     }
 

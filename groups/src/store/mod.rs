@@ -35,28 +35,29 @@ mod memory;
 
 pub use barrier::{BarrierEntry, BarrierOutcome, BarrierWait};
 pub use dynamic::DynStore;
-pub use memory::MemoryStore;
+pub use memory::{Counters, ImageError, MemoryStore, StoreImage};
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 use crate::{GroupEvent, GroupSummary, Member, Result, TaskId};
 
 /// Handle on a task's liveness lease.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LeaseId(pub u64);
 
 /// The process behind a task, as its vmd saw it (the kernel's peer
 /// credentials of the task's session): what a task resuming after a vmd
 /// restart must match.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TaskProcess {
     pub pid: u32,
     pub uid: u32,
 }
 
 /// A live task as recorded by its lease.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskLease {
     pub lease: LeaseId,
     pub host: String,
@@ -68,7 +69,7 @@ pub struct TaskLease {
 }
 
 /// The member whose death broke a frozen group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LostMember {
     pub instance: u32,
     pub task: TaskId,
@@ -78,7 +79,7 @@ pub struct LostMember {
 }
 
 /// Per-group flags and versioning.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupMeta {
     /// Unique per creation of the group.
     pub generation: u64,
@@ -99,7 +100,7 @@ impl GroupMeta {
 }
 
 /// Group flags plus the full member records, sorted by instance.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupSnapshot {
     pub name: String,
     pub meta: GroupMeta,

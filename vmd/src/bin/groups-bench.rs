@@ -31,6 +31,15 @@ struct Args {
     /// (comma-separated), in the same run, beside the in-memory store.
     #[arg(long, value_delimiter = ',')]
     etcd: Vec<String>,
+    /// Also measure a vmd keeping its groups in its durable redb file (the
+    /// vmd's default store), in the same run, beside the in-memory store.
+    #[arg(long)]
+    redb: bool,
+    /// The directory of that redb file (default: the system's temporary
+    /// directory; give one on the disk a vmd's runtime directory is on,
+    /// since every change waits for its fsync).
+    #[arg(long, requires = "redb")]
+    redb_dir: Option<PathBuf>,
     /// Internal: run as a barrier member of GROUP until ITERS barriers are done.
     #[arg(long, hide = true)]
     member: Option<String>,
@@ -70,7 +79,9 @@ async fn main() -> anyhow::Result<()> {
     let addr = match &args.vmd {
         Some(a) => a.clone(),
         None => {
-            let (child, addr) = start_vmd(&[])?;
+            // The in-memory store: the reference the other stores are
+            // compared with.
+            let (child, addr) = start_vmd(&["--store", "memory"])?;
             vmd_child = Some(child);
             addr
         }
@@ -94,6 +105,19 @@ async fn main() -> anyhow::Result<()> {
         let floor = etcd_put_floor(&args.etcd, &prefix, args.iters).await?;
         Some((result?, floor))
     };
+    let redb = if args.redb {
+        let dir = args.redb_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let file = dir.join(format!("isthmus-bench-{}.redb", uuid::Uuid::new_v4()));
+        let path = file.to_str().context("the redb directory is not UTF-8")?;
+        let (mut child, addr) = start_vmd(&["--store", "redb", "--store-file", path])?;
+        let result = measure(&addr, &args).await;
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_file(&file);
+        Some(result?)
+    } else {
+        None
+    };
     let pvm = if args.no_pvm {
         BTreeMap::new()
     } else {
@@ -101,22 +125,32 @@ async fn main() -> anyhow::Result<()> {
     };
     print_table(&ours, &pvm);
     if let Some((etcd, floor)) = etcd {
-        print_store_table(&ours, &etcd, &pvm, floor);
+        print_store_table(&ours, "etcd", &etcd, &pvm);
+        print_etcd_floor(&etcd, floor);
+    }
+    if let Some(redb) = redb {
+        print_store_table(&ours, "redb", &redb, &pvm);
+        println!("(medians; redb: one file, each change one transaction committed with fsync)");
     }
     Ok(())
 }
 
-/// The etcd store beside the in-memory store and PVM.
+/// Another store (`label`: etcd, redb) beside the in-memory store and PVM.
 fn print_store_table(
     memory: &[(&str, &str, Stat)],
+    label: &str,
     etcd: &[(&str, &str, Stat)],
     pvm: &BTreeMap<String, Stat>,
-    put: Stat,
 ) {
     println!();
     println!(
         "{:<15} {:>12} {:>12} {:>13} | {:>12} {:>10}",
-        "operation", "memory µs", "etcd µs", "etcd/memory", "PVM µs", "etcd/PVM"
+        "operation",
+        "memory µs",
+        format!("{label} µs"),
+        format!("{label}/memory"),
+        "PVM µs",
+        format!("{label}/PVM")
     );
     println!("{}", "-".repeat(82));
     for ((name, reference, m), (_, _, e)) in memory.iter().zip(etcd) {
@@ -137,6 +171,11 @@ fn print_store_table(
             ratio
         );
     }
+}
+
+/// The etcd put of the same run: the floor under any change of the etcd
+/// store.
+fn print_etcd_floor(etcd: &[(&str, &str, Stat)], put: Stat) {
     println!(
         "{:<15} {:>12} {:>12.2} {:>13} | {:>12} {:>10}",
         "etcd put", "-", put.median_us, "-", "-", "-"

@@ -111,9 +111,21 @@ struct Args {
     /// ISTHMUS_DATA_ADDR still wins). Default: none (loopback, one host).
     #[arg(long, value_name = "IP")]
     data_addr: Option<std::net::IpAddr>,
+    /// Where this vmd keeps its groups and tasks without --etcd: `redb`, in
+    /// a file (--store-file) written at every change, so that a vmd killed
+    /// (kill -9 included) and started again loses nothing and its tasks
+    /// resume their sessions; `memory`, nothing kept (for tests).
+    #[arg(long, value_enum, default_value_t = StoreKind::Redb, conflicts_with = "etcd")]
+    store: StoreKind,
+    /// The redb store's file (default: groups.redb in the runtime
+    /// directory: one vmd per runtime directory, and what it holds, live
+    /// tasks, means nothing after a reboot, when that directory is
+    /// emptied). Give each vmd its own.
+    #[arg(long, value_name = "FILE", conflicts_with = "etcd")]
+    store_file: Option<std::path::PathBuf>,
     /// Keep group tables in etcd at these client URLs (comma-separated),
     /// shared by every vmd given the same URLs and --etcd-prefix: one
-    /// namespace across hosts. Default: in this vmd's memory (one host).
+    /// namespace across hosts. Default: this host's own store (--store).
     #[arg(long, env = isthmus_types::env::ETCD, value_delimiter = ',', conflicts_with = "join")]
     etcd: Vec<String>,
     /// With https:// etcd URLs: the CA that signed etcd's server
@@ -150,12 +162,20 @@ struct Args {
     #[arg(long, default_value_t = 30, value_name = "SECS",
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     host_start_timeout: u64,
-    /// Seconds the tasks of this vmd's previous run (kept in etcd because
-    /// it took its lease back) may take to resume their sessions; those
-    /// that do not are then closed as dead and everyone is told.
+    /// Seconds the tasks of this vmd's previous run (kept in its redb file,
+    /// or in etcd because it took its lease back) may take to resume their
+    /// sessions; those that do not are then closed as dead and everyone is
+    /// told.
     #[arg(long, default_value_t = 60, value_name = "SECS",
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     resume_grace: u64,
+}
+
+/// The store of a vmd without etcd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum StoreKind {
+    Redb,
+    Memory,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -219,6 +239,14 @@ async fn main() -> anyhow::Result<()> {
     }
     daemon.set_resume_grace(Duration::from_secs(args.resume_grace));
     let mut lease_lost = None;
+    if args.etcd.is_empty() && args.store == StoreKind::Redb {
+        let path = args
+            .store_file
+            .unwrap_or_else(|| runtime_dir.join("groups.redb"));
+        let store = isthmus_groups_redb::RedbStore::open(&path)
+            .with_context(|| format!("opening the group store {}", path.display()))?;
+        daemon.set_groups(isthmus_groups::Groups::new(Box::new(store)));
+    }
     if !args.etcd.is_empty() {
         let tls = etcd_tls(&args.etcd, args.etcd_ca, args.etcd_cert, args.etcd_key)?;
         let store = open_etcd(
