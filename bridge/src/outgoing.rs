@@ -23,6 +23,7 @@ use crate::address::Route;
 use crate::completion::Completion;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
+use crate::held::Held;
 use crate::ledger::MAX_UNEXPECTED_RTS;
 use crate::sync::{cv_wait, lock};
 use crate::transport::{read_grant, write_frame, Grant, Stream};
@@ -40,6 +41,10 @@ pub(crate) struct Queued {
     pub dest_rank: u32,
     /// Completed when the frame is written (eager isend); None for issend (completed by SYNC_ACK) and control frames.
     pub done: Option<Arc<Completion<()>>>,
+    /// The payload's share of the sender's budget, given back when this
+    /// frame is dropped (written or failed): kept for its `Drop` only.
+    #[allow(dead_code)]
+    pub held: Option<Held>,
 }
 
 struct OutState {
@@ -151,6 +156,17 @@ impl OutConn {
             st = cv_wait(&self.cv, st, None).0;
             st.waiting -= 1;
         }
+    }
+
+    /// Frames not yet written (queued on either lane, or being written);
+    /// None once the connection failed (nothing more will be written).
+    pub(crate) fn backlog(&self) -> Option<usize> {
+        let st = lock(&self.state);
+        if st.failed.is_some() {
+            return None;
+        }
+        let writing = usize::from(st.stream.is_none());
+        Some(st.queue.len() + st.control.len() + writing)
     }
 
     /// The peer returned eager credit.
@@ -378,7 +394,9 @@ impl OutConn {
                         }
                     }
                     if st.closing {
-                        // Whatever is still held back (RTSs over the limit) cannot go out any more.
+                        // Whatever is still held back (RTSs over the limit)
+                        // cannot go out any more: the engine's flush waited
+                        // for it until the finalize deadline and reported it.
                         for q in st.queue.drain(..) {
                             if let Some(d) = q.done {
                                 d.complete(Err(BridgeError::EngineShutDown));

@@ -24,6 +24,7 @@ use crate::error::{BridgeError, Result};
 use crate::failures::FailureSet;
 use crate::frame::{discard_payload, FrameHeader, FrameKind};
 use crate::handshake::Identity;
+use crate::held::SendBudget;
 use crate::incoming::{FrameHandler, FrameReader, InConn};
 use crate::ledger::{Ledger, FRAME_COST, MAX_UNEXPECTED_RTS};
 use crate::matching::{
@@ -70,7 +71,35 @@ pub(crate) struct Limits {
     pub admission_timeout: Duration,
     pub handshake_timeout: Duration,
     pub early_context_age: Duration,
+    pub finalize_timeout: Duration,
 }
+
+/// What an orderly shutdown could not deliver to one peer process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undelivered {
+    /// The peer process.
+    pub process: Uuid,
+    /// Frames still queued on our connection to it (messages, announcements, payloads).
+    pub queued: usize,
+    /// Announced messages its receives have not matched yet.
+    pub unmatched: usize,
+    /// Why they stay undelivered: the deadline passed, or the peer failed.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Undelivered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "undelivered to process {}: {} queued frames, {} messages its receives never matched ({})",
+            self.process, self.queued, self.unmatched, self.reason
+        )
+    }
+}
+
+/// How often [`Shared::flush`] looks at the queues again. Shutdown only:
+/// polling three tables beats threading a wake-up through all of them.
+const FLUSH_POLL: Duration = Duration::from_millis(2);
 
 /// Engine state shared with the engine's threads.
 pub(crate) struct Shared {
@@ -89,6 +118,8 @@ pub(crate) struct Shared {
     pub(crate) ssends: SsendWaiters,
     pub(crate) rendezvous: Rendezvous,
     pub(crate) ledger: Ledger,
+    /// What this process holds for its unreceived messages, against a bound.
+    pub(crate) budget: Arc<SendBudget>,
     pub(crate) poller: Arc<Poller>,
     /// Endpoints of the processes of every remote group we were given (for control frames).
     peers: Mutex<HashMap<Uuid, Endpoint>>,
@@ -112,6 +143,7 @@ impl Shared {
         identity: Identity,
         limits: Limits,
         ledger: Ledger,
+        budget: Arc<SendBudget>,
         poller: Arc<Poller>,
     ) -> Self {
         Shared {
@@ -128,6 +160,7 @@ impl Shared {
             ssends: SsendWaiters::default(),
             rendezvous: Rendezvous::default(),
             ledger,
+            budget,
             poller,
             peers: Mutex::new(HashMap::new()),
             owed: Mutex::new(HashMap::new()),
@@ -155,6 +188,66 @@ impl Shared {
 
     pub(crate) fn take_threads(&self) -> Vec<JoinHandle<()>> {
         std::mem::take(&mut *lock(&self.threads))
+    }
+
+    /// Per live peer with something left to deliver: frames queued on our
+    /// connection to it, announced sends waiting for its CTS.
+    fn backlog(&self) -> HashMap<Uuid, (usize, usize)> {
+        let mut left: HashMap<Uuid, (usize, usize)> = HashMap::new();
+        for (peer, n) in self.rendezvous.unmatched_by_peer() {
+            left.entry(peer).or_default().1 = n;
+        }
+        for c in self.conns.all_outgoing() {
+            match c.backlog() {
+                Some(0) => {}
+                Some(n) => left.entry(c.peer).or_default().0 = n,
+                // A failed connection writes nothing more; its peer's
+                // failure fails (and removes) its pending sends.
+                None => {}
+            }
+        }
+        left
+    }
+
+    /// The flush of an orderly shutdown (see `Engine::flush`): wait until no
+    /// live peer has anything left to take from us, or `deadline`. Peers
+    /// that fail meanwhile are reported with their failure.
+    pub(crate) fn flush(&self, deadline: Instant) -> Vec<Undelivered> {
+        let mut lost: Vec<Undelivered> = Vec::new();
+        let mut seen: HashMap<Uuid, (usize, usize)> = HashMap::new();
+        loop {
+            let mut left = self.backlog();
+            // A peer that failed while we waited took nothing more.
+            for (peer, (queued, unmatched)) in &seen {
+                if let Some(reason) = self.failures.reason(*peer) {
+                    left.remove(peer);
+                    lost.push(Undelivered {
+                        process: *peer,
+                        queued: *queued,
+                        unmatched: *unmatched,
+                        reason,
+                    });
+                }
+            }
+            left.retain(|p, _| self.failures.reason(*p).is_none());
+            let now = Instant::now();
+            if left.is_empty() || now >= deadline {
+                let secs = self.limits.finalize_timeout.as_secs_f64();
+                lost.extend(left.into_iter().map(|(process, (queued, unmatched))| {
+                    Undelivered {
+                        process,
+                        queued,
+                        unmatched,
+                        reason: format!(
+                            "not taken within the finalize deadline (ISTHMUS_FINALIZE_TIMEOUT, {secs} s)"
+                        ),
+                    }
+                }));
+                return lost;
+            }
+            seen = left;
+            std::thread::sleep(FLUSH_POLL.min(deadline - now));
+        }
     }
 
     /// Remember how to reach the processes of a remote group, and send
@@ -372,6 +465,7 @@ impl Shared {
             payload: Vec::new(),
             dest_rank: 0,
             done: None,
+            held: None,
         })
     }
 
@@ -499,6 +593,7 @@ impl Shared {
                 payload: Vec::new(),
                 dest_rank: hdr.source,
                 done: None,
+                held: None,
             })
         });
         if let Err(e) = r {
@@ -528,7 +623,12 @@ impl Shared {
             c.process_gone(process, reason, orderly);
         }
         self.ssends.peer_gone(process, reason);
-        self.rendezvous.peer_gone(process, reason);
+        let lost = self.rendezvous.peer_gone(process, reason);
+        if lost > 0 {
+            // Some of these sends may have returned to the program already.
+            warn!(peer = %process, messages = lost, reason,
+                "announced messages the peer never matched are lost with it");
+        }
         // Threads blocked reading the failed peer's socket must see their failed completions.
         if let Some(c) = self.conns.incoming(process) {
             c.wake();
@@ -668,6 +768,7 @@ impl Shared {
         let Some(payload) = p.payload else {
             // The blocked caller writes DATA from its own memory.
             p.done.complete(Ok(()));
+            self.rendezvous.handed_over(peer);
             return;
         };
         let data = FrameHeader {
@@ -680,11 +781,13 @@ impl Shared {
                 payload,
                 dest_rank: p.dest_rank,
                 done: Some(Arc::clone(&p.done)),
+                held: p.held,
             }),
             None => Err(BridgeError::Protocol(
                 "CTS without an outgoing connection".into(),
             )),
         };
+        self.rendezvous.handed_over(peer);
         if let Err(e) = r {
             p.done.complete(Err(e));
         }
