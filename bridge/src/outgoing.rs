@@ -288,7 +288,9 @@ impl OutConn {
     }
 
     /// Mark failed: queued frames error out; the socket is shut down.
-    pub(crate) fn fail(&self, reason: &str) {
+    /// Returns how many messages (message-lane frames and payloads) were
+    /// still queued and are lost.
+    pub(crate) fn fail(&self, reason: &str) -> usize {
         let queued: Vec<Queued> = {
             let mut st = lock(&self.state);
             if st.failed.is_none() {
@@ -298,6 +300,10 @@ impl OutConn {
             all.extend(st.queue.drain(..));
             all
         };
+        let messages = queued
+            .iter()
+            .filter(|q| is_message(q.hdr.kind) || q.hdr.kind == FrameKind::Data)
+            .count();
         for q in queued {
             if let Some(d) = q.done {
                 d.complete(Err(Self::failed_err(reason, q.dest_rank)));
@@ -306,6 +312,7 @@ impl OutConn {
         self.shutdown_handle.shutdown();
         self.cv.notify_all();
         self.writer_cv.notify_all();
+        messages
     }
 
     /// Orderly close: the writer drains the queue, sends BYE and exits.
@@ -353,7 +360,7 @@ impl OutConn {
                 }
                 drop(st);
                 let reason = format!("the peer did not admit our data connection: {e}");
-                self.fail(&reason);
+                let _ = self.fail(&reason);
                 lost.peer_lost(self.peer, &reason);
                 false
             }
@@ -362,7 +369,7 @@ impl OutConn {
 
     /// Abrupt close (tests / abort): no BYE.
     pub(crate) fn abort(&self) {
-        self.fail("engine aborted");
+        let _ = self.fail("engine aborted");
     }
 
     /// Writer thread body.

@@ -127,6 +127,9 @@ pub(crate) struct Shared {
     /// message for a context nobody registered); sent once we learn it.
     owed: Mutex<HashMap<Uuid, Vec<FrameHeader>>>,
     handshakes: AtomicUsize,
+    /// Messages lost with peers that failed or left before taking them
+    /// (reported by the shutdown's flush).
+    lost: Mutex<Vec<Undelivered>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -165,6 +168,7 @@ impl Shared {
             peers: Mutex::new(HashMap::new()),
             owed: Mutex::new(HashMap::new()),
             handshakes: AtomicUsize::new(0),
+            lost: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -210,30 +214,20 @@ impl Shared {
     }
 
     /// The flush of an orderly shutdown (see `Engine::flush`): wait until no
-    /// live peer has anything left to take from us, or `deadline`. Peers
-    /// that fail meanwhile are reported with their failure.
+    /// live peer has anything left to take from us, or `deadline`. Returns
+    /// what is left, and what was lost with peers that failed or left
+    /// before taking it (meanwhile or earlier).
     pub(crate) fn flush(&self, deadline: Instant) -> Vec<Undelivered> {
-        let mut lost: Vec<Undelivered> = Vec::new();
-        let mut seen: HashMap<Uuid, (usize, usize)> = HashMap::new();
         loop {
             let mut left = self.backlog();
-            // A peer that failed while we waited took nothing more.
-            for (peer, (queued, unmatched)) in &seen {
-                if let Some(reason) = self.failures.reason(*peer) {
-                    left.remove(peer);
-                    lost.push(Undelivered {
-                        process: *peer,
-                        queued: *queued,
-                        unmatched: *unmatched,
-                        reason,
-                    });
-                }
-            }
+            // A gone peer takes nothing more; what it did not take was
+            // recorded as lost when it went (`peer_gone`).
             left.retain(|p, _| self.failures.reason(*p).is_none());
             let now = Instant::now();
             if left.is_empty() || now >= deadline {
+                let mut report = std::mem::take(&mut *lock(&self.lost));
                 let secs = self.limits.finalize_timeout.as_secs_f64();
-                lost.extend(left.into_iter().map(|(process, (queued, unmatched))| {
+                report.extend(left.into_iter().map(|(process, (queued, unmatched))| {
                     Undelivered {
                         process,
                         queued,
@@ -243,9 +237,8 @@ impl Shared {
                         ),
                     }
                 }));
-                return lost;
+                return report;
             }
-            seen = left;
             std::thread::sleep(FLUSH_POLL.min(deadline - now));
         }
     }
@@ -435,7 +428,7 @@ impl Shared {
         debug!(peer = %ep.process, credit, "opened data connection");
         // A failure or shutdown may have been recorded while we connected.
         if let Some(reason) = self.failures.reason(ep.process) {
-            conn.fail(&reason);
+            let _ = conn.fail(&reason);
         }
         if self.is_shutting_down() {
             conn.close();
@@ -616,18 +609,23 @@ impl Shared {
         if !self.is_shutting_down() {
             info!(peer = %process, reason, "peer failed");
         }
-        if let Some(c) = self.conns.outgoing(process) {
-            c.fail(reason);
-        }
+        let queued = self.conns.outgoing(process).map_or(0, |c| c.fail(reason));
         for c in self.contexts.live() {
             c.process_gone(process, reason, orderly);
         }
         self.ssends.peer_gone(process, reason);
-        let lost = self.rendezvous.peer_gone(process, reason);
-        if lost > 0 {
-            // Some of these sends may have returned to the program already.
-            warn!(peer = %process, messages = lost, reason,
-                "announced messages the peer never matched are lost with it");
+        let unmatched = self.rendezvous.peer_gone(process, reason);
+        if queued + unmatched > 0 {
+            // Some of these sends may have returned to the program already:
+            // logged now, and reported again by the shutdown's flush.
+            warn!(peer = %process, queued, unmatched, reason,
+                "messages sent to this peer are lost with it");
+            lock(&self.lost).push(Undelivered {
+                process,
+                queued,
+                unmatched,
+                reason: reason.to_owned(),
+            });
         }
         // Threads blocked reading the failed peer's socket must see their failed completions.
         if let Some(c) = self.conns.incoming(process) {
