@@ -169,6 +169,39 @@ impl OutConn {
         Some(st.queue.len() + st.control.len() + writing)
     }
 
+    /// Whether the peer closed its end of this connection (EOF or reset).
+    /// It never writes to us on it after its grant, so anything but "no
+    /// data yet" means it is gone — how a shutdown's flush learns that a
+    /// peer it waits for died, when no connection from it would tell.
+    pub(crate) fn peer_closed(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        {
+            let st = lock(&self.state);
+            if st.grant_pending || st.failed.is_some() {
+                return false;
+            }
+        }
+        let mut byte = [0u8; 1];
+        // SAFETY: the fd is this connection's open socket (a clone kept for
+        // shutting it down); recv writes at most one byte into `byte`.
+        let n = unsafe {
+            libc::recv(
+                self.shutdown_handle.as_raw_fd(),
+                byte.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        match n {
+            0 => true,
+            n if n > 0 => false,
+            _ => matches!(
+                io::Error::last_os_error().raw_os_error(),
+                Some(libc::ECONNRESET | libc::ENOTCONN | libc::EPIPE)
+            ),
+        }
+    }
+
     /// The peer returned eager credit.
     pub(crate) fn add_credit(&self, bytes: u64) {
         let mut st = lock(&self.state);

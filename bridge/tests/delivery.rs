@@ -125,6 +125,12 @@ fn sender_child() {
                 }
             }
         }
+        "small" => {
+            for i in 0..2000 {
+                let m = message(i, SMALL);
+                c.send_bytes(0, 7, &sig, SMALL as u64, &m).unwrap();
+            }
+        }
         "flood" => {
             let count: u64 = std::env::var("DELIVERY_COUNT").unwrap().parse().unwrap();
             let before_kib = status_field("VmHWM:");
@@ -330,5 +336,48 @@ fn measure_512mib_flood() {
         "MEASURE sender grew by {} MiB for a {mib} MiB flood (bound {} MiB)",
         grew >> 10,
         DEFAULT_SEND_BUFFER_LIMIT >> 20
+    );
+}
+
+/// The sender's end is bounded by `ISTHMUS_FINALIZE_TIMEOUT` and reports
+/// per peer what it could not deliver: 2000 small sends (most without
+/// credit) to a receiver that never receives; the sender ends within about
+/// its 1 s deadline and says, on standard error, how many announced
+/// messages the peer never matched.
+#[test]
+fn a_receiver_that_never_receives_is_reported_at_the_deadline() {
+    let mut cfg = EngineConfig::new("testhost");
+    cfg.eager_window = 256 << 10;
+    let p = start_pair("small", true, cfg, &[("ISTHMUS_FINALIZE_TIMEOUT", "1")]);
+    let (ended, err) = finish(p);
+    let end_s: f64 = ended.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(
+        (0.9..10.0).contains(&end_s),
+        "the sender's end took {end_s} s with a 1 s deadline"
+    );
+    assert!(
+        err.contains("undelivered to process") && err.contains("ISTHMUS_FINALIZE_TIMEOUT"),
+        "sender reported: {err}"
+    );
+}
+
+/// A receiver that dies is the one case where completed sends are lost,
+/// and the sender is told: the receiver's engine aborts (no BYE, sockets
+/// closed) while the sender ends with announced messages outstanding; the
+/// sender ends at once and reports them with the failure.
+#[test]
+fn a_receiver_that_dies_is_reported_by_the_sender() {
+    let mut cfg = EngineConfig::new("testhost");
+    cfg.eager_window = 256 << 10;
+    let mut p = start_pair("small", true, cfg, &[]);
+    line_from(&mut p.out, "SENT ");
+    std::thread::sleep(Duration::from_millis(500));
+    p._engine.abort_for_test();
+    let (ended, err) = finish(p);
+    let end_s: f64 = ended.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(end_s < 10.0, "the sender's end took {end_s} s");
+    assert!(
+        err.contains("undelivered to process") && err.contains("without BYE"),
+        "sender reported: {err}"
     );
 }

@@ -220,6 +220,19 @@ impl Shared {
     pub(crate) fn flush(&self, deadline: Instant) -> Vec<Undelivered> {
         loop {
             let mut left = self.backlog();
+            // A peer that died with no connection of its own to us is seen
+            // only on ours (no vmd may report it: engines run without one).
+            for peer in left.keys() {
+                if let Some(c) = self.conns.outgoing(*peer) {
+                    if c.peer_closed() {
+                        self.peer_failed(
+                            *peer,
+                            "connection lost without BYE: the peer closed our data connection \
+                             before taking what we sent",
+                        );
+                    }
+                }
+            }
             // A gone peer takes nothing more; what it did not take was
             // recorded as lost when it went (`peer_gone`).
             left.retain(|p, _| self.failures.reason(*p).is_none());
