@@ -517,7 +517,11 @@ const FIN_C: usize = 10_000;
 const FIN_TOTAL: usize = FIN_A + 3 + FIN_C;
 
 fn fin_message(i: usize, rank: u32) -> Vec<u8> {
-    let len = if i == FIN_A || i == FIN_A + 2 { 2 << 20 } else { 1 << 10 };
+    let len = if i == FIN_A || i == FIN_A + 2 {
+        2 << 20
+    } else {
+        1 << 10
+    };
     let mut m: Vec<u8> = (0..len)
         .map(|j| (i.wrapping_mul(31) + j + rank as usize) as u8)
         .collect();
@@ -562,7 +566,11 @@ fn finalize(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
             .with_context(|| format!("message {i}"))?;
         let got = u64::from_le_bytes(buf[..8].try_into()?);
         ensure!(got == i as u64, "message {i} arrived as number {got}");
-        ensure!(st.count as usize == want.len(), "message {i}: {} bytes", st.count);
+        ensure!(
+            st.count as usize == want.len(),
+            "message {i}: {} bytes",
+            st.count
+        );
         ensure!(buf[..want.len()] == want[..], "message {i} corrupted");
     }
     Ok(())
