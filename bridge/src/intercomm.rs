@@ -18,6 +18,7 @@ use crate::engine::Engine;
 use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
 use crate::frame::{FrameHeader, FrameKind};
+use crate::held::Held;
 use crate::ledger::FRAME_COST;
 use crate::matching::{
     fill_from_arrived, Ctx, PostedRecv, RawBuf, RecvOutcome, Source, Status, Tag, Target,
@@ -242,10 +243,20 @@ impl InterComm {
             // (the sender's memory, not the receiver's) and announce it, so
             // that programs relying on eager sends of small messages (as
             // with every MPI library) keep working. It goes out once matched.
-            let req =
-                self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload.to_vec())?;
-            drop(req);
-            return Ok(());
+            // Within the sender's budget only: past it the send waits for
+            // its match below, as MPI allows a standard send to.
+            if let Some(held) = self.engine.shared.budget.try_take(payload.len()) {
+                let req = self.rendezvous_nonblocking(
+                    &conn,
+                    hdr,
+                    ep.process,
+                    dest,
+                    payload.to_vec(),
+                    held,
+                )?;
+                drop(req);
+                return Ok(());
+            }
         }
         self.rendezvous_blocking(&conn, hdr, ep.process, dest, payload, None)
     }
@@ -279,6 +290,7 @@ impl InterComm {
                 dest_rank: dest,
                 rts: hdr,
                 payload: None,
+                held: None,
                 done: Arc::clone(&done),
             },
         );
@@ -289,7 +301,8 @@ impl InterComm {
         let cleared = match shared.wait_from(Some(peer), &done, deadline_of(timeout)) {
             Some(r) => r,
             None => {
-                if shared.rendezvous.detach_caller(hdr.seq, payload) {
+                let held = shared.budget.take(payload.len());
+                if shared.rendezvous.detach_caller(hdr.seq, payload, held) {
                     return Err(timeout_err(timeout));
                 }
                 // The CTS came meanwhile.
@@ -314,6 +327,7 @@ impl InterComm {
         peer: Uuid,
         dest: u32,
         payload: Vec<u8>,
+        held: Held,
     ) -> Result<SendRequest> {
         let shared = &self.engine.shared;
         hdr.kind = FrameKind::Rts;
@@ -325,6 +339,7 @@ impl InterComm {
                 dest_rank: dest,
                 rts: hdr,
                 payload: Some(payload),
+                held: Some(held),
                 done: Arc::clone(&done),
             },
         );
@@ -335,6 +350,7 @@ impl InterComm {
                 payload: Vec::new(),
                 dest_rank: dest,
                 done: None,
+                held: None,
             }),
             Err(e) => Err(e),
         };
@@ -446,7 +462,15 @@ impl InterComm {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = shared.conn(ep, dest)?;
         if !self.eager_ok(&conn, payload.len()) {
-            return self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload.into_owned());
+            let held = shared.budget.take(payload.len());
+            return self.rendezvous_nonblocking(
+                &conn,
+                hdr,
+                ep.process,
+                dest,
+                payload.into_owned(),
+                held,
+            );
         }
         let done = Completion::new(Arc::clone(&shared.any));
         if let TryInline::Done = conn.write_inline(shared.as_ref(), &hdr, &payload, dest, false)? {
@@ -458,6 +482,7 @@ impl InterComm {
             payload: payload.into_owned(),
             dest_rank: dest,
             done: Some(Arc::clone(&done)),
+            held: None,
         })?;
         Ok(SendRequest { done })
     }
@@ -475,7 +500,8 @@ impl InterComm {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
         let conn = shared.conn(ep, dest)?;
         if !self.eager_ok(&conn, payload.len()) {
-            return self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload);
+            let held = shared.budget.take(payload.len());
+            return self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload, held);
         }
         let done = Completion::new(Arc::clone(&shared.any));
         shared
@@ -486,6 +512,7 @@ impl InterComm {
             payload,
             dest_rank: dest,
             done: None,
+            held: None,
         }) {
             shared.ssends.remove(hdr.seq);
             return Err(e);

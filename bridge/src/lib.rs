@@ -87,6 +87,15 @@
 //!   sendrecv) cannot deadlock. Synchronous sends use SYNC_EAGER (the
 //!   receiver answers SYNC_ACK when a receive MATCHES the message) or
 //!   rendezvous, whose CTS already means "matched".
+//! * Shutdown and the sender's bound: a send that completed is received
+//!   even if its sender then ends. [`Engine::shutdown`] (also on drop, and
+//!   the C library's `MPI_Finalize`) first delivers what is queued or
+//!   announced to every live peer, within
+//!   [`EngineConfig::finalize_timeout`], then says BYE; what is left is
+//!   reported per peer ([`Undelivered`]). Payloads a sender holds for
+//!   unreceived messages are bounded by
+//!   [`EngineConfig::send_buffer_limit`]; past it a blocking send waits for
+//!   its match (see `held`).
 //! * Failure: a connection that ends without BYE, a write error, or
 //!   [`Engine::peer_failed`] marks the peer failed: its pending receives,
 //!   synchronous sends and queued sends fail with `PeerFailed`, as do later
@@ -154,6 +163,7 @@ mod format;
 mod frame;
 mod handshake;
 mod hash;
+mod held;
 mod incoming;
 mod intercomm;
 mod ledger;
@@ -171,8 +181,9 @@ mod wire;
 pub use address::{Locality, Route, Transport};
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
-    Engine, EngineConfig, DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW,
-    DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LARGE_EAGER_LIMIT,
+    Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT,
+    DEFAULT_EAGER_WINDOW, DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_FINALIZE_TIMEOUT,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_SEND_BUFFER_LIMIT,
     DEFAULT_UNEXPECTED_LIMIT,
 };
 pub use error::{BridgeError, Result};

@@ -23,6 +23,7 @@ use crate::address::Route;
 use crate::completion::Completion;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
+use crate::held::Held;
 use crate::ledger::MAX_UNEXPECTED_RTS;
 use crate::sync::{cv_wait, lock};
 use crate::transport::{read_grant, write_frame, Grant, Stream};
@@ -40,6 +41,10 @@ pub(crate) struct Queued {
     pub dest_rank: u32,
     /// Completed when the frame is written (eager isend); None for issend (completed by SYNC_ACK) and control frames.
     pub done: Option<Arc<Completion<()>>>,
+    /// The payload's share of the sender's budget, given back when this
+    /// frame is dropped (written or failed): kept for its `Drop` only.
+    #[allow(dead_code)]
+    pub held: Option<Held>,
 }
 
 struct OutState {
@@ -150,6 +155,50 @@ impl OutConn {
             st.waiting += 1;
             st = cv_wait(&self.cv, st, None).0;
             st.waiting -= 1;
+        }
+    }
+
+    /// Frames not yet written (queued on either lane, or being written);
+    /// None once the connection failed (nothing more will be written).
+    pub(crate) fn backlog(&self) -> Option<usize> {
+        let st = lock(&self.state);
+        if st.failed.is_some() {
+            return None;
+        }
+        let writing = usize::from(st.stream.is_none());
+        Some(st.queue.len() + st.control.len() + writing)
+    }
+
+    /// Whether the peer closed its end of this connection (EOF or reset).
+    /// It never writes to us on it after its grant, so anything but "no
+    /// data yet" means it is gone — how a shutdown's flush learns that a
+    /// peer it waits for died, when no connection from it would tell.
+    pub(crate) fn peer_closed(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        {
+            let st = lock(&self.state);
+            if st.grant_pending || st.failed.is_some() {
+                return false;
+            }
+        }
+        let mut byte = [0u8; 1];
+        // SAFETY: the fd is this connection's open socket (a clone kept for
+        // shutting it down); recv writes at most one byte into `byte`.
+        let n = unsafe {
+            libc::recv(
+                self.shutdown_handle.as_raw_fd(),
+                byte.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        match n {
+            0 => true,
+            n if n > 0 => false,
+            _ => matches!(
+                io::Error::last_os_error().raw_os_error(),
+                Some(libc::ECONNRESET | libc::ENOTCONN | libc::EPIPE)
+            ),
         }
     }
 
@@ -272,7 +321,9 @@ impl OutConn {
     }
 
     /// Mark failed: queued frames error out; the socket is shut down.
-    pub(crate) fn fail(&self, reason: &str) {
+    /// Returns how many messages (message-lane frames and payloads) were
+    /// still queued and are lost.
+    pub(crate) fn fail(&self, reason: &str) -> usize {
         let queued: Vec<Queued> = {
             let mut st = lock(&self.state);
             if st.failed.is_none() {
@@ -282,6 +333,10 @@ impl OutConn {
             all.extend(st.queue.drain(..));
             all
         };
+        let messages = queued
+            .iter()
+            .filter(|q| is_message(q.hdr.kind) || q.hdr.kind == FrameKind::Data)
+            .count();
         for q in queued {
             if let Some(d) = q.done {
                 d.complete(Err(Self::failed_err(reason, q.dest_rank)));
@@ -290,6 +345,7 @@ impl OutConn {
         self.shutdown_handle.shutdown();
         self.cv.notify_all();
         self.writer_cv.notify_all();
+        messages
     }
 
     /// Orderly close: the writer drains the queue, sends BYE and exits.
@@ -337,7 +393,7 @@ impl OutConn {
                 }
                 drop(st);
                 let reason = format!("the peer did not admit our data connection: {e}");
-                self.fail(&reason);
+                let _ = self.fail(&reason);
                 lost.peer_lost(self.peer, &reason);
                 false
             }
@@ -346,7 +402,7 @@ impl OutConn {
 
     /// Abrupt close (tests / abort): no BYE.
     pub(crate) fn abort(&self) {
-        self.fail("engine aborted");
+        let _ = self.fail("engine aborted");
     }
 
     /// Writer thread body.
@@ -378,7 +434,9 @@ impl OutConn {
                         }
                     }
                     if st.closing {
-                        // Whatever is still held back (RTSs over the limit) cannot go out any more.
+                        // Whatever is still held back (RTSs over the limit)
+                        // cannot go out any more: the engine's flush waited
+                        // for it until the finalize deadline and reported it.
                         for q in st.queue.drain(..) {
                             if let Some(d) = q.done {
                                 d.complete(Err(BridgeError::EngineShutDown));

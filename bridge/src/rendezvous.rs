@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::completion::Completion;
 use crate::error::BridgeError;
 use crate::frame::FrameHeader;
+use crate::held::Held;
 use crate::matching::{PostedRecv, Status};
 use crate::sync::lock;
 
@@ -26,6 +27,8 @@ pub(crate) struct PendingSend {
     /// The payload when the request owns it (the writer sends DATA on CTS);
     /// None when the blocked caller writes DATA itself from its memory.
     pub payload: Option<Vec<u8>>,
+    /// The payload's share of the sender's budget (with `payload`).
+    pub held: Option<Held>,
     /// Owned: completed once DATA was written. Caller: completed at CTS.
     pub done: Arc<Completion<()>>,
 }
@@ -40,40 +43,76 @@ pub(crate) struct PendingData {
 }
 
 #[derive(Default)]
+pub(crate) struct Sends {
+    pending: HashMap<u64, PendingSend>,
+    /// Per peer, sends cleared by a CTS whose DATA is not queued yet (so
+    /// that a flush sees them between the two tables).
+    handing_over: HashMap<Uuid, usize>,
+}
+
+#[derive(Default)]
 pub(crate) struct Rendezvous {
-    sends: Mutex<HashMap<u64, PendingSend>>,
+    sends: Mutex<Sends>,
     recvs: Mutex<HashMap<(Uuid, u64), PendingData>>,
 }
 
 impl Rendezvous {
     pub(crate) fn add_send(&self, seq: u64, p: PendingSend) {
-        lock(&self.sends).insert(seq, p);
+        lock(&self.sends).pending.insert(seq, p);
     }
 
-    /// The CTS for `seq` came from `peer`: the send it clears (only the destination may clear it).
+    /// The CTS for `seq` came from `peer`: the send it clears (only the
+    /// destination may clear it). Counted as handed over until
+    /// [`Rendezvous::handed_over`].
     pub(crate) fn cleared(&self, peer: Uuid, seq: u64) -> Option<PendingSend> {
         let mut s = lock(&self.sends);
-        match s.get(&seq) {
-            Some(p) if p.peer == peer => s.remove(&seq),
+        match s.pending.get(&seq) {
+            Some(p) if p.peer == peer => {
+                *s.handing_over.entry(peer).or_insert(0) += 1;
+                s.pending.remove(&seq)
+            }
             _ => None,
+        }
+    }
+
+    /// The DATA of a send [`Rendezvous::cleared`] for `peer` is queued (or failed).
+    pub(crate) fn handed_over(&self, peer: Uuid) {
+        let mut s = lock(&self.sends);
+        if let Some(n) = s.handing_over.get_mut(&peer) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                s.handing_over.remove(&peer);
+            }
         }
     }
 
     /// Withdraw a send whose RTS could not be written.
     pub(crate) fn remove_send(&self, seq: u64) {
-        lock(&self.sends).remove(&seq);
+        lock(&self.sends).pending.remove(&seq);
     }
 
     /// A caller gives up waiting for the CTS: hand the payload to the request
     /// so that a later CTS still sends it. False if the CTS already came.
-    pub(crate) fn detach_caller(&self, seq: u64, payload: &[u8]) -> bool {
-        match lock(&self.sends).get_mut(&seq) {
+    pub(crate) fn detach_caller(&self, seq: u64, payload: &[u8], held: Held) -> bool {
+        match lock(&self.sends).pending.get_mut(&seq) {
             Some(p) => {
                 p.payload = Some(payload.to_vec());
+                p.held = Some(held);
                 true
             }
             None => false,
         }
+    }
+
+    /// Announced sends still waiting for their CTS, by destination process
+    /// (what an orderly shutdown waits for).
+    pub(crate) fn unmatched_by_peer(&self) -> HashMap<Uuid, usize> {
+        let s = lock(&self.sends);
+        let mut by_peer = s.handing_over.clone();
+        for p in s.pending.values() {
+            *by_peer.entry(p.peer).or_insert(0) += 1;
+        }
+        by_peer
     }
 
     pub(crate) fn add_recv(&self, peer: Uuid, seq: u64, p: PendingData) {
@@ -85,17 +124,22 @@ impl Rendezvous {
         lock(&self.recvs).remove(&(peer, seq))
     }
 
-    /// `peer` is gone: fail its pending sends and receives.
-    pub(crate) fn peer_gone(&self, peer: Uuid, reason: &str) {
+    /// `peer` is gone: fail its pending sends and receives. Returns how
+    /// many of the failed sends held their payload here (a blocking send
+    /// of those may have returned already: their loss must be reported).
+    pub(crate) fn peer_gone(&self, peer: Uuid, reason: &str) -> usize {
         let sends: Vec<PendingSend> = {
             let mut s = lock(&self.sends);
+            s.handing_over.remove(&peer);
             let keys: Vec<u64> = s
+                .pending
                 .iter()
                 .filter(|(_, p)| p.peer == peer)
                 .map(|(k, _)| *k)
                 .collect();
-            keys.iter().filter_map(|k| s.remove(k)).collect()
+            keys.iter().filter_map(|k| s.pending.remove(k)).collect()
         };
+        let held = sends.iter().filter(|p| p.payload.is_some()).count();
         for p in sends {
             p.done.complete(Err(BridgeError::PeerFailed {
                 rank: p.dest_rank,
@@ -115,11 +159,17 @@ impl Rendezvous {
                 }));
             }
         }
+        held
     }
 
     /// The engine stops: fail everything.
     pub(crate) fn shut_down(&self) {
-        for (_, p) in lock(&self.sends).drain() {
+        let sends: Vec<PendingSend> = {
+            let mut s = lock(&self.sends);
+            s.handing_over.clear();
+            s.pending.drain().map(|(_, p)| p).collect()
+        };
+        for p in sends {
             p.done.complete(Err(BridgeError::EngineShutDown));
         }
         // PostedRecv::drop completes the receives with EngineShutDown.

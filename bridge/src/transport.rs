@@ -82,17 +82,31 @@ impl Read for Stream {
     }
 }
 
+/// Writes with `sendmsg(MSG_NOSIGNAL)`: writing to a peer that is gone is
+/// an EPIPE error, not a SIGPIPE. A Rust `main` ignores SIGPIPE, but a C,
+/// Fortran or Python program using libisthmus keeps the default action,
+/// which kills it — e.g. in `MPI_Finalize` saying BYE to a peer that ended.
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
-        }
+        self.write_vectored(&[IoSlice::new(buf)])
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write_vectored(bufs),
-            Stream::Tcp(s) => s.write_vectored(bufs),
+        use std::os::fd::AsRawFd;
+        // IOV_MAX is 1024 on Linux; more slices are written by a later call.
+        let n = bufs.len().min(1024);
+        // SAFETY: an all-zero msghdr is valid (no address, no control data).
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is guaranteed ABI-compatible with iovec on Unix; sendmsg
+        // only reads the slices, which outlive the call.
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = n as _;
+        // SAFETY: the fd is this stream's open socket; `msg` points to `n`
+        // valid iovecs for the duration of the call.
+        let r = unsafe { libc::sendmsg(self.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
         }
     }
     fn flush(&mut self) -> io::Result<()> {

@@ -4,7 +4,8 @@
 //! Two faces:
 //! - [`api`]: `Isthmus_Register`, `Isthmus_Leave`, `Isthmus_Intercomm_create`
 //!   (and its timeout and non-blocking forms), declared in `isthmus.h`.
-//! - The interposed MPI calls ([`pt2pt`], [`requests`], [`comms`], and the
+//! - The interposed MPI calls ([`pt2pt`], [`requests`], [`comms`],
+//!   [`finalize`] (delivers what was sent before MPI goes), and the
 //!   generated refusals of `refused.c`): the library defines `MPI_Send`,
 //!   `MPI_Wait`, … itself, as MPI's profiling interface allows. On a
 //!   communicator Isthmus created they go over the bridge; on any other they
@@ -29,6 +30,7 @@
 pub mod api;
 pub mod comms;
 pub mod errors;
+pub mod finalize;
 pub mod fortran;
 #[cfg(isthmus_large_count)]
 pub mod large_count;

@@ -34,6 +34,11 @@ pub fn bridge() -> Result<&'static Bridge, BridgeError> {
     Ok(BRIDGE.get_or_init(|| b))
 }
 
+/// The process's bridge if it was opened (never connects).
+pub fn opened() -> Option<&'static Bridge> {
+    BRIDGE.get()
+}
+
 /// With `ISTHMUS_LOG` set (a filter such as `info` or
 /// `isthmus_bridge=debug`), the library's log lines go to standard error:
 /// where each data connection goes, refused connections, failures. Unset:

@@ -60,6 +60,18 @@ fn both_pass(scenario: &str, a: (Mpi, Linking), b: (Mpi, Linking)) -> (Output, O
 const OMPI: (Mpi, Linking) = (Mpi::OpenMpi, Linking::Linked);
 const MPICH: (Mpi, Linking) = (Mpi::Mpich, Linking::Linked);
 
+/// Issue 23, item 1, in C: the MPICH job's ranks complete 16,003 sends
+/// (small ones past the receiver's credit, 2 MiB ones, a synchronous one),
+/// then free, leave and `MPI_Finalize` while the Open MPI job's ranks are
+/// asleep; these then receive every message intact and in order, and the
+/// senders report nothing undelivered.
+#[test]
+fn completed_sends_survive_mpi_finalize() {
+    let (oa, _) = both_pass("finalize", MPICH, OMPI);
+    let err = String::from_utf8_lossy(&oa.stderr);
+    assert!(!err.contains("undelivered"), "sender reported: {err}");
+}
+
 #[test]
 fn mixed_requests_open_mpi_with_mpich() {
     both_pass("mixed", OMPI, MPICH);

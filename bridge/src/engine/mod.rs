@@ -12,17 +12,19 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 use uuid::Uuid;
 
 use crate::address::{self, Locality, Route};
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::handshake::Identity;
+use crate::held::SendBudget;
 use crate::ledger::Ledger;
 use crate::poller::Poller;
 use crate::transport::{self, Stream};
 pub(crate) use shared::Shared;
+pub use shared::Undelivered;
 use shared::{spawn, Limits};
 
 /// How long an incoming connection from a process that no remote table names
@@ -55,6 +57,20 @@ pub const DEFAULT_EAGER_WINDOW: u64 = 4 << 20;
 /// for small messages) for 256 more; later peers send everything by
 /// rendezvous.
 pub const DEFAULT_UNEXPECTED_LIMIT: u64 = 128 << 20;
+/// Default bound on what a sender holds for unreceived messages: 64 MiB
+/// (copies of small blocking sends the receiver had no credit for, and
+/// owned payloads of nonblocking rendezvous sends). Past it a blocking
+/// standard send waits for its match instead of returning at once; 64 MiB
+/// keeps a flood of small messages flowing (tens of thousands of them
+/// outstanding) at a fraction of what a rank usually has.
+pub const DEFAULT_SEND_BUFFER_LIMIT: u64 = 64 << 20;
+/// Default deadline of an orderly shutdown (`Engine::shutdown`, dropping
+/// the engine, `MPI_Finalize`): how long it waits for every peer to take
+/// what was sent to it (queued frames, announced messages waiting for their
+/// receive) before it reports, per peer, what could not be delivered. Five
+/// minutes, like the admission deadline: a receiver may be computing for a
+/// long time before it posts its receives.
+pub const DEFAULT_FINALIZE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default deadline of a data-connection handshake.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default age after which messages for a context nobody registered are dropped.
@@ -89,6 +105,12 @@ pub struct EngineConfig {
     pub handshake_timeout: Duration,
     /// Messages for a context nobody created an InterComm for are dropped after this.
     pub early_context_age: Duration,
+    /// Bound on the memory this process holds for its unreceived messages;
+    /// past it blocking sends wait for their match. `ISTHMUS_SEND_BUFFER_LIMIT`.
+    pub send_buffer_limit: u64,
+    /// How long an orderly shutdown waits for peers to take what was sent
+    /// to them. `ISTHMUS_FINALIZE_TIMEOUT` (seconds).
+    pub finalize_timeout: Duration,
     /// The IP address the TCP listener binds (on a port the kernel picks);
     /// `0.0.0.0` or `::` for all. [`EngineConfig::new`]: `127.0.0.1`;
     /// [`EngineConfig::from_env`]: `ISTHMUS_DATA_ADDR`, see
@@ -103,8 +125,9 @@ pub struct EngineConfig {
 
 impl EngineConfig {
     /// Defaults (see the `DEFAULT_*` constants), overridden by `ISTHMUS_EAGER_LIMIT`,
-    /// `ISTHMUS_LARGE_EAGER_LIMIT`, `ISTHMUS_EAGER_WINDOW` and
-    /// `ISTHMUS_UNEXPECTED_LIMIT` when set.
+    /// `ISTHMUS_LARGE_EAGER_LIMIT`, `ISTHMUS_EAGER_WINDOW`,
+    /// `ISTHMUS_UNEXPECTED_LIMIT`, `ISTHMUS_SEND_BUFFER_LIMIT` and
+    /// `ISTHMUS_FINALIZE_TIMEOUT` when set.
     pub fn new(host: impl Into<String>) -> Self {
         let env = |name: &str, default: u64| {
             std::env::var(name).ok().map_or(default, |v| match parse_size(&v) {
@@ -131,6 +154,8 @@ impl EngineConfig {
             unexpected_limit: env("ISTHMUS_UNEXPECTED_LIMIT", DEFAULT_UNEXPECTED_LIMIT),
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             early_context_age: DEFAULT_EARLY_CONTEXT_AGE,
+            send_buffer_limit: env("ISTHMUS_SEND_BUFFER_LIMIT", DEFAULT_SEND_BUFFER_LIMIT),
+            finalize_timeout: env_seconds("ISTHMUS_FINALIZE_TIMEOUT", DEFAULT_FINALIZE_TIMEOUT),
             listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
             advertise: Vec::new(),
         }
@@ -149,6 +174,28 @@ impl EngineConfig {
             ..EngineConfig::new(host)
         })
     }
+}
+
+/// A duration in seconds from the environment ("30", "0.5"), else `default`.
+fn env_seconds(name: &str, default: Duration) -> Duration {
+    let Ok(v) = std::env::var(name) else {
+        return default;
+    };
+    match parse_seconds(&v) {
+        Some(d) => d,
+        None => {
+            warn!(variable = name, value = %v, "not a duration in seconds; using the default");
+            default
+        }
+    }
+}
+
+/// "30", "0.5", "2s" → a duration.
+fn parse_seconds(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let s = s.strip_suffix('s').unwrap_or(s);
+    let secs = s.trim().parse::<f64>().ok()?;
+    Duration::try_from_secs_f64(secs).ok()
 }
 
 /// "65536", "64k", "1M", "2g" → bytes.
@@ -235,6 +282,7 @@ impl Engine {
             admission_timeout: config.admission_timeout,
             handshake_timeout: config.handshake_timeout,
             early_context_age: config.early_context_age,
+            finalize_timeout: config.finalize_timeout,
         };
         let ledger = Ledger::new(config.unexpected_limit, config.eager_window);
         let shared = Arc::new(Shared::new(
@@ -242,6 +290,7 @@ impl Engine {
             identity,
             limits,
             ledger,
+            SendBudget::new(config.send_buffer_limit),
             Arc::clone(&poller),
         ));
         let t0 = spawn("bridge-poller", move || poller.run())?;
@@ -335,10 +384,23 @@ impl Engine {
         }
     }
 
-    /// Orderly shutdown: flush queued frames, send BYE, close sockets, stop threads.
-    /// Pending operations fail with `EngineShutDown`. Also done on drop.
+    /// Orderly shutdown, what `MPI_Finalize` does: deliver what was sent
+    /// (see [`Engine::flush`], within [`EngineConfig::finalize_timeout`]),
+    /// then send BYE, close sockets, stop threads. Pending operations fail
+    /// with `EngineShutDown`. Also done on drop. What could not be
+    /// delivered is logged and written to standard error, per peer.
     pub fn shutdown(&self) {
         self.stop(true)
+    }
+
+    /// Waits until every live peer took what this process sent it: frames
+    /// queued on our connection to it are written, and every announced
+    /// (rendezvous) message was matched by a receive and its payload
+    /// written. Returns, per peer, what was left when `timeout` passed or
+    /// when the peer failed meanwhile (empty: all delivered). Sends keep
+    /// working meanwhile; the engine stays up.
+    pub fn flush(&self, timeout: Duration) -> Vec<Undelivered> {
+        self.shared.flush(std::time::Instant::now() + timeout)
     }
 
     /// Test hook: close every socket abruptly, without BYE (peers see a failure).
@@ -349,6 +411,21 @@ impl Engine {
 
     fn stop(&self, orderly: bool) {
         let shared = &self.shared;
+        if shared.is_shutting_down() {
+            return;
+        }
+        if orderly {
+            // Completed sends are delivered before the goodbye (MPI: a send
+            // that completed is received even if its sender finalizes).
+            let timeout = shared.limits.finalize_timeout;
+            for u in shared.flush(std::time::Instant::now() + timeout) {
+                error!(peer = %u.process, queued = u.queued, unmatched = u.unmatched, reason = %u.reason,
+                    "messages sent to this peer could not be delivered before shutdown");
+                // Also on standard error: a program without a log
+                // subscriber must not lose messages silently.
+                eprintln!("isthmus: {u}");
+            }
+        }
         if !shared.begin_shutdown() {
             return;
         }
@@ -402,7 +479,16 @@ impl Drop for Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_seconds, parse_size};
+    use std::time::Duration;
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_seconds("30"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_seconds("0.5s"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_seconds("-1"), None);
+        assert_eq!(parse_seconds("soon"), None);
+    }
 
     #[test]
     fn sizes() {

@@ -24,6 +24,7 @@ use crate::error::{BridgeError, Result};
 use crate::failures::FailureSet;
 use crate::frame::{discard_payload, FrameHeader, FrameKind};
 use crate::handshake::Identity;
+use crate::held::SendBudget;
 use crate::incoming::{FrameHandler, FrameReader, InConn};
 use crate::ledger::{Ledger, FRAME_COST, MAX_UNEXPECTED_RTS};
 use crate::matching::{
@@ -70,7 +71,35 @@ pub(crate) struct Limits {
     pub admission_timeout: Duration,
     pub handshake_timeout: Duration,
     pub early_context_age: Duration,
+    pub finalize_timeout: Duration,
 }
+
+/// What an orderly shutdown could not deliver to one peer process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undelivered {
+    /// The peer process.
+    pub process: Uuid,
+    /// Frames still queued on our connection to it (messages, announcements, payloads).
+    pub queued: usize,
+    /// Announced messages its receives have not matched yet.
+    pub unmatched: usize,
+    /// Why they stay undelivered: the deadline passed, or the peer failed.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Undelivered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "undelivered to process {}: {} queued frames, {} messages its receives never matched ({})",
+            self.process, self.queued, self.unmatched, self.reason
+        )
+    }
+}
+
+/// How often [`Shared::flush`] looks at the queues again. Shutdown only:
+/// polling three tables beats threading a wake-up through all of them.
+const FLUSH_POLL: Duration = Duration::from_millis(2);
 
 /// Engine state shared with the engine's threads.
 pub(crate) struct Shared {
@@ -89,6 +118,8 @@ pub(crate) struct Shared {
     pub(crate) ssends: SsendWaiters,
     pub(crate) rendezvous: Rendezvous,
     pub(crate) ledger: Ledger,
+    /// What this process holds for its unreceived messages, against a bound.
+    pub(crate) budget: Arc<SendBudget>,
     pub(crate) poller: Arc<Poller>,
     /// Endpoints of the processes of every remote group we were given (for control frames).
     peers: Mutex<HashMap<Uuid, Endpoint>>,
@@ -96,6 +127,9 @@ pub(crate) struct Shared {
     /// message for a context nobody registered); sent once we learn it.
     owed: Mutex<HashMap<Uuid, Vec<FrameHeader>>>,
     handshakes: AtomicUsize,
+    /// Messages lost with peers that failed or left before taking them
+    /// (reported by the shutdown's flush).
+    lost: Mutex<Vec<Undelivered>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -112,6 +146,7 @@ impl Shared {
         identity: Identity,
         limits: Limits,
         ledger: Ledger,
+        budget: Arc<SendBudget>,
         poller: Arc<Poller>,
     ) -> Self {
         Shared {
@@ -128,10 +163,12 @@ impl Shared {
             ssends: SsendWaiters::default(),
             rendezvous: Rendezvous::default(),
             ledger,
+            budget,
             poller,
             peers: Mutex::new(HashMap::new()),
             owed: Mutex::new(HashMap::new()),
             handshakes: AtomicUsize::new(0),
+            lost: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -155,6 +192,68 @@ impl Shared {
 
     pub(crate) fn take_threads(&self) -> Vec<JoinHandle<()>> {
         std::mem::take(&mut *lock(&self.threads))
+    }
+
+    /// Per live peer with something left to deliver: frames queued on our
+    /// connection to it, announced sends waiting for its CTS.
+    fn backlog(&self) -> HashMap<Uuid, (usize, usize)> {
+        let mut left: HashMap<Uuid, (usize, usize)> = HashMap::new();
+        for (peer, n) in self.rendezvous.unmatched_by_peer() {
+            left.entry(peer).or_default().1 = n;
+        }
+        for c in self.conns.all_outgoing() {
+            match c.backlog() {
+                Some(0) => {}
+                Some(n) => left.entry(c.peer).or_default().0 = n,
+                // A failed connection writes nothing more; its peer's
+                // failure fails (and removes) its pending sends.
+                None => {}
+            }
+        }
+        left
+    }
+
+    /// The flush of an orderly shutdown (see `Engine::flush`): wait until no
+    /// live peer has anything left to take from us, or `deadline`. Returns
+    /// what is left, and what was lost with peers that failed or left
+    /// before taking it (meanwhile or earlier).
+    pub(crate) fn flush(&self, deadline: Instant) -> Vec<Undelivered> {
+        loop {
+            let mut left = self.backlog();
+            // A peer that died with no connection of its own to us is seen
+            // only on ours (no vmd may report it: engines run without one).
+            for peer in left.keys() {
+                if let Some(c) = self.conns.outgoing(*peer) {
+                    if c.peer_closed() {
+                        self.peer_failed(
+                            *peer,
+                            "connection lost without BYE: the peer closed our data connection \
+                             before taking what we sent",
+                        );
+                    }
+                }
+            }
+            // A gone peer takes nothing more; what it did not take was
+            // recorded as lost when it went (`peer_gone`).
+            left.retain(|p, _| self.failures.reason(*p).is_none());
+            let now = Instant::now();
+            if left.is_empty() || now >= deadline {
+                let mut report = std::mem::take(&mut *lock(&self.lost));
+                let secs = self.limits.finalize_timeout.as_secs_f64();
+                report.extend(left.into_iter().map(|(process, (queued, unmatched))| {
+                    Undelivered {
+                        process,
+                        queued,
+                        unmatched,
+                        reason: format!(
+                            "not taken within the finalize deadline (ISTHMUS_FINALIZE_TIMEOUT, {secs} s)"
+                        ),
+                    }
+                }));
+                return report;
+            }
+            std::thread::sleep(FLUSH_POLL.min(deadline - now));
+        }
     }
 
     /// Remember how to reach the processes of a remote group, and send
@@ -342,7 +441,7 @@ impl Shared {
         debug!(peer = %ep.process, credit, "opened data connection");
         // A failure or shutdown may have been recorded while we connected.
         if let Some(reason) = self.failures.reason(ep.process) {
-            conn.fail(&reason);
+            let _ = conn.fail(&reason);
         }
         if self.is_shutting_down() {
             conn.close();
@@ -372,6 +471,7 @@ impl Shared {
             payload: Vec::new(),
             dest_rank: 0,
             done: None,
+            held: None,
         })
     }
 
@@ -499,6 +599,7 @@ impl Shared {
                 payload: Vec::new(),
                 dest_rank: hdr.source,
                 done: None,
+                held: None,
             })
         });
         if let Err(e) = r {
@@ -521,14 +622,24 @@ impl Shared {
         if !self.is_shutting_down() {
             info!(peer = %process, reason, "peer failed");
         }
-        if let Some(c) = self.conns.outgoing(process) {
-            c.fail(reason);
-        }
+        let queued = self.conns.outgoing(process).map_or(0, |c| c.fail(reason));
         for c in self.contexts.live() {
             c.process_gone(process, reason, orderly);
         }
         self.ssends.peer_gone(process, reason);
-        self.rendezvous.peer_gone(process, reason);
+        let unmatched = self.rendezvous.peer_gone(process, reason);
+        if queued + unmatched > 0 {
+            // Some of these sends may have returned to the program already:
+            // logged now, and reported again by the shutdown's flush.
+            warn!(peer = %process, queued, unmatched, reason,
+                "messages sent to this peer are lost with it");
+            lock(&self.lost).push(Undelivered {
+                process,
+                queued,
+                unmatched,
+                reason: reason.to_owned(),
+            });
+        }
         // Threads blocked reading the failed peer's socket must see their failed completions.
         if let Some(c) = self.conns.incoming(process) {
             c.wake();
@@ -668,6 +779,7 @@ impl Shared {
         let Some(payload) = p.payload else {
             // The blocked caller writes DATA from its own memory.
             p.done.complete(Ok(()));
+            self.rendezvous.handed_over(peer);
             return;
         };
         let data = FrameHeader {
@@ -680,11 +792,13 @@ impl Shared {
                 payload,
                 dest_rank: p.dest_rank,
                 done: Some(Arc::clone(&p.done)),
+                held: p.held,
             }),
             None => Err(BridgeError::Protocol(
                 "CTS without an outgoing connection".into(),
             )),
         };
+        self.rendezvous.handed_over(peer);
         if let Err(e) = r {
             p.done.complete(Err(e));
         }

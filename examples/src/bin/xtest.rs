@@ -195,6 +195,7 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
                 }
             }
         }
+        "finalize" => finalize(&inter, rank, a)?,
         "pause" => pause(&inter, rank, a)?,
         "steady" => steady(&inter, &world, rank, a, timeout)?,
         "answer" => {
@@ -503,6 +504,74 @@ fn ordering(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
             }
         }
         ic.send(0, 9, &[1u8])?;
+    }
+    Ok(())
+}
+
+/// The "finalize" scenario's messages: [`FIN_A`] small ones (most past
+/// the receiver's 4 MiB of credit), two of 2 MiB (rendezvous) around a
+/// synchronous small one, then [`FIN_C`] small ones (more than the 4096
+/// announcements a sender may have outstanding).
+const FIN_A: usize = 6000;
+const FIN_C: usize = 10_000;
+const FIN_TOTAL: usize = FIN_A + 3 + FIN_C;
+
+fn fin_message(i: usize, rank: u32) -> Vec<u8> {
+    let len = if i == FIN_A || i == FIN_A + 2 {
+        2 << 20
+    } else {
+        1 << 10
+    };
+    let mut m: Vec<u8> = (0..len)
+        .map(|j| (i.wrapping_mul(31) + j + rank as usize) as u8)
+        .collect();
+    m[..8].copy_from_slice(&(i as u64).to_le_bytes());
+    m
+}
+
+/// Completed sends survive their sender's end: side A's ranks send to the
+/// remote rank of their number (where there is one) and then drop the
+/// intercommunicator, leave and end `main` while side B's ranks sleep;
+/// these then receive every message, intact and in order.
+fn finalize(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    if a {
+        if rank >= ic.remote_size() {
+            return Ok(());
+        }
+        for i in 0..FIN_TOTAL {
+            let m = fin_message(i, rank);
+            if i == FIN_A + 1 {
+                ic.ssend(rank, 3, &m[..])?;
+            } else {
+                ic.send(rank, 3, &m[..])?;
+            }
+        }
+        return Ok(());
+    }
+    if rank >= ic.remote_size() {
+        return Ok(());
+    }
+    // Asleep while the first small sends complete; the sender then waits
+    // in its rendezvous-size and synchronous sends for these receives.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut buf = vec![0u8; 2 << 20];
+    for i in 0..FIN_TOTAL {
+        if i == FIN_A + 3 {
+            // The sender completes the rest and ends meanwhile.
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        let want = fin_message(i, rank);
+        let st = ic
+            .recv(Source::Rank(rank), Tag::Value(3), &mut buf)
+            .with_context(|| format!("message {i}"))?;
+        let got = u64::from_le_bytes(buf[..8].try_into()?);
+        ensure!(got == i as u64, "message {i} arrived as number {got}");
+        ensure!(
+            st.count as usize == want.len(),
+            "message {i}: {} bytes",
+            st.count
+        );
+        ensure!(buf[..want.len()] == want[..], "message {i} corrupted");
     }
     Ok(())
 }

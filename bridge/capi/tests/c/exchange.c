@@ -9,6 +9,10 @@
  *            MPI_ERRORS_RETURN, with a message naming it; bad arguments too.
  *   threads  two threads per rank exchange at once, each on its own
  *            duplicate of the intercommunicator (MPI_THREAD_MULTIPLE).
+ *   finalize the first job's ranks complete many sends (small ones past
+ *            the receiver's credit, rendezvous-size and synchronous ones),
+ *            then free, leave and finalize while the second job's ranks
+ *            sleep; these then receive every message, intact and in order.
  *   killed   the second job's rank 1 dies mid-exchange; the first job's
  *            ranks must get an error (ERRORS_RETURN: printed; default
  *            handler: the job aborts with the message), not hang.
@@ -215,6 +219,58 @@ static void killed(int errors_return)
     }
 }
 
+/* The finalize scenario's messages: A small ones (most past the
+ * receiver's 4 MiB of credit), then two of 2 MiB (rendezvous) around a
+ * synchronous small one, then C small ones (more than the 4096
+ * announcements a sender may have outstanding). */
+enum { FIN_SMALL = 1024, FIN_BIG = 2 << 20, FIN_A = 6000, FIN_C = 10000 };
+enum { FIN_TOTAL = FIN_A + 3 + FIN_C };
+
+static int fin_len(int i)
+{
+    return (i == FIN_A || i == FIN_A + 2) ? FIN_BIG : FIN_SMALL;
+}
+
+static void fin_fill(unsigned char *b, int i, int len)
+{
+    for (int j = 0; j < len; j++)
+        b[j] = (unsigned char)(i * 31 + j + rank);
+    memcpy(b, &i, sizeof i);
+}
+
+static void finalize_delivery(void)
+{
+    static unsigned char out[FIN_BIG], in[FIN_BIG], want[FIN_BIG];
+    CHECK(rsize == size, "the finalize scenario wants jobs of equal size");
+    if (left) {
+        for (int i = 0; i < FIN_TOTAL; i++) {
+            int len = fin_len(i);
+            fin_fill(out, i, len);
+            int rc = i == FIN_A + 1 ? MPI_Ssend(out, len, MPI_BYTE, rank, 3, inter)
+                                    : MPI_Send(out, len, MPI_BYTE, rank, 3, inter);
+            CHECK(rc == MPI_SUCCESS, "send %d", i);
+        }
+        return;
+    }
+    /* Asleep while the first small sends complete; the sender then waits
+     * in its rendezvous-size and synchronous sends for these receives. */
+    sleep(2);
+    for (int i = 0; i < FIN_TOTAL; i++) {
+        if (i == FIN_A + 3)
+            sleep(2); /* the sender completes the rest and finalizes */
+        int len = fin_len(i), count = -1;
+        MPI_Status st;
+        CHECK(MPI_Recv(in, FIN_BIG, MPI_BYTE, rank, 3, inter, &st) == MPI_SUCCESS, "recv %d", i);
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        CHECK(count == len, "message %d: %d bytes, want %d", i, count, len);
+        fin_fill(want, i, len);
+        int got;
+        memcpy(&got, in, sizeof got);
+        CHECK(got == i, "message %d arrived as number %d", i, got);
+        CHECK(!memcmp(in, want, len), "message %d corrupted", i);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, provided;
@@ -240,6 +296,8 @@ int main(int argc, char **argv)
         refused_all();
     else if (!strcmp(scenario, "threads"))
         threads();
+    else if (!strcmp(scenario, "finalize"))
+        finalize_delivery();
     else if (!strcmp(scenario, "killed-return"))
         killed(1);
     else if (!strcmp(scenario, "killed-fatal"))

@@ -1,0 +1,26 @@
+//! `MPI_Finalize`: before MPI goes, the bridge's engine delivers what this
+//! process sent over it (queued frames, messages announced to receivers
+//! that have not matched them yet) and says goodbye (BYE) to every peer —
+//! the engine's orderly shutdown, the same one a Rust program gets when it
+//! drops its bridge (see `Engine::shutdown`). A send that completed is
+//! thus received even when its sender finalizes first, as MPI requires;
+//! what no peer took within `ISTHMUS_FINALIZE_TIMEOUT` is reported on
+//! standard error, per peer.
+
+use std::ffi::c_int;
+
+use mpi::ffi;
+
+use crate::state;
+
+/// # Safety
+/// As `MPI_Finalize`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    // Only a bridge this process opened: finalizing must not connect to a vmd.
+    if let Some(b) = state::opened() {
+        b.engine().shutdown();
+    }
+    // SAFETY: the program's call, passed on.
+    unsafe { ffi::PMPI_Finalize() }
+}
