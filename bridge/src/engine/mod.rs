@@ -16,10 +16,12 @@ use tracing::{debug, info, warn};
 use uuid::Uuid;
 
 use crate::address::{self, Locality, Route};
+use crate::admission::Admission;
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::handshake::Identity;
 use crate::ledger::Ledger;
+use crate::lobby;
 use crate::poller::Poller;
 use crate::transport::{self, Stream};
 pub(crate) use shared::Shared;
@@ -55,6 +57,12 @@ pub const DEFAULT_EAGER_WINDOW: u64 = 4 << 20;
 /// for small messages) for 256 more; later peers send everything by
 /// rendezvous.
 pub const DEFAULT_UNEXPECTED_LIMIT: u64 = 128 << 20;
+/// Default limit of data connections from one source (a uid on the Unix
+/// socket, an IP address on TCP) waiting to be admitted (in their handshake
+/// or for the table naming them): 128, more than the ranks of one job on
+/// one host that may all connect before we formed our intercommunicator.
+/// `ISTHMUS_ADMISSION_PER_SOURCE`.
+pub const DEFAULT_ADMISSION_PER_SOURCE: usize = 128;
 /// Default deadline of a data-connection handshake.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default age after which messages for a context nobody registered are dropped.
@@ -87,6 +95,10 @@ pub struct EngineConfig {
     pub unexpected_limit: u64,
     /// A data connection's handshake must finish within this.
     pub handshake_timeout: Duration,
+    /// Data connections from one source (uid on the Unix socket, IP address
+    /// on TCP) that may wait at once to be admitted; more are closed at
+    /// accept. `ISTHMUS_ADMISSION_PER_SOURCE`.
+    pub admission_per_source: usize,
     /// Messages for a context nobody created an InterComm for are dropped after this.
     pub early_context_age: Duration,
     /// The IP address the TCP listener binds (on a port the kernel picks);
@@ -103,8 +115,8 @@ pub struct EngineConfig {
 
 impl EngineConfig {
     /// Defaults (see the `DEFAULT_*` constants), overridden by `ISTHMUS_EAGER_LIMIT`,
-    /// `ISTHMUS_LARGE_EAGER_LIMIT`, `ISTHMUS_EAGER_WINDOW` and
-    /// `ISTHMUS_UNEXPECTED_LIMIT` when set.
+    /// `ISTHMUS_LARGE_EAGER_LIMIT`, `ISTHMUS_EAGER_WINDOW`,
+    /// `ISTHMUS_UNEXPECTED_LIMIT` and `ISTHMUS_ADMISSION_PER_SOURCE` when set.
     pub fn new(host: impl Into<String>) -> Self {
         let env = |name: &str, default: u64| {
             std::env::var(name).ok().map_or(default, |v| match parse_size(&v) {
@@ -130,6 +142,12 @@ impl EngineConfig {
             eager_window: env("ISTHMUS_EAGER_WINDOW", DEFAULT_EAGER_WINDOW),
             unexpected_limit: env("ISTHMUS_UNEXPECTED_LIMIT", DEFAULT_UNEXPECTED_LIMIT),
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            admission_per_source: env(
+                "ISTHMUS_ADMISSION_PER_SOURCE",
+                DEFAULT_ADMISSION_PER_SOURCE as u64,
+            )
+            .try_into()
+            .unwrap_or(usize::MAX),
             early_context_age: DEFAULT_EARLY_CONTEXT_AGE,
             listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
             advertise: Vec::new(),
@@ -237,15 +255,20 @@ impl Engine {
             early_context_age: config.early_context_age,
         };
         let ledger = Ledger::new(config.unexpected_limit, config.eager_window);
+        let (admission, lobby_poll) = Admission::new(config.admission_per_source)
+            .map_err(|e| BridgeError::io("creating the admission poll", e))?;
         let shared = Arc::new(Shared::new(
             endpoint,
             identity,
             limits,
             ledger,
             Arc::clone(&poller),
+            admission,
         ));
         let t0 = spawn("bridge-poller", move || poller.run())?;
-        shared.add_threads([t0]);
+        let s0 = Arc::clone(&shared);
+        let t_lobby = spawn("bridge-admission", move || lobby::run(s0, lobby_poll))?;
+        shared.add_threads([t0, t_lobby]);
         let s1 = Arc::clone(&shared);
         let t1 = spawn("bridge-accept-unix", move || {
             for s in unix.incoming() {
