@@ -1,7 +1,8 @@
 //! Sockets: the Unix/TCP stream abstraction, writing a frame, and running
-//! the connection handshake (see `handshake`) on a socket with a deadline,
-//! connector and acceptor side. Reading incoming connections lives in
-//! `incoming`, the outgoing connection in `outgoing`.
+//! the connector's side of the handshake (see `handshake`) on a socket with
+//! a deadline, then reading the acceptor's credit grant. The acceptor's
+//! side runs in `lobby`; reading incoming connections lives in `incoming`,
+//! the outgoing connection in `outgoing`.
 
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
