@@ -204,28 +204,56 @@ impl Claim {
     }
 }
 
-/// Acceptor side, up to the connector's proof: read HELLO, answer with our
-/// challenge (signed, so the connector knows it reached us), read PROOF.
-/// The returned claim still has to be checked.
-pub(crate) fn challenge(stream: &mut (impl Read + Write), me: &Identity) -> Outcome<Claim> {
-    let mut head = [0u8; 12];
-    stream
-        .read_exact(&mut head)
-        .map_err(|e| io_reason("reading the handshake", e))?;
-    let version = u16::from_le_bytes([head[8], head[9]]);
-    if &head[..8] != HANDSHAKE_MAGIC || version != PROTOCOL_VERSION {
-        let _ = stream.write_all(&[STATUS_BAD_VERSION]);
-        return Err(format!(
-            "bad magic or protocol version {version} (this build speaks {PROTOCOL_VERSION})"
-        ));
+/// Length of the connector's HELLO.
+pub(crate) const HELLO_LEN: usize = 12 + 16 + NONCE_LEN;
+/// Length of the connector's PROOF.
+pub(crate) const PROOF_LEN: usize = SIG_LEN;
+
+/// A HELLO the acceptor answered with its challenge, waiting for the PROOF.
+pub(crate) struct Challenged {
+    peer: Uuid,
+    signed: Vec<u8>,
+}
+
+impl Challenged {
+    /// The connector's PROOF arrived: what it claims, to be checked.
+    pub(crate) fn with_proof(self, proof: [u8; PROOF_LEN]) -> Claim {
+        Claim {
+            peer: self.peer,
+            signed: self.signed,
+            proof,
+        }
     }
-    let mut rest = [0u8; 16 + NONCE_LEN];
-    stream
-        .read_exact(&mut rest)
-        .map_err(|e| io_reason("reading the handshake", e))?;
-    let peer = uuid_at(&rest, 0);
-    let nc = array_at::<NONCE_LEN>(&rest, 16);
-    let na = nonce()?;
+}
+
+/// A HELLO the acceptor cannot answer: what to send before closing, and why.
+pub(crate) struct Refusal {
+    pub(crate) reply: Vec<u8>,
+    pub(crate) reason: String,
+}
+
+/// Acceptor side, on a whole HELLO: our signed challenge (so the connector
+/// knows it reached us) to send, and what the PROOF must then sign. No I/O,
+/// so the caller can run it on a non-blocking socket.
+pub(crate) fn answer_hello(
+    hello: &[u8; HELLO_LEN],
+    me: &Identity,
+) -> std::result::Result<(Vec<u8>, Challenged), Refusal> {
+    let version = u16::from_le_bytes([hello[8], hello[9]]);
+    if &hello[..8] != HANDSHAKE_MAGIC || version != PROTOCOL_VERSION {
+        return Err(Refusal {
+            reply: vec![STATUS_BAD_VERSION],
+            reason: format!(
+                "bad magic or protocol version {version} (this build speaks {PROTOCOL_VERSION})"
+            ),
+        });
+    }
+    let peer = uuid_at(hello, 12);
+    let nc = array_at::<NONCE_LEN>(hello, 28);
+    let na = nonce().map_err(|reason| Refusal {
+        reply: Vec::new(),
+        reason,
+    })?;
     let sig_a = me
         .key
         .sign(&transcript(ACCEPTOR_LABEL, peer, me.process, &nc, &na));
@@ -234,18 +262,38 @@ pub(crate) fn challenge(stream: &mut (impl Read + Write), me: &Identity) -> Outc
     reply.extend_from_slice(me.process.as_bytes());
     reply.extend_from_slice(&na);
     reply.extend_from_slice(&sig_a.to_bytes());
+    Ok((
+        reply,
+        Challenged {
+            peer,
+            signed: transcript(CONNECTOR_LABEL, peer, me.process, &nc, &na),
+        },
+    ))
+}
+
+/// Acceptor side on a blocking stream, up to the connector's proof (the
+/// engine runs [`answer_hello`] on non-blocking sockets instead).
+#[cfg(test)]
+pub(crate) fn challenge(stream: &mut (impl Read + Write), me: &Identity) -> Outcome<Claim> {
+    let mut hello = [0u8; HELLO_LEN];
+    stream
+        .read_exact(&mut hello)
+        .map_err(|e| io_reason("reading the handshake", e))?;
+    let (reply, challenged) = match answer_hello(&hello, me) {
+        Ok(x) => x,
+        Err(r) => {
+            let _ = stream.write_all(&r.reply);
+            return Err(r.reason);
+        }
+    };
     stream
         .write_all(&reply)
         .map_err(|e| io_reason("sending our challenge", e))?;
-    let mut proof = [0u8; SIG_LEN];
+    let mut proof = [0u8; PROOF_LEN];
     stream
         .read_exact(&mut proof)
         .map_err(|e| io_reason("reading the connector's proof", e))?;
-    Ok(Claim {
-        peer,
-        signed: transcript(CONNECTOR_LABEL, peer, me.process, &nc, &na),
-        proof,
-    })
+    Ok(challenged.with_proof(proof))
 }
 
 fn array_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {

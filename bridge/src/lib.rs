@@ -27,7 +27,7 @@
 //!   signs both ids and both nonces. The acceptor checks that signature with
 //!   the key of the member named by the claimed id in the remote tables it
 //!   holds; a connection that arrives before the table naming it waits
-//!   (at most 64 at once, each up to [`EngineConfig::admission_timeout`]).
+//!   (up to [`EngineConfig::admission_timeout`]; see below for the bounds).
 //!   Replays fail (fresh nonce), so does a spoofed id (no private key). A
 //!   refused connection is logged (address, claimed id, reason) and closed
 //!   and changes nothing: only an admitted connection is ever registered as
@@ -49,12 +49,16 @@
 //!   when the connection is idle; otherwise they are copied and go to the
 //!   connection's writer thread, so `isend` completes without the
 //!   application calling in (independent progress).
-//! * Connections are bounded: the exchange of the signed handshake runs on a
-//!   short-lived thread (at most 64 at once) and must finish within
-//!   [`EngineConfig::handshake_timeout`] (one deadline over the whole
-//!   exchange, so trickled bytes cannot stretch it); the wait for the table
-//!   naming the connector is bounded by admission instead (above) and holds
-//!   no handshake slot. An admitted connection gets one CREDIT frame (its
+//! * Connections are bounded: until admitted, a connection is in the lobby
+//!   (`lobby`): ONE thread runs every handshake on non-blocking sockets
+//!   (the exchange within [`EngineConfig::handshake_timeout`], one deadline
+//!   over all of it, so trickled bytes cannot stretch it), and connections
+//!   waiting for the table naming them sit there unwatched until it comes
+//!   or [`EngineConfig::admission_timeout`] passes. A waiting connection
+//!   costs a descriptor and a few hundred bytes, no thread; at most
+//!   [`EngineConfig::admission_per_source`] per source (uid on the Unix
+//!   socket, IP address on TCP) and 1024 in all, more are closed at
+//!   accept. An admitted connection gets one CREDIT frame (its
 //!   eager window) and is handed to the poller; the connector reads that
 //!   frame within the handshake deadline. If the acceptor must first wait
 //!   for the table, it says "grant follows" at once instead, and the
@@ -129,9 +133,10 @@
 //!   (ssends awaiting SYNC_ACK), `rendezvous` (sends awaiting CTS, receives
 //!   awaiting DATA), `ledger` (eager credit per peer, the unexpected-memory
 //!   bound), `connections` (outgoing/incoming per peer), `admission` (keys
-//!   of the processes that may connect, waiting connections).
-//! * `transport` — sockets, frame writing, the handshake run under its
-//!   deadline, the credit grant; `poller` — the one epoll thread;
+//!   of the processes that may connect, lobby counts per source); `lobby` —
+//!   the one thread that handshakes and parks unadmitted connections.
+//! * `transport` — sockets, frame writing, the connector's handshake run
+//!   under its deadline, reading the credit grant; `poller` — the one epoll thread;
 //!   `outgoing` — the outgoing connection (two lanes, credit) and its writer
 //!   thread, reports through `PeerLost`; `incoming` — leader/follower
 //!   reading over the poller, reports through `FrameHandler`.
@@ -167,6 +172,7 @@ mod held;
 mod incoming;
 mod intercomm;
 mod ledger;
+mod lobby;
 mod matching;
 mod outgoing;
 mod poller;
@@ -181,8 +187,8 @@ mod wire;
 pub use address::{Locality, Route, Transport};
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
-    Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT,
-    DEFAULT_EAGER_WINDOW, DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_FINALIZE_TIMEOUT,
+    Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE, DEFAULT_ADMISSION_TIMEOUT,
+    DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW, DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_FINALIZE_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_SEND_BUFFER_LIMIT,
     DEFAULT_UNEXPECTED_LIMIT,
 };

@@ -1,7 +1,8 @@
 //! Sockets: the Unix/TCP stream abstraction, writing a frame, and running
-//! the connection handshake (see `handshake`) on a socket with a deadline,
-//! connector and acceptor side. Reading incoming connections lives in
-//! `incoming`, the outgoing connection in `outgoing`.
+//! the connector's side of the handshake (see `handshake`) on a socket with
+//! a deadline, then reading the acceptor's credit grant. The acceptor's
+//! side runs in `lobby`; reading incoming connections lives in `incoming`,
+//! the outgoing connection in `outgoing`.
 
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -9,11 +10,10 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixStream};
 use std::time::{Duration, Instant};
 
-use tracing::{debug, warn};
-use uuid::Uuid;
+use tracing::debug;
 
 use crate::address::{Route, Transport};
-use crate::endpoint::{Endpoint, PUBLIC_KEY_LEN};
+use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind, GRANT_FOLLOWS, HEADER_LEN};
 use crate::handshake::{self, Identity};
@@ -43,6 +43,12 @@ impl Stream {
             Stream::Unix(s) => s.shutdown(Shutdown::Read),
             Stream::Tcp(s) => s.shutdown(Shutdown::Read),
         };
+    }
+    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        }
     }
     fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
@@ -259,39 +265,6 @@ fn attempt(
     Ok((stream, route))
 }
 
-/// Acceptor side of the handshake; returns the peer's process id, or None if
-/// refused (logged with `via` and the claimed id, never key material).
-/// The exchange on the socket must finish within `timeout` (a peer that
-/// trickles bytes is closed as one that sends nothing); then `key_of` finds
-/// the public key of the claimed process, waiting if needed (it gets the
-/// stream to tell the connector so, see `send_grant_follows`).
-pub(crate) fn accept_handshake(
-    identity: &Identity,
-    stream: &mut Stream,
-    via: &str,
-    timeout: Duration,
-    key_of: impl FnOnce(Uuid, &mut Stream) -> std::result::Result<[u8; PUBLIC_KEY_LEN], String>,
-) -> Option<Uuid> {
-    let deadline = Instant::now() + timeout;
-    let claim = match handshake::challenge(&mut Bounded::new(stream, deadline), identity) {
-        Ok(c) => c,
-        Err(reason) => {
-            warn!(%via, %reason, "refusing data connection");
-            return None;
-        }
-    };
-    let peer = claim.peer;
-    if let Err(reason) = key_of(peer, stream).and_then(|key| claim.check(&key)) {
-        warn!(%via, claimed = %peer, %reason, "refusing data connection");
-        return None;
-    }
-    if let Err(e) = stream.set_timeouts(None) {
-        warn!(%via, claimed = %peer, error = %e, "refusing data connection: cannot clear its timeouts");
-        return None;
-    }
-    Some(peer)
-}
-
 /// A stream whose reads and writes all end by one deadline (so a peer that
 /// trickles bytes cannot stretch the handshake).
 struct Bounded<'a> {
@@ -330,26 +303,6 @@ impl Write for Bounded<'_> {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// Acceptor, after a successful handshake: the connector's initial eager
-/// window, as one CREDIT frame on the accepted socket.
-pub(crate) fn send_grant(stream: &mut Stream, bytes: u64, timeout: Duration) -> io::Result<()> {
-    send_frame_within(stream, &FrameHeader::credit(bytes), timeout)
-}
-
-/// Acceptor, before waiting for the table that names the connector: tell it
-/// that its grant follows later (so it does not wait for it to send).
-pub(crate) fn send_grant_follows(stream: &mut Stream, timeout: Duration) -> io::Result<()> {
-    let mut notice = FrameHeader::credit(0);
-    notice.seq = GRANT_FOLLOWS;
-    send_frame_within(stream, &notice, timeout)
-}
-
-fn send_frame_within(stream: &mut Stream, hdr: &FrameHeader, timeout: Duration) -> io::Result<()> {
-    stream.set_timeouts(Some(timeout))?;
-    write_frame(stream, hdr, &[])?;
-    stream.set_timeouts(None)
 }
 
 /// What the acceptor's first frame after the handshake says.

@@ -17,6 +17,11 @@
 //! group), the local leader sends "ready" to every remote rank, and a rank
 //! returns only when it has the remote leader's "ready". So no job can
 //! finish and leave while a rank of the other still needs its table.
+//! Everything but that last check runs on the session's runtime, without
+//! the program: fetching the table, admitting the remote processes' data
+//! connections (at once, so that their "ready" never waits for our
+//! program), the barrier, and posting the "ready" send and receive as
+//! requests. [`PendingInterComm::test`] only looks at those requests.
 //!
 //! Failure: the session follows the remote groups' events; a remote member's
 //! death is passed to the engine, which fails every operation that waits on
@@ -26,6 +31,7 @@
 //! meanwhile (a leave at `MPI_Finalize`) wait for it within their deadline.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,6 +49,7 @@ use crate::error::{BridgeError, Result};
 use crate::hash::{fnv1a64, FNV_OFFSET};
 use crate::intercomm::InterComm;
 use crate::matching::{Source, Tag};
+use crate::request::{RecvRequest, SendRequest};
 
 /// How long `register` waits for all ranks of the job to have joined.
 pub const REGISTER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -340,31 +347,11 @@ impl Bridge {
             .map_err(|_| BridgeError::Protocol("handle lock poisoned".into()))?
             .replace(now_done);
         let (tx, rx) = std::sync::mpsc::channel();
-        let session = self.session.clone();
-        let name = remote.to_string();
-        let local_group = handle.group.clone();
         let started = Instant::now();
-        self.rt.spawn(async move {
-            let fetched = session.wait_frozen(&name, timeout).await;
-            if let Some(previous) = previous {
-                // An error there means that creation ended; ours goes on.
-                let _ = previous.await;
-            }
-            let outcome = match fetched {
-                Ok(table) => {
-                    let left = timeout.saturating_sub(started.elapsed());
-                    match session.barrier(&local_group, None, left).await {
-                        Ok(()) => Ok(table),
-                        Err(e) => Err(Stage::Local(e)),
-                    }
-                }
-                Err(e) => Err(Stage::Remote(e)),
-            };
-            drop(done);
-            let _ = tx.send(outcome);
-        });
-        Ok(PendingInterComm {
-            bridge: self,
+        let job = Creation {
+            session: self.session.clone(),
+            engine: Arc::downgrade(&self.engine),
+            peers: Arc::clone(&self.peers),
             local: (
                 handle.group.clone(),
                 handle.generation,
@@ -375,38 +362,102 @@ impl Bridge {
             ordinal,
             timeout,
             started,
+        };
+        self.rt.spawn(async move {
+            let outcome = job.run(previous, done).await;
+            let _ = tx.send(outcome);
+        });
+        Ok(PendingInterComm {
+            _bridge: PhantomData,
+            remote: remote.to_string(),
+            timeout,
+            started,
             rx,
             formed: None,
         })
     }
+}
 
-    fn finish(
-        &self,
-        local: &(String, u64, u32, u32),
-        remote: &str,
-        ordinal: u64,
-        table: &pb::GroupTable,
-    ) -> Result<Forming> {
+/// Where forming an intercommunicator failed.
+enum Stage {
+    /// The remote group never froze, or broke.
+    Remote(ClientError),
+    /// The other ranks of this job did not all get the remote table.
+    Local(ClientError),
+    /// The table was unusable, or the engine refused the intercommunicator.
+    Form(BridgeError),
+}
+
+/// Everything an intercommunicator creation does without the application:
+/// it runs on the session's runtime (its blocking part on the runtime's
+/// blocking pool), so that [`PendingInterComm::test`] only looks at results.
+struct Creation {
+    session: Session,
+    engine: std::sync::Weak<Engine>,
+    peers: Arc<Mutex<HashMap<(String, u32), uuid::Uuid>>>,
+    /// (group, generation, rank, size) of the local handle.
+    local: (String, u64, u32, u32),
+    remote: String,
+    ordinal: u64,
+    timeout: Duration,
+    started: Instant,
+}
+
+impl Creation {
+    /// Wait for the remote table, admit its members' data connections at
+    /// once, pass the local barrier (after the creations started before
+    /// this one on the same handle), then form the intercommunicator and
+    /// post its "ready" exchange.
+    async fn run(
+        self,
+        previous: Option<tokio::sync::oneshot::Receiver<()>>,
+        done: tokio::sync::oneshot::Sender<()>,
+    ) -> std::result::Result<Forming, Stage> {
+        let fetched = self.session.wait_frozen(&self.remote, self.timeout).await;
+        // The remote ranks may connect to us (to say "ready", or to send)
+        // as soon as they have our table. Admitting them here, when the
+        // runtime has the table, rather than when the application next
+        // calls in, means their grant never waits for our program: three
+        // jobs polling each other's creations cannot wait on one another.
+        let endpoints = fetched
+            .as_ref()
+            .ok()
+            .map(|table| endpoints_of(&self.remote, table));
+        if let (Some(Ok(eps)), Some(engine)) = (&endpoints, self.engine.upgrade()) {
+            if let Err(e) = engine.shared.admission.learn(eps) {
+                debug!(remote = %self.remote, error = %e, "remote table not admitted");
+            }
+        }
+        if let Some(previous) = previous {
+            // An error there means that creation ended; ours goes on.
+            let _ = previous.await;
+        }
+        let table = match fetched {
+            Ok(table) => {
+                let left = self.timeout.saturating_sub(self.started.elapsed());
+                let passed = self.session.barrier(&self.local.0, None, left).await;
+                drop(done);
+                passed.map_err(Stage::Local)?;
+                table
+            }
+            Err(e) => return Err(Stage::Remote(e)),
+        };
+        let endpoints = match endpoints {
+            Some(Ok(eps)) => eps,
+            Some(Err(e)) => return Err(Stage::Form(e)),
+            None => return Err(Stage::Form(BridgeError::Protocol("no remote table".into()))),
+        };
         // The group's own name: `remote` may be qualified (`owner/group`),
         // the other job knows its group by the plain name, and deaths are
         // reported under it.
         let canonical = if table.group.is_empty() {
-            remote
+            self.remote.clone()
         } else {
-            table.group.as_str()
+            table.group.clone()
         };
-        let mut endpoints = Vec::with_capacity(table.members.len());
-        for (i, m) in table.members.iter().enumerate() {
-            if m.instance as usize != i {
-                return Err(BridgeError::Protocol(format!(
-                    "remote group {remote:?} has no member at instance {i}: it was not registered by the bridge"
-                )));
-            }
-            endpoints.push(Endpoint::decode(&m.endpoint)?);
-        }
         if let Ok(mut peers) = self.peers.lock() {
             for (i, e) in endpoints.iter().enumerate() {
-                peers.insert((canonical.to_string(), i as u32), e.process);
+                peers.insert((canonical.clone(), i as u32), e.process);
             }
         }
         // A death that came before the peers were recorded above was not
@@ -415,97 +466,176 @@ impl Bridge {
         // table cached now, ask the vmd. Only a broken table names deaths: a
         // member missing from an intact one (or a group gone) left in order,
         // and its connection's orderly end says so to the engine.
-        let current = if canonical == remote {
-            self.session.cached(remote).map(|t| t.generation)
+        let mut gone = Vec::new();
+        // A table fetched by a qualified name (`owner/group`) is not cached
+        // under that name.
+        let current = if canonical == self.remote {
+            self.session.cached(&self.remote).map(|t| t.generation)
         } else {
             None
         };
         if current != Some(table.generation) {
-            match self.rt.block_on(self.session.members(remote)) {
+            match self.session.members(&self.remote).await {
                 Ok(now) if now.generation == table.generation && now.broken => {
                     for (i, e) in endpoints.iter().enumerate() {
                         if !now.members.iter().any(|m| m.instance as usize == i) {
-                            self.engine.peer_failed(
-                                e.process,
-                                &format!("member {i} of group {remote:?} is gone"),
-                            );
+                            gone.push((e.process, i));
                         }
                     }
                 }
                 Ok(_) => {}
-                Err(e) => debug!(remote, error = %e, "remote group no longer listed"),
+                Err(e) => {
+                    debug!(remote = %self.remote, error = %e, "remote group no longer listed")
+                }
             }
         }
-        let (group, generation, rank, size) = local;
-        let context = context_id((group, *generation), (canonical, table.generation), ordinal);
-        debug!(local = %group, remote, ordinal, context = format_args!("{context:#x}"), "intercomm formed");
-        let ready =
-            self.engine
-                .intercomm(ready_context(context), *rank, *size, endpoints.clone())?;
-        let intercomm = self.engine.intercomm(context, *rank, *size, endpoints)?;
-        Ok(Forming {
-            intercomm,
-            ready,
-            announced: false,
+        let Some(engine) = self.engine.upgrade() else {
+            return Err(Stage::Form(BridgeError::EngineShutDown));
+        };
+        let (group, generation, rank, size) = self.local;
+        let context = context_id(
+            (&group, generation),
+            (&canonical, table.generation),
+            self.ordinal,
+        );
+        debug!(local = %group, remote = %self.remote, ordinal = self.ordinal, context = format_args!("{context:#x}"), "intercomm formed");
+        let remote = self.remote;
+        // Forming may open data connections (a handshake each, bounded by
+        // the handshake deadline): the blocking pool, not the runtime's one
+        // worker, and never the application's thread.
+        let formed = tokio::task::spawn_blocking(move || {
+            for (process, i) in gone {
+                engine.peer_failed(process, &format!("member {i} of group {remote:?} is gone"));
+            }
+            Forming::post(&engine, context, rank, size, endpoints)
         })
+        .await;
+        match formed {
+            Ok(r) => r.map_err(Stage::Form),
+            Err(e) => Err(Stage::Form(BridgeError::Protocol(format!(
+                "forming the intercommunicator failed: {e}"
+            )))),
+        }
     }
 }
 
-/// Where waiting for an intercommunicator failed.
-enum Stage {
-    /// The remote group never froze, or broke.
-    Remote(ClientError),
-    /// The other ranks of this job did not all get the remote table.
-    Local(ClientError),
+/// The endpoints of a frozen remote table, by instance.
+fn endpoints_of(remote: &str, table: &pb::GroupTable) -> Result<Vec<Endpoint>> {
+    let mut endpoints = Vec::with_capacity(table.members.len());
+    for (i, m) in table.members.iter().enumerate() {
+        if m.instance as usize != i {
+            return Err(BridgeError::Protocol(format!(
+                "remote group {remote:?} has no member at instance {i}: it was not registered by the bridge"
+            )));
+        }
+        endpoints.push(Endpoint::decode(&m.endpoint)?);
+    }
+    Ok(endpoints)
 }
 
-/// An intercommunicator whose ranks have the remote table, waiting for the
-/// remote leader to say that all remote ranks have ours.
+/// An intercommunicator whose ranks have the remote table, exchanging
+/// "ready" with the remote leader.
 ///
 /// Why: MPI's `MPI_Intercomm_create` is collective over both groups. Without
 /// this, one job could form its side, finish and leave before a slow rank
 /// of the other job had read its table — which it then finds gone.
+///
+/// Both halves of the exchange are requests, posted when the intercomm is
+/// formed: the local leader's non-blocking sends to every remote rank, and
+/// each rank's receive of the remote leader's message. The engine's
+/// threads complete them; nothing waits for the application.
 struct Forming {
     intercomm: InterComm,
     /// A context of its own for the one "ready" message from each leader.
-    ready: InterComm,
-    announced: bool,
+    /// Kept until the exchange is over (its requests refer to it).
+    _ready: InterComm,
+    /// The remote leader's "ready", until it came.
+    heard: Option<RecvRequest>,
+    /// Our "ready" to each remote rank (leader only), until sent.
+    sent: Vec<SendRequest>,
 }
 
 /// Tag of the "ready" message on the ready context.
 const READY_TAG: i32 = 0;
 
 impl Forming {
-    /// The local leader (whose ranks have all passed the local barrier)
-    /// tells every remote rank, once.
-    fn announce(&mut self) -> Result<()> {
-        if self.announced {
-            return Ok(());
-        }
-        if self.ready.rank() == 0 {
-            for q in 0..self.ready.remote_size() {
-                self.ready.send(q, READY_TAG, &[1u8])?;
+    /// Register both contexts and post the "ready" exchange (the local
+    /// leader, whose ranks have all passed the local barrier, tells every
+    /// remote rank). May block on a data connection's handshake.
+    fn post(
+        engine: &Arc<Engine>,
+        context: u64,
+        rank: u32,
+        size: u32,
+        endpoints: Vec<Endpoint>,
+    ) -> Result<Forming> {
+        let ready = engine.intercomm(ready_context(context), rank, size, endpoints.clone())?;
+        let intercomm = engine.intercomm(context, rank, size, endpoints)?;
+        let heard = ready.irecv_bytes(Source::Rank(0), Tag::Value(READY_TAG), None, 1)?;
+        let mut sent = Vec::new();
+        if rank == 0 {
+            for q in 0..ready.remote_size() {
+                sent.push(ready.isend(q, READY_TAG, &[1u8])?);
             }
         }
-        self.announced = true;
+        Ok(Forming {
+            intercomm,
+            _ready: ready,
+            heard: Some(heard),
+            sent,
+        })
+    }
+
+    /// Take what completed; true once both halves did. Never blocks.
+    fn advance(&mut self) -> Result<bool> {
+        let mut i = 0;
+        while i < self.sent.len() {
+            if self.sent[i].test() {
+                self.sent.swap_remove(i).wait()?;
+            } else {
+                i += 1;
+            }
+        }
+        if self.heard.as_ref().is_some_and(|h| h.test()) {
+            if let Some(h) = self.heard.take() {
+                h.wait()?;
+            }
+        }
+        Ok(self.sent.is_empty() && self.heard.is_none())
+    }
+
+    /// Wait (until `deadline`) for both halves.
+    fn finish(&mut self, deadline: Instant) -> Result<()> {
+        let left = || {
+            deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1))
+        };
+        for s in self.sent.drain(..) {
+            s.wait_timeout(left())?;
+        }
+        if let Some(h) = self.heard.take() {
+            h.wait_timeout(left())?;
+        }
         Ok(())
     }
 }
 
 /// An intercommunicator being formed (see [`Bridge::intercomm_create_nonblocking`]).
 pub struct PendingInterComm<'b> {
-    bridge: &'b Bridge,
-    local: (String, u64, u32, u32),
+    /// Created by (and only valid with) that bridge's session and engine.
+    _bridge: PhantomData<&'b Bridge>,
     remote: String,
-    ordinal: u64,
     timeout: Duration,
     started: Instant,
-    rx: std::sync::mpsc::Receiver<std::result::Result<Arc<pb::GroupTable>, Stage>>,
+    rx: std::sync::mpsc::Receiver<std::result::Result<Forming, Stage>>,
     formed: Option<Forming>,
 }
 
 impl PendingInterComm<'_> {
     /// Completes if both sides are ready: `Ok(None)` while they are not.
+    /// Never blocks: the remote table, the local barrier, the data
+    /// connections and the "ready" exchange all progress without it.
     pub fn test(&mut self) -> Result<Option<InterComm>> {
         if self.formed.is_none() {
             match self.rx.try_recv() {
@@ -519,15 +649,15 @@ impl PendingInterComm<'_> {
         let Some(forming) = self.formed.as_mut() else {
             return Ok(None);
         };
-        forming.announce()?;
-        let heard = forming
-            .ready
-            .iprobe(Source::Rank(0), Tag::Value(READY_TAG))
-            .map_err(|e| self.remote_lost(e))?;
-        if heard.is_none() {
-            return self.check_deadline();
+        let over = forming.advance();
+        match over {
+            Ok(true) => self.take().map(Some),
+            Ok(false) => self.check_deadline(),
+            Err(e) => {
+                self.formed = None;
+                Err(self.remote_lost(e))
+            }
         }
-        self.take_ready(None).map(Some)
     }
 
     /// Waits until both sides are ready (up to the deadline given at creation).
@@ -540,37 +670,26 @@ impl PendingInterComm<'_> {
                 Err(_) => return Err(BridgeError::Timeout(self.timeout)),
             }
         }
-        if let Some(forming) = self.formed.as_mut() {
-            forming.announce()?;
-        }
-        let left = self.timeout.saturating_sub(self.started.elapsed());
-        self.take_ready(Some(left.max(Duration::from_millis(1))))
-    }
-
-    /// Receives the remote leader's "ready" (waiting up to `wait`, if
-    /// given) and hands out the intercommunicator.
-    fn take_ready(&mut self, wait: Option<Duration>) -> Result<InterComm> {
-        let Some(forming) = self.formed.take() else {
-            return Err(BridgeError::Protocol("intercomm already taken".into()));
+        let deadline = self.started + self.timeout;
+        let finished = match self.formed.as_mut() {
+            Some(forming) => forming.finish(deadline),
+            None => Err(BridgeError::Protocol("intercomm already taken".into())),
         };
-        let mut flag = [0u8; 1];
-        let got = match wait {
-            Some(w) => {
-                forming
-                    .ready
-                    .recv_timeout(Source::Rank(0), Tag::Value(READY_TAG), &mut flag, w)
-            }
-            None => forming
-                .ready
-                .recv(Source::Rank(0), Tag::Value(READY_TAG), &mut flag),
-        };
-        match got {
-            Ok(_) => Ok(forming.intercomm),
+        match finished {
+            Ok(()) => self.take(),
             Err(BridgeError::Timeout(_)) => Err(BridgeError::RemoteNotReady {
                 group: self.remote.clone(),
                 waited: self.timeout,
             }),
             Err(e) => Err(self.remote_lost(e)),
+        }
+    }
+
+    /// Hands out the intercommunicator once the exchange is over.
+    fn take(&mut self) -> Result<InterComm> {
+        match self.formed.take() {
+            Some(forming) => Ok(forming.intercomm),
+            None => Err(BridgeError::Protocol("intercomm already taken".into())),
         }
     }
 
@@ -596,11 +715,9 @@ impl PendingInterComm<'_> {
         }
     }
 
-    fn complete(&self, r: std::result::Result<Arc<pb::GroupTable>, Stage>) -> Result<Forming> {
+    fn complete(&self, r: std::result::Result<Forming, Stage>) -> Result<Forming> {
         match r {
-            Ok(table) => self
-                .bridge
-                .finish(&self.local, &self.remote, self.ordinal, &table),
+            Ok(forming) => Ok(forming),
             Err(Stage::Remote(e)) if e.kind() == ErrorKind::DeadlineExceeded => {
                 Err(BridgeError::RemoteNotReady {
                     group: self.remote.clone(),
@@ -624,6 +741,7 @@ impl PendingInterComm<'_> {
                 "intercomm_create (waiting for the other ranks of this job)",
                 e,
             )),
+            Err(Stage::Form(e)) => Err(self.remote_lost(e)),
         }
     }
 }

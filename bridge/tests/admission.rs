@@ -414,7 +414,7 @@ fn a_connection_before_the_intercomm_waits_for_the_table() {
 }
 
 #[test]
-fn strangers_wait_bounded_in_number_and_time() {
+fn strangers_wait_bounded_per_source_and_in_time() {
     // A process no remote table names, with its own valid key and a correct
     // signature: it waits for a table, and is refused at the deadline.
     let (_ea, eb, a, b) = pair(engine(), engine_on("testhost", Duration::from_secs(1)), 29);
@@ -428,15 +428,23 @@ fn strangers_wait_bounded_in_number_and_time() {
         29
     ));
 
-    // With a long deadline, the 64 waiting slots fill up; the next stranger
-    // is refused while they still wait, and known peers are still admitted.
-    let (ea, ec, a2, c) = pair(engine(), engine_on("testhost", T * 2), 31);
+    // With a long deadline, strangers fill their source's places (TCP from
+    // 127.0.0.1); the next one is closed at accept while they still wait,
+    // and known peers (over the Unix socket, another source) are admitted.
+    const PLACES: u8 = 8;
+    let limited = Engine::start(EngineConfig {
+        admission_timeout: T * 2,
+        admission_per_source: PLACES.into(),
+        ..EngineConfig::new("testhost")
+    })
+    .unwrap();
+    let (ea, ec, a2, c) = pair(engine(), limited, 31);
     let target = ec.endpoint();
-    let mut waiting: Vec<Raw> = (0..64u8)
+    let mut waiting: Vec<Raw> = (0..PLACES)
         .map(|i| {
             let key = fresh_key(100 + i);
             let id = process_id(&key.verifying_key().to_bytes());
-            let mut r = Raw::unix(&target);
+            let mut r = Raw::tcp(&target);
             let nc = [i; 32];
             r.send(&hello(id, &nc));
             let (acc, na, _) = r.challenge();
@@ -448,30 +456,25 @@ fn strangers_wait_bounded_in_number_and_time() {
             r
         })
         .collect();
-    // One more stranger: of the 65, exactly one is refused (whichever came
-    // last to the queue) while the others still wait for their deadline.
+    // One more stranger from the same source: closed at once, unanswered.
     let one_more = fresh_key(250);
     let id = process_id(&one_more.verifying_key().to_bytes());
-    let mut r = Raw::unix(&target);
+    let mut r = Raw::tcp(&target);
     r.send(&hello(id, &[250; 32]));
-    let (acc, na, _) = r.challenge();
-    r.send(
-        &one_more
-            .sign(&transcript(b"isthmus-data-v2", id, acc, &[250; 32], &na))
-            .to_bytes(),
+    assert!(
+        r.closed_by_acceptor(),
+        "a stranger over its source's limit was answered"
     );
-    r.expect_grant_follows();
-    waiting.push(r);
     for r in &mut waiting {
-        let Raw::Unix(s) = r else { unreachable!() };
+        let Raw::Tcp(s) = r else { unreachable!() };
         s.set_nonblocking(true).unwrap();
     }
     let closed = |waiting: &mut Vec<Raw>| {
         waiting
             .iter()
             .filter(|r| {
-                let Raw::Unix(s) = r else { unreachable!() };
-                let mut s: &UnixStream = s;
+                let Raw::Tcp(s) = r else { unreachable!() };
+                let mut s: &TcpStream = s;
                 let mut b = [0u8; 1];
                 !matches!(
                     s.read(&mut b).map_err(|e| e.kind()),
@@ -480,20 +483,12 @@ fn strangers_wait_bounded_in_number_and_time() {
             })
             .count()
     };
-    let start = std::time::Instant::now();
-    while closed(&mut waiting) == 0 {
-        assert!(
-            start.elapsed() < T,
-            "no stranger was refused although 65 wait"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
     assert_eq!(
         closed(&mut waiting),
-        1,
-        "more than one waiting stranger was refused"
+        0,
+        "a waiting stranger was closed early"
     );
-    // A new engine that c learns about now is admitted despite the full queue.
+    // A new engine that c learns about now is admitted despite the full source.
     let ed = engine();
     let cd = ec.intercomm(37, 0, 1, vec![ed.endpoint()]).unwrap();
     let dc = ed.intercomm(37, 0, 1, vec![ec.endpoint()]).unwrap();
@@ -502,7 +497,7 @@ fn strangers_wait_bounded_in_number_and_time() {
     exchange(&a, &b, 1);
     assert_eq!(
         closed(&mut waiting),
-        1,
+        0,
         "a waiting stranger was refused before its deadline"
     );
     drop(ea);

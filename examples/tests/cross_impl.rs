@@ -201,6 +201,52 @@ fn nonblocking_intercomm_create_completes_while_computing() {
     scenario("nonblocking", &pair("nonblock"));
 }
 
+/// Three jobs (Open MPI, MPICH, Open MPI), each forming intercommunicators
+/// with the other two without blocking, each in its own order, polling
+/// `test()`. Each test() must return at once (xtest checks < 500 ms) and
+/// all six intercommunicators form: before, the "ready" announcement
+/// blocked inside test() until the peer's program called test() itself,
+/// and the three waited on each other for the whole deadline.
+#[test]
+fn three_jobs_form_intercomms_with_each_other_without_blocking() {
+    let mut jobs = vec![
+        job(Mpi::OpenMpi, 2, "mesh-a", &["mesh-b", "mesh-c"], true),
+        job(Mpi::Mpich, 2, "mesh-b", &["mesh-c", "mesh-a"], false),
+        job(Mpi::OpenMpi, 1, "mesh-c", &["mesh-a", "mesh-b"], false),
+    ];
+    for j in &mut jobs {
+        j.timeout_secs = 60;
+    }
+    let outs = scenario("mesh", &jobs);
+    for (out, j) in outs.iter().zip(&jobs) {
+        let text = String::from_utf8_lossy(&out.stdout);
+        print!("{text}");
+        assert_eq!(
+            text.matches(&format!("MESH {} rank", j.group)).count(),
+            j.np,
+            "{}: {text}",
+            j.group
+        );
+    }
+}
+
+/// The same three jobs, one of them creating blocking (with the first of
+/// its peers, then the other without blocking) while the two others poll:
+/// they must not wait for that job's program to reach their creation.
+#[test]
+fn three_jobs_mixing_blocking_and_nonblocking_creation_all_complete() {
+    let mut jobs = vec![
+        job(Mpi::OpenMpi, 2, "mix-a", &["mix-b", "mix-c"], true),
+        job(Mpi::Mpich, 2, "mix-b", &["mix-c", "mix-a"], false),
+        job(Mpi::Mpich, 1, "mix-c", &["mix-a", "mix-b"], false),
+    ];
+    jobs[0].env.push(("XTEST_BLOCKING".into(), "1".into()));
+    for j in &mut jobs {
+        j.timeout_secs = 60;
+    }
+    scenario("mesh", &jobs);
+}
+
 #[test]
 fn deadline_when_the_remote_group_never_appears() {
     scenario(

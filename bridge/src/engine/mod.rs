@@ -16,11 +16,13 @@ use tracing::{debug, error, info, warn};
 use uuid::Uuid;
 
 use crate::address::{self, Locality, Route};
+use crate::admission::Admission;
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::handshake::Identity;
 use crate::held::SendBudget;
 use crate::ledger::Ledger;
+use crate::lobby;
 use crate::poller::Poller;
 use crate::transport::{self, Stream};
 pub(crate) use shared::Shared;
@@ -71,6 +73,12 @@ pub const DEFAULT_SEND_BUFFER_LIMIT: u64 = 64 << 20;
 /// minutes, like the admission deadline: a receiver may be computing for a
 /// long time before it posts its receives.
 pub const DEFAULT_FINALIZE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default limit of data connections from one source (a uid on the Unix
+/// socket, an IP address on TCP) waiting to be admitted (in their handshake
+/// or for the table naming them): 128, more than the ranks of one job on
+/// one host that may all connect before we formed our intercommunicator.
+/// `ISTHMUS_ADMISSION_PER_SOURCE`.
+pub const DEFAULT_ADMISSION_PER_SOURCE: usize = 128;
 /// Default deadline of a data-connection handshake.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default age after which messages for a context nobody registered are dropped.
@@ -103,6 +111,10 @@ pub struct EngineConfig {
     pub unexpected_limit: u64,
     /// A data connection's handshake must finish within this.
     pub handshake_timeout: Duration,
+    /// Data connections from one source (uid on the Unix socket, IP address
+    /// on TCP) that may wait at once to be admitted; more are closed at
+    /// accept. `ISTHMUS_ADMISSION_PER_SOURCE`.
+    pub admission_per_source: usize,
     /// Messages for a context nobody created an InterComm for are dropped after this.
     pub early_context_age: Duration,
     /// Bound on the memory this process holds for its unreceived messages;
@@ -126,8 +138,8 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// Defaults (see the `DEFAULT_*` constants), overridden by `ISTHMUS_EAGER_LIMIT`,
     /// `ISTHMUS_LARGE_EAGER_LIMIT`, `ISTHMUS_EAGER_WINDOW`,
-    /// `ISTHMUS_UNEXPECTED_LIMIT`, `ISTHMUS_SEND_BUFFER_LIMIT` and
-    /// `ISTHMUS_FINALIZE_TIMEOUT` when set.
+    /// `ISTHMUS_UNEXPECTED_LIMIT`, `ISTHMUS_ADMISSION_PER_SOURCE`,
+    /// `ISTHMUS_SEND_BUFFER_LIMIT` and `ISTHMUS_FINALIZE_TIMEOUT` when set.
     pub fn new(host: impl Into<String>) -> Self {
         let env = |name: &str, default: u64| {
             std::env::var(name).ok().map_or(default, |v| match parse_size(&v) {
@@ -153,6 +165,12 @@ impl EngineConfig {
             eager_window: env("ISTHMUS_EAGER_WINDOW", DEFAULT_EAGER_WINDOW),
             unexpected_limit: env("ISTHMUS_UNEXPECTED_LIMIT", DEFAULT_UNEXPECTED_LIMIT),
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            admission_per_source: env(
+                "ISTHMUS_ADMISSION_PER_SOURCE",
+                DEFAULT_ADMISSION_PER_SOURCE as u64,
+            )
+            .try_into()
+            .unwrap_or(usize::MAX),
             early_context_age: DEFAULT_EARLY_CONTEXT_AGE,
             send_buffer_limit: env("ISTHMUS_SEND_BUFFER_LIMIT", DEFAULT_SEND_BUFFER_LIMIT),
             finalize_timeout: env_seconds("ISTHMUS_FINALIZE_TIMEOUT", DEFAULT_FINALIZE_TIMEOUT),
@@ -285,6 +303,8 @@ impl Engine {
             finalize_timeout: config.finalize_timeout,
         };
         let ledger = Ledger::new(config.unexpected_limit, config.eager_window);
+        let (admission, lobby_poll) = Admission::new(config.admission_per_source)
+            .map_err(|e| BridgeError::io("creating the admission poll", e))?;
         let shared = Arc::new(Shared::new(
             endpoint,
             identity,
@@ -292,9 +312,12 @@ impl Engine {
             ledger,
             SendBudget::new(config.send_buffer_limit),
             Arc::clone(&poller),
+            admission,
         ));
         let t0 = spawn("bridge-poller", move || poller.run())?;
-        shared.add_threads([t0]);
+        let s0 = Arc::clone(&shared);
+        let t_lobby = spawn("bridge-admission", move || lobby::run(s0, lobby_poll))?;
+        shared.add_threads([t0, t_lobby]);
         let s1 = Arc::clone(&shared);
         let t1 = spawn("bridge-accept-unix", move || {
             for s in unix.incoming() {

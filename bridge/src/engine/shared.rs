@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
-use crate::admission::Admission;
+use crate::admission::{Admission, Arrival, Source};
 use crate::completion::{AnyNotifier, Completion};
 use crate::connections::Connections;
 use crate::contexts::{ContextTable, Destination};
@@ -37,30 +37,6 @@ use crate::request::RecvProgress;
 use crate::ssend_waiters::SsendWaiters;
 use crate::sync::lock;
 use crate::transport::{self, Stream};
-
-/// Handshakes in progress at one time; connections beyond are closed at once.
-pub(crate) const MAX_HANDSHAKES: usize = 64;
-
-/// One of the [`MAX_HANDSHAKES`] slots, given back once the exchange on the
-/// socket is over (or when dropped).
-pub(crate) struct HandshakeSlot<'a> {
-    count: &'a AtomicUsize,
-    held: bool,
-}
-
-impl HandshakeSlot<'_> {
-    fn release(&mut self) {
-        if std::mem::take(&mut self.held) {
-            self.count.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-impl Drop for HandshakeSlot<'_> {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
 
 /// The protocol limits of an engine (see `EngineConfig`).
 #[derive(Debug, Clone, Copy)]
@@ -105,8 +81,9 @@ const FLUSH_POLL: Duration = Duration::from_millis(2);
 pub(crate) struct Shared {
     pub(crate) endpoint: Endpoint,
     /// Our key pair: proves who we are in handshakes; never leaves the process.
-    identity: Identity,
-    /// Keys of the processes that may connect to us.
+    pub(crate) identity: Identity,
+    /// Keys of the processes that may connect to us, and the connections
+    /// not admitted yet (counted per source; served by the lobby thread).
     pub(crate) admission: Admission,
     pub(crate) limits: Limits,
     shutting_down: AtomicBool,
@@ -126,7 +103,6 @@ pub(crate) struct Shared {
     /// Control frames for processes whose endpoint we do not know yet (a
     /// message for a context nobody registered); sent once we learn it.
     owed: Mutex<HashMap<Uuid, Vec<FrameHeader>>>,
-    handshakes: AtomicUsize,
     /// Messages lost with peers that failed or left before taking them
     /// (reported by the shutdown's flush).
     lost: Mutex<Vec<Undelivered>>,
@@ -148,11 +124,12 @@ impl Shared {
         ledger: Ledger,
         budget: Arc<SendBudget>,
         poller: Arc<Poller>,
+        admission: Admission,
     ) -> Self {
         Shared {
             endpoint,
             identity,
-            admission: Admission::default(),
+            admission,
             limits,
             shutting_down: AtomicBool::new(false),
             next_seq: AtomicU64::new(1),
@@ -167,7 +144,6 @@ impl Shared {
             poller,
             peers: Mutex::new(HashMap::new()),
             owed: Mutex::new(HashMap::new()),
-            handshakes: AtomicUsize::new(0),
             lost: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
         }
@@ -282,67 +258,28 @@ impl Shared {
         }
     }
 
-    /// An accepted connection: run its handshake on a short-lived thread
-    /// (bounded in number and by the handshake deadline), then hand it to the poller.
+    /// An accepted connection: into the lobby (see `lobby`), unless its
+    /// source or the lobby is full — then it is closed at once.
     pub(crate) fn accepted(self: &Arc<Self>, s: Stream, addr: Option<SocketAddr>) {
         let via = addr
             .map(|a| a.to_string())
             .unwrap_or_else(|| "unix socket".into());
-        if self.handshakes.fetch_add(1, Ordering::SeqCst) >= MAX_HANDSHAKES {
-            self.handshakes.fetch_sub(1, Ordering::SeqCst);
-            warn!(%via, "too many data-connection handshakes in progress; connection closed");
-            return;
-        }
-        let me = Arc::clone(self);
-        let r = std::thread::Builder::new()
-            .name("bridge-handshake".into())
-            .spawn(move || {
-                let mut slot = HandshakeSlot {
-                    count: &me.handshakes,
-                    held: true,
-                };
-                me.admit(s, via, &mut slot);
-            });
-        if let Err(e) = r {
-            self.handshakes.fetch_sub(1, Ordering::SeqCst);
-            warn!(error = %e, "cannot start a handshake thread; connection dropped");
+        let source = Source::of(&s, addr);
+        let arrival = Arrival {
+            stream: s,
+            source,
+            via,
+            at: Instant::now(),
+        };
+        if let Err((a, reason)) = self.admission.arrive(arrival) {
+            warn!(via = %a.via, source = %a.source, %reason, "refusing data connection");
+            a.stream.shutdown();
         }
     }
 
-    /// Signed handshake (within the handshake deadline), admission (the
-    /// claimed process's key from a remote table, waiting for one if needed),
-    /// credit grant, then the poller serves the connection. Until the
-    /// handshake proved who the connector is, nothing it sends or does
-    /// (closing included) touches any peer's state.
-    fn admit(self: &Arc<Self>, mut stream: Stream, via: String, slot: &mut HandshakeSlot<'_>) {
-        let timeout = self.limits.handshake_timeout;
-        let accepted =
-            transport::accept_handshake(&self.identity, &mut stream, &via, timeout, |p, stream| {
-                if let Some(key) = self.admission.known(p) {
-                    return Ok(key);
-                }
-                transport::send_grant_follows(stream, timeout)
-                    .map_err(|e| format!("cannot tell it that admission is pending: {e}"))?;
-                // The exchange on the socket is over: waiting for a table is
-                // bounded by admission (its own count and deadline), not by
-                // the handshake slots, so strangers waiting cannot starve
-                // known peers' handshakes.
-                slot.release();
-                let deadline = Instant::now() + self.limits.admission_timeout;
-                self.admission.key_of(p, deadline)
-            });
-        slot.release();
-        let Some(peer) = accepted else {
-            stream.shutdown();
-            return;
-        };
-        let grant = self.ledger.open(peer);
-        if let Err(e) = transport::send_grant(&mut stream, grant, timeout) {
-            warn!(%peer, %via, error = %e, "dropping data connection: cannot send its credit grant");
-            self.ledger.close(peer);
-            return;
-        }
-        debug!(%peer, %via, grant, "accepted data connection");
+    /// An admitted connection (handshake checked, grant sent, blocking
+    /// socket): the poller serves it from now on.
+    pub(crate) fn serve(self: &Arc<Self>, peer: Uuid, stream: Stream) {
         let conn = match InConn::new(peer, stream, Arc::clone(&self.poller)) {
             Ok(c) => c,
             Err(e) => {

@@ -126,6 +126,10 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
         std::thread::sleep(Duration::from_secs(30));
         bail!("side B of 'lost' was not stopped");
     }
+    if args.scenario == "mesh" {
+        mesh(args, rank, &bridge, &handle, timeout)?;
+        return pass(args, rank, bridge, handle);
+    }
     if args.scenario == "nonblocking" {
         let mut pending = bridge.intercomm_create_nonblocking(&handle, &peer, timeout)?;
         let mut computed = 0u64;
@@ -211,6 +215,92 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
     }
     drop(inter);
     pass(args, rank, bridge, handle)
+}
+
+/// "mesh": this job forms an intercommunicator with every job of `--peer`,
+/// in that order. The first `XTEST_BLOCKING` of them (default 0) blocking,
+/// one after the other; the rest started at once without blocking and
+/// polled with `test()` in turn until all are formed — while the other jobs
+/// do the same in their own orders. Then rank ids go both ways on each.
+fn mesh(
+    args: &Args,
+    rank: u32,
+    bridge: &Bridge,
+    handle: &isthmus_bridge::Handle,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let blocking: usize = std::env::var("XTEST_BLOCKING")
+        .ok()
+        .map(|v| v.parse())
+        .transpose()
+        .context("XTEST_BLOCKING")?
+        .unwrap_or(0);
+    let mut formed: Vec<(String, InterComm)> = Vec::new();
+    for peer in args.peer.iter().take(blocking) {
+        let ic = bridge
+            .intercomm_create_timeout(handle, peer, timeout)
+            .with_context(|| format!("blocking intercomm_create with {peer}"))?;
+        formed.push((peer.clone(), ic));
+    }
+    let mut pending = Vec::new();
+    for peer in args.peer.iter().skip(blocking) {
+        let p = bridge
+            .intercomm_create_nonblocking(handle, peer, timeout)
+            .with_context(|| format!("intercomm_create_nonblocking with {peer}"))?;
+        pending.push((peer.clone(), Some(p)));
+    }
+    let start = Instant::now();
+    let mut slowest_test = Duration::ZERO;
+    while pending.iter().any(|(_, p)| p.is_some()) {
+        for (peer, slot) in pending.iter_mut() {
+            let Some(p) = slot.as_mut() else { continue };
+            let t = Instant::now();
+            let got = p
+                .test()
+                .with_context(|| format!("test() of the intercomm with {peer}"))?;
+            slowest_test = slowest_test.max(t.elapsed());
+            if let Some(ic) = got {
+                formed.push((peer.clone(), ic));
+                *slot = None;
+            }
+        }
+        ensure!(
+            start.elapsed() < timeout + Duration::from_secs(10),
+            "intercomms still pending after {:?}",
+            start.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // test() must return at once: it only looks at what progressed.
+    ensure!(
+        slowest_test < Duration::from_millis(500),
+        "a test() call took {slowest_test:?}"
+    );
+    println!(
+        "MESH {} rank {rank} formed {} in {:?}, slowest test() {:?}",
+        args.group,
+        formed.len(),
+        start.elapsed(),
+        slowest_test
+    );
+    // Sends on every intercomm first, then receives: the jobs exchange in
+    // different orders, and a receive must not wait for a job that is
+    // itself receiving from a third.
+    for (peer, ic) in &formed {
+        for q in 0..ic.remote_size() {
+            ic.send(q, 77, &[rank])
+                .with_context(|| format!("send to {peer}"))?;
+        }
+    }
+    for (peer, ic) in &formed {
+        for q in 0..ic.remote_size() {
+            let mut v = [u32::MAX];
+            ic.recv(Source::Rank(q), Tag::Value(77), &mut v)
+                .with_context(|| format!("recv from {peer}"))?;
+            ensure!(v[0] == q, "rank id {} from rank {q} of {peer}", v[0]);
+        }
+    }
+    Ok(())
 }
 
 fn pass(
