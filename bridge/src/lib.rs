@@ -133,7 +133,7 @@
 //!   (ssends awaiting SYNC_ACK), `rendezvous` (sends awaiting CTS, receives
 //!   awaiting DATA), `ledger` (eager credit per peer, the unexpected-memory
 //!   bound), `connections` (outgoing/incoming per peer), `admission` (keys
-//!   of the processes that may connect, lobby counts per source); `lobby` —
+//!   of the processes that may connect, lobby counts per source); `engine::lobby` —
 //!   the one thread that handshakes and parks unadmitted connections.
 //! * `transport` — sockets, frame writing, the connector's handshake run
 //!   under its deadline, reading the credit grant; `poller` — the one epoll thread;
@@ -172,7 +172,6 @@ mod held;
 mod incoming;
 mod intercomm;
 mod ledger;
-mod lobby;
 mod matching;
 mod outgoing;
 mod poller;

@@ -1,9 +1,11 @@
 //! The per-process bridge [`Engine`]: its listening sockets and accept
-//! loops, and orderly or abrupt shutdown. Its state lives in [`Shared`];
+//! loops, the lobby where connections wait to be admitted (`lobby`), and
+//! orderly or abrupt shutdown. Its state lives in [`Shared`];
 //! intercommunicators are created by `Engine::intercomm` (defined with
 //! [`InterComm`](crate::InterComm), so the engine knows nothing of them).
 //! Not a global singleton — several engines can live in one process.
 
+mod lobby;
 mod shared;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
@@ -22,7 +24,7 @@ use crate::error::{BridgeError, Result};
 use crate::handshake::Identity;
 use crate::held::SendBudget;
 use crate::ledger::Ledger;
-use crate::lobby;
+
 use crate::poller::Poller;
 use crate::transport::{self, Stream};
 pub(crate) use shared::Shared;

@@ -25,8 +25,8 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use tracing::{debug, warn};
 
+use super::shared::Shared;
 use crate::admission::{Arrival, Source, WAKE};
-use crate::engine::Shared;
 use crate::frame::{FrameHeader, GRANT_FOLLOWS};
 use crate::handshake::{self, Challenged, Claim, HELLO_LEN, PROOF_LEN};
 use crate::transport::Stream;
