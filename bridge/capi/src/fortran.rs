@@ -832,6 +832,14 @@ fortran!(mpi_comm_free_, ompi_comm_free_f, (comm: *mut Fint), ierror, {
     rc
 });
 
+// Open MPI's Fortran `MPI_Finalize` goes to `PMPI_Finalize` directly:
+// without this, a Fortran program's completed sends would not be
+// delivered before it finalizes (see `finalize`).
+fortran!(mpi_finalize_, ompi_finalize_f, (), ierror, {
+    // SAFETY: the program's call, passed on to this library's own.
+    unsafe { crate::finalize::MPI_Finalize() }
+});
+
 fortran!(mpi_comm_disconnect_, ompi_comm_disconnect_f, (comm: *mut Fint), ierror, {
     // SAFETY: a Fortran argument, passed by reference.
     let mut c = unsafe { comm_f2c(int!(comm)) };

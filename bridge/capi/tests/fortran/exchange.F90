@@ -7,6 +7,7 @@
 !
 ! Built with -DUSE_MPIF_H for `include 'mpif.h'`, else `use mpi`.
 program exchange
+#define FLOOD_MESSAGES 8000
 #ifndef USE_MPIF_H
   use mpi
 #endif
@@ -22,6 +23,7 @@ program exchange
   logical :: flag
   double precision :: sendd(5), recvd(5), two(2), got2(2)
   integer :: sendi(3), recvi(3), self_out, self_in
+  integer :: flood(256)
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -167,6 +169,23 @@ program exchange
   call MPI_Wait(req, st, ierr)
   call MPI_Test_cancelled(st, flag, ierr)
   call check(flag, 'MPI_Cancel of a receive')
+
+  ! 11. Sends that completed survive their sender's MPI_Finalize: side 1
+  ! sends more than its eager window, then leaves and finalizes at once;
+  ! side 2 receives only after a nap. (Open MPI's Fortran MPI_Finalize goes
+  ! to PMPI_Finalize directly: libisthmus interposes it too.)
+  if (side == 1) then
+    do i = 1, FLOOD_MESSAGES
+      flood = i*7 + rank
+      call MPI_Send(flood, 256, MPI_INTEGER, rank, 11, inter, ierr)
+    end do
+  else
+    call sleep(2)
+    do i = 1, FLOOD_MESSAGES
+      call MPI_Recv(flood, 256, MPI_INTEGER, rank, 11, inter, MPI_STATUS_IGNORE, ierr)
+      call check(ierr == MPI_SUCCESS .and. all(flood == i*7 + rank), 'a message sent before its sender finalized')
+    end do
+  end if
 
   call MPI_Comm_free(inter, ierr)
   call isthmus_leave(handle, ierr)

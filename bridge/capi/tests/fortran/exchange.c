@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "isthmus.h"
 
@@ -156,6 +157,28 @@ int main(int argc, char **argv)
     MPI_Wait(&req, &st);
     MPI_Test_cancelled(&st, &flag);
     check(flag, "MPI_Cancel of a receive");
+
+    /* 11. Sends that completed survive their sender's MPI_Finalize: side 1
+     * sends more than its eager window, then leaves and finalizes at once;
+     * side 2 receives only after a nap. */
+    {
+        int flood[256], j;
+        if (side == 1) {
+            for (i = 1; i <= 8000; i++) {
+                for (j = 0; j < 256; j++)
+                    flood[j] = i * 7 + rank;
+                MPI_Send(flood, 256, MPI_INTEGER, rank, 11, inter);
+            }
+        } else {
+            sleep(2);
+            for (i = 1; i <= 8000; i++) {
+                int ok = MPI_Recv(flood, 256, MPI_INTEGER, rank, 11, inter, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+                for (j = 0; j < 256; j++)
+                    ok = ok && flood[j] == i * 7 + rank;
+                check(ok, "a message sent before its sender finalized");
+            }
+        }
+    }
 
     MPI_Comm_free(&inter);
     check(Isthmus_Leave(handle) == MPI_SUCCESS, "Isthmus_Leave");

@@ -15,6 +15,7 @@ program exchange_f08
   logical :: flag
   double precision :: sendd(5), recvd(5), two(2), got2(2)
   integer :: sendi(3), recvi(3), self_out, self_in
+  integer :: flood(256)
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -160,6 +161,20 @@ program exchange_f08
   call MPI_Wait(req, st)
   call MPI_Test_cancelled(st, flag)
   call check(flag, 'MPI_Cancel of a receive')
+
+  ! 11. Sends that completed survive their sender's MPI_Finalize (see exchange.F90).
+  if (side == 1) then
+    do i = 1, 8000
+      flood = i*7 + rank
+      call MPI_Send(flood, 256, MPI_INTEGER, rank, 11, inter)
+    end do
+  else
+    call sleep(2)
+    do i = 1, 8000
+      call MPI_Recv(flood, 256, MPI_INTEGER, rank, 11, inter, MPI_STATUS_IGNORE, ierr)
+      call check(ierr == MPI_SUCCESS .and. all(flood == i*7 + rank), 'a message sent before its sender finalized')
+    end do
+  end if
 
   call MPI_Comm_free(inter)
   call isthmus_leave(handle, ierr)
