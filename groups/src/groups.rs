@@ -9,8 +9,8 @@ use tokio::sync::broadcast;
 use tracing::debug;
 
 use crate::store::{
-    CreateOutcome, DynStore, GroupSnapshot, GroupStore, Guard, Lookup, MemoryStore, TaskLease,
-    TaskProcess,
+    CreateOutcome, DynStore, GroupAccess, GroupSnapshot, GroupStore, Guard, Lookup, MemoryStore,
+    TaskLease, TaskProcess,
 };
 use crate::{
     validate, GroupError, GroupEvent, GroupSummary, GroupTable, Member, Result, TaskId,
@@ -129,6 +129,27 @@ impl<S: GroupStore> Groups<S> {
         instance: Option<u32>,
         endpoint: Vec<u8>,
     ) -> Result<u32> {
+        self.join_as(group, task, instance, endpoint, &[], |_| Ok(()))
+            .await
+    }
+
+    /// [`join`](Self::join) under an owner's rule: a group this join
+    /// creates belongs to the task's uid (from its lease's process), which
+    /// allows `allow` in ([`GroupAccess`]; a later join of the owner adds
+    /// more); `admit` decides, from the access recorded in the store, on
+    /// every attempt, whether the task may join a group that exists (not
+    /// for one it creates, absent or a tombstone). The compare-and-set
+    /// makes the decision hold: a group re-created by someone else
+    /// meanwhile is decided again.
+    pub async fn join_as<E: From<GroupError>>(
+        &self,
+        group: &str,
+        task: TaskId,
+        instance: Option<u32>,
+        endpoint: Vec<u8>,
+        allow: &[u32],
+        admit: impl Fn(Option<&GroupAccess>) -> std::result::Result<(), E> + Send + Sync,
+    ) -> std::result::Result<u32, E> {
         validate::name(group)?;
         if let Some(i) = instance {
             validate::instance(i)?;
@@ -139,6 +160,9 @@ impl<S: GroupStore> Groups<S> {
             .lease(task)
             .await?
             .ok_or(GroupError::TaskNotFound(task))?;
+        let access = lease
+            .process
+            .map(|p| GroupAccess::new(p.uid, allow.iter().copied()));
         let mut member = Member {
             instance: 0,
             task,
@@ -154,17 +178,20 @@ impl<S: GroupStore> Groups<S> {
                     (Guard::Tombstone(g.meta.revision), instance.unwrap_or(0))
                 }
                 Some(g) => {
+                    admit(g.meta.access.as_ref())?;
                     if g.meta.frozen_size.is_some() {
                         return Err(GroupError::Frozen {
                             group: group.into(),
-                        });
+                        }
+                        .into());
                     }
                     if let Some(&(i, _)) = g.slots.iter().find(|(_, t)| *t == task) {
                         return Err(GroupError::AlreadyMember {
                             group: group.into(),
                             task,
                             instance: i,
-                        });
+                        }
+                        .into());
                     }
                     let chosen = match instance {
                         Some(want) => {
@@ -174,7 +201,8 @@ impl<S: GroupStore> Groups<S> {
                                     group: group.into(),
                                     instance: want,
                                     task: holder,
-                                });
+                                }
+                                .into());
                             }
                             want
                         }
@@ -184,7 +212,8 @@ impl<S: GroupStore> Groups<S> {
                         return Err(GroupError::GroupFull {
                             group: group.into(),
                             max: MAX_INSTANCE,
-                        });
+                        }
+                        .into());
                     }
                     (Guard::Revision(g.meta.revision), chosen)
                 }
@@ -192,14 +221,14 @@ impl<S: GroupStore> Groups<S> {
             member.instance = chosen;
             match self
                 .store()
-                .create_member(group, guard, member.clone(), lease.lease)
+                .create_member(group, guard, member.clone(), lease.lease, access.as_ref())
                 .await?
             {
                 CreateOutcome::Created { generation, size } => {
                     debug!(group, %task, instance = chosen, size, generation, "joined");
                     return Ok(chosen);
                 }
-                CreateOutcome::LeaseGone => return Err(GroupError::TaskNotFound(task)),
+                CreateOutcome::LeaseGone => return Err(GroupError::TaskNotFound(task).into()),
                 // Someone else changed the group first: decide again.
                 CreateOutcome::Conflict => tokio::task::yield_now().await,
             }
@@ -207,6 +236,17 @@ impl<S: GroupStore> Groups<S> {
         Err(GroupError::Contention {
             group: group.into(),
             attempts: MAX_CAS_ATTEMPTS,
+        }
+        .into())
+    }
+
+    /// Who `group` belongs to, as its store records it: `None` when the
+    /// group does not exist, is a tombstone (nobody's: the next joiner
+    /// makes it anew), or was made by a task of unknown process.
+    pub async fn access(&self, group: &str) -> Result<Option<GroupAccess>> {
+        Ok(match self.store().slots(group).await? {
+            Some(g) if !g.meta.is_tombstone(g.slots.len()) => g.meta.access,
+            _ => None,
         })
     }
 
