@@ -9,8 +9,8 @@ use tokio::sync::broadcast;
 use tracing::debug;
 
 use crate::store::{
-    CreateOutcome, DynStore, GroupAccess, GroupSnapshot, GroupStore, Guard, Lookup, MemoryStore,
-    TaskLease, TaskProcess,
+    CreateOutcome, DynStore, GroupAccess, GroupSnapshot, GroupStore, Guard, Holder, Lookup,
+    MemoryStore, TaskLease, TaskProcess,
 };
 use crate::{
     validate, GroupError, GroupEvent, GroupSummary, GroupTable, Member, Result, TaskId,
@@ -129,26 +129,26 @@ impl<S: GroupStore> Groups<S> {
         instance: Option<u32>,
         endpoint: Vec<u8>,
     ) -> Result<u32> {
-        self.join_as(group, task, instance, endpoint, &[], |_| Ok(()))
+        self.join_as(group, task, instance, endpoint, None, |_| Ok(()))
             .await
     }
 
-    /// [`join`](Self::join) under an owner's rule: a group this join
-    /// creates belongs to the task's uid (from its lease's process), which
-    /// allows `allow` in ([`GroupAccess`]; a later join of the owner adds
-    /// more); `admit` decides, from the access recorded in the store, on
-    /// every attempt, whether the task may join a group that exists (not
-    /// for one it creates, absent or a tombstone). The compare-and-set
-    /// makes the decision hold: a group re-created by someone else
-    /// meanwhile is decided again.
+    /// [`join`](Self::join) under an owner's rule. `joiner` is the task's
+    /// uid and the uids it allows ([`GroupAccess`]): a group this join
+    /// creates belongs to it; a join of its owner allows more (see
+    /// [`GroupAccess::after_join`]). `admit` decides, from who holds the
+    /// name in the store ([`Holder`]), whether the task may join; it runs
+    /// on every attempt, and the compare-and-set that follows makes its
+    /// decision hold (a group made or re-made by someone else meanwhile
+    /// is decided again).
     pub async fn join_as<E: From<GroupError>>(
         &self,
         group: &str,
         task: TaskId,
         instance: Option<u32>,
         endpoint: Vec<u8>,
-        allow: &[u32],
-        admit: impl Fn(Option<&GroupAccess>) -> std::result::Result<(), E> + Send + Sync,
+        joiner: Option<GroupAccess>,
+        admit: impl Fn(Holder<'_>) -> std::result::Result<(), E> + Send + Sync,
     ) -> std::result::Result<u32, E> {
         validate::name(group)?;
         if let Some(i) = instance {
@@ -160,9 +160,6 @@ impl<S: GroupStore> Groups<S> {
             .lease(task)
             .await?
             .ok_or(GroupError::TaskNotFound(task))?;
-        let access = lease
-            .process
-            .map(|p| GroupAccess::new(p.uid, allow.iter().copied()));
         let mut member = Member {
             instance: 0,
             task,
@@ -172,13 +169,20 @@ impl<S: GroupStore> Groups<S> {
 
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (guard, chosen) = match self.store().slots(group).await? {
-                None => (Guard::Absent, instance.unwrap_or(0)),
+                None => {
+                    admit(Holder::Free)?;
+                    (Guard::Absent, instance.unwrap_or(0))
+                }
                 // What is left of a broken job: the name is free again.
                 Some(g) if g.meta.is_tombstone(g.slots.len()) => {
+                    admit(Holder::Free)?;
                     (Guard::Tombstone(g.meta.revision), instance.unwrap_or(0))
                 }
                 Some(g) => {
-                    admit(g.meta.access.as_ref())?;
+                    admit(match &g.meta.access {
+                        Some(a) => Holder::Owned(a),
+                        None => Holder::Unowned,
+                    })?;
                     if g.meta.frozen_size.is_some() {
                         return Err(GroupError::Frozen {
                             group: group.into(),
@@ -221,7 +225,7 @@ impl<S: GroupStore> Groups<S> {
             member.instance = chosen;
             match self
                 .store()
-                .create_member(group, guard, member.clone(), lease.lease, access.as_ref())
+                .create_member(group, guard, member.clone(), lease.lease, joiner.as_ref())
                 .await?
             {
                 CreateOutcome::Created { generation, size } => {

@@ -100,6 +100,19 @@ pub struct GroupMeta {
 /// every store hold per group.
 pub const MAX_ALLOWED: usize = 64;
 
+/// Who holds a group's name, as a join finds it (for an owner's rule, see
+/// [`crate::Groups::join_as`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder<'a> {
+    /// Nobody: no group, or a tombstone. The join creates the group.
+    Free,
+    /// A group with no owner recorded (made by a task of unknown process,
+    /// or recorded before groups had owners).
+    Unowned,
+    /// A group of this owner.
+    Owned(&'a GroupAccess),
+}
+
 /// Who a group belongs to: the uid whose task created it, and the other
 /// uids it allowed in. Kept in the group's record, so that every vmd over
 /// the same store, and a restarted one, sees the same owner.
