@@ -320,6 +320,20 @@ mod tests {
     }
 
     #[test]
+    fn meta_records_keep_their_owner_and_older_ones_have_none() {
+        let t = TaskId::new_v4();
+        let access = GroupAccess::new(1001, [1002]);
+        let rec = MetaRec::created(0, t, Some(&access));
+        let back = MetaRec::decode(b"k", &rec.encode()).unwrap();
+        assert_eq!(back.meta(5).access, Some(access));
+        // A record written before groups had owners.
+        let old = format!(r#"{{"slots":[[0,"{}"]]}}"#, t.0);
+        let back = MetaRec::decode(b"k", old.as_bytes()).unwrap();
+        assert_eq!(back.meta(5).access, None);
+        assert_eq!(back.slots, vec![(0, t.0)]);
+    }
+
+    #[test]
     fn implicit_numbers_come_from_the_mod_revision_until_settled() {
         let t = TaskId::new_v4();
         let mut rec = MetaRec::created(0, t, None);
