@@ -9,8 +9,8 @@ use tokio::sync::broadcast;
 use tracing::debug;
 
 use crate::store::{
-    CreateOutcome, DynStore, GroupSnapshot, GroupStore, Guard, Lookup, MemoryStore, TaskLease,
-    TaskProcess,
+    CreateOutcome, DynStore, GroupAccess, GroupSnapshot, GroupStore, Guard, Holder, Lookup,
+    MemoryStore, TaskLease, TaskProcess,
 };
 use crate::{
     validate, GroupError, GroupEvent, GroupSummary, GroupTable, Member, Result, TaskId,
@@ -129,6 +129,27 @@ impl<S: GroupStore> Groups<S> {
         instance: Option<u32>,
         endpoint: Vec<u8>,
     ) -> Result<u32> {
+        self.join_as(group, task, instance, endpoint, None, |_| Ok(()))
+            .await
+    }
+
+    /// [`join`](Self::join) under an owner's rule. `joiner` is the task's
+    /// uid and the uids it allows ([`GroupAccess`]): a group this join
+    /// creates belongs to it; a join of its owner allows more (see
+    /// [`GroupAccess::after_join`]). `admit` decides, from who holds the
+    /// name in the store ([`Holder`]), whether the task may join; it runs
+    /// on every attempt, and the compare-and-set that follows makes its
+    /// decision hold (a group made or re-made by someone else meanwhile
+    /// is decided again).
+    pub async fn join_as<E: From<GroupError>>(
+        &self,
+        group: &str,
+        task: TaskId,
+        instance: Option<u32>,
+        endpoint: Vec<u8>,
+        joiner: Option<GroupAccess>,
+        admit: impl Fn(Holder<'_>) -> std::result::Result<(), E> + Send + Sync,
+    ) -> std::result::Result<u32, E> {
         validate::name(group)?;
         if let Some(i) = instance {
             validate::instance(i)?;
@@ -148,23 +169,33 @@ impl<S: GroupStore> Groups<S> {
 
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (guard, chosen) = match self.store().slots(group).await? {
-                None => (Guard::Absent, instance.unwrap_or(0)),
+                None => {
+                    admit(Holder::Free)?;
+                    (Guard::Absent, instance.unwrap_or(0))
+                }
                 // What is left of a broken job: the name is free again.
                 Some(g) if g.meta.is_tombstone(g.slots.len()) => {
+                    admit(Holder::Free)?;
                     (Guard::Tombstone(g.meta.revision), instance.unwrap_or(0))
                 }
                 Some(g) => {
+                    admit(match &g.meta.access {
+                        Some(a) => Holder::Owned(a),
+                        None => Holder::Unowned,
+                    })?;
                     if g.meta.frozen_size.is_some() {
                         return Err(GroupError::Frozen {
                             group: group.into(),
-                        });
+                        }
+                        .into());
                     }
                     if let Some(&(i, _)) = g.slots.iter().find(|(_, t)| *t == task) {
                         return Err(GroupError::AlreadyMember {
                             group: group.into(),
                             task,
                             instance: i,
-                        });
+                        }
+                        .into());
                     }
                     let chosen = match instance {
                         Some(want) => {
@@ -174,7 +205,8 @@ impl<S: GroupStore> Groups<S> {
                                     group: group.into(),
                                     instance: want,
                                     task: holder,
-                                });
+                                }
+                                .into());
                             }
                             want
                         }
@@ -184,7 +216,8 @@ impl<S: GroupStore> Groups<S> {
                         return Err(GroupError::GroupFull {
                             group: group.into(),
                             max: MAX_INSTANCE,
-                        });
+                        }
+                        .into());
                     }
                     (Guard::Revision(g.meta.revision), chosen)
                 }
@@ -192,14 +225,14 @@ impl<S: GroupStore> Groups<S> {
             member.instance = chosen;
             match self
                 .store()
-                .create_member(group, guard, member.clone(), lease.lease)
+                .create_member(group, guard, member.clone(), lease.lease, joiner.as_ref())
                 .await?
             {
                 CreateOutcome::Created { generation, size } => {
                     debug!(group, %task, instance = chosen, size, generation, "joined");
                     return Ok(chosen);
                 }
-                CreateOutcome::LeaseGone => return Err(GroupError::TaskNotFound(task)),
+                CreateOutcome::LeaseGone => return Err(GroupError::TaskNotFound(task).into()),
                 // Someone else changed the group first: decide again.
                 CreateOutcome::Conflict => tokio::task::yield_now().await,
             }
@@ -207,6 +240,17 @@ impl<S: GroupStore> Groups<S> {
         Err(GroupError::Contention {
             group: group.into(),
             attempts: MAX_CAS_ATTEMPTS,
+        }
+        .into())
+    }
+
+    /// Who `group` belongs to, as its store records it: `None` when the
+    /// group does not exist, is a tombstone (nobody's: the next joiner
+    /// makes it anew), or was made by a task of unknown process.
+    pub async fn access(&self, group: &str) -> Result<Option<GroupAccess>> {
+        Ok(match self.store().slots(group).await? {
+            Some(g) if !g.meta.is_tombstone(g.slots.len()) => g.meta.access,
+            _ => None,
         })
     }
 

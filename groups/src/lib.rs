@@ -71,7 +71,7 @@ pub use error::{ErrorKind, GroupError, Result};
 pub use event::{GroupEvent, GroupEventKind};
 pub use groups::Groups;
 pub use model::{GroupSummary, GroupTable, Member};
-pub use store::{DynStore, GroupStore, MemoryStore, TaskLease, TaskProcess};
+pub use store::{DynStore, GroupAccess, GroupStore, Holder, MemoryStore, TaskLease, TaskProcess};
 pub use task::TaskId;
 pub use validate::{
     escape_for_display, MAX_ENDPOINT_LEN, MAX_HOST_LEN, MAX_INSTANCE, MAX_NAME_LEN,

@@ -89,6 +89,11 @@ fn main() {
             "jobs_output_and_listings_are_their_owners",
             jobs_output_and_listings_are_their_owners,
         ),
+        (
+            "owners_are_known_to_every_vmd_on_one_etcd",
+            owners_are_known_to_every_vmd_on_one_etcd,
+        ),
+        ("owners_survive_a_vmd_restart", owners_survive_a_vmd_restart),
     ];
     let mut failed = Vec::new();
     for (name, test) in tests {
@@ -1142,6 +1147,112 @@ fn qualified_names_reach_another_users_group_only_when_allowed() {
     let got = ops_as(None, &vmd.addr, &[&sea, "wait:sea"]);
     assert_eq!(got[0], format!("{sea} ok sea 1 members"), "{got:?}");
     assert!(got[1].contains("PermissionDenied"), "{got:?}");
+}
+
+/// A vmd like [`vmd_for`] keeping its groups in etcd at `etcd` under
+/// `prefix`.
+fn etcd_vmd_for(users: &[User], host: &str, etcd: &str, prefix: &str) -> Vmd {
+    let (u1, u2) = (users[0].uid.to_string(), users[1].uid.to_string());
+    Vmd::start(
+        host,
+        &[
+            "--etcd",
+            etcd,
+            "--etcd-prefix",
+            prefix,
+            "--etcd-lease-ttl",
+            "5",
+            "--allow-uid",
+            &u1,
+            "--allow-uid",
+            &u2,
+            "--slots",
+            "8",
+        ],
+    )
+}
+
+/// The ops a stranger (not a member, not the owner) tries on root's
+/// `rootg`, and the check that each was refused, naming root as the owner:
+/// freeze by rule `group-change`, the plain-name lookups and the join by
+/// rule `names`.
+const STRANGER_OPS: [&str; 4] = [
+    "freeze:rootg:1",
+    "wait:rootg",
+    "gettid:rootg:0",
+    "join:rootg",
+];
+fn assert_strangers_refused(got: &[String]) {
+    assert!(
+        got[0].starts_with("freeze:rootg:1 PermissionDenied")
+            && got[0].contains("rule group-change")
+            && got[0].contains("belongs to uid 0 (root)"),
+        "{got:?}"
+    );
+    for line in &got[1..] {
+        assert!(
+            line.contains("PermissionDenied")
+                && line.contains("rule names")
+                && line.contains("belongs to uid 0 (root)"),
+            "{got:?}"
+        );
+    }
+}
+
+fn owners_are_known_to_every_vmd_on_one_etcd() {
+    let users = users();
+    let (u1, u2) = (&users[0], &users[1]);
+    let (n1, n2) = (user_name(0), user_name(1));
+    let etcd = isthmus_testkit::etcd::shared();
+    let prefix = format!("/isthmus-test/{}", uuid::Uuid::new_v4());
+    let a = etcd_vmd_for(&users, "sec-a", etcd, &prefix);
+    let b = etcd_vmd_for(&users, "sec-b", etcd, &prefix);
+    // Root's group, its one member on vmd A; u1's `ocean` on A, letting
+    // u2 in.
+    let (_root, lines) = hold_as(None, &a.addr, &["join:rootg"]);
+    assert_eq!(lines, ["join:rootg ok 0"]);
+    let join_ocean = format!("join:ocean:{n2}");
+    let (_owner, lines) = hold_as(Some(u1), &a.addr, &[&join_ocean]);
+    assert_eq!(lines, [format!("{join_ocean} ok 0")]);
+
+    // On vmd B, none of whose tasks is a member: root reaches its group by
+    // its plain name (B knows the group and whose it is)...
+    let got = ops_as(None, &b.addr, &["gettid:rootg:0"]);
+    assert!(got[0].starts_with("gettid:rootg:0 ok "), "{got:?}");
+    // ...and u1 may not freeze it, look it up, wait for it or join it.
+    assert_strangers_refused(&ops_as(Some(u1), &b.addr, &STRANGER_OPS));
+    // u2, allowed, reaches u1's `ocean` through B by its qualified name
+    // only.
+    let qualified = format!("gettid:{n1}/ocean:0");
+    let got = ops_as(Some(u2), &b.addr, &[&qualified, "gettid:ocean:0"]);
+    assert!(got[0].starts_with(&format!("{qualified} ok ")), "{got:?}");
+    assert!(
+        got[1].contains("PermissionDenied") && got[1].contains(&format!("{n1}/ocean")),
+        "{got:?}"
+    );
+
+    // The group was not frozen: root's next member, on B, joins it and
+    // freezes it.
+    let got = ops_as(None, &b.addr, &["join:rootg", "freeze:rootg:2"]);
+    assert_eq!(got, ["join:rootg ok 1", "freeze:rootg:2 ok 2 members"]);
+}
+
+fn owners_survive_a_vmd_restart() {
+    let users = users();
+    let u1 = &users[0];
+    // The default store: redb, in the vmd's runtime directory.
+    let mut vmd = vmd_for(&users);
+    let (_root, lines) = hold_as(None, &vmd.addr, &["join:rootg"]);
+    assert_eq!(lines, ["join:rootg ok 0"]);
+    assert_strangers_refused(&ops_as(Some(u1), &vmd.addr, &STRANGER_OPS));
+
+    // No goodbye: the group is in the store's file, its member may resume.
+    vmd.restart();
+    assert_strangers_refused(&ops_as(Some(u1), &vmd.addr, &STRANGER_OPS));
+    // Root still reaches its own group by its plain name, and joins it.
+    let got = ops_as(None, &vmd.addr, &["gettid:rootg:0", "join:rootg"]);
+    assert!(got[0].starts_with("gettid:rootg:0 ok "), "{got:?}");
+    assert_eq!(got[1], "join:rootg ok 1", "{got:?}");
 }
 
 fn jobs_output_and_listings_are_their_owners() {

@@ -33,7 +33,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Identity as TlsIdentity, ServerTlsConfig};
 use tracing::{error, info, warn};
 
-use crate::auth::{self, Authenticator, GroupOwners, Policy, Rule, RuntimeDir};
+use crate::auth::{self, Authenticator, Policy, Rule, RuntimeDir};
 
 use crate::federation::{Federated, HostStart};
 use crate::hello_gate::{HelloGate, HelloLimits};
@@ -121,7 +121,6 @@ pub struct Daemon {
     tcp: Option<(TcpListener, Option<ServerTlsConfig>)>,
     local_addr: Option<SocketAddr>,
     policy: Arc<Policy>,
-    group_owners: GroupOwners,
     ctx: SessionContext,
     role: Role,
     hub: TaskerHub,
@@ -290,7 +289,6 @@ impl Daemon {
             tcp,
             local_addr,
             policy,
-            group_owners: GroupOwners::default(),
             ctx,
             role,
             hub,
@@ -408,11 +406,9 @@ impl Daemon {
         // A session request is small but for the endpoint record it may
         // publish: a stream cannot make the vmd buffer more than that.
         let tasks = InterceptedService::new(
-            TasksServer::new(TasksService::new(
-                self.ctx.clone(),
-                self.group_owners.clone(),
-            ))
-            .max_decoding_message_size(self.ctx.limits.max_endpoint_bytes + SESSION_REQUEST_SLACK),
+            TasksServer::new(TasksService::new(self.ctx.clone())).max_decoding_message_size(
+                self.ctx.limits.max_endpoint_bytes + SESSION_REQUEST_SLACK,
+            ),
             auth(Rule::Session),
         );
         let console = ConsoleServer::with_interceptor(

@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use isthmus_groups::{escape_for_display, GroupError, Groups, TaskId, TaskProcess};
+use isthmus_groups::{escape_for_display, GroupAccess, GroupError, Groups, TaskId, TaskProcess};
 use isthmus_proto as pb;
 use pb::session_reply::Result as Reply;
 use pb::session_request::Op;
@@ -34,7 +34,7 @@ use tonic::{Code, Streaming};
 use tracing::{debug, info, warn};
 
 use crate::auth::rules::MAX_ALLOWED;
-use crate::auth::{users, GroupOwners, Identity, Target};
+use crate::auth::{rules, users, Identity, Target};
 use crate::convert;
 use crate::hello_gate::{HelloGate, HelloTicket};
 use crate::resume::Resumes;
@@ -96,12 +96,11 @@ pub struct SessionContext {
 
 pub type ReplySender = Outgoing<pb::SessionReply>;
 
-/// Who opened a session (from [`crate::auth`]) and the owners of the
-/// vmd's groups, for the join rule.
+/// Who opened a session (from [`crate::auth`]). The owners of groups,
+/// for the rules of names and changes, are in the groups' store records.
 #[derive(Clone)]
 pub struct Caller {
     pub identity: Identity,
-    pub owners: GroupOwners,
 }
 
 /// Runs a session to its end. Replies go to `out`.
@@ -226,11 +225,6 @@ pub async fn run(
     // hear their outcome, and an orphaned freeze would still act.
     session.waits.shutdown().await;
     close(&ctx, task).await;
-    // Only now that its memberships are gone: a group it held is nobody's
-    // once its last member is.
-    for group in session.memberships.drain() {
-        session.caller.owners.release(&group);
-    }
 }
 
 /// Completes when the vmd starts to stop (never, if nobody can stop it).
@@ -322,11 +316,13 @@ fn exhausted(id: u64, limit: &str, value: usize, what: String) -> pb::SessionRep
 }
 
 impl Session {
-    /// The join rule ([`crate::auth::rules`]): a group belongs to the uid
-    /// that created it while it has members; others join it only by its
-    /// qualified name, if allowed. An `Ok` holds the group's owner entry:
-    /// released when the join fails, on leave, or at the session's end.
-    fn admit_join(&self, target: &Target, allow: &[String]) -> Result<(), tonic::Status> {
+    /// The uids a join allows in (`allow`: user names or uids), bounded,
+    /// or the refusal naming what is wrong.
+    fn allowed(
+        &self,
+        target: &Target,
+        allow: &[String],
+    ) -> Result<std::collections::BTreeSet<u32>, tonic::Status> {
         if allow.len() > MAX_ALLOWED {
             return Err(tonic::Status::resource_exhausted(format!(
                 "join {:?}: {} users allowed, at most {MAX_ALLOWED}",
@@ -345,19 +341,23 @@ impl Session {
             })?;
             uids.insert(uid);
         }
-        self.caller
-            .owners
-            .admit_join(target, &self.caller.identity, &uids)
+        Ok(uids)
     }
 
     /// The group `name` reaches for this caller (the rule of names: its
-    /// own groups by plain name, another user's by `user/name` if allowed),
-    /// or the refusal naming the owner found.
-    fn reach(&self, name: &str) -> Result<String, tonic::Status> {
+    /// own groups by plain name, another user's by `user/name` if allowed,
+    /// as the group's store record says who owns it), or the refusal
+    /// naming the owner found.
+    async fn reach(&self, name: &str) -> Result<String, Refused> {
         let target = Target::parse(name);
-        self.caller
-            .owners
-            .admit_reach(&target, &self.caller.identity)?;
+        let access = self
+            .ctx
+            .groups
+            .access(&target.group)
+            .await
+            .map_err(Refused::Group)?;
+        rules::admit_reach(&target, &self.caller.identity, access.as_ref())
+            .map_err(Refused::Status)?;
         Ok(target.group)
     }
 
@@ -404,17 +404,31 @@ impl Session {
                     ))
                 } else {
                     let target = Target::parse(&j.group);
-                    if let Err(refusal) = self.admit_join(&target, &j.allow) {
-                        Err(refused(id, &refusal))
-                    } else {
-                        let group = target.group;
-                        let joined = groups.join(&group, task, j.instance, j.endpoint).await;
-                        if joined.is_ok() {
-                            self.memberships.insert(group);
-                        } else {
-                            self.caller.owners.release(&group);
+                    match self.allowed(&target, &j.allow) {
+                        Err(refusal) => Err(refused(id, &refusal)),
+                        Ok(allow) => {
+                            let identity = &self.caller.identity;
+                            // The group this join creates is the caller's,
+                            // in the store: every vmd sees its owner.
+                            let joiner = identity.uid.map(|uid| GroupAccess::new(uid, allow));
+                            let joined = groups
+                                .join_as(
+                                    &target.group,
+                                    task,
+                                    j.instance,
+                                    j.endpoint,
+                                    joiner,
+                                    |found| {
+                                        rules::admit_join(&target, identity, found)
+                                            .map_err(Refused::Status)
+                                    },
+                                )
+                                .await;
+                            if joined.is_ok() {
+                                self.memberships.insert(target.group);
+                            }
+                            joined.map(Reply::Instance).map_err(|r| r.reply(id))
                         }
-                        joined.map(Reply::Instance).map_err(|e| error_reply(id, &e))
                     }
                 }
             }
@@ -423,44 +437,44 @@ impl Session {
                 // another's group makes anyone else leave.
                 let group = Target::parse(&l.group).group;
                 let left = groups.leave(&group, task).await;
-                if left.is_ok() && self.memberships.remove(&group) {
-                    self.caller.owners.release(&group);
+                if left.is_ok() {
+                    self.memberships.remove(&group);
                 }
                 left.map(|()| Reply::Done(pb::Done {}))
                     .map_err(|e| error_reply(id, &e))
             }
-            Op::Gettid(g) => match self.reach(&g.group) {
+            Op::Gettid(g) => match self.reach(&g.group).await {
                 Ok(group) => groups
                     .gettid(&group, g.instance)
                     .await
                     .map(|m| Reply::Member(convert::member(&m)))
                     .map_err(|e| error_reply(id, &e)),
-                Err(refusal) => Err(refused(id, &refusal)),
+                Err(refusal) => Err(refusal.reply(id)),
             },
-            Op::Getinst(g) => match (parse_task(&g.task, task), self.reach(&g.group)) {
+            Op::Getinst(g) => match (parse_task(&g.task, task), self.reach(&g.group).await) {
                 (Ok(who), Ok(group)) => groups
                     .getinst(&group, who)
                     .await
                     .map(Reply::Instance)
                     .map_err(|e| error_reply(id, &e)),
                 (Err(msg), _) => Err(invalid(id, msg)),
-                (_, Err(refusal)) => Err(refused(id, &refusal)),
+                (_, Err(refusal)) => Err(refusal.reply(id)),
             },
-            Op::Gsize(g) => match self.reach(&g.group) {
+            Op::Gsize(g) => match self.reach(&g.group).await {
                 Ok(group) => groups
                     .gsize(&group)
                     .await
                     .map(Reply::Size)
                     .map_err(|e| error_reply(id, &e)),
-                Err(refusal) => Err(refused(id, &refusal)),
+                Err(refusal) => Err(refusal.reply(id)),
             },
-            Op::Members(g) => match self.reach(&g.group) {
+            Op::Members(g) => match self.reach(&g.group).await {
                 Ok(group) => groups
                     .table(&group)
                     .await
                     .map(|t| Reply::Table(convert::table(&t)))
                     .map_err(|e| error_reply(id, &e)),
-                Err(refusal) => Err(refused(id, &refusal)),
+                Err(refusal) => Err(refusal.reply(id)),
             },
             Op::ListGroups(req) => convert::group_page(groups, &req)
                 .await
@@ -477,10 +491,15 @@ impl Session {
                 let member = self.memberships.contains(&group)
                     || (!self.caller.identity.is_operator()
                         && groups.getinst(&group, task).await.is_ok());
+                let access = match groups.access(&group).await {
+                    Ok(access) => access,
+                    Err(e) => {
+                        self.send(error_reply(id, &e)).await;
+                        return;
+                    }
+                };
                 if let Err(refusal) =
-                    self.caller
-                        .owners
-                        .admit_change(&group, &self.caller.identity, member)
+                    rules::admit_change(&group, &self.caller.identity, member, access.as_ref())
                 {
                     self.send(refused(id, &refusal)).await;
                     return;
@@ -506,12 +525,11 @@ impl Session {
             }
             Op::WaitFrozen(w) => {
                 let target = Target::parse(&w.group);
-                let owners = self.caller.owners.clone();
-                let identity = self.caller.identity.clone();
-                if let Err(refusal) = owners.admit_reach(&target, &identity) {
-                    self.send(refused(id, &refusal)).await;
+                if let Err(refusal) = self.reach(&w.group).await {
+                    self.send(refusal.reply(id)).await;
                     return;
                 }
+                let identity = self.caller.identity.clone();
                 let groups = groups.clone();
                 self.reply_later_or_refuse(id, async move {
                     // A group that broke before this task lived is an
@@ -522,8 +540,8 @@ impl Session {
                         .map_err(Refused::Group)?;
                     // Another user may have made the group meanwhile: it
                     // never becomes this caller's peer by its name alone.
-                    owners
-                        .admit_reach(&target, &identity)
+                    let access = groups.access(&target.group).await?;
+                    rules::admit_reach(&target, &identity, access.as_ref())
                         .map_err(Refused::Status)?;
                     Ok(Reply::Table(convert::table(&t)))
                 });
@@ -574,8 +592,7 @@ impl Session {
         self.waits.spawn(async move {
             let r = match op.await {
                 Ok(result) => reply(id, result),
-                Err(Refused::Group(e)) => error_reply(id, &e),
-                Err(Refused::Status(s)) => refused(id, &s),
+                Err(refusal) => refusal.reply(id),
             };
             let _ = out.send(Ok(r)).await;
         });
@@ -667,6 +684,22 @@ impl Session {
 enum Refused {
     Group(GroupError),
     Status(tonic::Status),
+}
+
+impl From<GroupError> for Refused {
+    fn from(e: GroupError) -> Self {
+        Refused::Group(e)
+    }
+}
+
+impl Refused {
+    /// The reply to request `id` saying why.
+    fn reply(&self, id: u64) -> pb::SessionReply {
+        match self {
+            Refused::Group(e) => error_reply(id, e),
+            Refused::Status(s) => refused(id, s),
+        }
+    }
 }
 
 /// A refusal (ownership rules, bad allow list) as the reply to request `id`.

@@ -9,7 +9,7 @@
 //! ([`MetaRec::settle`]).
 
 use isthmus_groups::store::barrier::Episode;
-use isthmus_groups::store::{GroupMeta, GroupSlots, Lookup, LostMember, Membership};
+use isthmus_groups::store::{GroupAccess, GroupMeta, GroupSlots, Lookup, LostMember, Membership};
 use isthmus_groups::{GroupError, GroupEvent, GroupEventKind, Member, Result, TaskId};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -65,16 +65,21 @@ pub(crate) struct MetaRec {
     pub broken: Option<BrokenRec>,
     /// `(instance, task)` of every member, sorted by instance.
     pub slots: Vec<(u32, Uuid)>,
+    /// Who the group belongs to (absent in records written before groups
+    /// had owners).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<GroupAccess>,
 }
 
 impl MetaRec {
-    /// A new incarnation holding one member.
-    pub(crate) fn created(instance: u32, task: TaskId) -> Self {
+    /// A new incarnation holding one member, belonging to `access`.
+    pub(crate) fn created(instance: u32, task: TaskId, access: Option<&GroupAccess>) -> Self {
         MetaRec {
             generation: None,
             frozen: None,
             broken: None,
             slots: vec![(instance, task.0)],
+            access: access.cloned(),
         }
     }
 
@@ -97,6 +102,7 @@ impl MetaRec {
                 task: TaskId(b.task),
                 seq: seq(b.rev.unwrap_or(mod_revision), b.index),
             }),
+            access: self.access.clone(),
         }
     }
 
@@ -314,9 +320,23 @@ mod tests {
     }
 
     #[test]
+    fn meta_records_keep_their_owner_and_older_ones_have_none() {
+        let t = TaskId::new_v4();
+        let access = GroupAccess::new(1001, [1002]);
+        let rec = MetaRec::created(0, t, Some(&access));
+        let back = MetaRec::decode(b"k", &rec.encode()).unwrap();
+        assert_eq!(back.meta(5).access, Some(access));
+        // A record written before groups had owners.
+        let old = format!(r#"{{"slots":[[0,"{}"]]}}"#, t.0);
+        let back = MetaRec::decode(b"k", old.as_bytes()).unwrap();
+        assert_eq!(back.meta(5).access, None);
+        assert_eq!(back.slots, vec![(0, t.0)]);
+    }
+
+    #[test]
     fn implicit_numbers_come_from_the_mod_revision_until_settled() {
         let t = TaskId::new_v4();
-        let mut rec = MetaRec::created(0, t);
+        let mut rec = MetaRec::created(0, t, None);
         rec.broken = Some(BrokenRec {
             instance: 0,
             task: t.0,

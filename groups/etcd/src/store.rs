@@ -16,8 +16,8 @@ use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
 use isthmus_groups::store::{
-    BarrierEntry, CreateOutcome, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup,
-    Membership, Removal, TaskLease, TaskProcess,
+    BarrierEntry, CreateOutcome, GroupAccess, GroupSlots, GroupSnapshot, GroupStore, Guard,
+    LeaseId, Lookup, Membership, Removal, TaskLease, TaskProcess,
 };
 use isthmus_groups::{GroupError, GroupEvent, GroupSummary, Member, Result, TaskId};
 use tokio::sync::broadcast;
@@ -727,6 +727,7 @@ impl GroupStore for EtcdStore {
         guard: Guard,
         member: Member,
         lease: LeaseId,
+        access: Option<&GroupAccess>,
     ) -> Result<CreateOutcome> {
         let core = &self.core;
         let meta_key = core.keys.meta(group);
@@ -735,14 +736,14 @@ impl GroupStore for EtcdStore {
         let as_i64 = |r: u64| i64::try_from(r).unwrap_or(i64::MAX);
         let (mut rec, generation, meta_compare, replaced) = match guard {
             Guard::Absent => (
-                MetaRec::created(instance, task),
+                MetaRec::created(instance, task, access),
                 None,
                 Compare::version(meta_key.clone(), CompareOp::Equal, 0),
                 false,
             ),
             Guard::Tombstone(r) => match core.meta_at(group, r).await? {
                 Some(old) if old.is_tombstone() => (
-                    MetaRec::created(instance, task),
+                    MetaRec::created(instance, task, access),
                     None,
                     Compare::mod_revision(meta_key.clone(), CompareOp::Equal, as_i64(r)),
                     true,
@@ -756,6 +757,9 @@ impl GroupStore for EtcdStore {
                         && !old.slots.iter().any(|s| s.0 == instance) =>
                 {
                     old.settle(r);
+                    if let Some(next) = old.access.as_ref().and_then(|a| a.after_join(access)) {
+                        old.access = Some(next);
+                    }
                     let generation = old.generation;
                     let at = old.slots.partition_point(|s| s.0 < instance);
                     old.slots.insert(at, (instance, task.0));

@@ -387,7 +387,7 @@ async fn join_raw(store: &EtcdStore, group: &str, task: TaskId, lease: LeaseId) 
             endpoint: vec![],
         };
         match store
-            .create_member(group, guard, member, lease)
+            .create_member(group, guard, member, lease, None)
             .await
             .unwrap()
         {

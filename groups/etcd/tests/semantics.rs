@@ -13,6 +13,8 @@ mod events;
 mod freeze;
 #[path = "../../tests/semantics/membership.rs"]
 mod membership;
+#[path = "../../tests/semantics/ownership.rs"]
+mod ownership;
 #[path = "../../tests/semantics/support.rs"]
 mod support;
 #[path = "../../tests/semantics/tombstone.rs"]

@@ -46,8 +46,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use isthmus_groups::store::{
-    BarrierEntry, CreateOutcome, GroupSlots, GroupSnapshot, Guard, ImageError, LeaseId, Lookup,
-    Membership, Removal, TaskLease, TaskProcess,
+    BarrierEntry, CreateOutcome, GroupAccess, GroupSlots, GroupSnapshot, Guard, ImageError,
+    LeaseId, Lookup, Membership, Removal, TaskLease, TaskProcess,
 };
 use isthmus_groups::{GroupEvent, GroupStore, GroupSummary, Member, MemoryStore, Result, TaskId};
 use redb::Database;
@@ -350,12 +350,13 @@ impl GroupStore for RedbStore {
         guard: Guard,
         member: Member,
         lease: LeaseId,
+        access: Option<&GroupAccess>,
     ) -> Result<CreateOutcome> {
         let ticket = {
             let mut p = self.shared.pending.lock().await;
             let outcome = self
                 .mem()
-                .create_member(group, guard, member, lease)
+                .create_member(group, guard, member, lease, access)
                 .await?;
             if !matches!(outcome, CreateOutcome::Created { .. }) {
                 return Ok(outcome);

@@ -1,13 +1,15 @@
 //! The redb store across a "restart": a store dropped without any goodbye
 //! (as a vmd killed with SIGKILL leaves it) and opened again on the same
-//! file has every group, member, lease and counter it had; and a file is
+//! file has every group (with its owner), member, lease and counter it had; and a file is
 //! served by one store at a time.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use isthmus_groups::store::GroupSnapshot;
-use isthmus_groups::{GroupEventKind, GroupStore, Groups, TaskId, TaskProcess};
+use isthmus_groups::{
+    GroupAccess, GroupError, GroupEventKind, GroupStore, Groups, TaskId, TaskProcess,
+};
 use isthmus_groups_redb::{RedbStore, RedbStoreError};
 
 struct Dir(PathBuf);
@@ -48,8 +50,16 @@ async fn a_reopened_store_has_everything_the_killed_one_had() {
         groups.open_task_as(a, "h", Some(pa)).await.unwrap();
         groups.open_task(b, "h").await.unwrap();
         groups.open_task(c, "h").await.unwrap();
+        // The group is a's uid's, letting 1001 in.
         groups
-            .join("live", a, None, b"ep-a".to_vec())
+            .join_as(
+                "live",
+                a,
+                None,
+                b"ep-a".to_vec(),
+                Some(GroupAccess::new(pa.uid, [1001])),
+                |_| Ok::<(), GroupError>(()),
+            )
             .await
             .unwrap();
         groups
@@ -102,6 +112,12 @@ async fn a_reopened_store_has_everything_the_killed_one_had() {
             .map(|m| (m.instance, m.task, m.endpoint.clone()))
             .collect::<Vec<_>>(),
         vec![(0, a, b"ep-a".to_vec()), (3, b, b"ep-b".to_vec())]
+    );
+    // Its owner too: the vmd's rules read it after the restart.
+    assert_eq!(
+        live.meta.access,
+        Some(GroupAccess::new(1000, [1001])),
+        "the owner is kept"
     );
     let frozen = frozen.as_ref().expect("frozen kept");
     assert_eq!(frozen.meta.frozen_size, Some(2));

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use tokio::sync::broadcast;
 
 use super::{
-    BarrierEntry, CreateOutcome, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup,
-    Membership, Removal, TaskLease, TaskProcess,
+    BarrierEntry, CreateOutcome, GroupAccess, GroupSlots, GroupSnapshot, GroupStore, Guard,
+    LeaseId, Lookup, Membership, Removal, TaskLease, TaskProcess,
 };
 use crate::{GroupEvent, GroupSummary, Member, Result, TaskId};
 
@@ -57,8 +57,11 @@ impl GroupStore for DynStore {
         guard: Guard,
         member: Member,
         lease: LeaseId,
+        access: Option<&GroupAccess>,
     ) -> Result<CreateOutcome> {
-        (**self).create_member(group, guard, member, lease).await
+        (**self)
+            .create_member(group, guard, member, lease, access)
+            .await
     }
     async fn delete_member(&self, group: &str, task: TaskId) -> Result<Lookup<Removal>> {
         (**self).delete_member(group, task).await

@@ -14,8 +14,8 @@ use tokio::sync::{broadcast, oneshot};
 
 use super::barrier::{self, BarrierEntry, BarrierOutcome, BarrierWait, Episode, Step};
 use super::{
-    CreateOutcome, GroupMeta, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId, Lookup,
-    LostMember, Membership, Removal, TaskLease, TaskProcess,
+    CreateOutcome, GroupAccess, GroupMeta, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId,
+    Lookup, LostMember, Membership, Removal, TaskLease, TaskProcess,
 };
 use crate::{GroupEvent, GroupEventKind, GroupSummary, Member, Result, TaskId};
 
@@ -329,6 +329,7 @@ impl GroupStore for MemoryStore {
         guard: Guard,
         member: Member,
         lease: LeaseId,
+        access: Option<&GroupAccess>,
     ) -> Result<CreateOutcome> {
         let mut inner = self.lock();
         match inner.leases.get(&member.task) {
@@ -384,10 +385,14 @@ impl GroupStore for MemoryStore {
                     revision: 0,
                     frozen_size: None,
                     broken: None,
+                    access: access.cloned(),
                 },
                 members: BTreeMap::new(),
                 by_task: HashMap::new(),
             });
+        if let Some(next) = rec.meta.access.as_ref().and_then(|a| a.after_join(access)) {
+            rec.meta.access = Some(next);
+        }
         rec.members.insert(instance, member);
         rec.by_task.insert(task, instance);
         let size = rec.size();
@@ -686,12 +691,12 @@ mod tests {
         );
 
         let created = store
-            .create_member("g", Guard::Absent, member(0, a), la)
+            .create_member("g", Guard::Absent, member(0, a), la, None)
             .await?;
         assert!(matches!(created, CreateOutcome::Created { size: 1, .. }));
         // A second creator loses the race.
         let again = store
-            .create_member("g", Guard::Absent, member(1, b), lb)
+            .create_member("g", Guard::Absent, member(1, b), lb, None)
             .await?;
         assert_eq!(again, CreateOutcome::Conflict);
 
@@ -703,26 +708,26 @@ mod tests {
         // Stale revision, taken instance: both conflict.
         assert_eq!(
             store
-                .create_member("g", Guard::Revision(rev - 1), member(1, b), lb)
+                .create_member("g", Guard::Revision(rev - 1), member(1, b), lb, None)
                 .await?,
             CreateOutcome::Conflict
         );
         assert_eq!(
             store
-                .create_member("g", Guard::Revision(rev), member(0, b), lb)
+                .create_member("g", Guard::Revision(rev), member(0, b), lb, None)
                 .await?,
             CreateOutcome::Conflict
         );
         // Wrong lease.
         assert_eq!(
             store
-                .create_member("g", Guard::Revision(rev), member(1, b), la)
+                .create_member("g", Guard::Revision(rev), member(1, b), la, None)
                 .await?,
             CreateOutcome::LeaseGone
         );
         assert!(matches!(
             store
-                .create_member("g", Guard::Revision(rev), member(1, b), lb)
+                .create_member("g", Guard::Revision(rev), member(1, b), lb, None)
                 .await?,
             CreateOutcome::Created { size: 2, .. }
         ));
@@ -738,7 +743,7 @@ mod tests {
             .await?
             .ok_or(crate::GroupError::TaskNotFound(a))?;
         store
-            .create_member("g", Guard::Absent, member(0, a), la)
+            .create_member("g", Guard::Absent, member(0, a), la, None)
             .await?;
         let rev = store
             .slots("g")
@@ -765,7 +770,7 @@ mod tests {
             .await?
             .ok_or(crate::GroupError::TaskNotFound(b))?;
         store
-            .create_member("g", Guard::Absent, member(0, a), la)
+            .create_member("g", Guard::Absent, member(0, a), la, None)
             .await?;
         let rev = store.slots("g").await?.map(|s| s.meta.revision);
         assert!(store.freeze("g", rev.unwrap_or(0), 1).await?);
@@ -795,14 +800,16 @@ mod tests {
             Guard::Tombstone(meta.revision - 1),
         ] {
             assert_eq!(
-                store.create_member("g", guard, member(0, b), lb).await?,
+                store
+                    .create_member("g", guard, member(0, b), lb, None)
+                    .await?,
                 CreateOutcome::Conflict,
                 "{guard:?}"
             );
         }
         let mut events = store.watch();
         let created = store
-            .create_member("g", Guard::Tombstone(meta.revision), member(0, b), lb)
+            .create_member("g", Guard::Tombstone(meta.revision), member(0, b), lb, None)
             .await?;
         let CreateOutcome::Created { generation, size } = created else {
             return Err(crate::GroupError::Store(format!("{created:?}")));
@@ -834,7 +841,7 @@ mod tests {
         let rev = fresh.map(|m| m.revision).unwrap_or(0);
         assert_eq!(
             store
-                .create_member("g", Guard::Tombstone(rev), member(1, c), lc)
+                .create_member("g", Guard::Tombstone(rev), member(1, c), lc, None)
                 .await?,
             CreateOutcome::Conflict
         );
@@ -850,7 +857,7 @@ mod tests {
             .await?
             .ok_or(crate::GroupError::TaskNotFound(a))?;
         store
-            .create_member("g", Guard::Absent, member(0, a), la)
+            .create_member("g", Guard::Absent, member(0, a), la, None)
             .await?;
         let lease = store
             .lease(a)
@@ -897,10 +904,10 @@ mod tests {
             .await?
             .ok_or(crate::GroupError::TaskNotFound(b))?;
         store
-            .create_member("x", Guard::Absent, member(0, a), la)
+            .create_member("x", Guard::Absent, member(0, a), la, None)
             .await?;
         store
-            .create_member("y", Guard::Absent, member(0, a), la)
+            .create_member("y", Guard::Absent, member(0, a), la, None)
             .await?;
         let rev = store
             .slots("y")
@@ -908,7 +915,7 @@ mod tests {
             .map(|s| s.meta.revision)
             .unwrap_or(0);
         store
-            .create_member("y", Guard::Revision(rev), member(1, b), lb)
+            .create_member("y", Guard::Revision(rev), member(1, b), lb, None)
             .await?;
 
         let removed = store.revoke_lease(a, true).await?.unwrap_or_default();

@@ -89,6 +89,82 @@ pub struct GroupMeta {
     pub frozen_size: Option<u32>,
     /// Set when a member of the frozen group died (the first one to die).
     pub broken: Option<LostMember>,
+    /// Who the group belongs to, set by the join that created it (`None`:
+    /// created by a task whose process was not known, or recorded before
+    /// groups had owners).
+    #[serde(default)]
+    pub access: Option<GroupAccess>,
+}
+
+/// Most uids a group's owner may allow: a bound on what one owner can make
+/// every store hold per group.
+pub const MAX_ALLOWED: usize = 64;
+
+/// Who holds a group's name, as a join finds it (for an owner's rule, see
+/// [`crate::Groups::join_as`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder<'a> {
+    /// Nobody: no group, or a tombstone. The join creates the group.
+    Free,
+    /// A group with no owner recorded (made by a task of unknown process,
+    /// or recorded before groups had owners).
+    Unowned,
+    /// A group of this owner.
+    Owned(&'a GroupAccess),
+}
+
+/// Who a group belongs to: the uid whose task created it, and the other
+/// uids it allowed in. Kept in the group's record, so that every vmd over
+/// the same store, and a restarted one, sees the same owner.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupAccess {
+    pub owner: u32,
+    /// Sorted, without duplicates, at most [`MAX_ALLOWED`].
+    #[serde(default)]
+    pub allowed: Vec<u32>,
+}
+
+impl GroupAccess {
+    /// `owner`'s access, allowing `allowed` (sorted, deduplicated, cut
+    /// to [`MAX_ALLOWED`]).
+    pub fn new(owner: u32, allowed: impl IntoIterator<Item = u32>) -> Self {
+        let mut access = GroupAccess {
+            owner,
+            allowed: Vec::new(),
+        };
+        access.allow(allowed);
+        access
+    }
+
+    /// Adds uids to the allowed ones, up to [`MAX_ALLOWED`].
+    pub fn allow(&mut self, more: impl IntoIterator<Item = u32>) {
+        for uid in more {
+            if self.allowed.len() >= MAX_ALLOWED {
+                break;
+            }
+            if let Err(at) = self.allowed.binary_search(&uid) {
+                self.allowed.insert(at, uid);
+            }
+        }
+    }
+
+    /// Whether the owner allowed `uid` in.
+    pub fn allows(&self, uid: u32) -> bool {
+        self.allowed.binary_search(&uid).is_ok()
+    }
+
+    /// What the group's access becomes after a join carrying `joiner`:
+    /// the owner allows more with each of its joins; other joins change
+    /// nothing. `None` when nothing changes.
+    pub fn after_join(&self, joiner: Option<&GroupAccess>) -> Option<GroupAccess> {
+        let joiner = joiner.filter(|j| j.owner == self.owner)?;
+        if joiner.allowed.iter().all(|u| self.allows(*u)) {
+            return None;
+        }
+        let mut next = self.clone();
+        next.allow(joiner.allowed.iter().copied());
+        Some(next)
+    }
 }
 
 impl GroupMeta {
@@ -229,13 +305,17 @@ pub trait GroupStore: Send + Sync + 'static {
     /// CAS: adds `member` bound to `lease` if `guard` holds, the instance
     /// is free, the task is not yet a member and the group is not frozen
     /// (a tombstone is frozen: it can only be replaced, through
-    /// [`Guard::Tombstone`]).
+    /// [`Guard::Tombstone`]). `access` is the joiner's uid and the uids it
+    /// allows: a group this creates belongs to it; joining an existing
+    /// group of the same owner adds the allowed uids (see
+    /// [`GroupAccess::after_join`]), any other join leaves it as it is.
     async fn create_member(
         &self,
         group: &str,
         guard: Guard,
         member: Member,
         lease: LeaseId,
+        access: Option<&GroupAccess>,
     ) -> Result<CreateOutcome>;
 
     /// Removes `task` from `group` (a voluntary leave); destroys the group

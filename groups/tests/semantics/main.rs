@@ -10,6 +10,7 @@ mod concurrency;
 mod events;
 mod freeze;
 mod membership;
+mod ownership;
 mod support;
 mod tombstone;
 mod validation;

@@ -20,5 +20,5 @@ pub mod runtime_dir;
 pub mod users;
 
 pub use identity::{Authenticator, Identity, Kind, Policy};
-pub use rules::{GroupOwners, Rule, Target};
+pub use rules::{Rule, Target};
 pub use runtime_dir::RuntimeDir;

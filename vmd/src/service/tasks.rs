@@ -8,18 +8,17 @@ use pb::tasks_server::Tasks;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::auth::{self, GroupOwners};
+use crate::auth;
 use crate::session::{self, Caller, SessionContext};
 use crate::stream;
 
 pub struct TasksService {
     ctx: SessionContext,
-    owners: GroupOwners,
 }
 
 impl TasksService {
-    pub fn new(ctx: SessionContext, owners: GroupOwners) -> Self {
-        Self { ctx, owners }
+    pub fn new(ctx: SessionContext) -> Self {
+        Self { ctx }
     }
 }
 
@@ -33,7 +32,6 @@ impl Tasks for TasksService {
     ) -> Result<Response<Self::SessionStream>, Status> {
         let caller = Caller {
             identity: auth::identity::of(&request)?,
-            owners: self.owners.clone(),
         };
         // Refused before anything is spawned for it: a stream past the
         // bound costs the vmd nothing but this answer.
