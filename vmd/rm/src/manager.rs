@@ -21,7 +21,7 @@ use isthmus_types::env;
 mod durable;
 mod mirror;
 
-pub use durable::{JobTable, DURABLE_TIMEOUT};
+pub use durable::{JobChanges, DURABLE_TIMEOUT};
 
 use crate::hosts::{validated, HostTable, MAX_SLOTS};
 use crate::placement;
@@ -78,6 +78,9 @@ struct State {
     version: watch::Sender<u64>,
     /// The last version a durable store has written, if one keeps the table.
     durable: Option<watch::Receiver<u64>>,
+    /// Jobs changed or gone since the store last took them (only while a
+    /// store keeps the table: it takes them at every change).
+    dirty: BTreeSet<JobId>,
 }
 
 impl State {
@@ -90,8 +93,12 @@ impl State {
         }));
     }
 
-    /// Marks the own job table changed; returns the new version.
-    fn touch(&mut self) -> u64 {
+    /// Marks job `id` of the own table changed (or gone); returns the
+    /// table's new version.
+    fn touch(&mut self, id: JobId) -> u64 {
+        if self.durable.is_some() {
+            self.dirty.insert(id);
+        }
         self.version.send_modify(|v| *v += 1);
         *self.version.borrow()
     }
@@ -131,7 +138,7 @@ impl State {
             host,
         });
         self.prune();
-        self.touch();
+        self.touch(id);
     }
 
     /// Forgets a job that never ran (refused): slots back, no event.
@@ -142,7 +149,7 @@ impl State {
                     h.slots_used = h.slots_used.saturating_sub(job.np);
                 }
             }
-            self.touch();
+            self.touch(id);
         }
     }
 
@@ -156,6 +163,7 @@ impl State {
         if ended.len() > KEEP_ENDED {
             for id in ended.iter().take(ended.len() - KEEP_ENDED) {
                 self.jobs.remove(id);
+                self.touch(*id);
             }
         }
     }
@@ -215,6 +223,7 @@ impl ResourceManager {
             events,
             version: watch::channel(0).0,
             durable: None,
+            dirty: BTreeSet::new(),
         };
         let rm = Self {
             state: Arc::new(Mutex::new(state)),
@@ -487,7 +496,7 @@ impl ResourceManager {
                     first_failure: None,
                 },
             );
-            let version = st.touch();
+            let version = st.touch(id);
             let (tx, rx) = oneshot::channel();
             st.waiters.insert(id, tx);
             if !st.send(&name, PortMsg::Order(JobOrder::Launch(launch))) {
@@ -613,7 +622,7 @@ impl ResourceManager {
                 if job.state == JobState::Starting && job.ranks.iter().all(|r| r.pid.is_some()) {
                     job.state = JobState::Running;
                 }
-                st.touch();
+                st.touch(id);
             }
             JobReport::Output {
                 rank, stream, line, ..
@@ -631,7 +640,7 @@ impl ResourceManager {
                     }
                 }
                 let host = job.host.clone();
-                st.touch();
+                st.touch(id);
                 st.emit(RmEvent::TaskExit {
                     job: id,
                     rank,

@@ -7,10 +7,11 @@
 //! federation publishes in etcd), keyed by job id; the meta table holds the
 //! format and the highest job id given out. A writer task follows the
 //! manager's job-table version ([`ResourceManager::job_changes`]): at each
-//! change it writes the rows that differ from the file and deletes the rows
-//! the manager pruned (it keeps the last 1000 ended jobs), in one
-//! transaction committed with fsync; changes made meanwhile go in the next
-//! one. A spawn is answered once its row is written
+//! change it takes the jobs changed since the last
+//! ([`ResourceManager::take_job_changes`]), writes their rows and deletes
+//! the rows of jobs the manager pruned (it keeps the last 1000 ended jobs),
+//! in one transaction committed with fsync; changes made meanwhile go in
+//! the next one. A spawn is answered once its row is written
 //! ([`ResourceManager::set_durable`]).
 //!
 //! Why a file of its own (`jobs.redb` beside `groups.redb`) and not a table
@@ -34,7 +35,7 @@
     )
 )]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -157,17 +158,12 @@ impl JobStore {
     /// registers: the unfinished jobs are lost and announced so) and keeps
     /// its job table written from now on, in a task of its own.
     pub fn keep(self, rm: &ResourceManager, restored: Restored) -> Kept {
-        let lost = rm.restore_jobs(restored.jobs.clone(), restored.last_id);
         let (tx, written) = watch::channel(0);
+        // First: the restored rows' changes (the lost ones) are then kept
+        // for the writer.
         rm.set_durable(written.clone());
-        let on_disk = restored.jobs.into_iter().map(|j| (j.id, j)).collect();
-        tokio::spawn(write_along(
-            self.db,
-            rm.clone(),
-            on_disk,
-            restored.last_id,
-            tx,
-        ));
+        let lost = rm.restore_jobs(restored.jobs, restored.last_id);
+        tokio::spawn(write_along(self.db, rm.clone(), restored.last_id, tx));
         Kept { lost, written }
     }
 }
@@ -185,58 +181,49 @@ pub struct Kept {
 impl Kept {
     /// Returns once the manager's job table as it is now is written.
     pub async fn settled(&mut self, rm: &ResourceManager) {
-        let version = rm.job_table().version;
+        let version = *rm.job_changes().borrow();
         let _ = self.written.wait_for(|w| *w >= version).await;
     }
 }
 
-/// Writes the manager's job table at each of its changes (see the crate
+/// Writes the manager's job table's changes as they come (see the crate
 /// docs); tells `written` which version is on disk (or was given up on).
 async fn write_along(
     db: Arc<Database>,
     rm: ResourceManager,
-    mut on_disk: BTreeMap<JobId, Job>,
     mut last_id: JobId,
     written: watch::Sender<u64>,
 ) {
     let mut changes = rm.job_changes();
+    // Rows to write (`None`: to delete), kept over a failed write.
+    let mut pending: BTreeMap<JobId, Option<Job>> = BTreeMap::new();
     loop {
         changes.borrow_and_update();
-        let table = rm.job_table();
-        let upserts: Vec<Job> = table
-            .jobs
-            .iter()
-            .filter(|j| on_disk.get(&j.id) != Some(*j))
-            .cloned()
-            .collect();
-        let live: BTreeSet<JobId> = table.jobs.iter().map(|j| j.id).collect();
-        let deletes: Vec<JobId> = on_disk
-            .keys()
-            .filter(|id| !live.contains(id))
-            .copied()
-            .collect();
-        if !upserts.is_empty() || !deletes.is_empty() || table.last_id != last_id {
+        let taken = rm.take_job_changes();
+        pending.extend(taken.changed.into_iter().map(|j| (j.id, Some(j))));
+        pending.extend(taken.gone.into_iter().map(|id| (id, None)));
+        if !pending.is_empty() || taken.last_id != last_id {
             let db = Arc::clone(&db);
-            let top = table.last_id;
+            let batch = std::mem::take(&mut pending);
+            let top = taken.last_id;
             let outcome = tokio::task::spawn_blocking(move || {
-                let r = write(&db, &upserts, &deletes, top);
-                (r, upserts, deletes)
+                let r = write(&db, &batch, top);
+                (r, batch)
             })
             .await;
             match outcome {
-                Ok((Ok(()), upserts, deletes)) => {
-                    for id in deletes {
-                        on_disk.remove(&id);
-                    }
-                    on_disk.extend(upserts.into_iter().map(|j| (j.id, j)));
-                    last_id = top;
+                Ok((Ok(()), _)) => last_id = top,
+                // Written again with the next change.
+                Ok((Err(e), batch)) => {
+                    error!(error = %e, "writing the job table");
+                    pending = batch;
                 }
-                // Written again with the next change (the rows still differ).
-                Ok((Err(e), _, _)) => error!(error = %e, "writing the job table"),
+                // The batch is gone with the task: the rows it held are
+                // written again when those jobs change next.
                 Err(e) => error!(error = %e, "the job table's writer failed"),
             }
         }
-        written.send_replace(table.version);
+        written.send_replace(taken.version);
         if changes.changed().await.is_err() {
             return;
         }
@@ -294,25 +281,29 @@ fn load(db: &Database) -> Result<Restored, JobStoreError> {
     Ok(restored)
 }
 
-/// One transaction: the changed rows, the pruned rows gone, the id counter.
+/// One transaction: the changed rows, the gone rows deleted, the id
+/// counter.
 fn write(
     db: &Database,
-    upserts: &[Job],
-    deletes: &[JobId],
+    batch: &BTreeMap<JobId, Option<Job>>,
     last_id: JobId,
 ) -> Result<(), JobStoreError> {
     let txn = db.begin_write()?;
     {
         let mut jobs = txn.open_table(JOBS)?;
-        for job in upserts {
-            let row = serde_json::to_vec(job).map_err(|e| JobStoreError::Record {
-                key: format!("job {}", job.id),
-                reason: e.to_string(),
-            })?;
-            jobs.insert(job.id, row.as_slice())?;
-        }
-        for id in deletes {
-            jobs.remove(*id)?;
+        for (id, job) in batch {
+            match job {
+                Some(job) => {
+                    let row = serde_json::to_vec(job).map_err(|e| JobStoreError::Record {
+                        key: format!("job {id}"),
+                        reason: e.to_string(),
+                    })?;
+                    jobs.insert(*id, row.as_slice())?;
+                }
+                None => {
+                    jobs.remove(*id)?;
+                }
+            }
         }
         let mut meta = txn.open_table(META)?;
         let last = serde_json::to_vec(&last_id).map_err(|e| JobStoreError::Record {

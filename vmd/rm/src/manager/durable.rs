@@ -18,12 +18,16 @@ use crate::{Job, JobId, JobState, RmEvent};
 /// it the job is answered all the same (it runs), and the wait is logged.
 pub const DURABLE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The own job table at one version, as a store writes it.
+/// What changed in the own job table since a store last took it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobTable {
-    /// The table's version (see [`ResourceManager::job_changes`]).
+pub struct JobChanges {
+    /// The table's version these changes bring it to (see
+    /// [`ResourceManager::job_changes`]).
     pub version: u64,
-    pub jobs: Vec<Job>,
+    /// The jobs changed, as they are now.
+    pub changed: Vec<Job>,
+    /// The jobs gone from the table (pruned, or refused and forgotten).
+    pub gone: Vec<JobId>,
     /// The highest job id given out so far (ids go on from there).
     pub last_id: JobId,
 }
@@ -35,19 +39,30 @@ impl ResourceManager {
         self.lock().version.subscribe()
     }
 
-    /// The own job table and its version, taken together.
-    pub fn job_table(&self) -> JobTable {
-        let st = self.lock();
+    /// Takes the own job table's changes since the last take (those made
+    /// since [`Self::set_durable`]), with the version they bring it to.
+    pub fn take_job_changes(&self) -> JobChanges {
+        let mut st = self.lock();
         let version = *st.version.borrow();
-        JobTable {
+        let (mut changed, mut gone) = (Vec::new(), Vec::new());
+        for id in std::mem::take(&mut st.dirty) {
+            match st.jobs.get(&id) {
+                Some(t) => changed.push(t.job.clone()),
+                None => gone.push(id),
+            }
+        }
+        JobChanges {
             version,
-            jobs: st.jobs.values().map(|t| t.job.clone()).collect(),
+            changed,
+            gone,
             last_id: st.next_job,
         }
     }
 
-    /// From now on a spawn is answered once `written` reaches its job's
-    /// version (a durable store's progress), or after [`DURABLE_TIMEOUT`].
+    /// From now on the own job table's changes are kept for
+    /// [`Self::take_job_changes`], and a spawn is answered once `written`
+    /// reaches its job's version (a durable store's progress), or after
+    /// [`DURABLE_TIMEOUT`].
     pub fn set_durable(&self, written: watch::Receiver<u64>) {
         self.lock().durable = Some(written);
     }
@@ -110,9 +125,9 @@ impl ResourceManager {
             if let Some(event) = event {
                 st.emit(event);
             }
+            st.touch(id);
         }
         st.prune();
-        st.touch();
         info!(
             jobs = st.jobs.len(),
             lost,
