@@ -38,7 +38,7 @@ pub use isthmus_types::job::{
     Rank, SpawnSpec,
 };
 pub use isthmus_types::refusal::{Refusal, RefusalKind};
-pub use manager::{PortMsg, ResourceManager};
+pub use manager::{JobChanges, PortMsg, ResourceManager};
 
 /// What the resource manager's calls return: a value or a [`Refusal`].
 pub type Result<T, E = Refusal> = std::result::Result<T, E>;

@@ -13,12 +13,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
 use isthmus_types::env;
 
+mod durable;
 mod mirror;
+
+pub use durable::{JobChanges, DURABLE_TIMEOUT};
 
 use crate::hosts::{validated, HostTable, MAX_SLOTS};
 use crate::placement;
@@ -71,6 +74,13 @@ struct State {
     next_link: u64,
     seq: u64,
     events: broadcast::Sender<Arc<Sequenced>>,
+    /// Bumped at every change of the own job table ([`durable`]).
+    version: watch::Sender<u64>,
+    /// The last version a durable store has written, if one keeps the table.
+    durable: Option<watch::Receiver<u64>>,
+    /// Jobs changed or gone since the store last took them (only while a
+    /// store keeps the table: it takes them at every change).
+    dirty: BTreeSet<JobId>,
 }
 
 impl State {
@@ -81,6 +91,16 @@ impl State {
             seq: self.seq,
             event,
         }));
+    }
+
+    /// Marks job `id` of the own table changed (or gone); returns the
+    /// table's new version.
+    fn touch(&mut self, id: JobId) -> u64 {
+        if self.durable.is_some() {
+            self.dirty.insert(id);
+        }
+        self.version.send_modify(|v| *v += 1);
+        *self.version.borrow()
     }
 
     fn send(&self, host: &str, msg: PortMsg) -> bool {
@@ -118,6 +138,7 @@ impl State {
             host,
         });
         self.prune();
+        self.touch(id);
     }
 
     /// Forgets a job that never ran (refused): slots back, no event.
@@ -128,6 +149,7 @@ impl State {
                     h.slots_used = h.slots_used.saturating_sub(job.np);
                 }
             }
+            self.touch(id);
         }
     }
 
@@ -141,6 +163,7 @@ impl State {
         if ended.len() > KEEP_ENDED {
             for id in ended.iter().take(ended.len() - KEEP_ENDED) {
                 self.jobs.remove(id);
+                self.touch(*id);
             }
         }
     }
@@ -198,6 +221,9 @@ impl ResourceManager {
             next_link: 0,
             seq: 0,
             events,
+            version: watch::channel(0).0,
+            durable: None,
+            dirty: BTreeSet::new(),
         };
         let rm = Self {
             state: Arc::new(Mutex::new(state)),
@@ -405,7 +431,7 @@ impl ResourceManager {
     /// this manager's own (`None`).
     pub async fn spawn_as(&self, spec: SpawnSpec, given: Option<JobId>) -> Result<(JobId, String)> {
         check_spawn(&spec)?;
-        let (id, host, rx) = {
+        let (id, host, rx, version) = {
             let mut st = self.lock();
             let host =
                 placement::choose(&st.hosts, &spec.implementation, spec.np, &spec.placement)?;
@@ -470,6 +496,7 @@ impl ResourceManager {
                     first_failure: None,
                 },
             );
+            let version = st.touch(id);
             let (tx, rx) = oneshot::channel();
             st.waiters.insert(id, tx);
             if !st.send(&name, PortMsg::Order(JobOrder::Launch(launch))) {
@@ -479,11 +506,13 @@ impl ResourceManager {
                     "host {name} cannot take orders (its link is closing)"
                 )));
             }
-            (id, name, rx)
+            (id, name, rx, version)
         };
         match tokio::time::timeout(self.accept_timeout, rx).await {
             Ok(Ok(Ok(()))) => {
                 info!(job = id, %host, program = %spec.program, np = spec.np, implementation = %spec.implementation, "job accepted");
+                // An id given out is on disk first: a restart never gives it again.
+                self.wait_durable(version).await;
                 Ok((id, host))
             }
             Ok(Ok(Err(e))) => Err(e),
@@ -593,6 +622,7 @@ impl ResourceManager {
                 if job.state == JobState::Starting && job.ranks.iter().all(|r| r.pid.is_some()) {
                     job.state = JobState::Running;
                 }
+                st.touch(id);
             }
             JobReport::Output {
                 rank, stream, line, ..
@@ -610,6 +640,7 @@ impl ResourceManager {
                     }
                 }
                 let host = job.host.clone();
+                st.touch(id);
                 st.emit(RmEvent::TaskExit {
                     job: id,
                     rank,

@@ -123,6 +123,12 @@ struct Args {
     /// emptied). Give each vmd its own.
     #[arg(long, value_name = "FILE", conflicts_with = "etcd")]
     store_file: Option<std::path::PathBuf>,
+    /// With --store redb, the file of this vmd's job table (default:
+    /// jobs.redb in the runtime directory): after a restart, ended jobs
+    /// are still listed, the jobs that were running are reported lost and
+    /// job ids go on. A file of its own beside --store-file.
+    #[arg(long, value_name = "FILE", conflicts_with = "etcd")]
+    jobs_file: Option<std::path::PathBuf>,
     /// Keep group tables in etcd at these client URLs (comma-separated),
     /// shared by every vmd given the same URLs and --etcd-prefix: one
     /// namespace across hosts. Default: this host's own store (--store).
@@ -246,6 +252,15 @@ async fn main() -> anyhow::Result<()> {
         let store = isthmus_groups_redb::RedbStore::open(&path)
             .with_context(|| format!("opening the group store {}", path.display()))?;
         daemon.set_groups(isthmus_groups::Groups::new(Box::new(store)));
+        // A vmd that joined another's virtual machine has no job table.
+        if let Some(rm) = daemon.resource_manager() {
+            let path = args
+                .jobs_file
+                .unwrap_or_else(|| runtime_dir.join("jobs.redb"));
+            let (jobs, restored) = isthmus_rm_redb::JobStore::open(&path)
+                .with_context(|| format!("opening the job store {}", path.display()))?;
+            jobs.keep(&rm, restored);
+        }
     }
     if !args.etcd.is_empty() {
         let tls = etcd_tls(&args.etcd, args.etcd_ca, args.etcd_cert, args.etcd_key)?;
