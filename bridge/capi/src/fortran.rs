@@ -1347,6 +1347,13 @@ mpich_f08!(mpi_comm_free_f08_, (comm: *mut Fint), ierror, {
     rc
 });
 
+// MPICH's `use mpi_f08` MPI_Finalize goes to the internal PMPIR_Finalize,
+// past the C one: interposed so that completed sends are delivered first.
+mpich_f08!(mpi_finalize_f08_, (), ierror, {
+    // SAFETY: the program's call, passed on to this library's own.
+    unsafe { crate::finalize::MPI_Finalize() }
+});
+
 mpich_f08!(mpi_comm_disconnect_f08_, (comm: *mut Fint), ierror, {
     // SAFETY: Fortran passes the handle by reference.
     let mut c = comm_f2c(unsafe { int!(comm) });
