@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use isthmus_client::{Console, Session, SessionOptions};
 use isthmus_testkit::etcd::EtcdServer;
-use isthmus_testkit::{finish, TempDir, Vmd, T};
+use isthmus_testkit::{finish, Vmd, T};
 use isthmus_types::event::{NotificationKind, WatchEvent, WatchFilter};
 use isthmus_types::group::GroupEventKind;
 
-use common::{assert_passed, assert_routes, job, launch, Mpi};
+use common::{assert_passed, assert_routes, job, launch, Mpi, SteadyFiles};
 use isthmus_testkit::netns::Hosts;
 
 /// A vmd named `host` keeping its groups in etcd at `etcd` under `prefix`.
@@ -215,9 +215,7 @@ struct SteadyPair {
     cb: std::process::Child,
     ja: common::Job,
     jb: common::Job,
-    progress: std::path::PathBuf,
-    stop: std::path::PathBuf,
-    _files: TempDir,
+    files: SteadyFiles,
     rt: tokio::runtime::Runtime,
     seen: tokio::sync::mpsc::UnboundedReceiver<isthmus_types::group::GroupEvent>,
 }
@@ -245,20 +243,11 @@ impl SteadyPair {
                 }
             }
         });
-        let files = TempDir::new("steady");
-        let progress = files.0.join("progress");
-        let stop = files.0.join("stop");
-        let env = vec![
-            (
-                "XTEST_PROGRESS_FILE".to_string(),
-                progress.display().to_string(),
-            ),
-            ("XTEST_STOP_FILE".to_string(), stop.display().to_string()),
-        ];
+        let files = SteadyFiles::new("steady");
         let mut ja = job(Mpi::OpenMpi, 2, ga, &[gb], true);
-        ja.env = env.clone();
+        ja.env = files.env.clone();
         let mut jb = job(Mpi::Mpich, 2, gb, &[ga], false);
-        jb.env = env;
+        jb.env = files.env.clone();
         let ca = launch(&a.addr, "steady", &ja);
         std::thread::sleep(Duration::from_millis(300));
         let cb = launch(&b.addr, "steady", &jb);
@@ -267,9 +256,7 @@ impl SteadyPair {
             cb,
             ja,
             jb,
-            progress,
-            stop,
-            _files: files,
+            files,
             rt,
             seen,
         }
@@ -280,10 +267,7 @@ impl SteadyPair {
     fn advance(&mut self, since: u64, more: u64, what: &str) -> u64 {
         let started = Instant::now();
         loop {
-            let done = std::fs::read_to_string(&self.progress)
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok())
-                .unwrap_or(0);
+            let done = self.files.rounds();
             if done >= since + more {
                 return done;
             }
@@ -303,7 +287,7 @@ impl SteadyPair {
     /// destroyed), that host B was told of no death, and that every Open
     /// MPI rank left.
     fn finish(mut self) {
-        std::fs::write(&self.stop, b"stop").expect("stop file");
+        self.files.stop();
         let (ga, gb) = (self.ja.group.clone(), self.jb.group.clone());
         let oa = finish(self.ca, Duration::from_secs(240), &ga);
         let ob = finish(self.cb, Duration::from_secs(240), &gb);

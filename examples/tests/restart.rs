@@ -9,24 +9,16 @@ mod common;
 use std::time::{Duration, Instant};
 
 use isthmus_client::Console;
-use isthmus_testkit::{finish, TempDir, Vmd, T};
+use isthmus_testkit::{finish, Vmd, T};
 use isthmus_types::event::{NotificationKind, WatchEvent, WatchFilter};
 use isthmus_types::group::{GroupEventKind, GroupTable};
 
-use common::{assert_passed, job, launch, Mpi};
-
-/// The rounds the `steady` pair has done (its progress file).
-fn rounds(progress: &std::path::Path) -> u64 {
-    std::fs::read_to_string(progress)
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or(0)
-}
+use common::{assert_passed, job, launch, Mpi, SteadyFiles};
 
 /// Waits until the pair has done `more` rounds beyond `since`, failing if
 /// a launcher exits meanwhile.
 fn advance(
-    progress: &std::path::Path,
+    files: &SteadyFiles,
     jobs: &mut [&mut std::process::Child],
     since: u64,
     more: u64,
@@ -34,7 +26,7 @@ fn advance(
 ) -> u64 {
     let started = Instant::now();
     loop {
-        let done = rounds(progress);
+        let done = files.rounds();
         if done >= since + more {
             return done;
         }
@@ -71,20 +63,11 @@ fn a_one_host_vmd_killed_and_restarted_loses_nothing_of_a_running_pair() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let mut vmd = Vmd::start("host-a", &[]);
     let (ga, gb) = ("durable-ompi", "durable-mpich");
-    let files = TempDir::new("durable");
-    let progress = files.0.join("progress");
-    let stop = files.0.join("stop");
-    let env = vec![
-        (
-            "XTEST_PROGRESS_FILE".to_string(),
-            progress.display().to_string(),
-        ),
-        ("XTEST_STOP_FILE".to_string(), stop.display().to_string()),
-    ];
+    let files = SteadyFiles::new("durable");
     let mut ja = job(Mpi::OpenMpi, 2, ga, &[gb], true);
-    ja.env = env.clone();
+    ja.env = files.env.clone();
     let mut jb = job(Mpi::Mpich, 2, gb, &[ga], false);
-    jb.env = env;
+    jb.env = files.env.clone();
     let mut ca = launch(&vmd.addr, "steady", &ja);
     // Two launchers started in the same instant race on Open MPI's
     // session directory.
@@ -92,7 +75,7 @@ fn a_one_host_vmd_killed_and_restarted_loses_nothing_of_a_running_pair() {
     let mut cb = launch(&vmd.addr, "steady", &jb);
 
     let before = advance(
-        &progress,
+        &files,
         &mut [&mut ca, &mut cb],
         0,
         1,
@@ -106,7 +89,7 @@ fn a_one_host_vmd_killed_and_restarted_loses_nothing_of_a_running_pair() {
     // The data path is direct: the pair exchanges with the vmd dead...
     vmd.kill9();
     let during = advance(
-        &progress,
+        &files,
         &mut [&mut ca, &mut cb],
         before,
         20,
@@ -128,14 +111,14 @@ fn a_one_host_vmd_killed_and_restarted_loses_nothing_of_a_running_pair() {
     });
     assert_eq!(after, known, "the restarted vmd's groups");
     advance(
-        &progress,
+        &files,
         &mut [&mut ca, &mut cb],
         during,
         20,
         "after the vmd restarted",
     );
 
-    std::fs::write(&stop, b"stop").expect("stop file");
+    files.stop();
     let oa = finish(ca, Duration::from_secs(240), ga);
     let ob = finish(cb, Duration::from_secs(240), gb);
     assert_passed(&oa, "steady", &ja);

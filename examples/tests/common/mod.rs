@@ -8,6 +8,50 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use isthmus_testkit::netns::Host;
+use isthmus_testkit::TempDir;
+
+/// The files through which the `steady` scenario reports its rounds and is
+/// told to stop, and the environment that tells its ranks where they are.
+pub struct SteadyFiles {
+    pub progress: PathBuf,
+    pub stop: PathBuf,
+    pub env: Vec<(String, String)>,
+    _dir: TempDir,
+}
+
+impl SteadyFiles {
+    pub fn new(tag: &str) -> SteadyFiles {
+        let dir = TempDir::new(tag);
+        let progress = dir.0.join("progress");
+        let stop = dir.0.join("stop");
+        let env = vec![
+            (
+                "XTEST_PROGRESS_FILE".to_string(),
+                progress.display().to_string(),
+            ),
+            ("XTEST_STOP_FILE".to_string(), stop.display().to_string()),
+        ];
+        SteadyFiles {
+            progress,
+            stop,
+            env,
+            _dir: dir,
+        }
+    }
+
+    /// The rounds the pair has done so far.
+    pub fn rounds(&self) -> u64 {
+        std::fs::read_to_string(&self.progress)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    }
+
+    /// Tells the pair to stop after its current round.
+    pub fn stop(&self) {
+        std::fs::write(&self.stop, b"stop").expect("stop file");
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Mpi {
