@@ -406,9 +406,7 @@ fn scenario_on(vmd: &EmbeddedVmd, scenario: &str, jobs: &[Job]) -> Vec<Output> {
         .zip(jobs)
         .map(|(c, j)| finish(c, Duration::from_secs(240), &j.group))
         .collect();
-    for (out, j) in outputs.iter().zip(jobs) {
-        assert_passed(out, scenario, j);
-    }
+    common::assert_all_passed(&outputs, scenario, jobs);
     outputs
 }
 

@@ -173,6 +173,25 @@ pub fn launch(vmd_addr: &str, scenario: &str, j: &Job) -> Child {
 
 /// Checks that every rank of `j` printed its PASS line.
 pub fn assert_passed(out: &Output, scenario: &str, j: &Job) {
+    if let Err(report) = check_passed(out, scenario, j) {
+        panic!("{report}");
+    }
+}
+
+/// Asserts that every job of a scenario passed; on failure the report holds
+/// the output of every job that failed, so the side that failed first is
+/// seen too, not only the first job of the list.
+pub fn assert_all_passed(outputs: &[Output], scenario: &str, jobs: &[Job]) {
+    let failed: Vec<String> = outputs
+        .iter()
+        .zip(jobs)
+        .filter_map(|(out, j)| check_passed(out, scenario, j).err())
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+/// Whether every rank of `j` printed its PASS line; Err holds the report.
+pub fn check_passed(out: &Output, scenario: &str, j: &Job) -> Result<(), String> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let report = || {
         format!(
@@ -182,21 +201,21 @@ pub fn assert_passed(out: &Output, scenario: &str, j: &Job) {
             String::from_utf8_lossy(&out.stderr)
         )
     };
-    assert!(
-        out.status.success(),
-        "{} exited with {}\n{}",
-        j.group,
-        out.status,
-        report()
-    );
+    if !out.status.success() {
+        return Err(format!(
+            "{} exited with {}\n{}",
+            j.group,
+            out.status,
+            report()
+        ));
+    }
     for r in 0..j.np {
         let line = format!("PASS {scenario} {} rank {r}", j.group);
-        assert!(
-            stdout.lines().any(|l| l.trim_end() == line),
-            "missing {line:?}\n{}",
-            report()
-        );
+        if !stdout.lines().any(|l| l.trim_end() == line) {
+            return Err(format!("missing {line:?}\n{}", report()));
+        }
     }
+    Ok(())
 }
 
 /// Checks the `routes` scenario's report of job `j`: one ROUTE line per
