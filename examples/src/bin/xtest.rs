@@ -345,6 +345,10 @@ fn pause(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
     round(1)?;
     if !a && rank == 1 {
         let pid = std::process::id().to_string();
+        // Taken before the continuing process starts: its `sleep` may begin
+        // before `spawn` returns here, so a later reading could see less
+        // than PAUSE although the stop lasted PAUSE (a CI run failed so).
+        let stopped = Instant::now();
         std::process::Command::new("sh")
             .args([
                 "-c",
@@ -352,7 +356,6 @@ fn pause(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
             ])
             .spawn()
             .context("starting the process that continues this one")?;
-        let stopped = Instant::now();
         let status = std::process::Command::new("kill")
             .args(["-STOP", &pid])
             .status()?;
