@@ -128,7 +128,10 @@ pub struct Job {
 pub fn launch(vmd: &Vmd, job: &Job) -> Child {
     let mut env = job.env.clone();
     env.push(("ISTHMUS_VMD".into(), vmd.addr.clone()));
-    env.push(("RUST_LOG".into(), "warn".into()));
+    // ISTHMUS_TEST_JOB_LOG (e.g. `isthmus_bridge=debug`) lets a hunt for a
+    // rare failure see what the jobs did; the tests themselves want warnings.
+    let log = std::env::var("ISTHMUS_TEST_JOB_LOG").unwrap_or_else(|_| "warn".into());
+    env.push(("RUST_LOG".into(), log));
     if matches!(job.linking, Linking::Preloaded | Linking::Unmodified) {
         env.push((
             "LD_PRELOAD".into(),
