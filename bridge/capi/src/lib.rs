@@ -41,3 +41,6 @@ pub mod refused;
 pub mod requests;
 pub mod state;
 pub mod typeinfo;
+
+// Each `bridge` call of mpi-functions.txt has its body where the line says.
+include!(concat!(env!("OUT_DIR"), "/bodies.rs"));
