@@ -29,6 +29,7 @@
 
 pub mod api;
 pub mod comms;
+pub mod datatype;
 pub mod errors;
 pub mod finalize;
 pub mod fortran;
@@ -40,7 +41,6 @@ pub mod pt2pt;
 pub mod refused;
 pub mod requests;
 pub mod state;
-pub mod typeinfo;
 
 // Each `bridge` call of mpi-functions.txt has its body where the line says.
 include!(concat!(env!("OUT_DIR"), "/bodies.rs"));

@@ -9,97 +9,17 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use isthmus_bridge::datatype::{
-    decode_raw_with, encode_raw_with, raw_to_native_in_place, Encoded, MatchRule, MessageSig,
-};
-use isthmus_bridge::{BridgeError, InterComm, Status, TypeSig, WireFormat};
+use isthmus_bridge::{BridgeError, InterComm, Status};
 use mpi::ffi;
 
+use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{
-    fill_status, proc_null, source_of, tag_of, type_size, MPI_Comm, MPI_Datatype, MPI_Request,
-    MPI_Status, Outcome,
+    fill_status, proc_null, source_of, tag_of, MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status,
+    Outcome,
 };
 use crate::requests::{self, Op};
 use crate::state::{bridge_comm, BridgeComm};
-use crate::typeinfo::info_of;
-
-/// Encodes `count` elements of `dt` at `buf` for sending: the user's
-/// bytes themselves for a predefined type in this host's order, else a
-/// packed copy.
-///
-/// # Safety
-/// `buf` addresses `count` elements of `dt`, as for `MPI_Send`, and stays
-/// unchanged while the result lives.
-pub unsafe fn encode<'a>(
-    buf: *const c_void,
-    count: c_int,
-    dt: MPI_Datatype,
-) -> Result<(TypeSig, u64, Encoded<'a>), BridgeError> {
-    let n = usize::try_from(count)
-        .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
-    // MPI lets an empty message name any address (MPI_BOTTOM, NULL); the
-    // datatype layer makes a slice of it, which must not be null.
-    let buf = if n == 0 {
-        std::ptr::NonNull::<u64>::dangling().as_ptr() as *const c_void
-    } else {
-        buf
-    };
-    let info = info_of(dt)?;
-    // SAFETY: forwarded from this function's contract (for n = 0, a
-    // dangling aligned pointer no byte is read from).
-    let enc = unsafe { encode_raw_with(&info, dt, n, buf) }?;
-    let elem_size = enc.bytes.len().checked_div(n).unwrap_or(0);
-    let sig = TypeSig {
-        signature: enc.signature,
-        format: enc.format,
-        elem_size,
-    };
-    Ok((sig, n as u64, enc))
-}
-
-/// Bytes the largest message fitting `count` elements of `dt` can take on
-/// the wire, in either format a sender may choose.
-fn capacity_bytes(count: usize, dt: MPI_Datatype) -> Result<usize, BridgeError> {
-    let info = info_of(dt)?;
-    Ok([WireFormat::External32, WireFormat::native()]
-        .iter()
-        .filter_map(|f| info.payload_len(*f, count).ok())
-        .max()
-        .unwrap_or(0))
-}
-
-/// Checks a received message against the receive's type and count and
-/// decodes it into `buf`.
-///
-/// # Safety
-/// `buf` addresses `count` writable elements of `dt`, as for `MPI_Recv`.
-pub unsafe fn decode_received(
-    bytes: &[u8],
-    st: &Status,
-    buf: *mut c_void,
-    count: usize,
-    dt: MPI_Datatype,
-) -> Result<Outcome, BridgeError> {
-    let info = info_of(dt)?;
-    let sig = MessageSig {
-        signature: st.signature,
-        count: st.count,
-        root_signature: 0,
-        root_reps: 0,
-    };
-    let n = if st.count == 0 {
-        0
-    } else {
-        info.match_message(&sig, count, MatchRule::ExactElement)?
-    };
-    if n > 0 {
-        // SAFETY: forwarded from this function's contract; n <= count.
-        unsafe { decode_raw_with(&info, dt, st.format, bytes, n, buf) }?;
-    }
-    let size = type_size(dt).unwrap_or(0);
-    Ok(Outcome::received(st, size.saturating_mul(n as i64)))
-}
 
 fn peer(dest: c_int, ic: &InterComm) -> Result<u32, BridgeError> {
     u32::try_from(dest).map_err(|_| {
@@ -139,7 +59,7 @@ unsafe fn send(
     }
     let to = peer(dest, &bc.inter)?;
     // SAFETY: forwarded.
-    let (sig, n, enc) = unsafe { encode(buf, count, dt) }?;
+    let (sig, n, enc) = unsafe { datatype::encode(buf, count, dt) }?;
     match mode {
         Mode::Standard => bc.inter.send_bytes(to, tag, &sig, n, &enc.bytes),
         Mode::Synchronous => bc.inter.ssend_bytes(to, tag, &sig, n, &enc.bytes),
@@ -171,7 +91,7 @@ unsafe fn isend(
     }
     let to = peer(dest, &bc.inter).map_err(fail)?;
     // SAFETY: forwarded.
-    let (sig, n, enc) = unsafe { encode(buf, count, dt) }.map_err(fail)?;
+    let (sig, n, enc) = unsafe { datatype::encode(buf, count, dt) }.map_err(fail)?;
     let r = match mode {
         // Owned: the bridge keeps it until the receiver matched.
         Mode::Synchronous => bc
@@ -200,37 +120,23 @@ unsafe fn recv(
     }
     let n = usize::try_from(count)
         .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
-    let info = info_of(dt)?;
-    if info.raw && n > 0 {
+    // SAFETY: the program's buffer, as for MPI_Recv.
+    if let Some(out) = unsafe { datatype::raw_target(buf, n, dt) }? {
         // A predefined type: received straight into the user's buffer
-        // (zero-copy when the receive is posted first), then put in this
-        // host's byte order.
-        let len = n.checked_mul(info.data_size_per_elem).ok_or_else(|| {
-            BridgeError::InvalidArgument(format!("count {count} overflows the buffer size"))
-        })?;
-        // SAFETY: the program's buffer holds `count` elements of a gapless
-        // type: `len` writable bytes, as for MPI_Recv.
-        let out = unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len) };
-        let st = bc
-            .inter
-            .recv_bytes_into(source(src)?, tag_of(tag), None, out)?;
-        if st.count > 0 && st.signature != info.signature {
-            return Err(BridgeError::TypeMismatch {
-                expected: info.signature,
-                actual: st.signature,
-                from_rank: st.source,
-                tag: st.tag,
-            });
-        }
-        let got = usize::try_from(st.bytes).unwrap_or(usize::MAX).min(len);
-        raw_to_native_in_place(&info, st.format, &mut out[..got])?;
-        return Ok(Outcome::received(&st, got as i64));
+        // (zero-copy when the receive is posted first).
+        return out.recv(|bytes| {
+            bc.inter
+                .recv_bytes_into(source(src)?, tag_of(tag), None, bytes)
+        });
     }
-    let (bytes, st) =
-        bc.inter
-            .recv_bytes(source(src)?, tag_of(tag), None, capacity_bytes(n, dt)?)?;
+    let (bytes, st) = bc.inter.recv_bytes(
+        source(src)?,
+        tag_of(tag),
+        None,
+        datatype::capacity_bytes(n, dt)?,
+    )?;
     // SAFETY: forwarded.
-    unsafe { decode_received(&bytes, &st, buf, n, dt) }
+    unsafe { datatype::decode_received(&bytes, &st, buf, n, dt) }
 }
 
 fn done(comm: MPI_Comm, call: &str, r: Result<(), BridgeError>) -> c_int {
@@ -388,7 +294,7 @@ fn irecv(
     let n = usize::try_from(count)
         .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))
         .map_err(fail)?;
-    let max = capacity_bytes(n, dt).map_err(fail)?;
+    let max = datatype::capacity_bytes(n, dt).map_err(fail)?;
     let req = bc
         .inter
         .irecv_bytes(source(src).map_err(fail)?, tag_of(tag), None, max)
@@ -471,7 +377,7 @@ unsafe fn sendrecv(
     } else {
         let to = peer(dest, &bc.inter)?;
         // SAFETY: forwarded.
-        let (sig, n, enc) = unsafe { encode(sendbuf, sendcount, sendtype) }?;
+        let (sig, n, enc) = unsafe { datatype::encode(sendbuf, sendcount, sendtype) }?;
         Some(
             bc.inter
                 .isend_bytes(to, sendtag, &sig, n, enc.bytes.into_owned())?,
@@ -777,7 +683,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     let n = usize::try_from(count).unwrap_or(0);
     let r = t.req.wait().and_then(|(bytes, st)| {
         // SAFETY: `buf` holds `count` elements of `datatype` (MPI_Mrecv's contract).
-        unsafe { decode_received(&bytes, &st, buf, n, datatype) }
+        unsafe { datatype::decode_received(&bytes, &st, buf, n, datatype) }
     });
     // SAFETY: the program's out-pointer.
     unsafe { *message = message_null() };
