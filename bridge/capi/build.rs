@@ -10,8 +10,11 @@
 //! - `large_count.rs` (`src/large_count.rs`): the `_c` shell of every
 //!   `bridge` large-count call, which hands an `int`-sized count to the body
 //!   of the ordinary form;
-//! - `bodies.rs` (`src/lib.rs`): a check that each `bridge` call's body is
-//!   where its line says;
+//! - `shells_<module>.rs` (`src/<module>.rs`): the C `MPI_X` of every
+//!   `bridge` call not marked `own`: `PMPI_X` unless the communicator is an
+//!   Isthmus one, else the hand-written body `<module>::x`;
+//! - `bodies.rs` (`src/lib.rs`): a check that each `bridge` call's C entry
+//!   point is in the module its line names;
 //! - `fortran.rs` (`src/fortran/mod.rs`): every Fortran entry point: the
 //!   shells of the `bridge` calls around their hand-written Fortran bodies,
 //!   the pass-on shells, and the Fortran refusals.
@@ -28,10 +31,12 @@ mod fortran;
 mod large_count;
 #[path = "build/refused.rs"]
 mod refused;
+#[path = "build/shells.rs"]
+mod shells;
 #[path = "build/table.rs"]
 mod table;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::env;
 use std::fs;
 use std::path::PathBuf;
@@ -80,6 +85,7 @@ fn main() {
     let mut c_large = String::from(GENERATED);
     let mut bodies = String::from(GENERATED);
     let mut fortran = String::from(GENERATED);
+    let mut c_shells: BTreeMap<String, String> = BTreeMap::new();
     let mut seen = BTreeSet::new();
     for cap in proto.captures_iter(&header) {
         let (name, params) = (&cap[1], cap[2].trim());
@@ -101,8 +107,15 @@ fn main() {
             }
             Class::Bridge { body } => {
                 if let Some(small) = name.strip_suffix("_c") {
-                    large_count::shell(&mut c_large, &p, body, small);
+                    let own = table.get(small).is_none_or(|l| l.own);
+                    large_count::shell(&mut c_large, &p, body, small, own);
                 } else {
+                    if !line.own {
+                        let out = c_shells
+                            .entry(body.clone())
+                            .or_insert_with(|| String::from(GENERATED));
+                        shells::shell(out, &p, body);
+                    }
                     bodies.push_str(&format!(
                         "const _: *const () = crate::{body}::{name} as *const ();\n"
                     ));
@@ -124,5 +137,9 @@ fn main() {
         ("fortran.rs", fortran),
     ] {
         fs::write(out.join(file), text).unwrap_or_else(|e| panic!("write {file}: {e}"));
+    }
+    for (module, text) in c_shells {
+        let file = format!("shells_{module}.rs");
+        fs::write(out.join(&file), text).unwrap_or_else(|e| panic!("write {file}: {e}"));
     }
 }

@@ -5,26 +5,12 @@
 
 use std::fmt::Write as _;
 
+use crate::shells::rust_type;
 use crate::table::Prototype;
 
-/// The Rust type of a C parameter type of the point-to-point calls.
-fn rust_type(name: &str, c: &str) -> &'static str {
-    match c {
-        "const void*" => "*const c_void",
-        "void*" => "*mut c_void",
-        "int" => "c_int",
-        "MPI_Count" => "ffi::MPI_Count",
-        "MPI_Datatype" => "MPI_Datatype",
-        "MPI_Comm" => "MPI_Comm",
-        "MPI_Request*" => "*mut MPI_Request",
-        "MPI_Status*" => "*mut MPI_Status",
-        "MPI_Message*" => "*mut ffi::MPI_Message",
-        other => panic!("{name}: no Rust type for the C type {other:?} (build/large_count.rs)"),
-    }
-}
-
-/// The shell of `p` (`MPI_X_c`), calling `crate::<body>::<small>`.
-pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str) {
+/// The shell of `p` (`MPI_X_c`), calling the body `crate::<body>::x` of
+/// `small` (`MPI_X`), or `MPI_X` itself where that is the module's `own`.
+pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool) {
     let name = &p.name;
     let params: Vec<String> = p
         .params
@@ -39,7 +25,11 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str) {
         .filter(|(t, _)| t == "MPI_Count")
         .map(|(_, n)| n.as_str())
         .collect();
-    let (ours, convert) = if let Some(&c) = p.comms.first() {
+    let short = small.to_lowercase();
+    let short = short.trim_start_matches("mpi_");
+    // How the call is told to be Isthmus's (`let` or `if` head), how its
+    // counts become ints, and what it calls then.
+    let (dispatch, convert, call) = if let Some(&c) = p.comms.first() {
         let comm = &p.params[c].1;
         let convert: String = counts
             .iter()
@@ -50,7 +40,16 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str) {
                 )
             })
             .collect();
-        (format!("bridge_comm({comm}).is_none()"), convert)
+        let call = if own {
+            format!("crate::{body}::{small}({args})")
+        } else {
+            format!("crate::{body}::{short}(&bc, {args})")
+        };
+        (
+            format!("let Some(bc) = bridge_comm({comm}) else"),
+            convert,
+            call,
+        )
     } else if p
         .params
         .iter()
@@ -64,15 +63,17 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str) {
             .collect();
         (
             format!(
-                "message.is_null() || {{\n        \
+                "if message.is_null() || {{\n        \
                  // SAFETY: the program's message handle.\n        \
                  !crate::{body}::is_taken(unsafe {{ *message }})\n    }}"
             ),
             convert,
+            format!("crate::{body}::{small}({args})"),
         )
     } else {
         panic!("{name}: a large-count bridge call needs a communicator or a message");
     };
+    let end = if dispatch.starts_with("let") { ";" } else { "" };
     let _ = writeln!(
         out,
         "/// `{name}`: `{small}` with a count that fits an `int` on an Isthmus\n\
@@ -80,11 +81,11 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str) {
          ///\n/// # Safety\n/// As `{name}`.\n\
          #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
          pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
-         if {ours} {{\n        \
+         {dispatch} {{\n        \
          // SAFETY: the program's arguments, passed on.\n        \
-         return unsafe {{ ffi::P{name}({args}) }};\n    }}\n\
+         return unsafe {{ ffi::P{name}({args}) }};\n    }}{end}\n\
          {convert}    \
          // SAFETY: the program's arguments, the counts as ints.\n    \
-         unsafe {{ crate::{body}::{small}({args}) }}\n}}\n"
+         unsafe {{ {call} }}\n}}\n"
     );
 }

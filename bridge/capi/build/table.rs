@@ -28,6 +28,10 @@ pub struct Fortran {
 
 pub struct Line {
     pub class: Class,
+    /// A `bridge` call whose module defines `MPI_X` itself (its own
+    /// dispatch: requests, messages, ports, ...); otherwise build.rs
+    /// generates `MPI_X` around the body `x`.
+    pub own: bool,
     pub fortran: Fortran,
 }
 
@@ -55,8 +59,10 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Line>, String> {
             other => return Err(format!("{name}: unknown class {other:?}")),
         };
         let mut fortran = Fortran::default();
+        let mut own = false;
         for w in words {
             match w {
+                "own" => own = true,
                 "ompi" => fortran.ompi = true,
                 "pmpi" => fortran.pmpi = true,
                 "f08" => fortran.f08 = true,
@@ -65,14 +71,18 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Line>, String> {
             }
         }
         if !matches!(class, Class::Bridge { .. })
-            && (fortran.ompi || fortran.pmpi || fortran.f08 || fortran.refused)
+            && (own || fortran.ompi || fortran.pmpi || fortran.f08 || fortran.refused)
         {
-            return Err(format!("{name}: only bridge calls list Fortran names"));
+            return Err(format!(
+                "{name}: only bridge calls list `own` or Fortran names"
+            ));
         }
-        if lines
-            .insert(name.to_string(), Line { class, fortran })
-            .is_some()
-        {
+        let line = Line {
+            class,
+            own,
+            fortran,
+        };
+        if lines.insert(name.to_string(), line).is_some() {
             return Err(format!("{name} is listed twice"));
         }
     }

@@ -1,5 +1,8 @@
 //! MPI's point-to-point calls, interposed: over the bridge on a bridge
-//! communicator, straight to `PMPI_*` on any other.
+//! communicator, straight to `PMPI_*` on any other. The C entry points
+//! that dispatch on the communicator are generated from `mpi-functions.txt`
+//! (included at the end); this module holds their bodies (`send`, `recv`,
+//! …), and the matched-message calls, which dispatch on the message.
 //!
 //! Data of any datatype (derived ones too) is encoded by the bridge's
 //! datatype layer from the user's buffer, with its type signature; a
@@ -19,7 +22,7 @@ use crate::mpi_glue::{
     Outcome,
 };
 use crate::requests::{self, Op};
-use crate::state::{bridge_comm, BridgeComm};
+use crate::state::BridgeComm;
 
 fn peer(dest: c_int, ic: &InterComm) -> Result<u32, BridgeError> {
     u32::try_from(dest).map_err(|_| {
@@ -43,9 +46,11 @@ enum Mode {
     Buffered,
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Send`.
-unsafe fn send(
+unsafe fn send_mode(
     bc: &BridgeComm,
     mode: Mode,
     buf: *const c_void,
@@ -71,10 +76,12 @@ unsafe fn send(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Isend`.
 #[allow(clippy::too_many_arguments)] // MPI_Isend's own six, plus the call's identity
-unsafe fn isend(
+unsafe fn isend_mode(
     bc: &BridgeComm,
     comm: MPI_Comm,
     mode: Mode,
@@ -105,9 +112,11 @@ unsafe fn isend(
     requests::start(Op::Send(r), comm, call)
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Recv`.
-unsafe fn recv(
+unsafe fn recv_on(
     bc: &BridgeComm,
     buf: *mut c_void,
     count: c_int,
@@ -157,12 +166,15 @@ fn out_request(r: Result<MPI_Request, c_int>, request: *mut MPI_Request) -> c_in
     }
 }
 
+/// The body of a blocking send (see the module).
 macro_rules! blocking_send {
-    ($name:ident, $pmpi:ident, $mode:expr) => {
+    ($body:ident, $name:literal, $mode:expr) => {
+        #[doc = concat!("`", $name, "` on an Isthmus communicator.")]
+        ///
         /// # Safety
-        /// As the MPI function of the same name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
+        /// As the MPI function.
+        pub(crate) unsafe fn $body(
+            bc: &BridgeComm,
             buf: *const c_void,
             count: c_int,
             datatype: MPI_Datatype,
@@ -170,29 +182,28 @@ macro_rules! blocking_send {
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
-            match bridge_comm(comm) {
-                // SAFETY: the program's arguments, passed on.
-                None => unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm) },
-                Some(bc) => done(comm, stringify!($name), unsafe {
-                    // SAFETY: as for MPI_Send.
-                    send(&bc, $mode, buf, count, datatype, dest, tag)
-                }),
-            }
+            // SAFETY: as for MPI_Send.
+            let r = unsafe { send_mode(bc, $mode, buf, count, datatype, dest, tag) };
+            done(comm, $name, r)
         }
     };
 }
 
-blocking_send!(MPI_Send, PMPI_Send, Mode::Standard);
-blocking_send!(MPI_Ssend, PMPI_Ssend, Mode::Synchronous);
-blocking_send!(MPI_Rsend, PMPI_Rsend, Mode::Standard);
-blocking_send!(MPI_Bsend, PMPI_Bsend, Mode::Buffered);
+blocking_send!(send, "MPI_Send", Mode::Standard);
+blocking_send!(ssend, "MPI_Ssend", Mode::Synchronous);
+blocking_send!(rsend, "MPI_Rsend", Mode::Standard);
+blocking_send!(bsend, "MPI_Bsend", Mode::Buffered);
 
+/// The body of a nonblocking send (see the module).
 macro_rules! nonblocking_send {
-    ($name:ident, $pmpi:ident, $mode:expr) => {
+    ($body:ident, $name:literal, $mode:expr) => {
+        #[doc = concat!("`", $name, "` on an Isthmus communicator.")]
+        ///
         /// # Safety
-        /// As the MPI function of the same name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
+        /// As the MPI function.
+        #[allow(clippy::too_many_arguments)] // MPI's own
+        pub(crate) unsafe fn $body(
+            bc: &BridgeComm,
             buf: *const c_void,
             count: c_int,
             datatype: MPI_Datatype,
@@ -201,40 +212,25 @@ macro_rules! nonblocking_send {
             comm: MPI_Comm,
             request: *mut MPI_Request,
         ) -> c_int {
-            match bridge_comm(comm) {
-                // SAFETY: the program's arguments, passed on.
-                None => unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm, request) },
-                Some(bc) => out_request(
-                    // SAFETY: as for MPI_Isend.
-                    unsafe {
-                        isend(
-                            &bc,
-                            comm,
-                            $mode,
-                            stringify!($name),
-                            buf,
-                            count,
-                            datatype,
-                            dest,
-                            tag,
-                        )
-                    },
-                    request,
-                ),
-            }
+            // SAFETY: as for MPI_Isend.
+            let r = unsafe { isend_mode(bc, comm, $mode, $name, buf, count, datatype, dest, tag) };
+            out_request(r, request)
         }
     };
 }
 
-nonblocking_send!(MPI_Isend, PMPI_Isend, Mode::Standard);
-nonblocking_send!(MPI_Issend, PMPI_Issend, Mode::Synchronous);
-nonblocking_send!(MPI_Irsend, PMPI_Irsend, Mode::Standard);
-nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, Mode::Buffered);
+nonblocking_send!(isend, "MPI_Isend", Mode::Standard);
+nonblocking_send!(issend, "MPI_Issend", Mode::Synchronous);
+nonblocking_send!(irsend, "MPI_Irsend", Mode::Standard);
+nonblocking_send!(ibsend, "MPI_Ibsend", Mode::Buffered);
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Recv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Recv(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn recv(
+    bc: &Arc<BridgeComm>,
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -243,12 +239,8 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
-    };
     // SAFETY: as for MPI_Recv.
-    match unsafe { recv(&bc, buf, count, datatype, source, tag) } {
+    match unsafe { recv_on(bc, buf, count, datatype, source, tag) } {
         Ok(o) => {
             // SAFETY: the program's status (or ignore).
             unsafe { fill_status(status, &o) };
@@ -258,10 +250,13 @@ pub unsafe extern "C" fn MPI_Recv(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Irecv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Irecv(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn irecv(
+    bc: &Arc<BridgeComm>,
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -270,15 +265,11 @@ pub unsafe extern "C" fn MPI_Irecv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Irecv(buf, count, datatype, source, tag, comm, request) };
-    };
-    let r = irecv(&bc, comm, buf, count, datatype, source, tag);
+    let r = irecv_on(bc, comm, buf, count, datatype, source, tag);
     out_request(r, request)
 }
 
-fn irecv(
+fn irecv_on(
     bc: &Arc<BridgeComm>,
     comm: MPI_Comm,
     buf: *mut c_void,
@@ -311,10 +302,13 @@ fn irecv(
     )
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Sendrecv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn sendrecv(
+    bc: &Arc<BridgeComm>,
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: MPI_Datatype,
@@ -328,19 +322,10 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe {
-            ffi::PMPI_Sendrecv(
-                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                recvtag, comm, status,
-            )
-        };
-    };
     // SAFETY: the send buffer holds sendcount elements (MPI_Sendrecv's contract).
     match unsafe {
-        sendrecv(
-            &bc, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+        sendrecv_on(
+            bc, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
             recvtag,
         )
     } {
@@ -353,10 +338,12 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Sendrecv`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn sendrecv(
+unsafe fn sendrecv_on(
     bc: &BridgeComm,
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -384,17 +371,20 @@ unsafe fn sendrecv(
         )
     };
     // SAFETY: forwarded.
-    let got = unsafe { recv(bc, recvbuf, recvcount, recvtype, source, recvtag) };
+    let got = unsafe { recv_on(bc, recvbuf, recvcount, recvtype, source, recvtag) };
     if let Some(s) = sent {
         s.wait()?;
     }
     got
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Sendrecv_replace`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv_replace(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn sendrecv_replace(
+    bc: &Arc<BridgeComm>,
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -405,19 +395,11 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe {
-            ffi::PMPI_Sendrecv_replace(
-                buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
-            )
-        };
-    };
     // SAFETY: `buf` holds `count` elements both ways (the call's contract);
     // the send copies it before the receive writes.
     match unsafe {
-        sendrecv(
-            &bc, buf, count, datatype, dest, sendtag, buf, count, datatype, source, recvtag,
+        sendrecv_on(
+            bc, buf, count, datatype, dest, sendtag, buf, count, datatype, source, recvtag,
         )
     } {
         Ok(o) => {
@@ -433,19 +415,18 @@ fn probed(st: &Status) -> Outcome {
     Outcome::received(st, i64::try_from(st.bytes).unwrap_or(i64::MAX))
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Probe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Probe(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn probe(
+    bc: &Arc<BridgeComm>,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Probe(source, tag, comm, status) };
-    };
     let r = if source == proc_null() {
         Ok(Outcome::empty())
     } else {
@@ -461,20 +442,19 @@ pub unsafe extern "C" fn MPI_Probe(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Iprobe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iprobe(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn iprobe(
+    bc: &Arc<BridgeComm>,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Iprobe(source, tag, comm, flag, status) };
-    };
     let r = if source == proc_null() {
         Ok(Some(Outcome::empty()))
     } else {
@@ -577,20 +557,19 @@ fn message_null() -> ffi::MPI_Message {
     unsafe { ffi::RSMPI_MESSAGE_NULL }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Mprobe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Mprobe(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn mprobe(
+    bc: &Arc<BridgeComm>,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
     message: *mut ffi::MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Mprobe(source, tag, comm, message, status) };
-    };
     if source == proc_null() {
         // SAFETY: the program's out-pointers.
         unsafe {
@@ -601,7 +580,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     }
     let r = self::source(source)
         .and_then(|s| bc.inter.probe(s, tag_of(tag)))
-        .and_then(|st| take(&bc, comm, &st).map(|m| (m, st)));
+        .and_then(|st| take(bc, comm, &st).map(|m| (m, st)));
     match r {
         Ok((m, st)) => {
             // SAFETY: the program's out-pointers.
@@ -615,10 +594,13 @@ pub unsafe extern "C" fn MPI_Mprobe(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Improbe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Improbe(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn improbe(
+    bc: &Arc<BridgeComm>,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
@@ -626,10 +608,6 @@ pub unsafe extern "C" fn MPI_Improbe(
     message: *mut ffi::MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Improbe(source, tag, comm, flag, message, status) };
-    };
     if source == proc_null() {
         // SAFETY: the program's out-pointers.
         unsafe {
@@ -642,7 +620,7 @@ pub unsafe extern "C" fn MPI_Improbe(
     let r = self::source(source)
         .and_then(|s| bc.inter.iprobe(s, tag_of(tag)))
         .and_then(|found| match found {
-            Some(st) => take(&bc, comm, &st).map(|m| Some((m, st))),
+            Some(st) => take(bc, comm, &st).map(|m| Some((m, st))),
             None => Ok(None),
         });
     match r {
@@ -661,6 +639,8 @@ pub unsafe extern "C" fn MPI_Improbe(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Mrecv`.
 #[no_mangle]
@@ -697,6 +677,8 @@ pub unsafe extern "C" fn MPI_Mrecv(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Imrecv`.
 #[no_mangle]
@@ -726,3 +708,5 @@ pub unsafe extern "C" fn MPI_Imrecv(
     };
     out_request(requests::start(op, t.comm, "MPI_Imrecv"), request)
 }
+
+include!(concat!(env!("OUT_DIR"), "/shells_pt2pt.rs"));

@@ -2,7 +2,7 @@
 //! what a send encodes from the user's buffer, what a receive may take and
 //! how it decodes into the user's buffer, for point-to-point and requests
 //! alike (and the collectives to come). The description of an MPI datatype
-//! is [`info`]'s.
+//! is `info`'s.
 
 mod info;
 

@@ -14,13 +14,13 @@
 //! names too. Which names, and whether a call is carried or refused, is
 //! `mpi-functions.txt`; build.rs generates every entry point from it
 //! (`$OUT_DIR/fortran.rs`, included here): the shells around the
-//! hand-written bodies of the carried calls ([`ompi`]: Open MPI's Fortran
-//! handles and statuses; [`mpich_f08`]: MPICH's `use mpi_f08`, C statuses),
+//! hand-written bodies of the carried calls (`ompi`: Open MPI's Fortran
+//! handles and statuses; `mpich_f08`: MPICH's `use mpi_f08`, C statuses),
 //! the refusals, and the names that pass the call on to the MPI library's
 //! own definition (`dlsym(RTLD_NEXT)`). The implementation is told apart at
 //! run time by Open MPI's `ompi_mpi_comm_world`. The bodies convert the
 //! Fortran handles, statuses and `MPI_BOTTOM` as the implementation's own
-//! binding does ([`convert`]) and call this library's C entry point, which
+//! binding does (`convert`) and call this library's C entry point, which
 //! goes over the bridge on an Isthmus communicator and to `PMPI_*` on any
 //! other.
 

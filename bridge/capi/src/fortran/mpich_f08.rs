@@ -7,7 +7,7 @@
 //! statuses are C statuses (MPICH's `type(MPI_Status)` is `bind(C)` with
 //! the C layout), a handle's `MPI_VAL` is the C handle, an absent `ierror`
 //! is a null pointer. Under Open MPI the shells pass the call on to Open
-//! MPI's own (which calls its `ompi_*_f`, interposed with [`super::ompi`]).
+//! MPI's own (which calls its `ompi_*_f`, interposed with `super::ompi`).
 
 use std::ffi::c_int;
 use std::sync::OnceLock;
