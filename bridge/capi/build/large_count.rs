@@ -5,20 +5,14 @@
 
 use std::fmt::Write as _;
 
-use crate::shells::rust_type;
+use crate::shells::typed;
 use crate::table::Prototype;
 
 /// The shell of `p` (`MPI_X_c`), calling the body `crate::<body>::x` of
 /// `small` (`MPI_X`), or `MPI_X` itself where that is the module's `own`.
 pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool) {
     let name = &p.name;
-    let params: Vec<String> = p
-        .params
-        .iter()
-        .map(|(t, n)| format!("{n}: {}", rust_type(name, t)))
-        .collect();
-    let args: Vec<&str> = p.params.iter().map(|(_, n)| n.as_str()).collect();
-    let (params, args) = (params.join(", "), args.join(", "));
+    let (params, args) = typed(p);
     let counts: Vec<&str> = p
         .params
         .iter()

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use crate::table::Prototype;
 
 /// The Rust type of a C parameter type of the calls with shells.
-pub fn rust_type(name: &str, c: &str) -> &'static str {
+fn rust_type(name: &str, c: &str) -> &'static str {
     match c {
         "const void*" => "*const c_void",
         "void*" => "*mut c_void",
@@ -28,6 +28,17 @@ pub fn rust_type(name: &str, c: &str) -> &'static str {
     }
 }
 
+/// `p`'s parameter list in Rust and its argument list, for a typed shell.
+pub fn typed(p: &Prototype) -> (String, String) {
+    let params: Vec<String> = p
+        .params
+        .iter()
+        .map(|(t, n)| format!("{n}: {}", rust_type(&p.name, t)))
+        .collect();
+    let args: Vec<&str> = p.params.iter().map(|(_, n)| n.as_str()).collect();
+    (params.join(", "), args.join(", "))
+}
+
 /// The shell of `p`, whose body is in `module`.
 pub fn shell(out: &mut String, p: &Prototype, module: &str) {
     let name = &p.name;
@@ -35,13 +46,7 @@ pub fn shell(out: &mut String, p: &Prototype, module: &str) {
         panic!("{name}: a generated C shell needs exactly one communicator (or `own` in mpi-functions.txt)");
     };
     let comm = &p.params[c].1;
-    let params: Vec<String> = p
-        .params
-        .iter()
-        .map(|(t, n)| format!("{n}: {}", rust_type(name, t)))
-        .collect();
-    let args: Vec<&str> = p.params.iter().map(|(_, n)| n.as_str()).collect();
-    let (params, args) = (params.join(", "), args.join(", "));
+    let (params, args) = typed(p);
     let short = p.short();
     let _ = writeln!(
         out,
