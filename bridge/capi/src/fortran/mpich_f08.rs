@@ -14,8 +14,14 @@ use std::sync::OnceLock;
 
 use super::convert::*;
 use super::Fint;
-use crate::mpi_glue::{comm_null, status_ignore, statuses_ignore, MPI_Status};
+use crate::mpi_glue::{status_ignore, statuses_ignore, MPI_Status};
 use crate::{comms, pt2pt, requests};
+
+// The calls without a status whose Fortran arguments are integers in both
+// bindings have one body, Open MPI's. (MPICH's `use mpi_f08` MPI_Finalize
+// goes to the internal PMPIR_Finalize past the C one: interposed so that
+// completed sends are delivered first.)
+pub(super) use super::ompi::{cancel, comm_disconnect, comm_dup, comm_free, finalize};
 
 /// Addresses of MPICH's `use mpi_f08` status sentinels.
 struct F08Sentinels {
@@ -329,17 +335,6 @@ pub(super) unsafe fn request_free(request: *mut Fint) -> c_int {
     rc
 }
 
-/// `MPI_Cancel` for MPICH's `use mpi_f08`.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn cancel(request: *const Fint) -> c_int {
-    // SAFETY: Fortran passes the request by reference.
-    let mut r = request_f2c(unsafe { int!(request) });
-    // SAFETY: our request copy.
-    unsafe { requests::MPI_Cancel(&mut r) }
-}
-
 /// `MPI_Probe` for MPICH's `use mpi_f08`.
 ///
 /// # Safety
@@ -430,63 +425,5 @@ pub(super) unsafe fn comm_compare(
         unsafe { comms::MPI_Comm_compare(comm_f2c(int!(comm1)), comm_f2c(int!(comm2)), &mut r) };
     // SAFETY: the program's integer.
     unsafe { put(result, r) };
-    rc
-}
-
-/// `MPI_Comm_dup` for MPICH's `use mpi_f08`.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn comm_dup(comm: *const Fint, newcomm: *mut Fint) -> c_int {
-    let mut c = comm_null();
-    // SAFETY: Fortran passes the handle by reference; our out-handle.
-    let rc = unsafe { comms::MPI_Comm_dup(comm_f2c(int!(comm)), &mut c) };
-    if rc == 0 {
-        // SAFETY: the program's handle.
-        unsafe { put(newcomm, comm_c2f(c)) };
-    }
-    rc
-}
-
-/// `MPI_Comm_free` for MPICH's `use mpi_f08`.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn comm_free(comm: *mut Fint) -> c_int {
-    // SAFETY: Fortran passes the handle by reference.
-    let mut c = comm_f2c(unsafe { int!(comm) });
-    // SAFETY: our handle copy.
-    let rc = unsafe { comms::MPI_Comm_free(&mut c) };
-    if rc == 0 {
-        // SAFETY: the program's handle.
-        unsafe { put(comm, comm_c2f(c)) };
-    }
-    rc
-}
-
-// MPICH's `use mpi_f08` MPI_Finalize goes to the internal PMPIR_Finalize,
-// past the C one: interposed so that completed sends are delivered first.
-/// `MPI_Finalize` for MPICH's `use mpi_f08`.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn finalize() -> c_int {
-    // SAFETY: the program's call, passed on to this library's own.
-    unsafe { crate::finalize::MPI_Finalize() }
-}
-
-/// `MPI_Comm_disconnect` for MPICH's `use mpi_f08`.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn comm_disconnect(comm: *mut Fint) -> c_int {
-    // SAFETY: Fortran passes the handle by reference.
-    let mut c = comm_f2c(unsafe { int!(comm) });
-    // SAFETY: our handle copy.
-    let rc = unsafe { comms::MPI_Comm_disconnect(&mut c) };
-    if rc == 0 {
-        // SAFETY: the program's handle.
-        unsafe { put(comm, comm_c2f(c)) };
-    }
     rc
 }
