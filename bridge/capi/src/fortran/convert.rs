@@ -9,9 +9,11 @@ use std::sync::OnceLock;
 
 use mpi::ffi;
 
-use super::Fint;
 use crate::errors::{self, Class};
 use crate::mpi_glue::{status_ignore, MPI_Comm, MPI_Request, MPI_Status};
+
+/// A Fortran `INTEGER` (MPI's `MPI_Fint`).
+pub type Fint = c_int;
 
 /// Integers in a Fortran status (`MPI_STATUS_SIZE`): Open MPI's Fortran
 /// status is its C status seen as integers.

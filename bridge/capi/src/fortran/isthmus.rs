@@ -15,8 +15,7 @@ use std::ffi::{c_char, c_int, CString};
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use super::convert::{comm_c2f, comm_f2c, get, put};
-use super::Fint;
+use super::convert::{comm_c2f, comm_f2c, get, put, Fint};
 use crate::api;
 use crate::errors;
 use crate::mpi_glue::comm_null;

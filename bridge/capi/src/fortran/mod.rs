@@ -30,14 +30,13 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::sync::OnceLock;
 
 use crate::errors;
 use crate::mpi_glue::MPI_Comm;
 
-/// A Fortran `INTEGER` (MPI's `MPI_Fint`).
-pub type Fint = c_int;
+pub use convert::Fint;
 
 /// A Fortran argument as the generated entry points see it: a reference
 /// whose type the body gives.

@@ -13,7 +13,6 @@ use std::ffi::c_int;
 use std::sync::OnceLock;
 
 use super::convert::*;
-use super::Fint;
 use crate::mpi_glue::{status_ignore, statuses_ignore, MPI_Status};
 use crate::{comms, pt2pt, requests};
 

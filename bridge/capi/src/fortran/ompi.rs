@@ -7,7 +7,6 @@
 use std::ffi::{c_int, c_void};
 
 use super::convert::*;
-use super::Fint;
 use crate::mpi_glue::{comm_null, status_ignore, statuses_ignore};
 use crate::{comms, pt2pt, requests};
 
