@@ -9,20 +9,19 @@
 //! which `use mpi_f08` calls) go to `PMPI_Send` directly, past the C
 //! `MPI_Send` this library defines; so do MPICH's `use mpi_f08` bindings of
 //! the calls without a buffer (`mpi_wait_f08_` → `PMPI_Wait`), while its
-//! `mpif.h`/`use mpi` ones call the C `MPI_*` (see
-//! shared/design/pmpi-facts.md). So this library defines those Fortran
+//! `mpif.h`/`use mpi` ones call the C `MPI_*` (see ARCHITECTURE.md, "C and
+//! Fortran: PMPI interposition"). So this library defines those Fortran
 //! names too. Which names, and whether a call is carried or refused, is
 //! `mpi-functions.txt`; build.rs generates every entry point from it
-//! (`$OUT_DIR/fortran.rs`, included here): the shells around the
-//! hand-written bodies of the carried calls (`ompi`: Open MPI's Fortran
-//! handles and statuses; `mpich_f08`: MPICH's `use mpi_f08`, C statuses),
-//! the refusals, and the names that pass the call on to the MPI library's
-//! own definition (`dlsym(RTLD_NEXT)`). The implementation is told apart at
-//! run time by Open MPI's `ompi_mpi_comm_world`. The bodies convert the
-//! Fortran handles, statuses and `MPI_BOTTOM` as the implementation's own
-//! binding does (`convert`) and call this library's C entry point, which
-//! goes over the bridge on an Isthmus communicator and to `PMPI_*` on any
-//! other.
+//! (`$OUT_DIR/fortran.rs`, included here): the shells around the hand-
+//! written bodies of the carried calls (`ompi`: Open MPI's Fortran handles
+//! and statuses; `mpich_f08`: MPICH's `use mpi_f08`, C statuses), the
+//! refusals, and the names that pass the call on to the MPI library's own
+//! definition (`dlsym(RTLD_NEXT)`). The implementation is told apart at run
+//! time by Open MPI's `ompi_mpi_comm_world`. The bodies convert the Fortran
+//! handles, statuses and `MPI_BOTTOM` as the implementation's own binding
+//! does (`convert`) and call this library's C entry point, which goes over
+//! the bridge on an Isthmus communicator and to `PMPI_*` on any other.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![cfg_attr(
