@@ -530,7 +530,7 @@ fn take(bc: &BridgeComm, comm: MPI_Comm, st: &Status) -> Result<ffi::MPI_Message
 }
 
 /// Whether `m` is a message `MPI_Mprobe`/`MPI_Improbe` took from the bridge.
-#[cfg_attr(not(isthmus_large_count), allow(dead_code))] // used by large_count.rs
+#[cfg_attr(not(isthmus_large_count), allow(dead_code))] // used by the large-count shells
 pub(crate) fn is_taken(m: ffi::MPI_Message) -> bool {
     TAKEN
         .lock()
