@@ -3,7 +3,10 @@
 //! `remote_size`, `compare`), and the ones that make or end one (`dup`,
 //! `idup`, `free`, `disconnect`). All others that take a communicator
 //! either work natively on the local handle (rank, size, group, attributes,
-//! names, error handlers) or are refused (`refused.c`).
+//! names, error handlers) or are refused (`refused`). The C entry points
+//! that dispatch on one communicator are generated from `mpi-functions.txt`
+//! (included at the end) around the bodies here; `compare`, `free` and
+//! `disconnect` dispatch themselves.
 
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;
@@ -15,30 +18,24 @@ use crate::mpi_glue::{MPI_Comm, MPI_Request, Outcome};
 use crate::requests;
 use crate::state::{add_comm, bridge_comm, remove_comm, BridgeComm};
 
+/// `MPI_Comm_test_inter` on an Isthmus communicator: an intercommunicator.
+///
 /// # Safety
 /// As `MPI_Comm_test_inter`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
-    if bridge_comm(comm).is_some() {
-        // SAFETY: the program's out-pointer.
-        unsafe { *flag = 1 };
-        return 0;
-    }
-    // SAFETY: the program's arguments, passed on.
-    unsafe { ffi::PMPI_Comm_test_inter(comm, flag) }
+pub(crate) unsafe fn comm_test_inter(_bc: &BridgeComm, _comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    // SAFETY: the program's out-pointer.
+    unsafe { *flag = 1 };
+    0
 }
 
+/// `MPI_Comm_remote_size` on an Isthmus communicator: the remote group's.
+///
 /// # Safety
 /// As `MPI_Comm_remote_size`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    if let Some(bc) = bridge_comm(comm) {
-        // SAFETY: the program's out-pointer.
-        unsafe { *size = c_int::try_from(bc.inter.remote_size()).unwrap_or(c_int::MAX) };
-        return 0;
-    }
-    // SAFETY: the program's arguments, passed on.
-    unsafe { ffi::PMPI_Comm_remote_size(comm, size) }
+pub(crate) unsafe fn comm_remote_size(bc: &BridgeComm, _comm: MPI_Comm, size: *mut c_int) -> c_int {
+    // SAFETY: the program's out-pointer.
+    unsafe { *size = c_int::try_from(bc.inter.remote_size()).unwrap_or(c_int::MAX) };
+    0
 }
 
 /// # Safety
@@ -104,15 +101,12 @@ fn dup(bc: &BridgeComm, comm: MPI_Comm, call: &'static str) -> Result<MPI_Comm, 
     }
 }
 
+/// `MPI_Comm_dup` on an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Comm_dup`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Comm_dup(comm, newcomm) };
-    };
-    match dup(&bc, comm, "MPI_Comm_dup") {
+pub(crate) unsafe fn comm_dup(bc: &BridgeComm, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    match dup(bc, comm, "MPI_Comm_dup") {
         Ok(c) => {
             // SAFETY: the program's out-pointer.
             unsafe { *newcomm = c };
@@ -122,20 +116,19 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) ->
     }
 }
 
+/// `MPI_Comm_dup_with_info` on an Isthmus communicator: as `MPI_Comm_dup`
+/// (the info is not used by the bridge).
+///
 /// # Safety
-/// As `MPI_Comm_dup_with_info` (the info is not used by the bridge).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_dup_with_info(
+/// As `MPI_Comm_dup_with_info`.
+pub(crate) unsafe fn comm_dup_with_info(
+    bc: &BridgeComm,
     comm: MPI_Comm,
-    info: ffi::MPI_Info,
+    _info: ffi::MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    if bridge_comm(comm).is_none() {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Comm_dup_with_info(comm, info, newcomm) };
-    }
     // SAFETY: forwarded.
-    unsafe { MPI_Comm_dup(comm, newcomm) }
+    unsafe { comm_dup(bc, comm, newcomm) }
 }
 
 /// `MPI_Comm_idup`: the duplicate is made at the call (the local part is a
@@ -144,17 +137,13 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
 ///
 /// # Safety
 /// As `MPI_Comm_idup`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_idup(
+pub(crate) unsafe fn comm_idup(
+    bc: &BridgeComm,
     comm: MPI_Comm,
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Comm_idup(comm, newcomm, request) };
-    };
-    let c = match dup(&bc, comm, "MPI_Comm_idup") {
+    let c = match dup(bc, comm, "MPI_Comm_idup") {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -197,3 +186,5 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
     // SAFETY: the program's argument, passed on.
     unsafe { ffi::PMPI_Comm_disconnect(comm) }
 }
+
+include!(concat!(env!("OUT_DIR"), "/shells_comms.rs"));

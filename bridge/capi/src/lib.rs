@@ -5,11 +5,23 @@
 //! - [`api`]: `Isthmus_Register`, `Isthmus_Leave`, `Isthmus_Intercomm_create`
 //!   (and its timeout and non-blocking forms), declared in `isthmus.h`.
 //! - The interposed MPI calls ([`pt2pt`], [`requests`], [`comms`],
-//!   [`finalize`] (delivers what was sent before MPI goes), and the
-//!   generated refusals of `refused.c`): the library defines `MPI_Send`,
-//!   `MPI_Wait`, … itself, as MPI's profiling interface allows. On a
-//!   communicator Isthmus created they go over the bridge; on any other they
-//!   pass straight to `PMPI_*` after one atomic load.
+//!   [`ports`], [`finalize`] (delivers what was sent before MPI goes), the
+//!   [`refused`] ones, their `large_count` and [`fortran`] forms): the
+//!   library defines `MPI_Send`, `MPI_Wait`, … itself, as MPI's profiling
+//!   interface allows. On a communicator Isthmus created they go over the
+//!   bridge; on any other they pass straight to `PMPI_*` after one atomic
+//!   load.
+//!
+//! **One table for the ABI.** Every MPI call the library touches is one
+//! line of `mpi-functions.txt`: its class (carried with a body, native, or
+//! refused), the module of its body, and its Fortran names. build.rs
+//! generates from it and each implementation's `mpi.h` the C shells, the
+//! large-count `_c` shells, every Fortran entry point (`ompi_x_f`, `mpi_x_`,
+//! `pmpi_x_`, `mpi_x_f08_`), the pass-on shells and every refusal, into
+//! `$OUT_DIR`; only the bodies are written by hand. Adding a call is a table
+//! line and a body `<module>::x(&bridge_comm, <the call's arguments>)` (and
+//! `fortran::ompi::x`/`fortran::mpich_f08::x` for the Fortran names it
+//! lists). Data goes through one [`datatype`] glue.
 //!
 //! A bridge communicator is a real MPI handle: a duplicate of the registered
 //! communicator (so rank, size, group, attributes, names, error handlers and
@@ -29,6 +41,7 @@
 
 pub mod api;
 pub mod comms;
+pub mod datatype;
 pub mod errors;
 pub mod finalize;
 pub mod fortran;
@@ -40,4 +53,6 @@ pub mod pt2pt;
 pub mod refused;
 pub mod requests;
 pub mod state;
-pub mod typeinfo;
+
+// Each `bridge` call of mpi-functions.txt has its body where the line says.
+include!(concat!(env!("OUT_DIR"), "/bodies.rs"));

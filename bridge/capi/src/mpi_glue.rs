@@ -124,11 +124,3 @@ pub unsafe fn fill_status(status: *mut MPI_Status, o: &Outcome) {
         ffi::PMPI_Status_set_cancelled(status, c_int::from(o.cancelled));
     }
 }
-
-/// `MPI_Type_size` of `dt`, or None for an invalid type.
-pub fn type_size(dt: MPI_Datatype) -> Option<i64> {
-    let mut size: ffi::MPI_Count = 0;
-    // SAFETY: PMPI_Type_size_x only reads the handle and writes `size`.
-    let rc = unsafe { ffi::PMPI_Type_size_x(dt, &mut size) };
-    (rc == 0).then_some(size as i64)
-}

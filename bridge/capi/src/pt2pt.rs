@@ -1,5 +1,8 @@
 //! MPI's point-to-point calls, interposed: over the bridge on a bridge
-//! communicator, straight to `PMPI_*` on any other.
+//! communicator, straight to `PMPI_*` on any other. The C entry points
+//! that dispatch on the communicator are generated from `mpi-functions.txt`
+//! (included at the end); this module holds their bodies (`send`, `recv`,
+//! …), and the matched-message calls, which dispatch on the message.
 //!
 //! Data of any datatype (derived ones too) is encoded by the bridge's
 //! datatype layer from the user's buffer, with its type signature; a
@@ -9,97 +12,17 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use isthmus_bridge::datatype::{
-    decode_raw_with, encode_raw_with, raw_to_native_in_place, Encoded, MatchRule, MessageSig,
-};
-use isthmus_bridge::{BridgeError, InterComm, Status, TypeSig, WireFormat};
+use isthmus_bridge::{BridgeError, InterComm, Status};
 use mpi::ffi;
 
+use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{
-    fill_status, proc_null, source_of, tag_of, type_size, MPI_Comm, MPI_Datatype, MPI_Request,
-    MPI_Status, Outcome,
+    fill_status, proc_null, source_of, tag_of, MPI_Comm, MPI_Datatype, MPI_Request, MPI_Status,
+    Outcome,
 };
 use crate::requests::{self, Op};
-use crate::state::{bridge_comm, BridgeComm};
-use crate::typeinfo::info_of;
-
-/// Encodes `count` elements of `dt` at `buf` for sending: the user's
-/// bytes themselves for a predefined type in this host's order, else a
-/// packed copy.
-///
-/// # Safety
-/// `buf` addresses `count` elements of `dt`, as for `MPI_Send`, and stays
-/// unchanged while the result lives.
-pub unsafe fn encode<'a>(
-    buf: *const c_void,
-    count: c_int,
-    dt: MPI_Datatype,
-) -> Result<(TypeSig, u64, Encoded<'a>), BridgeError> {
-    let n = usize::try_from(count)
-        .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
-    // MPI lets an empty message name any address (MPI_BOTTOM, NULL); the
-    // datatype layer makes a slice of it, which must not be null.
-    let buf = if n == 0 {
-        std::ptr::NonNull::<u64>::dangling().as_ptr() as *const c_void
-    } else {
-        buf
-    };
-    let info = info_of(dt)?;
-    // SAFETY: forwarded from this function's contract (for n = 0, a
-    // dangling aligned pointer no byte is read from).
-    let enc = unsafe { encode_raw_with(&info, dt, n, buf) }?;
-    let elem_size = enc.bytes.len().checked_div(n).unwrap_or(0);
-    let sig = TypeSig {
-        signature: enc.signature,
-        format: enc.format,
-        elem_size,
-    };
-    Ok((sig, n as u64, enc))
-}
-
-/// Bytes the largest message fitting `count` elements of `dt` can take on
-/// the wire, in either format a sender may choose.
-fn capacity_bytes(count: usize, dt: MPI_Datatype) -> Result<usize, BridgeError> {
-    let info = info_of(dt)?;
-    Ok([WireFormat::External32, WireFormat::native()]
-        .iter()
-        .filter_map(|f| info.payload_len(*f, count).ok())
-        .max()
-        .unwrap_or(0))
-}
-
-/// Checks a received message against the receive's type and count and
-/// decodes it into `buf`.
-///
-/// # Safety
-/// `buf` addresses `count` writable elements of `dt`, as for `MPI_Recv`.
-pub unsafe fn decode_received(
-    bytes: &[u8],
-    st: &Status,
-    buf: *mut c_void,
-    count: usize,
-    dt: MPI_Datatype,
-) -> Result<Outcome, BridgeError> {
-    let info = info_of(dt)?;
-    let sig = MessageSig {
-        signature: st.signature,
-        count: st.count,
-        root_signature: 0,
-        root_reps: 0,
-    };
-    let n = if st.count == 0 {
-        0
-    } else {
-        info.match_message(&sig, count, MatchRule::ExactElement)?
-    };
-    if n > 0 {
-        // SAFETY: forwarded from this function's contract; n <= count.
-        unsafe { decode_raw_with(&info, dt, st.format, bytes, n, buf) }?;
-    }
-    let size = type_size(dt).unwrap_or(0);
-    Ok(Outcome::received(st, size.saturating_mul(n as i64)))
-}
+use crate::state::BridgeComm;
 
 fn peer(dest: c_int, ic: &InterComm) -> Result<u32, BridgeError> {
     u32::try_from(dest).map_err(|_| {
@@ -123,9 +46,11 @@ enum Mode {
     Buffered,
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Send`.
-unsafe fn send(
+unsafe fn send_mode(
     bc: &BridgeComm,
     mode: Mode,
     buf: *const c_void,
@@ -139,7 +64,7 @@ unsafe fn send(
     }
     let to = peer(dest, &bc.inter)?;
     // SAFETY: forwarded.
-    let (sig, n, enc) = unsafe { encode(buf, count, dt) }?;
+    let (sig, n, enc) = unsafe { datatype::encode(buf, count, dt) }?;
     match mode {
         Mode::Standard => bc.inter.send_bytes(to, tag, &sig, n, &enc.bytes),
         Mode::Synchronous => bc.inter.ssend_bytes(to, tag, &sig, n, &enc.bytes),
@@ -151,10 +76,12 @@ unsafe fn send(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Isend`.
 #[allow(clippy::too_many_arguments)] // MPI_Isend's own six, plus the call's identity
-unsafe fn isend(
+unsafe fn isend_mode(
     bc: &BridgeComm,
     comm: MPI_Comm,
     mode: Mode,
@@ -171,7 +98,7 @@ unsafe fn isend(
     }
     let to = peer(dest, &bc.inter).map_err(fail)?;
     // SAFETY: forwarded.
-    let (sig, n, enc) = unsafe { encode(buf, count, dt) }.map_err(fail)?;
+    let (sig, n, enc) = unsafe { datatype::encode(buf, count, dt) }.map_err(fail)?;
     let r = match mode {
         // Owned: the bridge keeps it until the receiver matched.
         Mode::Synchronous => bc
@@ -185,9 +112,11 @@ unsafe fn isend(
     requests::start(Op::Send(r), comm, call)
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Recv`.
-unsafe fn recv(
+unsafe fn recv_on(
     bc: &BridgeComm,
     buf: *mut c_void,
     count: c_int,
@@ -200,37 +129,23 @@ unsafe fn recv(
     }
     let n = usize::try_from(count)
         .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
-    let info = info_of(dt)?;
-    if info.raw && n > 0 {
+    // SAFETY: the program's buffer, as for MPI_Recv.
+    if let Some(out) = unsafe { datatype::raw_target(buf, n, dt) }? {
         // A predefined type: received straight into the user's buffer
-        // (zero-copy when the receive is posted first), then put in this
-        // host's byte order.
-        let len = n.checked_mul(info.data_size_per_elem).ok_or_else(|| {
-            BridgeError::InvalidArgument(format!("count {count} overflows the buffer size"))
-        })?;
-        // SAFETY: the program's buffer holds `count` elements of a gapless
-        // type: `len` writable bytes, as for MPI_Recv.
-        let out = unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len) };
-        let st = bc
-            .inter
-            .recv_bytes_into(source(src)?, tag_of(tag), None, out)?;
-        if st.count > 0 && st.signature != info.signature {
-            return Err(BridgeError::TypeMismatch {
-                expected: info.signature,
-                actual: st.signature,
-                from_rank: st.source,
-                tag: st.tag,
-            });
-        }
-        let got = usize::try_from(st.bytes).unwrap_or(usize::MAX).min(len);
-        raw_to_native_in_place(&info, st.format, &mut out[..got])?;
-        return Ok(Outcome::received(&st, got as i64));
+        // (zero-copy when the receive is posted first).
+        return out.recv(|bytes| {
+            bc.inter
+                .recv_bytes_into(source(src)?, tag_of(tag), None, bytes)
+        });
     }
-    let (bytes, st) =
-        bc.inter
-            .recv_bytes(source(src)?, tag_of(tag), None, capacity_bytes(n, dt)?)?;
+    let (bytes, st) = bc.inter.recv_bytes(
+        source(src)?,
+        tag_of(tag),
+        None,
+        datatype::capacity_bytes(n, dt)?,
+    )?;
     // SAFETY: forwarded.
-    unsafe { decode_received(&bytes, &st, buf, n, dt) }
+    unsafe { datatype::decode_received(&bytes, &st, buf, n, dt) }
 }
 
 fn done(comm: MPI_Comm, call: &str, r: Result<(), BridgeError>) -> c_int {
@@ -251,12 +166,15 @@ fn out_request(r: Result<MPI_Request, c_int>, request: *mut MPI_Request) -> c_in
     }
 }
 
+/// The body of a blocking send (see the module).
 macro_rules! blocking_send {
-    ($name:ident, $pmpi:ident, $mode:expr) => {
+    ($body:ident, $name:literal, $mode:expr) => {
+        #[doc = concat!("`", $name, "` on an Isthmus communicator.")]
+        ///
         /// # Safety
-        /// As the MPI function of the same name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
+        /// As the MPI function.
+        pub(crate) unsafe fn $body(
+            bc: &BridgeComm,
             buf: *const c_void,
             count: c_int,
             datatype: MPI_Datatype,
@@ -264,29 +182,28 @@ macro_rules! blocking_send {
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
-            match bridge_comm(comm) {
-                // SAFETY: the program's arguments, passed on.
-                None => unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm) },
-                Some(bc) => done(comm, stringify!($name), unsafe {
-                    // SAFETY: as for MPI_Send.
-                    send(&bc, $mode, buf, count, datatype, dest, tag)
-                }),
-            }
+            // SAFETY: as for MPI_Send.
+            let r = unsafe { send_mode(bc, $mode, buf, count, datatype, dest, tag) };
+            done(comm, $name, r)
         }
     };
 }
 
-blocking_send!(MPI_Send, PMPI_Send, Mode::Standard);
-blocking_send!(MPI_Ssend, PMPI_Ssend, Mode::Synchronous);
-blocking_send!(MPI_Rsend, PMPI_Rsend, Mode::Standard);
-blocking_send!(MPI_Bsend, PMPI_Bsend, Mode::Buffered);
+blocking_send!(send, "MPI_Send", Mode::Standard);
+blocking_send!(ssend, "MPI_Ssend", Mode::Synchronous);
+blocking_send!(rsend, "MPI_Rsend", Mode::Standard);
+blocking_send!(bsend, "MPI_Bsend", Mode::Buffered);
 
+/// The body of a nonblocking send (see the module).
 macro_rules! nonblocking_send {
-    ($name:ident, $pmpi:ident, $mode:expr) => {
+    ($body:ident, $name:literal, $mode:expr) => {
+        #[doc = concat!("`", $name, "` on an Isthmus communicator.")]
+        ///
         /// # Safety
-        /// As the MPI function of the same name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
+        /// As the MPI function.
+        #[allow(clippy::too_many_arguments)] // MPI's own
+        pub(crate) unsafe fn $body(
+            bc: &BridgeComm,
             buf: *const c_void,
             count: c_int,
             datatype: MPI_Datatype,
@@ -295,40 +212,25 @@ macro_rules! nonblocking_send {
             comm: MPI_Comm,
             request: *mut MPI_Request,
         ) -> c_int {
-            match bridge_comm(comm) {
-                // SAFETY: the program's arguments, passed on.
-                None => unsafe { ffi::$pmpi(buf, count, datatype, dest, tag, comm, request) },
-                Some(bc) => out_request(
-                    // SAFETY: as for MPI_Isend.
-                    unsafe {
-                        isend(
-                            &bc,
-                            comm,
-                            $mode,
-                            stringify!($name),
-                            buf,
-                            count,
-                            datatype,
-                            dest,
-                            tag,
-                        )
-                    },
-                    request,
-                ),
-            }
+            // SAFETY: as for MPI_Isend.
+            let r = unsafe { isend_mode(bc, comm, $mode, $name, buf, count, datatype, dest, tag) };
+            out_request(r, request)
         }
     };
 }
 
-nonblocking_send!(MPI_Isend, PMPI_Isend, Mode::Standard);
-nonblocking_send!(MPI_Issend, PMPI_Issend, Mode::Synchronous);
-nonblocking_send!(MPI_Irsend, PMPI_Irsend, Mode::Standard);
-nonblocking_send!(MPI_Ibsend, PMPI_Ibsend, Mode::Buffered);
+nonblocking_send!(isend, "MPI_Isend", Mode::Standard);
+nonblocking_send!(issend, "MPI_Issend", Mode::Synchronous);
+nonblocking_send!(irsend, "MPI_Irsend", Mode::Standard);
+nonblocking_send!(ibsend, "MPI_Ibsend", Mode::Buffered);
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Recv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Recv(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn recv(
+    bc: &Arc<BridgeComm>,
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -337,12 +239,8 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
-    };
     // SAFETY: as for MPI_Recv.
-    match unsafe { recv(&bc, buf, count, datatype, source, tag) } {
+    match unsafe { recv_on(bc, buf, count, datatype, source, tag) } {
         Ok(o) => {
             // SAFETY: the program's status (or ignore).
             unsafe { fill_status(status, &o) };
@@ -352,10 +250,13 @@ pub unsafe extern "C" fn MPI_Recv(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Irecv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Irecv(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn irecv(
+    bc: &Arc<BridgeComm>,
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -364,15 +265,11 @@ pub unsafe extern "C" fn MPI_Irecv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Irecv(buf, count, datatype, source, tag, comm, request) };
-    };
-    let r = irecv(&bc, comm, buf, count, datatype, source, tag);
+    let r = irecv_on(bc, comm, buf, count, datatype, source, tag);
     out_request(r, request)
 }
 
-fn irecv(
+fn irecv_on(
     bc: &Arc<BridgeComm>,
     comm: MPI_Comm,
     buf: *mut c_void,
@@ -388,7 +285,7 @@ fn irecv(
     let n = usize::try_from(count)
         .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))
         .map_err(fail)?;
-    let max = capacity_bytes(n, dt).map_err(fail)?;
+    let max = datatype::capacity_bytes(n, dt).map_err(fail)?;
     let req = bc
         .inter
         .irecv_bytes(source(src).map_err(fail)?, tag_of(tag), None, max)
@@ -405,10 +302,13 @@ fn irecv(
     )
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Sendrecv`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn sendrecv(
+    bc: &Arc<BridgeComm>,
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: MPI_Datatype,
@@ -422,19 +322,10 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe {
-            ffi::PMPI_Sendrecv(
-                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                recvtag, comm, status,
-            )
-        };
-    };
     // SAFETY: the send buffer holds sendcount elements (MPI_Sendrecv's contract).
     match unsafe {
-        sendrecv(
-            &bc, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+        sendrecv_on(
+            bc, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
             recvtag,
         )
     } {
@@ -447,10 +338,12 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Sendrecv`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn sendrecv(
+unsafe fn sendrecv_on(
     bc: &BridgeComm,
     sendbuf: *const c_void,
     sendcount: c_int,
@@ -471,24 +364,27 @@ unsafe fn sendrecv(
     } else {
         let to = peer(dest, &bc.inter)?;
         // SAFETY: forwarded.
-        let (sig, n, enc) = unsafe { encode(sendbuf, sendcount, sendtype) }?;
+        let (sig, n, enc) = unsafe { datatype::encode(sendbuf, sendcount, sendtype) }?;
         Some(
             bc.inter
                 .isend_bytes(to, sendtag, &sig, n, enc.bytes.into_owned())?,
         )
     };
     // SAFETY: forwarded.
-    let got = unsafe { recv(bc, recvbuf, recvcount, recvtype, source, recvtag) };
+    let got = unsafe { recv_on(bc, recvbuf, recvcount, recvtype, source, recvtag) };
     if let Some(s) = sent {
         s.wait()?;
     }
     got
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Sendrecv_replace`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv_replace(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn sendrecv_replace(
+    bc: &Arc<BridgeComm>,
     buf: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -499,19 +395,11 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe {
-            ffi::PMPI_Sendrecv_replace(
-                buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
-            )
-        };
-    };
     // SAFETY: `buf` holds `count` elements both ways (the call's contract);
     // the send copies it before the receive writes.
     match unsafe {
-        sendrecv(
-            &bc, buf, count, datatype, dest, sendtag, buf, count, datatype, source, recvtag,
+        sendrecv_on(
+            bc, buf, count, datatype, dest, sendtag, buf, count, datatype, source, recvtag,
         )
     } {
         Ok(o) => {
@@ -527,19 +415,18 @@ fn probed(st: &Status) -> Outcome {
     Outcome::received(st, i64::try_from(st.bytes).unwrap_or(i64::MAX))
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Probe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Probe(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn probe(
+    bc: &Arc<BridgeComm>,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Probe(source, tag, comm, status) };
-    };
     let r = if source == proc_null() {
         Ok(Outcome::empty())
     } else {
@@ -555,20 +442,19 @@ pub unsafe extern "C" fn MPI_Probe(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Iprobe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Iprobe(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn iprobe(
+    bc: &Arc<BridgeComm>,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Iprobe(source, tag, comm, flag, status) };
-    };
     let r = if source == proc_null() {
         Ok(Some(Outcome::empty()))
     } else {
@@ -644,7 +530,7 @@ fn take(bc: &BridgeComm, comm: MPI_Comm, st: &Status) -> Result<ffi::MPI_Message
 }
 
 /// Whether `m` is a message `MPI_Mprobe`/`MPI_Improbe` took from the bridge.
-#[cfg_attr(not(isthmus_large_count), allow(dead_code))] // used by large_count.rs
+#[cfg_attr(not(isthmus_large_count), allow(dead_code))] // used by the large-count shells
 pub(crate) fn is_taken(m: ffi::MPI_Message) -> bool {
     TAKEN
         .lock()
@@ -671,20 +557,19 @@ fn message_null() -> ffi::MPI_Message {
     unsafe { ffi::RSMPI_MESSAGE_NULL }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Mprobe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Mprobe(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn mprobe(
+    bc: &Arc<BridgeComm>,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
     message: *mut ffi::MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Mprobe(source, tag, comm, message, status) };
-    };
     if source == proc_null() {
         // SAFETY: the program's out-pointers.
         unsafe {
@@ -695,7 +580,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     }
     let r = self::source(source)
         .and_then(|s| bc.inter.probe(s, tag_of(tag)))
-        .and_then(|st| take(&bc, comm, &st).map(|m| (m, st)));
+        .and_then(|st| take(bc, comm, &st).map(|m| (m, st)));
     match r {
         Ok((m, st)) => {
             // SAFETY: the program's out-pointers.
@@ -709,10 +594,13 @@ pub unsafe extern "C" fn MPI_Mprobe(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Improbe`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Improbe(
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn improbe(
+    bc: &Arc<BridgeComm>,
     source: c_int,
     tag: c_int,
     comm: MPI_Comm,
@@ -720,10 +608,6 @@ pub unsafe extern "C" fn MPI_Improbe(
     message: *mut ffi::MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(bc) = bridge_comm(comm) else {
-        // SAFETY: the program's arguments, passed on.
-        return unsafe { ffi::PMPI_Improbe(source, tag, comm, flag, message, status) };
-    };
     if source == proc_null() {
         // SAFETY: the program's out-pointers.
         unsafe {
@@ -736,7 +620,7 @@ pub unsafe extern "C" fn MPI_Improbe(
     let r = self::source(source)
         .and_then(|s| bc.inter.iprobe(s, tag_of(tag)))
         .and_then(|found| match found {
-            Some(st) => take(&bc, comm, &st).map(|m| Some((m, st))),
+            Some(st) => take(bc, comm, &st).map(|m| Some((m, st))),
             None => Ok(None),
         });
     match r {
@@ -755,6 +639,8 @@ pub unsafe extern "C" fn MPI_Improbe(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Mrecv`.
 #[no_mangle]
@@ -777,7 +663,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     let n = usize::try_from(count).unwrap_or(0);
     let r = t.req.wait().and_then(|(bytes, st)| {
         // SAFETY: `buf` holds `count` elements of `datatype` (MPI_Mrecv's contract).
-        unsafe { decode_received(&bytes, &st, buf, n, datatype) }
+        unsafe { datatype::decode_received(&bytes, &st, buf, n, datatype) }
     });
     // SAFETY: the program's out-pointer.
     unsafe { *message = message_null() };
@@ -791,6 +677,8 @@ pub unsafe extern "C" fn MPI_Mrecv(
     }
 }
 
+/// On an Isthmus communicator.
+///
 /// # Safety
 /// As `MPI_Imrecv`.
 #[no_mangle]
@@ -820,3 +708,5 @@ pub unsafe extern "C" fn MPI_Imrecv(
     };
     out_request(requests::start(op, t.comm, "MPI_Imrecv"), request)
 }
+
+include!(concat!(env!("OUT_DIR"), "/shells_pt2pt.rs"));

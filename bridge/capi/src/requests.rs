@@ -22,12 +22,12 @@ use std::time::Duration;
 use isthmus_bridge::{BridgeError, PendingInterComm, RecvRequest, SendRequest};
 use mpi::ffi;
 
+use crate::datatype::decode_received;
 use crate::errors;
 use crate::mpi_glue::{
     comm_null, fill_status, request_key, request_null, status_ignore, statuses_ignore, MPI_Comm,
     MPI_Datatype, MPI_Request, MPI_Status, Outcome,
 };
-use crate::pt2pt::decode_received;
 use crate::state::{self, BridgeComm};
 
 /// What a bridge request is doing.

@@ -6,7 +6,8 @@
 //! and prints "all checks passed" per rank.
 //!
 //! Open MPI's Fortran bindings call `PMPI_*` directly; these runs show
-//! that the interposed Fortran entry points (src/fortran.rs) carry them.
+//! that the interposed Fortran entry points (src/fortran/, generated from
+//! mpi-functions.txt) carry them.
 //! MPICH's `mpif.h`/`use mpi` bindings call the C `MPI_*` functions.
 
 mod common;
@@ -224,8 +225,9 @@ fn openmpi_fortran_with_mpich_fortran() {
 /// Calls Isthmus refuses (collectives, split, merge, persistent requests)
 /// made from Fortran on an Isthmus communicator return a refusal naming
 /// the call, and still work on ordinary communicators: Open MPI's `use
-/// mpi` (whose bindings call `PMPI_*`, refused in src/fortran.rs) against
-/// MPICH's (whose bindings call the C functions, refused in C).
+/// mpi` (whose bindings call `PMPI_*`, refused by the generated Fortran
+/// entry points) against MPICH's (whose bindings call the C functions,
+/// refused in C).
 #[test]
 fn fortran_refusals_openmpi_and_mpich() {
     let dir = TempDir::new("fortran");

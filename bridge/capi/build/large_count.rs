@@ -1,0 +1,85 @@
+//! The large-count shells (`MPI_Send_c`, …, MPI 4; MPICH 4 has them, Open
+//! MPI 4.1 does not): on an Isthmus communicator (or a message Isthmus
+//! probed) the count goes to the body of the ordinary form as an `int`;
+//! elsewhere the call goes to `PMPI_*_c`.
+
+use std::fmt::Write as _;
+
+use crate::shells::typed;
+use crate::table::Prototype;
+
+/// The shell of `p` (`MPI_X_c`), calling the body `crate::<body>::x` of
+/// `small` (`MPI_X`), or `MPI_X` itself where that is the module's `own`.
+pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool) {
+    let name = &p.name;
+    let (params, args) = typed(p);
+    let counts: Vec<&str> = p
+        .params
+        .iter()
+        .filter(|(t, _)| t == "MPI_Count")
+        .map(|(_, n)| n.as_str())
+        .collect();
+    let short = small.to_lowercase();
+    let short = short.trim_start_matches("mpi_");
+    // How the call is told to be Isthmus's (`let` or `if` head), how its
+    // counts become ints, and what it calls then.
+    let (dispatch, convert, call) = if let Some(&c) = p.comms.first() {
+        let comm = &p.params[c].1;
+        let convert: String = counts
+            .iter()
+            .map(|n| {
+                format!(
+                    "    let {n} = match small({n}, {comm}, \"{name}\") {{\n        \
+                     Ok(n) => n,\n        Err(code) => return code,\n    }};\n"
+                )
+            })
+            .collect();
+        let call = if own {
+            format!("crate::{body}::{small}({args})")
+        } else {
+            format!("crate::{body}::{short}(&bc, {args})")
+        };
+        (
+            format!("let Some(bc) = bridge_comm({comm}) else"),
+            convert,
+            call,
+        )
+    } else if p
+        .params
+        .iter()
+        .any(|(t, n)| t == "MPI_Message*" && n == "message")
+    {
+        // The count was checked against int when the message was probed on
+        // a bridge communicator; a larger one cannot be received whole anyway.
+        let convert: String = counts
+            .iter()
+            .map(|n| format!("    let {n} = c_int::try_from({n}).unwrap_or(c_int::MAX);\n"))
+            .collect();
+        (
+            format!(
+                "if message.is_null() || {{\n        \
+                 // SAFETY: the program's message handle.\n        \
+                 !crate::{body}::is_taken(unsafe {{ *message }})\n    }}"
+            ),
+            convert,
+            format!("crate::{body}::{small}({args})"),
+        )
+    } else {
+        panic!("{name}: a large-count bridge call needs a communicator or a message");
+    };
+    let end = if dispatch.starts_with("let") { ";" } else { "" };
+    let _ = writeln!(
+        out,
+        "/// `{name}`: `{small}` with a count that fits an `int` on an Isthmus\n\
+         /// communicator, `P{name}` elsewhere (generated from mpi-functions.txt).\n\
+         ///\n/// # Safety\n/// As `{name}`.\n\
+         #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
+         pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
+         {dispatch} {{\n        \
+         // SAFETY: the program's arguments, passed on.\n        \
+         return unsafe {{ ffi::P{name}({args}) }};\n    }}{end}\n\
+         {convert}    \
+         // SAFETY: the program's arguments, the counts as ints.\n    \
+         unsafe {{ {call} }}\n}}\n"
+    );
+}

@@ -1,0 +1,64 @@
+//! The C shells of the `bridge` calls that dispatch on their communicator:
+//! `MPI_X` passes the call to `PMPI_X` unless its communicator is an
+//! Isthmus one, and then calls the hand-written body
+//! `crate::<module>::x(&bridge_comm, <the call's arguments>)`. Each module
+//! includes its own shells (`$OUT_DIR/shells_<module>.rs`), so `MPI_X`
+//! lives beside its body.
+
+use std::fmt::Write as _;
+
+use crate::table::Prototype;
+
+/// The Rust type of a C parameter type of the calls with shells.
+fn rust_type(name: &str, c: &str) -> &'static str {
+    match c {
+        "const void*" => "*const c_void",
+        "void*" => "*mut c_void",
+        "int" => "c_int",
+        "int*" => "*mut c_int",
+        "MPI_Count" => "ffi::MPI_Count",
+        "MPI_Datatype" => "MPI_Datatype",
+        "MPI_Comm" => "MPI_Comm",
+        "MPI_Comm*" => "*mut MPI_Comm",
+        "MPI_Info" => "ffi::MPI_Info",
+        "MPI_Request*" => "*mut MPI_Request",
+        "MPI_Status*" => "*mut MPI_Status",
+        "MPI_Message*" => "*mut ffi::MPI_Message",
+        other => panic!("{name}: no Rust type for the C type {other:?} (build/shells.rs)"),
+    }
+}
+
+/// `p`'s parameter list in Rust and its argument list, for a typed shell.
+pub fn typed(p: &Prototype) -> (String, String) {
+    let params: Vec<String> = p
+        .params
+        .iter()
+        .map(|(t, n)| format!("{n}: {}", rust_type(&p.name, t)))
+        .collect();
+    let args: Vec<&str> = p.params.iter().map(|(_, n)| n.as_str()).collect();
+    (params.join(", "), args.join(", "))
+}
+
+/// The shell of `p`, whose body is in `module`.
+pub fn shell(out: &mut String, p: &Prototype, module: &str) {
+    let name = &p.name;
+    let [c] = p.comms[..] else {
+        panic!("{name}: a generated C shell needs exactly one communicator (or `own` in mpi-functions.txt)");
+    };
+    let comm = &p.params[c].1;
+    let (params, args) = typed(p);
+    let short = p.short();
+    let _ = writeln!(
+        out,
+        "/// `{name}`: `{module}::{short}` on an Isthmus communicator, `P{name}`\n\
+         /// on any other (generated from mpi-functions.txt).\n\
+         ///\n/// # Safety\n/// As `{name}`.\n\
+         #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
+         pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
+         let Some(bc) = crate::state::bridge_comm({comm}) else {{\n        \
+         // SAFETY: the program's arguments, passed on.\n        \
+         return unsafe {{ mpi::ffi::P{name}({args}) }};\n    }};\n    \
+         // SAFETY: the program's arguments; the body's contract is the call's.\n    \
+         unsafe {{ {short}(&bc, {args}) }}\n}}\n"
+    );
+}

@@ -1,0 +1,162 @@
+//! The datatype glue between MPI's C calls and the bridge's datatype layer:
+//! what a send encodes from the user's buffer, what a receive may take and
+//! how it decodes into the user's buffer, for point-to-point and requests
+//! alike (and the collectives to come). The description of an MPI datatype
+//! is `info`'s.
+
+mod info;
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use isthmus_bridge::datatype::{
+    decode_raw_with, encode_raw_with, raw_to_native_in_place, Encoded, MatchRule, MessageSig,
+    TypeInfo,
+};
+use isthmus_bridge::{BridgeError, Status, TypeSig, WireFormat};
+use mpi::ffi;
+
+pub use info::info_of;
+
+use crate::mpi_glue::{MPI_Datatype, Outcome};
+
+/// Encodes `count` elements of `dt` at `buf` for sending: the user's
+/// bytes themselves for a predefined type in this host's order, else a
+/// packed copy.
+///
+/// # Safety
+/// `buf` addresses `count` elements of `dt`, as for `MPI_Send`, and stays
+/// unchanged while the result lives.
+pub unsafe fn encode<'a>(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> Result<(TypeSig, u64, Encoded<'a>), BridgeError> {
+    let n = usize::try_from(count)
+        .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))?;
+    // MPI lets an empty message name any address (MPI_BOTTOM, NULL); the
+    // datatype layer makes a slice of it, which must not be null.
+    let buf = if n == 0 {
+        std::ptr::NonNull::<u64>::dangling().as_ptr() as *const c_void
+    } else {
+        buf
+    };
+    let info = info_of(dt)?;
+    // SAFETY: forwarded from this function's contract (for n = 0, a
+    // dangling aligned pointer no byte is read from).
+    let enc = unsafe { encode_raw_with(&info, dt, n, buf) }?;
+    let elem_size = enc.bytes.len().checked_div(n).unwrap_or(0);
+    let sig = TypeSig {
+        signature: enc.signature,
+        format: enc.format,
+        elem_size,
+    };
+    Ok((sig, n as u64, enc))
+}
+
+/// Bytes the largest message fitting `count` elements of `dt` can take on
+/// the wire, in either format a sender may choose.
+pub fn capacity_bytes(count: usize, dt: MPI_Datatype) -> Result<usize, BridgeError> {
+    let info = info_of(dt)?;
+    Ok([WireFormat::External32, WireFormat::native()]
+        .iter()
+        .filter_map(|f| info.payload_len(*f, count).ok())
+        .max()
+        .unwrap_or(0))
+}
+
+/// Checks a received message against the receive's type and count and
+/// decodes it into `buf`.
+///
+/// # Safety
+/// `buf` addresses `count` writable elements of `dt`, as for `MPI_Recv`.
+pub unsafe fn decode_received(
+    bytes: &[u8],
+    st: &Status,
+    buf: *mut c_void,
+    count: usize,
+    dt: MPI_Datatype,
+) -> Result<Outcome, BridgeError> {
+    let info = info_of(dt)?;
+    let sig = MessageSig {
+        signature: st.signature,
+        count: st.count,
+        root_signature: 0,
+        root_reps: 0,
+    };
+    let n = if st.count == 0 {
+        0
+    } else {
+        info.match_message(&sig, count, MatchRule::ExactElement)?
+    };
+    if n > 0 {
+        // SAFETY: forwarded from this function's contract; n <= count.
+        unsafe { decode_raw_with(&info, dt, st.format, bytes, n, buf) }?;
+    }
+    let size = type_size(dt).unwrap_or(0);
+    Ok(Outcome::received(st, size.saturating_mul(n as i64)))
+}
+
+/// A receive straight into the user's buffer: a predefined type's
+/// elements, as bytes.
+pub struct RawTarget<'a> {
+    info: Arc<TypeInfo>,
+    out: &'a mut [u8],
+}
+
+/// The user's buffer of `count` elements of `dt` as bytes to receive into,
+/// if `dt` is predefined (and `count` not 0); `None` for a receive that
+/// decodes.
+///
+/// # Safety
+/// `buf` addresses `count` writable elements of `dt`, as for `MPI_Recv`,
+/// for as long as the result lives.
+pub unsafe fn raw_target<'a>(
+    buf: *mut c_void,
+    count: usize,
+    dt: MPI_Datatype,
+) -> Result<Option<RawTarget<'a>>, BridgeError> {
+    let info = info_of(dt)?;
+    if !info.raw || count == 0 {
+        return Ok(None);
+    }
+    let len = count.checked_mul(info.data_size_per_elem).ok_or_else(|| {
+        BridgeError::InvalidArgument(format!("count {count} overflows the buffer size"))
+    })?;
+    // SAFETY: the caller's buffer holds `count` elements of a gapless
+    // type: `len` writable bytes, as for MPI_Recv.
+    let out = unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len) };
+    Ok(Some(RawTarget { info, out }))
+}
+
+impl RawTarget<'_> {
+    /// Receives with `recv` into the buffer, checks the message's type
+    /// signature and puts the data in this host's byte order.
+    pub fn recv(
+        self,
+        recv: impl FnOnce(&mut [u8]) -> Result<Status, BridgeError>,
+    ) -> Result<Outcome, BridgeError> {
+        let st = recv(&mut *self.out)?;
+        if st.count > 0 && st.signature != self.info.signature {
+            return Err(BridgeError::TypeMismatch {
+                expected: self.info.signature,
+                actual: st.signature,
+                from_rank: st.source,
+                tag: st.tag,
+            });
+        }
+        let got = usize::try_from(st.bytes)
+            .unwrap_or(usize::MAX)
+            .min(self.out.len());
+        raw_to_native_in_place(&self.info, st.format, &mut self.out[..got])?;
+        Ok(Outcome::received(&st, got as i64))
+    }
+}
+
+/// `MPI_Type_size` of `dt`, or None for an invalid type.
+pub fn type_size(dt: MPI_Datatype) -> Option<i64> {
+    let mut size: ffi::MPI_Count = 0;
+    // SAFETY: PMPI_Type_size_x only reads the handle and writes `size`.
+    let rc = unsafe { ffi::PMPI_Type_size_x(dt, &mut size) };
+    (rc == 0).then_some(size as i64)
+}

@@ -1,0 +1,74 @@
+//! Fortran: every Fortran entry point of libisthmus.
+//!
+//! **Isthmus's calls** ([`isthmus`]): `isthmus_register`, `isthmus_leave`,
+//! `isthmus_intercomm_create` and its timeout form for `mpif.h`/`use mpi`
+//! code (`use mpi_f08` code gets them from `fortran/isthmus_f08.f90`).
+//!
+//! **MPI's calls.** Open MPI's Fortran bindings (`mpi_send_` in
+//! `libmpi_mpifh`, which `mpif.h` and `use mpi` call, and `ompi_send_f`,
+//! which `use mpi_f08` calls) go to `PMPI_Send` directly, past the C
+//! `MPI_Send` this library defines; so do MPICH's `use mpi_f08` bindings of
+//! the calls without a buffer (`mpi_wait_f08_` → `PMPI_Wait`), while its
+//! `mpif.h`/`use mpi` ones call the C `MPI_*` (see ARCHITECTURE.md, "C and
+//! Fortran: PMPI interposition"). So this library defines those Fortran
+//! names too. Which names, and whether a call is carried or refused, is
+//! `mpi-functions.txt`; build.rs generates every entry point from it
+//! (`$OUT_DIR/fortran.rs`, included here): the shells around the hand-
+//! written bodies of the carried calls (`ompi`: Open MPI's Fortran handles
+//! and statuses; `mpich_f08`: MPICH's `use mpi_f08`, C statuses), the
+//! refusals, and the names that pass the call on to the MPI library's own
+//! definition (`dlsym(RTLD_NEXT)`). The implementation is told apart at run
+//! time by Open MPI's `ompi_mpi_comm_world`. The bodies convert the Fortran
+//! handles, statuses and `MPI_BOTTOM` as the implementation's own binding
+//! does (`convert`) and call this library's C entry point, which goes over
+//! the bridge on an Isthmus communicator and to `PMPI_*` on any other.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use crate::errors;
+use crate::mpi_glue::MPI_Comm;
+
+pub use convert::Fint;
+
+/// A Fortran argument as the generated entry points see it: a reference
+/// whose type the body gives.
+type P = *mut c_void;
+
+/// Reads an integer argument; used inside `unsafe` blocks whose SAFETY
+/// note covers it (Fortran passes every argument by reference).
+macro_rules! int {
+    ($p:expr) => {
+        get($p).unwrap_or(0)
+    };
+}
+
+mod convert;
+pub mod isthmus;
+mod mpich_f08;
+mod ompi;
+
+use convert::{comm_f2c, get, next, no_next, open_mpi, put};
+
+/// Is the Fortran communicator argument an Isthmus communicator? Then
+/// `Some(its C handle)`.
+///
+/// # Safety
+/// `w` is null or the address of a Fortran INTEGER (a word: see build.rs).
+unsafe fn bridge_comm_word(w: usize) -> Option<MPI_Comm> {
+    // SAFETY: the caller's contract.
+    let c = comm_f2c(unsafe { get(w as *const Fint) }?);
+    crate::state::bridge_comm(c).map(|_| c)
+}
+
+#[allow(clippy::too_many_arguments)]
+mod generated {
+    use super::*;
+    include!(concat!(env!("OUT_DIR"), "/fortran.rs"));
+}
