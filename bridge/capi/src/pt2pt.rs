@@ -9,9 +9,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use isthmus_bridge::datatype::{
-    decode_raw_with, encode_raw_with, raw_to_native_in_place, Encoded, MatchRule, MessageSig,
-};
+use isthmus_bridge::datatype::{decode_raw_with, encode_raw_with, raw_to_native_in_place, Encoded};
 use isthmus_bridge::{BridgeError, InterComm, Status, TypeSig, WireFormat};
 use mpi::ffi;
 
@@ -82,17 +80,7 @@ pub unsafe fn decode_received(
     dt: MPI_Datatype,
 ) -> Result<Outcome, BridgeError> {
     let info = info_of(dt)?;
-    let sig = MessageSig {
-        signature: st.signature,
-        count: st.count,
-        root_signature: 0,
-        root_reps: 0,
-    };
-    let n = if st.count == 0 {
-        0
-    } else {
-        info.match_message(&sig, count, MatchRule::ExactElement)?
-    };
+    let n = info.match_wire(st.signature, st.count, st.bytes, count)?;
     if n > 0 {
         // SAFETY: forwarded from this function's contract; n <= count.
         unsafe { decode_raw_with(&info, dt, st.format, bytes, n, buf) }?;
@@ -214,15 +202,8 @@ unsafe fn recv(
         let st = bc
             .inter
             .recv_bytes_into(source(src)?, tag_of(tag), None, out)?;
-        if st.count > 0 && st.signature != info.signature {
-            return Err(BridgeError::TypeMismatch {
-                expected: info.signature,
-                actual: st.signature,
-                from_rank: st.source,
-                tag: st.tag,
-            });
-        }
-        let got = usize::try_from(st.bytes).unwrap_or(usize::MAX).min(len);
+        // By MPI's type matching: a vector of such elements matches too.
+        let got = info.match_wire(st.signature, st.count, st.bytes, n)? * info.data_size_per_elem;
         raw_to_native_in_place(&info, st.format, &mut out[..got])?;
         return Ok(Outcome::received(&st, got as i64));
     }

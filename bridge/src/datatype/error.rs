@@ -91,6 +91,21 @@ pub enum DatatypeError {
         /// Human-readable basic sequence of the receive type.
         receiver_type: String,
     },
+    /// The sender's elements have another size than the receive type's
+    /// here: the type's representation differs between the two hosts.
+    #[error(
+        "the sender's elements are {sender_elem} bytes but receive type {receiver_type} \
+         takes {receiver_elem} bytes per element here: its representation differs \
+         between the two hosts, so the message is refused rather than reinterpreted"
+    )]
+    SizeMismatch {
+        /// Bytes per element at the sender.
+        sender_elem: u64,
+        /// Bytes per element of the receive type here.
+        receiver_elem: usize,
+        /// Human-readable basic sequence of the receive type.
+        receiver_type: String,
+    },
     /// Unknown wire-format byte.
     #[error("unknown wire format code {0}")]
     UnknownFormat(u8),

@@ -95,6 +95,108 @@ impl TypeInfo {
         }
     }
 
+    /// Checks a message as the wire describes it (the sender's per-element
+    /// signature, its element count and payload bytes) against this receive
+    /// type with room for `capacity` elements; returns how many receive
+    /// elements it fills. MPI 4.0 §3.3.1: the basic-type sequences must
+    /// agree, so besides an equal signature this accepts a message whose
+    /// elements are one root of this type each (10 `MPI_INT` into
+    /// `vector(10,1,3,MPI_INT)`) and, for a receive type of one basic type,
+    /// elements of `k` such basics each (a vector of ints into ints), the
+    /// `k` taken from the sender's element size and confirmed by the hash.
+    /// The sender's element size must be this host's: a type whose size
+    /// differs between the two hosts is refused, never reinterpreted.
+    pub fn match_wire(
+        &self,
+        signature: u64,
+        count: u64,
+        bytes: u64,
+        capacity: usize,
+    ) -> Result<usize> {
+        if count == 0 {
+            return Ok(0);
+        }
+        let size_error = |sender_elem: u64, receiver_elem: usize| DatatypeError::SizeMismatch {
+            sender_elem,
+            receiver_elem,
+            receiver_type: self.describe(),
+        };
+        if !bytes.is_multiple_of(count) {
+            return Err(size_error(bytes / count, self.data_size_per_elem));
+        }
+        let sender_elem = bytes / count;
+        let per_root = self
+            .data_size_per_elem
+            .checked_div(usize::try_from(self.root_reps_per_elem).unwrap_or(0))
+            .unwrap_or(0);
+        let root_reps = if signature == self.signature {
+            if sender_elem != self.data_size_per_elem as u64 {
+                return Err(size_error(sender_elem, self.data_size_per_elem));
+            }
+            return self.fits(count, capacity);
+        } else if signature == self.root_signature {
+            if sender_elem != per_root as u64 {
+                return Err(size_error(sender_elem, per_root));
+            }
+            count
+        } else {
+            match self.single_basic_multiple(signature, sender_elem, per_root) {
+                Some(k) => count.checked_mul(k).ok_or(DatatypeError::Overflow)?,
+                None => {
+                    return Err(DatatypeError::SignatureMismatch {
+                        message: signature,
+                        message_root: 0,
+                        receiver: self.signature,
+                        receiver_root: self.root_signature,
+                        receiver_type: self.describe(),
+                    })
+                }
+            }
+        };
+        if self.root_reps_per_elem == 0 || !root_reps.is_multiple_of(self.root_reps_per_elem) {
+            return Err(DatatypeError::PartialElement {
+                root_reps,
+                per_elem: self.root_reps_per_elem,
+            });
+        }
+        self.fits(root_reps / self.root_reps_per_elem, capacity)
+    }
+
+    /// `n` receive elements, unless more than `capacity`.
+    fn fits(&self, n: u64, capacity: usize) -> Result<usize> {
+        let n = usize::try_from(n).map_err(|_| DatatypeError::Overflow)?;
+        if n > capacity {
+            return Err(DatatypeError::Truncated {
+                incoming: n,
+                capacity,
+            });
+        }
+        Ok(n)
+    }
+
+    /// For a type of one basic type `b` (`per_basic` bytes here): the `k`
+    /// for which the sender's element, `sender_elem` bytes with signature
+    /// `signature`, is `k` times `b`.
+    fn single_basic_multiple(
+        &self,
+        signature: u64,
+        sender_elem: u64,
+        per_basic: usize,
+    ) -> Option<u64> {
+        let [run] = self.runs[..] else {
+            return None;
+        };
+        let per_basic = u64::try_from(per_basic).ok().filter(|&p| p > 0)?;
+        let k = sender_elem / per_basic;
+        (k > 0
+            && sender_elem.is_multiple_of(per_basic)
+            && hash_runs(&[Run {
+                basic: run.basic,
+                count: k,
+            }]) == signature)
+            .then_some(k)
+    }
+
     /// Human-readable basic sequence, e.g. `[u8, f64, i32]`.
     pub fn describe(&self) -> String {
         RunsDisplay(&self.runs).to_string()
@@ -197,49 +299,39 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
     let basic_count_per_elem = basic_count(&runs);
     let data_size_per_elem = signature::type_size(dt)? as usize;
 
-    // external32 size and swap program from the per-basic sizes
+    // The wire form of a derived type is its basics back to back, each at
+    // its native size on the sender, big-endian (external32's layout, but
+    // with this host's sizes: MPI's own external32 is not used, as MPICH
+    // 4.0 and Open MPI disagree on `MPI_LONG` and MPICH aborts on pairs).
     let mut program: Vec<(usize, usize)> = Vec::new();
-    let mut ext32: Option<usize> = Some(0);
     let mut native_sum: usize = 0;
     let mut by_swapping = true;
     for r in &runs {
         let count = usize::try_from(r.count).map_err(|_| DatatypeError::Overflow)?;
-        match flat.sizes.get(&r.basic) {
-            Some(sz) => {
-                ext32 = ext32.and_then(|e| e.checked_add(sz.external32.checked_mul(count)?));
-                let bytes = sz
-                    .native
-                    .checked_mul(count)
-                    .ok_or(DatatypeError::Overflow)?;
-                native_sum = native_sum
-                    .checked_add(bytes)
-                    .ok_or(DatatypeError::Overflow)?;
-                let unit = if sz.native == sz.external32 {
-                    r.basic.swap_unit(sz.native)
-                } else {
-                    None
-                };
-                match unit {
-                    Some(u) => match program.last_mut() {
-                        Some(last) if last.0 == u || (last.0 <= 1 && u <= 1) => last.1 += bytes,
-                        _ => program.push((u, bytes)),
-                    },
-                    None => by_swapping = false,
-                }
-            }
-            None => {
-                ext32 = None;
-                by_swapping = false;
-            }
+        let Some(&size) = flat.sizes.get(&r.basic) else {
+            by_swapping = false;
+            continue;
+        };
+        let bytes = size.checked_mul(count).ok_or(DatatypeError::Overflow)?;
+        native_sum = native_sum
+            .checked_add(bytes)
+            .ok_or(DatatypeError::Overflow)?;
+        match r.basic.swap_unit(size) {
+            Some(u) => match program.last_mut() {
+                Some(last) if last.0 == u || (last.0 <= 1 && u <= 1) => last.1 += bytes,
+                _ => program.push((u, bytes)),
+            },
+            None => by_swapping = false,
         }
     }
     if native_sum != data_size_per_elem {
         by_swapping = false;
     }
-    let external32_size_per_elem = match ext32 {
-        Some(e) => e,
-        // only for types containing predefined pair types
-        None => external32_size(dt, 1)?,
+    let external32_size_per_elem = if by_swapping {
+        data_size_per_elem
+    } else {
+        // only `long double` off x86 (see BasicType::swap_unit)
+        external32_size(dt, 1)?
     };
     let contiguous_basic = if basic_count_per_elem == 1 && runs.len() == 1 {
         // single predefined type? (a derived type wrapping one basic also has
