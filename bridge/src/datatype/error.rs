@@ -34,15 +34,18 @@ pub enum DatatypeError {
     CountTooLarge(usize),
     /// Sender's and receiver's type signatures differ.
     #[error(
-        "type signature mismatch: message has signature {message:#018x} \
-         (root {message_root:#018x}), receive type {receiver_type} has signature \
-         {receiver:#018x} (root {receiver_root:#018x})"
+        "type signature mismatch: the message's elements are {message_type} \
+         (signature {message:#018x}), receive type {receiver_type} has signature \
+         {receiver:#018x} (root {receiver_root:#018x}); MPI requires the basic types to agree"
     )]
     SignatureMismatch {
         /// The message's per-element signature.
         message: u64,
-        /// The message's root signature.
+        /// The message's root signature (0 when the wire did not carry it).
         message_root: u64,
+        /// The message's elements when the receiver could name them
+        /// (`[MPI_LONG]`), else "of another type".
+        message_type: String,
         /// The receive type's per-element signature.
         receiver: u64,
         /// The receive type's root signature.

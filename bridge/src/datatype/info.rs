@@ -146,6 +146,8 @@ impl TypeInfo {
                     return Err(DatatypeError::SignatureMismatch {
                         message: signature,
                         message_root: 0,
+                        message_type: signature::name_signature(signature, sender_elem)
+                            .unwrap_or_else(|| "of another type".into()),
                         receiver: self.signature,
                         receiver_root: self.root_signature,
                         receiver_type: self.describe(),
@@ -228,6 +230,7 @@ impl TypeInfo {
             return Err(DatatypeError::SignatureMismatch {
                 message: msg.signature,
                 message_root: msg.root_signature,
+                message_type: "of another type".into(),
                 receiver: self.signature,
                 receiver_root: self.root_signature,
                 receiver_type: self.describe(),
@@ -418,4 +421,91 @@ pub fn datatype_info(dt: ffi::MPI_Datatype) -> Result<TypeInfo> {
     }
     let (_, ext) = extent_of(dt)?;
     compute_info(dt, ext.max(0) as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use BasicType::*;
+
+    /// The description of a gapless type of `runs`, each basic `size` bytes.
+    fn info(runs: &[(BasicType, u64)], size: usize) -> TypeInfo {
+        let runs: Vec<Run> = runs
+            .iter()
+            .map(|&(basic, count)| Run { basic, count })
+            .collect();
+        let (root, root_reps_per_elem) = primitive_root(&runs);
+        let data = size * basic_count(&runs) as usize;
+        TypeInfo {
+            signature: hash_runs(&runs),
+            root_signature: hash_runs(&root),
+            root_reps_per_elem,
+            basic_count_per_elem: basic_count(&runs),
+            contiguous_basic: None,
+            raw: false,
+            swap_unit: 0,
+            data_size_per_elem: data,
+            extent: data,
+            wire_size_per_elem: data,
+            external32_size_per_elem: data,
+            external32_by_swapping: true,
+            swap_program: vec![(size, data)],
+            runs,
+        }
+    }
+
+    #[test]
+    fn a_vector_of_ints_matches_ints_and_back() {
+        let int = info(&[(Int, 1)], 4);
+        let vec10 = info(&[(Int, 10)], 4);
+        // vector(10,1,3,MPI_INT) x1 into 13 MPI_INT: 10 arrive
+        assert_eq!(int.match_wire(vec10.signature, 1, 40, 13).unwrap(), 10);
+        // 10 MPI_INT into 2 vectors: one fills
+        assert_eq!(vec10.match_wire(int.signature, 10, 40, 2).unwrap(), 1);
+        // 3 x contiguous(2, MPI_INT) into 6 MPI_INT, and 2INT pairs alike
+        let pair = info(&[(Int, 2)], 4);
+        assert_eq!(int.match_wire(pair.signature, 3, 24, 8).unwrap(), 6);
+        assert_eq!(pair.match_wire(int.signature, 6, 24, 4).unwrap(), 3);
+    }
+
+    #[test]
+    fn what_mpi_forbids_is_refused_with_the_reason() {
+        let int = info(&[(Int, 1)], 4);
+        let float = info(&[(F32, 1)], 4);
+        let long = info(&[(Long, 1)], 8);
+        let pair = info(&[(Int, 2)], 4);
+        let e = float.match_wire(int.signature, 4, 16, 4).unwrap_err();
+        assert!(
+            e.to_string().contains("[MPI_INT]") && e.to_string().contains("[f32]"),
+            "{e}"
+        );
+        assert!(matches!(
+            int.match_wire(long.signature, 2, 16, 8),
+            Err(DatatypeError::SignatureMismatch { .. })
+        ));
+        assert!(matches!(
+            pair.match_wire(int.signature, 5, 20, 4),
+            Err(DatatypeError::PartialElement { .. })
+        ));
+        assert!(matches!(
+            int.match_wire(int.signature, 5, 20, 4),
+            Err(DatatypeError::Truncated {
+                incoming: 5,
+                capacity: 4
+            })
+        ));
+        // MPI_LONG of 4 bytes at the sender, 8 here: refused, not reinterpreted
+        let e = long.match_wire(long.signature, 3, 12, 3).unwrap_err();
+        assert!(matches!(
+            e,
+            DatatypeError::SizeMismatch {
+                sender_elem: 4,
+                receiver_elem: 8,
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("4 bytes"), "{e}");
+        // an empty message matches any receive
+        assert_eq!(float.match_wire(int.signature, 0, 0, 0).unwrap(), 0);
+    }
 }

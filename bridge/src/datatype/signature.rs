@@ -107,6 +107,19 @@ pub fn hash_runs(runs: &[Run]) -> u64 {
     h
 }
 
+/// Names the element type behind `signature` when it is `k` of one basic
+/// type in `elem_bytes` bytes (`[MPI_LONG]`, `[MPI_INT x 10]`), for error
+/// messages; the search is bounded (at most 4096 counts per basic type).
+pub fn name_signature(signature: u64, elem_bytes: u64) -> Option<String> {
+    let most = elem_bytes.clamp(1, 4096);
+    BasicType::ALL.iter().find_map(|&basic| {
+        (1..=most).find_map(|count| {
+            let runs = [Run { basic, count }];
+            (hash_runs(&runs) == signature).then(|| RunsDisplay(&runs).to_string())
+        })
+    })
+}
+
 /// Total number of basic elements in a run list.
 pub fn basic_count(runs: &[Run]) -> u64 {
     runs.iter().map(|r| r.count).sum()
