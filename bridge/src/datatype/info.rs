@@ -50,16 +50,16 @@ pub struct TypeInfo {
     pub extent: usize,
     /// Wire bytes per element in the format [`encode`](super::encode) chooses.
     pub wire_size_per_elem: usize,
-    /// Bytes per element in external32.
+    /// Bytes per element in the External32 wire format (basics at their
+    /// native sizes, see the module docs).
     pub external32_size_per_elem: usize,
     /// Hash of the primitive root of `runs` (see [`MatchRule::BasicSequence`]).
     pub root_signature: u64,
     /// How many roots one element consists of.
     pub root_reps_per_elem: u64,
     /// External32 is produced by `MPI_Pack` (native) + our own per-basic
-    /// byte swapping (true), or by `MPI_Pack_external` (false; only for
-    /// types containing basics whose native and external32 sizes differ,
-    /// e.g. `MPI_LONG` under MPICH, or `long double`).
+    /// byte swapping (true: every type but one), or by `MPI_Pack_external`
+    /// (false: only a type holding `long double` on a non-x86 host).
     pub external32_by_swapping: bool,
     /// Per-element byte-swap program: (unit, bytes) segments in typemap order.
     pub(crate) swap_program: Vec<(usize, usize)>,

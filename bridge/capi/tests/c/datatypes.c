@@ -34,7 +34,7 @@
 static int rank;
 static MPI_Comm inter;
 
-enum { MAXV = 8, REPS = 2, EXTRA = 3, MAXR = 4 };
+enum { MAXV = 8, REPS = 2, EXTRA = 3, MAXR = 8 };
 
 /* A byte range of one element that holds a value. */
 struct range {
@@ -220,7 +220,17 @@ static void build_cases(void)
 }
 
 /* Derived types: type matching by basic-type sequence (MPI 4.0 §3.3.1). */
-static MPI_Datatype vec10, two_ints;
+static MPI_Datatype vec10, two_ints, mixed;
+
+/* A struct of differently sized basics with gaps between them. */
+struct mix {
+    char c;
+    long double ld;
+    long l;
+    short s;
+    wchar_t w;
+    double complex z;
+};
 static int ints30[30];
 
 static void build_derived(void)
@@ -255,6 +265,24 @@ static void build_derived(void)
     c->recv_type = two_ints, c->send_count = 5, c->recv_count = 4, c->must_refuse = 1;
     c = add("must-refuse:long-as-int", MPI_LONG, sizeof(int), 4, ints30);
     c->recv_type = MPI_INT, c->send_count = 2, c->recv_count = 8, c->must_refuse = 1;
+    /* The struct, three of them, sent and received as themselves. */
+    static struct mix mv[2];
+    mv[0] = (struct mix){CHAR_MIN, 1e4000L, LONG_MIN, SHRT_MAX, WCHAR_MAX, DBL_MAX - DBL_MIN * I};
+    mv[1] = (struct mix){CHAR_MAX, -LDBL_MIN, 12345678900L, SHRT_MIN, WCHAR_MIN, -0.0 + INFINITY * I};
+    int bl[6] = {1, 1, 1, 1, 1, 1};
+    MPI_Aint disp[6] = {offsetof(struct mix, c), offsetof(struct mix, ld), offsetof(struct mix, l),
+                        offsetof(struct mix, s), offsetof(struct mix, w), offsetof(struct mix, z)};
+    MPI_Datatype ty[6] = {MPI_CHAR, MPI_LONG_DOUBLE, MPI_LONG, MPI_SHORT, MPI_WCHAR,
+                          MPI_C_DOUBLE_COMPLEX};
+    MPI_Datatype raw;
+    MPI_Type_create_struct(6, bl, disp, ty, &raw);
+    MPI_Type_create_resized(raw, 0, sizeof(struct mix), &mixed);
+    MPI_Type_free(&raw);
+    MPI_Type_commit(&mixed);
+    c = add("struct{char,long-double,long,short,wchar,complex}", mixed, sizeof(struct mix), 2, mv);
+    int len[6] = {1, LD_BYTES, sizeof(long), sizeof(short), sizeof(wchar_t), sizeof(double complex)};
+    for (int f = 0; f < 6; f++)
+        c->sig[f] = (struct range){disp[f], len[f]};
     for (int k = 0; k < ncases; k++)
         cases[k].derived = cases[k].vals == ints30;
 }
