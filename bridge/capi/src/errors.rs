@@ -54,9 +54,10 @@ impl Class {
             BridgeError::TypeMismatch { .. } => Class::TypeMismatch,
             BridgeError::Datatype(d) => match d.as_ref() {
                 D::Truncated { .. } => Class::Truncated,
-                D::SignatureMismatch { .. } | D::PartialElement { .. } | D::SizeMismatch { .. } => {
-                    Class::TypeMismatch
-                }
+                D::SignatureMismatch { .. }
+                | D::PartialElement { .. }
+                | D::SizeMismatch { .. }
+                | D::PackedNotNative { .. } => Class::TypeMismatch,
                 _ => Class::InvalidArgument,
             },
             BridgeError::InvalidArgument(_) => Class::InvalidArgument,

@@ -80,7 +80,7 @@ pub unsafe fn decode_received(
     dt: MPI_Datatype,
 ) -> Result<Outcome, BridgeError> {
     let info = info_of(dt)?;
-    let n = info.match_wire(st.signature, st.count, st.bytes, count)?;
+    let n = info.match_wire(st.signature, st.count, st.bytes, st.format, count)?;
     if n > 0 {
         // SAFETY: forwarded from this function's contract; n <= count.
         unsafe { decode_raw_with(&info, dt, st.format, bytes, n, buf) }?;
@@ -203,7 +203,8 @@ unsafe fn recv(
             .inter
             .recv_bytes_into(source(src)?, tag_of(tag), None, out)?;
         // By MPI's type matching: a vector of such elements matches too.
-        let got = info.match_wire(st.signature, st.count, st.bytes, n)? * info.data_size_per_elem;
+        let got = info.match_wire(st.signature, st.count, st.bytes, st.format, n)?
+            * info.data_size_per_elem;
         raw_to_native_in_place(&info, st.format, &mut out[..got])?;
         return Ok(Outcome::received(&st, got as i64));
     }

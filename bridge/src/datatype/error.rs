@@ -109,6 +109,16 @@ pub enum DatatypeError {
         /// Human-readable basic sequence of the receive type.
         receiver_type: String,
     },
+    /// `MPI_PACKED` data to or from another type, not in this host's
+    /// native representation.
+    #[error(
+        "MPI_PACKED data crosses between MPI_PACKED and other types only in this host's \
+         native representation (the same byte order at both ends), but the message is {format:?}"
+    )]
+    PackedNotNative {
+        /// The message's wire format.
+        format: WireFormat,
+    },
     /// Unknown wire-format byte.
     #[error("unknown wire format code {0}")]
     UnknownFormat(u8),

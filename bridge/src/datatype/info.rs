@@ -106,15 +106,39 @@ impl TypeInfo {
     /// `k` taken from the sender's element size and confirmed by the hash.
     /// The sender's element size must be this host's: a type whose size
     /// differs between the two hosts is refused, never reinterpreted.
+    ///
+    /// `MPI_PACKED` as MPI says: any message can be received as
+    /// `MPI_PACKED`, and packed data as any type (the program vouches for
+    /// its contents, as in MPI), when the bytes are in this host's native
+    /// representation — raw, in its byte order — which is what this
+    /// implementation's `MPI_Unpack` reads and `MPI_Pack` wrote.
     pub fn match_wire(
         &self,
         signature: u64,
         count: u64,
         bytes: u64,
+        format: WireFormat,
         capacity: usize,
     ) -> Result<usize> {
         if count == 0 {
             return Ok(0);
+        }
+        let packed_message = hash_runs(&[Run {
+            basic: BasicType::Packed,
+            count: bytes / count,
+        }]) == signature;
+        if packed_message != self.is_packed() {
+            if format != WireFormat::native() {
+                return Err(DatatypeError::PackedNotNative { format });
+            }
+            let per = self.data_size_per_elem as u64;
+            if per == 0 || !bytes.is_multiple_of(per) {
+                return Err(DatatypeError::PartialElement {
+                    root_reps: bytes,
+                    per_elem: per,
+                });
+            }
+            return self.fits(bytes / per, capacity);
         }
         let size_error = |sender_elem: u64, receiver_elem: usize| DatatypeError::SizeMismatch {
             sender_elem,
@@ -162,6 +186,17 @@ impl TypeInfo {
             });
         }
         self.fits(root_reps / self.root_reps_per_elem, capacity)
+    }
+
+    /// Whether this is `MPI_PACKED` (or a contiguous run of it).
+    fn is_packed(&self) -> bool {
+        matches!(
+            self.runs[..],
+            [Run {
+                basic: BasicType::Packed,
+                ..
+            }]
+        )
     }
 
     /// `n` receive elements, unless more than `capacity`.
@@ -428,6 +463,8 @@ mod tests {
     use super::*;
     use BasicType::*;
 
+    const N: WireFormat = WireFormat::native();
+
     /// The description of a gapless type of `runs`, each basic `size` bytes.
     fn info(runs: &[(BasicType, u64)], size: usize) -> TypeInfo {
         let runs: Vec<Run> = runs
@@ -459,13 +496,13 @@ mod tests {
         let int = info(&[(Int, 1)], 4);
         let vec10 = info(&[(Int, 10)], 4);
         // vector(10,1,3,MPI_INT) x1 into 13 MPI_INT: 10 arrive
-        assert_eq!(int.match_wire(vec10.signature, 1, 40, 13).unwrap(), 10);
+        assert_eq!(int.match_wire(vec10.signature, 1, 40, N, 13).unwrap(), 10);
         // 10 MPI_INT into 2 vectors: one fills
-        assert_eq!(vec10.match_wire(int.signature, 10, 40, 2).unwrap(), 1);
+        assert_eq!(vec10.match_wire(int.signature, 10, 40, N, 2).unwrap(), 1);
         // 3 x contiguous(2, MPI_INT) into 6 MPI_INT, and 2INT pairs alike
         let pair = info(&[(Int, 2)], 4);
-        assert_eq!(int.match_wire(pair.signature, 3, 24, 8).unwrap(), 6);
-        assert_eq!(pair.match_wire(int.signature, 6, 24, 4).unwrap(), 3);
+        assert_eq!(int.match_wire(pair.signature, 3, 24, N, 8).unwrap(), 6);
+        assert_eq!(pair.match_wire(int.signature, 6, 24, N, 4).unwrap(), 3);
     }
 
     #[test]
@@ -474,28 +511,28 @@ mod tests {
         let float = info(&[(F32, 1)], 4);
         let long = info(&[(Long, 1)], 8);
         let pair = info(&[(Int, 2)], 4);
-        let e = float.match_wire(int.signature, 4, 16, 4).unwrap_err();
+        let e = float.match_wire(int.signature, 4, 16, N, 4).unwrap_err();
         assert!(
             e.to_string().contains("[MPI_INT]") && e.to_string().contains("[f32]"),
             "{e}"
         );
         assert!(matches!(
-            int.match_wire(long.signature, 2, 16, 8),
+            int.match_wire(long.signature, 2, 16, N, 8),
             Err(DatatypeError::SignatureMismatch { .. })
         ));
         assert!(matches!(
-            pair.match_wire(int.signature, 5, 20, 4),
+            pair.match_wire(int.signature, 5, 20, N, 4),
             Err(DatatypeError::PartialElement { .. })
         ));
         assert!(matches!(
-            int.match_wire(int.signature, 5, 20, 4),
+            int.match_wire(int.signature, 5, 20, N, 4),
             Err(DatatypeError::Truncated {
                 incoming: 5,
                 capacity: 4
             })
         ));
         // MPI_LONG of 4 bytes at the sender, 8 here: refused, not reinterpreted
-        let e = long.match_wire(long.signature, 3, 12, 3).unwrap_err();
+        let e = long.match_wire(long.signature, 3, 12, N, 3).unwrap_err();
         assert!(matches!(
             e,
             DatatypeError::SizeMismatch {
@@ -505,7 +542,20 @@ mod tests {
             }
         ));
         assert!(e.to_string().contains("4 bytes"), "{e}");
+        // MPI_PACKED takes any message in this host's representation, and
+        // packed data goes into any type
+        let packed = info(&[(Packed, 1)], 1);
+        assert_eq!(packed.match_wire(long.signature, 3, 24, N, 64).unwrap(), 24);
+        assert_eq!(int.match_wire(packed.signature, 16, 16, N, 4).unwrap(), 4);
+        assert!(matches!(
+            packed.match_wire(long.signature, 3, 24, WireFormat::External32, 64),
+            Err(DatatypeError::PackedNotNative { .. })
+        ));
+        assert!(matches!(
+            int.match_wire(packed.signature, 6, 6, N, 4),
+            Err(DatatypeError::PartialElement { .. })
+        ));
         // an empty message matches any receive
-        assert_eq!(float.match_wire(int.signature, 0, 0, 0).unwrap(), 0);
+        assert_eq!(float.match_wire(int.signature, 0, 0, N, 0).unwrap(), 0);
     }
 }
