@@ -101,9 +101,9 @@ impl TypeInfo {
     /// elements it fills. MPI 4.0 §3.3.1: the basic-type sequences must
     /// agree, so besides an equal signature this accepts a message whose
     /// elements are one root of this type each (10 `MPI_INT` into
-    /// `vector(10,1,3,MPI_INT)`) and, for a receive type of one basic type,
-    /// elements of `k` such basics each (a vector of ints into ints), the
-    /// `k` taken from the sender's element size and confirmed by the hash.
+    /// `vector(10,1,3,MPI_INT)`) and elements of `k` roots each (a vector
+    /// of ints into ints; three structs in one type into structs), the `k`
+    /// taken from the sender's element size and confirmed by the hash.
     /// The sender's element size must be this host's: a type whose size
     /// differs between the two hosts is refused, never reinterpreted.
     ///
@@ -164,7 +164,7 @@ impl TypeInfo {
             }
             count
         } else {
-            match self.single_basic_multiple(signature, sender_elem, per_root) {
+            match self.root_multiple(signature, sender_elem, per_root) {
                 Some(k) => count.checked_mul(k).ok_or(DatatypeError::Overflow)?,
                 None => {
                     return Err(DatatypeError::SignatureMismatch {
@@ -211,27 +211,21 @@ impl TypeInfo {
         Ok(n)
     }
 
-    /// For a type of one basic type `b` (`per_basic` bytes here): the `k`
-    /// for which the sender's element, `sender_elem` bytes with signature
-    /// `signature`, is `k` times `b`.
-    fn single_basic_multiple(
-        &self,
-        signature: u64,
-        sender_elem: u64,
-        per_basic: usize,
-    ) -> Option<u64> {
-        let [run] = self.runs[..] else {
+    /// The `k` for which the sender's element (`sender_elem` bytes with
+    /// signature `signature`) is `k` roots of this type, `per_root` bytes
+    /// each here: a vector of ints for a receive of ints, three structs in
+    /// one contiguous type for a receive of such structs.
+    fn root_multiple(&self, signature: u64, sender_elem: u64, per_root: usize) -> Option<u64> {
+        let per_root = u64::try_from(per_root).ok().filter(|&p| p > 0)?;
+        if !sender_elem.is_multiple_of(per_root) {
             return None;
-        };
-        let per_basic = u64::try_from(per_basic).ok().filter(|&p| p > 0)?;
-        let k = sender_elem / per_basic;
-        (k > 0
-            && sender_elem.is_multiple_of(per_basic)
-            && hash_runs(&[Run {
-                basic: run.basic,
-                count: k,
-            }]) == signature)
-            .then_some(k)
+        }
+        let k = sender_elem / per_root;
+        let (root, _) = primitive_root(&self.runs);
+        let mut runs = Vec::new();
+        // bounded: push_repeated refuses more than MAX_RUNS runs
+        signature::push_repeated(&mut runs, &root, k).ok()?;
+        (k > 0 && hash_runs(&runs) == signature).then_some(k)
     }
 
     /// Human-readable basic sequence, e.g. `[u8, f64, i32]`.
@@ -503,6 +497,14 @@ mod tests {
         let pair = info(&[(Int, 2)], 4);
         assert_eq!(int.match_wire(pair.signature, 3, 24, N, 8).unwrap(), 6);
         assert_eq!(pair.match_wire(int.signature, 6, 24, N, 4).unwrap(), 3);
+        // contiguous(3, struct {int; double}) x2 into 6 such structs
+        let s = info(&[(Int, 1), (F64, 1)], 6);
+        let three = info(
+            &[(Int, 1), (F64, 1), (Int, 1), (F64, 1), (Int, 1), (F64, 1)],
+            6,
+        );
+        assert_eq!(s.match_wire(three.signature, 2, 72, N, 6).unwrap(), 6);
+        assert_eq!(three.match_wire(s.signature, 6, 72, N, 2).unwrap(), 2);
     }
 
     #[test]

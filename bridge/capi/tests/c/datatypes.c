@@ -284,6 +284,26 @@ static void build_derived(void)
     int len[6] = {1, LD_BYTES, sizeof(long), sizeof(short), sizeof(wchar_t), sizeof(double complex)};
     for (int f = 0; f < 6; f++)
         c->sig[f] = (struct range){disp[f], len[f]};
+    /* contiguous(3, struct {int; double}) received as such structs. */
+    static struct idp {
+        int i;
+        double d;
+    } iv[6] = {{INT_MIN, DBL_MAX}, {INT_MAX, -0.0}, {-1, DBL_MIN}, {0, -DBL_MAX}, {1, 1.5}, {2, 2.5}};
+    MPI_Datatype one, three;
+    int bl2[2] = {1, 1};
+    MPI_Aint d2[2] = {offsetof(struct idp, i), offsetof(struct idp, d)};
+    MPI_Datatype t2[2] = {MPI_INT, MPI_DOUBLE};
+    MPI_Type_create_struct(2, bl2, d2, t2, &raw);
+    MPI_Type_create_resized(raw, 0, sizeof(struct idp), &one);
+    MPI_Type_free(&raw);
+    MPI_Type_contiguous(3, one, &three);
+    MPI_Type_commit(&one);
+    MPI_Type_commit(&three);
+    c = add("3-structs-in-one-as-structs", three, 3 * sizeof(struct idp), 2, iv);
+    c->recv_type = one, c->recv_count = 3 * c->send_count + EXTRA;
+    c->expect_count = 3 * c->send_count;
+    for (int f = 0; f < 6; f++)
+        c->sig[f] = (struct range){(f / 2) * sizeof(struct idp) + d2[f % 2], f % 2 ? 8 : 4};
     /* MPI_PACKED as MPI says: any message received as MPI_PACKED then
      * MPI_Unpack-ed; MPI_Pack-ed data sent as MPI_PACKED received as the
      * type it holds. */
