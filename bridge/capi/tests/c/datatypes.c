@@ -167,6 +167,14 @@ static void build_cases(void)
     SCALAR(MPI_OFFSET, MPI_Offset, (MPI_Offset) LLONG_MIN, (MPI_Offset) LLONG_MAX, 0, -1);
     SCALAR(MPI_COUNT, MPI_Count, (MPI_Count) LLONG_MIN, (MPI_Count) LLONG_MAX, 0, -1);
     SCALAR(MPI_PACKED, unsigned char, 0, 0xff, 0x11, 0x80);
+    /* The C++ types have the C types' layouts. */
+    SCALAR(MPI_CXX_BOOL, bool, true, false, true);
+    add("MPI_CXX_FLOAT_COMPLEX", MPI_CXX_FLOAT_COMPLEX, sizeof(float complex), MAXV, fcv);
+    add("MPI_CXX_DOUBLE_COMPLEX", MPI_CXX_DOUBLE_COMPLEX, sizeof(double complex), MAXV, dcv);
+    c = add("MPI_CXX_LONG_DOUBLE_COMPLEX", MPI_CXX_LONG_DOUBLE_COMPLEX,
+            sizeof(long double complex), MAXV, ldcv);
+    c->sig[0] = (struct range){0, LD_BYTES};
+    c->sig[1] = (struct range){sizeof(long double), LD_BYTES};
 
     /* The pair types (for MINLOC/MAXLOC), gaps between their fields. */
 #define PAIR(dt, T, A, B)                                                                  \
