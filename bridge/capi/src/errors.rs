@@ -54,7 +54,10 @@ impl Class {
             BridgeError::TypeMismatch { .. } => Class::TypeMismatch,
             BridgeError::Datatype(d) => match d.as_ref() {
                 D::Truncated { .. } => Class::Truncated,
-                D::SignatureMismatch { .. } | D::PartialElement { .. } => Class::TypeMismatch,
+                D::SignatureMismatch { .. }
+                | D::PartialElement { .. }
+                | D::SizeMismatch { .. }
+                | D::PackedNotNative { .. } => Class::TypeMismatch,
                 _ => Class::InvalidArgument,
             },
             BridgeError::InvalidArgument(_) => Class::InvalidArgument,

@@ -269,3 +269,48 @@ fn fortran_refusals_openmpi_and_mpich() {
         assert!(out.contains("MPI_Barrier refused"), "{both}");
     }
 }
+
+/// Issue 17, item 1, from Fortran (tests/fortran/datatypes.f90, `use
+/// mpi`): `MPI_INTEGER`(1/2/8), `MPI_REAL`(4/8), `MPI_DOUBLE_PRECISION`,
+/// `MPI_COMPLEX`, `MPI_DOUBLE_COMPLEX`, `MPI_LOGICAL`, `MPI_CHARACTER` and
+/// `MPI_2INTEGER` at extreme values (infinities, a NaN, denormals, -0)
+/// cross bit for bit between an Open MPI and an MPICH Fortran program, in
+/// both directions, with the right `MPI_Get_count`.
+#[test]
+fn fortran_datatypes_cross_intact_between_openmpi_and_mpich() {
+    let dir = TempDir::new("fortran-datatypes");
+    let vmd = Vmd::start("localhost", &[]);
+    let job = |mpi: Mpi, me: &str, other: &str| {
+        let out = dir.0.join(format!("datatypes-{}", mpi.name()));
+        let mpifort = format!("mpifort.{}", mpi.name());
+        let mut cmd = Command::new(&mpifort);
+        cmd.args(["-O2", "-o"])
+            .arg(&out)
+            .arg(sources().join("datatypes.f90"))
+            .args(link_args(mpi));
+        run(cmd, &format!("{mpifort} datatypes.f90"));
+        Job {
+            mpi,
+            np: 1,
+            program: out,
+            args: vec![me.into(), other.into()],
+            env: vec![],
+            linking: Linking::Linked,
+        }
+    };
+    let (oa, ob) = run_pair(
+        &vmd,
+        &job(Mpi::OpenMpi, "fdt-a", "fdt-b"),
+        &job(Mpi::Mpich, "fdt-b", "fdt-a"),
+        Duration::from_secs(120),
+    );
+    for o in [&oa, &ob] {
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && out.contains("PASS fortran-datatypes") && !out.contains("WRONG"),
+            "A (Open MPI):\n{}\nB (MPICH):\n{}",
+            text(&oa),
+            text(&ob)
+        );
+    }
+}

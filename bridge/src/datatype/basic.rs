@@ -103,6 +103,38 @@ pub enum BasicType {
     FComplex = 55,
     /// `MPI_DOUBLE_COMPLEX` (Fortran)
     FDoubleComplex = 56,
+    /// `MPI_INTEGER1` (Fortran)
+    FInteger1 = 57,
+    /// `MPI_INTEGER2` (Fortran)
+    FInteger2 = 58,
+    /// `MPI_INTEGER4` (Fortran)
+    FInteger4 = 59,
+    /// `MPI_INTEGER8` (Fortran)
+    FInteger8 = 60,
+    /// `MPI_INTEGER16` (Fortran)
+    FInteger16 = 61,
+    /// `MPI_REAL2` (Fortran)
+    FReal2 = 62,
+    /// `MPI_REAL4` (Fortran)
+    FReal4 = 63,
+    /// `MPI_REAL8` (Fortran)
+    FReal8 = 64,
+    /// `MPI_REAL16` (Fortran)
+    FReal16 = 65,
+    /// `MPI_COMPLEX4` (Fortran)
+    FComplex4 = 66,
+    /// `MPI_COMPLEX8` (Fortran)
+    FComplex8 = 67,
+    /// `MPI_COMPLEX16` (Fortran)
+    FComplex16 = 68,
+    /// `MPI_COMPLEX32` (Fortran)
+    FComplex32 = 69,
+    /// `MPI_CXX_FLOAT_COMPLEX`
+    CxxFloatComplex = 70,
+    /// `MPI_CXX_DOUBLE_COMPLEX`
+    CxxDoubleComplex = 71,
+    /// `MPI_CXX_LONG_DOUBLE_COMPLEX`
+    CxxLongDoubleComplex = 72,
 }
 
 impl BasicType {
@@ -148,6 +180,22 @@ impl BasicType {
         BasicType::FCharacter,
         BasicType::FComplex,
         BasicType::FDoubleComplex,
+        BasicType::FInteger1,
+        BasicType::FInteger2,
+        BasicType::FInteger4,
+        BasicType::FInteger8,
+        BasicType::FInteger16,
+        BasicType::FReal2,
+        BasicType::FReal4,
+        BasicType::FReal8,
+        BasicType::FReal16,
+        BasicType::FComplex4,
+        BasicType::FComplex8,
+        BasicType::FComplex16,
+        BasicType::FComplex32,
+        BasicType::CxxFloatComplex,
+        BasicType::CxxDoubleComplex,
+        BasicType::CxxLongDoubleComplex,
     ];
 
     /// Stable wire code (used in signature hashes).
@@ -204,18 +252,42 @@ impl BasicType {
             FCharacter => "MPI_CHARACTER",
             FComplex => "MPI_COMPLEX",
             FDoubleComplex => "MPI_DOUBLE_COMPLEX",
+            FInteger1 => "MPI_INTEGER1",
+            FInteger2 => "MPI_INTEGER2",
+            FInteger4 => "MPI_INTEGER4",
+            FInteger8 => "MPI_INTEGER8",
+            FInteger16 => "MPI_INTEGER16",
+            FReal2 => "MPI_REAL2",
+            FReal4 => "MPI_REAL4",
+            FReal8 => "MPI_REAL8",
+            FReal16 => "MPI_REAL16",
+            FComplex4 => "MPI_COMPLEX4",
+            FComplex8 => "MPI_COMPLEX8",
+            FComplex16 => "MPI_COMPLEX16",
+            FComplex32 => "MPI_COMPLEX32",
+            CxxFloatComplex => "MPI_CXX_FLOAT_COMPLEX",
+            CxxDoubleComplex => "MPI_CXX_DOUBLE_COMPLEX",
+            CxxLongDoubleComplex => "MPI_CXX_LONG_DOUBLE_COMPLEX",
         }
     }
 
-    /// Size of the byte-swapping unit of this type when its native and
-    /// external32 representations are the same size (complex numbers swap
-    /// each component separately). `None` for types whose representation is
-    /// not a plain fixed-size integer/IEEE value (long double, packed).
+    /// Size of the byte-swapping unit of this type, `size` bytes wide on
+    /// this host (complex numbers swap each component separately; bytes
+    /// and packed data are not swapped). `None` for a representation this
+    /// layer cannot put on the wire itself: `long double` off x86, whose
+    /// format (binary128, double-double, ...) the wire does not name.
     pub fn swap_unit(self, size: usize) -> Option<usize> {
         use BasicType::*;
+        // x86's long double is the x87 80-bit format (in 12 or 16 bytes)
+        // with every implementation; its size on the wire tells which.
+        const X87: bool = cfg!(any(target_arch = "x86_64", target_arch = "x86"));
         match self {
-            LongDouble | ComplexLongDouble | Packed => None,
-            ComplexF32 | ComplexF64 | FComplex | FDoubleComplex => Some(size / 2),
+            LongDouble if !X87 => None,
+            ComplexLongDouble | CxxLongDoubleComplex if !X87 => None,
+            Packed | Byte => Some(1),
+            ComplexF32 | ComplexF64 | ComplexLongDouble | FComplex | FDoubleComplex | FComplex4
+            | FComplex8 | FComplex16 | FComplex32 | CxxFloatComplex | CxxDoubleComplex
+            | CxxLongDoubleComplex => Some(size / 2),
             _ => Some(size),
         }
     }
@@ -273,6 +345,25 @@ pub(crate) fn basics_for_name(name: &str) -> Option<&'static [BasicType]> {
         "MPI_CHARACTER" => &[FCharacter],
         "MPI_COMPLEX" => &[FComplex],
         "MPI_DOUBLE_COMPLEX" => &[FDoubleComplex],
+        "MPI_INTEGER1" => &[FInteger1],
+        "MPI_INTEGER2" => &[FInteger2],
+        "MPI_INTEGER4" => &[FInteger4],
+        "MPI_INTEGER8" => &[FInteger8],
+        "MPI_INTEGER16" => &[FInteger16],
+        "MPI_REAL2" => &[FReal2],
+        "MPI_REAL4" => &[FReal4],
+        "MPI_REAL8" => &[FReal8],
+        "MPI_REAL16" => &[FReal16],
+        "MPI_COMPLEX4" => &[FComplex4],
+        "MPI_COMPLEX8" => &[FComplex8],
+        "MPI_COMPLEX16" => &[FComplex16],
+        "MPI_COMPLEX32" => &[FComplex32],
+        "MPI_CXX_FLOAT_COMPLEX" => &[CxxFloatComplex],
+        "MPI_CXX_DOUBLE_COMPLEX" => &[CxxDoubleComplex],
+        "MPI_CXX_LONG_DOUBLE_COMPLEX" => &[CxxLongDoubleComplex],
+        "MPI_2INTEGER" => &[FInteger, FInteger],
+        "MPI_2REAL" => &[FReal, FReal],
+        "MPI_2DOUBLE_PRECISION" => &[FDoublePrecision, FDoublePrecision],
         // pair types used by MINLOC/MAXLOC
         "MPI_FLOAT_INT" => &[F32, Int],
         "MPI_DOUBLE_INT" => &[F64, Int],

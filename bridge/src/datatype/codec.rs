@@ -150,7 +150,10 @@ unsafe fn decode_impl(
         // A raw message (one basic type) into a derived receive type that
         // also consists of one swappable basic type: the raw bytes in native
         // order are exactly MPI_Pack's native representation.
+        // In this host's order the bytes are already MPI_Pack's native
+        // representation, whatever the type (a packed message too).
         let unit = match (&info.runs[..], &info.swap_program[..]) {
+            _ if format == WireFormat::native() && info.external32_by_swapping => 1,
             ([_], [(unit, _)]) if info.external32_by_swapping => *unit,
             _ => {
                 return Err(DatatypeError::FormatMismatch {

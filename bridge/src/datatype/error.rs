@@ -34,15 +34,18 @@ pub enum DatatypeError {
     CountTooLarge(usize),
     /// Sender's and receiver's type signatures differ.
     #[error(
-        "type signature mismatch: message has signature {message:#018x} \
-         (root {message_root:#018x}), receive type {receiver_type} has signature \
-         {receiver:#018x} (root {receiver_root:#018x})"
+        "type signature mismatch: the message's elements are {message_type} \
+         (signature {message:#018x}), receive type {receiver_type} has signature \
+         {receiver:#018x} (root {receiver_root:#018x}); MPI requires the basic types to agree"
     )]
     SignatureMismatch {
         /// The message's per-element signature.
         message: u64,
-        /// The message's root signature.
+        /// The message's root signature (0 when the wire did not carry it).
         message_root: u64,
+        /// The message's elements when the receiver could name them
+        /// (`[MPI_LONG]`), else "of another type".
+        message_type: String,
         /// The receive type's per-element signature.
         receiver: u64,
         /// The receive type's root signature.
@@ -90,6 +93,31 @@ pub enum DatatypeError {
         format: WireFormat,
         /// Human-readable basic sequence of the receive type.
         receiver_type: String,
+    },
+    /// The sender's elements have another size than the receive type's
+    /// here: the type's representation differs between the two hosts.
+    #[error(
+        "the sender's elements are {sender_elem} bytes but receive type {receiver_type} \
+         takes {receiver_elem} bytes per element here: its representation differs \
+         between the two hosts, so the message is refused rather than reinterpreted"
+    )]
+    SizeMismatch {
+        /// Bytes per element at the sender.
+        sender_elem: u64,
+        /// Bytes per element of the receive type here.
+        receiver_elem: usize,
+        /// Human-readable basic sequence of the receive type.
+        receiver_type: String,
+    },
+    /// `MPI_PACKED` data to or from another type, not in this host's
+    /// native representation.
+    #[error(
+        "MPI_PACKED data crosses between MPI_PACKED and other types only in this host's \
+         native representation (the same byte order at both ends), but the message is {format:?}"
+    )]
+    PackedNotNative {
+        /// The message's wire format.
+        format: WireFormat,
     },
     /// Unknown wire-format byte.
     #[error("unknown wire format code {0}")]

@@ -50,16 +50,16 @@ pub struct TypeInfo {
     pub extent: usize,
     /// Wire bytes per element in the format [`encode`](super::encode) chooses.
     pub wire_size_per_elem: usize,
-    /// Bytes per element in external32.
+    /// Bytes per element in the External32 wire format (basics at their
+    /// native sizes, see the module docs).
     pub external32_size_per_elem: usize,
     /// Hash of the primitive root of `runs` (see [`MatchRule::BasicSequence`]).
     pub root_signature: u64,
     /// How many roots one element consists of.
     pub root_reps_per_elem: u64,
     /// External32 is produced by `MPI_Pack` (native) + our own per-basic
-    /// byte swapping (true), or by `MPI_Pack_external` (false; only for
-    /// types containing basics whose native and external32 sizes differ,
-    /// e.g. `MPI_LONG` under MPICH, or `long double`).
+    /// byte swapping (true: every type but one), or by `MPI_Pack_external`
+    /// (false: only a type holding `long double` on a non-x86 host).
     pub external32_by_swapping: bool,
     /// Per-element byte-swap program: (unit, bytes) segments in typemap order.
     pub(crate) swap_program: Vec<(usize, usize)>,
@@ -95,6 +95,139 @@ impl TypeInfo {
         }
     }
 
+    /// Checks a message as the wire describes it (the sender's per-element
+    /// signature, its element count and payload bytes) against this receive
+    /// type with room for `capacity` elements; returns how many receive
+    /// elements it fills. MPI 4.0 §3.3.1: the basic-type sequences must
+    /// agree, so besides an equal signature this accepts a message whose
+    /// elements are one root of this type each (10 `MPI_INT` into
+    /// `vector(10,1,3,MPI_INT)`) and elements of `k` roots each (a vector
+    /// of ints into ints; three structs in one type into structs), the `k`
+    /// taken from the sender's element size and confirmed by the hash.
+    /// The sender's element size must be this host's: a type whose size
+    /// differs between the two hosts is refused, never reinterpreted.
+    ///
+    /// `MPI_PACKED` as MPI says: any message can be received as
+    /// `MPI_PACKED`, and packed data as any type (the program vouches for
+    /// its contents, as in MPI), when the bytes are in this host's native
+    /// representation — raw, in its byte order — which is what this
+    /// implementation's `MPI_Unpack` reads and `MPI_Pack` wrote.
+    pub fn match_wire(
+        &self,
+        signature: u64,
+        count: u64,
+        bytes: u64,
+        format: WireFormat,
+        capacity: usize,
+    ) -> Result<usize> {
+        if count == 0 {
+            return Ok(0);
+        }
+        let packed_message = hash_runs(&[Run {
+            basic: BasicType::Packed,
+            count: bytes / count,
+        }]) == signature;
+        if packed_message != self.is_packed() {
+            if format != WireFormat::native() {
+                return Err(DatatypeError::PackedNotNative { format });
+            }
+            let per = self.data_size_per_elem as u64;
+            if per == 0 || !bytes.is_multiple_of(per) {
+                return Err(DatatypeError::PartialElement {
+                    root_reps: bytes,
+                    per_elem: per,
+                });
+            }
+            return self.fits(bytes / per, capacity);
+        }
+        let size_error = |sender_elem: u64, receiver_elem: usize| DatatypeError::SizeMismatch {
+            sender_elem,
+            receiver_elem,
+            receiver_type: self.describe(),
+        };
+        if !bytes.is_multiple_of(count) {
+            return Err(size_error(bytes / count, self.data_size_per_elem));
+        }
+        let sender_elem = bytes / count;
+        let per_root = self
+            .data_size_per_elem
+            .checked_div(usize::try_from(self.root_reps_per_elem).unwrap_or(0))
+            .unwrap_or(0);
+        let root_reps = if signature == self.signature {
+            if sender_elem != self.data_size_per_elem as u64 {
+                return Err(size_error(sender_elem, self.data_size_per_elem));
+            }
+            return self.fits(count, capacity);
+        } else if signature == self.root_signature {
+            if sender_elem != per_root as u64 {
+                return Err(size_error(sender_elem, per_root));
+            }
+            count
+        } else {
+            match self.root_multiple(signature, sender_elem, per_root) {
+                Some(k) => count.checked_mul(k).ok_or(DatatypeError::Overflow)?,
+                None => {
+                    return Err(DatatypeError::SignatureMismatch {
+                        message: signature,
+                        message_root: 0,
+                        message_type: signature::name_signature(signature, sender_elem)
+                            .unwrap_or_else(|| "of another type".into()),
+                        receiver: self.signature,
+                        receiver_root: self.root_signature,
+                        receiver_type: self.describe(),
+                    })
+                }
+            }
+        };
+        if self.root_reps_per_elem == 0 || !root_reps.is_multiple_of(self.root_reps_per_elem) {
+            return Err(DatatypeError::PartialElement {
+                root_reps,
+                per_elem: self.root_reps_per_elem,
+            });
+        }
+        self.fits(root_reps / self.root_reps_per_elem, capacity)
+    }
+
+    /// Whether this is `MPI_PACKED` (or a contiguous run of it).
+    fn is_packed(&self) -> bool {
+        matches!(
+            self.runs[..],
+            [Run {
+                basic: BasicType::Packed,
+                ..
+            }]
+        )
+    }
+
+    /// `n` receive elements, unless more than `capacity`.
+    fn fits(&self, n: u64, capacity: usize) -> Result<usize> {
+        let n = usize::try_from(n).map_err(|_| DatatypeError::Overflow)?;
+        if n > capacity {
+            return Err(DatatypeError::Truncated {
+                incoming: n,
+                capacity,
+            });
+        }
+        Ok(n)
+    }
+
+    /// The `k` for which the sender's element (`sender_elem` bytes with
+    /// signature `signature`) is `k` roots of this type, `per_root` bytes
+    /// each here: a vector of ints for a receive of ints, three structs in
+    /// one contiguous type for a receive of such structs.
+    fn root_multiple(&self, signature: u64, sender_elem: u64, per_root: usize) -> Option<u64> {
+        let per_root = u64::try_from(per_root).ok().filter(|&p| p > 0)?;
+        if !sender_elem.is_multiple_of(per_root) {
+            return None;
+        }
+        let k = sender_elem / per_root;
+        let (root, _) = primitive_root(&self.runs);
+        let mut runs = Vec::new();
+        // bounded: push_repeated refuses more than MAX_RUNS runs
+        signature::push_repeated(&mut runs, &root, k).ok()?;
+        (k > 0 && hash_runs(&runs) == signature).then_some(k)
+    }
+
     /// Human-readable basic sequence, e.g. `[u8, f64, i32]`.
     pub fn describe(&self) -> String {
         RunsDisplay(&self.runs).to_string()
@@ -126,6 +259,7 @@ impl TypeInfo {
             return Err(DatatypeError::SignatureMismatch {
                 message: msg.signature,
                 message_root: msg.root_signature,
+                message_type: "of another type".into(),
                 receiver: self.signature,
                 receiver_root: self.root_signature,
                 receiver_type: self.describe(),
@@ -197,49 +331,39 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
     let basic_count_per_elem = basic_count(&runs);
     let data_size_per_elem = signature::type_size(dt)? as usize;
 
-    // external32 size and swap program from the per-basic sizes
+    // The wire form of a derived type is its basics back to back, each at
+    // its native size on the sender, big-endian (external32's layout, but
+    // with this host's sizes: MPI's own external32 is not used, as MPICH
+    // 4.0 and Open MPI disagree on `MPI_LONG` and MPICH aborts on pairs).
     let mut program: Vec<(usize, usize)> = Vec::new();
-    let mut ext32: Option<usize> = Some(0);
     let mut native_sum: usize = 0;
     let mut by_swapping = true;
     for r in &runs {
         let count = usize::try_from(r.count).map_err(|_| DatatypeError::Overflow)?;
-        match flat.sizes.get(&r.basic) {
-            Some(sz) => {
-                ext32 = ext32.and_then(|e| e.checked_add(sz.external32.checked_mul(count)?));
-                let bytes = sz
-                    .native
-                    .checked_mul(count)
-                    .ok_or(DatatypeError::Overflow)?;
-                native_sum = native_sum
-                    .checked_add(bytes)
-                    .ok_or(DatatypeError::Overflow)?;
-                let unit = if sz.native == sz.external32 {
-                    r.basic.swap_unit(sz.native)
-                } else {
-                    None
-                };
-                match unit {
-                    Some(u) => match program.last_mut() {
-                        Some(last) if last.0 == u || (last.0 <= 1 && u <= 1) => last.1 += bytes,
-                        _ => program.push((u, bytes)),
-                    },
-                    None => by_swapping = false,
-                }
-            }
-            None => {
-                ext32 = None;
-                by_swapping = false;
-            }
+        let Some(&size) = flat.sizes.get(&r.basic) else {
+            by_swapping = false;
+            continue;
+        };
+        let bytes = size.checked_mul(count).ok_or(DatatypeError::Overflow)?;
+        native_sum = native_sum
+            .checked_add(bytes)
+            .ok_or(DatatypeError::Overflow)?;
+        match r.basic.swap_unit(size) {
+            Some(u) => match program.last_mut() {
+                Some(last) if last.0 == u || (last.0 <= 1 && u <= 1) => last.1 += bytes,
+                _ => program.push((u, bytes)),
+            },
+            None => by_swapping = false,
         }
     }
     if native_sum != data_size_per_elem {
         by_swapping = false;
     }
-    let external32_size_per_elem = match ext32 {
-        Some(e) => e,
-        // only for types containing predefined pair types
-        None => external32_size(dt, 1)?,
+    let external32_size_per_elem = if by_swapping {
+        data_size_per_elem
+    } else {
+        // only `long double` off x86 (see BasicType::swap_unit)
+        external32_size(dt, 1)?
     };
     let contiguous_basic = if basic_count_per_elem == 1 && runs.len() == 1 {
         // single predefined type? (a derived type wrapping one basic also has
@@ -326,4 +450,114 @@ pub fn datatype_info(dt: ffi::MPI_Datatype) -> Result<TypeInfo> {
     }
     let (_, ext) = extent_of(dt)?;
     compute_info(dt, ext.max(0) as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use BasicType::*;
+
+    const N: WireFormat = WireFormat::native();
+
+    /// The description of a gapless type of `runs`, each basic `size` bytes.
+    fn info(runs: &[(BasicType, u64)], size: usize) -> TypeInfo {
+        let runs: Vec<Run> = runs
+            .iter()
+            .map(|&(basic, count)| Run { basic, count })
+            .collect();
+        let (root, root_reps_per_elem) = primitive_root(&runs);
+        let data = size * basic_count(&runs) as usize;
+        TypeInfo {
+            signature: hash_runs(&runs),
+            root_signature: hash_runs(&root),
+            root_reps_per_elem,
+            basic_count_per_elem: basic_count(&runs),
+            contiguous_basic: None,
+            raw: false,
+            swap_unit: 0,
+            data_size_per_elem: data,
+            extent: data,
+            wire_size_per_elem: data,
+            external32_size_per_elem: data,
+            external32_by_swapping: true,
+            swap_program: vec![(size, data)],
+            runs,
+        }
+    }
+
+    #[test]
+    fn a_vector_of_ints_matches_ints_and_back() {
+        let int = info(&[(Int, 1)], 4);
+        let vec10 = info(&[(Int, 10)], 4);
+        // vector(10,1,3,MPI_INT) x1 into 13 MPI_INT: 10 arrive
+        assert_eq!(int.match_wire(vec10.signature, 1, 40, N, 13).unwrap(), 10);
+        // 10 MPI_INT into 2 vectors: one fills
+        assert_eq!(vec10.match_wire(int.signature, 10, 40, N, 2).unwrap(), 1);
+        // 3 x contiguous(2, MPI_INT) into 6 MPI_INT, and 2INT pairs alike
+        let pair = info(&[(Int, 2)], 4);
+        assert_eq!(int.match_wire(pair.signature, 3, 24, N, 8).unwrap(), 6);
+        assert_eq!(pair.match_wire(int.signature, 6, 24, N, 4).unwrap(), 3);
+        // contiguous(3, struct {int; double}) x2 into 6 such structs
+        let s = info(&[(Int, 1), (F64, 1)], 6);
+        let three = info(
+            &[(Int, 1), (F64, 1), (Int, 1), (F64, 1), (Int, 1), (F64, 1)],
+            6,
+        );
+        assert_eq!(s.match_wire(three.signature, 2, 72, N, 6).unwrap(), 6);
+        assert_eq!(three.match_wire(s.signature, 6, 72, N, 2).unwrap(), 2);
+    }
+
+    #[test]
+    fn what_mpi_forbids_is_refused_with_the_reason() {
+        let int = info(&[(Int, 1)], 4);
+        let float = info(&[(F32, 1)], 4);
+        let long = info(&[(Long, 1)], 8);
+        let pair = info(&[(Int, 2)], 4);
+        let e = float.match_wire(int.signature, 4, 16, N, 4).unwrap_err();
+        assert!(
+            e.to_string().contains("[MPI_INT]") && e.to_string().contains("[f32]"),
+            "{e}"
+        );
+        assert!(matches!(
+            int.match_wire(long.signature, 2, 16, N, 8),
+            Err(DatatypeError::SignatureMismatch { .. })
+        ));
+        assert!(matches!(
+            pair.match_wire(int.signature, 5, 20, N, 4),
+            Err(DatatypeError::PartialElement { .. })
+        ));
+        assert!(matches!(
+            int.match_wire(int.signature, 5, 20, N, 4),
+            Err(DatatypeError::Truncated {
+                incoming: 5,
+                capacity: 4
+            })
+        ));
+        // MPI_LONG of 4 bytes at the sender, 8 here: refused, not reinterpreted
+        let e = long.match_wire(long.signature, 3, 12, N, 3).unwrap_err();
+        assert!(matches!(
+            e,
+            DatatypeError::SizeMismatch {
+                sender_elem: 4,
+                receiver_elem: 8,
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("4 bytes"), "{e}");
+        // MPI_PACKED takes any message in this host's representation, and
+        // packed data goes into any type
+        let packed = info(&[(Packed, 1)], 1);
+        assert_eq!(packed.match_wire(long.signature, 3, 24, N, 64).unwrap(), 24);
+        assert_eq!(int.match_wire(packed.signature, 16, 16, N, 4).unwrap(), 4);
+        assert!(matches!(
+            packed.match_wire(long.signature, 3, 24, WireFormat::External32, 64),
+            Err(DatatypeError::PackedNotNative { .. })
+        ));
+        assert!(matches!(
+            int.match_wire(packed.signature, 6, 6, N, 4),
+            Err(DatatypeError::PartialElement { .. })
+        ));
+        // an empty message matches any receive
+        assert_eq!(float.match_wire(int.signature, 0, 0, N, 0).unwrap(), 0);
+    }
 }

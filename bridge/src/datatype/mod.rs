@@ -25,7 +25,7 @@
 //! processes and MPI implementations (checked by
 //! `bridge/tests/datatype_crosscheck.sh`).
 //!
-//! ## Matching rules (what the engine should enforce)
+//! ## Matching rules
 //!
 //! * [`MatchRule::ExactElement`] (required, default): the message's
 //!   per-element signature must equal the receive type's; the message's
@@ -42,44 +42,57 @@
 //!   `root_reps / r_recv` elements (an error if that does not divide —
 //!   a partial element, [`DatatypeError::PartialElement`]). E.g. 4 × `i32`
 //!   can be received as 2 × `struct { i32, i32 }`.
+//! * [`TypeInfo::match_wire`] (the C API's receives, MPI 4.0 §3.3.1): from
+//!   what the frame header carries — the sender's per-element signature,
+//!   its element count and the payload bytes, hence the sender's element
+//!   size. It accepts an equal signature, a message whose elements are one
+//!   root of the receive type each (10 `MPI_INT` into
+//!   `vector(10,1,3,MPI_INT)`), and, for a receive type of one basic type,
+//!   elements of `k` such basics (a vector of ints into ints; `k` from the
+//!   element size, confirmed by the hash). The sender's element size must
+//!   equal the receive type's here ([`DatatypeError::SizeMismatch`]): a
+//!   type whose size differs between the hosts is refused, never
+//!   reinterpreted. A mismatch names the message's element type when it is
+//!   one basic type (`[MPI_LONG]`).
 //!
 //! Strictness: `MPI_INT` and `MPI_INT32_T` are distinct basic types (as in
 //! the standard). `MPI_BYTE`/`MPI_PACKED` get no special "matches anything"
-//! treatment.
+//! treatment: each matches itself only.
 //!
 //! # Wire representation
 //!
-//! Every payload is tagged with a [`WireFormat`]:
+//! Every payload is tagged with a [`WireFormat`]; the frame header also
+//! carries the signature (which basic types, by their portable codes) and
+//! the payload length (hence the sender's bytes per element). Only
+//! Isthmus encodes: MPI's own external32 (`MPI_Pack_external`) is not used
+//! for any predefined type, because the implementations disagree on it
+//! (Open MPI's external32 `MPI_LONG` is 4 bytes, so 12345678900 arrived
+//! as 874306783; `long double` changed value) and MPICH 4.0 aborts in it
+//! (pair types, heterogeneous structs).
 //!
 //! * [`WireFormat::RawLe`] / [`WireFormat::RawBe`] — the *fast path*, used
-//!   when the element type is a single predefined basic type whose native
-//!   size equals its external32 size and which is a plain integer / IEEE
-//!   value (all rsmpi primitive `Equivalence` types: `bool`, `i8`…`u64`,
-//!   `f32`, `f64`, `Complex32/64`). The payload is the elements' native bytes
-//!   back to back (`count * size` bytes) in the stated byte order. The sender
-//!   uses its native order, so encoding is **zero-copy** (a borrowed view of
-//!   the user's slice) and makes **no MPI calls**. The receiver byte-swaps
-//!   (per scalar; complex numbers per component) if the order differs.
-//! * [`WireFormat::External32`] — everything else (rsmpi
-//!   `#[derive(Equivalence)]` structs, `UserDatatype`s such as strided
-//!   vectors, types with padding, `MPI_LONG`, `long double`, ...): the MPI
-//!   `external32` representation of `count` elements (big-endian, IEEE,
-//!   fixed sizes, no padding, data in typemap order -- defined by the MPI
-//!   standard, hence portable). Only the data bytes travel, so strided/padded
-//!   layouts are gathered on send and scattered on receive. Its length is
-//!   `count * external32_size_per_elem`.
+//!   when the element type is a single predefined basic type (any of them:
+//!   `MPI_LONG`, `MPI_WCHAR`, x87 `long double`, the Fortran types, ...).
+//!   The payload is the elements' native bytes back to back (`count *
+//!   size` bytes) in the stated byte order. The sender uses its native
+//!   order, so encoding is **zero-copy** (a borrowed view of the user's
+//!   buffer) and makes **no MPI calls**. The receiver byte-swaps (per
+//!   scalar; complex numbers per component) if the order differs.
+//! * [`WireFormat::External32`] — everything else (derived types, pair
+//!   types, rsmpi `#[derive(Equivalence)]` structs): the data of `count`
+//!   elements in typemap order, without gaps, each basic value big-endian
+//!   at its **native size on the sender** (external32's layout; the same
+//!   bytes as MPI's external32 for every type whose native size is the
+//!   external32 size, e.g. all Rust primitives). Produced by `MPI_Pack`
+//!   (native, on `MPI_COMM_SELF`: the data bytes in typemap order, checked
+//!   by length at run time) plus our own per-basic byte swap (receive:
+//!   swap, then `MPI_Unpack`). The basics' native sizes come from
+//!   `MPI_Type_size` of each predefined type (a pair type's halves from
+//!   its size less a C `int`).
 //!
-//!   How it is produced: when every basic type in the signature has equal
-//!   native and external32 sizes (all Rust primitives), we call `MPI_Pack`
-//!   (native, on `MPI_COMM_SELF`) and byte-swap each scalar ourselves
-//!   (receive: swap, then `MPI_Unpack`). Reason: MPICH 4.0.2's
-//!   `MPI_Pack_external`/`MPI_Pack_external_size` die with SIGILL on any
-//!   heterogeneous struct (e.g. every `#[derive(Equivalence)]` struct with
-//!   mixed field types). This relies on `MPI_Pack` emitting the data bytes
-//!   in typemap order without gaps (true for Open MPI and MPICH; the packed
-//!   length is checked at run time, and the tests verify the result is
-//!   byte-identical to Open MPI's `MPI_Pack_external`). Other types fall back
-//!   to `MPI_Pack_external`/`MPI_Unpack_external`.
+//!   The one exception: `long double` on a non-x86 host, whose format
+//!   (binary128, double-double) the wire cannot name, still goes through
+//!   `MPI_Pack_external`.
 //!
 //! A decoder accepts either format for any receive type whose signature
 //! matches: External32 into a basic type is byte-swapped without MPI; Raw
@@ -98,8 +111,8 @@
 //! thread that initialized MPI unless `Threading::Multiple`; call
 //! [`type_info::<T>()`](type_info) there once (e.g. at bridge setup) if the
 //! engine encodes from another thread. The raw fast path makes no MPI calls
-//! after the first `type_info`; the External32 path calls
-//! `MPI_Pack_external`/`MPI_Unpack_external` and therefore needs an MPI
+//! after the first `type_info`; the External32 path calls `MPI_Pack`/
+//! `MPI_Unpack` and therefore needs an MPI
 //! thread level that permits calls from the calling thread.
 //!
 //! # Errors

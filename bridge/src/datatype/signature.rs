@@ -107,6 +107,19 @@ pub fn hash_runs(runs: &[Run]) -> u64 {
     h
 }
 
+/// Names the element type behind `signature` when it is `k` of one basic
+/// type in `elem_bytes` bytes (`[MPI_LONG]`, `[MPI_INT x 10]`), for error
+/// messages; the search is bounded (at most 4096 counts per basic type).
+pub fn name_signature(signature: u64, elem_bytes: u64) -> Option<String> {
+    let most = elem_bytes.clamp(1, 4096);
+    BasicType::ALL.iter().find_map(|&basic| {
+        (1..=most).find_map(|count| {
+            let runs = [Run { basic, count }];
+            (hash_runs(&runs) == signature).then(|| RunsDisplay(&runs).to_string())
+        })
+    })
+}
+
 /// Total number of basic elements in a run list.
 pub fn basic_count(runs: &[Run]) -> u64 {
     runs.iter().map(|r| r.count).sum()
@@ -288,22 +301,11 @@ impl Drop for Children {
     }
 }
 
-/// Native and external32 byte sizes of one basic type, as reported by this
-/// MPI implementation (`MPI_Type_size`, `MPI_Pack_external_size`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BasicSizes {
-    /// Native size in bytes.
-    pub native: usize,
-    /// external32 size in bytes.
-    pub external32: usize,
-}
-
-/// Flattened signature plus the sizes of the basic types it contains.
-/// `sizes` lacks entries for basics that only occurred inside predefined
-/// pair types (`MPI_FLOAT_INT`, …).
+/// Flattened signature plus the native size in bytes (`MPI_Type_size`) of
+/// every basic type it contains, the components of pair types included.
 pub(crate) struct Flat {
     pub runs: Vec<Run>,
-    pub sizes: BTreeMap<BasicType, BasicSizes>,
+    pub sizes: BTreeMap<BasicType, usize>,
 }
 
 /// Flatten a datatype to its normalized basic-type run list (the type
@@ -331,19 +333,45 @@ pub(crate) fn flatten_with_sizes(dt: ffi::MPI_Datatype) -> Result<Flat> {
     Ok(flat)
 }
 
-fn external32_size_named(dt: ffi::MPI_Datatype) -> Result<usize> {
-    let mut size: ffi::MPI_Aint = 0;
-    // SAFETY: `dt` is a predefined handle (see the caller); `size` is a live out-parameter.
-    mpi_call("MPI_Pack_external_size", unsafe {
-        ffi::MPI_Pack_external_size(c"external32".as_ptr(), 1, dt, &mut size)
-    })?;
-    Ok(size as usize)
+/// Records the native sizes of a predefined type's basics: a single basic
+/// is the type's size; a pair type (`MPI_DOUBLE_INT`, `MPI_2INT`,
+/// `MPI_2REAL`, …) holds a C `int` second unless both halves are alike.
+/// MPI is not asked for external32 sizes: MPICH 4.0 and Open MPI disagree
+/// on some (`MPI_LONG`) and MPICH aborts on others.
+fn note_sizes(
+    dt: ffi::MPI_Datatype,
+    basics: &[BasicType],
+    sizes: &mut BTreeMap<BasicType, usize>,
+) -> Result<()> {
+    let size = usize::try_from(type_size(dt)?).map_err(|_| DatatypeError::Overflow)?;
+    let parts: Vec<(BasicType, usize)> = match basics {
+        [b] => vec![(*b, size)],
+        [a, b] if a == b => vec![(*a, size / 2)],
+        [a, b] => {
+            let int = std::mem::size_of::<std::os::raw::c_int>();
+            vec![(*a, size.saturating_sub(int)), (*b, int)]
+        }
+        _ => Vec::new(),
+    };
+    for (b, n) in parts {
+        match sizes.get(&b) {
+            Some(&known) if known != n => {
+                return Err(DatatypeError::Unsupported(format!(
+                    "{b} is {known} bytes in one place and {n} in another"
+                )))
+            }
+            _ => {
+                sizes.insert(b, n);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn flatten_into(
     dt: ffi::MPI_Datatype,
     out: &mut Vec<Run>,
-    sizes: &mut BTreeMap<BasicType, BasicSizes>,
+    sizes: &mut BTreeMap<BasicType, usize>,
     depth: usize,
 ) -> Result<()> {
     if depth > 64 {
@@ -355,17 +383,7 @@ fn flatten_into(
     let env = envelope(dt)?;
     if env.combiner == named {
         let basics = basics_of_named(dt)?;
-        if let [b] = basics[..] {
-            if let std::collections::btree_map::Entry::Vacant(e) = sizes.entry(b) {
-                // MPI_Pack_external_size is safe on *predefined* types in
-                // every implementation we target (MPICH 4.0 traps on it for
-                // heterogeneous structs, so it is never called on those).
-                e.insert(BasicSizes {
-                    native: type_size(dt)? as usize,
-                    external32: external32_size_named(dt)?,
-                });
-            }
-        }
+        note_sizes(dt, &basics, sizes)?;
         for b in basics {
             push_run(out, b, 1)?;
         }

@@ -10,8 +10,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use isthmus_bridge::datatype::{
-    decode_raw_with, encode_raw_with, raw_to_native_in_place, Encoded, MatchRule, MessageSig,
-    TypeInfo,
+    decode_raw_with, encode_raw_with, raw_to_native_in_place, Encoded, TypeInfo,
 };
 use isthmus_bridge::{BridgeError, Status, TypeSig, WireFormat};
 use mpi::ffi;
@@ -78,17 +77,7 @@ pub unsafe fn decode_received(
     dt: MPI_Datatype,
 ) -> Result<Outcome, BridgeError> {
     let info = info_of(dt)?;
-    let sig = MessageSig {
-        signature: st.signature,
-        count: st.count,
-        root_signature: 0,
-        root_reps: 0,
-    };
-    let n = if st.count == 0 {
-        0
-    } else {
-        info.match_message(&sig, count, MatchRule::ExactElement)?
-    };
+    let n = info.match_wire(st.signature, st.count, st.bytes, st.format, count)?;
     if n > 0 {
         // SAFETY: forwarded from this function's contract; n <= count.
         unsafe { decode_raw_with(&info, dt, st.format, bytes, n, buf) }?;
@@ -101,6 +90,7 @@ pub unsafe fn decode_received(
 /// elements, as bytes.
 pub struct RawTarget<'a> {
     info: Arc<TypeInfo>,
+    count: usize,
     out: &'a mut [u8],
 }
 
@@ -126,28 +116,22 @@ pub unsafe fn raw_target<'a>(
     // SAFETY: the caller's buffer holds `count` elements of a gapless
     // type: `len` writable bytes, as for MPI_Recv.
     let out = unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len) };
-    Ok(Some(RawTarget { info, out }))
+    Ok(Some(RawTarget { info, count, out }))
 }
 
 impl RawTarget<'_> {
     /// Receives with `recv` into the buffer, checks the message's type
-    /// signature and puts the data in this host's byte order.
+    /// signature (MPI's type matching) and puts the data in this host's byte order.
     pub fn recv(
         self,
         recv: impl FnOnce(&mut [u8]) -> Result<Status, BridgeError>,
     ) -> Result<Outcome, BridgeError> {
         let st = recv(&mut *self.out)?;
-        if st.count > 0 && st.signature != self.info.signature {
-            return Err(BridgeError::TypeMismatch {
-                expected: self.info.signature,
-                actual: st.signature,
-                from_rank: st.source,
-                tag: st.tag,
-            });
-        }
-        let got = usize::try_from(st.bytes)
-            .unwrap_or(usize::MAX)
-            .min(self.out.len());
+        // By MPI's type matching: a vector of such elements matches too.
+        let got = self
+            .info
+            .match_wire(st.signature, st.count, st.bytes, st.format, self.count)?
+            * self.info.data_size_per_elem;
         raw_to_native_in_place(&self.info, st.format, &mut self.out[..got])?;
         Ok(Outcome::received(&st, got as i64))
     }
