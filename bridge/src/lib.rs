@@ -143,7 +143,10 @@
 //! * `request` — request handles, [`wait_all`], [`wait_any`];
 //!   `engine` — [`Engine`] (listeners, shutdown) over `engine::shared`,
 //!   which composes the tables and implements the reporting traits;
-//!   `intercomm` — [`InterComm`] and `Engine::intercomm`; `vm` —
+//!   `p2p` — the point-to-point layer: a `Channel` (one context, our rank,
+//!   the remote ranks) sends (the eager/rendezvous/synchronous decision),
+//!   receives and probes; `intercomm` — [`InterComm`] over it and
+//!   `Engine::intercomm`; `vm` —
 //!   [`Bridge`]: PVMPI's calls over the vmd session.
 
 // Library code reports errors instead of panicking (tests may unwrap).
@@ -174,6 +177,7 @@ mod intercomm;
 mod ledger;
 mod matching;
 mod outgoing;
+mod p2p;
 mod poller;
 mod rendezvous;
 mod request;
