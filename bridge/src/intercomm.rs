@@ -2,7 +2,9 @@
 //! remote group (the other job) — as the application sees it: ranks, group
 //! sizes, its context and the contexts derived from it, and the typed and
 //! buffer wrappers over the byte-level calls. Every message goes through
-//! the point-to-point layer (`p2p`).
+//! the point-to-point layer (`p2p`): one [`Channel`] for the user's
+//! messages, another, on a context of its own, for the collectives
+//! (`coll`), so that collective traffic can never match a user receive.
 //! [`Engine::intercomm`] is defined here, so the engine does not depend on
 //! intercommunicators.
 
@@ -21,12 +23,25 @@ use crate::p2p::Channel;
 use crate::request::{RecvRequest, SendRequest, TypedRecvRequest};
 use crate::wire::{TypeSig, WireType};
 
-/// An intercommunicator. `Send + Sync`; dropping it unregisters its context.
+/// An intercommunicator. `Send + Sync`; dropping it unregisters its contexts.
 pub struct InterComm {
     engine: Arc<Engine>,
     /// The user's point-to-point messages.
     p2p: Channel,
+    /// The collectives' messages: a context of its own (see [`coll_context`]).
+    coll: Channel,
     local_size: u32,
+}
+
+/// The context of an intercommunicator's collectives: derived from its
+/// context as `derived` contexts are, under a key no user context is made
+/// from, so both sides compute it alike and it differs from every context
+/// a program's messages travel on (as MPI requires of collective traffic;
+/// MPICH likewise gives each communicator a separate collective context).
+fn coll_context(context: u64) -> u64 {
+    let mut key = context.to_le_bytes().to_vec();
+    key.extend_from_slice(b"\x1fcoll\x1f");
+    crate::hash::fnv1a64(&key, crate::hash::FNV_OFFSET)
 }
 
 impl Engine {
@@ -44,10 +59,12 @@ impl Engine {
                 "local rank {local_rank} is not below local size {local_size}"
             )));
         }
-        let p2p = Channel::open(&self.shared, context, local_rank, remote)?;
+        let p2p = Channel::open(&self.shared, context, local_rank, remote.clone())?;
+        let coll = Channel::open(&self.shared, coll_context(context), local_rank, remote)?;
         Ok(InterComm {
             engine: Arc::clone(self),
             p2p,
+            coll,
             local_size,
         })
     }
@@ -89,6 +106,10 @@ impl InterComm {
     /// The engine this intercomm runs on.
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+    /// The point-to-point channel of this intercomm's collectives.
+    pub(crate) fn coll_channel(&self) -> &Channel {
+        &self.coll
     }
     /// How the data connection to remote rank `rank` went (transport, our
     /// address, the address dialled); None until something was sent to it.
@@ -266,13 +287,7 @@ impl InterComm {
 
     /// Typed blocking send.
     pub fn send<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<()> {
-        self.send_bytes(
-            dest,
-            tag,
-            &T::type_sig()?,
-            buf.len() as u64,
-            &T::encode(buf)?,
-        )
+        send_typed_on(&self.p2p, dest, tag, buf)
     }
 
     /// Typed synchronous send.
@@ -350,25 +365,7 @@ impl InterComm {
         buf: &mut [T],
         timeout: Option<Duration>,
     ) -> Result<Status> {
-        let sig = T::type_sig()?;
-        let capacity = buf.len().saturating_mul(sig.elem_size);
-        if let Some(bytes) = T::wire_bytes_mut(buf) {
-            let st = self
-                .p2p
-                .recv_into(source, tag, Some(sig.signature), bytes, timeout)?;
-            if st.format != sig.format {
-                // Rare foreign-format message: convert in place through a copy.
-                let copy = bytes[..st.bytes as usize].to_vec();
-                T::decode_into(st.format, &copy, buf)?;
-            }
-            return Ok(st);
-        }
-        let (bytes, st) = match timeout {
-            None => self.recv_bytes(source, tag, Some(sig.signature), capacity)?,
-            Some(t) => self.recv_bytes_timeout(source, tag, Some(sig.signature), capacity, t)?,
-        };
-        T::decode_into(st.format, &bytes, buf)?;
-        Ok(st)
+        recv_typed_on(&self.p2p, source, tag, buf, timeout)
     }
 
     /// Sends any rsmpi buffer, e.g. a `View` of a `UserDatatype` such as a
@@ -439,4 +436,50 @@ impl InterComm {
         )?;
         Ok(TypedRecvRequest { inner, out: buf })
     }
+}
+
+/// Typed blocking send on `ch` (an intercomm's user or collective channel).
+pub(crate) fn send_typed_on<T: WireType>(
+    ch: &Channel,
+    dest: u32,
+    tag: i32,
+    buf: &[T],
+) -> Result<()> {
+    ch.send(
+        dest,
+        tag,
+        &T::type_sig()?,
+        buf.len() as u64,
+        &T::encode(buf)?,
+    )
+}
+
+/// Typed blocking receive into `buf` on `ch`: straight into `buf` when `T`
+/// has a native byte layout (converted in place if the message came in
+/// another format), else through a buffer and decoded.
+pub(crate) fn recv_typed_on<T: WireType>(
+    ch: &Channel,
+    source: Source,
+    tag: Tag,
+    buf: &mut [T],
+    timeout: Option<Duration>,
+) -> Result<Status> {
+    let sig = T::type_sig()?;
+    let capacity = buf.len().saturating_mul(sig.elem_size);
+    if let Some(bytes) = T::wire_bytes_mut(buf) {
+        let st = ch.recv_into(source, tag, Some(sig.signature), bytes, timeout)?;
+        if st.format != sig.format {
+            // Rare foreign-format message: convert in place through a copy.
+            let copy = bytes[..st.bytes as usize].to_vec();
+            T::decode_into(st.format, &copy, buf)?;
+        }
+        return Ok(st);
+    }
+    let req = ch.irecv(source, tag, Some(sig.signature), capacity)?;
+    let (bytes, st) = match timeout {
+        None => req.wait()?,
+        Some(t) => req.wait_timeout(t)?,
+    };
+    T::decode_into(st.format, &bytes, buf)?;
+    Ok(st)
 }

@@ -159,6 +159,7 @@
 // (checked by scripts/check-module-cycles.sh).
 pub mod address;
 mod admission;
+mod coll;
 mod completion;
 mod connections;
 mod contexts;
@@ -188,6 +189,7 @@ mod vm;
 mod wire;
 
 pub use address::{Locality, Route, Transport};
+pub use coll::BcastRole;
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE, DEFAULT_ADMISSION_TIMEOUT,
