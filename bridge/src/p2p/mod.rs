@@ -5,7 +5,7 @@
 //! receives and probes (`recv`), and knows nothing of communicators: the
 //! communicators (`intercomm`, the collectives in `coll`) sit above it and
 //! speak to the engine only through it. Below it are the engine's tables
-//! and connections (`engine::shared`, `outgoing`, `incoming`).
+//! and the transport layer (`engine::shared`, `transport`).
 //!
 //! Like Open MPI's PML (`ompi/mca/pml/ob1`) under its bindings: the layer
 //! above says what to send to which rank; how it travels is decided here.

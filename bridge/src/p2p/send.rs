@@ -18,10 +18,10 @@ use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
 use crate::held::Held;
 use crate::ledger::FRAME_COST;
-use crate::outgoing::{OutConn, Queued, TryInline};
 use crate::rendezvous::PendingSend;
 use crate::request::SendRequest;
 use crate::sync::deadline_of;
+use crate::transport::{Link, Queued, TryInline};
 use crate::wire::TypeSig;
 
 impl Channel {
@@ -40,11 +40,11 @@ impl Channel {
         payload: &[u8],
     ) -> Result<()> {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
-        let conn = self.shared.conn(ep, dest)?;
+        let conn = self.shared.link(ep, dest)?;
         if payload.len() <= self.shared.limits.eager_limit {
             conn.wait_granted();
         }
-        if self.eager_ok(&conn, payload.len()) {
+        if self.eager_ok(&*conn, payload.len()) {
             return conn.write_blocking(self.shared.as_ref(), &hdr, payload, dest);
         }
         if payload.len() <= self.shared.limits.eager_limit {
@@ -56,7 +56,7 @@ impl Channel {
             // its match below, as MPI allows a standard send to.
             if let Some(held) = self.shared.budget.try_take(payload.len()) {
                 let req = self.rendezvous_nonblocking(
-                    &conn,
+                    &*conn,
                     hdr,
                     ep.process,
                     dest,
@@ -67,12 +67,12 @@ impl Channel {
                 return Ok(());
             }
         }
-        self.rendezvous_blocking(&conn, hdr, ep.process, dest, payload, None)
+        self.rendezvous_blocking(&*conn, hdr, ep.process, dest, payload, None)
     }
 
     /// Whether a message of `len` bytes goes eagerly: within the (large)
     /// eager limit and the receiver's credit (which it then spends).
-    fn eager_ok(&self, conn: &OutConn, len: usize) -> bool {
+    fn eager_ok(&self, conn: &dyn Link, len: usize) -> bool {
         len <= self.shared.limits.large_eager_limit
             && conn.take_credit((len as u64).saturating_add(FRAME_COST))
     }
@@ -109,7 +109,7 @@ impl Channel {
     /// copied into the pending send, so the message still goes out once matched.
     fn rendezvous_blocking(
         &self,
-        conn: &OutConn,
+        conn: &dyn Link,
         mut hdr: FrameHeader,
         peer: Uuid,
         dest: u32,
@@ -146,7 +146,7 @@ impl Channel {
     /// messages); the poller sends DATA when the CTS comes and completes the request.
     fn rendezvous_nonblocking(
         &self,
-        conn: &OutConn,
+        conn: &dyn Link,
         mut hdr: FrameHeader,
         peer: Uuid,
         dest: u32,
@@ -187,10 +187,10 @@ impl Channel {
     ) -> Result<()> {
         let shared = &self.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
-        let conn = shared.conn(ep, dest)?;
-        if !self.eager_ok(&conn, payload.len()) {
+        let conn = shared.link(ep, dest)?;
+        if !self.eager_ok(&*conn, payload.len()) {
             // A CTS means "matched": rendezvous is synchronous by itself.
-            return self.rendezvous_blocking(&conn, hdr, ep.process, dest, payload, timeout);
+            return self.rendezvous_blocking(&*conn, hdr, ep.process, dest, payload, timeout);
         }
         let done = Completion::new(Arc::clone(&shared.any));
         shared
@@ -224,11 +224,11 @@ impl Channel {
     ) -> Result<SendRequest> {
         let shared = &self.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
-        let conn = shared.conn(ep, dest)?;
-        if !self.eager_ok(&conn, payload.len()) {
+        let conn = shared.link(ep, dest)?;
+        if !self.eager_ok(&*conn, payload.len()) {
             let held = shared.budget.take(payload.len());
             return self.rendezvous_nonblocking(
-                &conn,
+                &*conn,
                 hdr,
                 ep.process,
                 dest,
@@ -262,10 +262,10 @@ impl Channel {
     ) -> Result<SendRequest> {
         let shared = &self.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
-        let conn = shared.conn(ep, dest)?;
-        if !self.eager_ok(&conn, payload.len()) {
+        let conn = shared.link(ep, dest)?;
+        if !self.eager_ok(&*conn, payload.len()) {
             let held = shared.budget.take(payload.len());
-            return self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload, held);
+            return self.rendezvous_nonblocking(&*conn, hdr, ep.process, dest, payload, held);
         }
         let done = Completion::new(Arc::clone(&shared.any));
         shared

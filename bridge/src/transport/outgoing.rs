@@ -20,32 +20,13 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use crate::address::Route;
-use crate::completion::Completion;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
-use crate::held::Held;
 use crate::ledger::MAX_UNEXPECTED_RTS;
 use crate::sync::{cv_wait, lock};
-use crate::transport::{read_grant, write_frame, Grant, Stream};
 
-/// What a connection tells its owner (the engine) when the peer is lost.
-pub(crate) trait PeerLost: Send + Sync + 'static {
-    /// Writing to (or reading from) `peer` failed: fail everything that involves it.
-    fn peer_lost(&self, peer: Uuid, reason: &str);
-}
-
-/// A frame waiting for the writer thread.
-pub(crate) struct Queued {
-    pub hdr: FrameHeader,
-    pub payload: Vec<u8>,
-    pub dest_rank: u32,
-    /// Completed when the frame is written (eager isend); None for issend (completed by SYNC_ACK) and control frames.
-    pub done: Option<Arc<Completion<()>>>,
-    /// The payload's share of the sender's budget, given back when this
-    /// frame is dropped (written or failed): kept for its `Drop` only.
-    #[allow(dead_code)]
-    pub held: Option<Held>,
-}
+use super::link::{Link, PeerLost, Queued, TryInline};
+use super::socket::{read_grant, write_frame, Grant, Stream};
 
 struct OutState {
     /// None while some thread is writing (it holds the stream).
@@ -87,11 +68,6 @@ pub(crate) struct OutConn {
     writer_cv: Condvar,
     /// Clone of the socket used to shut it down from outside.
     shutdown_handle: Stream,
-}
-
-pub(crate) enum TryInline {
-    Done,
-    Busy,
 }
 
 impl OutConn {
@@ -238,7 +214,7 @@ impl OutConn {
     /// (messages keep FIFO order; DATA only waits for the control lane).
     pub(crate) fn write_blocking(
         &self,
-        lost: &impl PeerLost,
+        lost: &dyn PeerLost,
         hdr: &FrameHeader,
         payload: &[u8],
         dest_rank: u32,
@@ -254,7 +230,7 @@ impl OutConn {
     /// Write inline if `wait` or the connection is idle; otherwise report Busy.
     pub(crate) fn write_inline(
         &self,
-        lost: &impl PeerLost,
+        lost: &dyn PeerLost,
         hdr: &FrameHeader,
         payload: &[u8],
         dest_rank: u32,
@@ -366,7 +342,7 @@ impl OutConn {
         &self,
         mut reader: Stream,
         deadline: Instant,
-        lost: &impl PeerLost,
+        lost: &dyn PeerLost,
     ) -> bool {
         let got = match read_grant(&mut reader, deadline) {
             Ok(Grant::Window(bytes)) => Ok(bytes),
@@ -499,4 +475,35 @@ fn is_message(kind: FrameKind) -> bool {
         kind,
         FrameKind::Eager | FrameKind::SyncEager | FrameKind::Rts
     )
+}
+
+impl Link for OutConn {
+    fn take_credit(&self, cost: u64) -> bool {
+        OutConn::take_credit(self, cost)
+    }
+    fn wait_granted(&self) {
+        OutConn::wait_granted(self)
+    }
+    fn write_blocking(
+        &self,
+        lost: &dyn PeerLost,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+    ) -> Result<()> {
+        OutConn::write_blocking(self, lost, hdr, payload, dest_rank)
+    }
+    fn write_inline(
+        &self,
+        lost: &dyn PeerLost,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+        wait: bool,
+    ) -> Result<TryInline> {
+        OutConn::write_inline(self, lost, hdr, payload, dest_rank, wait)
+    }
+    fn enqueue(&self, q: Queued) -> Result<()> {
+        OutConn::enqueue(self, q)
+    }
 }
