@@ -109,31 +109,6 @@ impl OutConn {
         }
     }
 
-    /// Spend `cost` bytes of eager credit; false (nothing spent) if there is not enough.
-    pub(crate) fn take_credit(&self, cost: u64) -> bool {
-        let mut st = lock(&self.state);
-        if st.credit >= cost {
-            st.credit -= cost;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Block while the peer's initial grant is pending (it has not formed
-    /// the intercomm naming us yet); returns once it came, or the
-    /// connection failed or is closing. A blocking send of a small message
-    /// waits here so that it goes out eagerly, into the socket: buffered in
-    /// this process, it would be lost if the process ended before the match.
-    pub(crate) fn wait_granted(&self) {
-        let mut st = lock(&self.state);
-        while st.grant_pending && st.failed.is_none() && !st.closing {
-            st.waiting += 1;
-            st = cv_wait(&self.cv, st, None).0;
-            st.waiting -= 1;
-        }
-    }
-
     /// Frames not yet written (queued on either lane, or being written);
     /// None once the connection failed (nothing more will be written).
     pub(crate) fn backlog(&self) -> Option<usize> {
@@ -208,92 +183,6 @@ impl OutConn {
         if writer {
             self.writer_cv.notify_one();
         }
-    }
-
-    /// Write one frame from the calling thread, waiting for earlier frames first
-    /// (messages keep FIFO order; DATA only waits for the control lane).
-    pub(crate) fn write_blocking(
-        &self,
-        lost: &dyn PeerLost,
-        hdr: &FrameHeader,
-        payload: &[u8],
-        dest_rank: u32,
-    ) -> Result<()> {
-        match self.write_inline(lost, hdr, payload, dest_rank, true)? {
-            TryInline::Done => Ok(()),
-            TryInline::Busy => Err(BridgeError::Protocol(
-                "internal: blocking write reported busy".into(),
-            )),
-        }
-    }
-
-    /// Write inline if `wait` or the connection is idle; otherwise report Busy.
-    pub(crate) fn write_inline(
-        &self,
-        lost: &dyn PeerLost,
-        hdr: &FrameHeader,
-        payload: &[u8],
-        dest_rank: u32,
-        wait: bool,
-    ) -> Result<TryInline> {
-        let is_message = is_message(hdr.kind);
-        let mut st = lock(&self.state);
-        let mut stream = loop {
-            if let Some(r) = &st.failed {
-                return Err(Self::failed_err(r, dest_rank));
-            }
-            if st.closing {
-                return Err(BridgeError::EngineShutDown);
-            }
-            let lane_free = st.control.is_empty() && (!is_message || st.queue.is_empty());
-            let rts_ok = hdr.kind != FrameKind::Rts || st.rts_out < MAX_UNEXPECTED_RTS;
-            if lane_free && rts_ok {
-                if let Some(s) = st.stream.take() {
-                    if hdr.kind == FrameKind::Rts {
-                        st.rts_out += 1;
-                    }
-                    break s;
-                }
-            }
-            if !wait {
-                return Ok(TryInline::Busy);
-            }
-            st.waiting += 1;
-            st = cv_wait(&self.cv, st, None).0;
-            st.waiting -= 1;
-        };
-        drop(st);
-        let res = write_frame(&mut stream, hdr, payload);
-        let mut st = lock(&self.state);
-        st.stream = Some(stream);
-        // Frames queued meanwhile are the writer's now.
-        self.notify(st);
-        match res {
-            Ok(()) => Ok(TryInline::Done),
-            Err(e) => {
-                let reason = format!("writing to the peer failed: {e}");
-                lost.peer_lost(self.peer, &reason);
-                Err(Self::failed_err(&reason, dest_rank))
-            }
-        }
-    }
-
-    /// Hand a frame to the writer thread.
-    pub(crate) fn enqueue(&self, q: Queued) -> Result<()> {
-        let mut st = lock(&self.state);
-        if let Some(r) = &st.failed {
-            return Err(Self::failed_err(r, q.dest_rank));
-        }
-        if st.closing {
-            return Err(BridgeError::EngineShutDown);
-        }
-        if is_message(q.hdr.kind) {
-            st.queue.push_back(q);
-        } else {
-            st.control.push_back(q);
-        }
-        self.notify(st);
-        Ok(())
     }
 
     /// Mark failed: queued frames error out; the socket is shut down.
@@ -478,12 +367,33 @@ fn is_message(kind: FrameKind) -> bool {
 }
 
 impl Link for OutConn {
+    /// Spend `cost` bytes of eager credit; false (nothing spent) if there is not enough.
     fn take_credit(&self, cost: u64) -> bool {
-        OutConn::take_credit(self, cost)
+        let mut st = lock(&self.state);
+        if st.credit >= cost {
+            st.credit -= cost;
+            true
+        } else {
+            false
+        }
     }
+
+    /// Block while the peer's initial grant is pending (it has not formed
+    /// the intercomm naming us yet); returns once it came, or the
+    /// connection failed or is closing. A blocking send of a small message
+    /// waits here so that it goes out eagerly, into the socket: buffered in
+    /// this process, it would be lost if the process ended before the match.
     fn wait_granted(&self) {
-        OutConn::wait_granted(self)
+        let mut st = lock(&self.state);
+        while st.grant_pending && st.failed.is_none() && !st.closing {
+            st.waiting += 1;
+            st = cv_wait(&self.cv, st, None).0;
+            st.waiting -= 1;
+        }
     }
+
+    /// Write one frame from the calling thread, waiting for earlier frames first
+    /// (messages keep FIFO order; DATA only waits for the control lane).
     fn write_blocking(
         &self,
         lost: &dyn PeerLost,
@@ -491,8 +401,15 @@ impl Link for OutConn {
         payload: &[u8],
         dest_rank: u32,
     ) -> Result<()> {
-        OutConn::write_blocking(self, lost, hdr, payload, dest_rank)
+        match self.write_inline(lost, hdr, payload, dest_rank, true)? {
+            TryInline::Done => Ok(()),
+            TryInline::Busy => Err(BridgeError::Protocol(
+                "internal: blocking write reported busy".into(),
+            )),
+        }
     }
+
+    /// Write inline if `wait` or the connection is idle; otherwise report Busy.
     fn write_inline(
         &self,
         lost: &dyn PeerLost,
@@ -501,9 +418,63 @@ impl Link for OutConn {
         dest_rank: u32,
         wait: bool,
     ) -> Result<TryInline> {
-        OutConn::write_inline(self, lost, hdr, payload, dest_rank, wait)
+        let is_message = is_message(hdr.kind);
+        let mut st = lock(&self.state);
+        let mut stream = loop {
+            if let Some(r) = &st.failed {
+                return Err(Self::failed_err(r, dest_rank));
+            }
+            if st.closing {
+                return Err(BridgeError::EngineShutDown);
+            }
+            let lane_free = st.control.is_empty() && (!is_message || st.queue.is_empty());
+            let rts_ok = hdr.kind != FrameKind::Rts || st.rts_out < MAX_UNEXPECTED_RTS;
+            if lane_free && rts_ok {
+                if let Some(s) = st.stream.take() {
+                    if hdr.kind == FrameKind::Rts {
+                        st.rts_out += 1;
+                    }
+                    break s;
+                }
+            }
+            if !wait {
+                return Ok(TryInline::Busy);
+            }
+            st.waiting += 1;
+            st = cv_wait(&self.cv, st, None).0;
+            st.waiting -= 1;
+        };
+        drop(st);
+        let res = write_frame(&mut stream, hdr, payload);
+        let mut st = lock(&self.state);
+        st.stream = Some(stream);
+        // Frames queued meanwhile are the writer's now.
+        self.notify(st);
+        match res {
+            Ok(()) => Ok(TryInline::Done),
+            Err(e) => {
+                let reason = format!("writing to the peer failed: {e}");
+                lost.peer_lost(self.peer, &reason);
+                Err(Self::failed_err(&reason, dest_rank))
+            }
+        }
     }
+
+    /// Hand a frame to the writer thread.
     fn enqueue(&self, q: Queued) -> Result<()> {
-        OutConn::enqueue(self, q)
+        let mut st = lock(&self.state);
+        if let Some(r) = &st.failed {
+            return Err(Self::failed_err(r, q.dest_rank));
+        }
+        if st.closing {
+            return Err(BridgeError::EngineShutDown);
+        }
+        if is_message(q.hdr.kind) {
+            st.queue.push_back(q);
+        } else {
+            st.control.push_back(q);
+        }
+        self.notify(st);
+        Ok(())
     }
 }
