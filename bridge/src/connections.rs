@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
-use crate::incoming::InConn;
-use crate::outgoing::OutConn;
 use crate::sync::lock;
+use crate::transport::{InConn, OutConn};
 
 /// Outgoing connection of one peer, filled in on first use.
 pub(crate) type OutSlot = Arc<Mutex<Option<Arc<OutConn>>>>;

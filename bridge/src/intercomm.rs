@@ -1,6 +1,10 @@
-//! [`InterComm`]: MPI point-to-point semantics between a local group (this
-//! job) and a remote group (the other job), on top of the engine. Byte-level
-//! methods (`*_bytes`) are the core; typed methods use [`WireType`].
+//! [`InterComm`]: the intercommunicator — a local group (this job) and a
+//! remote group (the other job) — as the application sees it: ranks, group
+//! sizes, its context and the contexts derived from it, and the typed and
+//! buffer wrappers over the byte-level calls. Every message goes through
+//! the point-to-point layer (`p2p`): one [`Channel`] for the user's
+//! messages, another, on a context of its own, for the collectives
+//! (`coll`), so that collective traffic can never match a user receive.
 //! [`Engine::intercomm`] is defined here, so the engine does not depend on
 //! intercommunicators.
 
@@ -8,40 +12,36 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use uuid::Uuid;
-
 use crate::address::Route;
-use crate::completion::Completion;
 use crate::datatype;
 use crate::endpoint::Endpoint;
 use crate::engine::Engine;
 use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
-use crate::frame::{FrameHeader, FrameKind};
-use crate::held::Held;
-use crate::ledger::FRAME_COST;
-use crate::matching::{
-    fill_from_arrived, Ctx, PostedRecv, RawBuf, RecvOutcome, Source, Status, Tag, Target,
-};
-use crate::outgoing::{OutConn, Queued, TryInline};
-use crate::rendezvous::PendingSend;
-use crate::request::{RecvProgress, RecvRequest, SendRequest, TypedRecvRequest};
-use crate::sync::{cv_wait, deadline_of, lock};
+use crate::matching::{Source, Status, Tag};
+use crate::p2p::Channel;
+use crate::request::{RecvRequest, SendRequest, TypedRecvRequest};
 use crate::wire::{TypeSig, WireType};
 
-/// An intercommunicator. `Send + Sync`; dropping it unregisters its context.
+/// An intercommunicator. `Send + Sync`; dropping it unregisters its contexts.
 pub struct InterComm {
-    pub(crate) engine: Arc<Engine>,
-    pub(crate) ctx: Arc<Ctx>,
-    pub(crate) local_rank: u32,
-    pub(crate) local_size: u32,
-    pub(crate) remote: Vec<Endpoint>,
+    engine: Arc<Engine>,
+    /// The user's point-to-point messages.
+    p2p: Channel,
+    /// The collectives' messages: a context of its own (see [`coll_context`]).
+    coll: Channel,
+    local_size: u32,
 }
 
-impl Drop for InterComm {
-    fn drop(&mut self) {
-        self.engine.shared.retire_context(&self.ctx);
-    }
+/// The context of an intercommunicator's collectives: derived from its
+/// context as `derived` contexts are, under a key no user context is made
+/// from, so both sides compute it alike and it differs from every context
+/// a program's messages travel on (as MPI requires of collective traffic;
+/// MPICH likewise gives each communicator a separate collective context).
+fn coll_context(context: u64) -> u64 {
+    let mut key = context.to_le_bytes().to_vec();
+    key.extend_from_slice(b"\x1fcoll\x1f");
+    crate::hash::fnv1a64(&key, crate::hash::FNV_OFFSET)
 }
 
 impl Engine {
@@ -59,40 +59,15 @@ impl Engine {
                 "local rank {local_rank} is not below local size {local_size}"
             )));
         }
-        // Admit data connections from these processes (their keys) first.
-        self.shared.admission.learn(&remote)?;
-        let (ctx, forged) = self.shared.contexts.register(context, remote.clone())?;
-        self.shared.discard_forged(context, forged);
-        self.shared.learn_peers(&remote);
-        // Peers that already failed count against the new intercomm too.
-        let failed = self.shared.failures.all();
-        {
-            let mut st = lock(&ctx.state);
-            for (p, r, orderly) in &failed {
-                st.mark_process_failed(*p, r, *orderly);
-            }
-        }
+        let p2p = Channel::open(&self.shared, context, local_rank, remote.clone())?;
+        let coll = Channel::open(&self.shared, coll_context(context), local_rank, remote)?;
         Ok(InterComm {
             engine: Arc::clone(self),
-            ctx,
-            local_rank,
+            p2p,
+            coll,
             local_size,
-            remote,
         })
     }
-}
-
-fn check_tag(tag: i32) -> Result<()> {
-    if tag < 0 {
-        return Err(BridgeError::InvalidArgument(format!(
-            "tag {tag} is negative; MPI tags must be >= 0 (use Tag::Any to receive any tag)"
-        )));
-    }
-    Ok(())
-}
-
-fn timeout_err(t: Option<Duration>) -> BridgeError {
-    BridgeError::Timeout(t.unwrap_or_default())
 }
 
 impl InterComm {
@@ -100,25 +75,25 @@ impl InterComm {
     /// groups, a context both sides compute alike as long as they derive in
     /// the same order, as MPI requires of collective calls.
     pub fn derived(&self, n: u64) -> Result<InterComm> {
-        let mut key = self.ctx.id.to_le_bytes().to_vec();
+        let mut key = self.context().to_le_bytes().to_vec();
         key.extend_from_slice(b"\x1fdup\x1f");
         key.extend_from_slice(&n.to_le_bytes());
         let context = crate::hash::fnv1a64(&key, crate::hash::FNV_OFFSET);
         self.engine.intercomm(
             context,
-            self.local_rank,
+            self.rank(),
             self.local_size,
-            self.remote.clone(),
+            self.p2p.remote().to_vec(),
         )
     }
 
     /// Context id of this intercomm.
     pub fn context(&self) -> u64 {
-        self.ctx.id
+        self.p2p.context()
     }
     /// This process's rank in the local group.
     pub fn rank(&self) -> u32 {
-        self.local_rank
+        self.p2p.local_rank()
     }
     /// Size of the local group.
     pub fn local_size(&self) -> u32 {
@@ -126,95 +101,29 @@ impl InterComm {
     }
     /// Size of the remote group.
     pub fn remote_size(&self) -> u32 {
-        self.remote.len() as u32
+        self.p2p.remote().len() as u32
     }
     /// The engine this intercomm runs on.
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
+    /// The point-to-point channel of this intercomm's collectives.
+    pub(crate) fn coll_channel(&self) -> &Channel {
+        &self.coll
+    }
     /// How the data connection to remote rank `rank` went (transport, our
     /// address, the address dialled); None until something was sent to it.
     pub fn route(&self, rank: u32) -> Result<Option<Route>> {
-        let ep = self.remote.get(rank as usize).ok_or_else(|| {
+        let ep = self.p2p.remote().get(rank as usize).ok_or_else(|| {
             BridgeError::InvalidArgument(format!(
                 "remote rank {rank} out of range (remote size {})",
-                self.remote.len()
+                self.remote_size()
             ))
         })?;
         Ok(self.engine.route_to(ep.process))
     }
 
-    fn check_source(&self, s: Source) -> Result<()> {
-        if let Source::Rank(r) = s {
-            if r as usize >= self.remote.len() {
-                return Err(BridgeError::InvalidArgument(format!(
-                    "source rank {r} does not exist: the remote group has {} ranks",
-                    self.remote.len()
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// The one peer process that can deliver a message accepted by `source`
-    /// (None for ANY_SOURCE when the remote group spans several processes).
-    fn peer_of(&self, source: Source) -> Option<Uuid> {
-        match source {
-            Source::Rank(r) => self.remote.get(r as usize).map(|e| e.process),
-            Source::Any => {
-                let first = self.remote.first()?.process;
-                self.remote
-                    .iter()
-                    .all(|e| e.process == first)
-                    .then_some(first)
-            }
-        }
-    }
-
-    fn check_recv_tag(tag: Tag) -> Result<()> {
-        match tag {
-            Tag::Any => Ok(()),
-            Tag::Value(t) => check_tag(t),
-        }
-    }
-
-    fn header(
-        &self,
-        dest: u32,
-        tag: i32,
-        sig: &TypeSig,
-        count: u64,
-        len: usize,
-        kind: FrameKind,
-    ) -> Result<(FrameHeader, &Endpoint)> {
-        let ep = self.remote.get(dest as usize).ok_or_else(|| {
-            BridgeError::InvalidArgument(format!(
-                "destination rank {dest} does not exist: the remote group has {} ranks",
-                self.remote.len()
-            ))
-        })?;
-        check_tag(tag)?;
-        if sig.elem_size > 0 && (count as u128) * (sig.elem_size as u128) != len as u128 {
-            return Err(BridgeError::InvalidArgument(format!(
-                "payload of {len} bytes does not hold {count} elements of {} bytes",
-                sig.elem_size
-            )));
-        }
-        let hdr = FrameHeader {
-            kind,
-            format: sig.format,
-            source: self.local_rank,
-            context: self.ctx.id,
-            tag,
-            seq: self.engine.shared.next_seq(),
-            signature: sig.signature,
-            count,
-            payload_len: len as u64,
-        };
-        Ok((hdr, ep))
-    }
-
-    // ---------------------------------------------------------------- sends
+    // ---------------------------------------------------------- byte layer
 
     /// Blocking standard-mode send. A message up to the eager limit returns
     /// once the bytes are in the kernel (or, when the receiver has no credit
@@ -230,135 +139,7 @@ impl InterComm {
         count: u64,
         payload: &[u8],
     ) -> Result<()> {
-        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
-        let conn = self.engine.shared.conn(ep, dest)?;
-        if payload.len() <= self.engine.shared.limits.eager_limit {
-            conn.wait_granted();
-        }
-        if self.eager_ok(&conn, payload.len()) {
-            return conn.write_blocking(self.engine.shared.as_ref(), &hdr, payload, dest);
-        }
-        if payload.len() <= self.engine.shared.limits.eager_limit {
-            // A small message the receiver has no credit for: buffer it here
-            // (the sender's memory, not the receiver's) and announce it, so
-            // that programs relying on eager sends of small messages (as
-            // with every MPI library) keep working. It goes out once matched.
-            // Within the sender's budget only: past it the send waits for
-            // its match below, as MPI allows a standard send to.
-            if let Some(held) = self.engine.shared.budget.try_take(payload.len()) {
-                let req = self.rendezvous_nonblocking(
-                    &conn,
-                    hdr,
-                    ep.process,
-                    dest,
-                    payload.to_vec(),
-                    held,
-                )?;
-                drop(req);
-                return Ok(());
-            }
-        }
-        self.rendezvous_blocking(&conn, hdr, ep.process, dest, payload, None)
-    }
-
-    /// Whether a message of `len` bytes goes eagerly: within the (large)
-    /// eager limit and the receiver's credit (which it then spends).
-    fn eager_ok(&self, conn: &OutConn, len: usize) -> bool {
-        len <= self.engine.shared.limits.large_eager_limit
-            && conn.take_credit((len as u64).saturating_add(FRAME_COST))
-    }
-
-    /// Rendezvous from the caller's memory: RTS, wait for the CTS (reading
-    /// the peer's connection ourselves), then DATA. On timeout the payload is
-    /// copied into the pending send, so the message still goes out once matched.
-    fn rendezvous_blocking(
-        &self,
-        conn: &OutConn,
-        mut hdr: FrameHeader,
-        peer: Uuid,
-        dest: u32,
-        payload: &[u8],
-        timeout: Option<Duration>,
-    ) -> Result<()> {
-        let shared = &self.engine.shared;
-        hdr.kind = FrameKind::Rts;
-        let done = Completion::new(Arc::clone(&shared.any));
-        shared.rendezvous.add_send(
-            hdr.seq,
-            PendingSend {
-                peer,
-                dest_rank: dest,
-                rts: hdr,
-                payload: None,
-                held: None,
-                done: Arc::clone(&done),
-            },
-        );
-        if let Err(e) = conn.write_blocking(shared.as_ref(), &hdr, &[], dest) {
-            shared.rendezvous.remove_send(hdr.seq);
-            return Err(e);
-        }
-        let cleared = match shared.wait_from(Some(peer), &done, deadline_of(timeout)) {
-            Some(r) => r,
-            None => {
-                let held = shared.budget.take(payload.len());
-                if shared.rendezvous.detach_caller(hdr.seq, payload, held) {
-                    return Err(timeout_err(timeout));
-                }
-                // The CTS came meanwhile.
-                done.wait_until(None)
-                    .unwrap_or(Err(BridgeError::EngineShutDown))
-            }
-        };
-        cleared?;
-        let data = FrameHeader {
-            kind: FrameKind::Data,
-            ..hdr
-        };
-        conn.write_blocking(shared.as_ref(), &data, payload, dest)
-    }
-
-    /// Rendezvous of an owned payload: RTS now (or queued behind earlier
-    /// messages); the poller sends DATA when the CTS comes and completes the request.
-    fn rendezvous_nonblocking(
-        &self,
-        conn: &OutConn,
-        mut hdr: FrameHeader,
-        peer: Uuid,
-        dest: u32,
-        payload: Vec<u8>,
-        held: Held,
-    ) -> Result<SendRequest> {
-        let shared = &self.engine.shared;
-        hdr.kind = FrameKind::Rts;
-        let done = Completion::new(Arc::clone(&shared.any));
-        shared.rendezvous.add_send(
-            hdr.seq,
-            PendingSend {
-                peer,
-                dest_rank: dest,
-                rts: hdr,
-                payload: Some(payload),
-                held: Some(held),
-                done: Arc::clone(&done),
-            },
-        );
-        let r = match conn.write_inline(shared.as_ref(), &hdr, &[], dest, false) {
-            Ok(TryInline::Done) => Ok(()),
-            Ok(TryInline::Busy) => conn.enqueue(Queued {
-                hdr,
-                payload: Vec::new(),
-                dest_rank: dest,
-                done: None,
-                held: None,
-            }),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = r {
-            shared.rendezvous.remove_send(hdr.seq);
-            return Err(e);
-        }
-        Ok(SendRequest { done })
+        self.p2p.send(dest, tag, sig, count, payload)
     }
 
     /// Blocking synchronous send: returns once the receiver MATCHED the message.
@@ -370,7 +151,7 @@ impl InterComm {
         count: u64,
         payload: &[u8],
     ) -> Result<()> {
-        self.ssend_bytes_impl(dest, tag, sig, count, payload, None)
+        self.p2p.ssend(dest, tag, sig, count, payload, None)
     }
 
     /// [`InterComm::ssend_bytes`] with an upper bound on the wait for the match.
@@ -384,41 +165,8 @@ impl InterComm {
         payload: &[u8],
         timeout: Duration,
     ) -> Result<()> {
-        self.ssend_bytes_impl(dest, tag, sig, count, payload, Some(timeout))
-    }
-
-    fn ssend_bytes_impl(
-        &self,
-        dest: u32,
-        tag: i32,
-        sig: &TypeSig,
-        count: u64,
-        payload: &[u8],
-        timeout: Option<Duration>,
-    ) -> Result<()> {
-        let shared = &self.engine.shared;
-        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
-        let conn = shared.conn(ep, dest)?;
-        if !self.eager_ok(&conn, payload.len()) {
-            // A CTS means "matched": rendezvous is synchronous by itself.
-            return self.rendezvous_blocking(&conn, hdr, ep.process, dest, payload, timeout);
-        }
-        let done = Completion::new(Arc::clone(&shared.any));
-        shared
-            .ssends
-            .add(hdr.seq, ep.process, dest, Arc::clone(&done));
-        if let Err(e) = conn.write_blocking(shared.as_ref(), &hdr, payload, dest) {
-            shared.ssends.remove(hdr.seq);
-            return Err(e);
-        }
-        // The SYNC_ACK comes in on the connection from the destination's process.
-        match shared.wait_from(Some(ep.process), &done, deadline_of(timeout)) {
-            Some(r) => r,
-            None => {
-                shared.ssends.remove(hdr.seq);
-                Err(timeout_err(timeout))
-            }
-        }
+        self.p2p
+            .ssend(dest, tag, sig, count, payload, Some(timeout))
     }
 
     /// Non-blocking standard-mode send; completes without the application calling in again.
@@ -430,7 +178,7 @@ impl InterComm {
         count: u64,
         payload: Vec<u8>,
     ) -> Result<SendRequest> {
-        self.isend_cow(dest, tag, sig, count, Cow::Owned(payload))
+        self.p2p.isend(dest, tag, sig, count, Cow::Owned(payload))
     }
 
     /// Non-blocking standard-mode send of borrowed bytes: written at once
@@ -444,47 +192,8 @@ impl InterComm {
         count: u64,
         payload: &[u8],
     ) -> Result<SendRequest> {
-        self.isend_cow(dest, tag, sig, count, Cow::Borrowed(payload))
-    }
-
-    /// isend of borrowed or owned bytes: written inline from the caller when the
-    /// connection is idle (any size, no copy), else copied (if borrowed) and
-    /// handed to the writer thread.
-    fn isend_cow(
-        &self,
-        dest: u32,
-        tag: i32,
-        sig: &TypeSig,
-        count: u64,
-        payload: Cow<'_, [u8]>,
-    ) -> Result<SendRequest> {
-        let shared = &self.engine.shared;
-        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
-        let conn = shared.conn(ep, dest)?;
-        if !self.eager_ok(&conn, payload.len()) {
-            let held = shared.budget.take(payload.len());
-            return self.rendezvous_nonblocking(
-                &conn,
-                hdr,
-                ep.process,
-                dest,
-                payload.into_owned(),
-                held,
-            );
-        }
-        let done = Completion::new(Arc::clone(&shared.any));
-        if let TryInline::Done = conn.write_inline(shared.as_ref(), &hdr, &payload, dest, false)? {
-            done.complete(Ok(()));
-            return Ok(SendRequest { done });
-        }
-        conn.enqueue(Queued {
-            hdr,
-            payload: payload.into_owned(),
-            dest_rank: dest,
-            done: Some(Arc::clone(&done)),
-            held: None,
-        })?;
-        Ok(SendRequest { done })
+        self.p2p
+            .isend(dest, tag, sig, count, Cow::Borrowed(payload))
     }
 
     /// Non-blocking synchronous send: the request completes once the receiver matched it.
@@ -496,95 +205,7 @@ impl InterComm {
         count: u64,
         payload: Vec<u8>,
     ) -> Result<SendRequest> {
-        let shared = &self.engine.shared;
-        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
-        let conn = shared.conn(ep, dest)?;
-        if !self.eager_ok(&conn, payload.len()) {
-            let held = shared.budget.take(payload.len());
-            return self.rendezvous_nonblocking(&conn, hdr, ep.process, dest, payload, held);
-        }
-        let done = Completion::new(Arc::clone(&shared.any));
-        shared
-            .ssends
-            .add(hdr.seq, ep.process, dest, Arc::clone(&done));
-        if let Err(e) = conn.enqueue(Queued {
-            hdr,
-            payload,
-            dest_rank: dest,
-            done: None,
-            held: None,
-        }) {
-            shared.ssends.remove(hdr.seq);
-            return Err(e);
-        }
-        Ok(SendRequest { done })
-    }
-
-    // ------------------------------------------------------------- receives
-
-    /// Try the unexpected queue; else post the receive (or fail if the source is dead).
-    fn post(
-        &self,
-        source: Source,
-        tag: Tag,
-        expected: Option<u64>,
-        target: Target,
-    ) -> Result<PostOutcome> {
-        self.check_source(source)?;
-        Self::check_recv_tag(tag)?;
-        let shared = &self.engine.shared;
-        let mut st = lock(&self.ctx.state);
-        if let Some(a) = st.take_unexpected_match(source, tag) {
-            drop(st);
-            let (hdr, peer, cost) = (a.hdr, a.peer, a.cost);
-            if hdr.kind == FrameKind::Rts {
-                // Matched an announcement: CTS, then its DATA lands in `target`.
-                shared.ledger.rts_done(peer);
-                let done = Completion::new(Arc::clone(&shared.any));
-                let id = shared.next_seq();
-                let p = PostedRecv {
-                    id,
-                    source,
-                    tag,
-                    expected,
-                    target,
-                    done: Arc::clone(&done),
-                };
-                shared.rts_matched(peer, hdr, p);
-                return Ok(PostOutcome::Posted {
-                    id,
-                    done,
-                    peer: Some(peer),
-                });
-            }
-            let r = fill_from_arrived(&target, expected, a);
-            shared.release(peer, cost);
-            if hdr.kind == FrameKind::SyncEager {
-                shared.send_sync_ack(&self.ctx, &hdr);
-            }
-            return Ok(PostOutcome::Immediate(r));
-        }
-        if let Some(e) = st.failure_for(source) {
-            return Err(e);
-        }
-        if self.engine.shared.is_shutting_down() {
-            return Err(BridgeError::EngineShutDown);
-        }
-        let done = Completion::new(Arc::clone(&self.engine.shared.any));
-        let id = self.engine.shared.next_seq();
-        st.posted.push_back(PostedRecv {
-            id,
-            source,
-            tag,
-            expected,
-            target,
-            done: Arc::clone(&done),
-        });
-        Ok(PostOutcome::Posted {
-            id,
-            done,
-            peer: None,
-        })
+        self.p2p.issend(dest, tag, sig, count, payload)
     }
 
     /// Blocking receive into `buf` (zero-copy when the receive is posted before the message arrives).
@@ -595,7 +216,7 @@ impl InterComm {
         expected_sig: Option<u64>,
         buf: &mut [u8],
     ) -> Result<Status> {
-        self.recv_bytes_into_impl(source, tag, expected_sig, buf, None)
+        self.p2p.recv_into(source, tag, expected_sig, buf, None)
     }
 
     /// [`InterComm::recv_bytes_into`] with an upper bound; on timeout nothing is consumed.
@@ -607,43 +228,8 @@ impl InterComm {
         buf: &mut [u8],
         timeout: Duration,
     ) -> Result<Status> {
-        self.recv_bytes_into_impl(source, tag, expected_sig, buf, Some(timeout))
-    }
-
-    fn recv_bytes_into_impl(
-        &self,
-        source: Source,
-        tag: Tag,
-        expected: Option<u64>,
-        buf: &mut [u8],
-        timeout: Option<Duration>,
-    ) -> Result<Status> {
-        let target = Target::Borrowed(RawBuf {
-            ptr: buf.as_mut_ptr(),
-            len: buf.len(),
-        });
-        match self.post(source, tag, expected, target)? {
-            PostOutcome::Immediate(r) => r.map(|(_, st)| st),
-            PostOutcome::Posted { id, done, peer } => {
-                // RawBuf invariant: from here we return only after `done` is complete
-                // or after withdrawing the entry while it was still in the posted queue.
-                let r = match self.engine.shared.wait_from(
-                    peer.or_else(|| self.peer_of(source)),
-                    &done,
-                    deadline_of(timeout),
-                ) {
-                    Some(r) => r,
-                    None => {
-                        if self.ctx.withdraw(id) {
-                            return Err(timeout_err(timeout));
-                        }
-                        done.wait_until(None)
-                            .unwrap_or(Err(BridgeError::EngineShutDown))
-                    }
-                };
-                r.map(|(_, st)| st)
-            }
-        }
+        self.p2p
+            .recv_into(source, tag, expected_sig, buf, Some(timeout))
     }
 
     /// Blocking receive of a message of at most `max_bytes`; returns its bytes.
@@ -679,90 +265,29 @@ impl InterComm {
         expected_sig: Option<u64>,
         max_bytes: usize,
     ) -> Result<RecvRequest> {
-        match self.post(source, tag, expected_sig, Target::Owned { max_bytes })? {
-            PostOutcome::Immediate(r) => {
-                let done = Completion::new(Arc::clone(&self.engine.shared.any));
-                done.complete(r);
-                Ok(RecvRequest {
-                    done,
-                    ctx: Arc::clone(&self.ctx),
-                    id: 0,
-                    via: None,
-                })
-            }
-            PostOutcome::Posted { id, done, peer } => {
-                let progress: Arc<dyn RecvProgress> = self.engine.shared.clone();
-                let via = Some((progress, peer.or_else(|| self.peer_of(source))));
-                Ok(RecvRequest {
-                    done,
-                    ctx: Arc::clone(&self.ctx),
-                    id,
-                    via,
-                })
-            }
-        }
+        self.p2p.irecv(source, tag, expected_sig, max_bytes)
     }
-
-    // --------------------------------------------------------------- probes
 
     /// Non-blocking probe: status of the first matching unexpected message, without consuming it.
     pub fn iprobe(&self, source: Source, tag: Tag) -> Result<Option<Status>> {
-        self.check_source(source)?;
-        Self::check_recv_tag(tag)?;
-        let st = lock(&self.ctx.state);
-        if let Some(s) = st.peek_unexpected(source, tag) {
-            return Ok(Some(s));
-        }
-        match st.failure_for(source) {
-            Some(e) => Err(e),
-            None => Ok(None),
-        }
+        self.p2p.iprobe(source, tag)
     }
 
     /// Blocking probe.
     pub fn probe(&self, source: Source, tag: Tag) -> Result<Status> {
-        self.probe_impl(source, tag, None)
+        self.p2p.probe(source, tag, None)
     }
 
     /// Blocking probe with an upper bound.
     pub fn probe_timeout(&self, source: Source, tag: Tag, timeout: Duration) -> Result<Status> {
-        self.probe_impl(source, tag, Some(timeout))
-    }
-
-    fn probe_impl(&self, source: Source, tag: Tag, timeout: Option<Duration>) -> Result<Status> {
-        self.check_source(source)?;
-        Self::check_recv_tag(tag)?;
-        let deadline = deadline_of(timeout);
-        let mut st = lock(&self.ctx.state);
-        loop {
-            if let Some(s) = st.peek_unexpected(source, tag) {
-                return Ok(s);
-            }
-            if let Some(e) = st.failure_for(source) {
-                return Err(e);
-            }
-            if self.engine.shared.is_shutting_down() {
-                return Err(BridgeError::EngineShutDown);
-            }
-            let (g, timed_out) = cv_wait(&self.ctx.arrived, st, deadline);
-            st = g;
-            if timed_out && st.peek_unexpected(source, tag).is_none() {
-                return Err(timeout_err(timeout));
-            }
-        }
+        self.p2p.probe(source, tag, Some(timeout))
     }
 
     // ---------------------------------------------------------- typed layer
 
     /// Typed blocking send.
     pub fn send<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<()> {
-        self.send_bytes(
-            dest,
-            tag,
-            &T::type_sig()?,
-            buf.len() as u64,
-            &T::encode(buf)?,
-        )
+        send_typed_on(&self.p2p, dest, tag, buf)
     }
 
     /// Typed synchronous send.
@@ -797,7 +322,7 @@ impl InterComm {
     /// Typed non-blocking send. Written from the caller's memory when the
     /// connection is idle; otherwise the data are copied into the request.
     pub fn isend<T: WireType>(&self, dest: u32, tag: i32, buf: &[T]) -> Result<SendRequest> {
-        self.isend_cow(
+        self.p2p.isend(
             dest,
             tag,
             &T::type_sig()?,
@@ -840,23 +365,7 @@ impl InterComm {
         buf: &mut [T],
         timeout: Option<Duration>,
     ) -> Result<Status> {
-        let sig = T::type_sig()?;
-        let capacity = buf.len().saturating_mul(sig.elem_size);
-        if let Some(bytes) = T::wire_bytes_mut(buf) {
-            let st = self.recv_bytes_into_impl(source, tag, Some(sig.signature), bytes, timeout)?;
-            if st.format != sig.format {
-                // Rare foreign-format message: convert in place through a copy.
-                let copy = bytes[..st.bytes as usize].to_vec();
-                T::decode_into(st.format, &copy, buf)?;
-            }
-            return Ok(st);
-        }
-        let (bytes, st) = match timeout {
-            None => self.recv_bytes(source, tag, Some(sig.signature), capacity)?,
-            Some(t) => self.recv_bytes_timeout(source, tag, Some(sig.signature), capacity, t)?,
-        };
-        T::decode_into(st.format, &bytes, buf)?;
-        Ok(st)
+        recv_typed_on(&self.p2p, source, tag, buf, timeout)
     }
 
     /// Sends any rsmpi buffer, e.g. a `View` of a `UserDatatype` such as a
@@ -929,12 +438,48 @@ impl InterComm {
     }
 }
 
-enum PostOutcome {
-    Immediate(Result<RecvOutcome>),
-    Posted {
-        id: u64,
-        done: Arc<Completion<RecvOutcome>>,
-        /// The process the message comes from, when already known (a matched announcement).
-        peer: Option<Uuid>,
-    },
+/// Typed blocking send on `ch` (an intercomm's user or collective channel).
+pub(crate) fn send_typed_on<T: WireType>(
+    ch: &Channel,
+    dest: u32,
+    tag: i32,
+    buf: &[T],
+) -> Result<()> {
+    ch.send(
+        dest,
+        tag,
+        &T::type_sig()?,
+        buf.len() as u64,
+        &T::encode(buf)?,
+    )
+}
+
+/// Typed blocking receive into `buf` on `ch`: straight into `buf` when `T`
+/// has a native byte layout (converted in place if the message came in
+/// another format), else through a buffer and decoded.
+pub(crate) fn recv_typed_on<T: WireType>(
+    ch: &Channel,
+    source: Source,
+    tag: Tag,
+    buf: &mut [T],
+    timeout: Option<Duration>,
+) -> Result<Status> {
+    let sig = T::type_sig()?;
+    let capacity = buf.len().saturating_mul(sig.elem_size);
+    if let Some(bytes) = T::wire_bytes_mut(buf) {
+        let st = ch.recv_into(source, tag, Some(sig.signature), bytes, timeout)?;
+        if st.format != sig.format {
+            // Rare foreign-format message: convert in place through a copy.
+            let copy = bytes[..st.bytes as usize].to_vec();
+            T::decode_into(st.format, &copy, buf)?;
+        }
+        return Ok(st);
+    }
+    let req = ch.irecv(source, tag, Some(sig.signature), capacity)?;
+    let (bytes, st) = match timeout {
+        None => req.wait()?,
+        Some(t) => req.wait_timeout(t)?,
+    };
+    T::decode_into(st.format, &bytes, buf)?;
+    Ok(st)
 }

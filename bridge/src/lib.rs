@@ -33,7 +33,7 @@
 //!   and changes nothing: only an admitted connection is ever registered as
 //!   a peer's, so only its end (BYE or EOF) can affect that peer's state.
 //!   The virtual machine's secret plays no part in the data path.
-//! * Progress (leader/follower, see the `incoming` module): each
+//! * Progress (leader/follower, see `transport::incoming`): each
 //!   incoming connection has one reader token. Whoever holds it reads frames
 //!   (see the `frame` module for the 56-byte header) and either
 //!   completes a posted receive or queues the message as unexpected. A thread
@@ -41,7 +41,7 @@
 //!   waiting for its CTS) takes the token of that peer's connection and
 //!   reads it itself, so the message completes its wait without a second
 //!   thread's wake-up; otherwise ONE poller thread for all incoming
-//!   connections (epoll, see `poller`) reads whatever socket is readable.
+//!   connections (epoll, see `transport::poller`) reads whatever socket is readable.
 //!   The poller takes a connection back once no application thread waited on
 //!   it for a whole 1 ms tick. Waiters on anything else use Condvars. Nothing
 //!   spins. Blocking sends write from the caller's thread (header + payload
@@ -115,6 +115,33 @@
 //!   messages for its context are discarded (debug log) and their senders
 //!   released.
 //!
+//! # Layers
+//! Each layer calls only the ones below it and knows nothing of those
+//! above (checked by `scripts/check-module-cycles.sh`):
+//!
+//! ```text
+//!  vm: Bridge (PVMPI calls over the vmd session)
+//!  ───────────────────────────────────────────────────────────────────
+//!  coll/        collectives on an InterComm: barrier_inter_*, bcast_inter_*
+//!               (native MPI in each job + O(1) bridge messages between leaders)
+//!  ───────────────────────────────────────────────────────────────────
+//!  intercomm    communicators: InterComm (ranks, groups, contexts; typed
+//!               and buffer wrappers), Engine::intercomm
+//!  ───────────────────────────────────────────────────────────────────
+//!  p2p          point-to-point on one context (Channel): send, ssend,
+//!               isend, recv, probe; eager / rendezvous / synchronous
+//!  ───────────────────────────────────────────────────────────────────
+//!  engine       Engine (listeners, shutdown) over engine::shared, which
+//!               composes the tables: contexts, matching, rendezvous,
+//!               ssend_waiters, ledger, failures, connections, admission
+//!  ───────────────────────────────────────────────────────────────────
+//!  transport/   Link (frames, credit, liveness) — link.rs is the interface;
+//!               behind it: socket (Unix | TCP), outgoing, incoming, poller
+//!               [a shared-memory transport would sit here, beside socket]
+//!  ───────────────────────────────────────────────────────────────────
+//!  frame, handshake, address, endpoint, wire, datatype, error, sync, ...
+//! ```
+//!
 //! # Modules (each imports only those listed before it; no cycles)
 //! * `format` — [`WireFormat`]; `hash` — the one FNV-1a; `sync` — locking
 //!   and Condvar waits with deadlines.
@@ -135,16 +162,25 @@
 //!   bound), `connections` (outgoing/incoming per peer), `admission` (keys
 //!   of the processes that may connect, lobby counts per source); `engine::lobby` —
 //!   the one thread that handshakes and parks unadmitted connections.
-//! * `transport` — sockets, frame writing, the connector's handshake run
-//!   under its deadline, reading the credit grant; `poller` — the one epoll thread;
-//!   `outgoing` — the outgoing connection (two lanes, credit) and its writer
-//!   thread, reports through `PeerLost`; `incoming` — leader/follower
-//!   reading over the poller, reports through `FrameHandler`.
+//! * `transport` — the transport layer: `transport::link` (the interface:
+//!   `Link`, `PeerLost`, `Queued`); `transport::socket` — sockets, frame
+//!   writing, the connector's handshake run under its deadline, reading
+//!   the credit grant; `transport::poller` — the one epoll thread;
+//!   `transport::outgoing` — the outgoing connection (two lanes, credit)
+//!   and its writer thread, reports through `PeerLost`;
+//!   `transport::incoming` — leader/follower reading over the poller,
+//!   reports through `FrameHandler`.
 //! * `request` — request handles, [`wait_all`], [`wait_any`];
 //!   `engine` — [`Engine`] (listeners, shutdown) over `engine::shared`,
-//!   which composes the tables and implements the reporting traits;
-//!   `intercomm` — [`InterComm`] and `Engine::intercomm`; `vm` —
-//!   [`Bridge`]: PVMPI's calls over the vmd session.
+//!   which composes the tables and implements the reporting traits.
+//! * `p2p` — the point-to-point layer: a `Channel` (one context, our rank,
+//!   the remote ranks) sends (the eager/rendezvous/synchronous decision,
+//!   over a transport `Link`), receives and probes.
+//! * `intercomm` — [`InterComm`] over two channels (the user's, the
+//!   collectives') and `Engine::intercomm`.
+//! * `coll` — collectives on an [`InterComm`], one file per algorithm
+//!   (MPICH's `src/mpi/coll` naming), [`BcastRole`]; `vm` — [`Bridge`]:
+//!   PVMPI's calls over the vmd session.
 
 // Library code reports errors instead of panicking (tests may unwrap).
 #![cfg_attr(
@@ -156,6 +192,7 @@
 // (checked by scripts/check-module-cycles.sh).
 pub mod address;
 mod admission;
+mod coll;
 mod completion;
 mod connections;
 mod contexts;
@@ -169,12 +206,10 @@ mod frame;
 mod handshake;
 mod hash;
 mod held;
-mod incoming;
 mod intercomm;
 mod ledger;
 mod matching;
-mod outgoing;
-mod poller;
+mod p2p;
 mod rendezvous;
 mod request;
 mod ssend_waiters;
@@ -184,6 +219,7 @@ mod vm;
 mod wire;
 
 pub use address::{Locality, Route, Transport};
+pub use coll::BcastRole;
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE, DEFAULT_ADMISSION_TIMEOUT,

@@ -141,6 +141,11 @@ fn ssend_completes_only_after_the_match() {
 }
 
 #[test]
+fn intercomm_barrier_and_bcast_reach_every_rank_of_the_other_job() {
+    scenario("coll", &pair("coll"));
+}
+
+#[test]
 fn message_of_256_mib_both_directions() {
     let mut jobs = pair("big");
     jobs[0].np = 1;

@@ -25,8 +25,7 @@ use crate::handshake::Identity;
 use crate::held::SendBudget;
 use crate::ledger::Ledger;
 
-use crate::poller::Poller;
-use crate::transport::{self, Stream};
+use crate::transport::{self, Poller, Stream};
 pub(crate) use shared::Shared;
 pub use shared::Undelivered;
 use shared::{spawn, Limits};

@@ -25,18 +25,17 @@ use crate::failures::FailureSet;
 use crate::frame::{discard_payload, FrameHeader, FrameKind};
 use crate::handshake::Identity;
 use crate::held::SendBudget;
-use crate::incoming::{FrameHandler, FrameReader, InConn};
 use crate::ledger::{Ledger, FRAME_COST, MAX_UNEXPECTED_RTS};
 use crate::matching::{
     check_match, read_into, status_of, Arrived, Ctx, Delivery, PostedRecv, RecvOutcome,
 };
-use crate::outgoing::{OutConn, PeerLost, Queued};
-use crate::poller::Poller;
 use crate::rendezvous::{PendingData, Rendezvous};
 use crate::request::RecvProgress;
 use crate::ssend_waiters::SsendWaiters;
 use crate::sync::lock;
-use crate::transport::{self, Stream};
+use crate::transport::{
+    self, FrameHandler, FrameReader, InConn, Link, OutConn, PeerLost, Poller, Queued, Stream,
+};
 
 /// The protocol limits of an engine (see `EngineConfig`).
 #[derive(Debug, Clone, Copy)]
@@ -299,7 +298,7 @@ impl Shared {
 
     /// Block until `done` completes (None on timeout). If what completes it can
     /// only come from `peer`, read that peer's connection from this thread
-    /// (leader/follower, see `incoming`); otherwise wait for the poller.
+    /// (leader/follower, see `transport::incoming`); otherwise wait for the poller.
     pub(crate) fn wait_from<T>(
         self: &Arc<Self>,
         peer: Option<Uuid>,
@@ -310,6 +309,12 @@ impl Shared {
             Some(c) => c.wait_reading(self, done, deadline),
             None => done.wait_until(deadline),
         }
+    }
+
+    /// The link to `ep` for the point-to-point layer: whatever transport
+    /// carries it (today [`Shared::conn`]'s socket connection).
+    pub(crate) fn link(self: &Arc<Self>, ep: &Endpoint, rank: u32) -> Result<Arc<dyn Link>> {
+        Ok(self.conn(ep, rank)?)
     }
 
     /// The outgoing connection to `ep`, opened (with handshake) on first use.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
 use clap::Parser;
-use isthmus_bridge::{Bridge, BridgeError, InterComm, Source, Tag};
+use isthmus_bridge::{BcastRole, Bridge, BridgeError, InterComm, Source, Tag};
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::{MutView, UserDatatype, View};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -175,6 +175,7 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
         "ordering" => ordering(&inter, rank, a)?,
         "ssend" => ssend(&inter, rank, a)?,
         "big" => big(&inter, rank, a)?,
+        "coll" => coll(&inter, &world, rank, a)?,
         "datatypes" => datatypes(&inter, rank, a)?,
         "mismatch" => mismatch(&inter, rank, a)?,
         "truncate" => truncate(&inter, rank, a)?,
@@ -727,6 +728,84 @@ fn big(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
         );
         ic.send(0, 2, &make(2))?;
     }
+    Ok(())
+}
+
+/// "coll": intercommunicator barrier and broadcasts (native MPI inside
+/// each job, the bridge between them), each checked at every rank of the
+/// other job; and a user message with the collectives' own tag and type
+/// that a broadcast must not take (collective traffic is apart).
+fn coll(ic: &InterComm, world: &SimpleCommunicator, rank: u32, a: bool) -> anyhow::Result<()> {
+    // A first barrier lines both jobs up; to the second, A's rank 1 comes
+    // late: no rank of either job may leave it before that rank entered.
+    ic.barrier(world).context("first barrier")?;
+    let late = Duration::from_secs(2);
+    let sleeper = a && rank == 1;
+    if sleeper {
+        std::thread::sleep(late);
+    }
+    let entered = Instant::now();
+    ic.barrier(world).context("second barrier")?;
+    ensure!(
+        sleeper || entered.elapsed() >= late - Duration::from_millis(500),
+        "left the barrier after {:?}, before A's late rank 1 entered it",
+        entered.elapsed()
+    );
+    // A's rank 1 broadcasts to B, after sending B's leader a user message of
+    // the same type, length and tag (2) as the broadcast's own message.
+    let decoy = [7777u64; 4];
+    let small: Vec<u64> = (0..4).map(|i| 1_000 + i).collect();
+    let mut buf = [0u64; 4];
+    if a {
+        if rank == 1 {
+            ic.send(0, 2, &decoy)?;
+            buf.copy_from_slice(&small);
+        }
+        let role = if rank == 1 {
+            BcastRole::Root
+        } else {
+            BcastRole::Idle
+        };
+        ic.bcast(world, role, &mut buf).context("bcast from A")?;
+    } else {
+        ic.bcast(world, BcastRole::From { root: 1 }, &mut buf)
+            .context("bcast from A")?;
+        ensure!(buf[..] == small[..], "bcast from A: got {buf:?}");
+        if rank == 0 {
+            let mut user = [0u64; 4];
+            let st = ic.recv(Source::Any, Tag::Any, &mut user)?;
+            ensure!(
+                user == decoy && st.source == 1 && st.tag == 2,
+                "user message: {user:?} from {} tag {}",
+                st.source,
+                st.tag
+            );
+            ensure!(
+                ic.iprobe(Source::Any, Tag::Any)?.is_none(),
+                "a collective message showed on the user's context"
+            );
+        }
+    }
+    // B's rank 2 broadcasts 2.4 MB (a rendezvous) to A.
+    let big: Vec<u64> = (0..300_000u64).map(|i| i * 3 + 1).collect();
+    let mut buf = vec![0u64; big.len()];
+    if a {
+        ic.bcast(world, BcastRole::From { root: 2 }, &mut buf)
+            .context("bcast from B")?;
+        ensure!(
+            checksum(&buf) == checksum(&big),
+            "bcast from B: checksum mismatch"
+        );
+    } else {
+        let role = if rank == 2 {
+            buf.copy_from_slice(&big);
+            BcastRole::Root
+        } else {
+            BcastRole::Idle
+        };
+        ic.bcast(world, role, &mut buf).context("bcast from B")?;
+    }
+    ic.barrier(world).context("last barrier")?;
     Ok(())
 }
 

@@ -1,4 +1,4 @@
-//! Sockets: the Unix/TCP stream abstraction, writing a frame, and running
+//! The socket transport: the Unix/TCP stream abstraction, writing a frame, and running
 //! the connector's side of the handshake (see `handshake`) on a socket with
 //! a deadline, then reading the acceptor's credit grant. The acceptor's
 //! side runs in `lobby`; reading incoming connections lives in `incoming`,

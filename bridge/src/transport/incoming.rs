@@ -47,10 +47,11 @@ use uuid::Uuid;
 use crate::completion::Completion;
 use crate::error::Result;
 use crate::frame::{FrameHeader, FrameKind, HEADER_LEN};
-use crate::outgoing::PeerLost;
-use crate::poller::{Poller, Watched};
 use crate::sync::{cv_wait, lock};
-use crate::transport::Stream;
+
+use super::link::PeerLost;
+use super::poller::{Poller, Watched};
+use super::socket::Stream;
 
 /// The buffered socket a token holder reads frames (and payloads) from.
 pub(crate) type FrameReader = BufReader<Stream>;

@@ -20,32 +20,13 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use crate::address::Route;
-use crate::completion::Completion;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
-use crate::held::Held;
 use crate::ledger::MAX_UNEXPECTED_RTS;
 use crate::sync::{cv_wait, lock};
-use crate::transport::{read_grant, write_frame, Grant, Stream};
 
-/// What a connection tells its owner (the engine) when the peer is lost.
-pub(crate) trait PeerLost: Send + Sync + 'static {
-    /// Writing to (or reading from) `peer` failed: fail everything that involves it.
-    fn peer_lost(&self, peer: Uuid, reason: &str);
-}
-
-/// A frame waiting for the writer thread.
-pub(crate) struct Queued {
-    pub hdr: FrameHeader,
-    pub payload: Vec<u8>,
-    pub dest_rank: u32,
-    /// Completed when the frame is written (eager isend); None for issend (completed by SYNC_ACK) and control frames.
-    pub done: Option<Arc<Completion<()>>>,
-    /// The payload's share of the sender's budget, given back when this
-    /// frame is dropped (written or failed): kept for its `Drop` only.
-    #[allow(dead_code)]
-    pub held: Option<Held>,
-}
+use super::link::{Link, PeerLost, Queued, TryInline};
+use super::socket::{read_grant, write_frame, Grant, Stream};
 
 struct OutState {
     /// None while some thread is writing (it holds the stream).
@@ -89,11 +70,6 @@ pub(crate) struct OutConn {
     shutdown_handle: Stream,
 }
 
-pub(crate) enum TryInline {
-    Done,
-    Busy,
-}
-
 impl OutConn {
     /// `grant_pending`: the peer's initial grant is still to come (see
     /// [`OutConn::await_grant`]), meanwhile `credit` is 0.
@@ -130,31 +106,6 @@ impl OutConn {
         BridgeError::PeerFailed {
             rank: dest_rank,
             reason: reason.to_owned(),
-        }
-    }
-
-    /// Spend `cost` bytes of eager credit; false (nothing spent) if there is not enough.
-    pub(crate) fn take_credit(&self, cost: u64) -> bool {
-        let mut st = lock(&self.state);
-        if st.credit >= cost {
-            st.credit -= cost;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Block while the peer's initial grant is pending (it has not formed
-    /// the intercomm naming us yet); returns once it came, or the
-    /// connection failed or is closing. A blocking send of a small message
-    /// waits here so that it goes out eagerly, into the socket: buffered in
-    /// this process, it would be lost if the process ended before the match.
-    pub(crate) fn wait_granted(&self) {
-        let mut st = lock(&self.state);
-        while st.grant_pending && st.failed.is_none() && !st.closing {
-            st.waiting += 1;
-            st = cv_wait(&self.cv, st, None).0;
-            st.waiting -= 1;
         }
     }
 
@@ -234,92 +185,6 @@ impl OutConn {
         }
     }
 
-    /// Write one frame from the calling thread, waiting for earlier frames first
-    /// (messages keep FIFO order; DATA only waits for the control lane).
-    pub(crate) fn write_blocking(
-        &self,
-        lost: &impl PeerLost,
-        hdr: &FrameHeader,
-        payload: &[u8],
-        dest_rank: u32,
-    ) -> Result<()> {
-        match self.write_inline(lost, hdr, payload, dest_rank, true)? {
-            TryInline::Done => Ok(()),
-            TryInline::Busy => Err(BridgeError::Protocol(
-                "internal: blocking write reported busy".into(),
-            )),
-        }
-    }
-
-    /// Write inline if `wait` or the connection is idle; otherwise report Busy.
-    pub(crate) fn write_inline(
-        &self,
-        lost: &impl PeerLost,
-        hdr: &FrameHeader,
-        payload: &[u8],
-        dest_rank: u32,
-        wait: bool,
-    ) -> Result<TryInline> {
-        let is_message = is_message(hdr.kind);
-        let mut st = lock(&self.state);
-        let mut stream = loop {
-            if let Some(r) = &st.failed {
-                return Err(Self::failed_err(r, dest_rank));
-            }
-            if st.closing {
-                return Err(BridgeError::EngineShutDown);
-            }
-            let lane_free = st.control.is_empty() && (!is_message || st.queue.is_empty());
-            let rts_ok = hdr.kind != FrameKind::Rts || st.rts_out < MAX_UNEXPECTED_RTS;
-            if lane_free && rts_ok {
-                if let Some(s) = st.stream.take() {
-                    if hdr.kind == FrameKind::Rts {
-                        st.rts_out += 1;
-                    }
-                    break s;
-                }
-            }
-            if !wait {
-                return Ok(TryInline::Busy);
-            }
-            st.waiting += 1;
-            st = cv_wait(&self.cv, st, None).0;
-            st.waiting -= 1;
-        };
-        drop(st);
-        let res = write_frame(&mut stream, hdr, payload);
-        let mut st = lock(&self.state);
-        st.stream = Some(stream);
-        // Frames queued meanwhile are the writer's now.
-        self.notify(st);
-        match res {
-            Ok(()) => Ok(TryInline::Done),
-            Err(e) => {
-                let reason = format!("writing to the peer failed: {e}");
-                lost.peer_lost(self.peer, &reason);
-                Err(Self::failed_err(&reason, dest_rank))
-            }
-        }
-    }
-
-    /// Hand a frame to the writer thread.
-    pub(crate) fn enqueue(&self, q: Queued) -> Result<()> {
-        let mut st = lock(&self.state);
-        if let Some(r) = &st.failed {
-            return Err(Self::failed_err(r, q.dest_rank));
-        }
-        if st.closing {
-            return Err(BridgeError::EngineShutDown);
-        }
-        if is_message(q.hdr.kind) {
-            st.queue.push_back(q);
-        } else {
-            st.control.push_back(q);
-        }
-        self.notify(st);
-        Ok(())
-    }
-
     /// Mark failed: queued frames error out; the socket is shut down.
     /// Returns how many messages (message-lane frames and payloads) were
     /// still queued and are lost.
@@ -366,7 +231,7 @@ impl OutConn {
         &self,
         mut reader: Stream,
         deadline: Instant,
-        lost: &impl PeerLost,
+        lost: &dyn PeerLost,
     ) -> bool {
         let got = match read_grant(&mut reader, deadline) {
             Ok(Grant::Window(bytes)) => Ok(bytes),
@@ -499,4 +364,117 @@ fn is_message(kind: FrameKind) -> bool {
         kind,
         FrameKind::Eager | FrameKind::SyncEager | FrameKind::Rts
     )
+}
+
+impl Link for OutConn {
+    /// Spend `cost` bytes of eager credit; false (nothing spent) if there is not enough.
+    fn take_credit(&self, cost: u64) -> bool {
+        let mut st = lock(&self.state);
+        if st.credit >= cost {
+            st.credit -= cost;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Block while the peer's initial grant is pending (it has not formed
+    /// the intercomm naming us yet); returns once it came, or the
+    /// connection failed or is closing. A blocking send of a small message
+    /// waits here so that it goes out eagerly, into the socket: buffered in
+    /// this process, it would be lost if the process ended before the match.
+    fn wait_granted(&self) {
+        let mut st = lock(&self.state);
+        while st.grant_pending && st.failed.is_none() && !st.closing {
+            st.waiting += 1;
+            st = cv_wait(&self.cv, st, None).0;
+            st.waiting -= 1;
+        }
+    }
+
+    /// Write one frame from the calling thread, waiting for earlier frames first
+    /// (messages keep FIFO order; DATA only waits for the control lane).
+    fn write_blocking(
+        &self,
+        lost: &dyn PeerLost,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+    ) -> Result<()> {
+        match self.write_inline(lost, hdr, payload, dest_rank, true)? {
+            TryInline::Done => Ok(()),
+            TryInline::Busy => Err(BridgeError::Protocol(
+                "internal: blocking write reported busy".into(),
+            )),
+        }
+    }
+
+    /// Write inline if `wait` or the connection is idle; otherwise report Busy.
+    fn write_inline(
+        &self,
+        lost: &dyn PeerLost,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+        wait: bool,
+    ) -> Result<TryInline> {
+        let is_message = is_message(hdr.kind);
+        let mut st = lock(&self.state);
+        let mut stream = loop {
+            if let Some(r) = &st.failed {
+                return Err(Self::failed_err(r, dest_rank));
+            }
+            if st.closing {
+                return Err(BridgeError::EngineShutDown);
+            }
+            let lane_free = st.control.is_empty() && (!is_message || st.queue.is_empty());
+            let rts_ok = hdr.kind != FrameKind::Rts || st.rts_out < MAX_UNEXPECTED_RTS;
+            if lane_free && rts_ok {
+                if let Some(s) = st.stream.take() {
+                    if hdr.kind == FrameKind::Rts {
+                        st.rts_out += 1;
+                    }
+                    break s;
+                }
+            }
+            if !wait {
+                return Ok(TryInline::Busy);
+            }
+            st.waiting += 1;
+            st = cv_wait(&self.cv, st, None).0;
+            st.waiting -= 1;
+        };
+        drop(st);
+        let res = write_frame(&mut stream, hdr, payload);
+        let mut st = lock(&self.state);
+        st.stream = Some(stream);
+        // Frames queued meanwhile are the writer's now.
+        self.notify(st);
+        match res {
+            Ok(()) => Ok(TryInline::Done),
+            Err(e) => {
+                let reason = format!("writing to the peer failed: {e}");
+                lost.peer_lost(self.peer, &reason);
+                Err(Self::failed_err(&reason, dest_rank))
+            }
+        }
+    }
+
+    /// Hand a frame to the writer thread.
+    fn enqueue(&self, q: Queued) -> Result<()> {
+        let mut st = lock(&self.state);
+        if let Some(r) = &st.failed {
+            return Err(Self::failed_err(r, q.dest_rank));
+        }
+        if st.closing {
+            return Err(BridgeError::EngineShutDown);
+        }
+        if is_message(q.hdr.kind) {
+            st.queue.push_back(q);
+        } else {
+            st.control.push_back(q);
+        }
+        self.notify(st);
+        Ok(())
+    }
 }

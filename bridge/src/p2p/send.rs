@@ -1,0 +1,286 @@
+//! Sends on a [`Channel`]: the protocol decision for each message. Eager
+//! when it fits the eager limits and the receiver's credit; a small
+//! blocking send without credit is held here (within the sender's budget)
+//! and announced; anything else is a rendezvous (RTS, CTS, DATA).
+//! Synchronous sends go SYNC_EAGER (answered by SYNC_ACK at the match) or
+//! rendezvous, whose CTS already means "matched". Rendezvous sends are
+//! registered in one place (`announce`).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::{timeout_err, Channel};
+use crate::completion::Completion;
+use crate::error::{BridgeError, Result};
+use crate::frame::{FrameHeader, FrameKind};
+use crate::held::Held;
+use crate::ledger::FRAME_COST;
+use crate::rendezvous::PendingSend;
+use crate::request::SendRequest;
+use crate::sync::deadline_of;
+use crate::transport::{Link, Queued, TryInline};
+use crate::wire::TypeSig;
+
+impl Channel {
+    /// Blocking standard-mode send. A message up to the eager limit returns
+    /// once the bytes are in the kernel (or, when the receiver has no credit
+    /// left, once they are buffered in this process); a larger one returns
+    /// once the receiver matched it and the payload went out. Either waits
+    /// first, if the receiver has not formed its context yet, until it has
+    /// and admitted our connection (as MPI allows a standard send to block).
+    pub(crate) fn send(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: &[u8],
+    ) -> Result<()> {
+        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
+        let conn = self.shared.link(ep, dest)?;
+        if payload.len() <= self.shared.limits.eager_limit {
+            conn.wait_granted();
+        }
+        if self.eager_ok(&*conn, payload.len()) {
+            return conn.write_blocking(self.shared.as_ref(), &hdr, payload, dest);
+        }
+        if payload.len() <= self.shared.limits.eager_limit {
+            // A small message the receiver has no credit for: buffer it here
+            // (the sender's memory, not the receiver's) and announce it, so
+            // that programs relying on eager sends of small messages (as
+            // with every MPI library) keep working. It goes out once matched.
+            // Within the sender's budget only: past it the send waits for
+            // its match below, as MPI allows a standard send to.
+            if let Some(held) = self.shared.budget.try_take(payload.len()) {
+                let req = self.rendezvous_nonblocking(
+                    &*conn,
+                    hdr,
+                    ep.process,
+                    dest,
+                    payload.to_vec(),
+                    held,
+                )?;
+                drop(req);
+                return Ok(());
+            }
+        }
+        self.rendezvous_blocking(&*conn, hdr, ep.process, dest, payload, None)
+    }
+
+    /// Whether a message of `len` bytes goes eagerly: within the (large)
+    /// eager limit and the receiver's credit (which it then spends).
+    fn eager_ok(&self, conn: &dyn Link, len: usize) -> bool {
+        len <= self.shared.limits.large_eager_limit
+            && conn.take_credit((len as u64).saturating_add(FRAME_COST))
+    }
+
+    /// Register a rendezvous send before its RTS goes out: `hdr` becomes
+    /// the announcement; the returned completion is completed at the CTS
+    /// (caller's memory, `payload` None) or once DATA was written (owned).
+    fn announce(
+        &self,
+        hdr: &mut FrameHeader,
+        peer: Uuid,
+        dest: u32,
+        payload: Option<(Vec<u8>, Held)>,
+    ) -> Arc<Completion<()>> {
+        hdr.kind = FrameKind::Rts;
+        let done = Completion::new(Arc::clone(&self.shared.any));
+        let (payload, held) = payload.map_or((None, None), |(p, h)| (Some(p), Some(h)));
+        self.shared.rendezvous.add_send(
+            hdr.seq,
+            PendingSend {
+                peer,
+                dest_rank: dest,
+                rts: *hdr,
+                payload,
+                held,
+                done: Arc::clone(&done),
+            },
+        );
+        done
+    }
+
+    /// Rendezvous from the caller's memory: RTS, wait for the CTS (reading
+    /// the peer's connection ourselves), then DATA. On timeout the payload is
+    /// copied into the pending send, so the message still goes out once matched.
+    fn rendezvous_blocking(
+        &self,
+        conn: &dyn Link,
+        mut hdr: FrameHeader,
+        peer: Uuid,
+        dest: u32,
+        payload: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let shared = &self.shared;
+        let done = self.announce(&mut hdr, peer, dest, None);
+        if let Err(e) = conn.write_blocking(shared.as_ref(), &hdr, &[], dest) {
+            shared.rendezvous.remove_send(hdr.seq);
+            return Err(e);
+        }
+        let cleared = match shared.wait_from(Some(peer), &done, deadline_of(timeout)) {
+            Some(r) => r,
+            None => {
+                let held = shared.budget.take(payload.len());
+                if shared.rendezvous.detach_caller(hdr.seq, payload, held) {
+                    return Err(timeout_err(timeout));
+                }
+                // The CTS came meanwhile.
+                done.wait_until(None)
+                    .unwrap_or(Err(BridgeError::EngineShutDown))
+            }
+        };
+        cleared?;
+        let data = FrameHeader {
+            kind: FrameKind::Data,
+            ..hdr
+        };
+        conn.write_blocking(shared.as_ref(), &data, payload, dest)
+    }
+
+    /// Rendezvous of an owned payload: RTS now (or queued behind earlier
+    /// messages); the poller sends DATA when the CTS comes and completes the request.
+    fn rendezvous_nonblocking(
+        &self,
+        conn: &dyn Link,
+        mut hdr: FrameHeader,
+        peer: Uuid,
+        dest: u32,
+        payload: Vec<u8>,
+        held: Held,
+    ) -> Result<SendRequest> {
+        let shared = &self.shared;
+        let done = self.announce(&mut hdr, peer, dest, Some((payload, held)));
+        let r = match conn.write_inline(shared.as_ref(), &hdr, &[], dest, false) {
+            Ok(TryInline::Done) => Ok(()),
+            Ok(TryInline::Busy) => conn.enqueue(Queued {
+                hdr,
+                payload: Vec::new(),
+                dest_rank: dest,
+                done: None,
+                held: None,
+            }),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = r {
+            shared.rendezvous.remove_send(hdr.seq);
+            return Err(e);
+        }
+        Ok(SendRequest { done })
+    }
+
+    /// Blocking synchronous send: returns once the receiver MATCHED the
+    /// message (or, with `timeout`, fails with `Timeout`; the message has
+    /// then been sent and may still be matched later).
+    pub(crate) fn ssend(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let shared = &self.shared;
+        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
+        let conn = shared.link(ep, dest)?;
+        if !self.eager_ok(&*conn, payload.len()) {
+            // A CTS means "matched": rendezvous is synchronous by itself.
+            return self.rendezvous_blocking(&*conn, hdr, ep.process, dest, payload, timeout);
+        }
+        let done = Completion::new(Arc::clone(&shared.any));
+        shared
+            .ssends
+            .add(hdr.seq, ep.process, dest, Arc::clone(&done));
+        if let Err(e) = conn.write_blocking(shared.as_ref(), &hdr, payload, dest) {
+            shared.ssends.remove(hdr.seq);
+            return Err(e);
+        }
+        // The SYNC_ACK comes in on the connection from the destination's process.
+        match shared.wait_from(Some(ep.process), &done, deadline_of(timeout)) {
+            Some(r) => r,
+            None => {
+                shared.ssends.remove(hdr.seq);
+                Err(timeout_err(timeout))
+            }
+        }
+    }
+
+    /// Non-blocking standard-mode send of borrowed or owned bytes: written
+    /// inline from the caller when the connection is idle (any size, no
+    /// copy), else copied (if borrowed) and handed to the writer thread —
+    /// the request never refers to a borrowed `payload` after this returns.
+    pub(crate) fn isend(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: Cow<'_, [u8]>,
+    ) -> Result<SendRequest> {
+        let shared = &self.shared;
+        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
+        let conn = shared.link(ep, dest)?;
+        if !self.eager_ok(&*conn, payload.len()) {
+            let held = shared.budget.take(payload.len());
+            return self.rendezvous_nonblocking(
+                &*conn,
+                hdr,
+                ep.process,
+                dest,
+                payload.into_owned(),
+                held,
+            );
+        }
+        let done = Completion::new(Arc::clone(&shared.any));
+        if let TryInline::Done = conn.write_inline(shared.as_ref(), &hdr, &payload, dest, false)? {
+            done.complete(Ok(()));
+            return Ok(SendRequest { done });
+        }
+        conn.enqueue(Queued {
+            hdr,
+            payload: payload.into_owned(),
+            dest_rank: dest,
+            done: Some(Arc::clone(&done)),
+            held: None,
+        })?;
+        Ok(SendRequest { done })
+    }
+
+    /// Non-blocking synchronous send: the request completes once the receiver matched it.
+    pub(crate) fn issend(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        payload: Vec<u8>,
+    ) -> Result<SendRequest> {
+        let shared = &self.shared;
+        let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
+        let conn = shared.link(ep, dest)?;
+        if !self.eager_ok(&*conn, payload.len()) {
+            let held = shared.budget.take(payload.len());
+            return self.rendezvous_nonblocking(&*conn, hdr, ep.process, dest, payload, held);
+        }
+        let done = Completion::new(Arc::clone(&shared.any));
+        shared
+            .ssends
+            .add(hdr.seq, ep.process, dest, Arc::clone(&done));
+        if let Err(e) = conn.enqueue(Queued {
+            hdr,
+            payload,
+            dest_rank: dest,
+            done: None,
+            held: None,
+        }) {
+            shared.ssends.remove(hdr.seq);
+            return Err(e);
+        }
+        Ok(SendRequest { done })
+    }
+}

@@ -1,0 +1,73 @@
+//! The transport interface: what the layers above (the point-to-point
+//! layer, the engine's control frames) need of a connection to a peer
+//! process, whatever carries it. A [`Link`] takes frames (header and
+//! payload, see `frame`) in MPI's order, holds the eager credit the peer
+//! granted, and reports the peer's loss through [`PeerLost`] (liveness).
+//! The Unix-socket and TCP connection (`outgoing::OutConn`) is the one
+//! implementation today; a shared-memory transport would be another,
+//! beside it, without changing what is above.
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::completion::Completion;
+use crate::error::Result;
+use crate::frame::FrameHeader;
+use crate::held::Held;
+
+/// What a connection tells its owner (the engine) when the peer is lost.
+pub(crate) trait PeerLost: Send + Sync + 'static {
+    /// Writing to (or reading from) `peer` failed: fail everything that involves it.
+    fn peer_lost(&self, peer: Uuid, reason: &str);
+}
+
+/// A frame waiting for the writer thread.
+pub(crate) struct Queued {
+    pub hdr: FrameHeader,
+    pub payload: Vec<u8>,
+    pub dest_rank: u32,
+    /// Completed when the frame is written (eager isend); None for issend (completed by SYNC_ACK) and control frames.
+    pub done: Option<Arc<Completion<()>>>,
+    /// The payload's share of the sender's budget, given back when this
+    /// frame is dropped (written or failed): kept for its `Drop` only.
+    #[allow(dead_code)]
+    pub held: Option<Held>,
+}
+
+/// Whether an inline write went out or found the connection busy.
+pub(crate) enum TryInline {
+    Done,
+    Busy,
+}
+
+/// Our one outgoing connection to a peer process, as the layers above use
+/// it. Messages (EAGER, SYNC_EAGER, RTS) keep their posting order; control
+/// frames and payloads (SYNC_ACK, CTS, CREDIT, DATA) are never held back
+/// behind them. A write that fails reports the peer to `lost` and fails.
+pub(crate) trait Link: Send + Sync {
+    /// Spend `cost` bytes of eager credit; false (nothing spent) if there is not enough.
+    fn take_credit(&self, cost: u64) -> bool;
+    /// Wait until the peer's initial credit grant came (at once if it did).
+    fn wait_granted(&self);
+    /// Write one frame from the calling thread, after the frames before it.
+    fn write_blocking(
+        &self,
+        lost: &dyn PeerLost,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+    ) -> Result<()>;
+    /// Write one frame from the calling thread if `wait` or the link is
+    /// idle; otherwise report Busy (nothing written).
+    fn write_inline(
+        &self,
+        lost: &dyn PeerLost,
+        hdr: &FrameHeader,
+        payload: &[u8],
+        dest_rank: u32,
+        wait: bool,
+    ) -> Result<TryInline>;
+    /// Hand a frame to the link's own writer (independent progress).
+    fn enqueue(&self, q: Queued) -> Result<()>;
+}

@@ -1,0 +1,142 @@
+//! In-process tests of the collectives on an intercommunicator: two
+//! engines in one process, each side's "job" a one-rank communicator of
+//! its own (a duplicate of the singleton MPI world), so that the bridge
+//! part of each algorithm (leaders' messages, the collective context) runs
+//! for real. The cross-implementation test (`examples/tests/cross_impl.rs`,
+//! scenario `coll`) runs the same operations between Open MPI and MPICH jobs
+//! of several ranks.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use isthmus_bridge::*;
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+/// MPI once per test process (singleton), with threads: each side of a
+/// collective runs in a thread of its own.
+fn mpi() {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    INIT.call_once(|| {
+        let (universe, _) =
+            mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises once");
+        std::mem::forget(universe);
+    });
+}
+
+/// A communicator handed to the one thread that uses it.
+struct Local(SimpleCommunicator);
+// SAFETY: MPI runs with MPI_THREAD_MULTIPLE, and each `Local` is used by
+// exactly one thread at a time (moved into it), as MPI requires of a
+// communicator's collective calls.
+unsafe impl Send for Local {}
+
+impl Local {
+    /// The communicator (a method, so that a closure moves the whole `Local`).
+    fn comm(&self) -> &SimpleCommunicator {
+        &self.0
+    }
+}
+
+/// Two engines, the intercomms between them (one rank each side), and each
+/// side's local communicator.
+fn pair(context: u64) -> (Arc<Engine>, Arc<Engine>, InterComm, InterComm, Local, Local) {
+    mpi();
+    let ea = Engine::start(EngineConfig::new("testhost")).unwrap();
+    let eb = Engine::start(EngineConfig::new("testhost")).unwrap();
+    let a = ea.intercomm(context, 0, 1, vec![eb.endpoint()]).unwrap();
+    let b = eb.intercomm(context, 0, 1, vec![ea.endpoint()]).unwrap();
+    let world = SimpleCommunicator::world();
+    let (la, lb) = (Local(world.duplicate()), Local(world.duplicate()));
+    (ea, eb, a, b, la, lb)
+}
+
+#[test]
+fn barrier_returns_only_once_the_other_side_entered() {
+    let (_ea, _eb, a, b, la, lb) = pair(0xc011_0001);
+    let late = Duration::from_millis(600);
+    let sleeper = std::thread::spawn(move || {
+        std::thread::sleep(late);
+        a.barrier(la.comm())
+    });
+    let entered = Instant::now();
+    b.barrier(lb.comm()).unwrap();
+    let waited = entered.elapsed();
+    sleeper.join().unwrap().unwrap();
+    assert!(
+        waited >= late - Duration::from_millis(100),
+        "left the barrier after {waited:?}, before the other side entered"
+    );
+}
+
+#[test]
+fn bcast_arrives_and_user_messages_with_its_tag_and_type_stay_apart() {
+    let (_ea, _eb, a, b, la, lb) = pair(0xc011_0002);
+    // A user message of the broadcast's type and length, with every small
+    // tag, sent first: a broadcast sharing the user's context would take it.
+    let decoy = [7777u64; 4];
+    for tag in 0..4 {
+        a.send(0, tag, &decoy).unwrap();
+    }
+    let values: Vec<u64> = (0..4).map(|i| 1_000 + i).collect();
+    let mut sent = values.clone();
+    let root =
+        std::thread::spawn(move || a.bcast(la.comm(), BcastRole::Root, &mut sent).map(|()| a));
+    let mut got = [0u64; 4];
+    b.bcast(lb.comm(), BcastRole::From { root: 0 }, &mut got)
+        .unwrap();
+    assert_eq!(got[..], values[..]);
+    let _a = root.join().unwrap().unwrap();
+    for tag in 0..4 {
+        let mut user = [0u64; 4];
+        let st = b.recv(Source::Any, Tag::Any, &mut user).unwrap();
+        assert_eq!((user, st.tag), (decoy, tag));
+    }
+    assert!(b.iprobe(Source::Any, Tag::Any).unwrap().is_none());
+}
+
+#[test]
+fn bcast_of_a_rendezvous_sized_buffer_arrives_intact() {
+    let (_ea, _eb, a, b, la, lb) = pair(0xc011_0003);
+    let values: Vec<u64> = (0..400_000u64)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let mut sent = values.clone();
+    let root = std::thread::spawn(move || a.bcast(la.comm(), BcastRole::Root, &mut sent));
+    let mut got = vec![0u64; values.len()];
+    b.bcast(lb.comm(), BcastRole::From { root: 0 }, &mut got)
+        .unwrap();
+    root.join().unwrap().unwrap();
+    assert!(got == values, "the broadcast buffer differs");
+}
+
+#[test]
+fn bcast_with_a_shorter_root_buffer_is_an_error_at_the_receivers() {
+    let (_ea, _eb, a, b, la, lb) = pair(0xc011_0004);
+    let root = std::thread::spawn(move || a.bcast(la.comm(), BcastRole::Root, &mut [1u32, 2, 3]));
+    let mut got = [0u32; 4];
+    match b.bcast(lb.comm(), BcastRole::From { root: 0 }, &mut got) {
+        Err(BridgeError::InvalidArgument(m)) => assert!(m.contains("3 elements"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    root.join().unwrap().unwrap();
+}
+
+#[test]
+fn collectives_check_their_arguments() {
+    let (ea, eb, a, _b, la, _lb) = pair(0xc011_0005);
+    // The root is not a rank of the remote group.
+    match a.bcast(la.comm(), BcastRole::From { root: 1 }, &mut [0u8; 1]) {
+        Err(BridgeError::InvalidArgument(m)) => assert!(m.contains("root 1"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // A local communicator that is not the intercomm's local group.
+    let two = ea
+        .intercomm(0xc011_0006, 1, 2, vec![eb.endpoint()])
+        .unwrap();
+    match two.barrier(la.comm()) {
+        Err(BridgeError::InvalidArgument(m)) => assert!(m.contains("local group"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // A bystander of the root's group takes no part: it returns at once.
+    a.bcast(la.comm(), BcastRole::Idle, &mut [0u8; 1]).unwrap();
+}
