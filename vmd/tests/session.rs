@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use common::{console, VmdProcess};
 use isthmus_client::{ClientError, ErrorKind, Session};
 use isthmus_proto as pb;
+use isthmus_types::group::{GroupEventKind, SessionEvent};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -278,13 +279,15 @@ async fn killed_client_leaves_within_a_second_and_watchers_hear() {
             .await
             .expect("event")
             .unwrap();
-        if ev.kind == pb::GroupEventKind::MemberDied as i32 {
-            break ev;
+        if let SessionEvent::Group(ev) = ev {
+            if ev.kind == GroupEventKind::MemberDied {
+                break ev;
+            }
         }
     };
     let elapsed = killed_at.elapsed();
     assert_eq!(died.group, "k");
-    assert_eq!(died.instance, 1);
+    assert_eq!(died.member.map(|m| m.instance), Some(1));
     assert!(
         elapsed < Duration::from_secs(1),
         "death noticed after {elapsed:?}"
