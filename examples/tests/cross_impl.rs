@@ -7,6 +7,8 @@
 //! its own target dir by scripts/test.sh and found through
 //! `ISTHMUS_MPICH_BIN_DIR` (default: target/mpich/release).
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::PathBuf;

@@ -7,6 +7,8 @@
 //! or inside a namespace) tries one call of every RPC family and prints the
 //! gRPC code each got, one `family code` line each.
 
+#![cfg(test)]
+
 mod common;
 
 use std::collections::BTreeMap;

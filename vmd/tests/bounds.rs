@@ -3,6 +3,8 @@
 //! session, per-session limits, paged listings, oversized and malformed
 //! requests.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! The group service through a real vmd process and real sessions: semantics,
 //! concurrency, bad input, liveness.
 
+#![cfg(test)]
+
 mod common;
 
 use std::collections::HashSet;

@@ -15,11 +15,6 @@
 //!   types of `isthmus-types`.
 //! * [`stream`]   — opening a hello-first stream.
 
-#![cfg_attr(
-    not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
-)]
-
 pub mod auth;
 pub mod channel;
 pub mod console;
