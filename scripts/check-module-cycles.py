@@ -6,9 +6,12 @@ declarations and inline paths alike; comments and `#[cfg(test)] mod tests`
 blocks are skipped) becomes an edge from the module of the file to the
 longest existing module that the path names. A module's own children do not
 count as a dependency of the child on its parent: a `mod.rs` that only
-declares and re-exports its children is a parent, not a cycle.
+declares and re-exports its children is a parent, not a cycle. Likewise a
+path to an item that a module only re-exports (`crate::TaskId` where lib.rs
+says `pub use task::TaskId;`) is a dependency on the module that defines
+the item, not on the one that re-exports it.
 
-Usage: check-module-cycles.py [SRC_DIR]   (default: bridge/src)
+Usage: check-module-cycles.py [SRC_DIR...]   (default: bridge/src)
 Prints the graph, then either "no cycles" (exit 0) or each cycle (exit 1).
 """
 
@@ -101,8 +104,48 @@ def use_tree_paths(s, i):
     return [[seg]], i
 
 
+def reexports(modules):
+    """Per module, the names it re-exports from its children: name -> the
+    absolute path (segments) of what it names."""
+    out = {}
+    for m, path in modules.items():
+        code = strip(open(path, encoding="utf-8").read())
+        names = {}
+        for hit in re.finditer(r"\bpub(?:\([^)]*\))?\s+use\s+", code):
+            j = hit.end()
+            if code.startswith("self::", j):
+                j += len("self::")
+            elif code.startswith("crate::", j) or code.startswith("super::", j):
+                continue
+            paths, _ = use_tree_paths(code, j)
+            for p in paths:
+                if len(p) >= 2 and (m + (p[0],)) in modules:
+                    names[p[-1]] = m + tuple(p)
+                elif len(p) >= 2 and p[0] not in ("crate", "super", "self"):
+                    # Another crate's item: no module of this one.
+                    names[p[-1]] = None
+        out[m] = names
+    return out
+
+
+def resolve(full, modules, exported):
+    """The module that defines what the path `full` names, following
+    re-exports; None for another crate's item re-exported here."""
+    target = ()
+    for _ in range(16):
+        target = max((t for t in modules if full[: len(t)] == t), key=len, default=())
+        rest = full[len(target) :]
+        if not rest or rest[0] not in exported.get(target, {}):
+            return target
+        if exported[target][rest[0]] is None:
+            return None
+        full = exported[target][rest[0]] + rest[1:]
+    return target
+
+
 def deps(src, modules):
     graph = {m: set() for m in modules}
+    exported = reexports(modules)
     for m, path in modules.items():
         code = strip(open(path, encoding="utf-8").read())
         # Paths through a child module, e.g. `pub use basic::BasicType;`.
@@ -127,13 +170,8 @@ def deps(src, modules):
                 base, j = base[:-1], j + len("super::")
             paths, _ = use_tree_paths(code, j)
             for p in paths:
-                full = base + tuple(p)
-                target = max(
-                    (t for t in modules if full[: len(t)] == t),
-                    key=len,
-                    default=(),
-                )
-                if target != m:
+                target = resolve(base + tuple(p), modules, exported)
+                if target is not None and target != m:
                     graph[m].add(target)
     return graph
 
@@ -177,7 +215,13 @@ def name(m):
 
 
 def main():
-    src = sys.argv[1] if len(sys.argv) > 1 else "bridge/src"
+    status = 0
+    for src in sys.argv[1:] or ["bridge/src"]:
+        status |= check(src)
+    return status
+
+
+def check(src):
     modules = {}
     for root, _, files in os.walk(src):
         for f in files:

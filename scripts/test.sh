@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second command; .ci/run calls it).
 # Installs what is missing; checks formatting, clippy (warnings are errors),
-# that the bridge carries no daemon or gRPC server, and that the bridge's
-# modules import each other without cycles; builds the MPICH flavour of the
-# examples for the cross-implementation tests, then runs the whole
-# workspace's tests with the Open MPI flavour.
+# that the bridge carries no daemon, gRPC server or wire types, and that
+# each crate's modules import each other without cycles; builds the MPICH
+# flavour of the examples for the cross-implementation tests, then runs the
+# whole workspace's tests with the Open MPI flavour.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 bash "$ISTHMUS_ROOT/scripts/install-deps.sh"

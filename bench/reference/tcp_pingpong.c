@@ -4,7 +4,7 @@
  * usage: tcp_pingpong tcp|unix [lat_iters [bw_scale_MiB]]   (defaults 10000 1024)
  *        tcp_pingpong serve|connect IPV4 PORT [lat_iters [bw_scale_MiB]]
  *   The second form runs the two sides as separate processes (e.g. in two
- *   network namespaces, scripts/bench-hosts-data.sh): `serve` listens on
+ *   network namespaces, bench/hosts-data.sh): `serve` listens on
  *   IPV4:PORT and answers one client; `connect` dials it (retrying for up
  *   to 20 s while nothing listens yet) and prints the tcp_* RESULT lines.
  *

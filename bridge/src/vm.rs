@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use isthmus_client::{ClientError, ErrorKind, Session};
-use isthmus_proto as pb;
+use isthmus_types::group::{GroupEventKind, GroupTable, SessionEvent};
 use mpi::collective::SystemOperation;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
@@ -450,10 +450,10 @@ impl Creation {
         // The group's own name: `remote` may be qualified (`owner/group`),
         // the other job knows its group by the plain name, and deaths are
         // reported under it.
-        let canonical = if table.group.is_empty() {
+        let canonical = if table.name.is_empty() {
             self.remote.clone()
         } else {
-            table.group.clone()
+            table.name.clone()
         };
         if let Ok(mut peers) = self.peers.lock() {
             for (i, e) in endpoints.iter().enumerate() {
@@ -520,7 +520,7 @@ impl Creation {
 }
 
 /// The endpoints of a frozen remote table, by instance.
-fn endpoints_of(remote: &str, table: &pb::GroupTable) -> Result<Vec<Endpoint>> {
+fn endpoints_of(remote: &str, table: &GroupTable) -> Result<Vec<Endpoint>> {
     let mut endpoints = Vec::with_capacity(table.members.len());
     for (i, m) in table.members.iter().enumerate() {
         if m.instance as usize != i {
@@ -772,7 +772,7 @@ pub fn context_id(a: (&str, u64), b: (&str, u64), ordinal: u64) -> u64 {
 
 /// Passes each death of a remote member to the engine.
 async fn forward_deaths(
-    mut events: tokio::sync::broadcast::Receiver<pb::GroupEvent>,
+    mut events: tokio::sync::broadcast::Receiver<SessionEvent>,
     engine: std::sync::Weak<Engine>,
     peers: Arc<Mutex<HashMap<(String, u32), uuid::Uuid>>>,
 ) {
@@ -786,19 +786,25 @@ async fn forward_deaths(
             }
             Err(RecvError::Closed) => return,
         };
-        if ev.kind != pb::GroupEventKind::MemberDied as i32 {
+        let SessionEvent::Group(ev) = ev else {
+            continue;
+        };
+        let Some(instance) = ev.member.as_ref().map(|m| m.instance) else {
+            continue;
+        };
+        if ev.kind != GroupEventKind::MemberDied {
             continue;
         }
         let process = peers
             .lock()
             .ok()
-            .and_then(|p| p.get(&(ev.group.clone(), ev.instance)).copied());
+            .and_then(|p| p.get(&(ev.group.clone(), instance)).copied());
         let (Some(process), Some(engine)) = (process, engine.upgrade()) else {
             continue;
         };
         engine.peer_reported_dead(
             process,
-            &format!("member {} of group {:?} died", ev.instance, ev.group),
+            &format!("member {instance} of group {:?} died", ev.group),
         );
     }
 }

@@ -7,6 +7,8 @@
 //! its own target dir by scripts/test.sh and found through
 //! `ISTHMUS_MPICH_BIN_DIR` (default: target/mpich/release).
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::PathBuf;
@@ -14,9 +16,9 @@ use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 use isthmus_client::{Console, Session};
-use isthmus_proto as pb;
 use isthmus_testkit::finish;
 use isthmus_testkit::netns::Hosts;
+use isthmus_types::group::{GroupEventKind, SessionEvent};
 use isthmus_vmd::daemon::{Daemon, DaemonConfig, Security};
 
 use common::{assert_passed, assert_routes, job, launch, xtest, Job, Mpi};
@@ -382,7 +384,8 @@ fn a_rank_stopped_for_thirty_seconds_stays_a_member_and_its_intercomm_works() {
     let events = events.stop();
     let deaths: Vec<_> = events
         .iter()
-        .filter(|e| e.kind == pb::GroupEventKind::MemberDied as i32 || e.group_broken)
+        .filter_map(SessionEvent::group)
+        .filter(|e| e.kind == GroupEventKind::MemberDied || e.group_broken)
         .collect();
     assert!(
         deaths.is_empty(),
@@ -391,7 +394,8 @@ fn a_rank_stopped_for_thirty_seconds_stays_a_member_and_its_intercomm_works() {
     let frozen = |g: &str| {
         events
             .iter()
-            .any(|e| e.group == g && e.kind == pb::GroupEventKind::Frozen as i32)
+            .filter_map(SessionEvent::group)
+            .any(|e| e.group == g && e.kind == GroupEventKind::Frozen)
     };
     assert!(
         frozen(&jobs[0].group) && frozen(&jobs[1].group),
@@ -452,7 +456,7 @@ fn wait_until_frozen(vmd: &EmbeddedVmd, group: &str, after: u64) -> u64 {
 /// Collects every group event of a vmd from its start until stopped.
 struct GroupWatcher {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<Vec<pb::GroupEvent>>,
+    thread: std::thread::JoinHandle<Vec<SessionEvent>>,
 }
 
 impl GroupWatcher {
@@ -487,7 +491,7 @@ impl GroupWatcher {
         GroupWatcher { stop, thread }
     }
 
-    fn stop(self) -> Vec<pb::GroupEvent> {
+    fn stop(self) -> Vec<SessionEvent> {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
         self.thread.join().expect("watcher thread")
     }

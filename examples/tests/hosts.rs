@@ -3,6 +3,8 @@
 //! directory and host name), a real etcd, real Open MPI and MPICH jobs,
 //! each started on "its own" vmd.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::{Duration, Instant};

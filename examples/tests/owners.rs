@@ -6,6 +6,8 @@
 //! (`ISTHMUS_ALLOW`); a stranger's job that took a name first is never a
 //! job's peer: the job fails naming the owner.
 
+#![cfg(test)]
+
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 

@@ -4,6 +4,8 @@
 //! exchange over their intercommunicator. Both jobs started with nothing
 //! but the vmd's address and their own launchers.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::{Duration, Instant};

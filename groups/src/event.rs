@@ -5,14 +5,9 @@
 
 use crate::TaskId;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GroupEventKind {
-    Joined,
-    Left,
-    Frozen,
-    Destroyed,
-    MemberDied,
-}
+/// What changed: the clients' kinds, shared (a client's event and the
+/// service's differ only in how they name the member and the sequence).
+pub use isthmus_types::group::GroupEventKind;
 
 /// One change to one group.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,8 @@
 //! Plain data returned by queries: members, whole tables, summaries.
+//!
+//! A summary is the same for the service and its clients, so it is
+//! `isthmus-types`' own; a member and a table name their task by its
+//! [`TaskId`] here (clients see it as text) and so stay the service's.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,11 +32,5 @@ pub struct GroupTable {
     pub members: Vec<Member>,
 }
 
-/// One line of `list()`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupSummary {
-    pub name: String,
-    pub size: u32,
-    pub frozen: bool,
-    pub broken: bool,
-}
+/// One line of `list()`: the clients' type, shared.
+pub use isthmus_types::group::GroupSummary;

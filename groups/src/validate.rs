@@ -3,7 +3,9 @@
 //! Everything a client can send is checked here before the store is
 //! touched, so bad input can neither panic nor change state.
 
-use crate::{GroupError, Result};
+use std::str::FromStr;
+
+use crate::{GroupError, Result, TaskId};
 
 /// Instances (and therefore group sizes) are below this bound.
 ///
@@ -115,6 +117,19 @@ pub(crate) fn endpoint(endpoint: &[u8]) -> Result<()> {
         });
     }
     Ok(())
+}
+
+impl FromStr for TaskId {
+    type Err = GroupError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        uuid::Uuid::parse_str(s)
+            .map(TaskId)
+            .map_err(|e| GroupError::InvalidArgument {
+                what: "task id",
+                reason: format!("{}: {e}", escape_for_display(s)),
+            })
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! a bridge; etcd, the vmds and the taskers are real processes, each vmd
 //! and tasker inside its host's namespace.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -5,6 +5,8 @@
 //! running is lost, and a new job gets a larger id. With `--store memory`
 //! the restarted vmd knows no job (today's behaviour, kept).
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::{Duration, Instant};

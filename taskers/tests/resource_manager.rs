@@ -1,6 +1,8 @@
 //! The resource manager, taskers and notifications through real processes:
 //! vmds, taskers, mpirun.openmpi, mpiexec.mpich and the console.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -7,6 +7,8 @@
 //! or inside a namespace) tries one call of every RPC family and prints the
 //! gRPC code each got, one `family code` line each.
 
+#![cfg(test)]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -251,7 +253,7 @@ async fn session_ops(addr: &str, ops: &[String]) {
             ["wait", g] => s
                 .wait_frozen(g, long)
                 .await
-                .map(|t| format!("{} {} members", t.group, t.members.len())),
+                .map(|t| format!("{} {} members", t.name, t.members.len())),
             ["gettid", g, i] => s
                 .gettid(g, i.parse().unwrap_or(0))
                 .await

@@ -1,34 +1,8 @@
-//! Conversions between the group service's own types and the wire types of
-//! `isthmus-proto`, and the mapping of group errors onto gRPC status codes.
+//! Conversions from the group service's own types to the wire types of
+//! `isthmus-proto` (its errors become statuses in [`crate::status`]).
 
-use isthmus_groups::{
-    ErrorKind, GroupError, GroupEvent, GroupEventKind, GroupSummary, GroupTable, Member,
-};
+use isthmus_groups::{GroupError, GroupEvent, GroupEventKind, GroupSummary, GroupTable, Member};
 use isthmus_proto as pb;
-use tonic::{Code, Status};
-
-/// The gRPC code that tells a client what kind of mistake a group error is.
-pub fn code_of(err: &GroupError) -> Code {
-    match err.kind() {
-        ErrorKind::InvalidArgument => Code::InvalidArgument,
-        ErrorKind::NotFound => Code::NotFound,
-        ErrorKind::AlreadyExists => Code::AlreadyExists,
-        ErrorKind::FailedPrecondition => Code::FailedPrecondition,
-        ErrorKind::DeadlineExceeded => Code::DeadlineExceeded,
-        ErrorKind::Aborted => Code::Aborted,
-    }
-}
-
-pub fn status_of(err: &GroupError) -> Status {
-    Status::new(code_of(err), err.to_string())
-}
-
-pub fn error_of(err: &GroupError) -> pb::Error {
-    pb::Error {
-        code: code_of(err) as i32,
-        message: err.to_string(),
-    }
-}
 
 pub fn member(m: &Member) -> pb::Member {
     pb::Member {

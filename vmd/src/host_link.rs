@@ -20,7 +20,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 use tracing::{error, info, warn};
 
-use crate::rm_convert;
+use crate::status;
 use crate::stream::{self, Outgoing, QUEUE};
 use isthmus_client::ClientError;
 
@@ -60,7 +60,7 @@ pub async fn serve(
     let (link, mut port) = match rm.link_host(hello.into()) {
         Ok(r) => r,
         Err(e) => {
-            let _ = out.send(Err(rm_convert::status_of(&e))).await;
+            let _ = out.send(Err(status::refusal(&e))).await;
             return;
         }
     };

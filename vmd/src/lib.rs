@@ -6,7 +6,8 @@
 //!
 //! * [`auth`]     — who is calling (socket uid, token, TLS certificate) and
 //!   the rule of each RPC family.
-//! * [`convert`]  — group types ⇄ wire types, group errors → gRPC codes.
+//! * [`convert`]  — group types → wire types.
+//! * [`status`]   — every error of the services as a gRPC status.
 //! * [`session`]  — one client task's long-lived session stream: requests in,
 //!   replies and events out, memberships removed when the stream ends.
 //! * [`service`]  — the gRPC services: `Tasks`, `Console`, `Taskers`, `Peers`.
@@ -18,17 +19,10 @@
 //!   per uid and in all.
 //! * [`daemon`]   — binding, serving and shutting down a vmd (also embedded
 //!   in demos and tests).
-//! * [`rm_convert`]  — the resource manager's ([`isthmus_rm`]) refusals as
-//!   gRPC statuses (its types meet the wire in [`isthmus_proto::convert`]).
 //! * [`tasker_link`] — the vmd's side of a tasker's stream.
 //! * [`host_link`]   — links between the vmds (hosts) of one virtual machine.
 //! * [`federation`]  — with etcd: this vmd's resource manager sharing its
 //!   host and jobs with every other vmd's, and carrying their orders.
-
-#![cfg_attr(
-    not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
-)]
 
 pub mod auth;
 pub mod convert;
@@ -38,9 +32,9 @@ pub mod heap;
 pub mod hello_gate;
 pub mod host_link;
 pub mod resume;
-pub mod rm_convert;
 pub mod service;
 pub mod session;
+pub mod status;
 pub mod stream;
 pub mod tasker_link;
 pub mod watch;

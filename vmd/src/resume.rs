@@ -100,11 +100,11 @@ impl Resumes {
     ) -> Result<TaskId, Status> {
         let task: TaskId = task
             .parse()
-            .map_err(|e: isthmus_groups::GroupError| Status::invalid_argument(e.to_string()))?;
+            .map_err(|e: isthmus_groups::GroupError| crate::status::group(&e))?;
         let lease = groups
             .task_lease(task)
             .await
-            .map_err(|e| crate::convert::status_of(&e))?
+            .map_err(|e| crate::status::group(&e))?
             .ok_or_else(|| {
                 Status::not_found(format!(
                     "task {task} is no longer open: its vmd closed it or its lease expired"

@@ -38,6 +38,7 @@ use crate::auth::{rules, users, Identity, Target};
 use crate::convert;
 use crate::hello_gate::{HelloGate, HelloTicket};
 use crate::resume::Resumes;
+use crate::status;
 use crate::stream::{self, Outgoing};
 
 /// How long a wait lasts when the client gives no timeout (`timeout_ms = 0`).
@@ -144,7 +145,7 @@ pub async fn run(
             .zip(caller.identity.uid)
             .map(|(pid, uid)| TaskProcess { pid, uid });
         if let Err(e) = ctx.groups.open_task_as(task, &ctx.host, process).await {
-            let _ = out.send(Err(convert::status_of(&e))).await;
+            let _ = out.send(Err(status::group(&e))).await;
             return;
         }
         ctx.resumes.opened(task);
@@ -263,7 +264,7 @@ fn reply(id: u64, result: Reply) -> pb::SessionReply {
 }
 
 fn error_reply(id: u64, err: &GroupError) -> pb::SessionReply {
-    reply(id, Reply::Error(convert::error_of(err)))
+    reply(id, Reply::Error(status::group_reply(err)))
 }
 
 fn invalid(id: u64, message: String) -> pb::SessionReply {

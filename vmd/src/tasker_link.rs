@@ -10,7 +10,7 @@ use pb::tasker_report::Kind as Up;
 use tonic::Streaming;
 use tracing::{debug, info, warn};
 
-use crate::rm_convert;
+use crate::status;
 use crate::stream::{self, Outgoing};
 
 pub type OrderSender = Outgoing<pb::TaskerOrder>;
@@ -37,7 +37,7 @@ pub async fn run(
     let (id, mut orders) = match hub.register(&hello.implementation) {
         Ok(r) => r,
         Err(e) => {
-            let _ = out.send(Err(rm_convert::status_of(&e))).await;
+            let _ = out.send(Err(status::refusal(&e))).await;
             return;
         }
     };

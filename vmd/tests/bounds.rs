@@ -3,6 +3,8 @@
 //! session, per-session limits, paged listings, oversized and malformed
 //! requests.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::Duration;
@@ -10,6 +12,7 @@ use std::time::Duration;
 use common::{console, VmdProcess};
 use isthmus_client::{channel, ClientError, ErrorKind, Session};
 use isthmus_proto as pb;
+use isthmus_types::group::{GroupEventKind, SessionEvent};
 use pb::session_reply::Result as Reply;
 use pb::session_request::Op;
 use tokio::sync::mpsc;
@@ -114,7 +117,7 @@ async fn waits_end_with_the_session_that_started_them() {
     drop(orphan);
     loop {
         let ev = within(events.recv()).await.unwrap();
-        if ev.kind == pb::GroupEventKind::MemberDied as i32 {
+        if matches!(&ev, SessionEvent::Group(e) if e.kind == GroupEventKind::MemberDied) {
             break;
         }
     }
@@ -249,7 +252,7 @@ async fn a_hundred_thousand_groups_list_through_the_console() {
     // The session's listing pages too.
     let listed = s.list_groups().await.unwrap();
     assert_eq!(listed.len(), N);
-    assert_eq!(listed[N - 1].group, name(N - 1));
+    assert_eq!(listed[N - 1].name, name(N - 1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

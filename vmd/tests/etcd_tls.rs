@@ -2,6 +2,8 @@
 //! hosts (certificates of its CA, issued by `isthmus cert issue`), and a
 //! vmd checks it talks to the real etcd. Real etcd, real vmd processes.
 
+#![cfg(test)]
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

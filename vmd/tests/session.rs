@@ -1,6 +1,8 @@
 //! The group service through a real vmd process and real sessions: semantics,
 //! concurrency, bad input, liveness.
 
+#![cfg(test)]
+
 mod common;
 
 use std::collections::HashSet;
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 use common::{console, VmdProcess};
 use isthmus_client::{ClientError, ErrorKind, Session};
 use isthmus_proto as pb;
+use isthmus_types::group::{GroupEventKind, SessionEvent};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -278,13 +281,15 @@ async fn killed_client_leaves_within_a_second_and_watchers_hear() {
             .await
             .expect("event")
             .unwrap();
-        if ev.kind == pb::GroupEventKind::MemberDied as i32 {
-            break ev;
+        if let SessionEvent::Group(ev) = ev {
+            if ev.kind == GroupEventKind::MemberDied {
+                break ev;
+            }
         }
     };
     let elapsed = killed_at.elapsed();
     assert_eq!(died.group, "k");
-    assert_eq!(died.instance, 1);
+    assert_eq!(died.member.map(|m| m.instance), Some(1));
     assert!(
         elapsed < Duration::from_secs(1),
         "death noticed after {elapsed:?}"

@@ -1,5 +1,5 @@
 /*
- * Connect time for the connect benchmark (scripts/bench-connect.sh): plain
+ * Connect time for the connect benchmark (bench/connect.sh): plain
  * MPI-2 calls, no Isthmus call, so the same program measures Isthmus (run
  * with libisthmus preloaded) and an implementation's own connect/accept
  * (Open MPI with ompi-server).

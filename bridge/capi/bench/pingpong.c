@@ -1,5 +1,5 @@
 /*
- * C ping-pong for the C API benchmark (scripts/bench-capi.sh); the same
+ * C ping-pong for the C API benchmark (bench/capi.sh); the same
  * sizes, window and RESULT lines as examples/src/bin/pingpong.rs.
  *
  *   pingpong GROUP PEER first|second ITERS BW_MIB   over an Isthmus intercomm

@@ -1,5 +1,5 @@
 """mpi4py ping-pong over an Isthmus intercommunicator, for
-scripts/bench-connect.sh: the same sizes, window and RESULT lines as
+bench/connect.sh: the same sizes, window and RESULT lines as
 pingpong.c (label "py"), through the isthmus package and mpi4py's buffer
 API (bytearray buffers), plus the pickle API's latency for a small object
 (label "pypickle", size 8: an int).

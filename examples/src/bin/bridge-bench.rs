@@ -4,7 +4,7 @@
 //! the floor for a socket path. Prints one table with ratios.
 //!
 //! Needs the MPICH flavour of `pingpong` (ISTHMUS_MPICH_BIN_DIR, default
-//! target/mpich/release); scripts/bench-bridge.sh builds everything.
+//! target/mpich/release); bench/bridge.sh builds everything.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,7 +76,7 @@ fn main() -> anyhow::Result<()> {
     for p in [&ours, &theirs] {
         if !p.exists() {
             bail!(
-                "{} not found: run scripts/bench-bridge.sh, which builds both flavours",
+                "{} not found: run bench/bridge.sh, which builds both flavours",
                 p.display()
             );
         }

@@ -110,7 +110,7 @@ fn main() -> anyhow::Result<()> {
             }
         }
         if let Some(r) = inter.route(0)? {
-            // How the data went (scripts/bench-hosts-data.sh shows it).
+            // How the data went (bench/hosts-data.sh shows it).
             println!("ROUTE {} {} {}", r.transport, r.local, r.remote);
         }
     }

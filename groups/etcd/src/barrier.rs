@@ -34,8 +34,8 @@ use isthmus_groups::{GroupError, Result, TaskId};
 use tokio::sync::oneshot;
 use tracing::{debug, warn};
 
-use crate::records::{rev, BarrierRec, EventRec, KindRec};
-use crate::store::{contention, decode_meta, etcd_err, gets, nth, Change, MAX_ATTEMPTS};
+use crate::records::{gets, nth, rev, BarrierRec, EventRec, KindRec};
+use crate::store::{contention, decode_meta, etcd_err, Change, MAX_ATTEMPTS};
 use crate::Core;
 
 /// One local caller waiting in an episode.

@@ -1,5 +1,5 @@
 //! The values stored under [`crate::keys`], and their decoding into the
-//! store trait's types.
+//! store trait's types (from a transaction's answer too: [`gets`]).
 //!
 //! Two numbers are known only once a transaction commits: a new group's
 //! generation and the `seq` of the death that broke a group. Both are the
@@ -8,11 +8,29 @@
 //! next transaction that rewrites the meta writes them down first
 //! ([`MetaRec::settle`]).
 
+use etcd_client::{KeyValue, TxnOpResponse, TxnResponse};
 use isthmus_groups::store::barrier::Episode;
 use isthmus_groups::store::{GroupAccess, GroupMeta, GroupSlots, Lookup, LostMember, Membership};
 use isthmus_groups::{GroupError, GroupEvent, GroupEventKind, Member, Result, TaskId};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+/// The key-values of each get of a transaction, in order (taken out of the
+/// response once: `op_responses` copies every answer).
+pub(crate) fn gets(resp: &TxnResponse) -> Vec<Vec<KeyValue>> {
+    resp.op_responses()
+        .into_iter()
+        .map(|op| match op {
+            TxnOpResponse::Get(mut g) => g.take_kvs(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The `i`-th of [`gets`] (empty if there is none).
+pub(crate) fn nth(sets: &[Vec<KeyValue>], i: usize) -> &[KeyValue] {
+    sets.get(i).map(Vec::as_slice).unwrap_or_default()
+}
 
 /// Bits of a `seq` below the revision: the event's index in its
 /// transaction. A transaction carries at most [`MAX_EVENTS_PER_TXN`].

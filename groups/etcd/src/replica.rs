@@ -44,8 +44,7 @@ use tracing::warn;
 
 use crate::endpoints::{first_answer, Endpoints};
 use crate::keys::{prefix_end, Keys};
-use crate::records::{decode_member, rev, MetaRec};
-use crate::store::{gets, nth};
+use crate::records::{decode_member, gets, nth, rev, MetaRec};
 
 /// The group tables as of one revision.
 #[derive(Default)]

@@ -12,9 +12,7 @@
 //! answer for the group ([`Core::view`]), else from etcd.
 
 use async_trait::async_trait;
-use etcd_client::{
-    Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
-};
+use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnResponse};
 use isthmus_groups::store::{
     BarrierEntry, CreateOutcome, GroupAccess, GroupSlots, GroupSnapshot, GroupStore, Guard,
     LeaseId, Lookup, Membership, Removal, TaskLease, TaskProcess,
@@ -25,8 +23,8 @@ use tokio::sync::broadcast;
 use crate::endpoints::{first_answer, first_answer_of};
 use crate::keys::prefix_end;
 use crate::records::{
-    decode_member, encode_log, encode_member, rev, seq_at, BrokenRec, EventRec, KindRec, MetaRec,
-    TaskRec, MAX_EVENTS_PER_TXN,
+    decode_member, encode_log, encode_member, gets, nth, rev, seq_at, BrokenRec, EventRec, KindRec,
+    MetaRec, TaskRec, MAX_EVENTS_PER_TXN,
 };
 use crate::replica::{summary, State};
 use crate::{Core, EtcdStore, Seen, META_CACHE};
@@ -45,23 +43,6 @@ pub(crate) fn contention(what: &str) -> GroupError {
     GroupError::Store(format!(
         "etcd: {what}: gave up after {MAX_ATTEMPTS} conflicting transactions"
     ))
-}
-
-/// The key-values of each get of a transaction, in order (taken out of the
-/// response once: `op_responses` copies every answer).
-pub(crate) fn gets(resp: &TxnResponse) -> Vec<Vec<KeyValue>> {
-    resp.op_responses()
-        .into_iter()
-        .map(|op| match op {
-            TxnOpResponse::Get(mut g) => g.take_kvs(),
-            _ => Vec::new(),
-        })
-        .collect()
-}
-
-/// The `i`-th of [`gets`] (empty if there is none).
-pub(crate) fn nth(sets: &[Vec<KeyValue>], i: usize) -> &[KeyValue] {
-    sets.get(i).map(Vec::as_slice).unwrap_or_default()
 }
 
 /// The change log's revision in the `i`-th get (see `Core::log_revision`).

@@ -3,6 +3,8 @@
 //! its tasks declared dead to the others; a store that comes back within
 //! its lease keeps them; losing one member of three changes nothing.
 
+#![cfg(test)]
+
 use std::time::Duration;
 
 use isthmus_groups::store::{

@@ -3,6 +3,8 @@
 //! service gets a prefix of its own on one etcd shared by this test
 //! process.
 
+#![cfg(test)]
+
 #[path = "../../tests/semantics/barrier.rs"]
 mod barrier;
 #[path = "../../tests/semantics/concurrency.rs"]

@@ -27,17 +27,11 @@
 //! A write that fails (disk full, I/O error) is logged and its records are
 //! written again with the next change; the change itself stands in memory.
 
-// Input must never be able to panic the daemon.
-#![cfg_attr(
-    not(test),
-    warn(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
+// Beyond the house rules ([workspace.lints]): input reaches this crate
+// from other processes, and an index out of bounds would be a panic.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
+mod error;
 mod tables;
 
 use std::collections::BTreeSet;
@@ -46,49 +40,16 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use isthmus_groups::store::{
-    BarrierEntry, CreateOutcome, GroupAccess, GroupSlots, GroupSnapshot, Guard, ImageError,
-    LeaseId, Lookup, Membership, Removal, TaskLease, TaskProcess,
+    BarrierEntry, CreateOutcome, GroupAccess, GroupSlots, GroupSnapshot, Guard, LeaseId, Lookup,
+    Membership, Removal, TaskLease, TaskProcess,
 };
 use isthmus_groups::{GroupEvent, GroupStore, GroupSummary, Member, MemoryStore, Result, TaskId};
 use redb::Database;
 use tokio::sync::{broadcast, watch, Mutex};
 use tracing::{error, info};
 
+pub use error::RedbStoreError;
 use tables::Change;
-
-/// Why the store could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum RedbStoreError {
-    #[error("cannot create the directory of the group store, or make the store private, at {path}: {source}")]
-    Dir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the group store {0} is open in another process (each vmd needs its own file: its own --runtime-dir or --store-file)")]
-    InUse(PathBuf),
-    #[error("the group store {path}: {source}")]
-    Open {
-        path: PathBuf,
-        source: Box<redb::Error>,
-    },
-    /// Boxed: redb's error is large, and this one travels by value.
-    #[error("group store: {0}")]
-    Db(Box<redb::Error>),
-    #[error(
-        "the group store's file is of format {0:?}, not this vmd's: move it away to start empty"
-    )]
-    Format(String),
-    #[error("record {key:?} of the group store cannot be read: {reason}")]
-    Record { key: String, reason: String },
-    #[error("the group store's records are inconsistent ({0}): move the file away to start empty")]
-    Image(#[from] ImageError),
-}
-
-impl From<redb::Error> for RedbStoreError {
-    fn from(e: redb::Error) -> Self {
-        RedbStoreError::Db(Box::new(e))
-    }
-}
 
 /// The in-memory store, written through to a redb file (see the crate docs).
 pub struct RedbStore {

@@ -3,6 +3,8 @@
 //! call returns, whichever batch carried it. Prints how long the changes
 //! took with the store's group commit.
 
+#![cfg(test)]
+
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -3,6 +3,8 @@
 //! file has every group (with its owner), member, lease and counter it had; and a file is
 //! served by one store at a time.
 
+#![cfg(test)]
+
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -5,6 +5,8 @@
 //! Every wait is wrapped in `within` so that a bug fails the test instead
 //! of hanging it.
 
+#![cfg(test)]
+
 mod barrier;
 mod concurrency;
 mod events;

@@ -7,13 +7,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use isthmus_proto as pb;
+use isthmus_types::group::{GroupEventKind, GroupTable, Member, SessionEvent};
 
 /// A frozen group's table: members shared, sorted by instance, so a lookup
 /// is a binary search and a reference count.
 struct FrozenGroup {
-    table: Arc<pb::GroupTable>,
-    members: Vec<Arc<pb::Member>>,
+    table: Arc<GroupTable>,
+    members: Vec<Arc<Member>>,
 }
 
 /// Frozen tables by group name.
@@ -33,12 +33,12 @@ impl FrozenTables {
     }
 
     /// The cached table of `group`, if any.
-    pub(crate) fn table(&self, group: &str) -> Option<Arc<pb::GroupTable>> {
+    pub(crate) fn table(&self, group: &str) -> Option<Arc<GroupTable>> {
         Some(self.tables.read().ok()?.get(group)?.table.clone())
     }
 
     /// The member at `instance` of a cached group.
-    pub(crate) fn member(&self, group: &str, instance: u32) -> Option<Arc<pb::Member>> {
+    pub(crate) fn member(&self, group: &str, instance: u32) -> Option<Arc<Member>> {
         let tables = self.tables.read().ok()?;
         let g = tables.get(group)?;
         let i = g
@@ -50,17 +50,17 @@ impl FrozenTables {
 
     /// Caches a table fetched by a call that started at `epoch`, if it is
     /// frozen and intact and no event since then may have made it stale.
-    pub(crate) fn insert(&self, table: pb::GroupTable, epoch: u64) -> Arc<pb::GroupTable> {
+    pub(crate) fn insert(&self, table: GroupTable, epoch: u64) -> Arc<GroupTable> {
         let table = Arc::new(table);
         if table.frozen && !table.broken {
-            let mut members: Vec<Arc<pb::Member>> =
+            let mut members: Vec<Arc<Member>> =
                 table.members.iter().cloned().map(Arc::new).collect();
             members.sort_by_key(|m| m.instance);
             if let Ok(mut tables) = self.tables.write() {
                 // Checked under the lock that `on_event` takes to invalidate.
                 if self.stale_epoch.load(Ordering::SeqCst) == epoch {
                     tables.insert(
-                        table.group.clone(),
+                        table.name.clone(),
                         Arc::new(FrozenGroup {
                             table: table.clone(),
                             members,
@@ -89,25 +89,19 @@ impl FrozenTables {
     }
 
     /// Drops what `ev` makes stale.
-    pub(crate) fn on_event(&self, ev: &pb::GroupEvent) {
-        let stale = matches!(
-            pb::GroupEventKind::try_from(ev.kind),
-            Ok(pb::GroupEventKind::Destroyed
-                | pb::GroupEventKind::MemberDied
-                | pb::GroupEventKind::Left)
-        );
-        // An event without a group says the vmd dropped events for this
-        // session: every cached table may be stale.
-        let lost = ev.group.is_empty();
-        if stale || lost {
-            if let Ok(mut tables) = self.tables.write() {
-                self.stale_epoch.fetch_add(1, Ordering::SeqCst);
-                if lost {
-                    tables.clear();
-                } else {
-                    tables.remove(&ev.group);
-                }
+    pub(crate) fn on_event(&self, ev: &SessionEvent) {
+        match ev {
+            SessionEvent::Group(e)
+                if matches!(
+                    e.kind,
+                    GroupEventKind::Destroyed | GroupEventKind::MemberDied | GroupEventKind::Left
+                ) =>
+            {
+                self.forget(&e.group)
             }
+            SessionEvent::Group(_) => {}
+            // Events were lost: every cached table may be stale.
+            SessionEvent::Lost => self.clear(),
         }
     }
 }

@@ -34,6 +34,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use isthmus_proto as pb;
+use isthmus_types::group::{GroupEvent, GroupSummary, GroupTable, Member, SessionEvent};
 use pb::session_reply::Result as Reply;
 use pb::session_request::Op;
 use pb::tasks_client::TasksClient;
@@ -132,7 +133,7 @@ struct Inner {
     pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
     next_id: AtomicU64,
     welcome: pb::Welcome,
-    events: broadcast::Sender<pb::GroupEvent>,
+    events: broadcast::Sender<SessionEvent>,
     frozen: FrozenTables,
     followed: Mutex<Followed>,
     reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -281,7 +282,7 @@ async fn resume(weak: &Weak<Inner>, window: Duration) -> Option<Streaming<pb::Se
                     let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
                     let _ = tx.send(pb::SessionRequest { id, op: Some(op) });
                 }
-                let _ = inner.events.send(pb::GroupEvent::default());
+                let _ = inner.events.send(SessionEvent::Lost);
                 inner.link.send_replace(Link::Up(generation, tx));
                 info!(%task, "vmd session resumed");
                 return Some(replies);
@@ -492,7 +493,7 @@ impl Session {
 
     /// The member at `instance`: from the local table when the group is
     /// frozen and cached, else from the vmd.
-    pub async fn gettid(&self, group: &str, instance: u32) -> Result<Arc<pb::Member>> {
+    pub async fn gettid(&self, group: &str, instance: u32) -> Result<Arc<Member>> {
         if let Some(m) = self.cached_member(group, instance) {
             return Ok(m);
         }
@@ -501,7 +502,7 @@ impl Session {
             instance,
         });
         match self.call(op, CALL_TIMEOUT).await? {
-            Reply::Member(m) => Ok(Arc::new(m)),
+            Reply::Member(m) => Ok(Arc::new(m.into())),
             other => Err(unexpected("gettid", other)),
         }
     }
@@ -542,7 +543,7 @@ impl Session {
         }
     }
 
-    pub async fn members(&self, group: &str) -> Result<pb::GroupTable> {
+    pub async fn members(&self, group: &str) -> Result<GroupTable> {
         match self
             .call(
                 Op::Members(pb::GroupRef {
@@ -552,13 +553,13 @@ impl Session {
             )
             .await?
         {
-            Reply::Table(t) => Ok(t),
+            Reply::Table(t) => Ok(t.into()),
             other => Err(unexpected("members", other)),
         }
     }
 
     /// Every group, sorted by name, fetched a page at a time.
-    pub async fn list_groups(&self) -> Result<Vec<pb::GroupSummary>> {
+    pub async fn list_groups(&self) -> Result<Vec<GroupSummary>> {
         let mut groups = Vec::new();
         let mut page_token = String::new();
         loop {
@@ -568,7 +569,7 @@ impl Session {
             };
             match self.call(Op::ListGroups(req), CALL_TIMEOUT).await? {
                 Reply::Groups(page) => {
-                    groups.extend(page.groups);
+                    groups.extend(page.groups.into_iter().map(GroupSummary::from));
                     if page.next_page_token.is_empty() {
                         return Ok(groups);
                     }
@@ -585,7 +586,7 @@ impl Session {
         group: &str,
         size: u32,
         timeout: Duration,
-    ) -> Result<Arc<pb::GroupTable>> {
+    ) -> Result<Arc<GroupTable>> {
         self.follow(group);
         let epoch = self.inner.frozen.epoch();
         let op = Op::Freeze(pb::FreezeRequest {
@@ -594,13 +595,13 @@ impl Session {
             timeout_ms: millis(timeout),
         });
         match self.call(op, timeout + WAIT_MARGIN).await? {
-            Reply::Table(t) => Ok(self.inner.frozen.insert(t, epoch)),
+            Reply::Table(t) => Ok(self.inner.frozen.insert(t.into(), epoch)),
             other => Err(unexpected("freeze", other)),
         }
     }
 
     /// Waits until `group` exists and is frozen, and caches its table.
-    pub async fn wait_frozen(&self, group: &str, timeout: Duration) -> Result<Arc<pb::GroupTable>> {
+    pub async fn wait_frozen(&self, group: &str, timeout: Duration) -> Result<Arc<GroupTable>> {
         if let Some(t) = self.cached(group) {
             return Ok(t);
         }
@@ -614,8 +615,8 @@ impl Session {
             // A qualified name (`owner/group`) comes back as the group's own
             // name: not cached, so that a plain lookup of that name never
             // finds another user's table here.
-            Reply::Table(t) if t.group != group => Ok(Arc::new(t)),
-            Reply::Table(t) => Ok(self.inner.frozen.insert(t, epoch)),
+            Reply::Table(t) if t.group != group => Ok(Arc::new(t.into())),
+            Reply::Table(t) => Ok(self.inner.frozen.insert(t.into(), epoch)),
             other => Err(unexpected("wait_frozen", other)),
         }
     }
@@ -634,7 +635,7 @@ impl Session {
     }
 
     /// Receives the events of `groups` (none named: all groups) from now on.
-    pub async fn subscribe(&self, groups: &[&str]) -> Result<broadcast::Receiver<pb::GroupEvent>> {
+    pub async fn subscribe(&self, groups: &[&str]) -> Result<broadcast::Receiver<SessionEvent>> {
         let rx = self.inner.events.subscribe();
         if let Ok(mut f) = self.inner.followed.lock() {
             if groups.is_empty() {
@@ -653,17 +654,17 @@ impl Session {
 
     /// Events of the groups this session already follows (every group whose
     /// table it cached by `freeze` or `wait_frozen`), without subscribing to more.
-    pub fn events(&self) -> broadcast::Receiver<pb::GroupEvent> {
+    pub fn events(&self) -> broadcast::Receiver<SessionEvent> {
         self.inner.events.subscribe()
     }
 
     /// The locally cached table of a frozen group, if any.
-    pub fn cached(&self, group: &str) -> Option<Arc<pb::GroupTable>> {
+    pub fn cached(&self, group: &str) -> Option<Arc<GroupTable>> {
         self.inner.frozen.table(group)
     }
 
     /// The member at `instance` of a cached frozen group, without a call.
-    fn cached_member(&self, group: &str, instance: u32) -> Option<Arc<pb::Member>> {
+    fn cached_member(&self, group: &str, instance: u32) -> Option<Arc<Member>> {
         self.inner.frozen.member(group, instance)
     }
 }
@@ -713,6 +714,19 @@ impl Inner {
     }
 
     fn on_event(&self, ev: pb::GroupEvent) {
+        // An event without a group says the vmd dropped events for this
+        // session.
+        let ev = if ev.group.is_empty() {
+            SessionEvent::Lost
+        } else {
+            match GroupEvent::try_from(ev) {
+                Ok(ev) => SessionEvent::Group(ev),
+                Err(e) => {
+                    warn!(error = %e, "malformed group event from the vmd: dropped");
+                    return;
+                }
+            }
+        };
         self.frozen.on_event(&ev);
         let _ = self.events.send(ev);
     }

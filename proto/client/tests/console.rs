@@ -4,6 +4,8 @@
 //! misbehaving server (the real vmd never sends them) and must be
 //! protocol errors, not panics.
 
+#![cfg(test)]
+
 use std::time::Duration;
 
 use isthmus_client::{ClientError, Console, ErrorKind, Events, Session};

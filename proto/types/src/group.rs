@@ -75,3 +75,24 @@ pub struct GroupEventMember {
     pub instance: u32,
     pub task: String,
 }
+
+/// What a task's session hears about the groups it follows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionEvent {
+    /// A change to a followed group.
+    Group(GroupEvent),
+    /// The stream to the vmd broke and was resumed, or the vmd dropped
+    /// events for this session: changes may have been missed, so any
+    /// table the listener holds may be stale.
+    Lost,
+}
+
+impl SessionEvent {
+    /// The group change, unless events were lost.
+    pub fn group(&self) -> Option<&GroupEvent> {
+        match self {
+            SessionEvent::Group(e) => Some(e),
+            SessionEvent::Lost => None,
+        }
+    }
+}

@@ -11,15 +11,9 @@
 //! * [`event`]   — notifications: the resource manager's events, and what a
 //!   watcher of a vmd receives (with the filter it asks with).
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
+// Beyond the house rules ([workspace.lints]): input reaches this crate
+// from other processes, and an index out of bounds would be a panic.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 pub mod env;
 pub mod event;

@@ -1,55 +1,18 @@
 //! Launchers: how one implementation starts a job of `np` ranks. Each lives
-//! in its own module behind [`Launcher`]; [`by_name`] is the registry.
+//! in its own module behind [`Launcher`] (`spec`: the trait and what it
+//! is given and returns); [`by_name`] is the registry.
 
-use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::path::Path;
 
 mod exec;
 mod mpich;
 mod openmpi;
+mod spec;
 
 pub use exec::Exec;
 pub use mpich::Mpich;
 pub use openmpi::OpenMpi;
-
-/// A job as a launcher sees it.
-pub struct JobSpec<'a> {
-    pub job: u64,
-    /// Resolved path of the program.
-    pub program: &'a Path,
-    pub args: &'a [String],
-    pub np: u32,
-    /// Every variable each rank must see (ISTHMUS_* included).
-    pub env: &'a BTreeMap<String, String>,
-}
-
-/// One process the tasker starts for a job.
-pub struct Start {
-    pub program: OsString,
-    pub args: Vec<OsString>,
-    /// Set on this process in addition to the job's environment.
-    pub env: Vec<(String, String)>,
-    /// The rank, if this process is exactly one rank (its output then needs no tags).
-    pub rank: Option<u32>,
-}
-
-pub trait Launcher: Send + Sync {
-    /// The implementation name the tasker registers.
-    fn implementation(&self) -> &'static str;
-    /// The command it launches with, for people (`mpirun.openmpi`).
-    fn command(&self) -> &'static str;
-    /// The variable in which the launcher tells each process its rank.
-    fn rank_variable(&self) -> &'static str;
-    /// The processes to start. `shim` is the command prefix that runs a rank
-    /// under the rank shim; it goes before the program.
-    fn plan(&self, job: &JobSpec<'_>, shim: &[OsString]) -> Vec<Start>;
-    /// Splits a line of the launcher's output into the rank that wrote it
-    /// (when the launcher tags lines) and the line itself.
-    fn split_rank<'l>(&self, line: &'l str) -> (Option<u32>, &'l str) {
-        (None, line)
-    }
-}
+pub use spec::{JobSpec, Launcher, Start};
 
 /// The launchers this crate has, by implementation name.
 pub fn by_name(name: &str) -> Option<Box<dyn Launcher>> {

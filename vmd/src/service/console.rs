@@ -28,8 +28,8 @@ use super::Role;
 use crate::auth::{self, rules, Rule};
 use crate::federation::Federated;
 use crate::session::SessionContext;
-use crate::watch::{self, Viewer, WatchError};
-use crate::{convert, rm_convert};
+use crate::watch::{self, Viewer};
+use crate::{convert, status};
 use isthmus_rm::{HostState, ResourceManager};
 
 pub struct ConsoleService {
@@ -75,17 +75,6 @@ fn viewer(caller: &auth::Identity) -> Viewer {
     }
 }
 
-fn rm_status(e: isthmus_rm::Refusal) -> Status {
-    rm_convert::status_of(&e)
-}
-
-fn watch_status(e: WatchError) -> Status {
-    match e {
-        WatchError::UnknownKind(_) => Status::invalid_argument(e.to_string()),
-        WatchError::Lagged(_) => Status::data_loss(e.to_string()),
-    }
-}
-
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::Event, Status>> + Send>>;
 
 #[tonic::async_trait]
@@ -99,7 +88,7 @@ impl Console for ConsoleService {
         convert::group_page(&self.ctx.groups, request.get_ref())
             .await
             .map(Response::new)
-            .map_err(|e| convert::status_of(&e))
+            .map_err(|e| status::group(&e))
     }
 
     async fn get_group(
@@ -112,7 +101,7 @@ impl Console for ConsoleService {
             .groups
             .table(&group)
             .await
-            .map_err(|e| convert::status_of(&e))?;
+            .map_err(|e| status::group(&e))?;
         Ok(Response::new(convert::table(&table)))
     }
 
@@ -127,8 +116,8 @@ impl Console for ConsoleService {
             &self.ctx.groups,
             self.role.manager(),
         )
-        .map_err(watch_status)?;
-        let events = ReceiverStream::new(events).map(|ev| ev.map_err(watch_status));
+        .map_err(|e| status::watch(&e))?;
+        let events = ReceiverStream::new(events).map(|ev| ev.map_err(|e| status::watch(&e)));
         Ok(Response::new(Box::pin(events)))
     }
 
@@ -169,7 +158,7 @@ impl Console for ConsoleService {
             Some(f) => f.add_host(r.into()).await,
             None => rm.add_host(r.into()),
         }
-        .map_err(rm_status)?;
+        .map_err(|e| status::refusal(&e))?;
         Ok(Response::new(pb::convert::host_info(
             &host,
             rm.local_host(),
@@ -187,7 +176,7 @@ impl Console for ConsoleService {
             Some(f) => f.delete_host(&name).await,
             None => rm.delete_host(&name),
         }
-        .map_err(rm_status)?;
+        .map_err(|e| status::refusal(&e))?;
         Ok(Response::new(pb::DeleteHostReply { jobs_lost }))
     }
 
@@ -197,7 +186,7 @@ impl Console for ConsoleService {
     ) -> Result<Response<pb::HostCheck>, Status> {
         let rm = self.rm()?;
         let name = request.into_inner().name;
-        let host = rm.host(&name).map_err(rm_status)?;
+        let host = rm.host(&name).map_err(|e| status::refusal(&e))?;
         if let Some(f) = self.federated.as_ref().filter(|f| f.is_peer(&name)) {
             return Ok(Response::new(ping(f, &name).await));
         }
@@ -221,7 +210,7 @@ impl Console for ConsoleService {
             Some(f) => f.spawn(spec).await,
             None => rm.spawn(spec).await,
         }
-        .map_err(rm_status)?;
+        .map_err(|e| status::refusal(&e))?;
         Ok(Response::new(pb::SpawnReply { job, host }))
     }
 
@@ -259,13 +248,15 @@ impl Console for ConsoleService {
     ) -> Result<Response<pb::KillReply>, Status> {
         let caller = auth::identity::of(&request)?;
         let rm = self.rm()?;
-        let job = rm.job(request.into_inner().job).map_err(rm_status)?;
+        let job = rm
+            .job(request.into_inner().job)
+            .map_err(|e| status::refusal(&e))?;
         rules::check(Rule::JobControl, &caller, Some(job.owner))?;
         match &self.federated {
             Some(f) => f.kill(&job).await,
             None => rm.kill(job.id),
         }
-        .map_err(rm_status)?;
+        .map_err(|e| status::refusal(&e))?;
         Ok(Response::new(pb::KillReply {}))
     }
 
@@ -276,13 +267,13 @@ impl Console for ConsoleService {
         let caller = auth::identity::of(&request)?;
         let rm = self.rm()?;
         let r = request.into_inner();
-        let job = rm.job(r.job).map_err(rm_status)?;
+        let job = rm.job(r.job).map_err(|e| status::refusal(&e))?;
         rules::check(Rule::JobControl, &caller, Some(job.owner))?;
         let delivered_to = match &self.federated {
             Some(f) => f.signal(&job, r.signal, r.rank).await,
             None => rm.signal(job.id, r.signal, r.rank),
         }
-        .map_err(rm_status)?;
+        .map_err(|e| status::refusal(&e))?;
         Ok(Response::new(pb::SignalReply { delivered_to }))
     }
 }

@@ -176,7 +176,7 @@ fn sweep_stale() {
         };
         let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
         if let Some(pid) = pid {
-            if pid != std::process::id() && !crate::alive(pid) {
+            if pid != std::process::id() && !crate::process::alive(pid) {
                 remove(name);
             }
         }

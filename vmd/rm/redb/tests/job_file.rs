@@ -3,6 +3,8 @@
 //! restart test): rows written, pruned with the manager's table, and read
 //! back by the next run.
 
+#![cfg(test)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -15,9 +15,9 @@
 #     beside the C ping-pong (bridge/capi/bench/pingpong.c) over Isthmus.
 # Prints two tables with ratios. Loopback only; every job runs under
 # `timeout`; the exit trap stops only the processes this script started.
-# usage: bench-connect.sh [rounds [lat_iters [bw_MiB]]]   (defaults 20 2000 256)
+# usage: bench/connect.sh [rounds [lat_iters [bw_MiB]]]   (defaults 20 2000 256)
 set -euo pipefail
-. "$(dirname "$0")/env.sh"
+. "$(dirname "$0")/../scripts/env.sh"
 ROUNDS=${1:-20}
 ITERS=${2:-2000}
 BW=${3:-256}

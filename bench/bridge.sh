@@ -2,7 +2,7 @@
 # Bridge benchmark: builds both flavours and prints the table of
 # examples/src/bin/bridge-bench.rs (bridge vs Open MPI connect/accept vs sockets).
 set -euo pipefail
-. "$(dirname "$0")/env.sh"
+. "$(dirname "$0")/../scripts/env.sh"
 bash "$ISTHMUS_ROOT/scripts/install-deps.sh"
 cd "$ISTHMUS_ROOT"
 build_with mpich build --release -q -p isthmus-examples --bins

@@ -19,12 +19,12 @@
 # other users' load (single-pair ratios from 0.7 to 7 were seen here). Compare
 # the ratios of one round, with the loadavg printed beside it.
 #
-# usage: scripts/bench-hosts-data.sh [lat_iters [bw_scale_MiB [rounds]]]   (defaults 5000 1024 3)
+# usage: bench/hosts-data.sh [lat_iters [bw_scale_MiB [rounds]]]   (defaults 5000 1024 3)
 # Needs root (network namespaces) and iproute2. Every wait is bounded
 # (timeout); the trap stops only the processes started here (by PID) and
 # deletes only the namespaces created here.
 set -euo pipefail
-. "$(dirname "$0")/env.sh"
+. "$(dirname "$0")/../scripts/env.sh"
 ITERS=${1:-5000}
 BW_MIB=${2:-1024}
 ROUNDS=${3:-3}

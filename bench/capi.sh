@@ -5,9 +5,9 @@
 #   - two Open MPI jobs joined by MPI_Comm_connect/accept (the reference);
 #   - native intra-job ping-pong (Open MPI, 2 ranks) with and without
 #     libisthmus linked: the cost of interposition on ordinary traffic.
-# Prints one table with ratios. usage: bench-capi.sh [lat_iters [bw_MiB]]
+# Prints one table with ratios. usage: bench/capi.sh [lat_iters [bw_MiB]]
 set -euo pipefail
-. "$(dirname "$0")/env.sh"
+. "$(dirname "$0")/../scripts/env.sh"
 ITERS=${1:-5000}
 BW=${2:-512}
 cd "$ISTHMUS_ROOT"
