@@ -25,6 +25,9 @@
 //! word in and the same word out hands the callee exactly what the caller
 //! passed.
 
+// A build script reports a failure by panicking: cargo shows the message.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
 #[path = "build/fortran.rs"]
 mod fortran;
 #[path = "build/large_count.rs"]

@@ -11,6 +11,9 @@
 //! payload_len u64, payload, then the writer's MPI library version string.
 //! Exit status 1 on any mismatch.
 
+// A benchmark stops at its first failure, with the reason.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
 use std::path::Path;
 use std::time::Instant;
 
@@ -143,6 +146,7 @@ fn write_mpi_ext32<T: Equivalence>(dir: &Path, name: &str, data: &[T]) {
         return; // MPICH 4.0.x MPI_Pack_external traps (SIGILL) on heterogeneous structs
     }
     let dt = T::equivalent_datatype();
+    // SAFETY: the buffer holds the count of elements of the datatype named.
     let b = unsafe {
         pack_external32(
             mpi::raw::AsRaw::as_raw(&dt),
@@ -211,6 +215,7 @@ fn write_all(dir: &Path) {
     write_msg(dir, "pair", &encode(&pairs).unwrap());
     let vt = vector_type();
     let src = vector_src();
+    // SAFETY: the vector type's elements lie within the slice (its extent was sized for them).
     let view = unsafe { View::with_count_and_datatype(&src[..], 3, &vt) };
     write_msg(dir, "vector", &encode_buffer(&view).unwrap());
     println!(
@@ -358,6 +363,7 @@ fn read_all(dir: &Path) -> usize {
     let src = vector_src();
     let mut dst = vec![0i32; 60];
     let res = {
+        // SAFETY: the vector type's elements lie within the slice (its extent was sized for them).
         let mut mv = unsafe { MutView::with_count_and_datatype(&mut dst[..], 3, &vt) };
         decode_into_buffer(&m.sig, m.format, &m.bytes, &mut mv, MatchRule::ExactElement)
     };
@@ -379,6 +385,7 @@ fn read_all(dir: &Path) -> usize {
         || format!("{res:?}"),
     );
     let local = {
+        // SAFETY: the vector type's elements lie within the slice (its extent was sized for them).
         let view = unsafe { View::with_count_and_datatype(&src[..], 3, &vt) };
         encode_buffer(&view).unwrap()
     };
@@ -490,6 +497,7 @@ fn bench() {
     });
     assert_eq!(fo, f);
     let fdt = f64::equivalent_datatype();
+    // SAFETY: packs a buffer of the count of elements of the datatype named, into a buffer sized by MPI_Pack_external_size.
     time("f64 MPI_Pack_external (reference)", MIB, 50, || unsafe {
         pack_external32(
             mpi::raw::AsRaw::as_raw(&fdt),
@@ -520,6 +528,7 @@ fn bench() {
         .contains("MPICH")
     {
         let pdt = Padded::equivalent_datatype();
+        // SAFETY: packs a buffer of the count of elements of the datatype named, into a buffer sized by MPI_Pack_external_size.
         time("Padded MPI_Pack_external (reference)", MIB, 20, || unsafe {
             pack_external32(
                 mpi::raw::AsRaw::as_raw(&pdt),
@@ -532,6 +541,7 @@ fn bench() {
     }
     let vt = UserDatatype::vector((MIB / 8 / 2) as i32, 1, 2, &f64::equivalent_datatype());
     let src = f64s(MIB / 8);
+    // SAFETY: the vector type's elements lie within the slice (its extent was sized for them).
     let view = unsafe { View::with_count_and_datatype(&src[..], 1, &vt) };
     time(
         "strided f64 vector (512 KiB data) encode",

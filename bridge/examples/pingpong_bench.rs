@@ -2,6 +2,9 @@
 //! next to a raw Unix-socket ping-pong (the floor).
 //! Run: `cargo run --release -p isthmus-bridge --example pingpong_bench`
 
+// A benchmark stops at its first failure, with the reason.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};

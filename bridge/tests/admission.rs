@@ -4,6 +4,8 @@
 //! refused — the socket closed — while the legitimate exchange between the
 //! real peers goes on and nobody is marked failed.
 
+#![cfg(test)]
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::linux::net::SocketAddrExt;

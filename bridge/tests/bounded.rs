@@ -6,6 +6,8 @@
 //! binary re-executed on an `#[ignore]`d entry point) so that its peak
 //! memory (VmHWM) is its own.
 
+#![cfg(test)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};

@@ -6,6 +6,8 @@
 //! scenario `coll`) runs the same operations between Open MPI and MPICH jobs
 //! of several ranks.
 
+#![cfg(test)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,7 @@
 //! In-process tests of the bridge data path: several engines in one process.
 
+#![cfg(test)]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,6 +2,8 @@
 //! with. MPI can be initialized only once per process, so everything runs
 //! inside ONE #[test].
 
+#![cfg(test)]
+
 use isthmus_bridge::datatype::*;
 use mpi::datatype::{MutView, UserDatatype, View};
 use mpi::ffi;
@@ -164,6 +166,7 @@ fn padded_struct() {
     // implementation can do it (MPICH 4.0 traps on heterogeneous structs)
     if !is_mpich() {
         let owner = Padded::equivalent_datatype();
+        // SAFETY: the buffer holds the count of elements of the datatype named.
         let mpi_bytes =
             unsafe { pack_external32(owner.as_raw(), data.len(), data.as_ptr() as *const _) }
                 .unwrap();
@@ -173,6 +176,7 @@ fn padded_struct() {
             "Padded: ours vs MPI_Pack_external"
         );
         let owner = Nested::equivalent_datatype();
+        // SAFETY: the buffer holds the count of elements of the datatype named.
         let mpi_bytes =
             unsafe { pack_external32(owner.as_raw(), nd.len(), nd.as_ptr() as *const _) }.unwrap();
         assert_eq!(
@@ -194,9 +198,11 @@ fn strided_vector() {
     let src: Vec<i32> = (0..24).map(|i| i * 11 - 50).collect();
     // two vector elements: extent of the vector is 10 ints, so the second
     // starts at index 10: picks 10, 13, 16, 19
+    // SAFETY: the vector type covers 2 elements within the slice (checked by its extent).
     let view = unsafe { View::with_count_and_datatype(&src[..], 2, &vty) };
     let enc = encode_buffer(&view).unwrap();
     assert_eq!(enc.format, WireFormat::External32);
+    // SAFETY: the buffer holds the count of elements of the datatype named.
     let mpi_bytes = unsafe { pack_external32(vty.as_raw(), 2, src.as_ptr() as *const _) }.unwrap();
     assert_eq!(
         &mpi_bytes[..],
@@ -217,6 +223,7 @@ fn strided_vector() {
     // receive into the same strided layout: only the strided slots change
     let mut dst = vec![0i32; 24];
     {
+        // SAFETY: the vector type covers 2 elements within the slice (checked by its extent).
         let mut mview = unsafe { MutView::with_count_and_datatype(&mut dst[..], 2, &vty) };
         let n = decode_into_buffer(
             &enc.sig(),
@@ -262,6 +269,7 @@ fn strided_vector() {
     assert_eq!(enc2.format, WireFormat::native());
     let mut dst2 = vec![0i32; 24];
     {
+        // SAFETY: the vector type covers 2 elements within the slice (checked by its extent).
         let mut mview = unsafe { MutView::with_count_and_datatype(&mut dst2[..], 2, &vty) };
         let n = decode_into_buffer(
             &enc2.sig(),
@@ -403,6 +411,7 @@ fn byte_order() {
     for (name, dt, bytes) in [
         (
             "f64",
+            // SAFETY: reads an rsmpi handle constant, set once MPI is initialised.
             unsafe { ffi::RSMPI_DOUBLE },
             encode_as(&vals, Some(WireFormat::External32))
                 .unwrap()
@@ -411,6 +420,7 @@ fn byte_order() {
         ),
         (
             "i32",
+            // SAFETY: reads an rsmpi handle constant, set once MPI is initialised.
             unsafe { ffi::RSMPI_INT32_T },
             encode_as(&[1i32, -2, i32::MAX], Some(WireFormat::External32))
                 .unwrap()
@@ -419,6 +429,7 @@ fn byte_order() {
         ),
         (
             "bool",
+            // SAFETY: reads an rsmpi handle constant, set once MPI is initialised.
             unsafe { ffi::RSMPI_C_BOOL },
             encode_as(&b, Some(WireFormat::External32))
                 .unwrap()
@@ -435,6 +446,7 @@ fn byte_order() {
                 .collect(),
             _ => b.iter().map(|&v| v as u8).collect(),
         };
+        // SAFETY: the buffer holds the count of elements of the datatype named.
         let mpi_bytes = unsafe { pack_external32(dt, n, src.as_ptr() as *const _) }.unwrap();
         assert_eq!(
             mpi_bytes, bytes,

@@ -5,6 +5,8 @@
 //! the receiver in the test process has not received yet; and whose peak
 //! memory (VmHWM) is its own.
 
+#![cfg(test)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;

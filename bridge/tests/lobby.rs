@@ -8,6 +8,8 @@
 //! One test in its own binary: it counts this process's threads and
 //! descriptors, which other tests running alongside would change.
 
+#![cfg(test)]
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;

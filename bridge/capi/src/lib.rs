@@ -34,11 +34,6 @@
 //! with `MPI_Error_string` giving the bridge's message, and go through the
 //! communicator's error handler.
 
-#![cfg_attr(
-    not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
-)]
-
 pub mod api;
 pub mod comms;
 pub mod datatype;

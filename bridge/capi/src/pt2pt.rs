@@ -651,10 +651,10 @@ pub unsafe extern "C" fn MPI_Mrecv(
     message: *mut ffi::MPI_Message,
     status: *mut MPI_Status,
 ) -> c_int {
-    // SAFETY: the program's message handle.
     let Some(t) = (if message.is_null() {
         None
     } else {
+        // SAFETY: the program's message handle, not null.
         taken(unsafe { *message })
     }) else {
         // SAFETY: the program's arguments, passed on.
@@ -689,10 +689,10 @@ pub unsafe extern "C" fn MPI_Imrecv(
     message: *mut ffi::MPI_Message,
     request: *mut MPI_Request,
 ) -> c_int {
-    // SAFETY: the program's message handle.
     let Some(t) = (if message.is_null() {
         None
     } else {
+        // SAFETY: the program's message handle, not null.
         taken(unsafe { *message })
     }) else {
         // SAFETY: the program's arguments, passed on.

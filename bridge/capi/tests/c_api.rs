@@ -3,6 +3,8 @@
 //! refusals with clear errors, a killed rank giving an error and not a
 //! hang, and the same program linked at build time or preloaded.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::PathBuf;

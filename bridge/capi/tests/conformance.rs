@@ -9,6 +9,8 @@
 //! MPICH runs with 2 and which requires 2 in `MPI_COMM_WORLD`: its jobs get
 //! 2 each. A test passes when both jobs exit 0 and each prints " No Errors".
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::PathBuf;

@@ -3,6 +3,8 @@
 //! MPICH, started separately, exchange boundary fields for a few steps;
 //! every value each side prints is the other side's formula.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::PathBuf;

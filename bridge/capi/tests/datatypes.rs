@@ -5,6 +5,8 @@
 //! right `MPI_Get_count`, and what MPI's type matching forbids is refused,
 //! never delivered.
 
+#![cfg(test)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -10,6 +10,8 @@
 //! mpi-functions.txt) carry them.
 //! MPICH's `mpif.h`/`use mpi` bindings call the C `MPI_*` functions.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -8,6 +8,8 @@
 //! suite was built with (scripts/test.sh builds both flavours) are what it
 //! installs; a nested cargo would wait on this build's lock.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

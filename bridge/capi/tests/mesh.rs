@@ -5,6 +5,8 @@
 //! Before, the "ready" announcement blocked inside the test until the
 //! peer's program tested too, and the three jobs waited for each other.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::Duration;

@@ -3,6 +3,8 @@
 //! the program — linked, or built without the library and preloaded; and
 //! tests/c/selfconacc.c, after MPICH's spawn/selfconacc.c, both ways.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::PathBuf;

@@ -7,6 +7,8 @@
 //! APIs); and mpi4py's own Open_port/Publish_name/Accept meet an unmodified
 //! C program of MPICH, or mpi4py of the other implementation, that connects.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::PathBuf;

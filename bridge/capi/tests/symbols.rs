@@ -5,6 +5,8 @@
 //! drops an entry point a program or an MPI library may call fails here,
 //! naming it. A name added on purpose goes into the list too.
 
+#![cfg(test)]
+
 #[allow(unused_imports)] // the shared helpers this test does not need
 mod common;
 
