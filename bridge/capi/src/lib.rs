@@ -33,6 +33,9 @@
 //! Errors become MPI error codes in Isthmus's own error classes ([`errors`]),
 //! with `MPI_Error_string` giving the bridge's message, and go through the
 //! communicator's error handler.
+//!
+//! It sits in `bridge/` because it is the bridge's face for C and Fortran: a
+//! thin ABI over `isthmus-bridge`, with no data path of its own.
 
 pub mod api;
 pub mod comms;

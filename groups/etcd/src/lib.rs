@@ -28,6 +28,10 @@
 //! * **Barriers.** A group's open barrier episode is one key, changed by
 //!   transactions; releases and breaks reach every store's waiters through
 //!   the same log ([`barrier`]).
+//!
+//! It sits in `groups/` because it is one implementation of
+//! `isthmus_groups::GroupStore`, beside the memory and redb ones; the vmd
+//! chooses among them.
 
 // Beyond the house rules ([workspace.lints]): input reaches this crate
 // from other processes, and an index out of bounds would be a panic.

@@ -26,6 +26,10 @@
 //!
 //! A write that fails (disk full, I/O error) is logged and its records are
 //! written again with the next change; the change itself stands in memory.
+//!
+//! It sits in `groups/` because it is one implementation of
+//! `isthmus_groups::GroupStore`, beside the memory and etcd ones; the vmd
+//! chooses among them.
 
 // Beyond the house rules ([workspace.lints]): input reaches this crate
 // from other processes, and an index out of bounds would be a panic.

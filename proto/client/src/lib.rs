@@ -14,6 +14,10 @@
 //! * [`console`]  — unary calls and notifications for tools, in the domain
 //!   types of `isthmus-types`.
 //! * [`stream`]   — opening a hello-first stream.
+//!
+//! It sits in `proto/` because it is the one client of the wire types: the
+//! bridge, the console and the taskers reach a vmd through it and never
+//! handle wire types themselves.
 
 pub mod auth;
 pub mod channel;

@@ -10,6 +10,10 @@
 //! * [`group`]   — groups as a vmd shows them: tables, summaries, events.
 //! * [`event`]   — notifications: the resource manager's events, and what a
 //!   watcher of a vmd receives (with the filter it asks with).
+//!
+//! It sits in `proto/` because it is the vocabulary on both sides of the
+//! wire: `proto` converts to it, and every crate that talks to a vmd speaks
+//! it.
 
 // Beyond the house rules ([workspace.lints]): input reaches this crate
 // from other processes, and an index out of bounds would be a panic.

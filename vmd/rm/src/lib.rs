@@ -12,6 +12,9 @@
 //! * [`manager`]   — [`ResourceManager`]: hosts + jobs + events behind one lock.
 //! * [`hub`]       — [`TaskerHub`]: the taskers registered with one vmd, and
 //!   the routing of orders to them and of their reports upwards.
+//!
+//! It sits in `vmd/` because only the vmd hosts it; it is a crate of its own
+//! so that its rules are tested without gRPC.
 
 // Beyond the house rules ([workspace.lints]): input reaches this crate
 // from other processes, and an index out of bounds would be a panic.

@@ -8,6 +8,9 @@
 //! The binaries come from the target directory the test runs from (or
 //! `$ISTHMUS_BIN_DIR`): test the packages that build them together, e.g.
 //! `cargo test -p isthmus-vmd -p isthmus-taskers -p isthmus-client`.
+//!
+//! It sits in `vmd/` because what it starts is the vmd and its companions;
+//! the tests of every other folder use it from there.
 
 // Test code, as a library: a harness that cannot start a vmd fails the
 // test then and there (the house rules' test exemption, for a whole crate).

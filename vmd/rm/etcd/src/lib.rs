@@ -21,6 +21,9 @@
 //!   trust (whoever can write it can do anything).
 //!
 //! It knows etcd and the domain types, not the resource manager or gRPC.
+//!
+//! It sits in `vmd/rm/` because it stores the resource manager's tables, as
+//! `groups/etcd` stores the groups; it knows etcd, the manager does not.
 
 // Beyond the house rules ([workspace.lints]): input reaches this crate
 // from other processes, and an index out of bounds would be a panic.

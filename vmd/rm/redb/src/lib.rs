@@ -23,6 +23,9 @@
 //!
 //! A write that fails (disk full, I/O error) is logged and its rows are
 //! written again with the next change; the change itself stands in memory.
+//!
+//! It sits in `vmd/rm/` because it stores the resource manager's job table
+//! for a one-host vmd, as `groups/redb` stores the groups.
 
 // Beyond the house rules ([workspace.lints]): input reaches this crate
 // from other processes, and an index out of bounds would be a panic.
