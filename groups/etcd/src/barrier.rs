@@ -24,143 +24,18 @@
 //! the entry compared it). Waiters are registered before their entry
 //! commits, so no outcome can pass unheard.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp};
 use isthmus_groups::store::barrier::{self, Episode, Step};
 use isthmus_groups::store::{BarrierEntry, BarrierOutcome, BarrierWait, Lookup, Membership};
 use isthmus_groups::{GroupError, Result, TaskId};
-use tokio::sync::oneshot;
 use tracing::{debug, warn};
 
 use crate::records::{gets, nth, rev, BarrierRec, EventRec, KindRec};
+use crate::shared::Core;
 use crate::store::{contention, decode_meta, etcd_err, Change, MAX_ATTEMPTS};
-use crate::Core;
-
-/// One local caller waiting in an episode.
-struct Waiter {
-    token: u64,
-    episode: u64,
-    task: TaskId,
-    /// The meta revision its entry compared: removals after it break it.
-    since: u64,
-    tx: oneshot::Sender<BarrierOutcome>,
-}
-
-/// Which waiters of a group a log record ends.
-enum Ends {
-    /// A removal at this revision: the entries made before it.
-    EnteredBefore(u64),
-    /// A release: the waiters of this episode.
-    Episode(u64),
-}
-
-impl Ends {
-    fn ends(&self, w: &Waiter) -> bool {
-        match *self {
-            Ends::EnteredBefore(revision) => w.since < revision,
-            Ends::Episode(id) => w.episode == id,
-        }
-    }
-}
-
-/// This store's waiting callers, by group, fed by the change-log watch.
-#[derive(Default)]
-pub(crate) struct Waiters {
-    inner: Mutex<WaitersInner>,
-}
-
-#[derive(Default)]
-struct WaitersInner {
-    last_token: u64,
-    by_group: HashMap<String, Vec<Waiter>>,
-}
-
-impl Waiters {
-    fn lock(&self) -> MutexGuard<'_, WaitersInner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn add(
-        &self,
-        group: &str,
-        episode: u64,
-        task: TaskId,
-        since: u64,
-    ) -> (u64, oneshot::Receiver<BarrierOutcome>) {
-        let (tx, rx) = oneshot::channel();
-        let mut inner = self.lock();
-        inner.last_token += 1;
-        let token = inner.last_token;
-        inner
-            .by_group
-            .entry(group.to_string())
-            .or_default()
-            .push(Waiter {
-                token,
-                episode,
-                task,
-                since,
-                tx,
-            });
-        (token, rx)
-    }
-
-    /// Drops the waiters of `group` that `gone` picks; `true` if any was
-    /// still there (no outcome had reached it).
-    fn remove(&self, group: &str, gone: impl Fn(&Waiter) -> bool) -> bool {
-        let mut inner = self.lock();
-        let Some(list) = inner.by_group.get_mut(group) else {
-            return false;
-        };
-        let before = list.len();
-        list.retain(|w| !gone(w));
-        let removed = list.len() < before;
-        if list.is_empty() {
-            inner.by_group.remove(group);
-        }
-        removed
-    }
-
-    /// Hands the outcomes in one change-log entry (at `revision`) to the
-    /// waiters they end.
-    pub(crate) fn on_log(&self, revision: u64, recs: &[EventRec]) {
-        let mut inner = self.lock();
-        if inner.by_group.is_empty() {
-            return;
-        }
-        for rec in recs {
-            let Some(list) = inner.by_group.get_mut(&rec.group) else {
-                continue;
-            };
-            let (outcome, ends) = match (rec.kind, rec.member, rec.episode) {
-                (KindRec::Left | KindRec::MemberDied, Some((instance, task)), _) => (
-                    BarrierOutcome::Broken {
-                        instance,
-                        task: TaskId(task),
-                        died: rec.kind == KindRec::MemberDied,
-                    },
-                    Ends::EnteredBefore(revision),
-                ),
-                (KindRec::BarrierReleased, _, Some(id)) => {
-                    (BarrierOutcome::Released, Ends::Episode(id))
-                }
-                _ => continue,
-            };
-            let (ended, waiting): (Vec<Waiter>, Vec<Waiter>) =
-                std::mem::take(list).into_iter().partition(|w| ends.ends(w));
-            *list = waiting;
-            for w in ended {
-                // A caller that went away meanwhile does not matter.
-                let _ = w.tx.send(outcome.clone());
-            }
-            if list.is_empty() {
-                inner.by_group.remove(&rec.group);
-            }
-        }
-    }
-}
+use crate::waiters::Waiter;
 
 /// The episode in a read of the episode key, if any.
 fn episode_of(kv: Option<&KeyValue>) -> Result<Option<Episode>> {

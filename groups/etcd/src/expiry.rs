@@ -15,7 +15,7 @@ use isthmus_groups::TaskId;
 use tracing::{debug, info, warn};
 
 use crate::endpoints::next_watch_message;
-use crate::Core;
+use crate::shared::Core;
 
 /// Removes the memberships of every task whose key is gone.
 pub(crate) async fn sweep(core: &Core) {

@@ -11,7 +11,7 @@ use crate::endpoints::{first_answer, Endpoints};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::EtcdConfig;
+use crate::config::EtcdConfig;
 
 /// Takes back `config.resume_lease` if etcd still has it, else grants a
 /// new lease with `config.lease_ttl`.

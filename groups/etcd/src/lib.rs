@@ -38,66 +38,36 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 mod barrier;
+mod config;
 pub mod endpoints;
 mod expiry;
 mod keys;
 mod lease;
 mod records;
 mod replica;
+mod shared;
 mod store;
+mod waiters;
 mod watch;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use isthmus_groups::store::TaskLease;
-use isthmus_groups::{GroupEvent, TaskId};
+use isthmus_groups::GroupEvent;
 use tokio::sync::{broadcast, watch as tokio_watch};
 use tokio::task::JoinHandle;
 use tracing::info;
 
+pub use config::EtcdConfig;
 pub use endpoints::{Endpoints, EtcdTls};
 use keys::Keys;
-use records::MetaRec;
 use replica::Replica;
+use shared::Core;
+use waiters::Waiters;
 
 /// Capacity of the change stream; slow subscribers see `Lagged`.
 const WATCH_CAPACITY: usize = 4096;
-/// Group metas remembered from reads of etcd and this store's commits.
-const META_CACHE: usize = 4096;
-
-/// How to reach etcd and which part of it is this virtual machine's.
-#[derive(Clone, Debug)]
-pub struct EtcdConfig {
-    /// Client URLs of the etcd cluster (`http://127.0.0.1:2379`, …).
-    pub endpoints: Vec<String>,
-    /// Key prefix of this virtual machine; several can share a cluster.
-    pub prefix: String,
-    /// TTL of this vmd's lease: how long its tasks outlive it if it stops
-    /// without a restart.
-    pub lease_ttl: Duration,
-    /// A lease this vmd held before a restart, to take back if etcd still
-    /// has it.
-    pub resume_lease: Option<i64>,
-    /// Deadline of every etcd request and of connecting.
-    pub request_timeout: Duration,
-    /// Mutual TLS to etcd (`https://` URLs); `None`: plain `http://`.
-    pub tls: Option<EtcdTls>,
-}
-
-impl EtcdConfig {
-    pub fn new(endpoints: Vec<String>) -> Self {
-        EtcdConfig {
-            endpoints,
-            prefix: "/isthmus/vm".into(),
-            lease_ttl: Duration::from_secs(15),
-            resume_lease: None,
-            request_timeout: Duration::from_secs(5),
-            tls: None,
-        }
-    }
-}
 
 /// Why the store could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -115,45 +85,6 @@ pub enum EtcdStoreError {
     },
     #[error("the lease TTL must be between 2 s and 1 day, not {0:?}")]
     BadTtl(Duration),
-}
-
-/// What every operation needs: the client, the key layout, this vmd's
-/// lease and the meta cache. Shared with the expiry sweeper.
-pub(crate) struct Core {
-    pub(crate) etcd: Arc<Endpoints>,
-    pub(crate) keys: Keys,
-    /// This vmd's etcd lease; its tasks' keys are attached to it.
-    pub(crate) lease: i64,
-    /// What this store last read from etcd or wrote, per group: a CAS
-    /// right after a read need not read again, and the replica answers
-    /// for the group only once it has caught up with it.
-    pub(crate) metas: Mutex<HashMap<String, Seen>>,
-    /// The group tables, kept by the change-log watch.
-    pub(crate) replica: Arc<Replica>,
-    /// The last change-log revision whose events went out on the store's
-    /// channel: a change returns only once its own events have, as with
-    /// the in-memory store, so a subscriber that subscribes after a call
-    /// returns never sees that call's events.
-    pub(crate) delivered: tokio_watch::Receiver<i64>,
-    pub(crate) request_timeout: Duration,
-    /// This store's callers waiting at barriers; the log's follower tells
-    /// them how their episodes end.
-    pub(crate) barriers: Arc<barrier::Waiters>,
-    /// Withdrawals of dropped barrier calls still running.
-    pub(crate) abandoning: tokio_watch::Sender<usize>,
-    /// The leases of the tasks opened through this store, so that a join
-    /// need not read its task's key: kept until the task is closed here or
-    /// its key's deletion comes through the task watch ([`expiry`]), and
-    /// used only while the replica is current (the watches follow etcd).
-    pub(crate) own_tasks: Mutex<HashMap<TaskId, TaskLease>>,
-}
-
-/// A group as this store last saw it in etcd.
-pub(crate) struct Seen {
-    /// The revision at which it was read or written.
-    pub(crate) at: u64,
-    /// Its meta then, with its mod-revision, if known.
-    pub(crate) meta: Option<(u64, MetaRec)>,
 }
 
 /// A vmd's connection to etcd: the members (with failover), its lease and
@@ -216,7 +147,7 @@ impl EtcdStore {
             .await
             .map_err(request("granting the vmd's lease"))?;
         let (delivered_tx, delivered) = tokio_watch::channel(start - 1);
-        let barriers = Arc::new(barrier::Waiters::default());
+        let barriers = Arc::new(Waiters::default());
         let core = Arc::new(Core {
             etcd: Arc::clone(&etcd),
             keys: keys.clone(),

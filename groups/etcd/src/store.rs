@@ -27,7 +27,8 @@ use crate::records::{
     MetaRec, TaskRec, MAX_EVENTS_PER_TXN,
 };
 use crate::replica::{summary, State};
-use crate::{Core, EtcdStore, Seen, META_CACHE};
+use crate::shared::{Core, Seen, META_CACHE};
+use crate::EtcdStore;
 
 /// Groups whose memberships one transaction removes (each costs three
 /// operations; etcd allows 128 per transaction by default).

@@ -22,11 +22,11 @@ use isthmus_groups::GroupEvent;
 use tokio::sync::broadcast;
 use tracing::{debug, error, info, warn};
 
-use crate::barrier::Waiters;
 use crate::endpoints::{first_answer, next_watch_message, Endpoints};
 use crate::keys::Keys;
 use crate::records::{decode_log, rev};
 use crate::replica::{self, Replica};
+use crate::waiters::Waiters;
 
 /// Where the follower delivers to.
 pub(crate) struct Outlets {

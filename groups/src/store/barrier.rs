@@ -9,9 +9,10 @@
 //! withdraws. The entry that completes the count is not recorded: the
 //! episode simply ends.
 
-use tokio::sync::oneshot;
-
-use super::Membership;
+use super::api::Membership;
+// What a barrier entry returns is part of the store's contract (`api`);
+// re-exported so that `store::barrier::BarrierEntry` keeps naming it.
+pub use super::api::{BarrierEntry, BarrierOutcome, BarrierWait};
 use crate::TaskId;
 
 /// One open barrier round of one group.
@@ -107,39 +108,6 @@ pub fn withdraw(slot: &mut Option<Episode>, id: u64, task: TaskId) -> bool {
     let was_waiting = ep.arrived.len() < before;
     *slot = keep(ep);
     was_waiting
-}
-
-/// How an episode ended for its waiters.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BarrierOutcome {
-    Released,
-    /// The member at `instance` (task `task`) left, or died, first.
-    Broken {
-        instance: u32,
-        task: TaskId,
-        died: bool,
-    },
-}
-
-/// A waiting entry: the episode it waits in, and where the store sends its
-/// outcome. The sender is dropped without a word only if the store itself
-/// goes away.
-#[derive(Debug)]
-pub struct BarrierWait {
-    pub episode: u64,
-    pub outcome: oneshot::Receiver<BarrierOutcome>,
-}
-
-/// Outcome of [`super::GroupStore::barrier_enter`].
-#[derive(Debug)]
-pub enum BarrierEntry {
-    /// This entry completed the count; every waiter was released.
-    Released,
-    Waiting(BarrierWait),
-    CountMismatch {
-        expected: u32,
-    },
-    AlreadyWaiting,
 }
 
 #[cfg(test)]

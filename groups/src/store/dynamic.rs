@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use super::{
+use super::api::{
     BarrierEntry, CreateOutcome, GroupAccess, GroupSlots, GroupSnapshot, GroupStore, Guard,
     LeaseId, Lookup, Membership, Removal, TaskLease, TaskProcess,
 };

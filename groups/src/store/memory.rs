@@ -12,11 +12,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use tokio::sync::{broadcast, oneshot};
 
-use super::barrier::{self, BarrierEntry, BarrierOutcome, BarrierWait, Episode, Step};
-use super::{
-    CreateOutcome, GroupAccess, GroupMeta, GroupSlots, GroupSnapshot, GroupStore, Guard, LeaseId,
-    Lookup, LostMember, Membership, Removal, TaskLease, TaskProcess,
+use super::api::{
+    BarrierEntry, BarrierOutcome, BarrierWait, CreateOutcome, GroupAccess, GroupMeta, GroupSlots,
+    GroupSnapshot, GroupStore, Guard, LeaseId, Lookup, LostMember, Membership, Removal, TaskLease,
+    TaskProcess,
 };
+use super::barrier::{self, Episode, Step};
 use crate::{GroupEvent, GroupEventKind, GroupSummary, Member, Result, TaskId};
 
 /// Capacity of the change stream; slow subscribers see `Lagged`.

@@ -12,6 +12,9 @@
 //! * [`manager`]   — [`ResourceManager`]: hosts + jobs + events behind one lock.
 //! * [`hub`]       — [`TaskerHub`]: the taskers registered with one vmd, and
 //!   the routing of orders to them and of their reports upwards.
+//! * `vocabulary`  — [`Result`] and [`valid_name`], which every room above
+//!   uses: beside the root, not in it, so that no room imports the root
+//!   that re-exports it.
 //!
 //! It sits in `vmd/` because only the vmd hosts it; it is a crate of its own
 //! so that its rules are tested without gRPC.
@@ -25,6 +28,7 @@ pub mod hosts;
 pub mod hub;
 pub mod manager;
 pub mod placement;
+mod vocabulary;
 
 pub use hub::{HubUp, TaskerHub};
 pub use isthmus_types::event::{RmEvent, Sequenced};
@@ -35,16 +39,4 @@ pub use isthmus_types::job::{
 };
 pub use isthmus_types::refusal::{Refusal, RefusalKind};
 pub use manager::{JobChanges, PortMsg, ResourceManager};
-
-/// What the resource manager's calls return: a value or a [`Refusal`].
-pub type Result<T, E = Refusal> = std::result::Result<T, E>;
-
-/// Whether `name` may name a host or an implementation: 1–64 characters of
-/// letters, digits, `.`, `_`, `-`.
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
+pub use vocabulary::{valid_name, Result};

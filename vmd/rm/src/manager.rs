@@ -20,173 +20,25 @@ use isthmus_types::env;
 
 mod durable;
 mod mirror;
+mod state;
 
 pub use durable::{JobChanges, DURABLE_TIMEOUT};
+use state::{Port, State, Tracked};
+pub use state::{PortMsg, ResourceManager};
 
 use crate::hosts::{validated, HostTable, MAX_SLOTS};
 use crate::placement;
 use crate::{
-    valid_name, ExitStatus, Host, HostDecl, HostState, Job, JobId, JobOrder, JobReport, JobState,
-    LaunchSpec, Rank, Refusal, RefusalKind, Result, RmEvent, Sequenced, SpawnSpec,
+    valid_name, Host, HostDecl, HostState, Job, JobId, JobOrder, JobReport, JobState, LaunchSpec,
+    Rank, Refusal, RefusalKind, Result, RmEvent, Sequenced, SpawnSpec,
 };
 
 /// How long a tasker may take to accept or refuse a launch order.
 pub const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How many ended jobs `ps --all` still shows.
-const KEEP_ENDED: usize = 1000;
 /// How many events may wait for a slow subscriber before it is cut off.
 const EVENT_BACKLOG: usize = 4096;
 /// The highest signal number Linux knows (SIGRTMAX).
 const MAX_SIGNAL: i32 = 64;
-
-/// What travels down a host's port.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PortMsg {
-    Order(JobOrder),
-    /// The host was deleted from the virtual machine.
-    Deleted(String),
-}
-
-/// A job and the manager's bookkeeping about it, which nobody else sees.
-struct Tracked {
-    job: Job,
-    kill_requested: bool,
-    /// The first rank seen to fail (others may then be stopped by the launcher).
-    first_failure: Option<(u32, ExitStatus)>,
-}
-
-struct Port {
-    link: u64,
-    tx: mpsc::UnboundedSender<PortMsg>,
-}
-
-struct State {
-    hosts: HostTable,
-    jobs: BTreeMap<JobId, Tracked>,
-    /// Hosts served by their own vmd's manager (a federation): their rows
-    /// are mirrored here, their jobs are that manager's ([`mirror`]).
-    peers: BTreeSet<String>,
-    /// The jobs of peer hosts, as their managers publish them.
-    peer_jobs: BTreeMap<JobId, Job>,
-    ports: HashMap<String, Port>,
-    waiters: HashMap<JobId, oneshot::Sender<Result<()>>>,
-    next_job: JobId,
-    next_link: u64,
-    seq: u64,
-    events: broadcast::Sender<Arc<Sequenced>>,
-    /// Bumped at every change of the own job table ([`durable`]).
-    version: watch::Sender<u64>,
-    /// The last version a durable store has written, if one keeps the table.
-    durable: Option<watch::Receiver<u64>>,
-    /// Jobs changed or gone since the store last took them (only while a
-    /// store keeps the table: it takes them at every change).
-    dirty: BTreeSet<JobId>,
-}
-
-impl State {
-    fn emit(&mut self, event: RmEvent) {
-        self.seq += 1;
-        // No subscriber is not an error.
-        let _ = self.events.send(Arc::new(Sequenced {
-            seq: self.seq,
-            event,
-        }));
-    }
-
-    /// Marks job `id` of the own table changed (or gone); returns the
-    /// table's new version.
-    fn touch(&mut self, id: JobId) -> u64 {
-        if self.durable.is_some() {
-            self.dirty.insert(id);
-        }
-        self.version.send_modify(|v| *v += 1);
-        *self.version.borrow()
-    }
-
-    fn send(&self, host: &str, msg: PortMsg) -> bool {
-        self.ports.get(host).is_some_and(|p| p.tx.send(msg).is_ok())
-    }
-
-    /// Ends a job: frees its slots, answers a waiting spawn, announces it.
-    fn finish(&mut self, id: JobId, state: JobState, exit: Option<ExitStatus>, reason: String) {
-        let Some(Tracked { job, .. }) = self.jobs.get_mut(&id) else {
-            return;
-        };
-        if job.state.is_final() {
-            return;
-        }
-        job.state = state;
-        job.exit = exit;
-        job.reason = reason.clone();
-        let (np, host) = (job.np, job.host.clone());
-        if let Some(h) = self.hosts.get_mut(&host) {
-            if h.jobs.remove(&id) {
-                h.slots_used = h.slots_used.saturating_sub(np);
-            }
-        }
-        if let Some(w) = self.waiters.remove(&id) {
-            let _ = w.send(Err(Refusal::unavailable(format!(
-                "job {id} ended before it was accepted: {reason}"
-            ))));
-        }
-        info!(job = id, ?state, %host, "job ended");
-        self.emit(RmEvent::JobExit {
-            job: id,
-            state,
-            exit,
-            reason,
-            host,
-        });
-        self.prune();
-        self.touch(id);
-    }
-
-    /// Forgets a job that never ran (refused): slots back, no event.
-    fn forget(&mut self, id: JobId) {
-        if let Some(Tracked { job, .. }) = self.jobs.remove(&id) {
-            if let Some(h) = self.hosts.get_mut(&job.host) {
-                if h.jobs.remove(&id) {
-                    h.slots_used = h.slots_used.saturating_sub(job.np);
-                }
-            }
-            self.touch(id);
-        }
-    }
-
-    fn prune(&mut self) {
-        let ended: Vec<JobId> = self
-            .jobs
-            .values()
-            .filter(|t| t.job.state.is_final())
-            .map(|t| t.job.id)
-            .collect();
-        if ended.len() > KEEP_ENDED {
-            for id in ended.iter().take(ended.len() - KEEP_ENDED) {
-                self.jobs.remove(id);
-                self.touch(*id);
-            }
-        }
-    }
-
-    /// Removes a host and loses its jobs (the host's vmd left, failed or was deleted).
-    fn drop_host(&mut self, name: &str, why: &str) -> Option<(Host, u32)> {
-        let jobs: Vec<JobId> = self.hosts.get(name)?.jobs.iter().copied().collect();
-        let lost = jobs.len() as u32;
-        for job in jobs {
-            self.finish(job, JobState::Lost, None, format!("host {name} {why}"));
-        }
-        self.ports.remove(name);
-        self.hosts.remove(name).map(|h| (h, lost))
-    }
-}
-
-/// The resource manager; cheap to clone (shared state).
-#[derive(Clone)]
-pub struct ResourceManager {
-    state: Arc<Mutex<State>>,
-    local: String,
-    accept_timeout: Duration,
-}
 
 impl ResourceManager {
     /// A manager whose own host is `local` (always up; its orders come out of
@@ -735,6 +587,7 @@ fn check_spawn(spec: &SpawnSpec) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ExitStatus;
 
     fn rm() -> (ResourceManager, mpsc::UnboundedReceiver<PortMsg>) {
         let local = HostDecl {

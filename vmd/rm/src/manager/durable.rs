@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::{ResourceManager, Tracked};
+use super::state::{ResourceManager, Tracked};
 use crate::{Job, JobId, JobState, RmEvent};
 
 /// How long a spawn's answer waits for its job's row to be written; past

@@ -9,7 +9,7 @@
 
 use tracing::{info, warn};
 
-use super::{ResourceManager, KEEP_ENDED};
+use super::state::{ResourceManager, KEEP_ENDED};
 use crate::{placement, Host, HostState, Job, JobId, JobState, Result, RmEvent, SpawnSpec};
 
 impl ResourceManager {
