@@ -6,6 +6,9 @@
 
 #![cfg(test)]
 
+mod common;
+
+use common::mpi;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::linux::net::SocketAddrExt;
@@ -19,15 +22,6 @@ use uuid::Uuid;
 
 /// Hang guard for anything that must happen; never a measured time.
 const T: Duration = Duration::from_secs(60);
-
-fn mpi() {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    INIT.call_once(|| {
-        let (universe, _) =
-            mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises once");
-        std::mem::forget(universe);
-    });
-}
 
 fn engine_on(host: &str, admission: Duration) -> Arc<Engine> {
     mpi();

@@ -8,6 +8,9 @@
 
 #![cfg(test)]
 
+mod common;
+
+use common::mpi;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
@@ -19,15 +22,6 @@ use isthmus_bridge::*;
 
 const T: Duration = Duration::from_secs(120);
 const CONTEXT: u64 = 0xb0_0d;
-
-fn mpi() {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    INIT.call_once(|| {
-        let (universe, _) =
-            mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises once");
-        std::mem::forget(universe);
-    });
-}
 
 fn engine() -> Arc<Engine> {
     mpi();

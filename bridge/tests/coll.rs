@@ -8,22 +8,14 @@
 
 #![cfg(test)]
 
+mod common;
+
+use common::mpi;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use isthmus_bridge::*;
 use mpi::topology::{Communicator, SimpleCommunicator};
-
-/// MPI once per test process (singleton), with threads: each side of a
-/// collective runs in a thread of its own.
-fn mpi() {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    INIT.call_once(|| {
-        let (universe, _) =
-            mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises once");
-        std::mem::forget(universe);
-    });
-}
 
 /// A communicator handed to the one thread that uses it.
 struct Local(SimpleCommunicator);

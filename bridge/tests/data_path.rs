@@ -2,6 +2,9 @@
 
 #![cfg(test)]
 
+mod common;
+
+use common::mpi;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,17 +12,6 @@ use std::time::Duration;
 use isthmus_bridge::*;
 
 const T: Duration = Duration::from_secs(30);
-
-/// Typed sends ask MPI for datatype signatures, so MPI is initialised once
-/// (as a singleton) for the whole test process and never finalised.
-fn mpi() {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    INIT.call_once(|| {
-        let (universe, _) =
-            mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises once");
-        std::mem::forget(universe);
-    });
-}
 
 fn start(config: EngineConfig) -> isthmus_bridge::Result<Arc<Engine>> {
     mpi();

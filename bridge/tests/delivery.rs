@@ -7,6 +7,9 @@
 
 #![cfg(test)]
 
+mod common;
+
+use common::mpi;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
@@ -21,15 +24,6 @@ const LARGE: usize = 200 << 10;
 /// Phase A and C of the mixed run: small sends, most of them without credit.
 const PHASE_A: u64 = 3000;
 const PHASE_C: u64 = 6000;
-
-fn mpi() {
-    static INIT: std::sync::Once = std::sync::Once::new();
-    INIT.call_once(|| {
-        let (universe, _) =
-            mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises once");
-        std::mem::forget(universe);
-    });
-}
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
