@@ -39,9 +39,11 @@ fn build(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
     assert!(src.exists(), "conformance test {} not found", src.display());
     let name = test.replace('/', "_").trim_end_matches(".c").to_string();
     let out = dir.0.join(format!("{name}-{}", mpi.name()));
-    build_c(
+    // The collective tests include MPICH's `mpicolltest.h` as it is.
+    build_c_including(
         mpi,
         &[src, crate_dir().join("tests/mtest/mtest.c")],
+        &[suite_dir().join("reference")],
         &out,
         Linking::Linked,
     );
