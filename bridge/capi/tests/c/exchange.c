@@ -16,7 +16,7 @@
  *   coll     MPI_Barrier waits for the other job; MPI_Bcast of predefined
  *            (int, double, 1 MiB of char) and derived (vector, struct)
  *            types from each rank of either job reaches every remote rank
- *            intact, leaves the root's group untouched; a bad root is
+ *            intact, leaves the root's group untouched, an empty one too; a bad root is
  *            MPI_ERR_ROOT at every rank, a too-small receive a truncation.
  *   killed   the second job's rank 1 dies mid-exchange; the first job's
  *            ranks must get an error (ERRORS_RETURN: printed; default
@@ -224,6 +224,10 @@ static void coll(void)
     }
     /* Still usable after. */
     CHECK(MPI_Barrier(inter) == MPI_SUCCESS, "barrier after the bad roots");
+
+    /* An empty broadcast (MPI lets it name no buffer) from the second job. */
+    int rc0 = MPI_Bcast(NULL, 0, MPI_INT, left ? 0 : (rank == 0 ? MPI_ROOT : MPI_PROC_NULL), inter);
+    CHECK(rc0 == MPI_SUCCESS, "empty bcast: rc %d", rc0);
 
     /* The root (job left, rank 0) sends 8 ints; the other job receives
      * into 4: a truncation error at every receiving rank, not a hang. */
