@@ -134,3 +134,45 @@ fn collectives_check_their_arguments() {
     // A bystander of the root's group takes no part: it returns at once.
     a.bcast(la.comm(), BcastRole::Idle, &mut [0u8; 1]).unwrap();
 }
+
+#[test]
+fn untyped_bcast_carries_the_bytes_and_the_senders_signature() {
+    let (_ea, _eb, a, b, _la, lb) = pair(0xc011_0007);
+    let values: Vec<u32> = (0..100_000u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let sig = u32::type_sig().unwrap();
+    let payload = u32::encode(&values).unwrap().into_owned();
+    let root = std::thread::spawn(move || a.bcast_send_bytes(&sig, 100_000, &payload));
+    let (bytes, st) = b.bcast_recv_bytes(lb.comm(), 0, 400_000).unwrap();
+    root.join().unwrap().unwrap();
+    assert_eq!(
+        (st.count, st.bytes, st.signature),
+        (100_000, 400_000, sig.signature)
+    );
+    let mut got = vec![0u32; values.len()];
+    u32::decode_into(st.format, &bytes, &mut got).unwrap();
+    assert!(got == values, "the broadcast bytes differ");
+}
+
+#[test]
+fn untyped_bcast_larger_than_the_receivers_room_is_a_truncation() {
+    let (_ea, _eb, a, b, _la, lb) = pair(0xc011_0008);
+    let sig = u8::type_sig().unwrap();
+    let root = std::thread::spawn(move || a.bcast_send_bytes(&sig, 64, &[9u8; 64]));
+    match b.bcast_recv_bytes(lb.comm(), 0, 16) {
+        Err(BridgeError::Truncated {
+            message_bytes,
+            buffer_bytes,
+        }) => {
+            assert_eq!((message_bytes, buffer_bytes), (64, 16))
+        }
+        other => panic!("expected Truncated, got {other:?}"),
+    }
+    root.join().unwrap().unwrap();
+    // A root that is no rank of the remote group: refused before any message.
+    match b.bcast_recv_bytes(lb.comm(), 1, 16) {
+        Err(BridgeError::InvalidArgument(m)) => assert!(m.contains("root 1"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}

@@ -250,6 +250,7 @@ unsafe fn create(
                     local_group: reg.handle.group().to_string(),
                     remote_group: remote,
                     derived: Default::default(),
+                    coll: Default::default(),
                 },
             );
             // SAFETY: non-null, the caller's.

@@ -89,6 +89,7 @@ fn dup(bc: &BridgeComm, comm: MPI_Comm, call: &'static str) -> Result<MPI_Comm, 
                     local_group: bc.local_group.clone(),
                     remote_group: bc.remote_group.clone(),
                     derived: Default::default(),
+                    coll: Default::default(),
                 },
             );
             Ok(newcomm)
@@ -166,8 +167,11 @@ pub(crate) unsafe fn comm_idup(
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     if !comm.is_null() {
         // SAFETY: non-null, the program's. Dropping the InterComm retires
-        // its context: late messages for it are discarded.
-        drop(remove_comm(unsafe { *comm }));
+        // its context: late messages for it are discarded; the native side
+        // of its collectives is freed now, while MPI is sure to be up.
+        if let Some(bc) = remove_comm(unsafe { *comm }) {
+            bc.coll.free();
+        }
     }
     // SAFETY: the program's argument, passed on.
     unsafe { ffi::PMPI_Comm_free(comm) }
@@ -177,10 +181,16 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
 /// As `MPI_Comm_disconnect`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
-    // SAFETY: non-null checked; the program's.
-    if !comm.is_null() && remove_comm(unsafe { *comm }).is_some() {
+    let removed = if comm.is_null() {
+        None
+    } else {
+        // SAFETY: non-null, the program's.
+        remove_comm(unsafe { *comm })
+    };
+    if let Some(bc) = removed {
+        bc.coll.free();
         // The local handle is an intracommunicator duplicate: free it.
-        // SAFETY: as above.
+        // SAFETY: non-null (checked above), the program's.
         return unsafe { ffi::PMPI_Comm_free(comm) };
     }
     // SAFETY: the program's argument, passed on.

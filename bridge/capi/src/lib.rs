@@ -4,7 +4,7 @@
 //! Two faces:
 //! - [`api`]: `Isthmus_Register`, `Isthmus_Leave`, `Isthmus_Intercomm_create`
 //!   (and its timeout and non-blocking forms), declared in `isthmus.h`.
-//! - The interposed MPI calls ([`pt2pt`], [`requests`], [`comms`],
+//! - The interposed MPI calls ([`pt2pt`], [`coll`], [`requests`], [`comms`],
 //!   [`ports`], [`finalize`] (delivers what was sent before MPI goes), the
 //!   [`refused`] ones, their `large_count` and [`fortran`] forms): the
 //!   library defines `MPI_Send`, `MPI_Wait`, … itself, as MPI's profiling
@@ -38,6 +38,7 @@
 //! thin ABI over `isthmus-bridge`, with no data path of its own.
 
 pub mod api;
+pub mod coll;
 pub mod comms;
 pub mod datatype;
 pub mod errors;

@@ -330,6 +330,7 @@ fn form(comm: MPI_Comm, mine: &str, theirs: &str, timeout: Duration) -> Result<M
             local_group: mine.to_string(),
             remote_group: theirs.to_string(),
             derived: Default::default(),
+            coll: Default::default(),
         },
     );
     Ok(newcomm)

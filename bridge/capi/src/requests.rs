@@ -278,6 +278,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                             local_group,
                             remote_group,
                             derived: Default::default(),
+                            coll: Default::default(),
                         },
                     );
                     // SAFETY: `out` is the program's MPI_Comm, valid until

@@ -96,6 +96,9 @@ pub struct BridgeComm {
     pub remote_group: String,
     /// How many communicators were derived from this one (`MPI_Comm_dup`).
     pub derived: AtomicU64,
+    /// This job's side as a native communicator for the collectives'
+    /// local steps (made at the first collective; see `coll`).
+    pub coll: crate::coll::LocalSide,
 }
 
 static COMMS: RwLock<Option<HashMap<usize, Arc<BridgeComm>>>> = RwLock::new(None);

@@ -1,5 +1,6 @@
 //! The C API's behaviour between separately started jobs of either
 //! implementation (tests/c/exchange.c): mixed native and bridge requests,
+//! intercommunicator Barrier and Bcast,
 //! refusals with clear errors, a killed rank giving an error and not a
 //! hang, and the same program linked at build time or preloaded.
 
@@ -94,6 +95,32 @@ fn mixed_requests_mpich_with_mpich() {
     both_pass("mixed", MPICH, MPICH);
 }
 
+/// Issue 17, item 2: MPI_Barrier and MPI_Bcast on the intercommunicator
+/// (tests/c/exchange.c, scenario `coll`): the barrier waits for the late
+/// job; predefined and derived types broadcast from every rank of either
+/// job arrive intact at every remote rank and nowhere else; a bad root is
+/// MPI_ERR_ROOT, a too-small receive a truncation, both without a hang.
+fn collectives(a: (Mpi, Linking), b: (Mpi, Linking)) {
+    let (oa, ob) = both_pass("coll", a, b);
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&oa.stdout),
+        String::from_utf8_lossy(&ob.stdout)
+    );
+    assert!(out.contains("BAD ROOT -77: "), "{out}");
+    assert!(out.contains("TRUNCATED: "), "{out}");
+}
+
+#[test]
+fn barrier_and_bcast_open_mpi_with_mpich() {
+    collectives(OMPI, MPICH);
+}
+
+#[test]
+fn barrier_and_bcast_mpich_with_open_mpi() {
+    collectives(MPICH, OMPI);
+}
+
 #[test]
 fn threads_exchange_at_once_under_mpi_thread_multiple() {
     both_pass("threads", OMPI, MPICH);
@@ -113,7 +140,8 @@ fn refused_calls_fail_with_a_message_naming_them() {
     let (oa, _) = both_pass("refused", OMPI, MPICH);
     let out = String::from_utf8_lossy(&oa.stdout);
     for call in [
-        "MPI_Barrier",
+        "MPI_Gather",
+        "MPI_Ibcast",
         "MPI_Intercomm_merge",
         "MPI_Win_create",
         "MPI_File_open",

@@ -224,9 +224,10 @@ fn openmpi_fortran_with_mpich_fortran() {
     pair("f-both", a, b);
 }
 
-/// Calls Isthmus refuses (collectives, split, merge, persistent requests)
-/// made from Fortran on an Isthmus communicator return a refusal naming
-/// the call, and still work on ordinary communicators: Open MPI's `use
+/// Calls Isthmus refuses (most collectives, split, merge, persistent
+/// requests) made from Fortran on an Isthmus communicator return a refusal
+/// naming the call, and still work on ordinary communicators, while
+/// `MPI_Barrier` and `MPI_Bcast` work on it: Open MPI's `use
 /// mpi` (whose bindings call `PMPI_*`, refused by the generated Fortran
 /// entry points) against MPICH's (whose bindings call the C functions,
 /// refused in C).
@@ -268,7 +269,13 @@ fn fortran_refusals_openmpi_and_mpich() {
                 "{both}"
             );
         }
-        assert!(out.contains("MPI_Barrier refused"), "{both}");
+        assert!(out.contains("MPI_Ibarrier refused"), "{both}");
+        for r in 0..2 {
+            assert!(
+                out.contains(&format!("refused rank {r}: barrier and bcast passed")),
+                "{both}"
+            );
+        }
     }
 }
 

@@ -186,6 +186,19 @@ fn mpi4py_on_open_mpi_and_mpi4py_on_mpich_exchange_objects_with_the_pickle_api()
     python_across(Mpi::OpenMpi, "pickle");
 }
 
+/// Issue 17, item 2, from mpi4py: `Barrier` and `Bcast` of doubles from
+/// rank 0 of each job in turn, between mpi4py on Open MPI and mpi4py on
+/// MPICH, both ways round (exchange.py, `coll`).
+#[test]
+fn mpi4py_barrier_and_bcast_open_mpi_left() {
+    python_across(Mpi::OpenMpi, "coll");
+}
+
+#[test]
+fn mpi4py_barrier_and_bcast_mpich_left() {
+    python_across(Mpi::Mpich, "coll");
+}
+
 /// mpi4py's own Open_port/Publish_name/Accept on `acceptor` against
 /// Lookup_name/Connect of mpi4py on the other implementation (ports.py).
 fn mpi4py_ports_across(acceptor: Mpi, service: &str) {

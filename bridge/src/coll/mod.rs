@@ -31,6 +31,8 @@ use mpi::topology::Communicator;
 
 use crate::error::{BridgeError, Result};
 use crate::intercomm::InterComm;
+use crate::matching::Status;
+use crate::wire::TypeSig;
 
 impl InterComm {
     /// Intercommunicator barrier (`MPI_Barrier`): returns once every rank of
@@ -52,15 +54,46 @@ impl InterComm {
     {
         check_local(self, local)?;
         if let BcastRole::From { root } = role {
-            if root >= self.remote_size() {
-                return Err(BridgeError::InvalidArgument(format!(
-                    "bcast root {root} does not exist: the remote group has {} ranks",
-                    self.remote_size()
-                )));
-            }
+            check_root(self, root)?;
         }
         bcast_inter_remote_send_local_bcast::bcast(self, local, role, buf)
     }
+
+    /// The root's part (`MPI_ROOT`) of an untyped intercommunicator
+    /// broadcast: `payload`, `count` elements encoded with signature `sig`
+    /// (as a point-to-point send takes them), to every rank of the remote
+    /// group, which calls [`InterComm::bcast_recv_bytes`]. The other ranks
+    /// of the root's group take no part.
+    pub fn bcast_send_bytes(&self, sig: &TypeSig, count: u64, payload: &[u8]) -> Result<()> {
+        bcast_inter_remote_send_local_bcast::bcast_send_bytes(self, sig, count, payload)
+    }
+
+    /// A receiving rank's part of an untyped intercommunicator broadcast
+    /// from rank `root` of the remote group: the root's message (at most
+    /// `max_bytes`, else a truncation error at every rank) and its status,
+    /// for the caller to check against its type and decode. `local` is this
+    /// job's own communicator (see [`InterComm::barrier`]).
+    pub fn bcast_recv_bytes<C: Communicator>(
+        &self,
+        local: &C,
+        root: u32,
+        max_bytes: usize,
+    ) -> Result<(Vec<u8>, Status)> {
+        check_local(self, local)?;
+        check_root(self, root)?;
+        bcast_inter_remote_send_local_bcast::bcast_recv_bytes(self, local, root, max_bytes)
+    }
+}
+
+/// A broadcast's root must be a rank of the remote group.
+fn check_root(ic: &InterComm, root: u32) -> Result<()> {
+    if root >= ic.remote_size() {
+        return Err(BridgeError::InvalidArgument(format!(
+            "bcast root {root} does not exist: the remote group has {} ranks",
+            ic.remote_size()
+        )));
+    }
+    Ok(())
 }
 
 /// The local communicator must be this intercomm's local group.

@@ -20,7 +20,7 @@ use crate::{comms, pt2pt, requests};
 // bindings have one body, Open MPI's. (MPICH's `use mpi_f08` MPI_Finalize
 // goes to the internal PMPIR_Finalize past the C one: interposed so that
 // completed sends are delivered first.)
-pub(super) use super::ompi::{cancel, comm_disconnect, comm_dup, comm_free, finalize};
+pub(super) use super::ompi::{barrier, cancel, comm_disconnect, comm_dup, comm_free, finalize};
 
 /// Addresses of MPICH's `use mpi_f08` status sentinels.
 struct F08Sentinels {

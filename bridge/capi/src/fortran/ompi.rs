@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 
 use super::convert::*;
 use crate::mpi_glue::{comm_null, status_ignore, statuses_ignore};
-use crate::{comms, pt2pt, requests};
+use crate::{coll, comms, pt2pt, requests};
 
 // ------------------------------------------------------------ sends
 
@@ -654,6 +654,40 @@ pub(super) unsafe fn cancel(request: *const Fint) -> c_int {
     let mut r = unsafe { request_f2c(int!(request)) };
     // SAFETY: our request copy.
     unsafe { requests::MPI_Cancel(&mut r) }
+}
+
+// ------------------------------------------------------------ collectives
+
+/// `MPI_Barrier` for Open MPI's Fortran (and MPICH's `use mpi_f08`).
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn barrier(comm: *const Fint) -> c_int {
+    // SAFETY: a converted handle.
+    unsafe { coll::MPI_Barrier(comm_f2c(int!(comm))) }
+}
+
+/// `MPI_Bcast` for Open MPI's Fortran.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn bcast(
+    buf: *mut c_void,
+    count: *const Fint,
+    datatype: *const Fint,
+    root: *const Fint,
+    comm: *const Fint,
+) -> c_int {
+    // SAFETY: the program's buffer, converted handles.
+    unsafe {
+        coll::MPI_Bcast(
+            buffer(buf) as *mut c_void,
+            int!(count),
+            type_f2c(int!(datatype)),
+            int!(root),
+            comm_f2c(int!(comm)),
+        )
+    }
 }
 
 // ------------------------------------------------------------ communicators

@@ -13,12 +13,18 @@
  *            the receiver's credit, rendezvous-size and synchronous ones),
  *            then free, leave and finalize while the second job's ranks
  *            sleep; these then receive every message, intact and in order.
+ *   coll     MPI_Barrier waits for the other job; MPI_Bcast of predefined
+ *            (int, double, 1 MiB of char) and derived (vector, struct)
+ *            types from each rank of either job reaches every remote rank
+ *            intact, leaves the root's group untouched, an empty one too; a bad root is
+ *            MPI_ERR_ROOT at every rank, a too-small receive a truncation.
  *   killed   the second job's rank 1 dies mid-exchange; the first job's
  *            ranks must get an error (ERRORS_RETURN: printed; default
  *            handler: the job aborts with the message), not hang.
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +91,162 @@ static void mixed(void)
     }
 }
 
+/* One broadcast from rank `root` of job `from_left`: the root fills `buf`
+ * with `fill(seed)`, the receiving group checks it with `same`, the rest of
+ * the root's group checks that its buffer was not touched. */
+static void bcast_case(void *buf, void *want, int count, MPI_Datatype dt, size_t bytes,
+                       int from_left, int root, const char *what)
+{
+    int role;
+    if (left == from_left)
+        role = rank == root ? MPI_ROOT : MPI_PROC_NULL;
+    else
+        role = root;
+    unsigned char *b = buf;
+    if (role != MPI_ROOT)
+        memset(b, 0xA5, bytes);
+    int rc = MPI_Bcast(buf, count, dt, role, inter);
+    CHECK(rc == MPI_SUCCESS, "%s: bcast from job %d rank %d: rc %d", what, !from_left, root, rc);
+    if (role == MPI_PROC_NULL) {
+        for (size_t i = 0; i < bytes; i++)
+            CHECK(b[i] == 0xA5, "%s: a non-root rank of the root's job received byte %zu", what, i);
+    } else if (role != MPI_ROOT) {
+        CHECK(memcmp(buf, want, bytes) == 0, "%s: data from job %d rank %d differs", what,
+              !from_left, root);
+    }
+}
+
+struct rec {
+    int i;
+    double d;
+    char c[3];
+};
+
+static void coll(void)
+{
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+
+    /* Barrier: the second job's ranks arrive 0.5 s late; nobody leaves
+     * before they arrived. */
+    CHECK(MPI_Barrier(inter) == MPI_SUCCESS, "first barrier");
+    double t0 = MPI_Wtime();
+    if (!left)
+        usleep(500000);
+    CHECK(MPI_Barrier(inter) == MPI_SUCCESS, "barrier");
+    double waited = MPI_Wtime() - t0;
+    if (left)
+        CHECK(waited > 0.4, "left the barrier after %.3f s, before the other job entered", waited);
+
+    enum { N = 1000, BIG = 1 << 20 };
+    int ints[N], want_ints[N];
+    double dbl[N], want_dbl[N];
+    char *big = malloc(BIG), *want_big = malloc(BIG);
+    CHECK(big && want_big, "malloc");
+    MPI_Datatype vec, recty, rec_resized;
+    MPI_Type_vector(N / 2, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int bl[3] = {1, 1, 3};
+    MPI_Aint disp[3] = {offsetof(struct rec, i), offsetof(struct rec, d), offsetof(struct rec, c)};
+    MPI_Datatype types[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
+    MPI_Type_create_struct(3, bl, disp, types, &recty);
+    MPI_Type_create_resized(recty, 0, sizeof(struct rec), &rec_resized);
+    MPI_Type_commit(&rec_resized);
+    struct rec recs[16], want_recs[16];
+
+    for (int from_left = 0; from_left < 2; from_left++) {
+        int rootsize = left == from_left ? size : rsize;
+        for (int root = 0; root < rootsize; root++) {
+            int seed = 100 * from_left + root + 1;
+            for (int i = 0; i < N; i++) {
+                want_ints[i] = seed * 100000 + i;
+                want_dbl[i] = seed + i / 7.0;
+            }
+            for (int i = 0; i < BIG; i++)
+                want_big[i] = (char) (seed * 31 + i * 7);
+            memset(want_recs, 0, sizeof want_recs);
+            for (int i = 0; i < 16; i++) {
+                want_recs[i].i = seed * -1000 - i;
+                want_recs[i].d = seed * 1e300 / (i + 1);
+                memcpy(want_recs[i].c, (char[3]){'a' + i, 'b', (char) seed}, 3);
+            }
+            int is_root = left == from_left && rank == root;
+            if (is_root) {
+                memcpy(ints, want_ints, sizeof ints);
+                memcpy(dbl, want_dbl, sizeof dbl);
+                memcpy(big, want_big, BIG);
+                memcpy(recs, want_recs, sizeof recs);
+            }
+            bcast_case(ints, want_ints, N, MPI_INT, sizeof ints, from_left, root, "MPI_INT");
+            bcast_case(dbl, want_dbl, N, MPI_DOUBLE, sizeof dbl, from_left, root, "MPI_DOUBLE");
+            bcast_case(big, want_big, BIG, MPI_CHAR, BIG, from_left, root, "1 MiB MPI_CHAR");
+            /* The vector: every other int; the gaps are not sent. */
+            int vin[N];
+            if (is_root)
+                memcpy(vin, want_ints, sizeof vin);
+            int want_v[N];
+            for (int i = 0; i < N; i++)
+                want_v[i] = i % 2 ? (int) 0xA5A5A5A5 : want_ints[i];
+            bcast_case(vin, want_v, 1, vec, sizeof vin, from_left, root, "vector");
+            /* The struct: padding is not data; compare field by field. */
+            struct rec rin[16];
+            if (is_root)
+                memcpy(rin, want_recs, sizeof rin);
+            else
+                memset(rin, 0, sizeof rin);
+            int role = left == from_left ? (rank == root ? MPI_ROOT : MPI_PROC_NULL) : root;
+            CHECK(MPI_Bcast(rin, 16, rec_resized, role, inter) == MPI_SUCCESS, "struct bcast");
+            if (left != from_left)
+                for (int i = 0; i < 16; i++)
+                    CHECK(rin[i].i == want_recs[i].i && rin[i].d == want_recs[i].d &&
+                              !memcmp(rin[i].c, want_recs[i].c, 3),
+                          "struct element %d from job %d rank %d", i, !from_left, root);
+        }
+    }
+    MPI_Type_free(&vec);
+    MPI_Type_free(&recty);
+    MPI_Type_free(&rec_resized);
+    free(big);
+    free(want_big);
+
+    /* A root that is no rank of the remote group, and one that is neither
+     * MPI_ROOT nor MPI_PROC_NULL: MPI_ERR_ROOT at once, at every rank. */
+    int x = 7, cls = -1, len = 0;
+    char msg[MPI_MAX_ERROR_STRING];
+    int bad[2] = {rsize + 3, -77};
+    for (int k = 0; k < 2; k++) {
+        int rc = MPI_Bcast(&x, 1, MPI_INT, bad[k], inter);
+        CHECK(rc != MPI_SUCCESS, "MPI_Bcast with root %d succeeded", bad[k]);
+        MPI_Error_class(rc, &cls);
+        MPI_Error_string(rc, msg, &len);
+        CHECK(cls == MPI_ERR_ROOT, "root %d: class %d, not MPI_ERR_ROOT: %s", bad[k], cls, msg);
+        if (rank == 0)
+            printf("BAD ROOT %d: %s\n", bad[k], msg);
+    }
+    /* Still usable after. */
+    CHECK(MPI_Barrier(inter) == MPI_SUCCESS, "barrier after the bad roots");
+
+    /* An empty broadcast (MPI lets it name no buffer) from the second job. */
+    int rc0 = MPI_Bcast(NULL, 0, MPI_INT, left ? 0 : (rank == 0 ? MPI_ROOT : MPI_PROC_NULL), inter);
+    CHECK(rc0 == MPI_SUCCESS, "empty bcast: rc %d", rc0);
+
+    /* The root (job left, rank 0) sends 8 ints; the other job receives
+     * into 4: a truncation error at every receiving rank, not a hang. */
+    int eight[8] = {1, 2, 3, 4, 5, 6, 7, 8}, four[4];
+    if (left) {
+        int rc = MPI_Bcast(eight, 8, MPI_INT, rank == 0 ? MPI_ROOT : MPI_PROC_NULL, inter);
+        CHECK(rc == MPI_SUCCESS, "the root's side of a truncated bcast: rc %d", rc);
+    } else {
+        int rc = MPI_Bcast(four, 4, MPI_INT, 0, inter);
+        CHECK(rc != MPI_SUCCESS, "a bcast of 8 ints into 4 succeeded");
+        MPI_Error_string(rc, msg, &len);
+        CHECK(strstr(msg, "trunc") || strstr(msg, "Trunc") || strstr(msg, "larger"),
+              "truncation message: %s", msg);
+        if (rank == 0)
+            printf("TRUNCATED: %s\n", msg);
+    }
+    fflush(stdout);
+}
+
 static void expect_refused(int rc, const char *call)
 {
     char msg[MPI_MAX_ERROR_STRING];
@@ -106,8 +268,8 @@ static void refused(void)
     MPI_Message m;
     MPI_Status st;
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
-    expect_refused(MPI_Barrier(inter), "MPI_Barrier");
-    expect_refused(MPI_Bcast(&x, 1, MPI_INT, MPI_ROOT, inter), "MPI_Bcast");
+    expect_refused(MPI_Gather(&x, 1, MPI_INT, &y, 1, MPI_INT, MPI_ROOT, inter), "MPI_Gather");
+    expect_refused(MPI_Ibcast(&x, 1, MPI_INT, MPI_ROOT, inter, &r), "MPI_Ibcast");
     expect_refused(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter), "MPI_Allreduce");
     expect_refused(MPI_Ibarrier(inter, &r), "MPI_Ibarrier");
     expect_refused(MPI_Intercomm_merge(inter, left, &c), "MPI_Intercomm_merge");
@@ -294,6 +456,8 @@ int main(int argc, char **argv)
         refused();
     else if (!strcmp(scenario, "refused-all"))
         refused_all();
+    else if (!strcmp(scenario, "coll"))
+        coll();
     else if (!strcmp(scenario, "threads"))
         threads();
     else if (!strcmp(scenario, "finalize"))

@@ -80,6 +80,17 @@ pub enum Linking {
 
 /// Compiles C `sources` with `mpicc.<mpi>` into `out`.
 pub fn build_c(mpi: Mpi, sources: &[PathBuf], out: &Path, linking: Linking) {
+    build_c_including(mpi, sources, &[], out, linking);
+}
+
+/// [`build_c`] with more folders of headers (`-I`), searched after ours.
+pub fn build_c_including(
+    mpi: Mpi,
+    sources: &[PathBuf],
+    include: &[PathBuf],
+    out: &Path,
+    linking: Linking,
+) {
     let lib = lib_dir(mpi);
     let mut cmd = Command::new(format!("mpicc.{}", mpi.name()));
     cmd.args(["-O2", "-Wall", "-pthread", "-o"])
@@ -88,6 +99,11 @@ pub fn build_c(mpi: Mpi, sources: &[PathBuf], out: &Path, linking: Linking) {
         .arg(crate_dir().join("include"))
         .arg("-I")
         .arg(crate_dir().join("tests/mtest"))
+        .args(
+            include
+                .iter()
+                .flat_map(|d| [PathBuf::from("-I"), d.clone()]),
+        )
         .args(sources);
     if linking == Linking::Preloaded {
         // The MPI library first, Isthmus after it: the program's MPI_Send

@@ -1,13 +1,14 @@
 ! Calls Isthmus refuses on its communicators, made from Fortran (whose
 ! Open MPI bindings go to PMPI_* directly): each must return an error
-! naming the call (MPI_ERRORS_RETURN), not run on the local handle.
+! naming the call (MPI_ERRORS_RETURN), not run on the local handle; and
+! the collectives it carries (MPI_Barrier, MPI_Bcast) work through them.
 program refused
   use mpi
   implicit none
   character(len=64) :: group, peer
   character(len=MPI_MAX_ERROR_STRING) :: msg
   integer :: ierr, rank, handle, inter, newcomm, req, n, fh
-  integer :: x(2), y(2), reqs(2), elen
+  integer :: x(2), y(2), reqs(2), elen, root
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -18,12 +19,37 @@ program refused
   call MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN, ierr)
   x = rank
 
+  ! Carried: a barrier, and a broadcast from rank 0 of the job whose
+  ! group sorts first.
   call MPI_Barrier(inter, ierr)
-  call expect_refusal(ierr, 'MPI_Barrier')
+  if (ierr /= MPI_SUCCESS) then
+    print '(a,i0,a)', 'refused rank ', rank, ': FAILED: MPI_Barrier'
+    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+  end if
+  x = -1
+  root = 0
+  if (llt(trim(group), trim(peer))) then
+    root = MPI_PROC_NULL
+    if (rank == 0) then
+      root = MPI_ROOT
+      x = (/ 41, 42 /)
+    end if
+  end if
+  call MPI_Bcast(x, 2, MPI_INTEGER, root, inter, ierr)
+  if (ierr /= MPI_SUCCESS .or. (root == MPI_PROC_NULL .and. any(x /= -1)) &
+      .or. (root /= MPI_PROC_NULL .and. any(x /= (/ 41, 42 /)))) then
+    print '(a,i0,a,3i6)', 'refused rank ', rank, ': FAILED: MPI_Bcast ', ierr, x
+    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+  end if
+  print '(a,i0,a)', 'refused rank ', rank, ': barrier and bcast passed'
+  x = rank
+
+  call MPI_Ibarrier(inter, req, ierr)
+  call expect_refusal(ierr, 'MPI_Ibarrier')
   call MPI_Allreduce(x, y, 2, MPI_INTEGER, MPI_SUM, inter, ierr)
   call expect_refusal(ierr, 'MPI_Allreduce')
-  call MPI_Bcast(x, 2, MPI_INTEGER, 0, inter, ierr)
-  call expect_refusal(ierr, 'MPI_Bcast')
+  call MPI_Gather(x, 2, MPI_INTEGER, y, 2, MPI_INTEGER, 0, inter, ierr)
+  call expect_refusal(ierr, 'MPI_Gather')
   call MPI_Comm_split(inter, 0, rank, newcomm, ierr)
   call expect_refusal(ierr, 'MPI_Comm_split')
   call MPI_Intercomm_merge(inter, .false., newcomm, ierr)

@@ -26,6 +26,7 @@ int MTestTestIntercomm(MPI_Comm comm);
 int MTestTestIntracomm(MPI_Comm comm);
 void MTestCommRandomize(void);
 void MTestPrintfMsg(int level, const char *fmt, ...);
+void MTestPrintError(int errcode);
 
 typedef struct MTestArgList MTestArgList;
 MTestArgList *MTestArgListCreate(int argc, char *argv[]);

@@ -206,6 +206,17 @@ void MTestPrintfMsg(int level, const char *fmt, ...)
     va_end(ap);
 }
 
+/* An MPI error code, its class and its string, as MPICH's harness prints them. */
+void MTestPrintError(int errcode)
+{
+    int errclass, slen;
+    char string[MPI_MAX_ERROR_STRING];
+    MPI_Error_class(errcode, &errclass);
+    MPI_Error_string(errcode, string, &slen);
+    printf("Error class %d (%s)\n", errclass, string);
+    fflush(stdout);
+}
+
 /* "-name=value" arguments. */
 struct MTestArgList {
     int argc;

@@ -5,6 +5,11 @@ mpi4py's buffer API.
 MODE buffers: with a Python peer in the same mode, the same ints, then a
 larger message of doubles each way (blocking Send/Recv).
 MODE pickle: with a Python peer, objects both ways through the pickle API.
+MODE coll: with a Python peer, Barrier, then Bcast (buffer API) from rank 0
+of each job in turn, with MPI's intercommunicator roots (MPI.ROOT,
+MPI.PROC_NULL, the remote root's rank). (The pickle API's bcast is not
+tried: mpi4py on MPICH broadcasts the pickle's length as an MPI_COUNT, on
+Open MPI as an MPI_INT, which Isthmus refuses as a type mismatch.)
 Prints "PASS <mode> rank <r>", and "VENDOR <MPI implementation>" on rank 0.
 """
 import sys
@@ -59,6 +64,21 @@ elif mode == "pickle":
         msg = inter.recv(source=MPI.ANY_SOURCE, tag=9)
         assert msg["from"] == peer and msg["data"] == list(range(msg["rank"] + 3)), f"got {msg}"
         inter.send(("ok", msg["rank"]), dest=msg["rank"], tag=10)
+elif mode == "coll":
+    inter.Barrier()
+    for from_left in (True, False):
+        if left == from_left:
+            root = MPI.ROOT if rank == 0 else MPI.PROC_NULL
+        else:
+            root = 0
+        want = array("d", [(2.5 if from_left else -7.25) * i for i in range(10_000)])
+        buf = array("d", want) if root == MPI.ROOT else array("d", [0.0] * len(want))
+        inter.Bcast(buf, root=root)
+        if root == MPI.PROC_NULL:
+            assert buf == array("d", [0.0] * len(want)), "a bystander received the broadcast"
+        else:
+            assert buf == want, "the broadcast doubles differ"
+    inter.Barrier()
 else:
     raise SystemExit(f"unknown mode {mode}")
 inter.Free()
