@@ -98,7 +98,7 @@ pub struct BridgeComm {
     pub derived: AtomicU64,
     /// This job's side as a native communicator for the collectives'
     /// local steps (made at the first collective; see `coll`).
-    pub coll: crate::coll::LocalSide,
+    pub coll: crate::local_side::LocalSide,
 }
 
 static COMMS: RwLock<Option<HashMap<usize, Arc<BridgeComm>>>> = RwLock::new(None);
