@@ -3,7 +3,9 @@
 # (what coupling.toml runs): the ocean with mpifort.openmpi against the Open
 # MPI flavour of libisthmus, the atmosphere with mpicc.mpich against the
 # MPICH flavour. Builds those libraries first unless ISTHMUS_OPENMPI_LIB_DIR
-# and ISTHMUS_MPICH_LIB_DIR name directories already holding them.
+# and ISTHMUS_MPICH_LIB_DIR name directories already holding them. The
+# rpath is DT_RPATH (--disable-new-dtags) so that an LD_LIBRARY_PATH naming
+# the other flavour's directory cannot swap the library under a program.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../../scripts/env.sh"
@@ -20,7 +22,7 @@ if [ -z "$mpich_lib" ]; then
 fi
 mkdir -p "$here/build"
 mpifort.openmpi -O2 -o "$here/build/ocean" "$here/ocean.f90" \
-  -L"$ompi_lib" -listhmus -Wl,-rpath,"$ompi_lib"
+  -L"$ompi_lib" -listhmus -Wl,-rpath,"$ompi_lib" -Wl,--disable-new-dtags
 mpicc.mpich -O2 -Wall -o "$here/build/atmosphere" "$here/atmosphere.c" \
-  -I bridge/capi/include -L"$mpich_lib" -listhmus -Wl,-rpath,"$mpich_lib" -lm
+  -I bridge/capi/include -L"$mpich_lib" -listhmus -Wl,-rpath,"$mpich_lib" -Wl,--disable-new-dtags -lm
 echo "built $here/build/ocean and $here/build/atmosphere"

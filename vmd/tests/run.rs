@@ -145,7 +145,10 @@ fn compile(cmd: &mut Command, what: &str) {
 }
 
 /// The demo's file, as checked in, beside the two programs it names
-/// (`build/ocean`, `build/atmosphere`), compiled here.
+/// (`build/ocean`, `build/atmosphere`), compiled here. Their rpath is
+/// DT_RPATH (`--disable-new-dtags`), which `LD_LIBRARY_PATH` does not
+/// override: `cargo test` puts this target dir (the Open MPI flavour of
+/// libisthmus.so) on it, and the MPICH atmosphere would load that one.
 fn coupling_demo(dir: &TempDir) -> PathBuf {
     let examples = repo_root().join("examples/coupling");
     let ompi = lib_dir("ISTHMUS_OPENMPI_BIN_DIR", bin_dir());
@@ -162,7 +165,8 @@ fn coupling_demo(dir: &TempDir) -> PathBuf {
             .arg(examples.join("ocean.f90"))
             .arg(format!("-L{}", ompi.display()))
             .arg("-listhmus")
-            .arg(format!("-Wl,-rpath,{}", ompi.display())),
+            .arg(format!("-Wl,-rpath,{}", ompi.display()))
+            .arg("-Wl,--disable-new-dtags"),
         "mpifort.openmpi ocean.f90",
     );
     compile(
@@ -175,6 +179,7 @@ fn coupling_demo(dir: &TempDir) -> PathBuf {
             .arg(format!("-L{}", mpich.display()))
             .arg("-listhmus")
             .arg(format!("-Wl,-rpath,{}", mpich.display()))
+            .arg("-Wl,--disable-new-dtags")
             .arg("-lm"),
         "mpicc.mpich atmosphere.c",
     );

@@ -116,10 +116,9 @@ pub async fn supervise(
     };
     let deadline = timeout.map(|t| Instant::now() + t);
     let abort = on_failure == OnFailure::Abort;
-    for i in 0..plan.len() {
+    for i in 0..=plan.len() {
         // A spawn under way is not abandoned (its job would run on,
-        // unknown to us): a Ctrl-C meanwhile is seen right after it.
-        run.start(i).await;
+        // unknown to us): a Ctrl-C is seen before each and after the last.
         if tokio::time::timeout(Duration::ZERO, interrupts.recv())
             .await
             .is_ok()
@@ -128,6 +127,10 @@ pub async fn supervise(
             run.stop_all(&mut events).await;
             return EXIT_INTERRUPTED;
         }
+        if i == plan.len() {
+            break;
+        }
+        run.start(i).await;
         if abort && run.first_failure.is_some() {
             status("a component failed: stopping the others (on_failure = \"abort\")");
             run.stop_all(&mut events).await;
