@@ -401,3 +401,23 @@ async fn a_dry_run_prints_the_placement_and_starts_nothing() {
     let jobs = vmd.console().await.jobs(true).await.expect("list jobs");
     assert!(jobs.is_empty(), "the dry run spawned {jobs:?}");
 }
+
+#[test]
+fn the_run_timeout_stops_everything() {
+    let dir = TempDir::new("run-timeout");
+    let file = write(
+        &dir,
+        "timeout.toml",
+        &format!("[run]\ntimeout = 5\n{}", sleeper("late", 2)),
+    );
+    let started = Instant::now();
+    let out = run(&nowhere(&dir), &[&file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(124), "{all}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("timeout (5s) passed"), "{all}");
+    assert!(stdout.contains("== late: stopped"), "{all}");
+    assert_gone(&rank_pids(&dir.0, "late", 2), "the component's ranks");
+    assert_gone(&embedded_pids(&stdout), "the embedded vmd or a tasker");
+}
