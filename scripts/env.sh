@@ -25,20 +25,19 @@ build_with() {
   env $impl_env MPICC="$impl_mpicc" CARGO_TARGET_DIR="$ISTHMUS_ROOT/target/$impl" cargo "$@"
 }
 
-# prime_target NAME FAMILY: starts target/NAME as a copy of target/FAMILY
-# (the same dependencies, already built) with mpi-sys cleaned, since mpi-sys
-# does not rebuild by itself when MPICC changes; done again when NAME's
-# MPICC is not the one target/NAME was built with.
+# prime_target NAME: starts target/NAME as a copy of target/mpich (the same
+# dependencies, already built for libisthmus, and the smallest) with mpi-sys
+# cleaned, since mpi-sys does not rebuild by itself when MPICC changes;
+# done again when NAME's MPICC is not the one target/NAME was built with.
 prime_target() {
-  local t="$ISTHMUS_ROOT/target/$1" mpicc
+  local t="$ISTHMUS_ROOT/target/$1"
   impl_load "$1" || return 2
-  mpicc="$impl_mpicc"
-  [ -f "$t/.isthmus-mpicc" ] && [ "$(cat "$t/.isthmus-mpicc")" = "$mpicc" ] && return 0
-  if [ ! -d "$t" ] && [ -d "$ISTHMUS_ROOT/target/$2" ]; then
-    cp -a "$ISTHMUS_ROOT/target/$2" "$t"
+  [ -f "$t/.isthmus-mpicc" ] && [ "$(cat "$t/.isthmus-mpicc")" = "$impl_mpicc" ] && return 0
+  if [ ! -d "$t" ] && [ -d "$ISTHMUS_TARGET_MPICH" ]; then
+    cp -a "$ISTHMUS_TARGET_MPICH" "$t"
   fi
   build_with "$1" clean --release -q -p mpi-sys
-  echo "$mpicc" >"$t/.isthmus-mpicc"
+  echo "$impl_mpicc" >"$t/.isthmus-mpicc"
 }
 
 # start_vmd DIR [vmd args...]: starts the vmd (Open MPI build) with its

@@ -30,7 +30,7 @@ matrix="openmpi mpich"
 for name in $(impls_installed); do
   case "$name" in openmpi | mpich) continue ;; esac
   impl_load "$name"
-  prime_target "$name" "$impl_family"
+  prime_target "$name"
   echo "== libisthmus for $name ($impl_mpicc)"
   build_with "$name" build --release -q -p isthmus-capi
   export "ISTHMUS_$(echo "$name" | tr '[:lower:]' '[:upper:]')_BIN_DIR=$ISTHMUS_ROOT/target/$name/release"
