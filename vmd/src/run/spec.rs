@@ -13,7 +13,7 @@
 //! program = "build/ocean"     # a path with `/` is relative to cwd
 //! args = ["3"]
 //! np = 2
-//! impl = "openmpi"            # openmpi | mpich | exec; absent: read from the binary
+//! impl = "openmpi"            # openmpi | mpich | openmpi5 | mpich5 | impi | exec; absent: read from the binary
 //! host = "node1"              # optional: run there
 //! env = { OMP_NUM_THREADS = "1" }
 //! cwd = "."                   # optional: relative to the file's directory
@@ -43,6 +43,10 @@ pub const MAX_NP: u32 = 4096;
 pub enum Impl {
     Openmpi,
     Mpich,
+    /// The implementations in a prefix of their own (scripts/mpi/, issue 25).
+    Openmpi5,
+    Mpich5,
+    Impi,
     Exec,
 }
 
@@ -52,6 +56,9 @@ impl Impl {
         match self {
             Impl::Openmpi => "openmpi",
             Impl::Mpich => "mpich",
+            Impl::Openmpi5 => "openmpi5",
+            Impl::Mpich5 => "mpich5",
+            Impl::Impi => "impi",
             Impl::Exec => "exec",
         }
     }
