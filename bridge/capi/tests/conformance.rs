@@ -5,7 +5,8 @@
 //! `MTestGetIntercomm` returns an Isthmus intercommunicator.
 //!
 //! MPICH runs each test with N processes (its testlist) split into two
-//! halves; here each job has N/2 ranks — except probe_intercomm, which
+//! groups; here each job has N/2 ranks (or, for the collectives beyond
+//! Barrier and Bcast, MPICH's N split unevenly too: 3+2, 3+4, 4+4) — except probe_intercomm, which
 //! MPICH runs with 2 and which requires 2 in `MPI_COMM_WORLD`: its jobs get
 //! 2 each. A test passes when both jobs exit 0 and each prints " No Errors".
 
@@ -50,15 +51,16 @@ fn build(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
     out
 }
 
-/// Runs `test` with `np` ranks per job, `left` being the implementation of
-/// the left group, with extra arguments.
-fn conformance(test: &str, np: usize, left: Mpi, args: &[&str]) {
+/// Runs `test` with `np` ranks in the left job and `np_right` in the
+/// right one, `left` being the implementation of the left group, with
+/// extra arguments.
+fn conformance(test: &str, np: usize, np_right: usize, left: Mpi, args: &[&str]) {
     let dir = TempDir::new("conformance");
     let vmd = Vmd::start("localhost", &[]);
     let tag = test.replace(['/', '.'], "-");
     // The left group is the one whose name sorts first.
     let (gl, gr) = (format!("a-{tag}-left"), format!("b-{tag}-right"));
-    let job = |mpi: Mpi, me: &str, other: &str| Job {
+    let job = |mpi: Mpi, np: usize, me: &str, other: &str| Job {
         mpi,
         np,
         program: build(test, mpi, &dir),
@@ -69,8 +71,8 @@ fn conformance(test: &str, np: usize, left: Mpi, args: &[&str]) {
         ],
         linking: Linking::Linked,
     };
-    let a = job(left, &gl, &gr);
-    let b = job(left.other(), &gr, &gl);
+    let a = job(left, np, &gl, &gr);
+    let b = job(left.other(), np_right, &gr, &gl);
     let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(180));
     let both = || {
         format!(
@@ -97,15 +99,22 @@ fn conformance(test: &str, np: usize, left: Mpi, args: &[&str]) {
 
 macro_rules! both_ways {
     ($name:ident, $test:expr, $np:expr $(, $arg:expr)*) => {
+        both_ways_split!($name, $test, $np, $np $(, $arg)*);
+    };
+}
+
+/// As `both_ways!`, with `$npl` ranks in the left job and `$npr` in the right.
+macro_rules! both_ways_split {
+    ($name:ident, $test:expr, $npl:expr, $npr:expr $(, $arg:expr)*) => {
         mod $name {
             use super::*;
             #[test]
             fn openmpi_left_mpich_right() {
-                conformance($test, $np, Mpi::OpenMpi, &[$($arg),*]);
+                conformance($test, $npl, $npr, Mpi::OpenMpi, &[$($arg),*]);
             }
             #[test]
             fn mpich_left_openmpi_right() {
-                conformance($test, $np, Mpi::Mpich, &[$($arg),*]);
+                conformance($test, $npl, $npr, Mpi::Mpich, &[$($arg),*]);
             }
         }
     };
@@ -125,3 +134,20 @@ both_ways!(icbarrier, "coll/icbarrier.c", 4);
 both_ways!(icbarrier_np3, "coll/icbarrier.c", 3);
 both_ways!(icbcast, "coll/icbcast.c", 4);
 both_ways!(icbcast_np3, "coll/icbcast.c", 3);
+// The rest of the blocking collectives, with MPICH's 5, 7 and 8 ranks
+// split between the jobs (left + right): 3+2, 3+4, 4+4.
+both_ways_split!(icallreduce_np5, "coll/icallreduce.c", 3, 2);
+both_ways_split!(icallreduce_np7, "coll/icallreduce.c", 3, 4);
+both_ways_split!(icallreduce_np8, "coll/icallreduce.c", 4, 4);
+both_ways_split!(icgather_np5, "coll/icgather.c", 3, 2);
+both_ways_split!(icgather_np7, "coll/icgather.c", 3, 4);
+both_ways_split!(icgather_np8, "coll/icgather.c", 4, 4);
+both_ways_split!(icscatter_np5, "coll/icscatter.c", 3, 2);
+both_ways_split!(icscatter_np7, "coll/icscatter.c", 3, 4);
+both_ways_split!(icscatter_np8, "coll/icscatter.c", 4, 4);
+both_ways_split!(icallgather_np5, "coll/icallgather.c", 3, 2);
+both_ways_split!(icallgather_np7, "coll/icallgather.c", 3, 4);
+both_ways_split!(icallgather_np8, "coll/icallgather.c", 4, 4);
+both_ways_split!(icalltoall_np5, "coll/icalltoall.c", 3, 2);
+both_ways_split!(icalltoall_np7, "coll/icalltoall.c", 3, 4);
+both_ways_split!(icalltoall_np8, "coll/icalltoall.c", 4, 4);
