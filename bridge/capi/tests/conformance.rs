@@ -34,9 +34,13 @@ fn suite_dir() -> PathBuf {
         .unwrap_or_else(|| repo.join("../shared/conformance/mpich"))
 }
 
-/// Builds `test` (a path under tests/) for `mpi`.
+/// Builds `test` for `mpi`: a path under the suite's tests/, or (`c/...`)
+/// one of Isthmus's own tests written for the same harness.
 fn build(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
-    let src = suite_dir().join("tests").join(test);
+    let src = match test.strip_prefix("c/") {
+        Some(ours) => crate_dir().join("tests/c").join(ours),
+        None => suite_dir().join("tests").join(test),
+    };
     assert!(src.exists(), "conformance test {} not found", src.display());
     let name = test.replace('/', "_").trim_end_matches(".c").to_string();
     let out = dir.0.join(format!("{name}-{}", mpi.name()));
@@ -151,3 +155,10 @@ both_ways_split!(icallgather_np8, "coll/icallgather.c", 4, 4);
 both_ways_split!(icalltoall_np5, "coll/icalltoall.c", 3, 2);
 both_ways_split!(icalltoall_np7, "coll/icalltoall.c", 3, 4);
 both_ways_split!(icalltoall_np8, "coll/icalltoall.c", 4, 4);
+// Isthmus's own, on the same harness (tests/c/intercoll.c): extreme values
+// of MPI_SUM on long and MPI_MAX on double through MPI_Allreduce, a
+// non-commutative user op through MPI_Reduce, Reduce_scatter(_block),
+// Gather of a vector type, Scatter of long, Alltoallv/w, and MPI's errors
+// for MPI_IN_PLACE and a bad root.
+both_ways_split!(intercoll_np5, "c/intercoll.c", 3, 2);
+both_ways_split!(intercoll_np8, "c/intercoll.c", 4, 4);

@@ -58,6 +58,7 @@ unsafe fn exchange(
 ///
 /// # Safety
 /// As `MPI_Alltoall`.
+#[allow(clippy::too_many_arguments)] // MPI's own
 pub(crate) unsafe fn alltoall(
     bc: &BridgeComm,
     sendbuf: *const c_void,

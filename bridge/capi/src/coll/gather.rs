@@ -61,6 +61,7 @@ unsafe fn local_gather(
 ///
 /// # Safety
 /// As `MPI_Gather`.
+#[allow(clippy::too_many_arguments)] // MPI's own
 pub(crate) unsafe fn gather(
     bc: &BridgeComm,
     sendbuf: *const c_void,
@@ -110,6 +111,7 @@ pub(crate) unsafe fn gather(
 ///
 /// # Safety
 /// As `MPI_Allgather`.
+#[allow(clippy::too_many_arguments)] // MPI's own
 pub(crate) unsafe fn allgather(
     bc: &BridgeComm,
     sendbuf: *const c_void,

@@ -25,6 +25,7 @@ use crate::state::BridgeComm;
 /// # Safety
 /// As `MPI_Reduce`: `sendbuf` holds `count` elements in the group without
 /// the root, `recvbuf` has room for them at the root.
+#[allow(clippy::too_many_arguments)] // MPI's own
 pub(crate) unsafe fn reduce(
     bc: &BridgeComm,
     sendbuf: *const c_void,

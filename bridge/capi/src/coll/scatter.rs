@@ -17,6 +17,7 @@ use crate::state::BridgeComm;
 ///
 /// # Safety
 /// As `MPI_Scatter`.
+#[allow(clippy::too_many_arguments)] // MPI's own
 pub(crate) unsafe fn scatter(
     bc: &BridgeComm,
     sendbuf: *const c_void,

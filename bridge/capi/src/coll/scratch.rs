@@ -61,7 +61,7 @@ fn bounds(dt: MPI_Datatype, true_bounds: bool) -> Result<(i64, i64), BridgeError
     if rc != 0 {
         return Err(BridgeError::InvalidArgument("invalid datatype".into()));
     }
-    Ok((lb as i64, extent as i64))
+    Ok((lb, extent))
 }
 
 /// `base + elements * extent`, checked.
