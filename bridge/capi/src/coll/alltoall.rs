@@ -7,8 +7,8 @@ use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::BridgeError;
 
+use super::common::{check_not_in_place, code, deliver, elements, message, with_local};
 use super::scratch::{extent, offset_by};
-use super::{check_not_in_place, code, deliver, elements, message, with_local};
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};

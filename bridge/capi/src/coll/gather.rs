@@ -11,11 +11,11 @@ use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 
-use super::scratch::Scratch;
-use super::{
+use super::common::{
     check_not_in_place, code, deliver, elements, made, outcome, role_or_raise, times, with_local,
     Role,
 };
+use super::scratch::Scratch;
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};

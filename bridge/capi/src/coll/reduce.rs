@@ -11,10 +11,10 @@ use std::ffi::{c_int, c_void};
 use mpi::ffi;
 use mpi::raw::AsRaw;
 
-use super::scratch::Scratch;
-use super::{
+use super::common::{
     check_not_in_place, code, deliver, elements, made, outcome, role_or_raise, with_local, Role,
 };
+use super::scratch::Scratch;
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
@@ -172,7 +172,7 @@ pub(crate) unsafe fn reduce_scatter_block(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Reduce_scatter_block";
-    let n = match elements(recvcount).and_then(|n| super::times(n, bc.inter.local_size())) {
+    let n = match elements(recvcount).and_then(|n| super::common::times(n, bc.inter.local_size())) {
         Ok(total) => total,
         Err(e) => return errors::fail(comm, CALL, &e),
     };

@@ -5,7 +5,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{
+use super::common::{
     check_not_in_place, code, deliver, elements, message, role_or_raise, times, with_local, Role,
 };
 use crate::datatype;
