@@ -38,6 +38,12 @@ pub(super) const TAG_ALLGATHER: i32 = 7;
 pub(super) const TAG_ALLTOALL: i32 = 8;
 /// Tag of the leaders' messages of `reduce_scatter` (and its block form).
 pub(super) const TAG_REDUCE_SCATTER: i32 = 9;
+/// Tag of the personal messages of `gatherv`.
+pub(super) const TAG_GATHERV: i32 = 10;
+/// Tag of the personal messages of `scatterv`.
+pub(super) const TAG_SCATTERV: i32 = 11;
+/// Tag of the messages of `allgatherv` to the remote leader.
+pub(super) const TAG_ALLGATHERV: i32 = 12;
 
 /// Added to an operation's tag for the empty notice a process sends in
 /// place of its data when its own part failed, so that the receiver

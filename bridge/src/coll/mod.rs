@@ -22,12 +22,14 @@
 //! collectives cannot mix either.
 
 mod allgather_inter_local_gather_remote_bcast;
+mod allgatherv_inter_remote_gather_local_bcast;
 mod allreduce_inter_reduce_exchange_bcast;
 mod alltoall_inter_pairwise_exchange;
 mod barrier_inter_leaders;
 mod bcast_inter_remote_send_local_bcast;
 mod common;
 mod gather_inter_local_gather_remote_send;
+mod gatherv_inter_linear;
 mod reduce_inter_local_reduce_remote_send;
 mod reduce_scatter_inter_remote_reduce_local_scatter;
 mod scatter_inter_remote_send_local_scatter;
@@ -217,6 +219,48 @@ impl InterComm {
         reduce_scatter_inter_remote_reduce_local_scatter::reduce_scatter(
             self, local, reduced, counts, max_bytes,
         )
+    }
+
+    /// `MPI_Gatherv`, a rank of the group without the root: its block to
+    /// remote rank `root`.
+    pub fn gatherv_send(&self, root: u32, msg: Result<Message<'_>>) -> Result<()> {
+        check_root(self, root)?;
+        gatherv_inter_linear::send_to_root(self, root, common::TAG_GATHERV, msg)
+    }
+
+    /// `MPI_Gatherv` at the root (`MPI_ROOT`): the block of every remote
+    /// rank j (at most `capacity(j)` bytes) to `deliver(j, bytes, status)`.
+    pub fn gatherv_recv(
+        &self,
+        capacity: impl Fn(u32) -> Result<usize>,
+        deliver: impl FnMut(u32, Vec<u8>, Status) -> Result<()>,
+    ) -> Result<()> {
+        gatherv_inter_linear::recv_from_each(self, common::TAG_GATHERV, capacity, deliver)
+    }
+
+    /// `MPI_Scatterv` at the root (`MPI_ROOT`): `block(j)` to every remote rank j.
+    pub fn scatterv_send<'a>(&self, block: impl FnMut(u32) -> Result<Message<'a>>) -> Result<()> {
+        gatherv_inter_linear::send_to_each(self, common::TAG_SCATTERV, block)
+    }
+
+    /// `MPI_Scatterv` in the receiving group: this rank's block from remote
+    /// rank `root` (at most `max_bytes`).
+    pub fn scatterv_recv(&self, root: u32, max_bytes: usize) -> Result<(Vec<u8>, Status)> {
+        check_root(self, root)?;
+        gatherv_inter_linear::recv_from_root(self, root, common::TAG_SCATTERV, max_bytes)
+    }
+
+    /// `MPI_Allgatherv`: this rank's block goes to the other group; returns
+    /// the block of every remote rank in rank order (the leader takes at
+    /// most `capacity(j)` bytes from remote rank j).
+    pub fn allgatherv_bytes<C: Communicator>(
+        &self,
+        local: &C,
+        mine: Result<Message<'_>>,
+        capacity: impl Fn(u32) -> Result<usize>,
+    ) -> Result<Vec<(Vec<u8>, Status)>> {
+        check_local(self, local)?;
+        allgatherv_inter_remote_gather_local_bcast::allgatherv(self, local, mine, capacity)
     }
 
     /// `MPI_Alltoall` (v, w): `block(j)` is this rank's message for remote

@@ -7,15 +7,14 @@ use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::BridgeError;
 
-use super::common::{check_not_in_place, code, deliver, elements, message, with_local};
+use super::common::{
+    check_not_in_place, code, deliver, elements, entry, message, v_block, with_local, Block,
+};
 use super::scratch::{extent, offset_by};
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::BridgeComm;
-
-/// Where a block lies: its address, element count and datatype.
-type Block = (*const c_void, usize, MPI_Datatype);
 
 /// The exchange: `send(j)` is the block for remote rank j, `recv(j)` where
 /// remote rank j's block goes.
@@ -88,19 +87,6 @@ pub(crate) unsafe fn alltoall(
     }
 }
 
-/// The i-th entry of a per-remote-rank array of the program's.
-///
-/// # Safety
-/// `a` is null or has an entry per remote rank.
-unsafe fn entry<T: Copy>(a: *const T, i: usize, what: &str) -> Result<T, BridgeError> {
-    if a.is_null() {
-        return Err(BridgeError::InvalidArgument(format!("{what} is NULL")));
-    }
-    // SAFETY: one entry per remote rank (this function's contract; the
-    // exchange asks only for remote ranks).
-    Ok(unsafe { *a.add(i) })
-}
-
 /// `MPI_Alltoallv` on an Isthmus communicator.
 ///
 /// # Safety
@@ -119,17 +105,8 @@ pub(crate) unsafe fn alltoallv(
     comm: MPI_Comm,
 ) -> c_int {
     let block = |base: *const c_void, counts: *const c_int, displs: *const c_int, dt| {
-        move |j: usize| -> Result<Block, BridgeError> {
-            // SAFETY: an entry per remote rank (MPI_Alltoallv's contract).
-            let (c, d) = unsafe {
-                (
-                    entry(counts, j, "a counts array")?,
-                    entry(displs, j, "a displacements array")?,
-                )
-            };
-            let d = elements(d)?;
-            Ok((offset_by(base, extent(dt)?, Some(d))?, elements(c)?, dt))
-        }
+        // SAFETY: an entry per remote rank (MPI_Alltoallv's contract).
+        move |j: usize| unsafe { v_block(base, counts, displs, dt, j) }
     };
     // SAFETY: MPI_Alltoallv's contract.
     unsafe {

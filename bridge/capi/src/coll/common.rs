@@ -14,6 +14,8 @@ use crate::errors;
 use crate::mpi_glue::{proc_null, MPI_Comm, MPI_Datatype};
 use crate::state::BridgeComm;
 
+use super::scratch::{extent, offset_by};
+
 /// Runs `f` with the bridge communicator's native local side; an MPI
 /// failure to make it is raised on `comm`.
 pub(super) fn with_local(
@@ -179,4 +181,43 @@ pub(super) fn role(bc: &BridgeComm, root: c_int) -> Option<Role> {
         .ok()
         .filter(|r| *r < bc.inter.remote_size())
         .map(Role::From)
+}
+
+/// The i-th entry of a per-remote-rank array of the program's.
+///
+/// # Safety
+/// `a` is null or has an entry per remote rank.
+pub(super) unsafe fn entry<T: Copy>(a: *const T, i: usize, what: &str) -> Result<T, BridgeError> {
+    if a.is_null() {
+        return Err(BridgeError::InvalidArgument(format!("{what} is NULL")));
+    }
+    // SAFETY: one entry per remote rank (this function's contract; the
+    // exchange asks only for remote ranks).
+    Ok(unsafe { *a.add(i) })
+}
+
+/// Where a block lies: its address, element count and datatype.
+pub(super) type Block = (*const c_void, usize, MPI_Datatype);
+
+/// Block `j` of a v-form buffer: `counts[j]` elements of `dt` at
+/// `base + displs[j] * extent(dt)`.
+///
+/// # Safety
+/// `counts` and `displs` are null or have an entry `j`.
+pub(super) unsafe fn v_block(
+    base: *const c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    dt: MPI_Datatype,
+    j: usize,
+) -> Result<Block, BridgeError> {
+    // SAFETY: forwarded from this function's contract.
+    let (c, d) = unsafe {
+        (
+            entry(counts, j, "a counts array")?,
+            entry(displs, j, "a displacements array")?,
+        )
+    };
+    let at = offset_by(base, extent(dt)?, Some(elements(d)?))?;
+    Ok((at, elements(c)?, dt))
 }

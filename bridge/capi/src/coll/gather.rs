@@ -3,7 +3,9 @@
 //! datatypes: the leader gathers `sendcount` elements of its `sendtype`
 //! from each rank, which MPI's type matching allows), and the leader's one
 //! message crosses — to the root (gather), or to the other leader, which
-//! broadcasts it in its job (allgather).
+//! broadcasts it in its job (allgather). The v forms send each block
+//! straight to where it goes: to the root (gatherv), or to the other
+//! group's leader, which broadcasts the blocks in its job (allgatherv).
 
 use std::ffi::{c_int, c_void};
 
@@ -12,8 +14,8 @@ use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 
 use super::common::{
-    check_not_in_place, code, deliver, elements, made, outcome, role_or_raise, times, with_local,
-    Role,
+    check_not_in_place, code, deliver, elements, made, message, outcome, role_or_raise, times,
+    v_block, with_local, Role,
 };
 use super::scratch::Scratch;
 use crate::datatype;
@@ -145,5 +147,100 @@ pub(crate) unsafe fn allgather(
         let got = got.map_err(fail)?;
         // SAFETY: recvbuf has room for `recvcount` elements per remote rank.
         unsafe { deliver(got, recvbuf, n, recvtype) }.map_err(fail)
+    }))
+}
+
+/// `MPI_Gatherv` on an Isthmus communicator: each rank of the other
+/// group sends its block straight to the root, which decodes block j into
+/// `recvcounts[j]` elements at `displs[j]`.
+///
+/// # Safety
+/// As `MPI_Gatherv`: at the root the arrays have an entry per remote rank.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn gatherv(
+    bc: &BridgeComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    const CALL: &str = "MPI_Gatherv";
+    let fail = |e| errors::fail(comm, CALL, &e);
+    code(with_local(bc, comm, |_| {
+        check_not_in_place(comm, CALL, &[sendbuf, recvbuf])?;
+        match role_or_raise(bc, comm, root, CALL)? {
+            Role::Idle => Ok(()),
+            Role::Root => {
+                // SAFETY: an entry per remote rank (MPI_Gatherv's contract).
+                let block =
+                    |j: u32| unsafe { v_block(recvbuf, recvcounts, displs, recvtype, j as usize) };
+                bc.inter
+                    .gatherv_recv(
+                        |j| block(j).and_then(|(_, n, dt)| datatype::capacity_bytes(n, dt)),
+                        |j, bytes, st| {
+                            let (at, n, dt) = block(j)?;
+                            // SAFETY: the root's block j has room for its count.
+                            unsafe { deliver((bytes, st), at as *mut c_void, n, dt) }
+                        },
+                    )
+                    .map_err(fail)
+            }
+            Role::From(root) => {
+                // SAFETY: sendbuf holds `sendcount` elements.
+                let msg =
+                    elements(sendcount).and_then(|n| unsafe { message(sendbuf, n, sendtype) });
+                bc.inter.gatherv_send(root, msg).map_err(fail)
+            }
+        }
+    }))
+}
+
+/// `MPI_Allgatherv` on an Isthmus communicator: `recvbuf` gets the block
+/// of every rank j of the other group, `recvcounts[j]` elements at `displs[j]`.
+///
+/// # Safety
+/// As `MPI_Allgatherv`: the arrays have an entry per remote rank.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn allgatherv(
+    bc: &BridgeComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    const CALL: &str = "MPI_Allgatherv";
+    let fail = |e| errors::fail(comm, CALL, &e);
+    code(with_local(bc, comm, |local| {
+        check_not_in_place(comm, CALL, &[sendbuf, recvbuf])?;
+        // SAFETY: an entry per remote rank (MPI_Allgatherv's contract).
+        let block = |j: usize| unsafe { v_block(recvbuf, recvcounts, displs, recvtype, j) };
+        // SAFETY: sendbuf holds `sendcount` elements.
+        let msg = elements(sendcount).and_then(|n| unsafe { message(sendbuf, n, sendtype) });
+        let blocks = bc
+            .inter
+            .allgatherv_bytes(local, msg, |j| {
+                block(j as usize).and_then(|(_, n, dt)| datatype::capacity_bytes(n, dt))
+            })
+            .map_err(fail)?;
+        let mut first = Ok(());
+        for (j, got) in blocks.into_iter().enumerate() {
+            let r = block(j).and_then(|(at, n, dt)| {
+                // SAFETY: block j has room for its count.
+                unsafe { deliver(got, at as *mut c_void, n, dt) }
+            });
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first.map_err(fail)
     }))
 }

@@ -40,9 +40,9 @@ use crate::state::BridgeComm;
 use common::{code, deliver, elements, message, role_or_raise, with_local, Role};
 
 pub(crate) use alltoall::{alltoall, alltoallv, alltoallw};
-pub(crate) use gather::{allgather, gather};
+pub(crate) use gather::{allgather, allgatherv, gather, gatherv};
 pub(crate) use reduce::{allreduce, reduce, reduce_scatter, reduce_scatter_block};
-pub(crate) use scatter::scatter;
+pub(crate) use scatter::{scatter, scatterv};
 
 /// `MPI_Barrier` on an Isthmus communicator.
 ///

@@ -7,6 +7,7 @@
  *   order), the root on each side in turn (MPI_ROOT / MPI_PROC_NULL);
  * - MPI_Reduce_scatter_block and MPI_Reduce_scatter (uneven counts);
  * - MPI_Gather from a derived type (vector) into ints, MPI_Scatter of long;
+ * - MPI_Gatherv, MPI_Scatterv (long at its extremes), MPI_Allgatherv;
  * - MPI_Alltoallv (uneven counts and displacements), MPI_Alltoallw (a
  *   vector type one side, ints the other, byte displacements);
  * - MPI_IN_PLACE and a root of neither group: MPI's errors, no hang.
@@ -201,6 +202,51 @@ int main(int argc, char **argv)
                        r[0], r[1]);
             free(s);
         }
+    }
+    /* Gatherv, Scatterv, Allgatherv: rank j's block has min(j + 1, 3)
+     * elements, placed at 4 * j. */
+    {
+        int *rc = malloc(rsize * sizeof(int)), *rd = malloc(rsize * sizeof(int));
+        for (int j = 0; j < rsize; j++) {
+            rc[j] = j + 1 > 3 ? 3 : j + 1;
+            rd[j] = 4 * j;
+        }
+        int mycount = rank + 1 > 3 ? 3 : rank + 1;
+        for (int rootside = 0; rootside < 2; rootside++) {
+            int mine = (rootside == 0) == left;
+            int s[3], *r = calloc(4 * rsize, sizeof(int));
+            for (int k = 0; k < 3; k++)
+                s[k] = 10 * rank + k;
+            int root = mine ? (rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+            OK(MPI_Gatherv(s, mycount, MPI_INT, r, rc, rd, MPI_INT, root, comm));
+            if (mine && rank == 0)
+                for (int j = 0; j < rsize; j++)
+                    for (int k = 0; k < rc[j]; k++)
+                        EXPECT(r[rd[j] + k] == 10 * j + k, "gatherv from %d [%d] = %d", j, k,
+                               r[rd[j] + k]);
+            free(r);
+            long *ls = calloc(4 * rsize, sizeof(long)), lr[3] = {0, 0, 0};
+            for (int j = 0; j < rsize; j++)
+                for (int k = 0; k < rc[j]; k++)
+                    ls[rd[j] + k] = LONG_MIN + 10 * j + k;
+            root = mine ? (last ? MPI_ROOT : MPI_PROC_NULL) : rlast;
+            OK(MPI_Scatterv(ls, rc, rd, MPI_LONG, lr, mycount, MPI_LONG, root, comm));
+            if (!mine)
+                for (int k = 0; k < mycount; k++)
+                    EXPECT(lr[k] == LONG_MIN + 10 * rank + k, "scatterv [%d] = %ld", k, lr[k]);
+            free(ls);
+        }
+        double ds[3], *dr = calloc(4 * rsize, sizeof(double));
+        for (int k = 0; k < 3; k++)
+            ds[k] = k == 0 ? -DBL_MAX : 10 * rank + k + 0.25;
+        OK(MPI_Allgatherv(ds, mycount, MPI_DOUBLE, dr, rc, rd, MPI_DOUBLE, comm));
+        for (int j = 0; j < rsize; j++)
+            for (int k = 0; k < rc[j]; k++)
+                EXPECT(dr[rd[j] + k] == (k == 0 ? -DBL_MAX : 10 * j + k + 0.25),
+                       "allgatherv from %d [%d] = %g", j, k, dr[rd[j] + k]);
+        free(dr);
+        free(rc);
+        free(rd);
     }
     /* Alltoallv: to remote rank j, j + 1 ints (my rank * 100 + j + k), at
      * displacements 3 * j; from remote rank j, rank + 1 ints at 4 * j. */
