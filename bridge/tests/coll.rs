@@ -212,7 +212,7 @@ fn allreduce_leaders_exchange_rendezvous_sized_results_both_ways() {
 
 #[test]
 fn a_failed_part_is_an_error_at_the_receiver_and_the_next_collective_works() {
-    let (_ea, _eb, a, b, la, lb) = pair(0xc011_0011);
+    let (_ea, _eb, a, b, la, _lb) = pair(0xc011_0011);
     // The gathering leader could not make its message (say its native step
     // failed): the root gets an error naming the sender, not a wait.
     let failed = Err(BridgeError::InvalidArgument("native gather failed".into()));
