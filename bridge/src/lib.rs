@@ -213,7 +213,7 @@ mod vm;
 mod wire;
 
 pub use address::{Locality, Route, Transport};
-pub use coll::BcastRole;
+pub use coll::{BcastRole, Message as CollMessage};
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE, DEFAULT_ADMISSION_TIMEOUT,

@@ -176,3 +176,125 @@ fn untyped_bcast_larger_than_the_receivers_room_is_a_truncation() {
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
 }
+
+/// `values` as the message of a collective (u32 elements).
+fn msg(values: &[u32]) -> CollMessage<'static> {
+    CollMessage {
+        sig: u32::type_sig().unwrap(),
+        count: values.len() as u64,
+        bytes: u32::encode(values).unwrap().into_owned().into(),
+    }
+}
+
+/// The u32 elements of a received collective message.
+fn values(got: &(Vec<u8>, Status)) -> Vec<u32> {
+    let mut out = vec![0u32; got.1.count as usize];
+    u32::decode_into(got.1.format, &got.0, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn allreduce_leaders_exchange_rendezvous_sized_results_both_ways() {
+    // Both leaders send before they receive: large messages (rendezvous)
+    // must not wait for each other.
+    let (_ea, _eb, a, b, la, lb) = pair(0xc011_0010);
+    let big = |k: u32| (0..300_000u32).map(|i| i ^ k).collect::<Vec<u32>>();
+    let (va, vb) = (big(0xa5a5), big(0x5a5a));
+    let ma = msg(&va);
+    let other = std::thread::spawn(move || a.allreduce_bytes(la.comm(), Some(Ok(ma)), 1_200_000));
+    let got_b = b
+        .allreduce_bytes(lb.comm(), Some(Ok(msg(&vb))), 1_200_000)
+        .unwrap();
+    let got_a = other.join().unwrap().unwrap();
+    assert!(values(&got_b) == va, "b did not get a's result");
+    assert!(values(&got_a) == vb, "a did not get b's result");
+}
+
+#[test]
+fn a_failed_part_is_an_error_at_the_receiver_and_the_next_collective_works() {
+    let (_ea, _eb, a, b, la, _lb) = pair(0xc011_0011);
+    // The gathering leader could not make its message (say its native step
+    // failed): the root gets an error naming the sender, not a wait.
+    let failed = Err(BridgeError::InvalidArgument("native gather failed".into()));
+    let sender = std::thread::spawn(move || (a.gather_send(la.comm(), 0, Some(failed)), a, la));
+    match b.gather_recv(64) {
+        Err(BridgeError::Protocol(m)) => assert!(m.contains("remote rank 0"), "{m}"),
+        other => panic!("expected Protocol, got {other:?}"),
+    }
+    let (sent, a, la) = sender.join().unwrap();
+    assert!(
+        matches!(sent, Err(BridgeError::InvalidArgument(_))),
+        "{sent:?}"
+    );
+    // Nothing stale is left: the next collective carries its own data.
+    let sender = std::thread::spawn(move || a.reduce_send(la.comm(), 0, Some(Ok(msg(&[1, 2, 3])))));
+    assert_eq!(values(&b.reduce_recv(64).unwrap()), [1, 2, 3]);
+    sender.join().unwrap().unwrap();
+}
+
+#[test]
+fn collectives_called_in_different_orders_are_an_error_not_a_wrong_value() {
+    let (_ea, _eb, a, b, la, _lb) = pair(0xc011_0012);
+    let sender = std::thread::spawn(move || a.reduce_send(la.comm(), 0, Some(Ok(msg(&[5])))));
+    match b.gather_recv(64) {
+        Err(BridgeError::Protocol(m)) => assert!(m.contains("same order"), "{m}"),
+        other => panic!("expected Protocol, got {other:?}"),
+    }
+    sender.join().unwrap().unwrap();
+}
+
+#[test]
+fn scatter_shares_the_roots_message_and_reduce_scatter_checks_the_split() {
+    let (_ea, _eb, a, b, la, lb) = pair(0xc011_0013);
+    // One receiving rank: its share is the whole message, with its status.
+    let root = std::thread::spawn(move || (a.scatter_send(Ok(msg(&[4, 5, 6]))), a));
+    let got = b.scatter_recv(lb.comm(), 0, 64).unwrap();
+    assert_eq!(
+        (values(&got), got.1.count, got.1.bytes),
+        (vec![4, 5, 6], 3, 12)
+    );
+    let (sent, a) = root.join().unwrap();
+    sent.unwrap();
+    // Counts that do not add up to the other group's result: an error
+    // naming both numbers, not a short or shifted share.
+    let other = std::thread::spawn(move || {
+        a.reduce_scatter_bytes(la.comm(), Some(Ok(msg(&[1, 2]))), None, 64)
+            .map(|got| values(&got))
+    });
+    match b.reduce_scatter_bytes(lb.comm(), Some(Ok(msg(&[7, 8]))), Some(&[3]), 64) {
+        Err(BridgeError::InvalidArgument(m)) => {
+            assert!(m.contains("2 elements") && m.contains("add up to 3"), "{m}")
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    assert_eq!(other.join().unwrap().unwrap(), [7, 8]);
+}
+
+#[test]
+fn personalized_blocks_cross_once_each_way() {
+    let (_ea, _eb, a, b, la, lb) = pair(0xc011_0014);
+    let side = |ic: InterComm, local: Local, mine: u32| {
+        move || {
+            let mut got = Vec::new();
+            ic.alltoall_bytes(
+                |_| Ok(msg(&[mine, mine + 1])),
+                |_| Ok(8),
+                |j, bytes, st| {
+                    got.push((j, values(&(bytes, st))));
+                    Ok(())
+                },
+            )
+            .unwrap();
+            let all = ic
+                .allgatherv_bytes(local.comm(), Ok(msg(&[mine; 3])), |_| Ok(12))
+                .unwrap();
+            (got, all.iter().map(values).collect::<Vec<_>>())
+        }
+    };
+    let other = std::thread::spawn(side(a, la, 10));
+    let (got_b, all_b) = side(b, lb, 20)();
+    let (got_a, all_a) = other.join().unwrap();
+    assert_eq!(got_a, [(0, vec![20, 21])]);
+    assert_eq!(got_b, [(0, vec![10, 11])]);
+    assert_eq!((all_a, all_b), (vec![vec![20; 3]], vec![vec![10; 3]]));
+}

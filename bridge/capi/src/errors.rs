@@ -158,8 +158,8 @@ pub fn refuse(comm: MPI_Comm, call: &str) -> c_int {
     let c = code(
         Class::Refused,
         &format!(
-            "{call} is not supported on an Isthmus intercommunicator (only point-to-point calls, \
-             communicator management, MPI_Barrier and MPI_Bcast are; see ARCHITECTURE.md)"
+            "{call} is not supported on an Isthmus intercommunicator (point-to-point calls, \
+             communicator management and the blocking collectives from C are; see ARCHITECTURE.md)"
         ),
     );
     raise(comm, c)

@@ -140,7 +140,7 @@ fn refused_calls_fail_with_a_message_naming_them() {
     let (oa, _) = both_pass("refused", OMPI, MPICH);
     let out = String::from_utf8_lossy(&oa.stdout);
     for call in [
-        "MPI_Gather",
+        "MPI_Igather",
         "MPI_Ibcast",
         "MPI_Intercomm_merge",
         "MPI_Win_create",

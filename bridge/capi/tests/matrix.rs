@@ -71,11 +71,11 @@ fn datatypes(a: Mpi, b: Mpi) -> Result<(), String> {
 }
 
 fn icsend(a: Mpi, b: Mpi) -> Result<(), String> {
-    run_conformance("pt2pt/icsend.c", 2, a, b, &[])
+    run_conformance("pt2pt/icsend.c", (2, 2), (a, b), &[])
 }
 
 fn icbcast(a: Mpi, b: Mpi) -> Result<(), String> {
-    run_conformance("coll/icbcast.c", 2, a, b, &[])
+    run_conformance("coll/icbcast.c", (2, 2), (a, b), &[])
 }
 
 const SMOKE: [(&str, Smoke); 4] = [

@@ -17,12 +17,12 @@ use mpi::collective::Root;
 use mpi::datatype::Equivalence;
 use mpi::topology::Communicator;
 
-use super::common::{BcastRole, TAG_BCAST};
+use super::common::{
+    recv_checked, send_or_notice, share_received, BcastRole, Message, Share, TAG_BCAST,
+};
 use crate::error::{BridgeError, Result};
-use crate::format::WireFormat;
 use crate::intercomm::{recv_typed_on, send_typed_on, InterComm};
 use crate::matching::{Source, Status, Tag};
-use crate::wire::TypeSig;
 
 /// What the leader broadcasts when it could not receive the root's message.
 const LEADER_FAILED: u64 = u64::MAX;
@@ -71,110 +71,21 @@ where
     Ok(())
 }
 
-/// The root's side of the untyped broadcast: its encoded message, to the
-/// other group's leader.
-pub(super) fn bcast_send_bytes(
-    ic: &InterComm,
-    sig: &TypeSig,
-    count: u64,
-    payload: &[u8],
-) -> Result<()> {
-    ic.coll_channel().send(0, TAG_BCAST, sig, count, payload)
+/// The root's side of the untyped broadcast: its encoded message (or, if
+/// encoding it failed, the failure notice) to the other group's leader.
+pub(super) fn bcast_send(ic: &InterComm, msg: Result<Message<'_>>) -> Result<()> {
+    send_or_notice(ic, 0, TAG_BCAST, msg)
 }
 
-/// How the leader's receive went, first word of the header it broadcasts.
-const HEADER_OK: u64 = 0;
-const HEADER_TRUNCATED: u64 = 1;
-
 /// A receiving rank's side of the untyped broadcast from remote rank
-/// `root`: the leader receives the root's message (at most `max_bytes`),
-/// broadcasts what it got (outcome, element count, byte length, signature,
-/// format), then the bytes; every rank returns them with the message's
-/// status, for the caller to check against its own type and decode. A
-/// failure at the leader is an error at every rank (a truncation as a
-/// truncation), never a rank left waiting.
+/// `root`: the leader receives the root's message (at most `max_bytes`)
+/// and hands it whole to every rank of its job (see `share_received`).
 pub(super) fn bcast_recv_bytes<C: Communicator>(
     ic: &InterComm,
     local: &C,
     root: u32,
     max_bytes: usize,
 ) -> Result<(Vec<u8>, Status)> {
-    let mut header = [LEADER_FAILED, 0, 0, 0, 0];
-    let mut got = None;
-    let mut result = Ok(());
-    if ic.rank() == 0 {
-        let r = ic
-            .coll_channel()
-            .irecv(Source::Rank(root), Tag::Value(TAG_BCAST), None, max_bytes)
-            .and_then(|req| req.wait());
-        header = match &r {
-            // The native broadcast of the bytes counts in a C int.
-            Ok((bytes, _)) if i32::try_from(bytes.len()).is_err() => LEADER_FAILED_HEADER,
-            Ok((_, st)) => [
-                HEADER_OK,
-                st.count,
-                st.bytes,
-                st.signature,
-                u64::from(st.format.to_u8()),
-            ],
-            Err(BridgeError::Truncated { message_bytes, .. }) => {
-                [HEADER_TRUNCATED, 0, *message_bytes, 0, 0]
-            }
-            Err(_) => LEADER_FAILED_HEADER,
-        };
-        match r {
-            Ok(m) if header[0] == HEADER_OK => got = Some(m),
-            Ok(_) => {
-                result = Err(BridgeError::InvalidArgument(
-                    "bcast: a message of 2 GiB or more cannot be broadcast in the job".into(),
-                ))
-            }
-            Err(e) => result = Err(e),
-        }
-    }
-    let leader = local.process_at_rank(0);
-    leader.broadcast_into(&mut header[..]);
-    result?;
-    match header[0] {
-        HEADER_OK => {}
-        HEADER_TRUNCATED => {
-            return Err(BridgeError::Truncated {
-                message_bytes: header[2],
-                buffer_bytes: max_bytes as u64,
-            })
-        }
-        _ => {
-            return Err(BridgeError::Protocol(format!(
-                "bcast: this job's leader could not receive the message of remote root {root}"
-            )))
-        }
-    }
-    let format =
-        WireFormat::from_u8(u8::try_from(header[4]).unwrap_or(u8::MAX)).ok_or_else(|| {
-            BridgeError::Protocol(format!("bcast: unknown wire format {}", header[4]))
-        })?;
-    let (mut bytes, st) = match got {
-        Some(m) => m,
-        None => {
-            let len = usize::try_from(header[2]).map_err(|_| {
-                BridgeError::Protocol(format!("bcast: {} bytes do not fit memory", header[2]))
-            })?;
-            let st = Status {
-                source: root,
-                tag: TAG_BCAST,
-                count: header[1],
-                bytes: header[2],
-                signature: header[3],
-                format,
-            };
-            (vec![0u8; len], st)
-        }
-    };
-    if header[2] > 0 {
-        leader.broadcast_into(&mut bytes[..]);
-    }
-    Ok((bytes, st))
+    let got = (ic.rank() == 0).then(|| recv_checked(ic, root, TAG_BCAST, max_bytes));
+    share_received(local, root, got, max_bytes, Share::Whole, "bcast")
 }
-
-/// The header the leader broadcasts when its receive failed.
-const LEADER_FAILED_HEADER: [u64; 5] = [LEADER_FAILED, 0, 0, 0, 0];

@@ -1,11 +1,54 @@
 //! What the collective algorithms share: the tags they use on an
-//! intercomm's collective context (one per operation) and the roles a
-//! process can have in a rooted operation.
+//! intercomm's collective context (one per operation), the roles a process
+//! can have in a rooted operation, and the steps the local–global–local
+//! algorithms are made of — a message (or a failure notice) over the
+//! bridge, a receive that tells a failed sender from data, a leader's
+//! outcome shared with its job, and a leader's received message handed to
+//! every rank of its job (whole, or a share each).
+
+use std::borrow::Cow;
+
+use mpi::collective::Root;
+use mpi::datatype::Partition;
+use mpi::topology::Communicator;
+use mpi::Count;
+
+use crate::error::{BridgeError, Result};
+use crate::format::WireFormat;
+use crate::intercomm::InterComm;
+use crate::matching::{Source, Status, Tag};
+use crate::request::SendRequest;
+use crate::wire::TypeSig;
 
 /// Tag of the leaders' messages of `barrier`.
 pub(super) const TAG_BARRIER: i32 = 1;
 /// Tag of the root's message of `bcast`.
 pub(super) const TAG_BCAST: i32 = 2;
+/// Tag of the sending leader's message of `gather`.
+pub(super) const TAG_GATHER: i32 = 3;
+/// Tag of the root's message of `scatter`.
+pub(super) const TAG_SCATTER: i32 = 4;
+/// Tag of the sending leader's message of `reduce`.
+pub(super) const TAG_REDUCE: i32 = 5;
+/// Tag of the leaders' messages of `allreduce`.
+pub(super) const TAG_ALLREDUCE: i32 = 6;
+/// Tag of the leaders' messages of `allgather`.
+pub(super) const TAG_ALLGATHER: i32 = 7;
+/// Tag of the personal messages of `alltoall` (and its v and w forms).
+pub(super) const TAG_ALLTOALL: i32 = 8;
+/// Tag of the leaders' messages of `reduce_scatter` (and its block form).
+pub(super) const TAG_REDUCE_SCATTER: i32 = 9;
+/// Tag of the personal messages of `gatherv`.
+pub(super) const TAG_GATHERV: i32 = 10;
+/// Tag of the personal messages of `scatterv`.
+pub(super) const TAG_SCATTERV: i32 = 11;
+/// Tag of the messages of `allgatherv` to the remote leader.
+pub(super) const TAG_ALLGATHERV: i32 = 12;
+
+/// Added to an operation's tag for the empty notice a process sends in
+/// place of its data when its own part failed, so that the receiver
+/// returns an error instead of waiting for data that will never come.
+const NOTICE: i32 = 1 << 16;
 
 /// A process's part in an intercommunicator broadcast (MPI's `root`
 /// argument: `MPI_ROOT`, `MPI_PROC_NULL`, or a rank of the remote group).
@@ -21,4 +64,306 @@ pub enum BcastRole {
         /// The root's rank in the remote group.
         root: u32,
     },
+}
+
+/// A message encoded by the caller as a point-to-point send takes it:
+/// `count` elements of signature `sig` in `bytes`.
+#[derive(Debug, Clone)]
+pub struct Message<'a> {
+    /// The elements' type signature and wire format.
+    pub sig: TypeSig,
+    /// Number of elements.
+    pub count: u64,
+    /// The encoded elements.
+    pub bytes: Cow<'a, [u8]>,
+}
+
+/// How a leader hands the message it received to the ranks of its job.
+#[derive(Debug, Clone, Copy)]
+pub enum Share<'a> {
+    /// Every rank gets the whole message (bcast, allgather, allreduce).
+    Whole,
+    /// Rank i gets the i-th of equal shares (scatter, reduce_scatter_block).
+    Even,
+    /// Rank i gets the next `counts[i]` elements (reduce_scatter).
+    Counts(&'a [u64]),
+}
+
+/// Starts sending `msg` to remote rank `dest`, or, when the caller's part
+/// failed (`msg` is an error), the failure notice in its place; the
+/// caller's error is returned then, once the notice is on its way.
+pub(super) fn isend_or_notice(
+    ic: &InterComm,
+    dest: u32,
+    tag: i32,
+    msg: Result<Message<'_>>,
+) -> Result<SendRequest> {
+    let ch = ic.coll_channel();
+    match msg {
+        Ok(m) => ch.isend(dest, tag, &m.sig, m.count, m.bytes),
+        Err(e) => {
+            let sig = TypeSig {
+                signature: 0,
+                format: WireFormat::native(),
+                elem_size: 0,
+            };
+            // Best effort: the caller's own error is the one to report.
+            if let Ok(sent) = ch.isend(dest, tag + NOTICE, &sig, 0, Cow::Borrowed(&[])) {
+                let _ = sent.wait();
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Sends `msg` (or the failure notice, see [`isend_or_notice`]) to remote rank `dest`.
+pub(super) fn send_or_notice(
+    ic: &InterComm,
+    dest: u32,
+    tag: i32,
+    msg: Result<Message<'_>>,
+) -> Result<()> {
+    isend_or_notice(ic, dest, tag, msg)?.wait()
+}
+
+/// Receives the message of remote rank `source` for the operation of
+/// `tag` (at most `max_bytes`): its bytes and status, or an error naming
+/// the sender when it sent a failure notice instead. Any tag is taken:
+/// the collectives of a communicator run in the same order everywhere and
+/// each pair's messages stay in order, so the next collective message of
+/// `source` is this operation's.
+pub(super) fn recv_checked(
+    ic: &InterComm,
+    source: u32,
+    tag: i32,
+    max_bytes: usize,
+) -> Result<(Vec<u8>, Status)> {
+    let (bytes, st) = ic
+        .coll_channel()
+        .irecv(Source::Rank(source), Tag::Any, None, max_bytes)?
+        .wait()?;
+    if st.tag == tag + NOTICE {
+        return Err(BridgeError::Protocol(format!(
+            "remote rank {source} could not do its part of this collective operation"
+        )));
+    }
+    if st.tag != tag {
+        return Err(BridgeError::Protocol(format!(
+            "remote rank {source} sent the message of another collective operation (tag {} \
+             where {tag} was due): the two jobs did not call the same collectives in the same order",
+            st.tag
+        )));
+    }
+    Ok((bytes, st))
+}
+
+/// Every rank of the job returns the leader's outcome (`leader`, meaningful
+/// at local rank 0): one native broadcast of a flag, so that a failure at
+/// the leader is an error at every rank.
+pub(super) fn share_outcome<C: Communicator>(
+    ic: &InterComm,
+    local: &C,
+    leader: Result<()>,
+    what: &str,
+) -> Result<()> {
+    let mut failed = u8::from(ic.rank() == 0 && leader.is_err());
+    local.process_at_rank(0).broadcast_into(&mut failed);
+    leader?;
+    if failed != 0 {
+        return Err(BridgeError::Protocol(format!(
+            "{what}: this job's leader could not do its part over the bridge"
+        )));
+    }
+    Ok(())
+}
+
+/// What the leader broadcasts when it could not receive the message.
+const LEADER_FAILED: u64 = u64::MAX;
+/// How the leader's receive went, first word of the header it broadcasts.
+const HEADER_OK: u64 = 0;
+const HEADER_TRUNCATED: u64 = 1;
+/// The header the leader broadcasts when its receive failed.
+const LEADER_FAILED_HEADER: [u64; 7] = [LEADER_FAILED, 0, 0, 0, 0, 0, 0];
+
+/// Hands the message the leader received (`got`, at local rank 0 only; a
+/// message of remote rank `source`, of at most `max_bytes` at the leader)
+/// to every rank of its job as `share` says. The leader broadcasts how its
+/// receive went (outcome, element count, byte length, signature, format,
+/// tag), then the bytes (natively, as bytes: no datatype is needed here);
+/// every rank returns its part with a status to check against its own type
+/// and decode. A failure at the leader is an error at every rank (a
+/// truncation as a truncation), never a rank left waiting.
+pub(super) fn share_received<C: Communicator>(
+    local: &C,
+    source: u32,
+    got: Option<Result<(Vec<u8>, Status)>>,
+    max_bytes: usize,
+    share: Share<'_>,
+    what: &str,
+) -> Result<(Vec<u8>, Status)> {
+    let mut header = LEADER_FAILED_HEADER;
+    let mut mine = None;
+    let mut result = Ok(());
+    if let Some(r) = got {
+        header = match &r {
+            // The native broadcast or scatter counts bytes in a C int.
+            Ok((bytes, _)) if i32::try_from(bytes.len()).is_err() => LEADER_FAILED_HEADER,
+            Ok((_, st)) => [
+                HEADER_OK,
+                st.count,
+                st.bytes,
+                st.signature,
+                u64::from(st.format.to_u8()),
+                u64::from(st.tag as u32),
+                0,
+            ],
+            Err(BridgeError::Truncated { message_bytes, .. }) => {
+                [HEADER_TRUNCATED, 0, *message_bytes, 0, 0, 0, 0]
+            }
+            Err(_) => LEADER_FAILED_HEADER,
+        };
+        match r {
+            Ok(m) if header[0] == HEADER_OK => mine = Some(m),
+            Ok(_) => {
+                result = Err(BridgeError::InvalidArgument(format!(
+                    "{what}: a message of 2 GiB or more cannot be passed on in the job"
+                )))
+            }
+            Err(e) => result = Err(e),
+        }
+    }
+    let leader = local.process_at_rank(0);
+    leader.broadcast_into(&mut header[..]);
+    result?;
+    match header[0] {
+        HEADER_OK => {}
+        HEADER_TRUNCATED => {
+            return Err(BridgeError::Truncated {
+                message_bytes: header[2],
+                buffer_bytes: max_bytes as u64,
+            })
+        }
+        _ => {
+            return Err(BridgeError::Protocol(format!(
+                "{what}: this job's leader could not receive the message of remote rank {source}"
+            )))
+        }
+    }
+    let format =
+        WireFormat::from_u8(u8::try_from(header[4]).unwrap_or(u8::MAX)).ok_or_else(|| {
+            BridgeError::Protocol(format!("{what}: unknown wire format {}", header[4]))
+        })?;
+    let whole = Status {
+        source,
+        tag: header[5] as u32 as i32,
+        count: header[1],
+        bytes: header[2],
+        signature: header[3],
+        format,
+    };
+    // Every rank checks the split alike (same header, same counts), so
+    // either all pass on or all return the same error.
+    let counts = split(&whole, local.size(), share, what)?;
+    let Some(counts) = counts else {
+        let (mut bytes, st) = match mine {
+            Some(m) => m,
+            None => (vec![0u8; byte_len(header[2], what)?], whole),
+        };
+        if header[2] > 0 {
+            leader.broadcast_into(&mut bytes[..]);
+        }
+        return Ok((bytes, st));
+    };
+    let elem = whole.bytes.checked_div(whole.count).unwrap_or(0);
+    let rank = local.rank() as usize;
+    let my_count = counts.get(rank).copied().unwrap_or(0);
+    let mut part = vec![0u8; byte_len(my_count * elem, what)?];
+    let st = Status {
+        count: my_count,
+        bytes: my_count * elem,
+        ..whole
+    };
+    match mine {
+        Some((bytes, _)) => {
+            // Fit in an int: the whole message does (checked above).
+            let sizes: Vec<Count> = counts.iter().map(|c| (c * elem) as Count).collect();
+            let displs: Vec<Count> = sizes
+                .iter()
+                .scan(0, |at, s| {
+                    let d = *at;
+                    *at += s;
+                    Some(d)
+                })
+                .collect();
+            let parts = Partition::new(&bytes[..], &sizes[..], &displs[..]);
+            leader.scatter_varcount_into_root(&parts, &mut part[..]);
+        }
+        None => leader.scatter_varcount_into(&mut part[..]),
+    }
+    Ok((part, st))
+}
+
+/// The element counts of each rank's share of `whole` (None: the whole
+/// message to everyone), or an error when the message does not split so.
+fn split(whole: &Status, ranks: i32, share: Share<'_>, what: &str) -> Result<Option<Vec<u64>>> {
+    let n = u64::try_from(ranks).unwrap_or(0).max(1);
+    let counts = match share {
+        Share::Whole => return Ok(None),
+        Share::Even => {
+            if !whole.count.is_multiple_of(n) {
+                return Err(BridgeError::InvalidArgument(format!(
+                    "{what}: the remote group sent {} elements, which do not split evenly \
+                     between this group's {n} ranks",
+                    whole.count
+                )));
+            }
+            vec![whole.count / n; n as usize]
+        }
+        Share::Counts(c) => {
+            let sum: u64 = c.iter().sum();
+            if c.len() as u64 != n || sum != whole.count {
+                return Err(BridgeError::InvalidArgument(format!(
+                    "{what}: the remote group sent {} elements, this group's {n} counts add up \
+                     to {sum}",
+                    whole.count
+                )));
+            }
+            c.to_vec()
+        }
+    };
+    if whole.count > 0 && !whole.bytes.is_multiple_of(whole.count) {
+        return Err(BridgeError::Protocol(format!(
+            "{what}: {} bytes do not hold {} whole elements",
+            whole.bytes, whole.count
+        )));
+    }
+    Ok(Some(counts))
+}
+
+fn byte_len(n: u64, what: &str) -> Result<usize> {
+    usize::try_from(n)
+        .map_err(|_| BridgeError::Protocol(format!("{what}: {n} bytes do not fit memory")))
+}
+
+/// The leaders' exchange of local–global–local operations that deliver
+/// to both groups (allreduce, allgather, reduce_scatter): the leader
+/// sends its job's message (`mine`, at local rank 0 only; an error there
+/// sends the failure notice) to the remote leader and receives the remote
+/// leader's (at most `max_bytes`), then hands it to its job as `share` says.
+pub(super) fn exchange_and_share<C: Communicator>(
+    ic: &InterComm,
+    local: &C,
+    tag: i32,
+    mine: Option<Result<Message<'_>>>,
+    max_bytes: usize,
+    share: Share<'_>,
+    what: &str,
+) -> Result<(Vec<u8>, Status)> {
+    let got = mine.map(|m| {
+        let sent = isend_or_notice(ic, 0, tag, m);
+        let got = recv_checked(ic, 0, tag, max_bytes);
+        let sent = sent.and_then(|s| s.wait());
+        sent.and(got)
+    });
+    share_received(local, 0, got, max_bytes, share, what)
 }

@@ -21,11 +21,20 @@
 //! requires) and each pair's messages stay in order, so successive
 //! collectives cannot mix either.
 
+mod allgather_inter_local_gather_remote_bcast;
+mod allgatherv_inter_remote_gather_local_bcast;
+mod allreduce_inter_reduce_exchange_bcast;
+mod alltoall_inter_pairwise_exchange;
 mod barrier_inter_leaders;
 mod bcast_inter_remote_send_local_bcast;
 mod common;
+mod gather_inter_local_gather_remote_send;
+mod gatherv_inter_linear;
+mod reduce_inter_local_reduce_remote_send;
+mod reduce_scatter_inter_remote_reduce_local_scatter;
+mod scatter_inter_remote_send_local_scatter;
 
-pub use common::BcastRole;
+pub use common::{BcastRole, Message};
 
 use mpi::topology::Communicator;
 
@@ -65,7 +74,20 @@ impl InterComm {
     /// group, which calls [`InterComm::bcast_recv_bytes`]. The other ranks
     /// of the root's group take no part.
     pub fn bcast_send_bytes(&self, sig: &TypeSig, count: u64, payload: &[u8]) -> Result<()> {
-        bcast_inter_remote_send_local_bcast::bcast_send_bytes(self, sig, count, payload)
+        let msg = Message {
+            sig: *sig,
+            count,
+            bytes: payload.into(),
+        };
+        self.bcast_send(Ok(msg))
+    }
+
+    /// The root's part (`MPI_ROOT`) of an untyped broadcast, as
+    /// [`InterComm::bcast_send_bytes`]; when the root could not make its
+    /// message (`msg` is an error) the receivers get an error instead of
+    /// waiting, and the root its own error back.
+    pub fn bcast_send(&self, msg: Result<Message<'_>>) -> Result<()> {
+        bcast_inter_remote_send_local_bcast::bcast_send(self, msg)
     }
 
     /// A receiving rank's part of an untyped intercommunicator broadcast
@@ -85,11 +107,180 @@ impl InterComm {
     }
 }
 
+/// The untyped rooted and reducing collectives (local–global–local): the
+/// caller does the native steps that need the program's datatypes and
+/// operations (a local gather or reduce to the leader, local rank 0) and
+/// encodes what crosses; these carry it over the bridge and hand each
+/// rank its received bytes with their status, for the caller to check
+/// against its own type and decode. A leader's part is `Some` at local
+/// rank 0 only; an error in it reaches every rank of both groups as an
+/// error, never a wait.
+impl InterComm {
+    /// `MPI_Gather`, the group that does not hold the root: the leader's
+    /// gathered message goes to remote rank `root`; every rank returns the
+    /// leader's outcome.
+    pub fn gather_send<C: Communicator>(
+        &self,
+        local: &C,
+        root: u32,
+        gathered: Option<Result<Message<'_>>>,
+    ) -> Result<()> {
+        check_local(self, local)?;
+        check_root(self, root)?;
+        gather_inter_local_gather_remote_send::local_then_remote_send(
+            self,
+            local,
+            root,
+            common::TAG_GATHER,
+            gathered,
+            "gather",
+        )
+    }
+
+    /// `MPI_Gather` at the root (`MPI_ROOT`): the remote group's data, at
+    /// most `max_bytes`.
+    pub fn gather_recv(&self, max_bytes: usize) -> Result<(Vec<u8>, Status)> {
+        gather_inter_local_gather_remote_send::root_recv(self, common::TAG_GATHER, max_bytes)
+    }
+
+    /// `MPI_Reduce`, the group that does not hold the root: the leader's
+    /// result goes to remote rank `root`; every rank returns the leader's outcome.
+    pub fn reduce_send<C: Communicator>(
+        &self,
+        local: &C,
+        root: u32,
+        reduced: Option<Result<Message<'_>>>,
+    ) -> Result<()> {
+        check_local(self, local)?;
+        check_root(self, root)?;
+        reduce_inter_local_reduce_remote_send::reduce_send(self, local, root, reduced)
+    }
+
+    /// `MPI_Reduce` at the root (`MPI_ROOT`): the remote group's result, at
+    /// most `max_bytes`.
+    pub fn reduce_recv(&self, max_bytes: usize) -> Result<(Vec<u8>, Status)> {
+        reduce_inter_local_reduce_remote_send::reduce_recv(self, max_bytes)
+    }
+
+    /// `MPI_Scatter` at the root (`MPI_ROOT`): all its data, to the remote group.
+    pub fn scatter_send(&self, msg: Result<Message<'_>>) -> Result<()> {
+        scatter_inter_remote_send_local_scatter::scatter_send(self, msg)
+    }
+
+    /// `MPI_Scatter` in the receiving group: this rank's equal share of the
+    /// message of remote rank `root` (at most `max_bytes` in all).
+    pub fn scatter_recv<C: Communicator>(
+        &self,
+        local: &C,
+        root: u32,
+        max_bytes: usize,
+    ) -> Result<(Vec<u8>, Status)> {
+        check_local(self, local)?;
+        check_root(self, root)?;
+        scatter_inter_remote_send_local_scatter::scatter_recv(self, local, root, max_bytes)
+    }
+
+    /// `MPI_Allreduce`: the leader's local result goes to the other group;
+    /// every rank returns the other group's (at most `max_bytes`).
+    pub fn allreduce_bytes<C: Communicator>(
+        &self,
+        local: &C,
+        reduced: Option<Result<Message<'_>>>,
+        max_bytes: usize,
+    ) -> Result<(Vec<u8>, Status)> {
+        check_local(self, local)?;
+        allreduce_inter_reduce_exchange_bcast::allreduce(self, local, reduced, max_bytes)
+    }
+
+    /// `MPI_Allgather`: the leader's gathered data goes to the other group;
+    /// every rank returns the other group's (at most `max_bytes`).
+    pub fn allgather_bytes<C: Communicator>(
+        &self,
+        local: &C,
+        gathered: Option<Result<Message<'_>>>,
+        max_bytes: usize,
+    ) -> Result<(Vec<u8>, Status)> {
+        check_local(self, local)?;
+        allgather_inter_local_gather_remote_bcast::allgather(self, local, gathered, max_bytes)
+    }
+
+    /// `MPI_Reduce_scatter_block` (`counts` None) and `MPI_Reduce_scatter`
+    /// (`counts` the elements of each local rank): the leader's local
+    /// result goes to the other group; every rank returns its share of the
+    /// other group's (at most `max_bytes` in all).
+    pub fn reduce_scatter_bytes<C: Communicator>(
+        &self,
+        local: &C,
+        reduced: Option<Result<Message<'_>>>,
+        counts: Option<&[u64]>,
+        max_bytes: usize,
+    ) -> Result<(Vec<u8>, Status)> {
+        check_local(self, local)?;
+        reduce_scatter_inter_remote_reduce_local_scatter::reduce_scatter(
+            self, local, reduced, counts, max_bytes,
+        )
+    }
+
+    /// `MPI_Gatherv`, a rank of the group without the root: its block to
+    /// remote rank `root`.
+    pub fn gatherv_send(&self, root: u32, msg: Result<Message<'_>>) -> Result<()> {
+        check_root(self, root)?;
+        gatherv_inter_linear::send_to_root(self, root, common::TAG_GATHERV, msg)
+    }
+
+    /// `MPI_Gatherv` at the root (`MPI_ROOT`): the block of every remote
+    /// rank j (at most `capacity(j)` bytes) to `deliver(j, bytes, status)`.
+    pub fn gatherv_recv(
+        &self,
+        capacity: impl Fn(u32) -> Result<usize>,
+        deliver: impl FnMut(u32, Vec<u8>, Status) -> Result<()>,
+    ) -> Result<()> {
+        gatherv_inter_linear::recv_from_each(self, common::TAG_GATHERV, capacity, deliver)
+    }
+
+    /// `MPI_Scatterv` at the root (`MPI_ROOT`): `block(j)` to every remote rank j.
+    pub fn scatterv_send<'a>(&self, block: impl FnMut(u32) -> Result<Message<'a>>) -> Result<()> {
+        gatherv_inter_linear::send_to_each(self, common::TAG_SCATTERV, block)
+    }
+
+    /// `MPI_Scatterv` in the receiving group: this rank's block from remote
+    /// rank `root` (at most `max_bytes`).
+    pub fn scatterv_recv(&self, root: u32, max_bytes: usize) -> Result<(Vec<u8>, Status)> {
+        check_root(self, root)?;
+        gatherv_inter_linear::recv_from_root(self, root, common::TAG_SCATTERV, max_bytes)
+    }
+
+    /// `MPI_Allgatherv`: this rank's block goes to the other group; returns
+    /// the block of every remote rank in rank order (the leader takes at
+    /// most `capacity(j)` bytes from remote rank j).
+    pub fn allgatherv_bytes<C: Communicator>(
+        &self,
+        local: &C,
+        mine: Result<Message<'_>>,
+        capacity: impl Fn(u32) -> Result<usize>,
+    ) -> Result<Vec<(Vec<u8>, Status)>> {
+        check_local(self, local)?;
+        allgatherv_inter_remote_gather_local_bcast::allgatherv(self, local, mine, capacity)
+    }
+
+    /// `MPI_Alltoall` (v, w): `block(j)` is this rank's message for remote
+    /// rank j, `capacity(j)` the most bytes remote rank j's block may have,
+    /// `deliver(j, bytes, status)` takes it. Each block crosses once.
+    pub fn alltoall_bytes<'a>(
+        &self,
+        block: impl FnMut(u32) -> Result<Message<'a>>,
+        capacity: impl Fn(u32) -> Result<usize>,
+        deliver: impl FnMut(u32, Vec<u8>, Status) -> Result<()>,
+    ) -> Result<()> {
+        alltoall_inter_pairwise_exchange::alltoall(self, block, capacity, deliver)
+    }
+}
+
 /// A broadcast's root must be a rank of the remote group.
 fn check_root(ic: &InterComm, root: u32) -> Result<()> {
     if root >= ic.remote_size() {
         return Err(BridgeError::InvalidArgument(format!(
-            "bcast root {root} does not exist: the remote group has {} ranks",
+            "root {root} does not exist: the remote group has {} ranks",
             ic.remote_size()
         )));
     }

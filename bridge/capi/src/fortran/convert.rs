@@ -72,6 +72,7 @@ pub(super) unsafe fn put(p: *mut Fint, v: Fint) {
 /// `libmpi`); null for MPICH.
 pub(super) struct Sentinels {
     bottom: usize,
+    in_place: usize,
     status_ignore: usize,
     statuses_ignore: usize,
 }
@@ -86,6 +87,7 @@ pub(super) fn sentinels() -> &'static Sentinels {
     static S: OnceLock<Sentinels> = OnceLock::new();
     S.get_or_init(|| Sentinels {
         bottom: symbol(c"mpi_fortran_bottom_"),
+        in_place: symbol(c"mpi_fortran_in_place_"),
         status_ignore: symbol(c"mpi_fortran_status_ignore_"),
         statuses_ignore: symbol(c"mpi_fortran_statuses_ignore_"),
     })
@@ -98,14 +100,23 @@ pub(super) fn open_mpi() -> bool {
     *F.get_or_init(|| symbol(c"ompi_mpi_comm_world") != 0)
 }
 
-/// A Fortran buffer as C sees it: Fortran's `MPI_BOTTOM` is C's (0).
+/// A Fortran buffer as C sees it: Fortran's `MPI_BOTTOM` is C's (0), and
+/// Open MPI's Fortran `MPI_IN_PLACE` its C one (`(void *) 1`).
 pub(super) fn buffer(buf: *const c_void) -> *const c_void {
-    let b = sentinels().bottom;
-    if b != 0 && buf as usize == b {
+    let s = sentinels();
+    if s.bottom != 0 && buf as usize == s.bottom {
         std::ptr::null()
+    } else if s.in_place != 0 && buf as usize == s.in_place {
+        std::ptr::without_provenance(1)
     } else {
         buf
     }
+}
+
+/// A Fortran operation handle as C's.
+pub(super) fn op_f2c(f: Fint) -> mpi::ffi::MPI_Op {
+    // SAFETY: as for communicators.
+    unsafe { mpi::ffi::RSMPI_Op_f2c(f) }
 }
 
 /// Does the Fortran status argument want a status (is it neither absent

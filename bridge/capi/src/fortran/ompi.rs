@@ -690,6 +690,136 @@ pub(super) unsafe fn bcast(
     }
 }
 
+/// `MPI_Allreduce` for Open MPI's Fortran.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: *const Fint,
+    datatype: *const Fint,
+    op: *const Fint,
+    comm: *const Fint,
+) -> c_int {
+    // SAFETY: the program's buffers, converted handles.
+    unsafe {
+        coll::MPI_Allreduce(
+            buffer(sendbuf),
+            buffer(recvbuf) as *mut c_void,
+            int!(count),
+            type_f2c(int!(datatype)),
+            op_f2c(int!(op)),
+            comm_f2c(int!(comm)),
+        )
+    }
+}
+
+/// `MPI_Reduce` for Open MPI's Fortran.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: *const Fint,
+    datatype: *const Fint,
+    op: *const Fint,
+    root: *const Fint,
+    comm: *const Fint,
+) -> c_int {
+    // SAFETY: the program's buffers, converted handles.
+    unsafe {
+        coll::MPI_Reduce(
+            buffer(sendbuf),
+            buffer(recvbuf) as *mut c_void,
+            int!(count),
+            type_f2c(int!(datatype)),
+            op_f2c(int!(op)),
+            int!(root),
+            comm_f2c(int!(comm)),
+        )
+    }
+}
+
+/// `MPI_Reduce_scatter_block` for Open MPI's Fortran.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: *const Fint,
+    datatype: *const Fint,
+    op: *const Fint,
+    comm: *const Fint,
+) -> c_int {
+    // SAFETY: the program's buffers, converted handles.
+    unsafe {
+        coll::MPI_Reduce_scatter_block(
+            buffer(sendbuf),
+            buffer(recvbuf) as *mut c_void,
+            int!(recvcount),
+            type_f2c(int!(datatype)),
+            op_f2c(int!(op)),
+            comm_f2c(int!(comm)),
+        )
+    }
+}
+
+/// The Fortran shape of MPI_Gather and MPI_Scatter (with `root`) and of
+/// MPI_Allgather and MPI_Alltoall (without), for Open MPI's Fortran.
+macro_rules! two_buffer_collective {
+    ($(#[$doc:meta])* $name:ident, $c:ident $(, $root:ident)?) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As the Fortran call: every argument a reference (or null).
+        #[allow(clippy::too_many_arguments)] // MPI's own
+        pub(super) unsafe fn $name(
+            sendbuf: *const c_void,
+            sendcount: *const Fint,
+            sendtype: *const Fint,
+            recvbuf: *mut c_void,
+            recvcount: *const Fint,
+            recvtype: *const Fint,
+            $($root: *const Fint,)?
+            comm: *const Fint,
+        ) -> c_int {
+            // SAFETY: the program's buffers, converted handles.
+            unsafe {
+                coll::$c(
+                    buffer(sendbuf),
+                    int!(sendcount),
+                    type_f2c(int!(sendtype)),
+                    buffer(recvbuf) as *mut c_void,
+                    int!(recvcount),
+                    type_f2c(int!(recvtype)),
+                    $(int!($root),)?
+                    comm_f2c(int!(comm)),
+                )
+            }
+        }
+    };
+}
+
+two_buffer_collective!(
+    /// `MPI_Gather` for Open MPI's Fortran.
+    gather, MPI_Gather, root
+);
+two_buffer_collective!(
+    /// `MPI_Scatter` for Open MPI's Fortran.
+    scatter, MPI_Scatter, root
+);
+two_buffer_collective!(
+    /// `MPI_Allgather` for Open MPI's Fortran.
+    allgather, MPI_Allgather
+);
+two_buffer_collective!(
+    /// `MPI_Alltoall` for Open MPI's Fortran.
+    alltoall, MPI_Alltoall
+);
+
 // ------------------------------------------------------------ communicators
 
 /// `MPI_Comm_remote_size` for Open MPI's Fortran.

@@ -268,9 +268,9 @@ static void refused(void)
     MPI_Message m;
     MPI_Status st;
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
-    expect_refused(MPI_Gather(&x, 1, MPI_INT, &y, 1, MPI_INT, MPI_ROOT, inter), "MPI_Gather");
+    expect_refused(MPI_Igather(&x, 1, MPI_INT, &y, 1, MPI_INT, MPI_ROOT, inter, &r), "MPI_Igather");
     expect_refused(MPI_Ibcast(&x, 1, MPI_INT, MPI_ROOT, inter, &r), "MPI_Ibcast");
-    expect_refused(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter), "MPI_Allreduce");
+    expect_refused(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter, &r), "MPI_Iallreduce");
     expect_refused(MPI_Ibarrier(inter, &r), "MPI_Ibarrier");
     expect_refused(MPI_Intercomm_merge(inter, left, &c), "MPI_Intercomm_merge");
     expect_refused(MPI_Comm_split(inter, 0, rank, &c), "MPI_Comm_split");

@@ -191,9 +191,13 @@ pub fn suite_dir() -> PathBuf {
 }
 
 /// Builds MPICH's `test` (a path under the suite's tests/) for `mpi`, with
-/// Isthmus's MTest harness.
+/// Isthmus's MTest harness; or (`c/...`) one of Isthmus's own tests
+/// written for the same harness.
 pub fn build_conformance(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
-    let src = suite_dir().join("tests").join(test);
+    let src = match test.strip_prefix("c/") {
+        Some(ours) => crate_dir().join("tests/c").join(ours),
+        None => suite_dir().join("tests").join(test),
+    };
     assert!(src.exists(), "conformance test {} not found", src.display());
     let name = test.replace('/', "_").trim_end_matches(".c").to_string();
     let out = dir.0.join(format!("{name}-{}", mpi.name()));
@@ -485,14 +489,13 @@ pub fn datatypes_verdict(oa: &Output, ob: &Output) -> Result<String, String> {
     }
 }
 
-/// Runs MPICH's `test` between a job of `left` and one of `right`, `np`
-/// ranks each, with extra arguments: Ok when both jobs exit 0 and print
-/// " No Errors", else why, with both outputs.
+/// Runs MPICH's `test` between a job of `left` and one of `right`, with
+/// `np` = (left, right) ranks and extra arguments: Ok when both jobs exit 0
+/// and print " No Errors", else why, with both outputs.
 pub fn run_conformance(
     test: &str,
-    np: usize,
-    left: Mpi,
-    right: Mpi,
+    np: (usize, usize),
+    (left, right): (Mpi, Mpi),
     args: &[&str],
 ) -> Result<(), String> {
     let dir = TempDir::new("conformance");
@@ -500,7 +503,7 @@ pub fn run_conformance(
     let tag = test.replace(['/', '.'], "-");
     // The left group is the one whose name sorts first.
     let (gl, gr) = (format!("a-{tag}-left"), format!("b-{tag}-right"));
-    let job = |mpi: Mpi, me: &str, other: &str| Job {
+    let job = |mpi: Mpi, np: usize, me: &str, other: &str| Job {
         mpi,
         np,
         program: build_conformance(test, mpi, &dir),
@@ -511,8 +514,8 @@ pub fn run_conformance(
         ],
         linking: Linking::Linked,
     };
-    let a = job(left, &gl, &gr);
-    let b = job(right, &gr, &gl);
+    let a = job(left, np.0, &gl, &gr);
+    let b = job(right, np.1, &gr, &gl);
     let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(180));
     for (o, side) in [(&oa, "left"), (&ob, "right")] {
         let why = if !o.status.success() {

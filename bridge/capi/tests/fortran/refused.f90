@@ -1,14 +1,15 @@
 ! Calls Isthmus refuses on its communicators, made from Fortran (whose
 ! Open MPI bindings go to PMPI_* directly): each must return an error
 ! naming the call (MPI_ERRORS_RETURN), not run on the local handle; and
-! the collectives it carries (MPI_Barrier, MPI_Bcast) work through them.
+! the collectives it carries (MPI_Barrier, MPI_Bcast, MPI_Allreduce,
+! MPI_Gather, ...) work through them.
 program refused
   use mpi
   implicit none
   character(len=64) :: group, peer
   character(len=MPI_MAX_ERROR_STRING) :: msg
   integer :: ierr, rank, handle, inter, newcomm, req, n, fh
-  integer :: x(2), y(2), reqs(2), elen, root
+  integer :: x(2), y(2), reqs(2), elen, root, g(64), i, rs
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -46,10 +47,26 @@ program refused
 
   call MPI_Ibarrier(inter, req, ierr)
   call expect_refusal(ierr, 'MPI_Ibarrier')
+  ! Carried too: MPI_Allreduce (each group gets the sum of the other's
+  ! ranks) and MPI_Gather to rank 0 of the job whose group sorts first.
+  call MPI_Comm_remote_size(inter, rs, ierr)
   call MPI_Allreduce(x, y, 2, MPI_INTEGER, MPI_SUM, inter, ierr)
-  call expect_refusal(ierr, 'MPI_Allreduce')
-  call MPI_Gather(x, 2, MPI_INTEGER, y, 2, MPI_INTEGER, 0, inter, ierr)
-  call expect_refusal(ierr, 'MPI_Gather')
+  if (ierr /= MPI_SUCCESS .or. any(y /= rs*(rs-1)/2)) then
+    print '(a,i0,a,3i6)', 'refused rank ', rank, ': FAILED: MPI_Allreduce ', ierr, y
+    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+  end if
+  g = -1
+  root = 0
+  if (llt(trim(group), trim(peer))) then
+    root = MPI_PROC_NULL
+    if (rank == 0) root = MPI_ROOT
+  end if
+  call MPI_Gather(x, 1, MPI_INTEGER, g, 1, MPI_INTEGER, root, inter, ierr)
+  if (ierr /= MPI_SUCCESS .or. (root == MPI_ROOT .and. any(g(1:rs) /= (/ (i, i = 0, rs-1) /)))) then
+    print '(a,i0,a,i6)', 'refused rank ', rank, ': FAILED: MPI_Gather ', ierr
+    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+  end if
+  print '(a,i0,a)', 'refused rank ', rank, ': allreduce and gather passed'
   call MPI_Comm_split(inter, 0, rank, newcomm, ierr)
   call expect_refusal(ierr, 'MPI_Comm_split')
   call MPI_Intercomm_merge(inter, .false., newcomm, ierr)
