@@ -1,7 +1,7 @@
 //! Issue 25: every MPI a cluster has. The smoke set — point-to-point with
 //! mixed native and bridge requests (tests/c/exchange.c), every predefined
 //! datatype at extreme values (tests/c/datatypes.c), and MPICH's own
-//! `icsend` and `icbcast` — between every two implementations of
+//! `icsend`, `icbcast` and `icallreduce` — between every two implementations of
 //! `ISTHMUS_MATRIX` (scripts/test.sh sets it to the installed ones: Debian's
 //! Open MPI 4.1 and MPICH 4.0, and Open MPI 5, MPICH 5 and Intel MPI from
 //! the Python registry), and between two jobs of each implementation that
@@ -78,11 +78,16 @@ fn icbcast(a: Mpi, b: Mpi) -> Result<(), String> {
     run_conformance("coll/icbcast.c", (2, 2), (a, b), &[])
 }
 
-const SMOKE: [(&str, Smoke); 4] = [
+fn icallreduce(a: Mpi, b: Mpi) -> Result<(), String> {
+    run_conformance("coll/icallreduce.c", (2, 2), (a, b), &[])
+}
+
+const SMOKE: [(&str, Smoke); 5] = [
     ("p2p", point_to_point),
     ("datatypes", datatypes),
     ("icsend", icsend),
     ("icbcast", icbcast),
+    ("icallreduce", icallreduce),
 ];
 
 /// Every pairing of the matrix that Debian's pair's full suite does not
@@ -112,7 +117,7 @@ fn every_pairing_passes_the_smoke_set() {
     let pairs = pairings(&impls);
     let mut table = format!("{:<20}", "pairing");
     for (feature, _) in SMOKE {
-        table.push_str(&format!(" {feature:<10}"));
+        table.push_str(&format!(" {feature:<12}"));
     }
     table.push('\n');
     let mut failures = Vec::new();
@@ -127,7 +132,7 @@ fn every_pairing_passes_the_smoke_set() {
                     format!("✘ {first}")
                 }
             };
-            table.push_str(&format!(" {cell:<10}"));
+            table.push_str(&format!(" {cell:<12}"));
         }
         table.push('\n');
     }
