@@ -218,13 +218,14 @@ pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE, DEFAULT_ADMISSION_TIMEOUT,
     DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW, DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_FINALIZE_TIMEOUT,
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_SEND_BUFFER_LIMIT,
-    DEFAULT_UNEXPECTED_LIMIT,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_LOCAL_TRANSPORT,
+    DEFAULT_SEND_BUFFER_LIMIT, DEFAULT_UNEXPECTED_LIMIT,
 };
 pub use error::{BridgeError, Result};
 pub use format::WireFormat;
 pub use intercomm::InterComm;
 pub use matching::{Source, Status, Tag};
 pub use request::{wait_all, wait_any, RecvRequest, Request, SendRequest, TypedRecvRequest};
+pub use transport::LocalTransport;
 pub use vm::{Bridge, Handle, PendingInterComm, DEFAULT_CONNECT_TIMEOUT};
 pub use wire::{TypeSig, WireType};
