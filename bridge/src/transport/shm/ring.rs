@@ -190,24 +190,26 @@ impl RingWriter {
         Ok(self.ring.cap() - self.ring.used(self.head, tail)?)
     }
 
-    fn publish(&mut self) -> io::Result<()> {
+    /// Make the bytes written so far visible, and ring the doorbell if the
+    /// reader sleeps. A doorbell that cannot be sent (the reader shut its
+    /// socket) is not an error here: a peer that leaves in order shuts its
+    /// sockets after its BYE, which we may not have read yet — the peer's
+    /// end is reported by its own connection to us (BYE or not), or found
+    /// when the ring is full (`wait_space`) or at shutdown's flush.
+    fn publish(&mut self) {
         self.ring.head().store(self.head, Ordering::Release);
         // Pairs with the reader's fence between setting `reader_sleeping`
         // and re-reading `head`: one of us sees the other.
         fence(Ordering::SeqCst);
         let sleeping = self.ring.reader_sleeping();
         if sleeping.load(Ordering::Relaxed) != 0 && sleeping.swap(0, Ordering::SeqCst) != 0 {
-            match rustix::net::send(
+            // A full socket already holds doorbells the reader will see.
+            let _ = rustix::net::send(
                 self.sock.as_fd(),
                 &[1u8],
                 SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
-            ) {
-                // A full socket already holds doorbells the reader will see.
-                Ok(_) | Err(rustix::io::Errno::AGAIN) => {}
-                Err(e) => return Err(e.into()),
-            }
+            );
         }
-        Ok(())
     }
 
     /// Wait until the ring has free space (or the peer is gone).
@@ -250,7 +252,7 @@ impl RingWriter {
         while !src.is_empty() {
             let mut free = self.free()?;
             if free == 0 {
-                self.publish()?;
+                self.publish();
                 self.wait_space()?;
                 free = self.free()?;
             }
@@ -260,7 +262,7 @@ impl RingWriter {
             src = &src[n..];
             if !src.is_empty() {
                 // Let the reader start on what is there (pipelining).
-                self.publish()?;
+                self.publish();
             }
         }
         Ok(())
@@ -271,7 +273,8 @@ impl Outbound for RingWriter {
     fn write_frame(&mut self, hdr: &FrameHeader, payload: &[u8]) -> io::Result<()> {
         self.write_all(&hdr.encode())?;
         self.write_all(payload)?;
-        self.publish()
+        self.publish();
+        Ok(())
     }
 
     fn shutdown(&mut self) {
