@@ -91,8 +91,12 @@ fn shm_child() {
                     .recv_bytes_into_timeout(Source::Rank(0), Tag::Any, None, &mut buf, T)
                     .unwrap();
                 assert_eq!(st.bytes as usize, *len);
-                assert!(buf[..*len] == message(i as u64, *len)[..], "message {i} corrupted");
-                c.send_bytes(0, st.tag, &sig, *len as u64, &buf[..*len]).unwrap();
+                assert!(
+                    buf[..*len] == message(i as u64, *len)[..],
+                    "message {i} corrupted"
+                );
+                c.send_bytes(0, st.tag, &sig, *len as u64, &buf[..*len])
+                    .unwrap();
                 if i == 0 {
                     let r = e.route_to(parent_id).unwrap();
                     say(format_args!("ROUTE {}", r.shared_memory));
@@ -104,7 +108,8 @@ fn shm_child() {
             let n: u64 = std::env::var("SHM_COUNT").unwrap().parse().unwrap();
             for i in 0..n {
                 let len = [8, 100, 4000, 65_536, 300_000][(i % 5) as usize];
-                c.send_bytes(0, 7, &sig, len as u64, &message(i, len)).unwrap();
+                c.send_bytes(0, 7, &sig, len as u64, &message(i, len))
+                    .unwrap();
             }
         }
         // Large messages without end, until killed.
@@ -135,6 +140,7 @@ fn shm_child() {
                 head.write_volatile(head.read_volatile().wrapping_add(1 << 40));
             }
             // Die without a word (no BYE): the socket closes.
+            // SAFETY: ends the process at once; nothing runs after it.
             unsafe { libc::_exit(0) };
         }
         m => panic!("unknown mode {m}"),
@@ -158,6 +164,8 @@ fn spawn_peer(me: &Engine, mode: &str, rank: u32, size: u32, env: &[(&str, &str)
         .env("SHM_MODE", mode)
         .env("SHM_RANK", rank.to_string())
         .env("SHM_SIZE", size.to_string())
+        // Whatever the test process was started with (`env` may override).
+        .env("ISTHMUS_TRANSPORT", "shm")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
     for (k, v) in env {
@@ -182,7 +190,11 @@ fn finish(mut p: Peer) {
 
 fn engine() -> Arc<Engine> {
     mpi();
-    Engine::start(EngineConfig::new("testhost")).unwrap()
+    Engine::start(EngineConfig {
+        local_transport: LocalTransport::Shm,
+        ..EngineConfig::new("testhost")
+    })
+    .unwrap()
 }
 
 /// Every size class, test process → peer and back, through the rings (the
@@ -206,7 +218,10 @@ fn echo(env: &[(&str, &str)], ours: LocalTransport, expect_shm: bool) {
             .recv_bytes_into_timeout(Source::Rank(0), Tag::Value(i as i32), None, &mut buf, T)
             .unwrap();
         assert_eq!(st.bytes as usize, *len, "echo of message {i}");
-        assert!(buf[..*len] == m[..], "echo of message {i} ({len} bytes) corrupted");
+        assert!(
+            buf[..*len] == m[..],
+            "echo of message {i} ({len} bytes) corrupted"
+        );
         if i == 0 {
             assert_eq!(e.route_to(p.ep.process).unwrap().shared_memory, expect_shm);
             assert_eq!(line_from(&mut p.out, "ROUTE "), expect_shm.to_string());
@@ -223,8 +238,16 @@ fn every_size_class_both_directions_over_shared_memory() {
 
 #[test]
 fn either_side_choosing_the_socket_keeps_the_socket() {
-    echo(&[("ISTHMUS_TRANSPORT", "socket")], LocalTransport::Shm, false);
-    echo(&[("ISTHMUS_TRANSPORT", "shm")], LocalTransport::Socket, false);
+    echo(
+        &[("ISTHMUS_TRANSPORT", "socket")],
+        LocalTransport::Shm,
+        false,
+    );
+    echo(
+        &[("ISTHMUS_TRANSPORT", "shm")],
+        LocalTransport::Socket,
+        false,
+    );
 }
 
 /// Three peer processes send at once, mixed sizes (eager, rendezvous);
@@ -246,9 +269,16 @@ fn ordering_with_many_senders() {
             .unwrap();
         let s = st.source as usize;
         let i = u64::from_le_bytes(buf[..8].try_into().unwrap());
-        assert_eq!(i, next[s], "rank {s}: message {i} overtook message {}", next[s]);
+        assert_eq!(
+            i, next[s],
+            "rank {s}: message {i} overtook message {}",
+            next[s]
+        );
         let len = st.bytes as usize;
-        assert!(buf[..len] == message(i, len)[..], "rank {s}: message {i} corrupted");
+        assert!(
+            buf[..len] == message(i, len)[..],
+            "rank {s}: message {i} corrupted"
+        );
         next[s] += 1;
     }
     assert_eq!(next, [n; 3]);

@@ -135,11 +135,7 @@ impl<H: FrameHandler> Watched for Served<H> {
 }
 
 impl InConn {
-    pub(crate) fn new(
-        peer: Uuid,
-        rd: FrameReader,
-        poller: Arc<Poller>,
-    ) -> io::Result<Arc<InConn>> {
+    pub(crate) fn new(peer: Uuid, rd: FrameReader, poller: Arc<Poller>) -> io::Result<Arc<InConn>> {
         // SAFETY: plain syscall without pointers; the result is checked below.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {

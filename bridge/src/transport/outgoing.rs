@@ -323,7 +323,8 @@ impl OutConn {
             match item {
                 None => {
                     // Closing and drained: say goodbye.
-                    let _ = stream_ref.write_frame(&FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
+                    let _ =
+                        stream_ref.write_frame(&FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
                     stream_ref.shutdown();
                     return;
                 }

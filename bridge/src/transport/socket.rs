@@ -6,8 +6,8 @@
 
 use std::io::{self, BufReader, IoSlice, IoSliceMut, Read, Write};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixStream};
 use std::time::{Duration, Instant};

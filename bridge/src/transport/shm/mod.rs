@@ -76,7 +76,10 @@ fn same_ipc_namespace(sock: &Stream) -> bool {
     };
     let pid = cred.pid.as_raw_nonzero().get();
     let ns = |path: String| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).ok();
-    match (ns("/proc/self/ns/ipc".into()), ns(format!("/proc/{pid}/ns/ipc"))) {
+    match (
+        ns("/proc/self/ns/ipc".into()),
+        ns(format!("/proc/{pid}/ns/ipc")),
+    ) {
         (Some(a), Some(b)) => a == b,
         _ => false,
     }
@@ -108,7 +111,9 @@ pub(crate) fn send_offer(sock: &Stream, bytes: &[u8], offer: &Offer) -> io::Resu
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-        return Err(io::Error::other("control buffer too small for one descriptor"));
+        return Err(io::Error::other(
+            "control buffer too small for one descriptor",
+        ));
     }
     loop {
         match rustix::net::sendmsg(
@@ -205,7 +210,10 @@ impl Inbound for Offered {
             Offered::Socket(s, Some(seg)) => {
                 // Bytes buffered past the SHM frame are doorbells: dropped.
                 let sock = s.into_stream();
-                debug!(fd = sock.as_raw_fd(), "data connection switched to shared memory");
+                debug!(
+                    fd = sock.as_raw_fd(),
+                    "data connection switched to shared memory"
+                );
                 *self = Offered::Ring(RingReader::new(Ring::new(seg), sock));
                 Ok(())
             }

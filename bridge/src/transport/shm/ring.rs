@@ -148,7 +148,7 @@ fn spin_until(mut f: impl FnMut() -> bool) -> bool {
             return true;
         }
         i = i.wrapping_add(1);
-        if i % 64 == 0 {
+        if i.is_multiple_of(64) {
             if start.elapsed() >= SPIN {
                 return false;
             }
@@ -404,6 +404,11 @@ impl Read for RingReader {
         loop {
             let n = self.available()?;
             if n > 0 {
+                // Awake and reading: no doorbell needed until we arm again.
+                let sleeping = self.ring.reader_sleeping();
+                if sleeping.load(Ordering::Relaxed) != 0 {
+                    sleeping.store(0, Ordering::Relaxed);
+                }
                 let k = (n as usize).min(buf.len());
                 self.ring.get(self.tail, &mut buf[..k]);
                 self.tail = self.tail.wrapping_add(k as u64);
@@ -496,10 +501,16 @@ mod tests {
         let mut b = [0u8; 16];
         let e = r.read(&mut b).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
-        assert!(e.to_string().contains("corrupted shared-memory ring"), "{e}");
+        assert!(
+            e.to_string().contains("corrupted shared-memory ring"),
+            "{e}"
+        );
         // A head behind the tail (wrapping) is caught too.
         r.ring.head().store(u64::MAX, Ordering::SeqCst);
-        assert_eq!(r.read(&mut b).unwrap_err().kind(), io::ErrorKind::InvalidData);
+        assert_eq!(
+            r.read(&mut b).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
     }
 
     #[test]
@@ -514,8 +525,8 @@ mod tests {
 
     #[test]
     fn segments_of_a_bad_size_or_unsealed_are_refused() {
-        let fd = rustix::fs::memfd_create("t", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)
-            .unwrap();
+        let fd =
+            rustix::fs::memfd_create("t", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).unwrap();
         rustix::fs::ftruncate(&fd, (HEADER + (64 << 10)) as u64).unwrap();
         let e = Segment::open(fd.try_clone().unwrap()).err().unwrap();
         assert!(e.to_string().contains("not sealed"), "{e}");

@@ -61,8 +61,11 @@ impl Segment {
     /// Check a segment the peer sent (seals, size) and map it.
     pub(crate) fn open(fd: OwnedFd) -> io::Result<Segment> {
         let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
-        let seals = rustix::fs::fcntl_get_seals(&fd)
-            .map_err(|e| bad(format!("the peer's segment is not a sealable memory file: {e}")))?;
+        let seals = rustix::fs::fcntl_get_seals(&fd).map_err(|e| {
+            bad(format!(
+                "the peer's segment is not a sealable memory file: {e}"
+            ))
+        })?;
         if !seals.contains(required_seals()) {
             return Err(bad(format!(
                 "the peer's segment is not sealed against resizing (seals {seals:?})"
