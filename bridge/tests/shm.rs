@@ -250,15 +250,22 @@ fn either_side_choosing_the_socket_keeps_the_socket() {
     );
 }
 
-/// Three peer processes send at once, mixed sizes (eager, rendezvous);
-/// ANY_SOURCE receives see each sender's messages in its order, intact.
+/// Three peer processes send at once, mixed sizes (eager, rendezvous),
+/// two through rings and one over the socket (it sets
+/// `ISTHMUS_TRANSPORT=socket`); ANY_SOURCE receives see each sender's
+/// messages in its order, intact.
 #[test]
-fn ordering_with_many_senders() {
+fn ordering_with_many_senders_over_rings_and_a_socket_at_once() {
     let e = engine();
     let n: u64 = 1500;
     let count = n.to_string();
-    let env = [("SHM_COUNT", count.as_str())];
-    let peers: Vec<Peer> = (0..3).map(|r| spawn_peer(&e, "many", r, 3, &env)).collect();
+    let peers: Vec<Peer> = (0..3)
+        .map(|r| {
+            let mode = if r == 2 { "socket" } else { "shm" };
+            let env = [("SHM_COUNT", count.as_str()), ("ISTHMUS_TRANSPORT", mode)];
+            spawn_peer(&e, "many", r, 3, &env)
+        })
+        .collect();
     let eps = peers.iter().map(|p| p.ep.clone()).collect();
     let c = e.intercomm(CONTEXT, 0, 1, eps).unwrap();
     let mut next = [0u64; 3];
@@ -282,6 +289,12 @@ fn ordering_with_many_senders() {
         next[s] += 1;
     }
     assert_eq!(next, [n; 3]);
+    // Our credit returns went out on the path each peer allows.
+    let shm: Vec<bool> = peers
+        .iter()
+        .map(|p| e.route_to(p.ep.process).unwrap().shared_memory)
+        .collect();
+    assert_eq!(shm, [true, true, false]);
     drop(c);
     for p in peers {
         finish(p);
