@@ -71,6 +71,10 @@ pub struct Route {
     pub local: String,
     /// The peer's address we connected to: `ip:port`, or the Unix socket name.
     pub remote: String,
+    /// Frames go through a shared-memory ring (the socket then only
+    /// carries wake-ups and tells that the peer is gone); see
+    /// `ISTHMUS_TRANSPORT`.
+    pub shared_memory: bool,
 }
 
 /// The kind of socket of a data connection.

@@ -5,7 +5,7 @@
 //! ```text
 //! off size field
 //!  0   1   kind         1 EAGER, 2 SYNC_EAGER (ssend), 3 SYNC_ACK, 4 BYE,
-//!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT
+//!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT, 9 SHM
 //!  1   1   wire format  0 raw LE, 1 raw BE, 2 external32
 //!  2   2   reserved (0)
 //!  4   4   source rank  (u32, rank of the sender in ITS local group)
@@ -26,7 +26,10 @@
 //! accepted socket: the connector's initial window if it admitted the
 //! connector at once, or, if it must first wait for the table naming the
 //! connector, a notice of 0 bytes with seq `GRANT_FOLLOWS`, followed by
-//! the window once admitted. Nothing else travels in that direction.
+//! the window once admitted. Nothing else travels in that direction,
+//! except doorbell bytes once the connection moved to shared memory: the
+//! connector's first frame may be SHM ("what follows goes through the
+//! ring whose segment came with your grant", see `transport::shm`).
 
 use std::io::{self, Read};
 
@@ -57,6 +60,8 @@ pub(crate) enum FrameKind {
     Data = 7,
     /// Eager credit returned (or granted): `count` bytes.
     Credit = 8,
+    /// First frame only: the frames that follow go through the shared-memory ring.
+    Shm = 9,
 }
 
 impl FrameKind {
@@ -122,6 +127,7 @@ impl FrameHeader {
             6 => FrameKind::Cts,
             7 => FrameKind::Data,
             8 => FrameKind::Credit,
+            9 => FrameKind::Shm,
             k => return Err(BridgeError::Protocol(format!("unknown frame kind {k}"))),
         };
         let format = WireFormat::from_u8(b[1])
@@ -156,6 +162,11 @@ impl FrameHeader {
             )));
         }
         Ok(hdr)
+    }
+
+    /// The SHM frame (see [`FrameKind::Shm`]).
+    pub(crate) fn shm() -> Self {
+        FrameHeader::control(FrameKind::Shm, 0, 0)
     }
 
     /// A CREDIT frame returning (or granting) `bytes` of eager credit.

@@ -10,7 +10,12 @@
 //!   the host and the [`Locality`] (kernel boot id, network namespace).
 //!   A peer with the same host and locality is reached over the Unix
 //!   socket, otherwise over TCP (TCP_NODELAY on), trying the published
-//!   addresses in order.
+//!   addresses in order. Over the Unix socket, frames then go through a
+//!   shared-memory ring (`transport::shm`: a sealed memfd segment the
+//!   acceptor hands over with its credit grant, SCM_RIGHTS) unless either
+//!   end sets `ISTHMUS_TRANSPORT=socket`; the socket stays for the
+//!   handshake, wake-ups (a doorbell byte to a sleeping reader) and
+//!   liveness (a peer's death is still its socket closing).
 //! * Connections: exactly one OUTGOING connection per peer process, opened
 //!   lazily on first send and used only for frames we send. Frames from a peer
 //!   arrive on the connection it opened to us. Per-pair, per-direction FIFO
@@ -136,8 +141,8 @@
 //!               ssend_waiters, ledger, failures, connections, admission
 //!  ───────────────────────────────────────────────────────────────────
 //!  transport/   Link (frames, credit, liveness) — link.rs is the interface;
-//!               behind it: socket (Unix | TCP), outgoing, incoming, poller
-//!               [a shared-memory transport would sit here, beside socket]
+//!               connect, outgoing, incoming, poller over the byte paths
+//!               Outbound/Inbound: socket (Unix | TCP) and shm (rings)
 //!  ───────────────────────────────────────────────────────────────────
 //!  frame, handshake, address, endpoint, wire, datatype, error, sync, ...
 //! ```
@@ -163,9 +168,12 @@
 //!   of the processes that may connect, lobby counts per source); `engine::lobby` —
 //!   the one thread that handshakes and parks unadmitted connections.
 //! * `transport` — the transport layer: `transport::link` (the interface:
-//!   `Link`, `PeerLost`, `Queued`); `transport::socket` — sockets, frame
+//!   `Link`, `PeerLost`, `Queued`, and the byte paths `Outbound`/`Inbound`);
+//!   `transport::socket` — sockets, frame
 //!   writing, the connector's handshake run under its deadline, reading
-//!   the credit grant; `transport::poller` — the one epoll thread;
+//!   the credit grant; `transport::shm` — shared-memory rings between
+//!   processes of one host; `transport::connect` — opening a connection
+//!   (dial, grant, choice of path); `transport::poller` — the one epoll thread;
 //!   `transport::outgoing` — the outgoing connection (two lanes, credit)
 //!   and its writer thread, reports through `PeerLost`;
 //!   `transport::incoming` — leader/follower reading over the poller,
@@ -218,13 +226,14 @@ pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE, DEFAULT_ADMISSION_TIMEOUT,
     DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW, DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_FINALIZE_TIMEOUT,
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_SEND_BUFFER_LIMIT,
-    DEFAULT_UNEXPECTED_LIMIT,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_LOCAL_TRANSPORT,
+    DEFAULT_SEND_BUFFER_LIMIT, DEFAULT_UNEXPECTED_LIMIT,
 };
 pub use error::{BridgeError, Result};
 pub use format::WireFormat;
 pub use intercomm::InterComm;
 pub use matching::{Source, Status, Tag};
 pub use request::{wait_all, wait_any, RecvRequest, Request, SendRequest, TypedRecvRequest};
+pub use transport::LocalTransport;
 pub use vm::{Bridge, Handle, PendingInterComm, DEFAULT_CONNECT_TIMEOUT};
 pub use wire::{TypeSig, WireType};

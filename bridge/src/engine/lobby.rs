@@ -29,7 +29,7 @@ use super::shared::Shared;
 use crate::admission::{Arrival, Source, WAKE};
 use crate::frame::{FrameHeader, GRANT_FOLLOWS};
 use crate::handshake::{self, Challenged, Claim, HELLO_LEN, PROOF_LEN};
-use crate::transport::Stream;
+use crate::transport::{self, Offer, Stream};
 
 /// Where a connection is in the lobby.
 enum Phase {
@@ -53,6 +53,10 @@ struct Guest {
     phase: Phase,
     /// Registered with the poll (reading); false while waiting for a table.
     watched: bool,
+    /// The shared-memory segment offered with our first CREDIT frame, if any.
+    offer: Option<Offer>,
+    /// Our first CREDIT frame went out.
+    notified: bool,
 }
 
 /// What happens to a guest after it made progress.
@@ -157,6 +161,8 @@ fn enter(
             got: 0,
         },
         watched: false,
+        offer: None,
+        notified: false,
     };
     let fd = guest.stream.as_raw_fd();
     let registered = guest.stream.set_nonblocking(true).and_then(|()| {
@@ -259,7 +265,7 @@ fn step(shared: &Shared, g: &mut Guest) -> Next {
                 }
                 let mut notice = FrameHeader::credit(0);
                 notice.seq = GRANT_FOLLOWS;
-                if let Err(e) = write_now(&mut g.stream, &notice.encode()) {
+                if let Err(e) = first_credit(shared, g, &notice) {
                     return Next::Refuse(reason("telling it that admission is pending", e));
                 }
                 // From now on the admission deadline.
@@ -340,16 +346,44 @@ fn admit(shared: &Arc<Shared>, poll: &Poll, mut g: Guest) {
     unwatch(poll, &mut g);
     shared.admission.left(g.source);
     let grant = shared.ledger.open(peer);
-    let sent = write_now(&mut g.stream, &FrameHeader::credit(grant).encode())
-        .and_then(|()| g.stream.set_nonblocking(false));
+    let credit = FrameHeader::credit(grant);
+    let sent = match &g.phase {
+        // The "grant follows" notice was our first CREDIT frame (with the offer).
+        Phase::Waiting(_) if g.notified => write_now(&mut g.stream, &credit.encode()),
+        _ => first_credit(shared, &mut g, &credit),
+    }
+    .and_then(|()| g.stream.set_nonblocking(false));
     if let Err(e) = sent {
         warn!(%peer, via = %g.via, error = %e, "dropping data connection: cannot send its credit grant");
         shared.ledger.close(peer);
         g.stream.shutdown();
         return;
     }
-    debug!(%peer, via = %g.via, grant, "accepted data connection");
-    shared.serve(peer, g.stream);
+    debug!(%peer, via = %g.via, grant, shm_offered = g.offer.is_some(), "accepted data connection");
+    shared.serve(peer, transport::accepted(g.stream, g.offer));
+}
+
+/// Our first CREDIT frame on a connection (the grant or the "grant
+/// follows" notice), with a shared-memory segment offered if this
+/// connection may use one (see `transport::shm`).
+fn first_credit(shared: &Shared, g: &mut Guest, hdr: &FrameHeader) -> io::Result<()> {
+    g.notified = true;
+    let bytes = hdr.encode();
+    g.offer = transport::offer(&g.stream, shared.limits.local_transport);
+    let sent = match &g.offer {
+        Some(o) => match transport::send_offer(&g.stream, &bytes, o) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "the peer does not read what we send",
+                ))
+            }
+            Err(e) => return Err(e),
+        },
+        None => 0,
+    };
+    write_now(&mut g.stream, &bytes[sent..])
 }
 
 /// Close a guest's connection (logged with the claimed id once known).

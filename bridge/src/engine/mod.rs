@@ -25,7 +25,7 @@ use crate::handshake::Identity;
 use crate::held::SendBudget;
 use crate::ledger::Ledger;
 
-use crate::transport::{self, Poller, Stream};
+use crate::transport::{self, LocalTransport, Poller, Stream};
 pub(crate) use shared::Shared;
 pub use shared::Undelivered;
 use shared::{spawn, Limits};
@@ -134,6 +134,11 @@ pub struct EngineConfig {
     /// host's interface addresses when it is unspecified.
     /// `ISTHMUS_DATA_ADVERTISE`.
     pub advertise: Vec<IpAddr>,
+    /// What carries frames between this process and processes of the
+    /// same host and locality: shared memory (default) or the Unix socket.
+    /// Shared memory is used on a connection only when both ends allow it.
+    /// `ISTHMUS_TRANSPORT` (`shm` or `socket`).
+    pub local_transport: LocalTransport,
 }
 
 impl EngineConfig {
@@ -177,6 +182,7 @@ impl EngineConfig {
             finalize_timeout: env_seconds("ISTHMUS_FINALIZE_TIMEOUT", DEFAULT_FINALIZE_TIMEOUT),
             listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
             advertise: Vec::new(),
+            local_transport: env_transport(),
         }
     }
 
@@ -194,6 +200,20 @@ impl EngineConfig {
         })
     }
 }
+
+/// `ISTHMUS_TRANSPORT`, else the default.
+fn env_transport() -> LocalTransport {
+    let Ok(v) = std::env::var(LocalTransport::ENV) else {
+        return DEFAULT_LOCAL_TRANSPORT;
+    };
+    LocalTransport::parse(&v).unwrap_or_else(|| {
+        warn!(variable = LocalTransport::ENV, value = %v, "not 'shm' or 'socket'; using the default");
+        DEFAULT_LOCAL_TRANSPORT
+    })
+}
+
+/// What carries frames on one host unless `ISTHMUS_TRANSPORT` says otherwise.
+pub const DEFAULT_LOCAL_TRANSPORT: LocalTransport = LocalTransport::Shm;
 
 /// A duration in seconds from the environment ("30", "0.5"), else `default`.
 fn env_seconds(name: &str, default: Duration) -> Duration {
@@ -302,6 +322,7 @@ impl Engine {
             handshake_timeout: config.handshake_timeout,
             early_context_age: config.early_context_age,
             finalize_timeout: config.finalize_timeout,
+            local_transport: config.local_transport,
         };
         let ledger = Ledger::new(config.unexpected_limit, config.eager_window);
         let (admission, lobby_poll) = Admission::new(config.admission_per_source)

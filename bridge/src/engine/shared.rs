@@ -47,6 +47,8 @@ pub(crate) struct Limits {
     pub handshake_timeout: Duration,
     pub early_context_age: Duration,
     pub finalize_timeout: Duration,
+    /// What carries frames to processes of this host (`ISTHMUS_TRANSPORT`).
+    pub local_transport: transport::LocalTransport,
 }
 
 /// What an orderly shutdown could not deliver to one peer process.
@@ -277,9 +279,9 @@ impl Shared {
     }
 
     /// An admitted connection (handshake checked, grant sent, blocking
-    /// socket): the poller serves it from now on.
-    pub(crate) fn serve(self: &Arc<Self>, peer: Uuid, stream: Stream) {
-        let conn = match InConn::new(peer, stream, Arc::clone(&self.poller)) {
+    /// socket; see `transport::accepted`): the poller serves it from now on.
+    pub(crate) fn serve(self: &Arc<Self>, peer: Uuid, rd: FrameReader) {
+        let conn = match InConn::new(peer, rd, Arc::clone(&self.poller)) {
             Ok(c) => c,
             Err(e) => {
                 warn!(%peer, error = %e, "cannot create an eventfd; dropping the data connection");
@@ -312,12 +314,13 @@ impl Shared {
     }
 
     /// The link to `ep` for the point-to-point layer: whatever transport
-    /// carries it (today [`Shared::conn`]'s socket connection).
+    /// carries it (see [`Shared::conn`]).
     pub(crate) fn link(self: &Arc<Self>, ep: &Endpoint, rank: u32) -> Result<Arc<dyn Link>> {
         Ok(self.conn(ep, rank)?)
     }
 
-    /// The outgoing connection to `ep`, opened (with handshake) on first use.
+    /// The outgoing connection to `ep`, opened (with handshake, see
+    /// `transport::dial`) on first use.
     pub(crate) fn conn(self: &Arc<Self>, ep: &Endpoint, rank: u32) -> Result<Arc<OutConn>> {
         if self.is_shutting_down() {
             return Err(BridgeError::EngineShutDown);
@@ -330,42 +333,27 @@ impl Shared {
         if let Some(c) = guard.as_ref() {
             return Ok(Arc::clone(c));
         }
-        let (mut stream, route) = transport::connect(
+        let transport::Dialed {
+            conn,
+            credit,
+            grant_reader,
+        } = transport::dial(
             &self.endpoint,
             &self.identity,
             ep,
             self.limits.handshake_timeout,
+            self.limits.local_transport,
         )?;
-        let first =
-            transport::read_grant(&mut stream, Instant::now() + self.limits.handshake_timeout)
-                .map_err(|e| BridgeError::Connect {
-                    process: ep.process,
-                    address: "its data socket".into(),
-                    reason: e.to_string(),
-                })?;
-        let (credit, grant_reader) = match first {
-            transport::Grant::Window(bytes) => (bytes, None),
-            // The peer waits for the table naming us (it has not formed its
-            // intercomm yet): no credit until its grant comes. Nothing waits
-            // for it here; blocking small sends wait for it (see
-            // `OutConn::wait_granted`), others go by rendezvous meanwhile.
-            transport::Grant::Follows => {
-                let reader = stream
-                    .try_clone()
-                    .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
-                (0, Some(reader))
-            }
-        };
+        let route = &conn.route;
         info!(
             peer = %ep.process,
             rank,
             transport = %route.transport,
+            shared_memory = route.shared_memory,
             local = %route.local,
             remote = %route.remote,
             "data connection open"
         );
-        let conn = OutConn::new(ep.process, stream, route, credit, grant_reader.is_some())
-            .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
         let grant_deadline =
             Instant::now() + self.limits.admission_timeout + self.limits.handshake_timeout;
         let (c2, me) = (Arc::clone(&conn), Arc::clone(self));

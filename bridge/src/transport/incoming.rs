@@ -1,7 +1,8 @@
 //! Incoming connections and who reads them: leader/follower progress over
 //! one poller thread for all connections.
 //!
-//! Each incoming connection has one [`Reader`] (the buffered socket) that at
+//! Each incoming connection has one [`Reader`] (its [`Inbound`] byte path:
+//! the buffered socket, or a shared-memory ring) that at
 //! most one thread holds at a time — the "reader token". Whoever holds it
 //! reads frames and acts on them through [`FrameHandler`].
 //!
@@ -35,7 +36,7 @@
 //!   connection closes (slow is not dead); meanwhile application threads
 //!   waiting on other peers still read those peers' connections themselves.
 
-use std::io::{self, BufReader, Read};
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -49,12 +50,11 @@ use crate::error::Result;
 use crate::frame::{FrameHeader, FrameKind, HEADER_LEN};
 use crate::sync::{cv_wait, lock};
 
-use super::link::PeerLost;
+use super::link::{Inbound, PeerLost};
 use super::poller::{Poller, Watched};
-use super::socket::Stream;
 
-/// The buffered socket a token holder reads frames (and payloads) from.
-pub(crate) type FrameReader = BufReader<Stream>;
+/// The byte path a token holder reads frames (and payloads) from.
+pub(crate) type FrameReader = Box<dyn Inbound>;
 
 /// What reading a connection reports to its owner (the engine); a
 /// connection that ends without BYE is reported through [`PeerLost`].
@@ -71,13 +71,12 @@ pub(crate) trait FrameHandler: PeerLost {
     fn connection_closed(&self, conn: &Arc<InConn>);
 }
 
-/// Read buffer of a connection; big enough to pick up many small frames per read().
-const READ_BUFFER: usize = 64 * 1024;
-
-/// The reader token: the buffered socket plus per-connection parse state.
+/// The reader token: the byte path plus per-connection parse state.
 pub(crate) struct Reader {
     rd: FrameReader,
     saw_bye: bool,
+    /// Frames read so far (SHM is only valid as the first).
+    frames: u64,
 }
 
 struct InState {
@@ -135,20 +134,8 @@ impl<H: FrameHandler> Watched for Served<H> {
     }
 }
 
-/// Whether `fd` has bytes to read right now (never blocks).
-fn readable_now(fd: RawFd) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one live pollfd, zero timeout.
-    let n = unsafe { libc::poll(&mut p, 1, 0) };
-    n > 0 && p.revents != 0
-}
-
 impl InConn {
-    pub(crate) fn new(peer: Uuid, stream: Stream, poller: Arc<Poller>) -> io::Result<Arc<InConn>> {
+    pub(crate) fn new(peer: Uuid, rd: FrameReader, poller: Arc<Poller>) -> io::Result<Arc<InConn>> {
         // SAFETY: plain syscall without pointers; the result is checked below.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
@@ -156,13 +143,14 @@ impl InConn {
         }
         // SAFETY: `fd` is a freshly created descriptor that nothing else owns.
         let kick = unsafe { OwnedFd::from_raw_fd(fd) };
-        let sock = stream.as_raw_fd();
+        let sock = rd.fd();
         Ok(Arc::new(InConn {
             peer,
             state: Mutex::new(InState {
                 reader: Some(Reader {
-                    rd: BufReader::with_capacity(READ_BUFFER, stream),
+                    rd,
                     saw_bye: false,
+                    frames: 0,
                 }),
                 ended: false,
             }),
@@ -193,15 +181,15 @@ impl InConn {
 
     /// Poller side: arm the socket, or read at once if bytes are buffered.
     fn take_over(&self) {
-        let st = lock(&self.state);
+        let mut st = lock(&self.state);
         if st.ended {
             return;
         }
         // Held by an application thread: it hands the connection back when it leaves.
-        let Some(r) = st.reader.as_ref() else {
+        let Some(r) = st.reader.as_mut() else {
             return;
         };
-        if !r.rd.buffer().is_empty() {
+        if r.rd.buffered() || r.rd.arm() {
             drop(st);
             self.poller.run_soon(self.token());
         } else if let Err(e) = self.poller.arm(self.token(), self.fd) {
@@ -219,6 +207,12 @@ impl InConn {
             return;
         };
         drop(st);
+        if !r.rd.ready() {
+            // A wake-up with nothing to read (a stale doorbell): watch again.
+            lock(&self.state).reader = Some(r);
+            self.take_over();
+            return;
+        }
         loop {
             if let Err(reason) = read_frame(owner, self.peer, &mut r) {
                 self.end(owner, r, reason);
@@ -227,7 +221,7 @@ impl InConn {
             if self.app_waiting.load(Ordering::SeqCst) > 0 || owner.is_shutting_down() {
                 break;
             }
-            if r.rd.buffer().is_empty() && !readable_now(self.fd) {
+            if !r.rd.ready() {
                 break;
             }
         }
@@ -280,7 +274,7 @@ impl InConn {
         r: &mut Reader,
         deadline: Option<Instant>,
     ) -> std::result::Result<Step, String> {
-        if r.rd.buffer().is_empty() {
+        if !r.rd.buffered() && !r.rd.linger() && !r.rd.arm() {
             let timeout_ms: libc::c_int = match deadline {
                 None => -1,
                 Some(d) => {
@@ -323,6 +317,10 @@ impl InConn {
                 } else {
                     Step::Progress
                 });
+            }
+            if !r.rd.ready() {
+                // A stale doorbell: nothing to read after all.
+                return Ok(Step::Progress);
             }
         }
         read_frame(owner, self.peer, r).map(|()| Step::Progress)
@@ -447,6 +445,17 @@ fn read_frame<H: FrameHandler>(
     if r.saw_bye {
         return Err(format!("{:?} frame after BYE", hdr.kind));
     }
+    let first = r.frames == 0;
+    r.frames += 1;
+    if hdr.kind == FrameKind::Shm {
+        if !first {
+            return Err("SHM frame after other frames".to_owned());
+        }
+        return r.rd.upgrade().map_err(|e| format!("{e}"));
+    }
+    if first {
+        r.rd.decline();
+    }
     let res = match hdr.kind {
         FrameKind::Eager | FrameKind::SyncEager | FrameKind::Rts | FrameKind::Data => {
             owner.message(peer, hdr, &mut r.rd)
@@ -456,6 +465,7 @@ fn read_frame<H: FrameHandler>(
             r.saw_bye = true;
             Ok(())
         }
+        FrameKind::Shm => Ok(()),
     };
     res.map_err(|e| format!("{e}"))
 }

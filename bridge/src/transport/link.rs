@@ -3,10 +3,14 @@
 //! process, whatever carries it. A [`Link`] takes frames (header and
 //! payload, see `frame`) in MPI's order, holds the eager credit the peer
 //! granted, and reports the peer's loss through [`PeerLost`] (liveness).
-//! The Unix-socket and TCP connection (`outgoing::OutConn`) is the one
-//! implementation today; a shared-memory transport would be another,
-//! beside it, without changing what is above.
+//! The connection logic (`outgoing::OutConn`, `incoming::InConn`: lanes,
+//! credit, who reads) is the same whatever carries the bytes; what
+//! differs is behind [`Outbound`] (writing a frame) and [`Inbound`]
+//! (reading frames, and knowing when there is something to read): the
+//! socket (`socket`) and the shared-memory ring (`shm`) implement both.
 
+use std::io::{self, Read};
+use std::os::fd::RawFd;
 use std::sync::Arc;
 
 use uuid::Uuid;
@@ -70,4 +74,44 @@ pub(crate) trait Link: Send + Sync {
     ) -> Result<TryInline>;
     /// Hand a frame to the link's own writer (independent progress).
     fn enqueue(&self, q: Queued) -> Result<()>;
+}
+
+/// The sending half of a connection's byte path: whole frames, in order.
+pub(crate) trait Outbound: Send {
+    /// Write a frame (header and payload); blocks while the path is full.
+    fn write_frame(&mut self, hdr: &FrameHeader, payload: &[u8]) -> io::Result<()>;
+    /// Close the path (after BYE, or when the connection fails).
+    fn shutdown(&mut self);
+}
+
+/// The receiving half of a connection's byte path, read as a stream of
+/// frames. Blocking reads block until bytes come or the path ends (EOF).
+/// Readiness is told through a descriptor: [`Inbound::fd`] becomes
+/// readable when [`Inbound::ready`] may have become true, provided
+/// [`Inbound::arm`] was called since the last read.
+pub(crate) trait Inbound: Read + Send {
+    /// The descriptor to poll (the socket).
+    fn fd(&self) -> RawFd;
+    /// Bytes are here already (no system call).
+    fn buffered(&mut self) -> bool;
+    /// A read makes progress now: bytes are here, or the end (or an error) is known.
+    fn ready(&mut self) -> bool;
+    /// Poll for bytes a short while before blocking (a waiting application
+    /// thread does); true if they came.
+    fn linger(&mut self) -> bool {
+        false
+    }
+    /// About to block on [`Inbound::fd`]: make sure it becomes readable
+    /// when bytes come. Returns [`Inbound::ready`] (then do not block).
+    fn arm(&mut self) -> bool;
+    /// The peer asked to carry what follows on the faster path this
+    /// connection offered it (the SHM frame); an error if none was offered.
+    fn upgrade(&mut self) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "SHM frame on a connection that offered no shared memory",
+        ))
+    }
+    /// The peer's first frame was not SHM: drop what was offered.
+    fn decline(&mut self) {}
 }

@@ -4,22 +4,39 @@
 //! the interface) and report nothing down; the transports behind it know
 //! nothing of contexts, matching or communicators.
 //!
-//! Today one transport, sockets (Unix in the abstract namespace on the
-//! same host and locality, TCP otherwise): `socket` (the stream, frame
-//! writing, the connector's handshake and credit grant), `outgoing` (our
-//! connection to a peer: two lanes, credit, its writer thread), `poller`
-//! (the one epoll thread) and `incoming` (leader/follower reading of
-//! the peers' connections). A shared-memory transport would sit beside
-//! these, implementing [`Link`] for its connections.
+//! The connection logic is one: `outgoing` (our connection to a peer:
+//! two lanes, credit, its writer thread), `incoming` (leader/follower
+//! reading of the peers' connections) over `poller` (the one epoll
+//! thread), and `connect` (opening a connection). What carries the bytes
+//! sits behind `link`'s [`Outbound`]/[`Inbound`]: `socket` (Unix in the
+//! abstract namespace on the same host and locality, TCP otherwise; the
+//! handshake and credit grant run on it always) and `shm` (a shared-memory
+//! ring between two processes of one host, set up over the Unix socket).
+//! [`accepted`] is the acceptor's side of choosing the path.
 
+mod connect;
 mod incoming;
 mod link;
 mod outgoing;
 mod poller;
+mod shm;
 mod socket;
 
+pub(crate) use connect::{dial, Dialed};
 pub(crate) use incoming::{FrameHandler, FrameReader, InConn};
 pub(crate) use link::{Link, PeerLost, Queued, TryInline};
 pub(crate) use outgoing::OutConn;
 pub(crate) use poller::Poller;
-pub(crate) use socket::{connect, read_grant, unix_addr, Grant, Stream};
+pub use shm::LocalTransport;
+pub(crate) use shm::{offer, send_offer, Offer};
+pub(crate) use socket::{unix_addr, Stream};
+
+/// The acceptor's reader of an admitted connection: the socket, or (if a
+/// segment was offered on it) the socket until the connector switches to
+/// the ring.
+pub(crate) fn accepted(stream: Stream, offer: Option<Offer>) -> FrameReader {
+    match offer {
+        Some(o) => Box::new(shm::Offered::new(stream, o)),
+        None => Box::new(socket::SocketIn::new(stream)),
+    }
+}

@@ -25,12 +25,12 @@ use crate::frame::{FrameHeader, FrameKind};
 use crate::ledger::MAX_UNEXPECTED_RTS;
 use crate::sync::{cv_wait, lock};
 
-use super::link::{Link, PeerLost, Queued, TryInline};
-use super::socket::{read_grant, write_frame, Grant, Stream};
+use super::link::{Link, Outbound, PeerLost, Queued, TryInline};
+use super::socket::{read_grant, Grant, Stream};
 
 struct OutState {
-    /// None while some thread is writing (it holds the stream).
-    stream: Option<Stream>,
+    /// None while some thread is writing (it holds the byte path).
+    stream: Option<Box<dyn Outbound>>,
     /// Message lane: EAGER, SYNC_EAGER, RTS in posting order.
     queue: VecDeque<Queued>,
     /// Control lane: SYNC_ACK, CTS, CREDIT, DATA.
@@ -66,7 +66,8 @@ pub(crate) struct OutConn {
     /// context switch to a thread that finds no work (two futex calls per
     /// message, measured with strace).
     writer_cv: Condvar,
-    /// Clone of the socket used to shut it down from outside.
+    /// The socket (a clone), to shut it down from outside and to see it
+    /// close; frames go through `stream` (the socket or shared memory).
     shutdown_handle: Stream,
 }
 
@@ -75,13 +76,13 @@ impl OutConn {
     /// [`OutConn::await_grant`]), meanwhile `credit` is 0.
     pub(crate) fn new(
         peer: Uuid,
-        stream: Stream,
+        stream: Box<dyn Outbound>,
+        shutdown_handle: Stream,
         route: Route,
         credit: u64,
         grant_pending: bool,
-    ) -> io::Result<Arc<OutConn>> {
-        let shutdown_handle = stream.try_clone()?;
-        Ok(Arc::new(OutConn {
+    ) -> Arc<OutConn> {
+        Arc::new(OutConn {
             peer,
             route,
             state: Mutex::new(OutState {
@@ -99,7 +100,7 @@ impl OutConn {
             cv: Condvar::new(),
             writer_cv: Condvar::new(),
             shutdown_handle,
-        }))
+        })
     }
 
     fn failed_err(reason: &str, dest_rank: u32) -> BridgeError {
@@ -234,8 +235,8 @@ impl OutConn {
         lost: &dyn PeerLost,
     ) -> bool {
         let got = match read_grant(&mut reader, deadline) {
-            Ok(Grant::Window(bytes)) => Ok(bytes),
-            Ok(Grant::Follows) => Err(io::Error::new(
+            Ok((Grant::Window(bytes), _)) => Ok(bytes),
+            Ok((Grant::Follows, _)) => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "a second 'grant follows' notice",
             )),
@@ -323,12 +324,12 @@ impl OutConn {
                 None => {
                     // Closing and drained: say goodbye.
                     let _ =
-                        write_frame(stream_ref, &FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
+                        stream_ref.write_frame(&FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
                     stream_ref.shutdown();
                     return;
                 }
                 Some(q) => {
-                    let res = write_frame(stream_ref, &q.hdr, &q.payload);
+                    let res = stream_ref.write_frame(&q.hdr, &q.payload);
                     let mut st = lock(&self.state);
                     st.stream = stream;
                     let wake = st.waiting > 0;
@@ -445,7 +446,7 @@ impl Link for OutConn {
             st.waiting -= 1;
         };
         drop(st);
-        let res = write_frame(&mut stream, hdr, payload);
+        let res = stream.write_frame(hdr, payload);
         let mut st = lock(&self.state);
         st.stream = Some(stream);
         // Frames queued meanwhile are the writer's now.

@@ -4,8 +4,10 @@
 //! side runs in `lobby`; reading incoming connections lives in `incoming`,
 //! the outgoing connection in `outgoing`.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, BufReader, IoSlice, IoSliceMut, Read, Write};
+use std::mem::MaybeUninit;
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixStream};
 use std::time::{Duration, Instant};
@@ -17,6 +19,8 @@ use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind, GRANT_FOLLOWS, HEADER_LEN};
 use crate::handshake::{self, Identity};
+
+use super::link::{Inbound, Outbound};
 
 /// A connected byte stream, Unix or TCP.
 pub(crate) enum Stream {
@@ -70,6 +74,15 @@ impl Stream {
     }
 }
 
+impl AsFd for Stream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Stream::Unix(s) => s.as_fd(),
+            Stream::Tcp(s) => s.as_fd(),
+        }
+    }
+}
+
 impl std::os::fd::AsRawFd for Stream {
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
         match self {
@@ -97,7 +110,6 @@ impl Write for Stream {
         self.write_vectored(&[IoSlice::new(buf)])
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        use std::os::fd::AsRawFd;
         // IOV_MAX is 1024 on Linux; more slices are written by a later call.
         let n = bufs.len().min(1024);
         // SAFETY: an all-zero msghdr is valid (no address, no control data).
@@ -246,6 +258,7 @@ fn attempt(
                 transport: Transport::Unix,
                 local: String::new(),
                 remote: (*path).to_string(),
+                shared_memory: false,
             };
             (Stream::Unix(s), route)
         }
@@ -256,6 +269,7 @@ fn attempt(
                 transport: Transport::Tcp,
                 local: s.local_addr().map(|a| a.to_string()).unwrap_or_default(),
                 remote: addr.to_string(),
+                shared_memory: false,
             };
             (Stream::Tcp(s), route)
         }
@@ -313,12 +327,18 @@ pub(crate) enum Grant {
     Follows,
 }
 
-/// Connector: read the acceptor's CREDIT frame by `deadline`. Only the
-/// read timeout is set: other threads may write to the same socket
-/// meanwhile, and nothing but these frames is ever read from it.
-pub(crate) fn read_grant(stream: &mut Stream, deadline: Instant) -> io::Result<Grant> {
+/// Connector: read the acceptor's CREDIT frame by `deadline`, and the
+/// descriptor that may come with it (a shared-memory offer, see
+/// `transport::shm`). Only the read timeout is set: other threads may
+/// write to the same socket meanwhile, and nothing but these frames is
+/// ever read from it.
+pub(crate) fn read_grant(
+    stream: &mut Stream,
+    deadline: Instant,
+) -> io::Result<(Grant, Option<OwnedFd>)> {
     let mut b = [0u8; HEADER_LEN];
     let mut got = 0;
+    let mut fd = None;
     while got < HEADER_LEN {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -328,26 +348,122 @@ pub(crate) fn read_grant(stream: &mut Stream, deadline: Instant) -> io::Result<G
             ));
         }
         stream.set_read_timeout(Some(left))?;
-        match stream.read(&mut b[got..]) {
-            Ok(0) => {
+        match recv_with_fd(stream, &mut b[got..]) {
+            Ok((0, _)) => {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     "the peer closed the connection instead of admitting it",
                 ))
             }
-            Ok(n) => got += n,
+            Ok((n, f)) => {
+                got += n;
+                if fd.is_none() {
+                    fd = f;
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no credit grant by its deadline",
+                ))
+            }
             Err(e) => return Err(e),
         }
     }
-    match FrameHeader::decode(&b) {
+    let grant = match FrameHeader::decode(&b) {
         Ok(h) if h.kind == FrameKind::Credit && h.seq == GRANT_FOLLOWS && h.count == 0 => {
-            Ok(Grant::Follows)
+            Grant::Follows
         }
-        Ok(h) if h.kind == FrameKind::Credit => Ok(Grant::Window(h.count)),
-        _ => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "peer did not send its credit grant after the handshake",
-        )),
+        Ok(h) if h.kind == FrameKind::Credit => Grant::Window(h.count),
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "peer did not send its credit grant after the handshake",
+            ))
+        }
+    };
+    Ok((grant, fd))
+}
+
+/// One `recvmsg`: bytes into `buf`, and the first descriptor that came
+/// with them (SCM_RIGHTS; any others are closed).
+fn recv_with_fd(sock: &Stream, buf: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let m = rustix::net::recvmsg(
+        sock.as_fd(),
+        &mut [IoSliceMut::new(buf)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )?;
+    let mut fd = None;
+    for msg in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(fds) = msg {
+            for f in fds {
+                fd.get_or_insert(f);
+            }
+        }
+    }
+    Ok((m.bytes, fd))
+}
+
+impl Outbound for Stream {
+    fn write_frame(&mut self, hdr: &FrameHeader, payload: &[u8]) -> io::Result<()> {
+        write_frame(self, hdr, payload)
+    }
+    fn shutdown(&mut self) {
+        Stream::shutdown(self)
+    }
+}
+
+/// Read buffer of a connection; big enough to pick up many small frames per read().
+const READ_BUFFER: usize = 64 * 1024;
+
+/// Reading frames from a socket (buffered).
+pub(crate) struct SocketIn(BufReader<Stream>);
+
+impl SocketIn {
+    pub(crate) fn new(s: Stream) -> SocketIn {
+        SocketIn(BufReader::with_capacity(READ_BUFFER, s))
+    }
+    /// The socket (what is buffered is dropped).
+    pub(crate) fn into_stream(self) -> Stream {
+        self.0.into_inner()
+    }
+}
+
+impl Read for SocketIn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+/// Whether `fd` has bytes to read right now (never blocks).
+fn readable_now(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents != 0
+}
+
+impl Inbound for SocketIn {
+    fn fd(&self) -> RawFd {
+        self.0.get_ref().as_raw_fd()
+    }
+    fn buffered(&mut self) -> bool {
+        !self.0.buffer().is_empty()
+    }
+    fn ready(&mut self) -> bool {
+        self.buffered() || readable_now(self.fd())
+    }
+    fn arm(&mut self) -> bool {
+        // The socket itself becomes readable; nothing to ask of the writer.
+        self.buffered()
     }
 }

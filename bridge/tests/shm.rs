@@ -1,0 +1,364 @@
+//! The shared-memory transport with real processes: this test binary is
+//! re-executed as the peer (an `#[ignore]`d entry point) on the same host,
+//! so the data connections go through memfd rings handed over the Unix
+//! socket (`ISTHMUS_TRANSPORT`, default `shm`). Both directions, every
+//! size class, many senders at once, a peer killed in the middle of a
+//! message, and a peer that scribbles over its ring.
+
+#![cfg(test)]
+
+mod common;
+
+use common::mpi;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use isthmus_bridge::*;
+
+const T: Duration = Duration::from_secs(60);
+const CONTEXT: u64 = 0x5e_4d;
+/// Size classes: empty, tiny, small, eager at the limit (64 KiB), large
+/// eager (within the window), rendezvous (4 MiB + odd, several rings' worth).
+const SIZES: [usize; 7] = [0, 8, 1000, 65_536 - 1, 65_536, 1 << 20, (4 << 20) + 3];
+const STREAM_LEN: usize = 16 << 20;
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Message `i` of `len` bytes: its index (when it fits), then bytes derived from it.
+fn message(i: u64, len: usize) -> Vec<u8> {
+    let mut m: Vec<u8> = (0..len)
+        .map(|j| (i as usize).wrapping_mul(131).wrapping_add(j / 7) as u8)
+        .collect();
+    if len >= 8 {
+        m[..8].copy_from_slice(&i.to_le_bytes());
+    }
+    m
+}
+
+fn line_from(out: &mut BufReader<ChildStdout>, prefix: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "peer ended before saying {prefix}"
+        );
+        if let Some(v) = line.trim().strip_prefix(prefix) {
+            return v.trim().to_owned();
+        }
+    }
+}
+
+fn say(what: impl std::fmt::Display) {
+    println!("{what}");
+    std::io::stdout().flush().unwrap();
+}
+
+/// The peer: rank `SHM_RANK` of `SHM_SIZE` on host "testhost", talking to
+/// the test process (rank 0 of the other side), doing `SHM_MODE`.
+#[test]
+#[ignore = "child process of the shared-memory tests"]
+fn shm_child() {
+    let Ok(peer) = std::env::var("SHM_PEER") else {
+        return;
+    };
+    let mode = std::env::var("SHM_MODE").unwrap();
+    let rank: u32 = std::env::var("SHM_RANK").unwrap().parse().unwrap();
+    let size: u32 = std::env::var("SHM_SIZE").unwrap().parse().unwrap();
+    mpi();
+    let e = Engine::start(EngineConfig::new("testhost")).unwrap();
+    say(format_args!("ENDPOINT {}", hex(&e.endpoint().encode())));
+    let parent = Endpoint::decode(&unhex(&peer)).unwrap();
+    let parent_id = parent.process;
+    let c = e.intercomm(CONTEXT, rank, size, vec![parent]).unwrap();
+    let sig = u8::type_sig().unwrap();
+    match mode.as_str() {
+        // Every size class back and forth: receive one, send it back.
+        "echo" => {
+            let mut buf = vec![0u8; *SIZES.iter().max().unwrap()];
+            for (i, len) in SIZES.iter().enumerate() {
+                let st = c
+                    .recv_bytes_into_timeout(Source::Rank(0), Tag::Any, None, &mut buf, T)
+                    .unwrap();
+                assert_eq!(st.bytes as usize, *len);
+                assert!(
+                    buf[..*len] == message(i as u64, *len)[..],
+                    "message {i} corrupted"
+                );
+                c.send_bytes(0, st.tag, &sig, *len as u64, &buf[..*len])
+                    .unwrap();
+                if i == 0 {
+                    let r = e.route_to(parent_id).unwrap();
+                    say(format_args!("ROUTE {}", r.shared_memory));
+                }
+            }
+        }
+        // Many messages of mixed sizes, in order, to rank 0.
+        "many" => {
+            let n: u64 = std::env::var("SHM_COUNT").unwrap().parse().unwrap();
+            for i in 0..n {
+                let len = [8, 100, 4000, 65_536, 300_000][(i % 5) as usize];
+                c.send_bytes(0, 7, &sig, len as u64, &message(i, len))
+                    .unwrap();
+            }
+        }
+        // Large messages without end, until killed.
+        "stream" => {
+            let m = message(1, STREAM_LEN);
+            loop {
+                c.send_bytes(0, 7, &sig, STREAM_LEN as u64, &m).unwrap();
+            }
+        }
+        // One message, then (told to) scribble over the ring's head and die.
+        "corrupt" => {
+            c.send_bytes(0, 7, &sig, 8, &message(0, 8)).unwrap();
+            say("SENT");
+            let mut go = String::new();
+            std::io::stdin().read_line(&mut go).unwrap();
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+            let rings: Vec<usize> = maps
+                .lines()
+                .filter(|l| l.contains("memfd:isthmus-ring"))
+                .map(|l| usize::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
+                .collect();
+            // Only our connection to the parent has a ring: it sent us nothing.
+            assert_eq!(rings.len(), 1, "{maps}");
+            // SAFETY: the start of our own live shared mapping of the ring
+            // segment: its first word is the producer index.
+            unsafe {
+                let head = rings[0] as *mut u64;
+                head.write_volatile(head.read_volatile().wrapping_add(1 << 40));
+            }
+            // Die without a word (no BYE): the socket closes.
+            // SAFETY: ends the process at once; nothing runs after it.
+            unsafe { libc::_exit(0) };
+        }
+        m => panic!("unknown mode {m}"),
+    }
+    drop(c);
+    drop(e);
+    say("DONE");
+}
+
+struct Peer {
+    child: Child,
+    out: BufReader<ChildStdout>,
+    stdin: ChildStdin,
+    ep: Endpoint,
+}
+
+fn spawn_peer(me: &Engine, mode: &str, rank: u32, size: u32, env: &[(&str, &str)]) -> Peer {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "shm_child", "--ignored", "--nocapture"])
+        .env("SHM_PEER", hex(&me.endpoint().encode()))
+        .env("SHM_MODE", mode)
+        .env("SHM_RANK", rank.to_string())
+        .env("SHM_SIZE", size.to_string())
+        // Whatever the test process was started with (`env` may override).
+        .env("ISTHMUS_TRANSPORT", "shm")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let stdin = child.stdin.take().unwrap();
+    let ep = Endpoint::decode(&unhex(&line_from(&mut out, "ENDPOINT "))).unwrap();
+    Peer {
+        child,
+        out,
+        stdin,
+        ep,
+    }
+}
+
+fn finish(mut p: Peer) {
+    line_from(&mut p.out, "DONE");
+    assert!(p.child.wait().unwrap().success());
+}
+
+fn engine() -> Arc<Engine> {
+    mpi();
+    Engine::start(EngineConfig {
+        local_transport: LocalTransport::Shm,
+        ..EngineConfig::new("testhost")
+    })
+    .unwrap()
+}
+
+/// Every size class, test process → peer and back, through the rings (the
+/// routes both ways say shared memory); the same over the socket when
+/// either end sets `ISTHMUS_TRANSPORT=socket` (both must allow the ring).
+fn echo(env: &[(&str, &str)], ours: LocalTransport, expect_shm: bool) {
+    mpi();
+    let e = Engine::start(EngineConfig {
+        local_transport: ours,
+        ..EngineConfig::new("testhost")
+    })
+    .unwrap();
+    let mut p = spawn_peer(&e, "echo", 0, 1, env);
+    let c = e.intercomm(CONTEXT, 0, 1, vec![p.ep.clone()]).unwrap();
+    let sig = u8::type_sig().unwrap();
+    let mut buf = vec![0u8; *SIZES.iter().max().unwrap()];
+    for (i, len) in SIZES.iter().enumerate() {
+        let m = message(i as u64, *len);
+        c.send_bytes(0, i as i32, &sig, *len as u64, &m).unwrap();
+        let st = c
+            .recv_bytes_into_timeout(Source::Rank(0), Tag::Value(i as i32), None, &mut buf, T)
+            .unwrap();
+        assert_eq!(st.bytes as usize, *len, "echo of message {i}");
+        assert!(
+            buf[..*len] == m[..],
+            "echo of message {i} ({len} bytes) corrupted"
+        );
+        if i == 0 {
+            assert_eq!(e.route_to(p.ep.process).unwrap().shared_memory, expect_shm);
+            assert_eq!(line_from(&mut p.out, "ROUTE "), expect_shm.to_string());
+        }
+    }
+    drop(c);
+    finish(p);
+}
+
+#[test]
+fn every_size_class_both_directions_over_shared_memory() {
+    echo(&[("ISTHMUS_TRANSPORT", "shm")], LocalTransport::Shm, true);
+}
+
+#[test]
+fn either_side_choosing_the_socket_keeps_the_socket() {
+    echo(
+        &[("ISTHMUS_TRANSPORT", "socket")],
+        LocalTransport::Shm,
+        false,
+    );
+    echo(
+        &[("ISTHMUS_TRANSPORT", "shm")],
+        LocalTransport::Socket,
+        false,
+    );
+}
+
+/// Three peer processes send at once, mixed sizes (eager, rendezvous),
+/// two through rings and one over the socket (it sets
+/// `ISTHMUS_TRANSPORT=socket`); ANY_SOURCE receives see each sender's
+/// messages in its order, intact.
+#[test]
+fn ordering_with_many_senders_over_rings_and_a_socket_at_once() {
+    let e = engine();
+    let n: u64 = 1500;
+    let count = n.to_string();
+    let peers: Vec<Peer> = (0..3)
+        .map(|r| {
+            let mode = if r == 2 { "socket" } else { "shm" };
+            let env = [("SHM_COUNT", count.as_str()), ("ISTHMUS_TRANSPORT", mode)];
+            spawn_peer(&e, "many", r, 3, &env)
+        })
+        .collect();
+    let eps = peers.iter().map(|p| p.ep.clone()).collect();
+    let c = e.intercomm(CONTEXT, 0, 1, eps).unwrap();
+    let mut next = [0u64; 3];
+    let mut buf = vec![0u8; 300_000];
+    for _ in 0..3 * n {
+        let st = c
+            .recv_bytes_into_timeout(Source::Any, Tag::Value(7), None, &mut buf, T)
+            .unwrap();
+        let s = st.source as usize;
+        let i = u64::from_le_bytes(buf[..8].try_into().unwrap());
+        assert_eq!(
+            i, next[s],
+            "rank {s}: message {i} overtook message {}",
+            next[s]
+        );
+        let len = st.bytes as usize;
+        assert!(
+            buf[..len] == message(i, len)[..],
+            "rank {s}: message {i} corrupted"
+        );
+        next[s] += 1;
+    }
+    assert_eq!(next, [n; 3]);
+    // Our credit returns went out on the path each peer allows.
+    let shm: Vec<bool> = peers
+        .iter()
+        .map(|p| e.route_to(p.ep.process).unwrap().shared_memory)
+        .collect();
+    assert_eq!(shm, [true, true, false]);
+    drop(c);
+    for p in peers {
+        finish(p);
+    }
+}
+
+/// A peer streaming 16 MiB messages is killed (SIGKILL) while it writes
+/// one into the ring: what arrived whole is intact, then receives fail
+/// with PeerFailed within the deadline — no hang, no torn message.
+#[test]
+fn a_peer_killed_in_the_middle_of_a_message_fails_the_receive() {
+    let e = engine();
+    let mut p = spawn_peer(&e, "stream", 0, 1, &[]);
+    let c = e.intercomm(CONTEXT, 0, 1, vec![p.ep.clone()]).unwrap();
+    let mut buf = vec![0u8; STREAM_LEN];
+    let whole = message(1, STREAM_LEN);
+    for _ in 0..3 {
+        let st = c
+            .recv_bytes_into_timeout(Source::Rank(0), Tag::Any, None, &mut buf, T)
+            .unwrap();
+        assert_eq!(st.bytes as usize, STREAM_LEN);
+        assert!(buf == whole);
+    }
+    p.child.kill().unwrap();
+    let started = Instant::now();
+    let err = loop {
+        match c.recv_bytes_into_timeout(Source::Rank(0), Tag::Any, None, &mut buf, T) {
+            Ok(st) => {
+                assert_eq!(st.bytes as usize, STREAM_LEN);
+                assert!(buf == whole, "a message completed torn");
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, BridgeError::PeerFailed { .. }), "{err}");
+    assert!(started.elapsed() < T, "the failure took the whole deadline");
+    let _ = p.child.wait();
+    drop(p.stdin);
+}
+
+/// A peer that scribbles over its ring's producer index (as a broken or
+/// hostile process could) and dies: the receiver reports the corrupted
+/// ring as the connection's end, precisely, and reads nothing out of bounds.
+#[test]
+fn a_corrupted_ring_is_a_protocol_error() {
+    let e = engine();
+    let mut p = spawn_peer(&e, "corrupt", 0, 1, &[]);
+    let c = e.intercomm(CONTEXT, 0, 1, vec![p.ep.clone()]).unwrap();
+    let mut buf = vec![0u8; 64];
+    let st = c
+        .recv_bytes_into_timeout(Source::Rank(0), Tag::Any, None, &mut buf, T)
+        .unwrap();
+    assert_eq!(st.bytes, 8);
+    line_from(&mut p.out, "SENT");
+    writeln!(p.stdin, "GO").unwrap();
+    p.stdin.flush().unwrap();
+    let err = c
+        .recv_bytes_into_timeout(Source::Rank(0), Tag::Any, None, &mut buf, T)
+        .unwrap_err();
+    match &err {
+        BridgeError::PeerFailed { reason, .. } => {
+            assert!(reason.contains("corrupted shared-memory ring"), "{reason}")
+        }
+        other => panic!("expected PeerFailed, got {other}"),
+    }
+    let _ = p.child.wait();
+}
