@@ -23,8 +23,15 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool
     let short = short.trim_start_matches("mpi_");
     // How the call is told to be Isthmus's (`let` or `if` head), how its
     // counts become ints, and what it calls then.
+    // On a merged communicator the large-count forms are refused (their
+    // bodies take an intercommunicator).
+    let mut merged = String::new();
     let (dispatch, convert, call) = if let Some(&c) = p.comms.first() {
         let comm = &p.params[c].1;
+        merged = format!(
+            "if crate::state::merged_comm({comm}).is_some() {{\n        \
+             return crate::errors::refuse_merged({comm}, \"{name}\");\n    }}\n    "
+        );
         let convert: String = counts
             .iter()
             .map(|n| {
@@ -75,7 +82,7 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool
          ///\n/// # Safety\n/// As `{name}`.\n\
          #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
          pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
-         {dispatch} {{\n        \
+         {merged}{dispatch} {{\n        \
          // SAFETY: the program's arguments, passed on.\n        \
          return unsafe {{ ffi::P{name}({args}) }};\n    }}{end}\n\
          {convert}    \

@@ -46,6 +46,17 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     comm2: MPI_Comm,
     result: *mut c_int,
 ) -> c_int {
+    // Merged communicators: each is only congruent to itself.
+    if crate::state::merged_comm(comm1).is_some() || crate::state::merged_comm(comm2).is_some() {
+        let r = if comm1 == comm2 {
+            ffi::MPI_IDENT
+        } else {
+            ffi::MPI_UNEQUAL
+        };
+        // SAFETY: the program's out-pointer.
+        unsafe { *result = r as c_int };
+        return 0;
+    }
     let (a, b) = (bridge_comm(comm1), bridge_comm(comm2));
     if a.is_none() && b.is_none() {
         // SAFETY: the program's arguments, passed on.
@@ -171,6 +182,9 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         // of its collectives is freed now, while MPI is sure to be up.
         if let Some(bc) = remove_comm(unsafe { *comm }) {
             bc.coll.free();
+        } else {
+            // SAFETY: as above. A merged communicator's private side.
+            crate::merged::forget(unsafe { *comm });
         }
     }
     // SAFETY: the program's argument, passed on.
@@ -187,6 +201,12 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
         // SAFETY: non-null, the program's.
         remove_comm(unsafe { *comm })
     };
+    // SAFETY: non-null when checked, the program's.
+    if !comm.is_null() && crate::merged::forget(unsafe { *comm }) {
+        // The handle is an intracommunicator duplicate: free it.
+        // SAFETY: as above.
+        return unsafe { ffi::PMPI_Comm_free(comm) };
+    }
     if let Some(bc) = removed {
         bc.coll.free();
         // The local handle is an intracommunicator duplicate: free it.

@@ -165,6 +165,19 @@ pub fn refuse(comm: MPI_Comm, call: &str) -> c_int {
     raise(comm, c)
 }
 
+/// Raises a refusal of `call` on a merged communicator.
+pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
+    let c = code(
+        Class::Refused,
+        &format!(
+            "{call} is not supported on a merged Isthmus communicator (MPI_Intercomm_merge's); \
+             supported: rank, size, compare, dup, free, point-to-point to a given rank, \
+             Barrier, Bcast, Reduce, Allreduce, Gather, Allgather, Alltoall, Scan, Exscan"
+        ),
+    );
+    raise(comm, c)
+}
+
 fn is_fatal(comm: MPI_Comm) -> bool {
     let mut h: ffi::MPI_Errhandler = unsafe_errhandler_null();
     // SAFETY: `comm` is live; `h` is a valid out-pointer.

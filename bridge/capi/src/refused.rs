@@ -26,7 +26,7 @@ fn comm_of_word(w: usize) -> MPI_Comm {
 }
 
 fn is_bridge_word(w: usize) -> bool {
-    crate::state::bridge_comm(comm_of_word(w)).is_some()
+    crate::state::is_isthmus(comm_of_word(w))
 }
 
 /// Writes MPI_FILE_NULL through an output `MPI_File *` passed as a word.
@@ -41,7 +41,11 @@ fn null_file_word(w: usize) {
 }
 
 fn refuse_word(w: usize, call: &str) -> c_int {
-    crate::errors::refuse(comm_of_word(w), call)
+    let comm = comm_of_word(w);
+    if crate::state::merged_comm(comm).is_some() {
+        return crate::errors::refuse_merged(comm, call);
+    }
+    crate::errors::refuse(comm, call)
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -1,4 +1,6 @@
-//! MPICH's own intercommunicator tests (`shared/conformance/mpich` beside
+//! MPICH's own intercommunicator tests, and its intracommunicator tests on
+//! the merge of an Isthmus intercommunicator (`tests/merged`)
+//! (`shared/conformance/mpich` beside
 //! the repository, or `$ISTHMUS_CONFORMANCE_DIR`), unmodified, between two separately
 //! started jobs — Open MPI on the left and MPICH on the right, and the other
 //! way round — with Isthmus's MTest harness (tests/mtest), whose
@@ -39,15 +41,26 @@ fn build(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
     assert!(src.exists(), "conformance test {} not found", src.display());
     let name = test.replace('/', "_").trim_end_matches(".c").to_string();
     let out = dir.0.join(format!("{name}-{}", mpi.name()));
-    // The collective tests include MPICH's `mpicolltest.h` as it is.
+    // The collective tests include MPICH's `mpicolltest.h` as it is; the
+    // merged ones are `run(const char *)` functions, given a main.
+    let mut sources = vec![src, crate_dir().join("tests/mtest/mtest.c")];
+    if is_merged(test) {
+        sources.push(crate_dir().join("tests/mtest/run_main.c"));
+    }
     build_c_including(
         mpi,
-        &[src, crate_dir().join("tests/mtest/mtest.c")],
+        &sources,
         &[suite_dir().join("reference")],
         &out,
         Linking::Linked,
     );
     out
+}
+
+/// The tests of `tests/merged`, run on the merge of an Isthmus
+/// intercommunicator (the harness's `ISTHMUS_MTEST_MERGE`).
+fn is_merged(test: &str) -> bool {
+    test.starts_with("merged/")
 }
 
 /// Runs `test` with `np` ranks per job, `left` being the implementation of
@@ -66,6 +79,10 @@ fn conformance(test: &str, np: usize, left: Mpi, args: &[&str]) {
         env: vec![
             ("ISTHMUS_MTEST_GROUP".into(), me.into()),
             ("ISTHMUS_MTEST_PEER".into(), other.into()),
+            (
+                "ISTHMUS_MTEST_MERGE".into(),
+                if is_merged(test) { "1" } else { "0" }.into(),
+            ),
         ],
         linking: Linking::Linked,
     };
@@ -125,3 +142,9 @@ both_ways!(icbarrier, "coll/icbarrier.c", 4);
 both_ways!(icbarrier_np3, "coll/icbarrier.c", 3);
 both_ways!(icbcast, "coll/icbcast.c", 4);
 both_ways!(icbcast_np3, "coll/icbcast.c", 3);
+// MPICH's intracommunicator tests on the merge of an Isthmus
+// intercommunicator: MPICH's rank counts split evenly between the jobs.
+both_ways!(merged_allred3, "merged/allred3.c", 5);
+both_ways!(merged_alltoall1, "merged/alltoall1.c", 4);
+both_ways!(merged_gather, "merged/gather.c", 2);
+both_ways!(merged_exscan, "merged/exscan.c", 5);
