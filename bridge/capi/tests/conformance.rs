@@ -41,10 +41,11 @@ fn build(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
     assert!(src.exists(), "conformance test {} not found", src.display());
     let name = test.replace('/', "_").trim_end_matches(".c").to_string();
     let out = dir.0.join(format!("{name}-{}", mpi.name()));
-    // The collective tests include MPICH's `mpicolltest.h` as it is; the
-    // merged ones are `run(const char *)` functions, given a main.
+    // The collective tests include MPICH's `mpicolltest.h` as it is; those
+    // written as `run(const char *)` functions are given a main.
+    let has_run = std::fs::read_to_string(&src).is_ok_and(|t| t.contains("int run(const char *arg)"));
     let mut sources = vec![src, crate_dir().join("tests/mtest/mtest.c")];
-    if is_merged(test) {
+    if has_run {
         sources.push(crate_dir().join("tests/mtest/run_main.c"));
     }
     build_c_including(

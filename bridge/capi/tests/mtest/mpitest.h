@@ -22,6 +22,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* MPICH's: is the MPI standard of mpi.h at least major.minor? */
+#define MTEST_HAVE_MIN_MPI_VERSION(major_, minor_) \
+    ((MPI_VERSION == (major_) && MPI_SUBVERSION >= (minor_)) || (MPI_VERSION > (major_)))
+
 void MTest_Init(int *argc, char ***argv);
 void MTest_Finalize(int errs);
 int MTestReturnValue(int errors);
