@@ -46,12 +46,16 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     comm2: MPI_Comm,
     result: *mut c_int,
 ) -> c_int {
-    // Merged communicators: each is only congruent to itself.
-    if crate::state::merged_comm(comm1).is_some() || crate::state::merged_comm(comm2).is_some() {
-        let r = if comm1 == comm2 {
-            ffi::MPI_IDENT
-        } else {
-            ffi::MPI_UNEQUAL
+    let (m1, m2) = (
+        crate::state::merged_comm(comm1),
+        crate::state::merged_comm(comm2),
+    );
+    if m1.is_some() || m2.is_some() {
+        let r = match (m1, m2) {
+            _ if comm1 == comm2 => ffi::MPI_IDENT,
+            // The same two groups in the same order, another context.
+            (Some(a), Some(b)) if crate::merged::same_group(&a, &b) => ffi::MPI_CONGRUENT,
+            _ => ffi::MPI_UNEQUAL,
         };
         // SAFETY: the program's out-pointer.
         unsafe { *result = r as c_int };

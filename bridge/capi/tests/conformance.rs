@@ -43,7 +43,8 @@ fn build(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
     let out = dir.0.join(format!("{name}-{}", mpi.name()));
     // The collective tests include MPICH's `mpicolltest.h` as it is; those
     // written as `run(const char *)` functions are given a main.
-    let has_run = std::fs::read_to_string(&src).is_ok_and(|t| t.contains("int run(const char *arg)"));
+    let has_run =
+        std::fs::read_to_string(&src).is_ok_and(|t| t.contains("int run(const char *arg)"));
     let mut sources = vec![src, crate_dir().join("tests/mtest/mtest.c")];
     if has_run {
         sources.push(crate_dir().join("tests/mtest/run_main.c"));

@@ -253,3 +253,13 @@ pub fn forget(comm: MPI_Comm) -> bool {
         None => false,
     }
 }
+
+/// Do two merged communicators have the same group in the same order
+/// (`MPI_Comm_compare`: congruent)?
+pub fn same_group(a: &MergedComm, b: &MergedComm) -> bool {
+    a.low == b.low
+        && a.local_group == b.local_group
+        && a.remote_group == b.remote_group
+        && a.rank() == b.rank()
+        && a.size() == b.size()
+}

@@ -27,7 +27,7 @@ pub(crate) use coll::{
 };
 pub(crate) use comm::{
     comm_dup, comm_dup_with_info, comm_group, comm_rank, comm_size, comm_test_inter, forget,
-    intercomm_merge,
+    intercomm_merge, same_group,
 };
 pub(crate) use pt2pt::{iprobe, isend, probe, recv, send, sendrecv, ssend};
 

@@ -1,0 +1,212 @@
+/*
+ * MPI_Intercomm_merge of an Isthmus intercommunicator, from C: one
+ * intracommunicator over two jobs (usually of different implementations).
+ *
+ * Usage: merge GROUP PEER HIGH FIRST, where HIGH is this job's high flag
+ * and FIRST says which job the test expects first in the merged order
+ * ("me" or "peer"). Checks rank, size and every merged call Isthmus
+ * carries: collectives (values that depend on the order: a non-commutative
+ * operation, gathers, prefixes), point-to-point within and across the jobs
+ * with statuses naming merged ranks, dup and compare, and the refusals.
+ * Prints "PASS merge rank R" per rank.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "isthmus.h"
+
+static int rank, wsize;
+
+/* (first, last) pairs: op(a, b) = (a.first, b.last): associative, not
+ * commutative; over ranks 0..n-1 in order it gives (0, n-1). */
+static void first_last(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    int *a = in, *b = inout;
+    (void) dt;
+    for (int i = 0; i < *len; i++)
+        b[2 * i] = a[2 * i];
+}
+
+static void expect_refused(int rc, const char *call)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    CHECK(rc != MPI_SUCCESS, "%s on a merged communicator succeeded", call);
+    MPI_Error_string(rc, msg, &len);
+    CHECK(strstr(msg, call) && strstr(msg, "merged Isthmus communicator"), "%s: message %s", call,
+          msg);
+    if (rank == 0)
+        printf("REFUSED %s: %s\n", call, msg);
+}
+
+static void collectives(MPI_Comm m, int mr, int n)
+{
+    int x = mr + 1, sum = -1, i;
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, m);
+    CHECK(sum == n * (n + 1) / 2, "allreduce sum %d, expected %d", sum, n * (n + 1) / 2);
+
+    MPI_Op op;
+    MPI_Datatype pair;
+    MPI_Op_create(first_last, 0, &op);
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    int mine[2] = {mr, mr}, fl[2] = {-1, -1};
+    MPI_Allreduce(mine, fl, 1, pair, op, m);
+    CHECK(fl[0] == 0 && fl[1] == n - 1, "non-commutative allreduce (%d, %d), expected (0, %d)",
+          fl[0], fl[1], n - 1);
+    fl[0] = mr;
+    fl[1] = mr;
+    MPI_Allreduce(MPI_IN_PLACE, fl, 1, pair, op, m);
+    CHECK(fl[0] == 0 && fl[1] == n - 1, "in-place allreduce (%d, %d)", fl[0], fl[1]);
+    MPI_Scan(mine, fl, 1, pair, op, m);
+    CHECK(fl[0] == 0 && fl[1] == mr, "scan (%d, %d), expected (0, %d)", fl[0], fl[1], mr);
+    fl[0] = fl[1] = -7;
+    MPI_Exscan(mine, fl, 1, pair, op, m);
+    if (mr > 0)
+        CHECK(fl[0] == 0 && fl[1] == mr - 1, "exscan (%d, %d), expected (0, %d)", fl[0], fl[1],
+              mr - 1);
+    MPI_Type_free(&pair);
+    MPI_Op_free(&op);
+
+    for (int root = 0; root < n; root++) {
+        int v = root == mr ? 4242 + root : -1, r = -1;
+        MPI_Bcast(&v, 1, MPI_INT, root, m);
+        CHECK(v == 4242 + root, "bcast from %d: %d", root, v);
+        MPI_Reduce(&x, &r, 1, MPI_INT, MPI_SUM, root, m);
+        if (mr == root)
+            CHECK(r == n * (n + 1) / 2, "reduce at %d: %d", root, r);
+    }
+
+    int *all = malloc(sizeof(int) * (size_t) n), *out = malloc(sizeof(int) * (size_t) n);
+    CHECK(all && out, "malloc");
+    for (int root = 0; root < n; root++) {
+        for (i = 0; i < n; i++)
+            all[i] = -1;
+        MPI_Gather(&mr, 1, MPI_INT, all, 1, MPI_INT, root, m);
+        if (mr == root)
+            for (i = 0; i < n; i++)
+                CHECK(all[i] == i, "gather at %d: [%d] = %d", root, i, all[i]);
+    }
+    MPI_Allgather(&mr, 1, MPI_INT, all, 1, MPI_INT, m);
+    for (i = 0; i < n; i++)
+        CHECK(all[i] == i, "allgather: [%d] = %d", i, all[i]);
+    for (i = 0; i < n; i++)
+        all[i] = 100 * mr + i;
+    MPI_Alltoall(all, 1, MPI_INT, out, 1, MPI_INT, m);
+    for (i = 0; i < n; i++)
+        CHECK(out[i] == 100 * i + mr, "alltoall: from %d got %d", i, out[i]);
+    MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 1, MPI_INT, m);
+    for (i = 0; i < n; i++)
+        CHECK(all[i] == 100 * i + mr, "in-place alltoall: from %d got %d", i, all[i]);
+    free(all);
+    free(out);
+    MPI_Barrier(m);
+}
+
+static void point_to_point(MPI_Comm m, int mr, int n)
+{
+    int next = (mr + 1) % n, prev = (mr + n - 1) % n, got = -1, flag = 0, count = -1;
+    MPI_Status st;
+    /* A ring: each step within a job or across the two. */
+    MPI_Sendrecv(&mr, 1, MPI_INT, next, 5, &got, 1, MPI_INT, prev, 5, m, &st);
+    CHECK(got == prev && st.MPI_SOURCE == prev && st.MPI_TAG == 5,
+          "ring: got %d from source %d tag %d, expected %d", got, st.MPI_SOURCE, st.MPI_TAG, prev);
+    /* Everyone to the last rank: probe, then receive, in both kinds. */
+    if (mr == n - 1) {
+        for (int s = 0; s < n - 1; s++) {
+            MPI_Probe(s, 6, m, &st);
+            MPI_Get_count(&st, MPI_INT, &count);
+            CHECK(st.MPI_SOURCE == s && count == 2, "probe from %d: source %d count %d", s,
+                  st.MPI_SOURCE, count);
+            int two[2] = {-1, -1};
+            MPI_Recv(two, 2, MPI_INT, s, 6, m, &st);
+            CHECK(two[0] == s && two[1] == -s && st.MPI_SOURCE == s, "recv from %d: (%d, %d)", s,
+                  two[0], two[1]);
+        }
+    } else {
+        int two[2] = {mr, -mr};
+        MPI_Request r;
+        MPI_Isend(two, 2, MPI_INT, n - 1, 6, m, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    /* Rank 0 to everyone, synchronous; the last checks with Iprobe first. */
+    if (mr == 0) {
+        for (int d = 1; d < n; d++)
+            MPI_Ssend(&d, 1, MPI_INT, d, 7, m);
+    } else {
+        while (!flag)
+            MPI_Iprobe(0, 7, m, &flag, &st);
+        CHECK(st.MPI_SOURCE == 0, "iprobe source %d", st.MPI_SOURCE);
+        MPI_Recv(&got, 1, MPI_INT, 0, 7, m, MPI_STATUS_IGNORE);
+        CHECK(got == mr, "ssend: got %d", got);
+    }
+    MPI_Send(&mr, 1, MPI_INT, MPI_PROC_NULL, 0, m);
+}
+
+int main(int argc, char **argv)
+{
+    int handle, rc, rsize, mr = -1, n = -1, flag = 1, cmp = -1;
+    MPI_Comm inter, m, d;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    CHECK(argc == 5, "usage: merge GROUP PEER HIGH FIRST");
+    int high = atoi(argv[3]), first = !strcmp(argv[4], "me");
+    rc = Isthmus_Register(argv[1], MPI_COMM_WORLD, &handle);
+    CHECK(rc == MPI_SUCCESS, "register");
+    rc = Isthmus_Intercomm_create_timeout(handle, argv[2], 120.0, &inter);
+    CHECK(rc == MPI_SUCCESS, "intercomm create");
+    MPI_Comm_remote_size(inter, &rsize);
+
+    rc = MPI_Intercomm_merge(inter, high, &m);
+    CHECK(rc == MPI_SUCCESS, "merge");
+    MPI_Comm_size(m, &n);
+    MPI_Comm_rank(m, &mr);
+    CHECK(n == wsize + rsize, "merged size %d, expected %d", n, wsize + rsize);
+    CHECK(mr == (first ? 0 : rsize) + rank, "merged rank %d, expected %d", mr,
+          (first ? 0 : rsize) + rank);
+    MPI_Comm_test_inter(m, &flag);
+    CHECK(!flag, "the merged communicator says it is an intercommunicator");
+    printf("MERGED rank %d of %d: merged rank %d of %d\n", rank, wsize, mr, n);
+    fflush(stdout);
+
+    collectives(m, mr, n);
+    point_to_point(m, mr, n);
+
+    /* A duplicate: congruent, the same order, its own traffic. */
+    MPI_Comm_dup(m, &d);
+    MPI_Comm_compare(m, d, &cmp);
+    CHECK(cmp == MPI_CONGRUENT, "compare(merged, dup) = %d", cmp);
+    MPI_Comm_compare(m, m, &cmp);
+    CHECK(cmp == MPI_IDENT, "compare(merged, merged) = %d", cmp);
+    MPI_Comm_compare(m, inter, &cmp);
+    CHECK(cmp == MPI_UNEQUAL, "compare(merged, inter) = %d", cmp);
+    int dr = -1, x = 1, sum = 0;
+    MPI_Comm_rank(d, &dr);
+    CHECK(dr == mr, "dup rank %d, merged rank %d", dr, mr);
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, d);
+    CHECK(sum == n, "allreduce on the dup: %d", sum);
+
+    /* What is not carried yet says so. */
+    MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
+    MPI_Request r;
+    MPI_Group g;
+    MPI_Comm c;
+    expect_refused(MPI_Irecv(&x, 1, MPI_INT, 0, 0, m, &r), "MPI_Irecv");
+    expect_refused(MPI_Comm_split(m, 0, mr, &c), "MPI_Comm_split");
+    rc = MPI_Comm_group(m, &g);
+    CHECK(rc != MPI_SUCCESS, "MPI_Comm_group on a merged communicator succeeded");
+    rc = MPI_Recv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 0, m, MPI_STATUS_IGNORE);
+    CHECK(rc != MPI_SUCCESS, "MPI_ANY_SOURCE on a merged communicator succeeded");
+
+    MPI_Comm_free(&d);
+    MPI_Comm_free(&m);
+    MPI_Comm_free(&inter);
+    printf("PASS merge rank %d\n", rank);
+    fflush(stdout);
+    rc = Isthmus_Leave(handle);
+    CHECK(rc == MPI_SUCCESS, "leave");
+    MPI_Finalize();
+    return 0;
+}
