@@ -28,6 +28,27 @@ pub(crate) unsafe fn comm_test_inter(_bc: &BridgeComm, _comm: MPI_Comm, flag: *m
     0
 }
 
+/// `MPI_Comm_rank` on an Isthmus intercommunicator: the local handle's
+/// (interposed for the merged communicators' sake, whose rank the local
+/// handle does not know, from C and Fortran alike).
+///
+/// # Safety
+/// As `MPI_Comm_rank`.
+pub(crate) unsafe fn comm_rank(_bc: &BridgeComm, comm: MPI_Comm, rank: *mut c_int) -> c_int {
+    // SAFETY: the program's arguments, passed on.
+    unsafe { ffi::PMPI_Comm_rank(comm, rank) }
+}
+
+/// `MPI_Comm_size` on an Isthmus intercommunicator: the local group's (as
+/// `comm_rank`).
+///
+/// # Safety
+/// As `MPI_Comm_size`.
+pub(crate) unsafe fn comm_size(_bc: &BridgeComm, comm: MPI_Comm, size: *mut c_int) -> c_int {
+    // SAFETY: the program's arguments, passed on.
+    unsafe { ffi::PMPI_Comm_size(comm, size) }
+}
+
 /// `MPI_Comm_remote_size` on an Isthmus communicator: the remote group's.
 ///
 /// # Safety

@@ -153,8 +153,12 @@ pub fn fail(comm: MPI_Comm, call: &str, e: &BridgeError) -> c_int {
     raise(comm, code_of(call, e))
 }
 
-/// Raises a refusal of `call` on a bridge communicator.
+/// Raises a refusal of `call` on an Isthmus communicator (a merged one
+/// gets its own message).
 pub fn refuse(comm: MPI_Comm, call: &str) -> c_int {
+    if crate::state::merged_comm(comm).is_some() {
+        return refuse_merged(comm, call);
+    }
     let c = code(
         Class::Refused,
         &format!(

@@ -41,11 +41,7 @@ fn null_file_word(w: usize) {
 }
 
 fn refuse_word(w: usize, call: &str) -> c_int {
-    let comm = comm_of_word(w);
-    if crate::state::merged_comm(comm).is_some() {
-        return crate::errors::refuse_merged(comm, call);
-    }
-    crate::errors::refuse(comm, call)
+    crate::errors::refuse(comm_of_word(w), call)
 }
 
 #[cfg(not(target_arch = "x86_64"))]

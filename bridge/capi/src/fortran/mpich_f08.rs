@@ -383,6 +383,32 @@ pub(super) unsafe fn iprobe(
     rc
 }
 
+/// `MPI_Comm_rank` for MPICH's `use mpi_f08`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn comm_rank(comm: *const Fint, rank: *mut Fint) -> c_int {
+    let mut s: c_int = 0;
+    // SAFETY: Fortran passes the handle by reference; our out-integer.
+    let rc = unsafe { comms::MPI_Comm_rank(comm_f2c(int!(comm)), &mut s) };
+    // SAFETY: the program's integer.
+    unsafe { put(rank, s) };
+    rc
+}
+
+/// `MPI_Comm_size` for MPICH's `use mpi_f08`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn comm_size(comm: *const Fint, size: *mut Fint) -> c_int {
+    let mut s: c_int = 0;
+    // SAFETY: Fortran passes the handle by reference; our out-integer.
+    let rc = unsafe { comms::MPI_Comm_size(comm_f2c(int!(comm)), &mut s) };
+    // SAFETY: the program's integer.
+    unsafe { put(size, s) };
+    rc
+}
+
 /// `MPI_Comm_remote_size` for MPICH's `use mpi_f08`.
 ///
 /// # Safety
