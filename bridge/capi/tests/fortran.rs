@@ -224,10 +224,11 @@ fn openmpi_fortran_with_mpich_fortran() {
     pair("f-both", a, b);
 }
 
-/// Calls Isthmus refuses (most collectives, split, merge, persistent
+/// Calls Isthmus refuses (most collectives, split, persistent
 /// requests) made from Fortran on an Isthmus communicator return a refusal
 /// naming the call, and still work on ordinary communicators, while
-/// `MPI_Barrier` and `MPI_Bcast` work on it: Open MPI's `use
+/// `MPI_Barrier`, `MPI_Bcast` and `MPI_Intercomm_merge` (with the merged
+/// communicator's size and rank) work on it: Open MPI's `use
 /// mpi` (whose bindings call `PMPI_*`, refused by the generated Fortran
 /// entry points) against MPICH's (whose bindings call the C functions,
 /// refused in C).

@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 
 use super::convert::*;
 use crate::mpi_glue::{comm_null, status_ignore, statuses_ignore};
-use crate::{coll, comms, pt2pt, requests};
+use crate::{coll, comms, merged, pt2pt, requests};
 
 // ------------------------------------------------------------ sends
 
@@ -691,6 +691,31 @@ pub(super) unsafe fn bcast(
 }
 
 // ------------------------------------------------------------ communicators
+
+/// `MPI_Intercomm_merge` for Open MPI's Fortran (`high` a LOGICAL).
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn intercomm_merge(
+    intercomm: *const Fint,
+    high: *const Fint,
+    newintracomm: *mut Fint,
+) -> c_int {
+    let mut c = comm_null();
+    // SAFETY: a converted handle, the LOGICAL as C's flag, our out-handle.
+    let rc = unsafe {
+        merged::MPI_Intercomm_merge(
+            comm_f2c(int!(intercomm)),
+            c_int::from(int!(high) != 0),
+            &mut c,
+        )
+    };
+    if rc == 0 {
+        // SAFETY: the program's INTEGER handle.
+        unsafe { put(newintracomm, comm_c2f(c)) };
+    }
+    rc
+}
 
 /// `MPI_Comm_rank` for Open MPI's Fortran.
 ///
