@@ -29,6 +29,6 @@ pub(crate) use comm::{
     comm_dup, comm_dup_with_info, comm_group, comm_rank, comm_size, comm_test_inter, forget,
     intercomm_merge, same_group,
 };
-pub(crate) use pt2pt::{iprobe, isend, probe, recv, send, sendrecv, ssend};
+pub(crate) use pt2pt::{iprobe, irecv, isend, probe, recv, send, sendrecv, ssend};
 
 include!(concat!(env!("OUT_DIR"), "/shells_merged.rs"));

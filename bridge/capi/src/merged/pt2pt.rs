@@ -3,10 +3,18 @@
 //! job's own) when it is in this job, over the bridge (`MergedComm::inter`)
 //! when it is in the other; statuses name merged ranks.
 //!
-//! Refused with a precise error: `MPI_ANY_SOURCE` (a receive would have to
-//! watch both kinds of source at once, in MPI's order per source; not done
-//! yet), `MPI_Irecv` (its status would name a rank of one job, since the
-//! native and bridge requests complete without this module).
+//! A nonblocking receive is a request of `requests` either way (a native
+//! one wrapped, so that its status too names a merged rank).
+//!
+//! `MPI_ANY_SOURCE` in a blocking receive or a probe watches both kinds of
+//! source: a native matched probe (`MPI_Improbe`, so the message found is
+//! the one received) and a bridge probe in turn, backing off while neither
+//! has a message; each source is of one kind, so MPI's order per source
+//! holds. (Two threads receiving from `MPI_ANY_SOURCE` on one merged
+//! communicator at once could take each other's bridge message between its
+//! probe and its receive; the bridge's matched probe is not used yet.)
+//! Refused with a precise error: `MPI_ANY_SOURCE` in a nonblocking receive
+//! (not done yet).
 
 use std::ffi::{c_int, c_void};
 
@@ -31,8 +39,8 @@ fn place(mc: &MergedComm, rank: c_int, call: &str) -> Result<Option<Place>, Fail
     }
     if rank == any_source() {
         return Err(Fail::Bridge(BridgeError::InvalidArgument(format!(
-            "{call}: MPI_ANY_SOURCE is not supported on a merged Isthmus communicator yet \
-             (receive from a given rank)"
+            "MPI_ANY_SOURCE is not supported in {call} on a merged Isthmus communicator yet \
+             (MPI_Recv, MPI_Sendrecv, MPI_Probe and MPI_Iprobe take it)"
         ))));
     }
     u32::try_from(rank)
@@ -205,6 +213,66 @@ pub(crate) unsafe fn isend(
     }
 }
 
+/// What an `MPI_ANY_SOURCE` probe round found.
+enum Found {
+    /// A native message, taken by a matched probe.
+    Native(ffi::MPI_Message, MPI_Status),
+    /// A bridge message from remote rank `.0` with tag `.1`.
+    Bridge(Status),
+}
+
+/// One round of an `MPI_ANY_SOURCE` probe: native first, then the bridge.
+/// `take`: a native message found is taken (matched probe).
+fn probe_any(
+    mc: &MergedComm,
+    tag: c_int,
+    comm: MPI_Comm,
+    take: bool,
+) -> Result<Option<Found>, Fail> {
+    let mut flag: c_int = 0;
+    let mut st = crate::mpi_glue::empty_status();
+    if take {
+        let mut msg = message_null();
+        // SAFETY: the program's handle; our out-values.
+        mpi(unsafe { ffi::PMPI_Improbe(any_source(), tag, comm, &mut flag, &mut msg, &mut st) })?;
+        if flag != 0 {
+            return Ok(Some(Found::Native(msg, st)));
+        }
+    } else {
+        // SAFETY: as above.
+        mpi(unsafe { ffi::PMPI_Iprobe(any_source(), tag, comm, &mut flag, &mut st) })?;
+        if flag != 0 {
+            return Ok(Some(Found::Native(message_null(), st)));
+        }
+    }
+    Ok(mc
+        .inter
+        .iprobe(isthmus_bridge::Source::Any, tag_of(tag))?
+        .map(Found::Bridge))
+}
+
+/// Rounds of [`probe_any`] until one finds a message, backing off from a
+/// spin to sleeps of at most a millisecond.
+fn wait_any(mc: &MergedComm, tag: c_int, comm: MPI_Comm, take: bool) -> Result<Found, Fail> {
+    let mut idle = 0u32;
+    loop {
+        if let Some(f) = probe_any(mc, tag, comm, take)? {
+            return Ok(f);
+        }
+        idle = idle.saturating_add(1);
+        if idle < 64 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(u64::from(idle.min(1000))));
+        }
+    }
+}
+
+fn message_null() -> ffi::MPI_Message {
+    // SAFETY: reading rsmpi's exported constant.
+    unsafe { ffi::RSMPI_MESSAGE_NULL }
+}
+
 /// A blocking receive from merged rank `src`; the status names merged ranks.
 ///
 /// # Safety
@@ -221,6 +289,23 @@ unsafe fn recv_from(
     status: *mut MPI_Status,
     call: &str,
 ) -> Result<(), Fail> {
+    if src == any_source() {
+        return match wait_any(mc, tag, comm, true)? {
+            Found::Native(mut msg, _) => {
+                // SAFETY: the program's buffer and status; the message we took.
+                mpi(unsafe { ffi::PMPI_Mrecv(buf, n, dt, &mut msg, status) })?;
+                // SAFETY: as above.
+                unsafe { translate(mc, status) };
+                Ok(())
+            }
+            Found::Bridge(st) => {
+                let from = int(mc.merged_rank(Place::Remote(st.source)));
+                // SAFETY: forwarded; the earliest message from that source
+                // with that tag is the one probed.
+                unsafe { recv_from(mc, buf, n, dt, from, st.tag, comm, status, call) }
+            }
+        };
+    }
     match place(mc, src, call)? {
         None => {
             // SAFETY: the program's status (or ignore).
@@ -268,6 +353,61 @@ pub(crate) unsafe fn recv(
     // SAFETY: forwarded.
     let r = unsafe { recv_from(mc, buf, n, dt, src, tag, comm, status, "MPI_Recv") };
     code(comm, "MPI_Recv", r)
+}
+
+/// `MPI_Irecv` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Irecv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn irecv(
+    mc: &MergedComm,
+    buf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    const CALL: &str = "MPI_Irecv";
+    let run = || -> Result<MPI_Request, Fail> {
+        match place(mc, src, CALL)? {
+            None => requests::completed(Outcome::empty()).map_err(Fail::Mpi),
+            Some(Place::Local(r)) => {
+                let mut native = request_null();
+                // SAFETY: the program's buffer, on its handle.
+                mpi(unsafe { ffi::PMPI_Irecv(buf, n, dt, int(r), tag, comm, &mut native) })?;
+                requests::start_from(Op::Native(native), comm, CALL, int(mc.local_offset()))
+                    .map_err(Fail::Mpi)
+            }
+            Some(Place::Remote(r)) => {
+                let count = count(n)?;
+                let max = datatype::capacity_bytes(count, dt)?;
+                let req = mc.inter.irecv_bytes(
+                    isthmus_bridge::Source::Rank(r),
+                    tag_of(tag),
+                    None,
+                    max,
+                )?;
+                let op = Op::Recv {
+                    req,
+                    buf,
+                    count,
+                    dt,
+                };
+                requests::start_from(op, comm, CALL, int(mc.remote_offset())).map_err(Fail::Mpi)
+            }
+        }
+    };
+    match run() {
+        Ok(req) => {
+            // SAFETY: the program's out-pointer.
+            unsafe { *request = req };
+            0
+        }
+        Err(f) => raise(comm, CALL, f),
+    }
 }
 
 /// `MPI_Sendrecv` on a merged communicator: the send started, the receive
@@ -324,6 +464,25 @@ pub(crate) unsafe fn probe(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
+    if src == any_source() {
+        let run = || {
+            match wait_any(mc, tag, comm, false)? {
+                Found::Native(_, st) => {
+                    // SAFETY: the program's status (or ignore).
+                    unsafe {
+                        copy_status(status, &st);
+                        translate(mc, status);
+                    }
+                }
+                Found::Bridge(st) => {
+                    // SAFETY: as above.
+                    unsafe { fill_status(status, &probed(mc, st.source, &st)) };
+                }
+            }
+            Ok(())
+        };
+        return code(comm, "MPI_Probe", run());
+    }
     let run = || match place(mc, src, "MPI_Probe")? {
         None => {
             // SAFETY: the program's status (or ignore).
@@ -361,6 +520,25 @@ pub(crate) unsafe fn iprobe(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    if src == any_source() {
+        let run = || {
+            let found = probe_any(mc, tag, comm, false)?;
+            // SAFETY: the program's out-pointers.
+            unsafe {
+                *flag = c_int::from(found.is_some());
+                match found {
+                    Some(Found::Native(_, st)) => {
+                        copy_status(status, &st);
+                        translate(mc, status);
+                    }
+                    Some(Found::Bridge(st)) => fill_status(status, &probed(mc, st.source, &st)),
+                    None => {}
+                }
+            }
+            Ok(())
+        };
+        return code(comm, "MPI_Iprobe", run());
+    }
     let run = || match place(mc, src, "MPI_Iprobe")? {
         None => {
             // SAFETY: the program's out-pointers.
@@ -395,4 +573,15 @@ pub(crate) unsafe fn iprobe(
         }
     };
     code(comm, "MPI_Iprobe", run())
+}
+
+/// Copies a native status to the program's (unless ignored).
+///
+/// # Safety
+/// `status` is null, `MPI_STATUS_IGNORE` or the program's status.
+unsafe fn copy_status(status: *mut MPI_Status, st: &MPI_Status) {
+    if !status.is_null() && status != status_ignore() {
+        // SAFETY: a writable status (the caller's contract).
+        unsafe { *status = *st };
+    }
 }

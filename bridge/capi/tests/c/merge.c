@@ -7,7 +7,8 @@
  * ("me" or "peer"). Checks rank, size and every merged call Isthmus
  * carries: collectives (values that depend on the order: a non-commutative
  * operation, gathers, prefixes), point-to-point within and across the jobs
- * with statuses naming merged ranks, dup and compare, and the refusals.
+ * (blocking, nonblocking, MPI_ANY_SOURCE) with statuses naming merged
+ * ranks, dup and compare, and the refusals.
  * Prints "PASS merge rank R" per rank.
  */
 #include <stdlib.h>
@@ -130,6 +131,45 @@ static void point_to_point(MPI_Comm m, int mr, int n)
         MPI_Isend(two, 2, MPI_INT, n - 1, 6, m, &r);
         MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
+    /* Nonblocking receives at the last rank from everyone (native and
+     * bridge requests in one Waitall), statuses in merged ranks. */
+    if (mr == n - 1) {
+        int *vals = malloc(sizeof(int) * (size_t) n);
+        MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t) n);
+        MPI_Status *sts = malloc(sizeof(MPI_Status) * (size_t) n);
+        CHECK(vals && rq && sts, "malloc");
+        for (int s = 0; s < n - 1; s++)
+            MPI_Irecv(&vals[s], 1, MPI_INT, s, 9, m, &rq[s]);
+        MPI_Waitall(n - 1, rq, sts);
+        for (int s = 0; s < n - 1; s++)
+            CHECK(vals[s] == 10 * s && sts[s].MPI_SOURCE == s && sts[s].MPI_TAG == 9,
+                  "irecv from %d: %d, source %d", s, vals[s], sts[s].MPI_SOURCE);
+        free(vals);
+        free(rq);
+        free(sts);
+    } else {
+        int v = 10 * mr;
+        MPI_Send(&v, 1, MPI_INT, n - 1, 9, m);
+    }
+    /* MPI_ANY_SOURCE at rank 0: a probe, then every other rank's message
+     * once, whichever job it comes from. */
+    if (mr == 0) {
+        int *seen = calloc((size_t) n, sizeof(int));
+        CHECK(seen, "calloc");
+        MPI_Probe(MPI_ANY_SOURCE, 10, m, &st);
+        CHECK(st.MPI_SOURCE > 0 && st.MPI_SOURCE < n, "probe any: source %d", st.MPI_SOURCE);
+        for (int k = 1; k < n; k++) {
+            MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 10, m, &st);
+            CHECK(st.MPI_SOURCE > 0 && st.MPI_SOURCE < n && got == 7 * st.MPI_SOURCE &&
+                      !seen[st.MPI_SOURCE],
+                  "any source: %d from %d", got, st.MPI_SOURCE);
+            seen[st.MPI_SOURCE] = 1;
+        }
+        free(seen);
+    } else {
+        int v = 7 * mr;
+        MPI_Send(&v, 1, MPI_INT, 0, 10, m);
+    }
     /* Rank 0 to everyone, synchronous; the last checks with Iprobe first. */
     if (mr == 0) {
         for (int d = 1; d < n; d++)
@@ -193,12 +233,12 @@ int main(int argc, char **argv)
     MPI_Request r;
     MPI_Group g;
     MPI_Comm c;
-    expect_refused(MPI_Irecv(&x, 1, MPI_INT, 0, 0, m, &r), "MPI_Irecv");
+    expect_refused(MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 0, m, &r), "MPI_Irecv");
     expect_refused(MPI_Comm_split(m, 0, mr, &c), "MPI_Comm_split");
     rc = MPI_Comm_group(m, &g);
     CHECK(rc != MPI_SUCCESS, "MPI_Comm_group on a merged communicator succeeded");
-    rc = MPI_Recv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 0, m, MPI_STATUS_IGNORE);
-    CHECK(rc != MPI_SUCCESS, "MPI_ANY_SOURCE on a merged communicator succeeded");
+    rc = MPI_Send(&x, 1, MPI_INT, n, 0, m);
+    CHECK(rc != MPI_SUCCESS, "a send to rank %d of %d succeeded", n, n);
 
     MPI_Comm_free(&d);
     MPI_Comm_free(&m);
