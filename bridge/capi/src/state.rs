@@ -178,45 +178,49 @@ unsafe impl Send for MergedComm {}
 // SAFETY: as above; it is only read.
 unsafe impl Sync for MergedComm {}
 
-impl MergedComm {
-    /// Ranks of this job.
-    pub fn local_size(&self) -> u32 {
-        self.inter.local_size()
-    }
-    /// Ranks of the other job.
-    pub fn remote_size(&self) -> u32 {
-        self.inter.remote_size()
-    }
+/// A merged communicator's rank order: this job's ranks and the other's,
+/// each contiguous, the low job's first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Order {
+    /// This job's ranks come first.
+    pub low: bool,
+    pub local_size: u32,
+    pub remote_size: u32,
+    /// This process's rank in its job.
+    pub local_rank: u32,
+}
+
+impl Order {
     /// Size of the merged communicator.
     pub fn size(&self) -> u32 {
-        self.local_size() + self.remote_size()
+        self.local_size + self.remote_size
     }
     /// The merged rank of this job's first rank.
     pub fn local_offset(&self) -> u32 {
         if self.low {
             0
         } else {
-            self.remote_size()
+            self.remote_size
         }
     }
     /// The merged rank of the other job's first rank.
     pub fn remote_offset(&self) -> u32 {
         if self.low {
-            self.local_size()
+            self.local_size
         } else {
             0
         }
     }
     /// This process's merged rank.
     pub fn rank(&self) -> u32 {
-        self.local_offset() + self.inter.rank()
+        self.local_offset() + self.local_rank
     }
     /// Where merged rank `r` lives; None if it is not a rank of this communicator.
     pub fn place(&self, r: u32) -> Option<Place> {
         let (lo, ro) = (self.local_offset(), self.remote_offset());
-        if (lo..lo + self.local_size()).contains(&r) {
+        if (lo..lo + self.local_size).contains(&r) {
             Some(Place::Local(r - lo))
-        } else if (ro..ro + self.remote_size()).contains(&r) {
+        } else if (ro..ro + self.remote_size).contains(&r) {
             Some(Place::Remote(r - ro))
         } else {
             None
@@ -228,6 +232,50 @@ impl MergedComm {
             Place::Local(r) => self.local_offset() + r,
             Place::Remote(r) => self.remote_offset() + r,
         }
+    }
+}
+
+impl MergedComm {
+    /// The rank order.
+    pub fn order(&self) -> Order {
+        Order {
+            low: self.low,
+            local_size: self.inter.local_size(),
+            remote_size: self.inter.remote_size(),
+            local_rank: self.inter.rank(),
+        }
+    }
+    /// Ranks of this job.
+    pub fn local_size(&self) -> u32 {
+        self.inter.local_size()
+    }
+    /// Ranks of the other job.
+    pub fn remote_size(&self) -> u32 {
+        self.inter.remote_size()
+    }
+    /// Size of the merged communicator.
+    pub fn size(&self) -> u32 {
+        self.order().size()
+    }
+    /// The merged rank of this job's first rank.
+    pub fn local_offset(&self) -> u32 {
+        self.order().local_offset()
+    }
+    /// The merged rank of the other job's first rank.
+    pub fn remote_offset(&self) -> u32 {
+        self.order().remote_offset()
+    }
+    /// This process's merged rank.
+    pub fn rank(&self) -> u32 {
+        self.order().rank()
+    }
+    /// Where merged rank `r` lives; None if it is not a rank of this communicator.
+    pub fn place(&self, r: u32) -> Option<Place> {
+        self.order().place(r)
+    }
+    /// The merged rank of `p`.
+    pub fn merged_rank(&self, p: Place) -> u32 {
+        self.order().merged_rank(p)
     }
 }
 
@@ -266,4 +314,45 @@ pub fn remove_merged(comm: MPI_Comm) -> Option<Arc<MergedComm>> {
         COMM_COUNT.fetch_sub(1, Ordering::Relaxed);
     }
     gone
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Order, Place};
+
+    fn order(low: bool) -> Order {
+        Order {
+            low,
+            local_size: 2,
+            remote_size: 3,
+            local_rank: 1,
+        }
+    }
+
+    #[test]
+    fn the_low_job_comes_first_and_each_job_stays_contiguous() {
+        let lo = order(true);
+        assert_eq!((lo.size(), lo.rank()), (5, 1));
+        assert_eq!(lo.place(0), Some(Place::Local(0)));
+        assert_eq!(lo.place(1), Some(Place::Local(1)));
+        assert_eq!(lo.place(2), Some(Place::Remote(0)));
+        assert_eq!(lo.place(4), Some(Place::Remote(2)));
+        assert_eq!(lo.place(5), None);
+        let hi = order(false);
+        assert_eq!((hi.size(), hi.rank()), (5, 4));
+        assert_eq!(hi.place(0), Some(Place::Remote(0)));
+        assert_eq!(hi.place(2), Some(Place::Remote(2)));
+        assert_eq!(hi.place(3), Some(Place::Local(0)));
+        assert_eq!(hi.place(u32::MAX), None);
+    }
+
+    #[test]
+    fn merged_rank_inverts_place() {
+        for o in [order(true), order(false)] {
+            for r in 0..o.size() {
+                let p = o.place(r).unwrap();
+                assert_eq!(o.merged_rank(p), r);
+            }
+        }
+    }
 }

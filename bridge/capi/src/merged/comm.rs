@@ -263,3 +263,24 @@ pub fn same_group(a: &MergedComm, b: &MergedComm) -> bool {
         && a.rank() == b.rank()
         && a.size() == b.size()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_low;
+
+    #[test]
+    fn the_group_passing_high_false_comes_first() {
+        assert!(is_low(false, true, "b", "a").unwrap());
+        assert!(!is_low(true, false, "a", "b").unwrap());
+    }
+
+    #[test]
+    fn equal_flags_order_by_group_name_alike_on_both_sides() {
+        for high in [false, true] {
+            assert!(is_low(high, high, "a-job", "b-job").unwrap());
+            assert!(!is_low(high, high, "b-job", "a-job").unwrap());
+        }
+        let e = is_low(true, true, "same", "same").unwrap_err().to_string();
+        assert!(e.contains("same high flag"), "{e}");
+    }
+}
