@@ -175,8 +175,9 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
         Class::Refused,
         &format!(
             "{call} is not supported on a merged Isthmus communicator (MPI_Intercomm_merge's); \
-             supported: rank, size, compare, dup, free, point-to-point to a given rank, \
-             Barrier, Bcast, Reduce, Allreduce, Gather, Allgather, Alltoall, Scan, Exscan"
+             supported: rank, size, compare, dup, free, split into one job's communicators, \
+             blocking point-to-point, Isend/Irecv, Barrier, Bcast, Reduce, Allreduce, Gather, \
+             Scatter, Allgather, Alltoall, Scan, Exscan"
         ),
     );
     raise(comm, c)

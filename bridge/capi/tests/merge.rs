@@ -4,7 +4,8 @@
 //! group that passed false first; equal flags: the group whose name sorts
 //! first), and ranks, sizes, collectives whose values depend on the order,
 //! point-to-point within and across the jobs, dup and compare all agree
-//! with it; what is not carried yet is refused with a message.
+//! with it; a split by job gives each job a native communicator; what is
+//! not carried yet is refused with a message.
 
 #![cfg(test)]
 
@@ -60,7 +61,7 @@ fn merge(a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
         );
     }
     let out = String::from_utf8_lossy(&oa.stdout);
-    for call in ["MPI_Irecv", "MPI_Comm_split"] {
+    for call in ["MPI_Irecv", "MPI_Comm_create"] {
         assert!(
             out.contains(&format!("REFUSED {call}: ")),
             "no refusal printed for {call}"

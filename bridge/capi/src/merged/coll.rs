@@ -21,7 +21,7 @@ use super::buf::{at, count, Extents, Scratch};
 use super::comm::raise;
 use super::wire::{
     complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_BARRIER,
-    TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_SCAN,
+    TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_SCAN, TAG_SCATTER,
 };
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
@@ -455,6 +455,75 @@ pub(crate) unsafe fn gather(
         }
     };
     code(comm, "MPI_Gather", run())
+}
+
+/// `MPI_Scatter` on a merged communicator: natively from the root's slice
+/// of its job's blocks; the other job's blocks go whole to its leader,
+/// which scatters them natively.
+///
+/// # Safety
+/// As `MPI_Scatter`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn scatter(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || match root_place(mc, root)? {
+        Place::Local(r) => {
+            let me = mc.inter.rank() == r;
+            let (mut mine, mut theirs) = (sendbuf, sendbuf);
+            if me {
+                let e = Extents::of(sendtype)?;
+                let sc = count(sendcount)?;
+                mine = at(sendbuf, &e, mc.local_offset() as usize * sc);
+                theirs = at(sendbuf, &e, mc.remote_offset() as usize * sc);
+            }
+            let lr = int(r as usize)?;
+            // SAFETY: the program's buffers, the root's at its job's slice.
+            mpi(unsafe {
+                ffi::PMPI_Scatter(
+                    mine, sendcount, sendtype, recvbuf, recvcount, recvtype, lr, mc.native,
+                )
+            })?;
+            if me {
+                let n = mc.remote_size() as usize * count(sendcount)?;
+                // SAFETY: the root's buffer holds the other job's blocks.
+                unsafe { send(&mc.coll, 0, TAG_SCATTER, theirs, n, sendtype) }?.wait()?;
+            }
+            Ok(())
+        }
+        Place::Remote(r) => {
+            // The leader receives this job's blocks in the receive type.
+            let e = Extents::of(recvtype)?;
+            let n = mc.local_size() as usize * count(recvcount)?;
+            let mut block = Scratch::new(if leader(mc) { n } else { 0 }, &e)?;
+            leader_step(mc.native, leader(mc), || {
+                // SAFETY: the block has room for `n` elements at the leader.
+                Ok(unsafe { recv(&mc.coll, r, TAG_SCATTER, block.ptr(), n, recvtype) }?)
+            })?;
+            // SAFETY: the block at the leader; the program's receive buffer.
+            mpi(unsafe {
+                ffi::PMPI_Scatter(
+                    block.ptr(),
+                    recvcount,
+                    recvtype,
+                    recvbuf,
+                    recvcount,
+                    recvtype,
+                    0,
+                    mc.native,
+                )
+            })
+        }
+    };
+    code(comm, "MPI_Scatter", run())
 }
 
 /// `MPI_Allgather` on a merged communicator: natively into each job's

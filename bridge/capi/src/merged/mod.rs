@@ -5,7 +5,8 @@
 //! `mpi-functions.txt` gives a `+merged` line: the merge itself and the
 //! communicator calls (`comm`), the collectives (`coll`, over `wire`'s
 //! messages between the jobs and `buf`'s scratch buffers) and
-//! point-to-point (`pt2pt`). build.rs generates the dispatch: on a merged
+//! point-to-point (`pt2pt`), and the splits into one job's communicators
+//! (`split`). build.rs generates the dispatch: on a merged
 //! communicator a `+merged` call reaches its body here, any other call
 //! taking a communicator is refused with the merged communicator's own
 //! message (`errors::refuse_merged`).
@@ -14,6 +15,7 @@ mod buf;
 mod coll;
 mod comm;
 mod pt2pt;
+mod split;
 mod wire;
 
 use std::ffi::{c_int, c_void};
@@ -23,12 +25,13 @@ use mpi::ffi;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 
 pub(crate) use coll::{
-    allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, scan,
+    allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, scan, scatter,
 };
 pub(crate) use comm::{
     comm_dup, comm_dup_with_info, comm_group, comm_rank, comm_size, comm_test_inter, forget,
     intercomm_merge, same_group,
 };
 pub(crate) use pt2pt::{iprobe, irecv, isend, probe, recv, send, sendrecv, ssend};
+pub(crate) use split::comm_split;
 
 include!(concat!(env!("OUT_DIR"), "/shells_merged.rs"));

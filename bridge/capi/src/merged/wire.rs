@@ -22,6 +22,7 @@ pub const TAG_GATHER: i32 = 5;
 pub const TAG_ALLGATHER: i32 = 6;
 pub const TAG_ALLTOALL: i32 = 7;
 pub const TAG_SCAN: i32 = 8;
+pub const TAG_SCATTER: i32 = 9;
 
 /// What a merged collective failed on: an MPI call of this job (its code)
 /// or the bridge.

@@ -8,7 +8,8 @@
  * carries: collectives (values that depend on the order: a non-commutative
  * operation, gathers, prefixes), point-to-point within and across the jobs
  * (blocking, nonblocking, MPI_ANY_SOURCE) with statuses naming merged
- * ranks, dup and compare, and the refusals.
+ * ranks, dup and compare, splits into one job's communicators, and the
+ * refusals.
  * Prints "PASS merge rank R" per rank.
  */
 #include <stdlib.h>
@@ -88,6 +89,14 @@ static void collectives(MPI_Comm m, int mr, int n)
         if (mr == root)
             for (i = 0; i < n; i++)
                 CHECK(all[i] == i, "gather at %d: [%d] = %d", root, i, all[i]);
+    }
+    for (int root = 0; root < n; root++) {
+        int v = -1;
+        if (mr == root)
+            for (i = 0; i < n; i++)
+                all[i] = 1000 * root + i;
+        MPI_Scatter(all, 1, MPI_INT, &v, 1, MPI_INT, root, m);
+        CHECK(v == 1000 * root + mr, "scatter from %d: %d", root, v);
     }
     MPI_Allgather(&mr, 1, MPI_INT, all, 1, MPI_INT, m);
     for (i = 0; i < n; i++)
@@ -228,13 +237,31 @@ int main(int argc, char **argv)
     MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, d);
     CHECK(sum == n, "allreduce on the dup: %d", sum);
 
+    /* A split by job (key reversing the order): a native communicator of
+     * this job; a color with ranks in both jobs is refused. */
+    MPI_Comm job;
+    int jr = -1, js = -1;
+    MPI_Comm_split(m, first ? 1 : 2, -mr, &job);
+    MPI_Comm_size(job, &js);
+    MPI_Comm_rank(job, &jr);
+    CHECK(js == wsize && jr == wsize - 1 - rank, "split by job: rank %d of %d", jr, js);
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, job);
+    CHECK(sum == wsize, "allreduce on the split: %d", sum);
+    MPI_Comm_free(&job);
+    MPI_Comm_split(m, mr == 0 ? 3 : MPI_UNDEFINED, 0, &job);
+    CHECK((mr == 0) == (job != MPI_COMM_NULL), "split: rank 0 alone");
+    if (job != MPI_COMM_NULL)
+        MPI_Comm_free(&job);
+
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
     MPI_Request r;
     MPI_Group g;
     MPI_Comm c;
     expect_refused(MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 0, m, &r), "MPI_Irecv");
-    expect_refused(MPI_Comm_split(m, 0, mr, &c), "MPI_Comm_split");
+    rc = MPI_Comm_split(m, 0, mr, &c);
+    CHECK(rc != MPI_SUCCESS && c == MPI_COMM_NULL, "a split spanning both jobs succeeded");
+    expect_refused(MPI_Comm_create(m, MPI_GROUP_EMPTY, &c), "MPI_Comm_create");
     rc = MPI_Comm_group(m, &g);
     CHECK(rc != MPI_SUCCESS, "MPI_Comm_group on a merged communicator succeeded");
     rc = MPI_Send(&x, 1, MPI_INT, n, 0, m);
