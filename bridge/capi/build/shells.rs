@@ -16,6 +16,7 @@ fn rust_type(name: &str, c: &str) -> &'static str {
         "void*" => "*mut c_void",
         "int" => "c_int",
         "int*" => "*mut c_int",
+        "const int*" => "*const c_int",
         "MPI_Count" => "ffi::MPI_Count",
         "MPI_Datatype" => "MPI_Datatype",
         "MPI_Comm" => "MPI_Comm",

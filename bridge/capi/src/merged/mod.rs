@@ -4,7 +4,8 @@
 //! `state::MergedComm`'s; here are the bodies of the calls that
 //! `mpi-functions.txt` gives a `+merged` line: the merge itself and the
 //! communicator calls (`comm`), the collectives (`coll`, over `wire`'s
-//! messages between the jobs and `buf`'s scratch buffers) and
+//! messages between the jobs and `buf`'s scratch buffers; `vcoll` for the
+//! v-variants) and
 //! point-to-point (`pt2pt`), and the splits into one job's communicators
 //! (`split`). build.rs generates the dispatch: on a merged
 //! communicator a `+merged` call reaches its body here, any other call
@@ -16,6 +17,7 @@ mod coll;
 mod comm;
 mod pt2pt;
 mod split;
+mod vcoll;
 mod wire;
 
 use std::ffi::{c_int, c_void};
@@ -33,5 +35,6 @@ pub(crate) use comm::{
 };
 pub(crate) use pt2pt::{iprobe, irecv, isend, probe, recv, send, sendrecv, ssend};
 pub(crate) use split::comm_split;
+pub(crate) use vcoll::{allgatherv, gatherv};
 
 include!(concat!(env!("OUT_DIR"), "/shells_merged.rs"));

@@ -98,6 +98,40 @@ static void collectives(MPI_Comm m, int mr, int n)
         MPI_Scatter(all, 1, MPI_INT, &v, 1, MPI_INT, root, m);
         CHECK(v == 1000 * root + mr, "scatter from %d: %d", root, v);
     }
+    {
+        /* v-variants: rank i gives i % 3 + 1 ints, laid out in reverse
+         * rank order. */
+        int *counts = malloc(sizeof(int) * (size_t) n), *displs = malloc(sizeof(int) * (size_t) n);
+        int total = 0, mine[3], *v = malloc(sizeof(int) * 3 * (size_t) n);
+        CHECK(counts && displs && v, "malloc");
+        for (i = n - 1; i >= 0; i--) {
+            counts[i] = i % 3 + 1;
+            displs[i] = total;
+            total += counts[i];
+        }
+        for (i = 0; i < counts[mr]; i++)
+            mine[i] = 100 * mr + i;
+        for (i = 0; i < total; i++)
+            v[i] = -1;
+        MPI_Allgatherv(mine, counts[mr], MPI_INT, v, counts, displs, MPI_INT, m);
+        for (int r = 0; r < n; r++)
+            for (i = 0; i < counts[r]; i++)
+                CHECK(v[displs[r] + i] == 100 * r + i, "allgatherv: rank %d item %d: %d", r, i,
+                      v[displs[r] + i]);
+        for (int root = 0; root < n; root++) {
+            for (i = 0; i < total; i++)
+                v[i] = -1;
+            MPI_Gatherv(mine, counts[mr], MPI_INT, v, counts, displs, MPI_INT, root, m);
+            if (mr == root)
+                for (int r = 0; r < n; r++)
+                    for (i = 0; i < counts[r]; i++)
+                        CHECK(v[displs[r] + i] == 100 * r + i, "gatherv at %d: rank %d item %d: %d",
+                              root, r, i, v[displs[r] + i]);
+        }
+        free(counts);
+        free(displs);
+        free(v);
+    }
     MPI_Allgather(&mr, 1, MPI_INT, all, 1, MPI_INT, m);
     for (i = 0; i < n; i++)
         CHECK(all[i] == i, "allgather: [%d] = %d", i, all[i]);
