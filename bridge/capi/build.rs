@@ -125,7 +125,7 @@ fn main() {
             continue;
         };
         let p = Prototype::parse(name, params);
-        if line.merged {
+        if line.merged && !name.ends_with("_c") {
             bodies.push_str(&format!(
                 "const _: *const () = crate::merged::{} as *const ();\n",
                 p.short()
@@ -137,7 +137,9 @@ fn main() {
             }
             Class::Native => {}
             Class::Refused => {
-                if line.merged {
+                if let (true, Some(small)) = (line.merged, name.strip_suffix("_c")) {
+                    large_count::merged_shell(&mut c_large, &p, small);
+                } else if line.merged {
                     shells::merged_shell(merged_shells(&mut c_shells), &p, true);
                 } else {
                     refused::c_refusal(&mut c_refused, &p);
@@ -147,7 +149,7 @@ fn main() {
             Class::Bridge { body } => {
                 if let Some(small) = name.strip_suffix("_c") {
                     let own = table.get(small).is_none_or(|l| l.own);
-                    large_count::shell(&mut c_large, &p, body, small, own);
+                    large_count::shell(&mut c_large, &p, body, small, own, line.merged);
                 } else {
                     if !line.own {
                         let out = c_shells
