@@ -117,3 +117,14 @@ impl Scratch {
 pub fn count(n: c_int) -> Result<usize, BridgeError> {
     usize::try_from(n).map_err(|_| BridgeError::InvalidArgument(format!("count {n} is negative")))
 }
+
+/// Is `p` MPI's `MPI_IN_PLACE` of the implementation built against (see
+/// build.rs: Open MPI's is 1, MPICH's -1)? Compared as an address, never read.
+pub fn is_in_place(p: *const c_void) -> bool {
+    let v = if cfg!(isthmus_in_place_minus_one) {
+        usize::MAX
+    } else {
+        1
+    };
+    p.addr() == v
+}

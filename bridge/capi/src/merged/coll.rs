@@ -17,7 +17,7 @@ use std::ffi::{c_int, c_void};
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use super::buf::{at, count, Extents, Scratch};
+use super::buf::{at, count, is_in_place, Extents, Scratch};
 use super::comm::raise;
 use super::wire::{
     complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_BARRIER,
@@ -25,20 +25,6 @@ use super::wire::{
 };
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
-
-/// MPI's `MPI_IN_PLACE` of the implementation built against (see build.rs).
-fn in_place() -> *const c_void {
-    // An address, compared with the program's argument, never read.
-    std::ptr::without_provenance(if cfg!(isthmus_in_place_minus_one) {
-        usize::MAX
-    } else {
-        1
-    })
-}
-
-fn is_in_place(p: *const c_void) -> bool {
-    p == in_place()
-}
 
 fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
     match r {
@@ -639,4 +625,38 @@ pub(crate) unsafe fn alltoall(
         Ok(())
     };
     code(comm, "MPI_Alltoall", run())
+}
+
+/// `MPI_Reduce_scatter_block` on a merged communicator: an allreduce of
+/// every block, each rank keeping its own.
+///
+/// # Safety
+/// As `MPI_Reduce_scatter_block`.
+pub(crate) unsafe fn reduce_scatter_block(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let k = count(recvcount)?;
+        let e = Extents::of(dt)?;
+        let total = mc.size() as usize * k;
+        let mut all = Scratch::new(total, &e)?;
+        // In place: the input is the receive buffer, which holds every block.
+        let input = if is_in_place(sendbuf) {
+            recvbuf.cast_const()
+        } else {
+            sendbuf
+        };
+        // SAFETY: `input` holds every block; `all` has room for them.
+        unsafe { allreduce_into(mc, input, all.ptr(), int(total)?, dt, op) }?;
+        let own = at(all.ptr(), &e, mc.rank() as usize * k);
+        // SAFETY: this rank's block of `all`, into the program's buffer.
+        unsafe { copy(mc, own, recvbuf, recvcount, dt) }
+    };
+    code(comm, "MPI_Reduce_scatter_block", run())
 }

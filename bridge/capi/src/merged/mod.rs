@@ -27,7 +27,8 @@ use mpi::ffi;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 
 pub(crate) use coll::{
-    allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, scan, scatter,
+    allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, reduce_scatter_block,
+    scan, scatter,
 };
 pub(crate) use comm::{
     comm_dup, comm_dup_with_info, comm_group, comm_rank, comm_size, comm_test_inter, forget,
@@ -35,6 +36,6 @@ pub(crate) use comm::{
 };
 pub(crate) use pt2pt::{iprobe, irecv, isend, probe, recv, send, sendrecv, ssend};
 pub(crate) use split::comm_split;
-pub(crate) use vcoll::{allgatherv, gatherv};
+pub(crate) use vcoll::{allgatherv, alltoallv, gatherv};
 
 include!(concat!(env!("OUT_DIR"), "/shells_merged.rs"));

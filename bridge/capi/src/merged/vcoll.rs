@@ -1,17 +1,20 @@
-//! The v-variants of the merged gathers (`MPI_Allgatherv`, `MPI_Gatherv`),
-//! as their plain forms in `coll`: natively within each job, and one bridge
-//! message per job between a leader and the other job, which carries the
-//! job's blocks as one indexed datatype (the blocks where `displs` puts
-//! them), so the receiver decodes them into place.
+//! The v-variants of the merged collectives, as their plain forms in
+//! `coll`: natively within each job. The gathers (`MPI_Allgatherv`,
+//! `MPI_Gatherv`) send one bridge message per job between a leader and the
+//! other job, carrying the job's blocks as one indexed datatype (the blocks
+//! where `displs` puts them), so the receiver decodes them into place;
+//! `MPI_Alltoallv` sends each block for the other job straight to its rank.
 
 use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use super::buf::{count, Extents, Scratch};
+use super::buf::{at, count, is_in_place, Extents, Scratch};
 use super::comm::raise;
-use super::wire::{leader_step, mpi, recv, send, Fail, TAG_ALLGATHER, TAG_GATHER};
+use super::wire::{
+    complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_GATHER,
+};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
 
@@ -241,4 +244,88 @@ pub(crate) unsafe fn gatherv(
         }
     };
     code(comm, "MPI_Gatherv", run())
+}
+
+/// `MPI_Alltoallv` on a merged communicator: natively within the job (its
+/// ranks' counts and displacements), each block for the other job straight
+/// to its rank over the bridge.
+///
+/// # Safety
+/// As `MPI_Alltoallv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn alltoallv(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let n = mc.size() as usize;
+        // SAFETY: MPI_Alltoallv's arrays hold one int per rank.
+        let (rc, rd) = unsafe { (ints(recvcounts, n)?, ints(rdispls, n)?) };
+        let re = Extents::of(recvtype)?;
+        // In place: the blocks to send are a copy of the receive buffer.
+        let mut copy_of_recv = None;
+        let (sendbuf, sc, sd, sendtype) = if is_in_place(sendbuf) {
+            let mut span = 0usize;
+            for (c, d) in rc.iter().zip(rd) {
+                span = span.max(count(*d)? + count(*c)?);
+            }
+            // SAFETY: the receive buffer holds its blocks, within `span` elements.
+            let c = unsafe { Scratch::copy_of(recvbuf, span, &re) }?;
+            let p = copy_of_recv.insert(c).ptr().cast_const();
+            (p, rc, rd, recvtype)
+        } else {
+            // SAFETY: as above.
+            let (sc, sd) = unsafe { (ints(sendcounts, n)?, ints(sdispls, n)?) };
+            (sendbuf, sc, sd, sendtype)
+        };
+        let se = Extents::of(sendtype)?;
+        let (mine, theirs) = slices(mc);
+        let mut recvs = Vec::new();
+        for (r, i) in theirs.clone().enumerate() {
+            let r = u32::try_from(r).map_err(|_| too_many())?;
+            let req = post(&mc.coll, r, TAG_ALLTOALL, count(rc[i])?, recvtype)?;
+            recvs.push((req, at(recvbuf, &re, count(rd[i])?), count(rc[i])?));
+        }
+        let mut sends = Vec::new();
+        for (r, i) in theirs.enumerate() {
+            let r = u32::try_from(r).map_err(|_| too_many())?;
+            let block = at(sendbuf, &se, count(sd[i])?);
+            // SAFETY: the block for merged rank i of the send buffer.
+            sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, count(sc[i])?, sendtype) }?);
+        }
+        let (scm, sdm) = (&sc[mine.clone()], &sd[mine.clone()]);
+        let (rcm, rdm) = (&rc[mine.clone()], &rd[mine]);
+        // SAFETY: the program's buffers; this job's counts and displacements.
+        mpi(unsafe {
+            ffi::PMPI_Alltoallv(
+                sendbuf,
+                scm.as_ptr(),
+                sdm.as_ptr(),
+                sendtype,
+                recvbuf,
+                rcm.as_ptr(),
+                rdm.as_ptr(),
+                recvtype,
+                mc.native,
+            )
+        })?;
+        for (req, p, k) in recvs {
+            // SAFETY: the block of the receive buffer for that rank.
+            unsafe { complete(req, p, k, recvtype) }?;
+        }
+        for s in sends {
+            s.wait()?;
+        }
+        drop(copy_of_recv);
+        Ok(())
+    };
+    code(comm, "MPI_Alltoallv", run())
 }

@@ -143,6 +143,50 @@ static void collectives(MPI_Comm m, int mr, int n)
     MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 1, MPI_INT, m);
     for (i = 0; i < n; i++)
         CHECK(all[i] == 100 * i + mr, "in-place alltoall: from %d got %d", i, all[i]);
+    {
+        /* Alltoallv: rank r sends (i + r) % 2 + 1 ints to rank i, blocks
+         * in reverse order in both buffers; then in place. Reduce_scatter_block. */
+        int *sc = malloc(sizeof(int) * (size_t) n), *sd = malloc(sizeof(int) * (size_t) n);
+        int *rc = malloc(sizeof(int) * (size_t) n), *rd = malloc(sizeof(int) * (size_t) n);
+        int *sb = malloc(sizeof(int) * 2 * (size_t) n), *rb = malloc(sizeof(int) * 2 * (size_t) n);
+        int st = 0, rt = 0;
+        CHECK(sc && sd && rc && rd && sb && rb, "malloc");
+        for (i = n - 1; i >= 0; i--) {
+            sc[i] = (i + mr) % 2 + 1;
+            sd[i] = st;
+            st += sc[i];
+            rc[i] = (mr + i) % 2 + 1;
+            rd[i] = rt;
+            rt += rc[i];
+        }
+        for (i = 0; i < n; i++)
+            for (int j = 0; j < sc[i]; j++)
+                sb[sd[i] + j] = 1000 * mr + 10 * i + j;
+        MPI_Alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, m);
+        for (i = 0; i < n; i++)
+            for (int j = 0; j < rc[i]; j++)
+                CHECK(rb[rd[i] + j] == 1000 * i + 10 * mr + j, "alltoallv from %d item %d: %d", i,
+                      j, rb[rd[i] + j]);
+        for (i = 0; i < n; i++)
+            for (int j = 0; j < rc[i]; j++)
+                rb[rd[i] + j] = 1000 * mr + 10 * i + j;
+        MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, rb, rc, rd, MPI_INT, m);
+        for (i = 0; i < n; i++)
+            for (int j = 0; j < rc[i]; j++)
+                CHECK(rb[rd[i] + j] == 1000 * i + 10 * mr + j, "in-place alltoallv from %d: %d", i,
+                      rb[rd[i] + j]);
+        for (i = 0; i < n; i++)
+            sb[i] = mr + i;
+        int mine = -1;
+        MPI_Reduce_scatter_block(sb, &mine, 1, MPI_INT, MPI_SUM, m);
+        CHECK(mine == n * (n - 1) / 2 + n * mr, "reduce_scatter_block: %d", mine);
+        free(sc);
+        free(sd);
+        free(rc);
+        free(rd);
+        free(sb);
+        free(rb);
+    }
     free(all);
     free(out);
     MPI_Barrier(m);
