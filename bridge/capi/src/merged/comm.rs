@@ -241,6 +241,36 @@ pub(crate) unsafe fn comm_dup_with_info(
     unsafe { comm_dup(mc, comm, newcomm) }
 }
 
+/// `MPI_Comm_idup` on a merged communicator: the duplicate is made at the
+/// call (native duplicates and derived contexts, no bridge message), the
+/// request complete at once.
+///
+/// # Safety
+/// As `MPI_Comm_idup`.
+pub(crate) unsafe fn comm_idup(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut crate::mpi_glue::MPI_Request,
+) -> c_int {
+    let made = dup(mc, comm).and_then(|c| {
+        crate::requests::completed(crate::mpi_glue::Outcome::empty())
+            .map(|r| (c, r))
+            .map_err(Fail::Mpi)
+    });
+    match made {
+        Ok((c, r)) => {
+            // SAFETY: the program's out-pointers.
+            unsafe {
+                *newcomm = c;
+                *request = r;
+            }
+            0
+        }
+        Err(f) => raise(comm, "MPI_Comm_idup", f),
+    }
+}
+
 /// Forgets the merged communicator `comm` if it is one, freeing its
 /// private native side (its contexts retire with it); the caller frees the
 /// handle. `MPI_Comm_free`'s and `MPI_Comm_disconnect`'s hook.

@@ -31,10 +31,10 @@ pub(crate) use coll::{
     scan, scatter,
 };
 pub(crate) use comm::{
-    comm_dup, comm_dup_with_info, comm_group, comm_rank, comm_size, comm_test_inter, forget,
-    intercomm_merge, same_group,
+    comm_dup, comm_dup_with_info, comm_group, comm_idup, comm_rank, comm_size, comm_test_inter,
+    forget, intercomm_merge, same_group,
 };
-pub(crate) use pt2pt::{iprobe, irecv, isend, probe, recv, send, sendrecv, ssend};
+pub(crate) use pt2pt::{iprobe, irecv, isend, probe, recv, rsend, send, sendrecv, ssend};
 pub(crate) use split::comm_split;
 pub(crate) use vcoll::{allgatherv, alltoallv, gatherv};
 

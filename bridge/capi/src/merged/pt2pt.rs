@@ -153,6 +153,24 @@ pub(crate) unsafe fn send(
     code(comm, "MPI_Send", run())
 }
 
+/// `MPI_Rsend` on a merged communicator: as `MPI_Send` (a ready send may
+/// be carried as a standard one; the receive is posted, as MPI requires).
+///
+/// # Safety
+/// As `MPI_Rsend`.
+pub(crate) unsafe fn rsend(
+    mc: &MergedComm,
+    buf: *const c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { send(mc, buf, n, dt, dest, tag, comm) }
+}
+
 /// `MPI_Ssend` on a merged communicator.
 ///
 /// # Safety

@@ -268,6 +268,20 @@ static void point_to_point(MPI_Comm m, int mr, int n)
         MPI_Recv(&got, 1, MPI_INT, 0, 7, m, MPI_STATUS_IGNORE);
         CHECK(got == mr, "ssend: got %d", got);
     }
+    /* A ready send from rank 0 to the last, whose receive is posted first. */
+    {
+        MPI_Request r = MPI_REQUEST_NULL;
+        got = -1;
+        if (mr == n - 1)
+            MPI_Irecv(&got, 1, MPI_INT, 0, 11, m, &r);
+        MPI_Barrier(m);
+        if (mr == 0)
+            MPI_Rsend(&n, 1, MPI_INT, n - 1, 11, m);
+        if (mr == n - 1) {
+            MPI_Wait(&r, &st);
+            CHECK(got == n && st.MPI_SOURCE == 0, "rsend: %d from %d", got, st.MPI_SOURCE);
+        }
+    }
     MPI_Send(&mr, 1, MPI_INT, MPI_PROC_NULL, 0, m);
 }
 
@@ -314,6 +328,16 @@ int main(int argc, char **argv)
     CHECK(dr == mr, "dup rank %d, merged rank %d", dr, mr);
     MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, d);
     CHECK(sum == n, "allreduce on the dup: %d", sum);
+    {
+        MPI_Comm di;
+        MPI_Request r;
+        MPI_Comm_idup(m, &di, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        sum = 0;
+        MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, di);
+        CHECK(sum == n, "allreduce on the idup: %d", sum);
+        MPI_Comm_free(&di);
+    }
 
     /* A split by job (key reversing the order): a native communicator of
      * this job; a color with ranks in both jobs is refused. */
