@@ -12,16 +12,32 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
 
-# Builds with one implementation: build_with openmpi|mpich cargo-args...
+# The implementations, as a list (scripts/mpi/).
+. "$ISTHMUS_ROOT/scripts/mpi/impls.sh"
+
+# Builds with one implementation: build_with NAME cargo-args... (NAME one of
+# scripts/mpi/*.sh: openmpi, mpich, openmpi5, mpich5, impi, ...), into
+# target/NAME with that implementation's MPICC (and its environment).
 build_with() {
   local impl="$1"; shift
-  local target
-  case "$impl" in
-    openmpi) target="$ISTHMUS_TARGET_OPENMPI" ;;
-    mpich) target="$ISTHMUS_TARGET_MPICH" ;;
-    *) echo "unknown MPI implementation: $impl" >&2; return 2 ;;
-  esac
-  MPICC="mpicc.$impl" CARGO_TARGET_DIR="$target" cargo "$@"
+  impl_load "$impl" || return 2
+  # shellcheck disable=SC2086
+  env $impl_env MPICC="$impl_mpicc" CARGO_TARGET_DIR="$ISTHMUS_ROOT/target/$impl" cargo "$@"
+}
+
+# prime_target NAME: starts target/NAME as a copy of target/mpich (the same
+# dependencies, already built for libisthmus, and the smallest) with mpi-sys
+# cleaned, since mpi-sys does not rebuild by itself when MPICC changes;
+# done again when NAME's MPICC is not the one target/NAME was built with.
+prime_target() {
+  local t="$ISTHMUS_ROOT/target/$1"
+  impl_load "$1" || return 2
+  [ -f "$t/.isthmus-mpicc" ] && [ "$(cat "$t/.isthmus-mpicc")" = "$impl_mpicc" ] && return 0
+  if [ ! -d "$t" ] && [ -d "$ISTHMUS_TARGET_MPICH" ]; then
+    cp -a "$ISTHMUS_TARGET_MPICH" "$t"
+  fi
+  build_with "$1" clean --release -q -p mpi-sys
+  echo "$impl_mpicc" >"$t/.isthmus-mpicc"
 }
 
 # start_vmd DIR [vmd args...]: starts the vmd (Open MPI build) with its

@@ -10,7 +10,7 @@ packages=(
   mpich libmpich-dev                              # MPICH: mpicc.mpich, mpiexec.mpich
   gfortran                                        # mpifort.openmpi / mpifort.mpich (Fortran tests)
   python3-mpi4py                                  # the isthmus Python package and its tests (mpi4py on Open MPI)
-  python3-pip python3-dev                         # building mpi4py against MPICH (below)
+  python3-pip python3-dev python3-venv            # building mpi4py against MPICH (below); the registry's MPIs (install-mpis.sh)
   etcd-server etcd-client                         # state store of a multi-host virtual machine
   pvm pvm-dev                                     # reference for the group-service benchmark
   iproute2 passwd util-linux                      # security tests: network namespaces (ip), test users (useradd), setpriv

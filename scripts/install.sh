@@ -9,6 +9,12 @@
 #     mpicc.openmpi app.c $(pkg-config --cflags --libs isthmus-openmpi)
 #     mpifort.mpich app.f90 $(pkg-config --cflags --libs isthmus-mpich)
 # build a program (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig).
+# Every other implementation of scripts/mpi/ whose libisthmus is built
+# (target/NAME/release: scripts/test.sh builds one for each installed) is
+# installed the same way under its name (isthmus-openmpi5, isthmus-mpich5,
+# isthmus-impi); each .pc also names the implementation's own wrappers and
+# launcher: pkg-config --variable=mpicc isthmus-impi (likewise mpifort,
+# mpiexec; mpifort is empty where the implementation has none).
 #
 # Usage: bash scripts/install.sh [--no-build] PREFIX
 #   --no-build: install what target/{openmpi,mpich}/release already hold.
@@ -44,38 +50,53 @@ install -m 0644 bridge/capi/include/isthmus.h "$prefix/include/isthmus.h"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-for impl in openmpi mpich; do
+for impl in $(impls_installed); do
+  impl_load "$impl"
+  lib="$ISTHMUS_ROOT/target/$impl/release/libisthmus.so"
   case "$impl" in
-    openmpi) target="$ISTHMUS_TARGET_OPENMPI" ;;
-    mpich) target="$ISTHMUS_TARGET_MPICH" ;;
+    openmpi | mpich) [ -f "$lib" ] || { echo "install: $lib is missing (build it, or drop --no-build)" >&2; exit 1; } ;;
+    *) [ -f "$lib" ] || continue ;;
   esac
-  lib="$target/release/libisthmus.so"
-  [ -f "$lib" ] || { echo "install: $lib is missing (build it, or drop --no-build)" >&2; exit 1; }
   libdir="$prefix/lib/isthmus/$impl"
   moddir="$prefix/include/isthmus/$impl"
   install -d "$libdir" "$moddir"
   install -m 0755 "$lib" "$libdir/libisthmus.so"
 
-  # The use mpi_f08 module, compiled by this implementation's mpifort.
+  # The use mpi_f08 module, compiled by this implementation's mpifort
+  # (Debian's two must have it; another may have no Fortran this way).
   mkdir -p "$work/$impl"
-  "mpifort.$impl" -O2 -fPIC -c -J "$work/$impl" -o "$work/$impl/isthmus_f08.o" \
-    bridge/capi/fortran/isthmus_f08.f90
-  rm -f "$libdir/libisthmus_f08.a"
-  ar rcs "$libdir/libisthmus_f08.a" "$work/$impl/isthmus_f08.o"
-  install -m 0644 "$work/$impl/isthmus_f08.mod" "$moddir/isthmus_f08.mod"
+  f08=""
+  # shellcheck disable=SC2086
+  if [ -n "$impl_mpifort" ] &&
+    env $impl_env "$impl_mpifort" -O2 -fPIC -c -J "$work/$impl" -o "$work/$impl/isthmus_f08.o" \
+      bridge/capi/fortran/isthmus_f08.f90 2>"$work/$impl/f08.err"; then
+    f08="-listhmus_f08"
+    rm -f "$libdir/libisthmus_f08.a"
+    ar rcs "$libdir/libisthmus_f08.a" "$work/$impl/isthmus_f08.o"
+    install -m 0644 "$work/$impl/isthmus_f08.mod" "$moddir/isthmus_f08.mod"
+  elif [ "$impl" = openmpi ] || [ "$impl" = mpich ]; then
+    echo "install: the isthmus_f08 module does not compile with $impl_mpifort:" >&2
+    cat "$work/$impl/f08.err" >&2
+    exit 1
+  else
+    echo "install: $impl: no isthmus_f08 module (${impl_mpifort:-no Fortran wrapper}${impl_mpifort:+ cannot compile it})" >&2
+  fi
 
-  name="Open MPI"
-  [ "$impl" = mpich ] && name="MPICH"
+  name="$impl"
+  case "$impl" in openmpi) name="Open MPI" ;; mpich) name="MPICH" ;; esac
   cat > "$prefix/lib/pkgconfig/isthmus-$impl.pc" <<PC
 prefix=$prefix
 includedir=\${prefix}/include
 libdir=\${prefix}/lib/isthmus/$impl
+mpicc=$(command -v "$impl_mpicc")
+mpifort=$([ -n "$impl_mpifort" ] && command -v "$impl_mpifort")
+mpiexec=$(command -v "$impl_mpiexec")
 
 Name: isthmus-$impl
-Description: Isthmus for $name programs: Isthmus_Register/Intercomm_create, then plain MPI to separately started jobs (build with mpicc.$impl or mpifort.$impl)
+Description: Isthmus for $name programs: Isthmus_Register/Intercomm_create, then plain MPI to separately started jobs (build with its mpicc or mpifort: pkg-config --variable=mpicc)
 Version: $version
 Cflags: -I\${includedir} -I\${includedir}/isthmus/$impl
-Libs: -L\${libdir} -Wl,-rpath,\${libdir} -listhmus_f08 -listhmus
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} $f08 -listhmus
 PC
 done
 echo "== installed into $prefix"

@@ -22,4 +22,19 @@ export ISTHMUS_MPICH_BIN_DIR="$ISTHMUS_TARGET_MPICH/release"
 build_with openmpi build --release -p isthmus-examples -p isthmus-vmd --bins
 build_with openmpi build --release -p isthmus-capi
 export ISTHMUS_OPENMPI_BIN_DIR="$ISTHMUS_TARGET_OPENMPI/release"
+# Every other implementation (scripts/mpi/: Open MPI 5, MPICH 5, Intel MPI
+# from the Python registry): libisthmus for each, for the matrix's smoke set
+# (bridge/capi/tests/matrix.rs, ISTHMUS_MATRIX).
+bash scripts/install-mpis.sh
+matrix="openmpi mpich"
+for name in $(impls_installed); do
+  case "$name" in openmpi | mpich) continue ;; esac
+  impl_load "$name"
+  prime_target "$name"
+  echo "== libisthmus for $name ($impl_mpicc)"
+  build_with "$name" build --release -q -p isthmus-capi
+  export "ISTHMUS_$(echo "$name" | tr '[:lower:]' '[:upper:]')_BIN_DIR=$ISTHMUS_ROOT/target/$name/release"
+  matrix="$matrix $name"
+done
+export ISTHMUS_MATRIX="$matrix"
 build_with openmpi test --release --workspace -- --test-threads=2

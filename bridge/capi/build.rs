@@ -100,6 +100,8 @@ fn main() {
     if header.contains("MPI_Send_c") {
         println!("cargo:rustc-cfg=isthmus_large_count");
     }
+    runpath_to_mpi(&mpicc);
+
     let list = fs::read_to_string("mpi-functions.txt").expect("read mpi-functions.txt");
     let table = table::parse(&list).unwrap_or_else(|e| panic!("mpi-functions.txt: {e}"));
 
@@ -190,4 +192,26 @@ fn merged_shells(c_shells: &mut BTreeMap<String, String>) -> &mut String {
     c_shells
         .entry("merged".to_string())
         .or_insert_with(|| String::from(GENERATED))
+}
+
+/// Gives libisthmus.so a run path to its MPI library's directories (the
+/// `-L` of `$MPICC -show`). A program loads libisthmus with `LD_PRELOAD`,
+/// or finds it through its own RUNPATH, which the loader does not apply to
+/// libisthmus's own dependencies: without this, libisthmus built for an MPI
+/// in a prefix (Open MPI 5 in a virtual environment) would resolve its
+/// `libmpi.so.40` to Debian's Open MPI 4.1, which has the same name.
+fn runpath_to_mpi(mpicc: &str) {
+    let Ok(show) = Command::new(mpicc).arg("-show").output() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&show.stdout);
+    let mut dirs = BTreeSet::new();
+    for word in text.split_whitespace() {
+        if let Some(dir) = word.strip_prefix("-L") {
+            let dir = dir.trim_matches(|c| c == '"' || c == '\'');
+            if !dir.is_empty() && dirs.insert(dir.to_string()) {
+                println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{dir}");
+            }
+        }
+    }
 }

@@ -21,6 +21,8 @@
 //!   in demos and tests).
 //! * [`tasker_link`] — the vmd's side of a tasker's stream.
 //! * [`host_link`]   — links between the vmds (hosts) of one virtual machine.
+//! * [`run`]        — `isthmus run FILE`: a coupling file's components
+//!   started through the resource manager and followed to the end.
 //! * [`federation`]  — with etcd: this vmd's resource manager sharing its
 //!   host and jobs with every other vmd's, and carrying their orders.
 
@@ -32,6 +34,7 @@ pub mod heap;
 pub mod hello_gate;
 pub mod host_link;
 pub mod resume;
+pub mod run;
 pub mod service;
 pub mod session;
 pub mod status;

@@ -15,102 +15,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use common::*;
-
-/// `$ISTHMUS_CONFORMANCE_DIR`, else `shared/conformance/mpich` in the
-/// nearest folder above the repository that has it (CI puts `shared/`
-/// beside the clone).
-fn suite_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("ISTHMUS_CONFORMANCE_DIR") {
-        return PathBuf::from(d);
-    }
-    let repo = crate_dir().join("../..");
-    let repo = repo.canonicalize().unwrap_or(repo);
-    repo.ancestors()
-        .map(|a| a.join("shared/conformance/mpich"))
-        .find(|d| d.join("tests").is_dir())
-        .unwrap_or_else(|| repo.join("../shared/conformance/mpich"))
-}
-
-/// Builds `test` (a path under tests/) for `mpi`.
-fn build(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
-    let src = suite_dir().join("tests").join(test);
-    assert!(src.exists(), "conformance test {} not found", src.display());
-    let name = test.replace('/', "_").trim_end_matches(".c").to_string();
-    let out = dir.0.join(format!("{name}-{}", mpi.name()));
-    // The collective tests include MPICH's `mpicolltest.h` as it is; those
-    // written as `run(const char *)` functions are given a main.
-    let has_run =
-        std::fs::read_to_string(&src).is_ok_and(|t| t.contains("int run(const char *arg)"));
-    let mut sources = vec![src, crate_dir().join("tests/mtest/mtest.c")];
-    if has_run {
-        sources.push(crate_dir().join("tests/mtest/run_main.c"));
-    }
-    build_c_including(
-        mpi,
-        &sources,
-        &[suite_dir().join("reference")],
-        &out,
-        Linking::Linked,
-    );
-    out
-}
-
-/// The tests of `tests/merged`, run on the merge of an Isthmus
-/// intercommunicator (the harness's `ISTHMUS_MTEST_MERGE`).
-fn is_merged(test: &str) -> bool {
-    test.starts_with("merged/")
-}
 
 /// Runs `test` with `np` ranks per job, `left` being the implementation of
 /// the left group, with extra arguments.
 fn conformance(test: &str, np: usize, left: Mpi, args: &[&str]) {
-    let dir = TempDir::new("conformance");
-    let vmd = Vmd::start("localhost", &[]);
-    let tag = test.replace(['/', '.'], "-");
-    // The left group is the one whose name sorts first.
-    let (gl, gr) = (format!("a-{tag}-left"), format!("b-{tag}-right"));
-    let job = |mpi: Mpi, me: &str, other: &str| Job {
-        mpi,
-        np,
-        program: build(test, mpi, &dir),
-        args: args.iter().map(|s| s.to_string()).collect(),
-        env: vec![
-            ("ISTHMUS_MTEST_GROUP".into(), me.into()),
-            ("ISTHMUS_MTEST_PEER".into(), other.into()),
-            (
-                "ISTHMUS_MTEST_MERGE".into(),
-                if is_merged(test) { "1" } else { "0" }.into(),
-            ),
-        ],
-        linking: Linking::Linked,
-    };
-    let a = job(left, &gl, &gr);
-    let b = job(left.other(), &gr, &gl);
-    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(180));
-    let both = || {
-        format!(
-            "left ({}):\n{}\nright ({}):\n{}",
-            left.name(),
-            text(&oa),
-            left.other().name(),
-            text(&ob)
-        )
-    };
-    for (o, side) in [(&oa, "left"), (&ob, "right")] {
-        assert!(
-            o.status.success(),
-            "{test}: the {side} job failed\n{}",
-            both()
-        );
-        assert!(
-            String::from_utf8_lossy(&o.stdout).contains(" No Errors"),
-            "{test}: the {side} job did not print \" No Errors\"\n{}",
-            both()
-        );
+    if let Err(why) = run_conformance(test, np, left, left.other(), args) {
+        panic!("{why}");
     }
 }
 

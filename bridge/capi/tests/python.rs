@@ -26,6 +26,10 @@ fn python_path(mpi: Mpi) -> String {
     let package = crate_dir().join("python").display().to_string();
     match mpi {
         Mpi::OpenMpi => package,
+        // The Python tests run on Debian's two.
+        Mpi::OpenMpi5 | Mpi::Mpich5 | Mpi::Impi => {
+            panic!("no mpi4py for {} here", mpi.name())
+        }
         Mpi::Mpich => {
             let dir = std::env::var_os("ISTHMUS_MPI4PY_MPICH")
                 .map(PathBuf::from)
@@ -73,7 +77,9 @@ fn passed(o: &std::process::Output, mode: &str, np: usize) -> bool {
 fn ran_on(o: &std::process::Output, mpi: Mpi) -> bool {
     let vendor = match mpi {
         Mpi::OpenMpi => "VENDOR Open MPI",
-        Mpi::Mpich => "VENDOR MPICH",
+        Mpi::Mpich | Mpi::Mpich5 => "VENDOR MPICH",
+        Mpi::OpenMpi5 => "VENDOR Open MPI",
+        Mpi::Impi => "VENDOR Intel",
     };
     String::from_utf8_lossy(&o.stdout).contains(vendor)
 }

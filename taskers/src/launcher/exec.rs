@@ -11,11 +11,11 @@ pub struct Exec;
 pub use isthmus_types::env::RANK as ENV_RANK;
 
 impl Launcher for Exec {
-    fn implementation(&self) -> &'static str {
+    fn implementation(&self) -> &str {
         "exec"
     }
 
-    fn command(&self) -> &'static str {
+    fn command(&self) -> &str {
         "exec"
     }
 

@@ -1,4 +1,6 @@
-//! MPICH: `mpiexec.mpich -prepend-rank -n NP -genv VAR VALUE… shim program args`.
+//! MPICH's family: `mpiexec -prepend-rank -n NP -genv VAR VALUE… shim program args`,
+//! with Debian's MPICH 4.0 (`mpiexec.mpich`), or Hydra's `mpiexec.hydra` of
+//! an MPICH 5 or an Intel MPI in a prefix (Intel's also needs `I_MPI_ROOT`).
 //! `-prepend-rank` prefixes each line with `[rank] `; `-genv` hands the job's
 //! variables to every rank.
 
@@ -6,15 +8,37 @@ use std::ffi::OsString;
 
 use super::{JobSpec, Launcher, Start};
 
-pub struct Mpich;
+/// An implementation of MPICH's family: its name, its `mpiexec`, and the
+/// variables its launcher needs.
+pub struct Mpich {
+    name: String,
+    command: String,
+    env: Vec<(String, String)>,
+}
 
-impl Launcher for Mpich {
-    fn implementation(&self) -> &'static str {
-        "mpich"
+impl Mpich {
+    /// Debian's MPICH 4.0.
+    pub fn debian() -> Mpich {
+        Mpich::in_prefix("mpich", "mpiexec.mpich".into(), Vec::new())
     }
 
-    fn command(&self) -> &'static str {
-        "mpiexec.mpich"
+    /// One named `name` whose launcher is `command`, run with `env`.
+    pub fn in_prefix(name: &str, command: String, env: Vec<(String, String)>) -> Mpich {
+        Mpich {
+            name: name.into(),
+            command,
+            env,
+        }
+    }
+}
+
+impl Launcher for Mpich {
+    fn implementation(&self) -> &str {
+        &self.name
+    }
+
+    fn command(&self) -> &str {
+        &self.command
     }
 
     fn rank_variable(&self) -> &'static str {
@@ -33,7 +57,7 @@ impl Launcher for Mpich {
         vec![Start {
             program: self.command().into(),
             args,
-            env: Vec::new(),
+            env: self.env.clone(),
             rank: None,
         }]
     }
@@ -59,10 +83,11 @@ mod tests {
 
     #[test]
     fn splits_tagged_lines() {
-        assert_eq!(Mpich.split_rank("[2] hi [x]"), (Some(2), "hi [x]"));
-        assert_eq!(Mpich.split_rank("[0]"), (Some(0), ""));
+        let mpich = Mpich::debian();
+        assert_eq!(mpich.split_rank("[2] hi [x]"), (Some(2), "hi [x]"));
+        assert_eq!(mpich.split_rank("[0]"), (Some(0), ""));
         assert_eq!(
-            Mpich.split_rank("[proxy:0] error"),
+            mpich.split_rank("[proxy:0] error"),
             (None, "[proxy:0] error")
         );
     }

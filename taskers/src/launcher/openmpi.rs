@@ -1,5 +1,7 @@
-//! Open MPI: `mpirun.openmpi --oversubscribe --tag-output -n NP -x VAR… shim program args`.
-//! `--tag-output` prefixes each line with `[jobid,rank]<stdout>:`; `-x`
+//! Open MPI: `mpirun --oversubscribe --tag-output -n NP -x VAR… shim program args`,
+//! with Debian's Open MPI 4.1 (`mpirun.openmpi`) or an Open MPI 5 in a
+//! prefix (PRRTE's `mpirun`, the same options). `--tag-output` prefixes
+//! each line with `[jobid,rank]<stdout>:` (Open MPI 5 adds a space); `-x`
 //! passes the job's variables to every rank even where mpirun does not
 //! forward the whole environment; running as root needs Open MPI's consent
 //! variables.
@@ -8,15 +10,41 @@ use std::ffi::OsString;
 
 use super::{JobSpec, Launcher, Start};
 
-pub struct OpenMpi;
+/// An Open MPI: its name among the implementations, its `mpirun`.
+pub struct OpenMpi {
+    name: String,
+    command: String,
+    /// Open MPI 5 writes a space after the tag's colon.
+    tag_space: bool,
+}
 
-impl Launcher for OpenMpi {
-    fn implementation(&self) -> &'static str {
-        "openmpi"
+impl OpenMpi {
+    /// Debian's Open MPI 4.1.
+    pub fn debian() -> OpenMpi {
+        OpenMpi {
+            name: "openmpi".into(),
+            command: "mpirun.openmpi".into(),
+            tag_space: false,
+        }
     }
 
-    fn command(&self) -> &'static str {
-        "mpirun.openmpi"
+    /// An Open MPI 5 named `name`, whose launcher is `command`.
+    pub fn version5(name: &str, command: String) -> OpenMpi {
+        OpenMpi {
+            name: name.into(),
+            command,
+            tag_space: true,
+        }
+    }
+}
+
+impl Launcher for OpenMpi {
+    fn implementation(&self) -> &str {
+        &self.name
+    }
+
+    fn command(&self) -> &str {
+        &self.command
     }
 
     fn rank_variable(&self) -> &'static str {
@@ -75,6 +103,10 @@ impl Launcher for OpenMpi {
         let Some((_, text)) = text.split_once(">:") else {
             return (None, line);
         };
+        let text = match self.tag_space {
+            true => text.strip_prefix(' ').unwrap_or(text),
+            false => text,
+        };
         (Some(rank), text)
     }
 }
@@ -85,15 +117,23 @@ mod tests {
 
     #[test]
     fn splits_tagged_lines() {
+        let ompi = OpenMpi::debian();
         assert_eq!(
-            OpenMpi.split_rank("[1,3]<stdout>:hello: world"),
+            ompi.split_rank("[1,3]<stdout>:hello: world"),
             (Some(3), "hello: world")
         );
-        assert_eq!(OpenMpi.split_rank("[1,0]<stderr>:"), (Some(0), ""));
+        assert_eq!(ompi.split_rank("[1,0]<stdout>: x"), (Some(0), " x"));
+        assert_eq!(ompi.split_rank("[1,0]<stderr>:"), (Some(0), ""));
         assert_eq!(
-            OpenMpi.split_rank("------ mpirun noticed"),
+            ompi.split_rank("------ mpirun noticed"),
             (None, "------ mpirun noticed")
         );
-        assert_eq!(OpenMpi.split_rank("[x]<stdout>:y"), (None, "[x]<stdout>:y"));
+        assert_eq!(ompi.split_rank("[x]<stdout>:y"), (None, "[x]<stdout>:y"));
+        let ompi5 = OpenMpi::version5("openmpi5", "mpirun".into());
+        assert_eq!(
+            ompi5.split_rank("[1,2]<stdout>: hello 2"),
+            (Some(2), "hello 2")
+        );
+        assert_eq!(ompi5.split_rank("[1,2]<stdout>:"), (Some(2), ""));
     }
 }

@@ -28,9 +28,10 @@ pub struct Start {
 
 pub trait Launcher: Send + Sync {
     /// The implementation name the tasker registers.
-    fn implementation(&self) -> &'static str;
-    /// The command it launches with, for people (`mpirun.openmpi`).
-    fn command(&self) -> &'static str;
+    fn implementation(&self) -> &str;
+    /// The command it launches with (`mpirun.openmpi`, or a path into an
+    /// implementation's prefix).
+    fn command(&self) -> &str;
     /// The variable in which the launcher tells each process its rank.
     fn rank_variable(&self) -> &'static str;
     /// The processes to start. `shim` is the command prefix that runs a rank

@@ -135,6 +135,18 @@ enum Command {
         #[command(subcommand)]
         action: CertAction,
     },
+    /// Run a coupling: start every component a TOML file names through the
+    /// resource manager (and a vmd with its taskers if none answers), show
+    /// their status and output, stop everything on Ctrl-C or the first
+    /// failure; exit with the first failing component's status.
+    Run {
+        /// The coupling file (`[[component]]` tables, `[run]`).
+        file: std::path::PathBuf,
+        /// Print the placement (component, implementation, ranks, host)
+        /// and start nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Send a signal (name or number) to a job's ranks.
     Sig {
         signal: String,
@@ -200,6 +212,9 @@ async fn main() {
     };
     let addr = cli.vmd.clone().unwrap_or_else(isthmus_client::default_addr);
     let result = match cli.command {
+        Some(Command::Run { file, dry_run }) => {
+            std::process::exit(isthmus_vmd::run::main(&addr, &file, dry_run).await)
+        }
         Some(cmd) => run(&addr, cli.json, cmd).await,
         None => interactive(&addr, cli.json).await,
     };
@@ -342,6 +357,13 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
         }
         Command::Halt => halt(&connect(addr).await?, json, addr).await,
         Command::Cert { action } => cert(action),
+        Command::Run { file, dry_run } => {
+            let code = isthmus_vmd::run::main(addr, &file, dry_run).await;
+            if code != 0 {
+                anyhow::bail!("run {} ended with exit code {code}", file.display());
+            }
+            Ok(())
+        }
     }
 }
 

@@ -9,29 +9,138 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 pub use isthmus_testkit::{finish, TempDir, Vmd};
 
+/// An MPI implementation (scripts/mpi/): Debian's two, which every test
+/// uses, and the ones from the Python registry, which the matrix's smoke
+/// set (tests/matrix.rs) pairs with every other.
+// The implementations' own names, "Open MPI" among them.
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mpi {
+    OpenMpi,
+    Mpich,
+    OpenMpi5,
+    Mpich5,
+    Impi,
+}
+
+/// Which ABI family an implementation belongs to: its launcher's options,
+/// its library's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
     OpenMpi,
     Mpich,
 }
 
 impl Mpi {
+    /// Every implementation, Debian's two first.
+    pub const ALL: [Mpi; 5] = [
+        Mpi::OpenMpi,
+        Mpi::Mpich,
+        Mpi::OpenMpi5,
+        Mpi::Mpich5,
+        Mpi::Impi,
+    ];
+
+    /// Its name in scripts/mpi/ and target/.
     pub fn name(self) -> &'static str {
         match self {
             Mpi::OpenMpi => "openmpi",
             Mpi::Mpich => "mpich",
+            Mpi::OpenMpi5 => "openmpi5",
+            Mpi::Mpich5 => "mpich5",
+            Mpi::Impi => "impi",
         }
     }
-    pub fn other(self) -> Mpi {
+
+    pub fn from_name(name: &str) -> Option<Mpi> {
+        Mpi::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    pub fn family(self) -> Family {
         match self {
-            Mpi::OpenMpi => Mpi::Mpich,
-            Mpi::Mpich => Mpi::OpenMpi,
+            Mpi::OpenMpi | Mpi::OpenMpi5 => Family::OpenMpi,
+            Mpi::Mpich | Mpi::Mpich5 | Mpi::Impi => Family::Mpich,
+        }
+    }
+
+    /// The other of Debian's two (the tests that run both ways round).
+    pub fn other(self) -> Mpi {
+        match self.family() {
+            Family::OpenMpi => Mpi::Mpich,
+            Family::Mpich => Mpi::OpenMpi,
+        }
+    }
+
+    /// `ISTHMUS_MPI_<NAME>` if set, else $ISTHMUS_MPI_HOME/<name> (as
+    /// scripts/mpi/impls.sh); None for Debian's two (wrappers on PATH).
+    fn prefix(self) -> Option<PathBuf> {
+        if matches!(self, Mpi::OpenMpi | Mpi::Mpich) {
+            return None;
+        }
+        let over = format!("ISTHMUS_MPI_{}", self.name().to_uppercase());
+        Some(
+            std::env::var_os(over)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    std::env::var_os("ISTHMUS_MPI_HOME")
+                        .map(PathBuf::from)
+                        .unwrap_or_else(|| PathBuf::from("/opt/isthmus/mpi"))
+                        .join(self.name())
+                }),
+        )
+    }
+
+    /// Its C compiler wrapper.
+    pub fn mpicc(self) -> PathBuf {
+        match self.prefix() {
+            None => PathBuf::from(format!("mpicc.{}", self.name())),
+            Some(p) => p.join("bin/mpicc"),
+        }
+    }
+
+    /// Its launcher.
+    pub fn mpiexec(self) -> PathBuf {
+        match (self, self.prefix()) {
+            (Mpi::OpenMpi, _) => "mpirun.openmpi".into(),
+            (Mpi::Mpich, _) => "mpiexec.mpich".into(),
+            (Mpi::OpenMpi5, Some(p)) => p.join("bin/mpirun"),
+            (_, Some(p)) => p.join("bin/mpiexec.hydra"),
+            (_, None) => unreachable!("only Debian's two have no prefix"),
+        }
+    }
+
+    /// What its wrappers and jobs need in their environment.
+    pub fn env(self) -> Vec<(String, String)> {
+        match (self, self.prefix()) {
+            (Mpi::Impi, Some(p)) => vec![("I_MPI_ROOT".into(), p.display().to_string())],
+            _ => vec![],
+        }
+    }
+
+    /// The name of its MPI library for `-l` (Debian's MPICH: libmpich).
+    fn lib_name(self) -> &'static str {
+        match self {
+            Mpi::Mpich => "-lmpich",
+            _ => "-lmpi",
+        }
+    }
+
+    /// The implementations the matrix pairs (`ISTHMUS_MATRIX`, as
+    /// scripts/test.sh sets it to the installed ones), else Debian's two.
+    pub fn matrix() -> Vec<Mpi> {
+        match std::env::var("ISTHMUS_MATRIX") {
+            Ok(list) => list
+                .split_whitespace()
+                .map(|n| Mpi::from_name(n).unwrap_or_else(|| panic!("ISTHMUS_MATRIX: unknown {n}")))
+                .collect(),
+            Err(_) => vec![Mpi::OpenMpi, Mpi::Mpich],
         }
     }
 }
@@ -44,25 +153,66 @@ fn repo_root() -> PathBuf {
     crate_dir().join("../..")
 }
 
-/// The directory holding `libisthmus.so` for `mpi`.
+/// The directory holding `libisthmus.so` for `mpi`:
+/// `ISTHMUS_<NAME>_BIN_DIR`, else its target dir (the Open MPI one: this
+/// test's own).
 pub fn lib_dir(mpi: Mpi) -> PathBuf {
-    let dir = match mpi {
-        Mpi::OpenMpi => std::env::var_os("ISTHMUS_OPENMPI_BIN_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(isthmus_testkit::bin_dir),
-        Mpi::Mpich => std::env::var_os("ISTHMUS_MPICH_BIN_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo_root().join("target/mpich/release")),
-    };
+    let var = format!("ISTHMUS_{}_BIN_DIR", mpi.name().to_uppercase());
+    let dir = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| match mpi {
+            Mpi::OpenMpi => isthmus_testkit::bin_dir(),
+            _ => repo_root().join(format!("target/{}/release", mpi.name())),
+        });
     assert!(
         dir.join("libisthmus.so").exists(),
         "libisthmus.so for {} not found in {} — build it with scripts/test.sh \
-         (MPICC=mpicc.{}, its own target dir)",
+         (build_with {}: its MPICC, its own target dir)",
         mpi.name(),
         dir.display(),
         mpi.name()
     );
     dir
+}
+
+/// `$ISTHMUS_CONFORMANCE_DIR`, else `shared/conformance/mpich` in the
+/// nearest folder above the repository that has it (CI puts `shared/`
+/// beside the clone): MPICH's own tests.
+pub fn suite_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("ISTHMUS_CONFORMANCE_DIR") {
+        return PathBuf::from(d);
+    }
+    let repo = repo_root();
+    let repo = repo.canonicalize().unwrap_or(repo);
+    repo.ancestors()
+        .map(|a| a.join("shared/conformance/mpich"))
+        .find(|d| d.join("tests").is_dir())
+        .unwrap_or_else(|| repo.join("../shared/conformance/mpich"))
+}
+
+/// Builds MPICH's `test` (a path under the suite's tests/) for `mpi`, with
+/// Isthmus's MTest harness.
+pub fn build_conformance(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
+    let src = suite_dir().join("tests").join(test);
+    assert!(src.exists(), "conformance test {} not found", src.display());
+    let name = test.replace('/', "_").trim_end_matches(".c").to_string();
+    let out = dir.0.join(format!("{name}-{}", mpi.name()));
+    // The collective tests include MPICH's `mpicolltest.h` as it is; those
+    // written as `run(const char *)` functions are given a main.
+    let has_run =
+        std::fs::read_to_string(&src).is_ok_and(|t| t.contains("int run(const char *arg)"));
+    let mut sources = vec![src, crate_dir().join("tests/mtest/mtest.c")];
+    if has_run {
+        sources.push(crate_dir().join("tests/mtest/run_main.c"));
+    }
+    build_c_including(
+        mpi,
+        &sources,
+        &[suite_dir().join("reference")],
+        &out,
+        Linking::Linked,
+    );
+    out
 }
 
 /// How a program gets the library.
@@ -92,8 +242,9 @@ pub fn build_c_including(
     linking: Linking,
 ) {
     let lib = lib_dir(mpi);
-    let mut cmd = Command::new(format!("mpicc.{}", mpi.name()));
-    cmd.args(["-O2", "-Wall", "-pthread", "-o"])
+    let mut cmd = Command::new(mpi.mpicc());
+    cmd.envs(mpi.env())
+        .args(["-O2", "-Wall", "-pthread", "-o"])
         .arg(out)
         .arg("-I")
         .arg(crate_dir().join("include"))
@@ -108,10 +259,7 @@ pub fn build_c_including(
     if linking == Linking::Preloaded {
         // The MPI library first, Isthmus after it: the program's MPI_Send
         // binds to MPI's own unless LD_PRELOAD puts Isthmus in front.
-        cmd.arg(match mpi {
-            Mpi::OpenMpi => "-lmpi",
-            Mpi::Mpich => "-lmpich",
-        });
+        cmd.arg(mpi.lib_name());
     }
     if linking != Linking::Unmodified {
         cmd.arg(format!("-L{}", lib.display()))
@@ -124,9 +272,35 @@ pub fn build_c_including(
     let o = cmd.output().expect("run mpicc");
     assert!(
         o.status.success(),
-        "mpicc.{} failed:\n{}",
-        mpi.name(),
+        "{} failed:\n{}",
+        mpi.mpicc().display(),
         String::from_utf8_lossy(&o.stderr)
+    );
+    if let Some(prefix) = mpi.prefix() {
+        loads_mpi_from(out, &prefix);
+    }
+}
+
+/// An implementation from a prefix shares its library's name with one of
+/// Debian's (`libmpi.so.40`, `libmpi.so.12`): the program and the
+/// libisthmus it loads must both resolve it inside `prefix`, never to
+/// Debian's.
+fn loads_mpi_from(program: &Path, prefix: &Path) {
+    let o = Command::new("ldd")
+        .arg(program)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("run ldd");
+    let deps = String::from_utf8_lossy(&o.stdout);
+    let wrong: Vec<&str> = deps
+        .lines()
+        .filter(|l| l.contains("libmpi") && !l.contains(&*prefix.to_string_lossy()))
+        .collect();
+    assert!(
+        o.status.success() && deps.contains("libmpi") && wrong.is_empty(),
+        "{} does not load its MPI from {}:\n{deps}",
+        program.display(),
+        prefix.display()
     );
 }
 
@@ -155,17 +329,18 @@ pub fn launch(vmd: &Vmd, job: &Job) -> Child {
         ));
     }
     let np = job.np.to_string();
-    let mut cmd = match job.mpi {
-        Mpi::OpenMpi => {
-            let mut c = Command::new("mpirun.openmpi");
+    env.extend(job.mpi.env());
+    let mut cmd = match job.mpi.family() {
+        Family::OpenMpi => {
+            let mut c = Command::new(job.mpi.mpiexec());
             c.args(["--oversubscribe", "-n", &np]);
             for (k, _) in &env {
                 c.args(["-x", k]);
             }
             c
         }
-        Mpi::Mpich => {
-            let mut c = Command::new("mpiexec.mpich");
+        Family::Mpich => {
+            let mut c = Command::new(job.mpi.mpiexec());
             c.args(["-n", &np]);
             for (k, v) in &env {
                 c.args(["-genv", k, v]);
@@ -215,4 +390,162 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// Runs tests/c/datatypes.c (issue 17, item 1: every predefined type at
+/// extreme values, both directions) between a one-rank job of `a` and one
+/// of `b`; returns both outputs.
+pub fn datatypes_exchange(a: Mpi, b: Mpi) -> (Output, Output) {
+    let dir = TempDir::new("datatypes");
+    let vmd = Vmd::start("localhost", &[]);
+    let job = |mpi: Mpi, me: &str, other: &str| {
+        let program = dir.0.join(format!("datatypes-{}", mpi.name()));
+        if !program.exists() {
+            build_c(
+                mpi,
+                &[crate_dir().join("tests/c/datatypes.c")],
+                &program,
+                Linking::Linked,
+            );
+        }
+        Job {
+            mpi,
+            np: 1,
+            program,
+            args: vec![me.into(), other.into()],
+            env: vec![],
+            linking: Linking::Linked,
+        }
+    };
+    let tag = format!("{}-{}", a.name(), b.name());
+    let (ga, gb) = (format!("dta-{tag}"), format!("dtb-{tag}"));
+    run_pair(
+        &vmd,
+        &job(a, &ga, &gb),
+        &job(b, &gb, &ga),
+        Duration::from_secs(180),
+    )
+}
+
+/// The `RESULT sender receiver case verdict what` lines of one job (the
+/// receiver, `job`), by (direction, case).
+fn datatype_results(o: &Output, job: &str) -> BTreeMap<(String, String), String> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("RESULT "))
+        .filter_map(|l| {
+            let mut w = l.splitn(4, ' ');
+            let (from, to, case, rest) = (w.next()?, w.next()?, w.next()?, w.next()?);
+            Some((
+                (format!("{from}->{to} ({job})"), case.to_string()),
+                rest.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// What [`datatypes_exchange`] says: every case reported by its receiver
+/// and OK, both jobs exited 0, the refusal naming call and types — the
+/// table of results, or why not (with the table).
+pub fn datatypes_verdict(oa: &Output, ob: &Output) -> Result<String, String> {
+    let mut all = datatype_results(oa, "A");
+    all.extend(datatype_results(ob, "B"));
+    let table: String = all
+        .iter()
+        .map(|((dir, case), v)| format!("{dir:20} {case:32} {v}\n"))
+        .collect();
+    let cases = String::from_utf8_lossy(&oa.stdout)
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("CASES ")?
+                .split(' ')
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .unwrap_or(0);
+    let mut bad: Vec<&String> = all.values().filter(|v| !v.starts_with("OK")).collect();
+    // A refusal names the call and both types.
+    bad.extend(
+        all.iter()
+            .filter(|((_, case), v)| {
+                case == "must-refuse:long-as-int"
+                    && !(v.contains("MPI_Recv")
+                        && v.contains("[MPI_LONG]")
+                        && v.contains("[MPI_INT]"))
+            })
+            .map(|(_, v)| v),
+    );
+    if cases > 60
+        && all.len() == 2 * cases
+        && bad.is_empty()
+        && oa.status.success()
+        && ob.status.success()
+    {
+        Ok(table)
+    } else {
+        Err(format!(
+            "{} of {} results not OK ({cases} cases per direction)\n{table}",
+            bad.len(),
+            all.len()
+        ))
+    }
+}
+
+/// Runs MPICH's `test` between a job of `left` and one of `right`, `np`
+/// ranks each, with extra arguments: Ok when both jobs exit 0 and print
+/// " No Errors", else why, with both outputs.
+pub fn run_conformance(
+    test: &str,
+    np: usize,
+    left: Mpi,
+    right: Mpi,
+    args: &[&str],
+) -> Result<(), String> {
+    let dir = TempDir::new("conformance");
+    let vmd = Vmd::start("localhost", &[]);
+    let tag = test.replace(['/', '.'], "-");
+    // The left group is the one whose name sorts first.
+    let (gl, gr) = (format!("a-{tag}-left"), format!("b-{tag}-right"));
+    let job = |mpi: Mpi, me: &str, other: &str| Job {
+        mpi,
+        np,
+        program: build_conformance(test, mpi, &dir),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        env: vec![
+            ("ISTHMUS_MTEST_GROUP".into(), me.into()),
+            ("ISTHMUS_MTEST_PEER".into(), other.into()),
+            // MPICH's tests/merged run on the merge of an Isthmus intercommunicator.
+            (
+                "ISTHMUS_MTEST_MERGE".into(),
+                if test.starts_with("merged/") {
+                    "1"
+                } else {
+                    "0"
+                }
+                .into(),
+            ),
+        ],
+        linking: Linking::Linked,
+    };
+    let a = job(left, &gl, &gr);
+    let b = job(right, &gr, &gl);
+    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(180));
+    for (o, side) in [(&oa, "left"), (&ob, "right")] {
+        let why = if !o.status.success() {
+            "failed"
+        } else if !String::from_utf8_lossy(&o.stdout).contains(" No Errors") {
+            "did not print \" No Errors\""
+        } else {
+            continue;
+        };
+        return Err(format!(
+            "{test}: the {side} job {why}\nleft ({}):\n{}\nright ({}):\n{}",
+            left.name(),
+            text(&oa),
+            right.name(),
+            text(&ob)
+        ));
+    }
+    Ok(())
 }

@@ -1,0 +1,423 @@
+//! `isthmus run FILE` with real processes: the console starting an
+//! embedded vmd and its taskers (or using a vmd that answers), the
+//! components started through the resource manager, their output tagged,
+//! failures, Ctrl-C, bad files and dry runs. The ocean/atmosphere test
+//! compiles the demo with mpifort.openmpi and mpicc.mpich against both
+//! flavours of libisthmus (`$ISTHMUS_OPENMPI_BIN_DIR`, else this test's
+//! target dir; `$ISTHMUS_MPICH_BIN_DIR`, else target/mpich/release), as
+//! scripts/test.sh builds them.
+
+#![cfg(test)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use isthmus_testkit::{alive, bin, bin_dir, finish, Proc, TempDir, Vmd};
+use isthmus_types::job::JobState;
+
+/// Hang guard for anything that must end; never a measure of speed.
+const GUARD: Duration = Duration::from_secs(120);
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// `isthmus --vmd ADDR run ARGS…`, not yet waited for.
+fn run_cmd(addr: &str, args: &[&Path]) -> Command {
+    let mut c = Command::new(bin("isthmus"));
+    c.arg("--vmd")
+        .arg(addr)
+        .arg("run")
+        .args(args)
+        .env("OMPI_MCA_btl_tcp_if_include", "lo")
+        .env("OMPI_MCA_oob_tcp_if_include", "lo")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// An address where no vmd answers: `isthmus run` then embeds one.
+fn nowhere(dir: &TempDir) -> String {
+    format!("unix:{}", dir.0.join("no-vmd.sock").display())
+}
+
+fn run(addr: &str, args: &[&Path]) -> Output {
+    let child = run_cmd(addr, args).spawn().expect("start isthmus run");
+    finish(child, GUARD, "isthmus run")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The PIDs of the embedded vmd and taskers, from the run's status line.
+fn embedded_pids(stdout: &str) -> Vec<u32> {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("== embedded vmd at "))
+        .unwrap_or_else(|| panic!("no embedded vmd line in:\n{stdout}"));
+    let pids = line
+        .rsplit_once("(pids ")
+        .and_then(|(_, p)| p.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("no pids in {line:?}"));
+    pids.split(' ').map(|p| p.parse().expect("a pid")).collect()
+}
+
+/// Waits (with a deadline) until none of `pids` runs.
+fn assert_gone(pids: &[u32], what: &str) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(
+            Instant::now() < end,
+            "{what} still running: {:?}",
+            pids.iter().filter(|&&p| alive(p)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The PIDs the ranks of a `pidfile` component wrote into `dir`.
+fn rank_pids(dir: &Path, component: &str, np: u32) -> Vec<u32> {
+    (0..np)
+        .map(|r| {
+            let f = dir.join(format!("{component}.pid.{r}"));
+            std::fs::read_to_string(&f)
+                .unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+                .trim()
+                .parse()
+                .expect("a pid")
+        })
+        .collect()
+}
+
+/// Waits until every rank of a `pidfile` component wrote its PID.
+fn wait_pid_files(dir: &Path, component: &str, np: u32) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !(0..np).all(|r| dir.join(format!("{component}.pid.{r}")).exists()) {
+        assert!(Instant::now() < end, "{component}'s ranks did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A component whose ranks write their PID to `NAME.pid.RANK` (in the
+/// file's directory) and sleep.
+fn sleeper(name: &str, np: u32) -> String {
+    format!(
+        "[[component]]\nname = \"{name}\"\nprogram = \"/bin/sh\"\n\
+         args = [\"-c\", \"echo $$ > {name}.pid.$ISTHMUS_RANK; echo up; exec sleep 90\"]\n\
+         np = {np}\nimpl = \"exec\"\n"
+    )
+}
+
+fn write(dir: &TempDir, name: &str, text: &str) -> PathBuf {
+    let p = dir.0.join(name);
+    std::fs::write(&p, text).expect("write file");
+    p
+}
+
+fn lib_dir(var: &str, default: PathBuf) -> PathBuf {
+    let dir = std::env::var_os(var).map(PathBuf::from).unwrap_or(default);
+    assert!(
+        dir.join("libisthmus.so").exists(),
+        "libisthmus.so not found in {} — build both flavours of isthmus-capi as scripts/test.sh does",
+        dir.display()
+    );
+    dir
+}
+
+fn compile(cmd: &mut Command, what: &str) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The demo's file, as checked in, beside the two programs it names
+/// (`build/ocean`, `build/atmosphere`), compiled here. Their rpath is
+/// DT_RPATH (`--disable-new-dtags`), which `LD_LIBRARY_PATH` does not
+/// override: `cargo test` puts this target dir (the Open MPI flavour of
+/// libisthmus.so) on it, and the MPICH atmosphere would load that one.
+fn coupling_demo(dir: &TempDir) -> PathBuf {
+    let examples = repo_root().join("examples/coupling");
+    let ompi = lib_dir("ISTHMUS_OPENMPI_BIN_DIR", bin_dir());
+    let mpich = lib_dir(
+        "ISTHMUS_MPICH_BIN_DIR",
+        repo_root().join("target/mpich/release"),
+    );
+    let build = dir.0.join("build");
+    std::fs::create_dir_all(&build).expect("build dir");
+    compile(
+        Command::new("mpifort.openmpi")
+            .args(["-O2", "-o"])
+            .arg(build.join("ocean"))
+            .arg(examples.join("ocean.f90"))
+            .arg(format!("-L{}", ompi.display()))
+            .arg("-listhmus")
+            .arg(format!("-Wl,-rpath,{}", ompi.display()))
+            .arg("-Wl,--disable-new-dtags"),
+        "mpifort.openmpi ocean.f90",
+    );
+    compile(
+        Command::new("mpicc.mpich")
+            .args(["-O2", "-o"])
+            .arg(build.join("atmosphere"))
+            .arg(examples.join("atmosphere.c"))
+            .arg("-I")
+            .arg(repo_root().join("bridge/capi/include"))
+            .arg(format!("-L{}", mpich.display()))
+            .arg("-listhmus")
+            .arg(format!("-Wl,-rpath,{}", mpich.display()))
+            .arg("-Wl,--disable-new-dtags")
+            .arg("-lm"),
+        "mpicc.mpich atmosphere.c",
+    );
+    let file = dir.0.join("coupling.toml");
+    std::fs::copy(examples.join("coupling.toml"), &file).expect("copy coupling.toml");
+    file
+}
+
+#[test]
+fn the_coupling_demo_runs_from_its_file_with_an_embedded_vmd() {
+    let dir = TempDir::new("run-demo");
+    let file = coupling_demo(&dir);
+    let out = run(&nowhere(&dir), &[&file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for tag in [
+        "[ocean:0] ",
+        "[ocean:1] ",
+        "[atmosphere:0] ",
+        "[atmosphere:1] ",
+    ] {
+        assert!(stdout.contains(tag), "no {tag:?} output:\n{all}");
+    }
+    // What each side received, tagged with its component and rank: rank 1
+    // of the atmosphere owns cells 5..8 (SST = 15 + 0.5 g + 0.1 s).
+    assert!(
+        stdout.contains(
+            "[atmosphere:1] atmosphere rank 1 step 3 received SST  17.80  18.30  18.80  19.30"
+        ),
+        "{all}"
+    );
+    assert!(stdout.contains("[ocean:0] ocean: done"), "{all}");
+    assert!(stdout.contains("[atmosphere:0] atmosphere: done"), "{all}");
+    for c in ["atmosphere", "ocean"] {
+        for s in ["starting", "running", "exited with code 0"] {
+            assert!(
+                stdout.contains(&format!("== {c}: {s}")),
+                "no {c} {s}:\n{all}"
+            );
+        }
+    }
+    assert_gone(&embedded_pids(&stdout), "the embedded vmd or a tasker");
+}
+
+#[test]
+fn a_failing_component_gives_its_code_and_the_other_is_stopped() {
+    let dir = TempDir::new("run-fail");
+    let file = write(
+        &dir,
+        "fail.toml",
+        &format!(
+            "{}[[component]]\nname = \"crasher\"\nprogram = \"/bin/sh\"\n\
+             args = [\"-c\", \"while [ ! -e sleeper.pid.1 ]; do sleep 0.05; done; echo bye >&2; exit 3\"]\n\
+             np = 1\n",
+            sleeper("sleeper", 2)
+        ),
+    );
+    let out = run(&nowhere(&dir), &[&file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("== crasher: exited with code 3"), "{all}");
+    assert!(stdout.contains("== sleeper: stopped"), "{all}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("[crasher:0] bye"),
+        "{all}"
+    );
+    assert_gone(&rank_pids(&dir.0, "sleeper", 2), "the sleeper's ranks");
+    assert_gone(&embedded_pids(&stdout), "the embedded vmd or a tasker");
+}
+
+#[test]
+fn with_continue_a_failure_lets_the_others_finish() {
+    let dir = TempDir::new("run-continue");
+    let file = write(
+        &dir,
+        "continue.toml",
+        "[run]\non_failure = \"continue\"\n\
+         [[component]]\nname = \"slow\"\nprogram = \"/bin/sh\"\nargs = [\"-c\", \"sleep 1; echo finished\"]\nnp = 1\n\
+         [[component]]\nname = \"bad\"\nprogram = \"/bin/sh\"\nargs = [\"-c\", \"exit 5\"]\nnp = 1\n",
+    );
+    let out = run(&nowhere(&dir), &[&file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("[slow:0] finished"), "{all}");
+    assert!(stdout.contains("== slow: exited with code 0"), "{all}");
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_every_job_of_a_vmd_that_was_running() {
+    // Against a vmd that answers (not embedded): its jobs must end, it stays.
+    let vmd = Vmd::with_hostfile("runhost", 8, &["exec"]);
+    let _tasker = vmd.tasker("exec").await;
+    let dir = TempDir::new("run-int");
+    let file = write(
+        &dir,
+        "int.toml",
+        &format!("{}{}", sleeper("left", 2), sleeper("right", 1)),
+    );
+    let mut child = Proc(
+        run_cmd(&vmd.addr, &[&file])
+            .spawn()
+            .expect("start isthmus run"),
+    );
+    wait_pid_files(&dir.0, "left", 2);
+    wait_pid_files(&dir.0, "right", 1);
+    let mut pids = rank_pids(&dir.0, "left", 2);
+    pids.extend(rank_pids(&dir.0, "right", 1));
+    assert!(pids.iter().all(|&p| alive(p)));
+    child.signal(libc::SIGINT);
+    let status = child
+        .wait_exit(GUARD)
+        .expect("isthmus run ended after SIGINT");
+    assert_eq!(status.code(), Some(130));
+    assert_gone(&pids, "the components' ranks");
+    let jobs = vmd.console().await.jobs(true).await.expect("list jobs");
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    assert!(jobs.iter().all(|j| j.state == JobState::Killed), "{jobs:?}");
+    assert!(alive(vmd.proc.pid()), "the vmd was not ours to stop");
+}
+
+#[test]
+fn ctrl_c_stops_the_jobs_and_the_embedded_vmd() {
+    let dir = TempDir::new("run-int-embedded");
+    let file = write(&dir, "int.toml", &sleeper("only", 2));
+    let child = run_cmd(&nowhere(&dir), &[&file])
+        .spawn()
+        .expect("start isthmus run");
+    wait_pid_files(&dir.0, "only", 2);
+    let pids = rank_pids(&dir.0, "only", 2);
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = finish(child, GUARD, "isthmus run after SIGINT");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("== interrupted: stopping every component"),
+        "{all}"
+    );
+    assert!(stdout.contains("== only: stopped"), "{all}");
+    assert_gone(&pids, "the component's ranks");
+    assert_gone(&embedded_pids(&stdout), "the embedded vmd or a tasker");
+}
+
+#[test]
+fn a_bad_file_is_refused_naming_file_line_and_key() {
+    let dir = TempDir::new("run-bad");
+    let file = write(
+        &dir,
+        "bad.toml",
+        "[run]\non_failure = \"abort\"\n\n[[component]]\nname = \"a\"\nprogram = \"/bin/true\"\nnp = 1\nranks = 2\n",
+    );
+    let out = run(&nowhere(&dir), &[&file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:8:1: key `ranks`: unknown field",
+            file.display()
+        )),
+        "{all}"
+    );
+    assert!(out.stdout.is_empty(), "started something:\n{all}");
+    let file = write(
+        &dir,
+        "np.toml",
+        "[[component]]\nname = \"a\"\nprogram = \"/bin/true\"\nnp = 0\n",
+    );
+    let out = run(&nowhere(&dir), &[&file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("np.toml:4:6: key `np`: 0 ranks"),
+        "{all}"
+    );
+}
+
+#[tokio::test]
+async fn a_dry_run_prints_the_placement_and_starts_nothing() {
+    let vmd = Vmd::with_hostfile("dryhost", 8, &["exec"]);
+    let _tasker = vmd.tasker("exec").await;
+    let dir = TempDir::new("run-dry");
+    let file = write(
+        &dir,
+        "dry.toml",
+        "[[component]]\nname = \"marker\"\nprogram = \"/bin/sh\"\nargs = [\"-c\", \"touch started\"]\nnp = 3\nhost = \"dryhost\"\n\
+         [[component]]\nname = \"other\"\nprogram = \"/bin/true\"\nnp = 1\nimpl = \"openmpi\"\n",
+    );
+    let out = run(&vmd.addr, &[Path::new("--dry-run"), &file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().take(4).collect())
+        .collect();
+    assert_eq!(
+        rows.first().map(Vec::as_slice),
+        Some(&["COMPONENT", "IMPL", "NP", "HOST"][..]),
+        "{all}"
+    );
+    assert!(
+        rows.contains(&vec!["marker", "exec*", "3", "dryhost"]),
+        "{all}"
+    );
+    assert!(
+        rows.contains(&vec!["other", "openmpi", "1", "(any)"]),
+        "{all}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !dir.0.join("started").exists(),
+        "the dry run started a component"
+    );
+    let jobs = vmd.console().await.jobs(true).await.expect("list jobs");
+    assert!(jobs.is_empty(), "the dry run spawned {jobs:?}");
+}
+
+#[test]
+fn the_run_timeout_stops_everything() {
+    let dir = TempDir::new("run-timeout");
+    let file = write(
+        &dir,
+        "timeout.toml",
+        &format!("[run]\ntimeout = 5\n{}", sleeper("late", 2)),
+    );
+    let started = Instant::now();
+    let out = run(&nowhere(&dir), &[&file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(124), "{all}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("timeout (5s) passed"), "{all}");
+    assert!(stdout.contains("== late: stopped"), "{all}");
+    assert_gone(&rank_pids(&dir.0, "late", 2), "the component's ranks");
+    assert_gone(&embedded_pids(&stdout), "the embedded vmd or a tasker");
+}
