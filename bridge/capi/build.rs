@@ -12,7 +12,12 @@
 //!   of the ordinary form;
 //! - `shells_<module>.rs` (`src/<module>.rs`): the C `MPI_X` of every
 //!   `bridge` call not marked `own`: `PMPI_X` unless the communicator is an
-//!   Isthmus one, else the hand-written body `<module>::x`;
+//!   Isthmus one, else the hand-written body `<module>::x` (intercomm) or,
+//!   on a merged communicator, `merged::x` if a `+merged` line names the
+//!   call and the merged refusal if not;
+//! - `shells_merged.rs` (`src/merged/mod.rs`): the C `MPI_X` of every
+//!   `native` or `refused` call with a `+merged` line: `merged::x` on a
+//!   merged communicator, as its class says on any other;
 //! - `bodies.rs` (`src/lib.rs`): a check that each `bridge` call's C entry
 //!   point is in the module its line names;
 //! - `fortran.rs` (`src/fortran/mod.rs`): every Fortran entry point: the
@@ -58,7 +63,13 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
 
     let probe = out.join("mpi_h.c");
-    fs::write(&probe, "#include <mpi.h>\n").expect("write probe source");
+    // MPI_IN_PLACE too, which rsmpi does not export: `(void *) 1` in Open
+    // MPI, `(void *) -1` in MPICH (the merged collectives test for it).
+    fs::write(
+        &probe,
+        "#include <mpi.h>\nvoid *isthmus_in_place = MPI_IN_PLACE;\n",
+    )
+    .expect("write probe source");
     let pre = Command::new(&mpicc)
         .args(["-E", "-P"])
         .arg(&probe)
@@ -70,6 +81,18 @@ fn main() {
         String::from_utf8_lossy(&pre.stderr)
     );
     let header = String::from_utf8_lossy(&pre.stdout).replace('\n', " ");
+    let in_place = header
+        .split("isthmus_in_place =")
+        .nth(1)
+        .and_then(|t| t.split(';').next())
+        .expect("MPI_IN_PLACE in the preprocessed probe")
+        .replace(' ', "");
+    println!("cargo::rustc-check-cfg=cfg(isthmus_in_place_minus_one)");
+    match in_place.as_str() {
+        "((void*)1)" | "(void*)1" => {}
+        "((void*)-1)" | "(void*)-1" => println!("cargo:rustc-cfg=isthmus_in_place_minus_one"),
+        other => panic!("MPI_IN_PLACE is {other}: neither Open MPI's nor MPICH's"),
+    }
 
     // MPI 4's large-count calls (MPI_Send_c, ...): MPICH 4 has them, Open
     // MPI 4.1 does not.
@@ -104,22 +127,37 @@ fn main() {
             continue;
         };
         let p = Prototype::parse(name, params);
+        if line.merged && !name.ends_with("_c") {
+            bodies.push_str(&format!(
+                "const _: *const () = crate::merged::{} as *const ();\n",
+                p.short()
+            ));
+        }
         match &line.class {
+            Class::Native if line.merged => {
+                shells::merged_shell(merged_shells(&mut c_shells), &p, false)
+            }
             Class::Native => {}
             Class::Refused => {
-                refused::c_refusal(&mut c_refused, &p);
+                if let (true, Some(small)) = (line.merged, name.strip_suffix("_c")) {
+                    large_count::merged_shell(&mut c_large, &p, small);
+                } else if line.merged {
+                    shells::merged_shell(merged_shells(&mut c_shells), &p, true);
+                } else {
+                    refused::c_refusal(&mut c_refused, &p);
+                }
                 fortran::refusal(&mut fortran, &p);
             }
             Class::Bridge { body } => {
                 if let Some(small) = name.strip_suffix("_c") {
                     let own = table.get(small).is_none_or(|l| l.own);
-                    large_count::shell(&mut c_large, &p, body, small, own);
+                    large_count::shell(&mut c_large, &p, body, small, own, line.merged);
                 } else {
                     if !line.own {
                         let out = c_shells
                             .entry(body.clone())
                             .or_insert_with(|| String::from(GENERATED));
-                        shells::shell(out, &p, body);
+                        shells::shell(out, &p, body, line.merged);
                     }
                     bodies.push_str(&format!(
                         "const _: *const () = crate::{body}::{name} as *const ();\n"
@@ -147,6 +185,13 @@ fn main() {
         let file = format!("shells_{module}.rs");
         fs::write(out.join(&file), text).unwrap_or_else(|e| panic!("write {file}: {e}"));
     }
+}
+
+/// The shells of `src/merged/`.
+fn merged_shells(c_shells: &mut BTreeMap<String, String>) -> &mut String {
+    c_shells
+        .entry("merged".to_string())
+        .or_insert_with(|| String::from(GENERATED))
 }
 
 /// Gives libisthmus.so a run path to its MPI library's directories (the

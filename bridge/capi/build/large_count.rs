@@ -10,7 +10,7 @@ use crate::table::Prototype;
 
 /// The shell of `p` (`MPI_X_c`), calling the body `crate::<body>::x` of
 /// `small` (`MPI_X`), or `MPI_X` itself where that is the module's `own`.
-pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool) {
+pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool, merged: bool) {
     let name = &p.name;
     let (params, args) = typed(p);
     let counts: Vec<&str> = p
@@ -23,8 +23,19 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool
     let short = short.trim_start_matches("mpi_");
     // How the call is told to be Isthmus's (`let` or `if` head), how its
     // counts become ints, and what it calls then.
+    // On a merged communicator: the merged body of the ordinary form if
+    // its `+merged` line names this `_c` form, else the merged refusal.
+    let mut on_merged = String::new();
     let (dispatch, convert, call) = if let Some(&c) = p.comms.first() {
         let comm = &p.params[c].1;
+        on_merged = if merged {
+            merged_block(p, small)
+        } else {
+            format!(
+                "if crate::state::merged_comm({comm}).is_some() {{\n        \
+                 return crate::errors::refuse_merged({comm}, \"{name}\");\n    }}\n    "
+            )
+        };
         let convert: String = counts
             .iter()
             .map(|n| {
@@ -75,11 +86,74 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool
          ///\n/// # Safety\n/// As `{name}`.\n\
          #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
          pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
-         {dispatch} {{\n        \
+         {on_merged}{dispatch} {{\n        \
          // SAFETY: the program's arguments, passed on.\n        \
          return unsafe {{ ffi::P{name}({args}) }};\n    }}{end}\n\
          {convert}    \
          // SAFETY: the program's arguments, the counts as ints.\n    \
          unsafe {{ {call} }}\n}}\n"
+    );
+}
+
+/// The names of `p`'s `MPI_Count` parameters.
+fn counts(p: &Prototype) -> Vec<&str> {
+    p.params
+        .iter()
+        .filter(|(t, _)| t == "MPI_Count")
+        .map(|(_, n)| n.as_str())
+        .collect()
+}
+
+/// On a merged communicator: the counts as ints, then the merged body of
+/// `small` (`MPI_X` of `MPI_X_c`).
+fn merged_block(p: &Prototype, small: &str) -> String {
+    let name = &p.name;
+    let [c, ..] = p.comms[..] else {
+        panic!("{name}: a merged large-count call needs a communicator");
+    };
+    let comm = &p.params[c].1;
+    let (_, args) = typed(p);
+    let short = small.to_lowercase();
+    let short = short.trim_start_matches("mpi_");
+    let convert: String = counts(p)
+        .iter()
+        .map(|n| {
+            format!(
+                "        let {n} = match small({n}, {comm}, \"{name}\") {{\n            \
+                 Ok(n) => n,\n            Err(code) => return code,\n        }};\n"
+            )
+        })
+        .collect();
+    format!(
+        "if let Some(mc) = crate::state::merged_comm({comm}) {{\n\
+         {convert}        \
+         // SAFETY: the program's arguments, the counts as ints.\n        \
+         return unsafe {{ crate::merged::{short}(&mc, {args}) }};\n    }}\n    "
+    )
+}
+
+/// The shell of a `refused` large-count call with a `+merged` line: the
+/// merged body of `small` on a merged communicator, the refusal on an
+/// Isthmus intercommunicator, `P{name}` elsewhere.
+pub fn merged_shell(out: &mut String, p: &Prototype, small: &str) {
+    let name = &p.name;
+    let [c, ..] = p.comms[..] else {
+        panic!("{name}: a merged large-count call needs a communicator");
+    };
+    let comm = &p.params[c].1;
+    let (params, args) = typed(p);
+    let block = merged_block(p, small);
+    let _ = writeln!(
+        out,
+        "/// `{name}`: `{small}` with a count that fits an `int` on a merged\n\
+         /// communicator, refused on an Isthmus intercommunicator, `P{name}`\n\
+         /// elsewhere (generated from mpi-functions.txt).\n\
+         ///\n/// # Safety\n/// As `{name}`.\n\
+         #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
+         pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
+         {block}if bridge_comm({comm}).is_some() {{\n        \
+         return errors::refuse({comm}, \"{name}\");\n    }}\n    \
+         // SAFETY: the program's arguments, passed on.\n    \
+         unsafe {{ ffi::P{name}({args}) }}\n}}\n"
     );
 }

@@ -24,6 +24,7 @@ fn rust_type(name: &str, c: &str) -> &'static str {
         "MPI_Comm" => "MPI_Comm",
         "MPI_Comm*" => "*mut MPI_Comm",
         "MPI_Info" => "ffi::MPI_Info",
+        "MPI_Group*" => "*mut ffi::MPI_Group",
         "MPI_Request*" => "*mut MPI_Request",
         "MPI_Status*" => "*mut MPI_Status",
         "MPI_Message*" => "*mut ffi::MPI_Message",
@@ -42,15 +43,26 @@ pub fn typed(p: &Prototype) -> (String, String) {
     (params.join(", "), args.join(", "))
 }
 
-/// The shell of `p`, whose body is in `module`.
-pub fn shell(out: &mut String, p: &Prototype, module: &str) {
+/// The shell of `p`, whose body is in `module`; on a merged communicator
+/// it calls `crate::merged::x` if `merged` (a `+merged` line), else
+/// refuses with the merged communicator's own message.
+pub fn shell(out: &mut String, p: &Prototype, module: &str, merged: bool) {
     let name = &p.name;
-    let [c] = p.comms[..] else {
-        panic!("{name}: a generated C shell needs exactly one communicator (or `own` in mpi-functions.txt)");
-    };
-    let comm = &p.params[c].1;
+    let comm = one_comm(p);
     let (params, args) = typed(p);
     let short = p.short();
+    let on_merged = if merged {
+        format!(
+            "if let Some(mc) = crate::state::merged_comm({comm}) {{\n        \
+             // SAFETY: the program's arguments; the body's contract is the call's.\n        \
+             return unsafe {{ crate::merged::{short}(&mc, {args}) }};\n    }}"
+        )
+    } else {
+        format!(
+            "if crate::state::merged_comm({comm}).is_some() {{\n        \
+             return crate::errors::refuse_merged({comm}, \"{name}\");\n    }}"
+        )
+    };
     let _ = writeln!(
         out,
         "/// `{name}`: `{module}::{short}` on an Isthmus communicator, `P{name}`\n\
@@ -58,10 +70,55 @@ pub fn shell(out: &mut String, p: &Prototype, module: &str) {
          ///\n/// # Safety\n/// As `{name}`.\n\
          #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
          pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
-         let Some(bc) = crate::state::bridge_comm({comm}) else {{\n        \
+         let Some(bc) = crate::state::bridge_comm({comm}) else {{\n    \
+         {on_merged}\n        \
          // SAFETY: the program's arguments, passed on.\n        \
          return unsafe {{ mpi::ffi::P{name}({args}) }};\n    }};\n    \
          // SAFETY: the program's arguments; the body's contract is the call's.\n    \
          unsafe {{ {short}(&bc, {args}) }}\n}}\n"
     );
+}
+
+/// The shell of a `native` or `refused` call with a `+merged` line (in
+/// `shells_merged.rs`): `crate::merged::x` on a merged communicator; on an
+/// Isthmus intercommunicator the refusal (`refused`) or `P{name}` on its
+/// local handle (`native`); `P{name}` on any other.
+pub fn merged_shell(out: &mut String, p: &Prototype, refused: bool) {
+    let name = &p.name;
+    let comm = one_comm(p);
+    let (params, args) = typed(p);
+    let short = p.short();
+    let on_bridge = if refused {
+        format!(
+            "if crate::state::bridge_comm({comm}).is_some() {{\n        \
+             return crate::errors::refuse({comm}, \"{name}\");\n    }}\n    "
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "/// `{name}`: `merged::{short}` on a merged communicator (generated\n\
+         /// from mpi-functions.txt).\n\
+         ///\n/// # Safety\n/// As `{name}`.\n\
+         #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
+         pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
+         if let Some(mc) = crate::state::merged_comm({comm}) {{\n        \
+         // SAFETY: the program's arguments; the body's contract is the call's.\n        \
+         return unsafe {{ {short}(&mc, {args}) }};\n    }}\n    \
+         {on_bridge}\
+         // SAFETY: the program's arguments, passed on.\n    \
+         unsafe {{ mpi::ffi::P{name}({args}) }}\n}}\n"
+    );
+}
+
+/// The one communicator a generated shell dispatches on.
+fn one_comm(p: &Prototype) -> &str {
+    let [c] = p.comms[..] else {
+        panic!(
+            "{}: a generated C shell needs exactly one communicator (or `own` in mpi-functions.txt)",
+            p.name
+        );
+    };
+    &p.params[c].1
 }

@@ -33,6 +33,9 @@ pub struct Line {
     /// generates `MPI_X` around the body `x`.
     pub own: bool,
     pub fortran: Fortran,
+    /// A `+merged` line names it: `crate::merged::x` is its body on a
+    /// merged communicator (`MPI_Intercomm_merge`'s).
+    pub merged: bool,
 }
 
 /// The table's lines by MPI name.
@@ -47,6 +50,18 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Line>, String> {
         let (Some(name), Some(class)) = (words.next(), words.next()) else {
             return Err(format!("line {}: a name and a class expected", n + 1));
         };
+        if class == "+merged" {
+            let line: &mut Line = lines
+                .get_mut(name)
+                .ok_or(format!("{name}: +merged before the call's own line"))?;
+            if line.own || line.merged || words.next().is_some() {
+                return Err(format!(
+                    "{name}: +merged once, alone, and not for an `own` call (it dispatches itself)"
+                ));
+            }
+            line.merged = true;
+            continue;
+        }
         let class = match class {
             "native" => Class::Native,
             "refused" => Class::Refused,
@@ -81,6 +96,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Line>, String> {
             class,
             own,
             fortran,
+            merged: false,
         };
         if lines.insert(name.to_string(), line).is_some() {
             return Err(format!("{name} is listed twice"));

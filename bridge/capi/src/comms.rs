@@ -28,6 +28,27 @@ pub(crate) unsafe fn comm_test_inter(_bc: &BridgeComm, _comm: MPI_Comm, flag: *m
     0
 }
 
+/// `MPI_Comm_rank` on an Isthmus intercommunicator: the local handle's
+/// (interposed for the merged communicators' sake, whose rank the local
+/// handle does not know, from C and Fortran alike).
+///
+/// # Safety
+/// As `MPI_Comm_rank`.
+pub(crate) unsafe fn comm_rank(_bc: &BridgeComm, comm: MPI_Comm, rank: *mut c_int) -> c_int {
+    // SAFETY: the program's arguments, passed on.
+    unsafe { ffi::PMPI_Comm_rank(comm, rank) }
+}
+
+/// `MPI_Comm_size` on an Isthmus intercommunicator: the local group's (as
+/// `comm_rank`).
+///
+/// # Safety
+/// As `MPI_Comm_size`.
+pub(crate) unsafe fn comm_size(_bc: &BridgeComm, comm: MPI_Comm, size: *mut c_int) -> c_int {
+    // SAFETY: the program's arguments, passed on.
+    unsafe { ffi::PMPI_Comm_size(comm, size) }
+}
+
 /// `MPI_Comm_remote_size` on an Isthmus communicator: the remote group's.
 ///
 /// # Safety
@@ -46,6 +67,21 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     comm2: MPI_Comm,
     result: *mut c_int,
 ) -> c_int {
+    let (m1, m2) = (
+        crate::state::merged_comm(comm1),
+        crate::state::merged_comm(comm2),
+    );
+    if m1.is_some() || m2.is_some() {
+        let r = match (m1, m2) {
+            _ if comm1 == comm2 => ffi::MPI_IDENT,
+            // The same two groups in the same order, another context.
+            (Some(a), Some(b)) if crate::merged::same_group(&a, &b) => ffi::MPI_CONGRUENT,
+            _ => ffi::MPI_UNEQUAL,
+        };
+        // SAFETY: the program's out-pointer.
+        unsafe { *result = r as c_int };
+        return 0;
+    }
     let (a, b) = (bridge_comm(comm1), bridge_comm(comm2));
     if a.is_none() && b.is_none() {
         // SAFETY: the program's arguments, passed on.
@@ -171,6 +207,9 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         // of its collectives is freed now, while MPI is sure to be up.
         if let Some(bc) = remove_comm(unsafe { *comm }) {
             bc.coll.free();
+        } else {
+            // SAFETY: as above. A merged communicator's private side.
+            crate::merged::forget(unsafe { *comm });
         }
     }
     // SAFETY: the program's argument, passed on.
@@ -187,6 +226,12 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
         // SAFETY: non-null, the program's.
         remove_comm(unsafe { *comm })
     };
+    // SAFETY: non-null when checked, the program's.
+    if !comm.is_null() && crate::merged::forget(unsafe { *comm }) {
+        // The handle is an intracommunicator duplicate: free it.
+        // SAFETY: as above.
+        return unsafe { ffi::PMPI_Comm_free(comm) };
+    }
     if let Some(bc) = removed {
         bc.coll.free();
         // The local handle is an intracommunicator duplicate: free it.

@@ -153,13 +153,31 @@ pub fn fail(comm: MPI_Comm, call: &str, e: &BridgeError) -> c_int {
     raise(comm, code_of(call, e))
 }
 
-/// Raises a refusal of `call` on a bridge communicator.
+/// Raises a refusal of `call` on an Isthmus communicator (a merged one
+/// gets its own message).
 pub fn refuse(comm: MPI_Comm, call: &str) -> c_int {
+    if crate::state::merged_comm(comm).is_some() {
+        return refuse_merged(comm, call);
+    }
     let c = code(
         Class::Refused,
         &format!(
             "{call} is not supported on an Isthmus intercommunicator (point-to-point calls, \
              communicator management and the blocking collectives from C are; see ARCHITECTURE.md)"
+        ),
+    );
+    raise(comm, c)
+}
+
+/// Raises a refusal of `call` on a merged communicator.
+pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
+    let c = code(
+        Class::Refused,
+        &format!(
+            "{call} is not supported on a merged Isthmus communicator (MPI_Intercomm_merge's); \
+             supported: rank, size, compare, dup, free, split into one job's communicators, \
+             blocking point-to-point, Isend/Irecv, Barrier, Bcast, Reduce, Allreduce, Gather(v), \
+             Scatter, Allgather(v), Alltoall(v), Reduce_scatter_block, Scan, Exscan"
         ),
     );
     raise(comm, c)

@@ -47,6 +47,7 @@ pub mod fortran;
 #[cfg(isthmus_large_count)]
 pub mod large_count;
 pub mod local_side;
+pub mod merged;
 pub mod mpi_glue;
 pub mod ports;
 pub mod pt2pt;

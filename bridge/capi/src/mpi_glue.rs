@@ -124,3 +124,27 @@ pub unsafe fn fill_status(status: *mut MPI_Status, o: &Outcome) {
         ffi::PMPI_Status_set_cancelled(status, c_int::from(o.cancelled));
     }
 }
+
+/// A status to be filled by MPI.
+pub fn empty_status() -> MPI_Status {
+    // SAFETY: MPI_Status is a plain C struct of integers, valid all zero.
+    unsafe { std::mem::zeroed() }
+}
+
+/// What a native receive's status (from a call that returned `rc`) reports.
+pub fn outcome_of(st: &MPI_Status, rc: c_int) -> Outcome {
+    let mut bytes: ffi::MPI_Count = 0;
+    let mut cancelled: c_int = 0;
+    // SAFETY: a status MPI filled; the calls only read it.
+    unsafe {
+        ffi::PMPI_Get_elements_x(st, byte(), &mut bytes);
+        ffi::PMPI_Test_cancelled(st, &mut cancelled);
+    }
+    Outcome {
+        source: st.MPI_SOURCE,
+        tag: st.MPI_TAG,
+        bytes: bytes as i64,
+        cancelled: cancelled != 0,
+        error: rc,
+    }
+}

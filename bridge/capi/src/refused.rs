@@ -26,7 +26,7 @@ fn comm_of_word(w: usize) -> MPI_Comm {
 }
 
 fn is_bridge_word(w: usize) -> bool {
-    crate::state::bridge_comm(comm_of_word(w)).is_some()
+    crate::state::is_isthmus(comm_of_word(w))
 }
 
 /// Writes MPI_FILE_NULL through an output `MPI_File *` passed as a word.

@@ -39,6 +39,10 @@ pub enum Op {
         count: usize,
         dt: MPI_Datatype,
     },
+    /// A native request of a merged communicator (`merged::pt2pt`), whose
+    /// status must name a merged rank: completed with `PMPI_Wait`/`PMPI_Test`
+    /// and reported through the generalized request.
+    Native(MPI_Request),
     /// `Isthmus_Intercomm_icreate`: the local handle is duplicated at the
     /// call; it becomes a bridge communicator and is written to `out` when
     /// the intercommunicator is formed.
@@ -59,6 +63,9 @@ struct Entry {
     comm: MPI_Comm,
     call: &'static str,
     outcome: Arc<Mutex<Outcome>>,
+    /// Added to the source of the status (a merged communicator's rank of
+    /// the first process the request's source rank counts from; else 0).
+    source_offset: c_int,
 }
 
 // SAFETY: an entry's raw pointers are the user's buffers and handles that
@@ -145,6 +152,17 @@ fn grequest(outcome: &Arc<Mutex<Outcome>>) -> Result<MPI_Request, c_int> {
 
 /// Starts tracking `op` and returns its MPI request.
 pub fn start(op: Op, comm: MPI_Comm, call: &'static str) -> Result<MPI_Request, c_int> {
+    start_from(op, comm, call, 0)
+}
+
+/// [`start`], the status's source counted from `source_offset` (a merged
+/// communicator's request).
+pub fn start_from(
+    op: Op,
+    comm: MPI_Comm,
+    call: &'static str,
+    source_offset: c_int,
+) -> Result<MPI_Request, c_int> {
     let outcome = Arc::new(Mutex::new(Outcome::empty()));
     let req = grequest(&outcome)?;
     put_back(
@@ -155,6 +173,7 @@ pub fn start(op: Op, comm: MPI_Comm, call: &'static str) -> Result<MPI_Request, 
             comm,
             call,
             outcome,
+            source_offset,
         },
     );
     Ok(req)
@@ -181,6 +200,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
         comm,
         call,
         outcome,
+        source_offset,
     } = e;
     let result: Result<Outcome, BridgeError> = match op {
         Op::Send(r) => {
@@ -193,6 +213,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                         comm,
                         call,
                         outcome,
+                        source_offset,
                     },
                 );
                 return false;
@@ -225,6 +246,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                         comm,
                         call,
                         outcome,
+                        source_offset,
                     },
                 );
                 return false;
@@ -234,6 +256,33 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                 // program promised MPI_Irecv until the request completes.
                 unsafe { decode_received(&bytes, &st, buf, count, dt) }
             })
+        }
+        Op::Native(mut native) => {
+            let mut st = crate::mpi_glue::empty_status();
+            let mut done: c_int = 1;
+            // SAFETY: our native request and a status of ours.
+            let rc = unsafe {
+                if block {
+                    ffi::PMPI_Wait(&mut native, &mut st)
+                } else {
+                    ffi::PMPI_Test(&mut native, &mut done, &mut st)
+                }
+            };
+            if rc == 0 && done == 0 {
+                put_back(
+                    key,
+                    Entry {
+                        op: Op::Native(native),
+                        req,
+                        comm,
+                        call,
+                        outcome,
+                        source_offset,
+                    },
+                );
+                return false;
+            }
+            Ok(crate::mpi_glue::outcome_of(&st, rc))
         }
         Op::Create {
             mut pending,
@@ -265,6 +314,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                                 comm,
                                 call,
                                 outcome,
+                                source_offset,
                             },
                         );
                     }
@@ -299,6 +349,10 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
         }
     };
     let o = match result {
+        Ok(mut o) if o.source >= 0 && o.source != crate::mpi_glue::proc_null() => {
+            o.source = o.source.saturating_add(source_offset);
+            o
+        }
         Ok(o) => o,
         Err(e) => {
             let code = errors::code_of(call, &e);
@@ -756,6 +810,11 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
                         None
                     }
                 },
+                Op::Native(mut native) => {
+                    // SAFETY: our native request; MPI completes it on its own.
+                    unsafe { ffi::PMPI_Request_free(&mut native) };
+                    None
+                }
                 other => Some(other),
             };
             drop(e);
@@ -825,6 +884,19 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
                 }
             }
             0
+        }
+        // A native receive is cancelled natively; its completion says so.
+        Op::Native(mut native) => {
+            // SAFETY: our native request.
+            let rc = unsafe { ffi::PMPI_Cancel(&mut native) };
+            put_back(
+                key,
+                Entry {
+                    op: Op::Native(native),
+                    ..e
+                },
+            );
+            rc
         }
         // A send or a creation cannot be taken back; MPI lets a cancel
         // fail to cancel (the status then says not cancelled).

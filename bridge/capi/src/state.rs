@@ -2,9 +2,13 @@
 //! the first `Isthmus_Register`), the registered handles, and the map from
 //! MPI communicator handles to bridge intercommunicators.
 //!
-//! The map is read on every interposed call, so it comes with a count kept
-//! in an atomic: while no bridge communicator exists, calls on ordinary
-//! communicators go to `PMPI_*` after one relaxed load.
+//! Two kinds of Isthmus communicator, each in a map of its own: a bridge
+//! intercommunicator (`BridgeComm`) and a merged intracommunicator
+//! (`MergedComm`, `MPI_Intercomm_merge` of one).
+//!
+//! The maps are read on every interposed call, so they come with one count
+//! kept in an atomic: while no Isthmus communicator exists, calls on
+//! ordinary communicators go to `PMPI_*` after one relaxed load.
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -132,4 +136,223 @@ pub fn remove_comm(comm: MPI_Comm) -> Option<Arc<BridgeComm>> {
         COMM_COUNT.fetch_sub(1, Ordering::Relaxed);
     }
     gone
+}
+
+/// Where a rank of a merged communicator lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// In this job: its rank in the native local side.
+    Local(u32),
+    /// In the other job: its rank in the remote group of the intercomm.
+    Remote(u32),
+}
+
+/// A merged communicator (`MPI_Intercomm_merge` of a bridge
+/// intercommunicator): one intracommunicator over both jobs.
+///
+/// Order (MPI 4.0 §7.6.2): the group whose `high` flag is false comes
+/// first; with equal flags, the group whose name (as registered) sorts
+/// first, so both sides agree. Each job's ranks keep their local order and
+/// stay contiguous: merged rank = the job's offset + its local rank.
+///
+/// Traffic: between jobs, point-to-point on `inter` (a context derived from
+/// the intercomm's for this merge), collectives' bridge messages on `coll`
+/// (derived from `inter`, so never matched by a user receive); inside the
+/// job, the user's point-to-point on the handle itself (a native duplicate
+/// of the local side, ranks translated), the collectives' native steps on
+/// `native`, a second private duplicate no user call names.
+pub struct MergedComm {
+    pub inter: InterComm,
+    pub coll: InterComm,
+    pub native: MPI_Comm,
+    /// This job's ranks come first.
+    pub low: bool,
+    pub local_group: String,
+    pub remote_group: String,
+    /// How many communicators were derived from this one (`MPI_Comm_dup`).
+    pub derived: AtomicU64,
+}
+
+// SAFETY: `native` is an MPI handle, a process-wide value (see `Registered`).
+unsafe impl Send for MergedComm {}
+// SAFETY: as above; it is only read.
+unsafe impl Sync for MergedComm {}
+
+/// A merged communicator's rank order: this job's ranks and the other's,
+/// each contiguous, the low job's first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Order {
+    /// This job's ranks come first.
+    pub low: bool,
+    pub local_size: u32,
+    pub remote_size: u32,
+    /// This process's rank in its job.
+    pub local_rank: u32,
+}
+
+impl Order {
+    /// Size of the merged communicator.
+    pub fn size(&self) -> u32 {
+        self.local_size + self.remote_size
+    }
+    /// The merged rank of this job's first rank.
+    pub fn local_offset(&self) -> u32 {
+        if self.low {
+            0
+        } else {
+            self.remote_size
+        }
+    }
+    /// The merged rank of the other job's first rank.
+    pub fn remote_offset(&self) -> u32 {
+        if self.low {
+            self.local_size
+        } else {
+            0
+        }
+    }
+    /// This process's merged rank.
+    pub fn rank(&self) -> u32 {
+        self.local_offset() + self.local_rank
+    }
+    /// Where merged rank `r` lives; None if it is not a rank of this communicator.
+    pub fn place(&self, r: u32) -> Option<Place> {
+        let (lo, ro) = (self.local_offset(), self.remote_offset());
+        if (lo..lo + self.local_size).contains(&r) {
+            Some(Place::Local(r - lo))
+        } else if (ro..ro + self.remote_size).contains(&r) {
+            Some(Place::Remote(r - ro))
+        } else {
+            None
+        }
+    }
+    /// The merged rank of `p`.
+    pub fn merged_rank(&self, p: Place) -> u32 {
+        match p {
+            Place::Local(r) => self.local_offset() + r,
+            Place::Remote(r) => self.remote_offset() + r,
+        }
+    }
+}
+
+impl MergedComm {
+    /// The rank order.
+    pub fn order(&self) -> Order {
+        Order {
+            low: self.low,
+            local_size: self.inter.local_size(),
+            remote_size: self.inter.remote_size(),
+            local_rank: self.inter.rank(),
+        }
+    }
+    /// Ranks of this job.
+    pub fn local_size(&self) -> u32 {
+        self.inter.local_size()
+    }
+    /// Ranks of the other job.
+    pub fn remote_size(&self) -> u32 {
+        self.inter.remote_size()
+    }
+    /// Size of the merged communicator.
+    pub fn size(&self) -> u32 {
+        self.order().size()
+    }
+    /// The merged rank of this job's first rank.
+    pub fn local_offset(&self) -> u32 {
+        self.order().local_offset()
+    }
+    /// The merged rank of the other job's first rank.
+    pub fn remote_offset(&self) -> u32 {
+        self.order().remote_offset()
+    }
+    /// This process's merged rank.
+    pub fn rank(&self) -> u32 {
+        self.order().rank()
+    }
+    /// Where merged rank `r` lives; None if it is not a rank of this communicator.
+    pub fn place(&self, r: u32) -> Option<Place> {
+        self.order().place(r)
+    }
+    /// The merged rank of `p`.
+    pub fn merged_rank(&self, p: Place) -> u32 {
+        self.order().merged_rank(p)
+    }
+}
+
+static MERGED: RwLock<Option<HashMap<usize, Arc<MergedComm>>>> = RwLock::new(None);
+
+/// The merged communicator behind `comm`, if it is one (the same fast path
+/// as `bridge_comm`).
+#[inline]
+pub fn merged_comm(comm: MPI_Comm) -> Option<Arc<MergedComm>> {
+    if COMM_COUNT.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let m = MERGED.read().unwrap_or_else(|p| p.into_inner());
+    m.as_ref()?.get(&comm_key(comm)).cloned()
+}
+
+/// Is `comm` an Isthmus communicator of either kind?
+pub fn is_isthmus(comm: MPI_Comm) -> bool {
+    bridge_comm(comm).is_some() || merged_comm(comm).is_some()
+}
+
+pub fn add_merged(comm: MPI_Comm, c: MergedComm) {
+    let mut m = MERGED.write().unwrap_or_else(|p| p.into_inner());
+    if m.get_or_insert_with(HashMap::new)
+        .insert(comm_key(comm), Arc::new(c))
+        .is_none()
+    {
+        COMM_COUNT.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+pub fn remove_merged(comm: MPI_Comm) -> Option<Arc<MergedComm>> {
+    let mut m = MERGED.write().unwrap_or_else(|p| p.into_inner());
+    let gone = m.as_mut()?.remove(&comm_key(comm));
+    if gone.is_some() {
+        COMM_COUNT.fetch_sub(1, Ordering::Relaxed);
+    }
+    gone
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Order, Place};
+
+    fn order(low: bool) -> Order {
+        Order {
+            low,
+            local_size: 2,
+            remote_size: 3,
+            local_rank: 1,
+        }
+    }
+
+    #[test]
+    fn the_low_job_comes_first_and_each_job_stays_contiguous() {
+        let lo = order(true);
+        assert_eq!((lo.size(), lo.rank()), (5, 1));
+        assert_eq!(lo.place(0), Some(Place::Local(0)));
+        assert_eq!(lo.place(1), Some(Place::Local(1)));
+        assert_eq!(lo.place(2), Some(Place::Remote(0)));
+        assert_eq!(lo.place(4), Some(Place::Remote(2)));
+        assert_eq!(lo.place(5), None);
+        let hi = order(false);
+        assert_eq!((hi.size(), hi.rank()), (5, 4));
+        assert_eq!(hi.place(0), Some(Place::Remote(0)));
+        assert_eq!(hi.place(2), Some(Place::Remote(2)));
+        assert_eq!(hi.place(3), Some(Place::Local(0)));
+        assert_eq!(hi.place(u32::MAX), None);
+    }
+
+    #[test]
+    fn merged_rank_inverts_place() {
+        for o in [order(true), order(false)] {
+            for r in 0..o.size() {
+                let p = o.place(r).unwrap();
+                assert_eq!(o.merged_rank(p), r);
+            }
+        }
+    }
 }

@@ -142,7 +142,7 @@ fn refused_calls_fail_with_a_message_naming_them() {
     for call in [
         "MPI_Igather",
         "MPI_Ibcast",
-        "MPI_Intercomm_merge",
+        "MPI_Comm_split",
         "MPI_Win_create",
         "MPI_File_open",
     ] {

@@ -1,4 +1,6 @@
-//! MPICH's own intercommunicator tests (`shared/conformance/mpich` beside
+//! MPICH's own intercommunicator tests, and its intracommunicator tests on
+//! the merge of an Isthmus intercommunicator (`tests/merged`)
+//! (`shared/conformance/mpich` beside
 //! the repository, or `$ISTHMUS_CONFORMANCE_DIR`), unmodified, between two separately
 //! started jobs — Open MPI on the left and MPICH on the right, and the other
 //! way round — with Isthmus's MTest harness (tests/mtest), whose
@@ -86,3 +88,9 @@ both_ways_split!(icalltoall_np8, "coll/icalltoall.c", 4, 4);
 // for MPI_IN_PLACE and a bad root.
 both_ways_split!(intercoll_np5, "c/intercoll.c", 3, 2);
 both_ways_split!(intercoll_np8, "c/intercoll.c", 4, 4);
+// MPICH's intracommunicator tests on the merge of an Isthmus
+// intercommunicator: MPICH's rank counts split evenly between the jobs.
+both_ways!(merged_allred3, "merged/allred3.c", 5);
+both_ways!(merged_alltoall1, "merged/alltoall1.c", 4);
+both_ways!(merged_gather, "merged/gather.c", 2);
+both_ways!(merged_exscan, "merged/exscan.c", 5);

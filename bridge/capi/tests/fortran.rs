@@ -224,11 +224,12 @@ fn openmpi_fortran_with_mpich_fortran() {
     pair("f-both", a, b);
 }
 
-/// Calls Isthmus refuses (most collectives, split, merge, persistent
+/// Calls Isthmus refuses (most collectives, split, persistent
 /// requests) made from Fortran on an Isthmus communicator return a refusal
 /// naming the call, and still work on ordinary communicators, while
-/// `MPI_Barrier`, `MPI_Bcast`, `MPI_Allreduce` and `MPI_Gather` work on it
-/// (with MPI's intercommunicator results): Open MPI's `use
+/// `MPI_Barrier`, `MPI_Bcast`, `MPI_Allreduce`, `MPI_Gather` (with MPI's
+/// intercommunicator results) and `MPI_Intercomm_merge` (with the merged
+/// communicator's size and rank) work on it: Open MPI's `use
 /// mpi` (whose bindings call `PMPI_*`, refused by the generated Fortran
 /// entry points) against MPICH's (whose bindings call the C functions,
 /// refused in C).

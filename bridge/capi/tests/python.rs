@@ -205,6 +205,20 @@ fn mpi4py_barrier_and_bcast_mpich_left() {
     python_across(Mpi::Mpich, "coll");
 }
 
+/// Issue 17, item 3, from mpi4py: `Merge()` of an Isthmus intercommunicator
+/// between mpi4py on Open MPI and mpi4py on MPICH, both ways round, then
+/// `Allreduce` (`MPI.SUM` and a Python-defined operation, not commutative)
+/// and `Split` on the merged communicator (exchange.py, `merge`).
+#[test]
+fn mpi4py_merge_open_mpi_left() {
+    python_across(Mpi::OpenMpi, "merge");
+}
+
+#[test]
+fn mpi4py_merge_mpich_left() {
+    python_across(Mpi::Mpich, "merge");
+}
+
 /// mpi4py's own Open_port/Publish_name/Accept on `acceptor` against
 /// Lookup_name/Connect of mpi4py on the other implementation (ports.py).
 fn mpi4py_ports_across(acceptor: Mpi, service: &str) {

@@ -56,7 +56,8 @@ mod ompi;
 
 use convert::{comm_f2c, get, next, no_next, open_mpi, put};
 
-/// Is the Fortran communicator argument an Isthmus communicator? Then
+/// Is the Fortran communicator argument an Isthmus communicator (of either
+/// kind: a merged one refuses the refused calls too)? Then
 /// `Some(its C handle)`.
 ///
 /// # Safety
@@ -64,7 +65,7 @@ use convert::{comm_f2c, get, next, no_next, open_mpi, put};
 unsafe fn bridge_comm_word(w: usize) -> Option<MPI_Comm> {
     // SAFETY: the caller's contract.
     let c = comm_f2c(unsafe { get(w as *const Fint) }?);
-    crate::state::bridge_comm(c).map(|_| c)
+    crate::state::is_isthmus(c).then_some(c)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -13,8 +13,8 @@ use std::ffi::c_int;
 use std::sync::OnceLock;
 
 use super::convert::*;
-use crate::mpi_glue::{status_ignore, statuses_ignore, MPI_Status};
-use crate::{comms, pt2pt, requests};
+use crate::mpi_glue::{comm_null, status_ignore, statuses_ignore, MPI_Status};
+use crate::{comms, merged, pt2pt, requests};
 
 // The calls without a status whose Fortran arguments are integers in both
 // bindings have one body, Open MPI's. (MPICH's `use mpi_f08` MPI_Finalize
@@ -380,6 +380,57 @@ pub(super) unsafe fn iprobe(
     };
     // SAFETY: the program's LOGICAL.
     unsafe { put(flag, c_int::from(found != 0)) };
+    rc
+}
+
+/// `MPI_Intercomm_merge` for MPICH's `use mpi_f08` (`high` a LOGICAL).
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn intercomm_merge(
+    intercomm: *const Fint,
+    high: *const Fint,
+    newintracomm: *mut Fint,
+) -> c_int {
+    let mut c = comm_null();
+    // SAFETY: a converted handle, the LOGICAL as C's flag, our out-handle.
+    let rc = unsafe {
+        merged::MPI_Intercomm_merge(
+            comm_f2c(int!(intercomm)),
+            c_int::from(int!(high) != 0),
+            &mut c,
+        )
+    };
+    if rc == 0 {
+        // SAFETY: the program's INTEGER handle.
+        unsafe { put(newintracomm, comm_c2f(c)) };
+    }
+    rc
+}
+
+/// `MPI_Comm_rank` for MPICH's `use mpi_f08`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn comm_rank(comm: *const Fint, rank: *mut Fint) -> c_int {
+    let mut s: c_int = 0;
+    // SAFETY: Fortran passes the handle by reference; our out-integer.
+    let rc = unsafe { comms::MPI_Comm_rank(comm_f2c(int!(comm)), &mut s) };
+    // SAFETY: the program's integer.
+    unsafe { put(rank, s) };
+    rc
+}
+
+/// `MPI_Comm_size` for MPICH's `use mpi_f08`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn comm_size(comm: *const Fint, size: *mut Fint) -> c_int {
+    let mut s: c_int = 0;
+    // SAFETY: Fortran passes the handle by reference; our out-integer.
+    let rc = unsafe { comms::MPI_Comm_size(comm_f2c(int!(comm)), &mut s) };
+    // SAFETY: the program's integer.
+    unsafe { put(size, s) };
     rc
 }
 

@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 
 use super::convert::*;
 use crate::mpi_glue::{comm_null, status_ignore, statuses_ignore};
-use crate::{coll, comms, pt2pt, requests};
+use crate::{coll, comms, merged, pt2pt, requests};
 
 // ------------------------------------------------------------ sends
 
@@ -821,6 +821,61 @@ two_buffer_collective!(
 );
 
 // ------------------------------------------------------------ communicators
+
+/// `MPI_Intercomm_merge` for Open MPI's Fortran (`high` a LOGICAL).
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn intercomm_merge(
+    intercomm: *const Fint,
+    high: *const Fint,
+    newintracomm: *mut Fint,
+) -> c_int {
+    let mut c = comm_null();
+    // SAFETY: a converted handle, the LOGICAL as C's flag, our out-handle.
+    let rc = unsafe {
+        merged::MPI_Intercomm_merge(
+            comm_f2c(int!(intercomm)),
+            c_int::from(int!(high) != 0),
+            &mut c,
+        )
+    };
+    if rc == 0 {
+        // SAFETY: the program's INTEGER handle.
+        unsafe { put(newintracomm, comm_c2f(c)) };
+    }
+    rc
+}
+
+/// `MPI_Comm_rank` for Open MPI's Fortran.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn comm_rank(comm: *const Fint, rank: *mut Fint) -> c_int {
+    let mut s: c_int = 0;
+    // SAFETY: a converted handle, our out-integer.
+    let rc = unsafe { comms::MPI_Comm_rank(comm_f2c(int!(comm)), &mut s) };
+    if rc == 0 {
+        // SAFETY: the program's integer.
+        unsafe { put(rank, s) };
+    }
+    rc
+}
+
+/// `MPI_Comm_size` for Open MPI's Fortran.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn comm_size(comm: *const Fint, size: *mut Fint) -> c_int {
+    let mut s: c_int = 0;
+    // SAFETY: a converted handle, our out-integer.
+    let rc = unsafe { comms::MPI_Comm_size(comm_f2c(int!(comm)), &mut s) };
+    if rc == 0 {
+        // SAFETY: the program's integer.
+        unsafe { put(size, s) };
+    }
+    rc
+}
 
 /// `MPI_Comm_remote_size` for Open MPI's Fortran.
 ///

@@ -272,7 +272,6 @@ static void refused(void)
     expect_refused(MPI_Ibcast(&x, 1, MPI_INT, MPI_ROOT, inter, &r), "MPI_Ibcast");
     expect_refused(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter, &r), "MPI_Iallreduce");
     expect_refused(MPI_Ibarrier(inter, &r), "MPI_Ibarrier");
-    expect_refused(MPI_Intercomm_merge(inter, left, &c), "MPI_Intercomm_merge");
     expect_refused(MPI_Comm_split(inter, 0, rank, &c), "MPI_Comm_split");
     expect_refused(MPI_Comm_remote_group(inter, &(MPI_Group){0}), "MPI_Comm_remote_group");
     expect_refused(MPI_Send_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Send_init");

@@ -201,10 +201,17 @@ pub fn build_conformance(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
     assert!(src.exists(), "conformance test {} not found", src.display());
     let name = test.replace('/', "_").trim_end_matches(".c").to_string();
     let out = dir.0.join(format!("{name}-{}", mpi.name()));
-    // The collective tests include MPICH's `mpicolltest.h` as it is.
+    // The collective tests include MPICH's `mpicolltest.h` as it is; those
+    // written as `run(const char *)` functions are given a main.
+    let has_run =
+        std::fs::read_to_string(&src).is_ok_and(|t| t.contains("int run(const char *arg)"));
+    let mut sources = vec![src, crate_dir().join("tests/mtest/mtest.c")];
+    if has_run {
+        sources.push(crate_dir().join("tests/mtest/run_main.c"));
+    }
     build_c_including(
         mpi,
-        &[src, crate_dir().join("tests/mtest/mtest.c")],
+        &sources,
         &[suite_dir().join("reference")],
         &out,
         Linking::Linked,
@@ -511,6 +518,16 @@ pub fn run_conformance(
         env: vec![
             ("ISTHMUS_MTEST_GROUP".into(), me.into()),
             ("ISTHMUS_MTEST_PEER".into(), other.into()),
+            // MPICH's tests/merged run on the merge of an Isthmus intercommunicator.
+            (
+                "ISTHMUS_MTEST_MERGE".into(),
+                if test.starts_with("merged/") {
+                    "1"
+                } else {
+                    "0"
+                }
+                .into(),
+            ),
         ],
         linking: Linking::Linked,
     };

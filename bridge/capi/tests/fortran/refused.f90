@@ -1,8 +1,8 @@
 ! Calls Isthmus refuses on its communicators, made from Fortran (whose
 ! Open MPI bindings go to PMPI_* directly): each must return an error
 ! naming the call (MPI_ERRORS_RETURN), not run on the local handle; and
-! the collectives it carries (MPI_Barrier, MPI_Bcast, MPI_Allreduce,
-! MPI_Gather, ...) work through them.
+! the calls it carries (MPI_Barrier, MPI_Bcast, MPI_Allreduce, MPI_Gather,
+! MPI_Intercomm_merge, ...) work through them.
 program refused
   use mpi
   implicit none
@@ -69,8 +69,17 @@ program refused
   print '(a,i0,a)', 'refused rank ', rank, ': allreduce and gather passed'
   call MPI_Comm_split(inter, 0, rank, newcomm, ierr)
   call expect_refusal(ierr, 'MPI_Comm_split')
+  ! Carried: the merge (both jobs pass .false.: the group whose name sorts
+  ! first comes first), whose size and rank Fortran asks Isthmus for.
   call MPI_Intercomm_merge(inter, .false., newcomm, ierr)
-  call expect_refusal(ierr, 'MPI_Intercomm_merge')
+  call MPI_Comm_size(newcomm, n, ierr)
+  call MPI_Comm_rank(newcomm, root, ierr)
+  if (.not. llt(trim(group), trim(peer))) root = root - 2
+  if (ierr /= MPI_SUCCESS .or. n /= 4 .or. root /= rank) then
+    print '(a,i0,a,3i6)', 'refused rank ', rank, ': FAILED: MPI_Intercomm_merge ', ierr, n, root
+    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+  end if
+  call MPI_Comm_free(newcomm, ierr)
   call MPI_Send_init(x, 2, MPI_INTEGER, 0, 1, inter, req, ierr)
   call expect_refusal(ierr, 'MPI_Send_init')
   call MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, newcomm, ierr)

@@ -89,30 +89,63 @@ int MTestGetIntercomm(MPI_Comm *comm, int *isLeftGroup, int min_size)
     return 1;
 }
 
-/* MPI_COMM_WORLD, then a duplicate of it: ordinary communicators, which
- * the library passes straight to MPI. */
+static const char *intra_name = "MPI_COMM_NULL";
+
+/* The merge of an Isthmus intercommunicator between this job and the other:
+ * one intracommunicator over both jobs. The left group passes high = 1 (it
+ * comes second), as MPICH's harness does for its merged intracommunicator. */
+static void merged_intracomm(MPI_Comm *comm)
+{
+    MPI_Comm inter;
+    int left, rc;
+    MTestGetIntercomm(&inter, &left, 0);
+    inter_idx = 0;
+    rc = MPI_Intercomm_merge(inter, left, comm);
+    if (rc != MPI_SUCCESS)
+        die("MPI_Intercomm_merge", rc);
+    MPI_Comm_free(&inter);
+}
+
+/* MPI_COMM_WORLD, then a second intracommunicator: with
+ * ISTHMUS_MTEST_MERGE=1 the merge of an Isthmus intercommunicator (spanning
+ * both jobs), else a duplicate of MPI_COMM_WORLD (an ordinary communicator,
+ * which the library passes straight to MPI). */
 int MTestGetIntracommGeneral(MPI_Comm *comm, int min_size, int allowSmaller)
 {
     int size;
+    const char *merge = getenv("ISTHMUS_MTEST_MERGE");
     (void) allowSmaller;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
     switch (intra_idx++) {
     case 0:
         *comm = MPI_COMM_WORLD;
+        intra_name = "MPI_COMM_WORLD";
         break;
     case 1:
-        MPI_Comm_dup(MPI_COMM_WORLD, comm);
+        if (merge && strcmp(merge, "1") == 0) {
+            merged_intracomm(comm);
+            intra_name = "Merge of an Isthmus intercommunicator";
+        } else {
+            MPI_Comm_dup(MPI_COMM_WORLD, comm);
+            intra_name = "Dup of MPI_COMM_WORLD";
+        }
         break;
     default:
         intra_idx = 0;
         *comm = MPI_COMM_NULL;
+        intra_name = "MPI_COMM_NULL";
         return 0;
     }
+    MPI_Comm_size(*comm, &size);
     if (size < min_size) {
         MTestFreeComm(comm);
         *comm = MPI_COMM_NULL;
     }
     return 1;
+}
+
+const char *MTestGetIntracommName(void)
+{
+    return intra_name;
 }
 
 int MTestGetIntracomm(MPI_Comm *comm, int min_size)
@@ -221,6 +254,9 @@ void MTestPrintError(int errcode)
 struct MTestArgList {
     int argc;
     char **argv;
+    /* For MTestArgListCreate_arg: the copy of the string the words point into. */
+    char *owned;
+    char **owned_argv;
 };
 
 MTestArgList *MTestArgListCreate(int argc, char *argv[])
@@ -229,7 +265,35 @@ MTestArgList *MTestArgListCreate(int argc, char *argv[])
     if (l) {
         l->argc = argc;
         l->argv = argv;
+        l->owned = NULL;
+        l->owned_argv = NULL;
     }
+    return l;
+}
+
+/* The arguments of a `run(const char *arg)` test: words separated by spaces
+ * (argv[0] is a placeholder, as in a program's argv). */
+MTestArgList *MTestArgListCreate_arg(const char *arg)
+{
+    size_t len = arg ? strlen(arg) : 0;
+    MTestArgList *l = malloc(sizeof *l);
+    char *copy = malloc(len + 1);
+    char **argv = malloc((len / 2 + 2) * sizeof *argv);
+    int argc = 0;
+    if (!l || !copy || !argv) {
+        free(l);
+        free(copy);
+        free(argv);
+        return NULL;
+    }
+    memcpy(copy, arg ? arg : "", len + 1);
+    argv[argc++] = "run";
+    for (char *w = strtok(copy, " "); w; w = strtok(NULL, " "))
+        argv[argc++] = w;
+    l->argc = argc;
+    l->argv = argv;
+    l->owned = copy;
+    l->owned_argv = argv;
     return l;
 }
 
@@ -248,5 +312,9 @@ int MTestArgListGetInt_with_default(MTestArgList *head, const char *arg, int def
 
 void MTestArgListDestroy(MTestArgList *head)
 {
+    if (head) {
+        free(head->owned);
+        free(head->owned_argv);
+    }
     free(head);
 }

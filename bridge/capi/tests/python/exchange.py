@@ -10,6 +10,9 @@ of each job in turn, with MPI's intercommunicator roots (MPI.ROOT,
 MPI.PROC_NULL, the remote root's rank). (The pickle API's bcast is not
 tried: mpi4py on MPICH broadcasts the pickle's length as an MPI_COUNT, on
 Open MPI as an MPI_INT, which Isthmus refuses as a type mismatch.)
+MODE merge: with a Python peer, Merge() (the left job first), the merged
+size and rank, Allreduce with MPI.SUM and with a Python-defined
+non-commutative operation, Split by job.
 Prints "PASS <mode> rank <r>", and "VENDOR <MPI implementation>" on rank 0.
 """
 import sys
@@ -79,6 +82,31 @@ elif mode == "coll":
         else:
             assert buf == want, "the broadcast doubles differ"
     inter.Barrier()
+elif mode == "merge":
+    # The left job first (it passes high=False), as one communicator.
+    merged = inter.Merge(high=not left)
+    n, r = merged.Get_size(), merged.Get_rank()
+    assert n == world.Get_size() + rsize, f"merged size {n}"
+    assert r == (0 if left else rsize) + rank, f"merged rank {r}"
+    total = array("d", [0.0])
+    merged.Allreduce(array("d", [float(r + 1)]), total, op=MPI.SUM)
+    assert total[0] == n * (n + 1) / 2, f"allreduce {total[0]}"
+
+    def first_last(inbuf, inoutbuf, datatype):
+        # (a, b) op (c, d) = (a, d): associative, not commutative.
+        i, io = memoryview(inbuf).cast("B").cast("i"), memoryview(inoutbuf).cast("B").cast("i")
+        for k in range(0, len(io), 2):
+            io[k] = i[k]
+
+    op = MPI.Op.Create(first_last, commute=False)
+    pair = array("i", [-1, -1])
+    merged.Allreduce(array("i", [r, r]), pair, op=op)
+    assert list(pair) == [0, n - 1], f"python-defined op gave {list(pair)}"
+    op.Free()
+    job = merged.Split(color=0 if left else 1, key=r)
+    assert (job.Get_size(), job.Get_rank()) == (world.Get_size(), rank), "split by job"
+    job.Free()
+    merged.Free()
 else:
     raise SystemExit(f"unknown mode {mode}")
 inter.Free()

@@ -1,0 +1,662 @@
+//! MPI's collectives on a merged communicator, local–global–local: each
+//! job's part natively on the communicator's private native side, O(1)
+//! bridge messages between the two jobs' leaders (local rank 0) for the
+//! rooted and reducing ones, and the personalized data of Alltoall directly
+//! between the ranks that own it.
+//!
+//! Each job's ranks are contiguous in the merged order (`MergedComm`), so
+//! a job's native collective on its slice of the buffers is the merged
+//! one's part for that job, in MPI's rank order. Reductions (user-defined
+//! operations too, commutative or not) reduce each job natively, then
+//! combine the two partial results with `MPI_Reduce_local` as
+//! `low op high` (the first group's result first), which both leaders
+//! compute alike.
+
+use std::ffi::{c_int, c_void};
+
+use isthmus_bridge::BridgeError;
+use mpi::ffi;
+
+use super::buf::{at, count, is_in_place, Extents, Scratch};
+use super::comm::raise;
+use super::wire::{
+    complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_BARRIER,
+    TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_SCAN, TAG_SCATTER,
+};
+use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
+use crate::state::{MergedComm, Place};
+
+fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(f) => raise(comm, call, f),
+    }
+}
+
+fn int(n: usize) -> Result<c_int, Fail> {
+    c_int::try_from(n).map_err(|_| {
+        Fail::Bridge(BridgeError::InvalidArgument(format!(
+            "{n} elements exceed an int"
+        )))
+    })
+}
+
+fn leader(mc: &MergedComm) -> bool {
+    mc.inter.rank() == 0
+}
+
+/// A root as a place, or MPI's `MPI_ERR_ROOT`.
+fn root_place(mc: &MergedComm, root: c_int) -> Result<Place, Fail> {
+    u32::try_from(root)
+        .ok()
+        .and_then(|r| mc.place(r))
+        .ok_or(Fail::Mpi(ffi::MPI_ERR_ROOT as c_int))
+}
+
+/// `MPI_Barrier` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Barrier`.
+pub(crate) unsafe fn barrier(mc: &MergedComm, comm: MPI_Comm) -> c_int {
+    let run = || {
+        // SAFETY: the private native side.
+        mpi(unsafe { ffi::PMPI_Barrier(mc.native) })?;
+        leader_step(mc.native, leader(mc), || {
+            let sent = mc.coll.isend::<u8>(0, TAG_BARRIER, &[])?;
+            mc.coll.recv::<u8>(
+                isthmus_bridge::Source::Rank(0),
+                isthmus_bridge::Tag::Value(TAG_BARRIER),
+                &mut [],
+            )?;
+            sent.wait()?;
+            Ok(())
+        })
+    };
+    code(comm, "MPI_Barrier", run())
+}
+
+/// `MPI_Bcast` on a merged communicator: natively in the root's job, from
+/// the root to the other job's leader over the bridge, natively there.
+///
+/// # Safety
+/// As `MPI_Bcast`.
+pub(crate) unsafe fn bcast(
+    mc: &MergedComm,
+    buffer: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let nn = count(n)?;
+        match root_place(mc, root)? {
+            Place::Local(r) => {
+                let lr = int(r as usize)?;
+                // SAFETY: the program's buffer, as for MPI_Bcast.
+                mpi(unsafe { ffi::PMPI_Bcast(buffer, n, dt, lr, mc.native) })?;
+                if mc.inter.rank() == r {
+                    // SAFETY: the root's buffer holds `n` elements.
+                    unsafe { send(&mc.coll, 0, TAG_BCAST, buffer, nn, dt) }?.wait()?;
+                }
+                Ok(())
+            }
+            Place::Remote(r) => {
+                leader_step(mc.native, leader(mc), || {
+                    // SAFETY: the program's buffer has room for `n` elements.
+                    Ok(unsafe { recv(&mc.coll, r, TAG_BCAST, buffer, nn, dt) }?)
+                })?;
+                // SAFETY: as above.
+                mpi(unsafe { ffi::PMPI_Bcast(buffer, n, dt, 0, mc.native) })
+            }
+        }
+    };
+    code(comm, "MPI_Bcast", run())
+}
+
+/// Reduces `input` over both jobs: at each job's leader, the result
+/// (`low op high`) in a scratch buffer; `None` elsewhere. Every rank
+/// learns whether its leader's exchange went well.
+///
+/// # Safety
+/// `input` addresses `n` elements of `dt`.
+unsafe fn reduce_to_leaders(
+    mc: &MergedComm,
+    input: *const c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+) -> Result<Option<Scratch>, Fail> {
+    let nn = count(n)?;
+    let e = Extents::of(dt)?;
+    let mut mine = Scratch::new(nn, &e)?;
+    // SAFETY: `input` as the caller says; `mine` has room for `n` elements.
+    mpi(unsafe { ffi::PMPI_Reduce(input, mine.ptr(), n, dt, op, 0, mc.native) })?;
+    let mut out = None;
+    leader_step(mc.native, leader(mc), || {
+        let mut theirs = Scratch::new(nn, &e)?;
+        // SAFETY: both scratch buffers hold `n` elements.
+        let sent = unsafe { send(&mc.coll, 0, TAG_REDUCE, mine.ptr(), nn, dt) }?;
+        // SAFETY: as above.
+        unsafe { recv(&mc.coll, 0, TAG_REDUCE, theirs.ptr(), nn, dt) }?;
+        sent.wait()?;
+        // MPI_Reduce_local(in, inout): inout = in op inout; so low op high.
+        let (mut first, mut second) = if mc.low {
+            (mine, theirs)
+        } else {
+            (theirs, mine)
+        };
+        // SAFETY: two scratch buffers of `n` elements of `dt`.
+        mpi(unsafe { ffi::PMPI_Reduce_local(first.ptr(), second.ptr(), n, dt, op) })?;
+        out = Some(second);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Copies `n` elements of `dt` from `src` to `dst` (pack, unpack).
+///
+/// # Safety
+/// `src` addresses `n` readable, `dst` `n` writable elements of `dt`.
+unsafe fn copy(
+    mc: &MergedComm,
+    src: *const c_void,
+    dst: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+) -> Result<(), Fail> {
+    let mut size: c_int = 0;
+    // SAFETY: reads the type; writes `size`.
+    mpi(unsafe { ffi::PMPI_Pack_size(n, dt, mc.native, &mut size) })?;
+    let mut packed = vec![0u8; usize::try_from(size).unwrap_or(0)];
+    let mut pos: c_int = 0;
+    // SAFETY: `packed` has the room MPI asked for; `src` as the caller says.
+    mpi(unsafe {
+        ffi::PMPI_Pack(
+            src,
+            n,
+            dt,
+            packed.as_mut_ptr().cast(),
+            size,
+            &mut pos,
+            mc.native,
+        )
+    })?;
+    let mut at_pos: c_int = 0;
+    // SAFETY: unpacks what was packed into `dst` (the caller's contract).
+    mpi(unsafe {
+        ffi::PMPI_Unpack(
+            packed.as_ptr().cast(),
+            size,
+            &mut at_pos,
+            dst,
+            n,
+            dt,
+            mc.native,
+        )
+    })
+}
+
+/// Allreduce into `recvbuf` at every rank of both jobs.
+///
+/// # Safety
+/// As `MPI_Allreduce`.
+unsafe fn allreduce_into(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+) -> Result<(), Fail> {
+    let input = if is_in_place(sendbuf) {
+        recvbuf.cast_const()
+    } else {
+        sendbuf
+    };
+    // SAFETY: the program's buffers, as for MPI_Allreduce.
+    if let Some(mut r) = unsafe { reduce_to_leaders(mc, input, n, dt, op) }? {
+        // SAFETY: `r` holds `n` elements; `recvbuf` has room for them.
+        unsafe { copy(mc, r.ptr(), recvbuf, n, dt) }?;
+    }
+    // SAFETY: the program's buffer has room for `n` elements.
+    mpi(unsafe { ffi::PMPI_Bcast(recvbuf, n, dt, 0, mc.native) })
+}
+
+/// `MPI_Allreduce` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Allreduce`.
+pub(crate) unsafe fn allreduce(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded.
+    let r = unsafe { allreduce_into(mc, sendbuf, recvbuf, n, dt, op) };
+    code(comm, "MPI_Allreduce", r)
+}
+
+/// `MPI_Reduce` on a merged communicator: an allreduce whose result only
+/// the root keeps (one native broadcast more than a reduce needs).
+///
+/// # Safety
+/// As `MPI_Reduce`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn reduce(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let me = root_place(mc, root)? == Place::Local(mc.inter.rank());
+        if me {
+            // SAFETY: the root's buffers, as for MPI_Reduce.
+            return unsafe { allreduce_into(mc, sendbuf, recvbuf, n, dt, op) };
+        }
+        let mut scratch = Scratch::new(count(n)?, &Extents::of(dt)?)?;
+        // SAFETY: a non-root's send buffer; the result goes to scratch.
+        unsafe { allreduce_into(mc, sendbuf, scratch.ptr(), n, dt, op) }
+    };
+    code(comm, "MPI_Reduce", run())
+}
+
+/// Which prefix reduction.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Prefix {
+    Inclusive,
+    Exclusive,
+}
+
+/// `MPI_Scan` or `MPI_Exscan`: the first job's prefixes are its native
+/// ones; the second job's are its native ones after the first job's total
+/// (which the first job's leader sends to the second's).
+///
+/// # Safety
+/// As `MPI_Scan`.
+unsafe fn prefix(
+    mc: &MergedComm,
+    kind: Prefix,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+) -> Result<(), Fail> {
+    let nn = count(n)?;
+    let e = Extents::of(dt)?;
+    let input = if is_in_place(sendbuf) {
+        recvbuf.cast_const()
+    } else {
+        sendbuf
+    };
+    let native_scan = || {
+        // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given).
+        mpi(unsafe {
+            match kind {
+                Prefix::Inclusive => ffi::PMPI_Scan(sendbuf, recvbuf, n, dt, op, mc.native),
+                Prefix::Exclusive => ffi::PMPI_Exscan(sendbuf, recvbuf, n, dt, op, mc.native),
+            }
+        })
+    };
+    let mut total = Scratch::new(nn, &e)?;
+    if mc.low {
+        // The total first: in place, the scan overwrites the input.
+        // SAFETY: `input` holds `n` elements; `total` has room for them.
+        mpi(unsafe { ffi::PMPI_Reduce(input, total.ptr(), n, dt, op, 0, mc.native) })?;
+        native_scan()?;
+        if leader(mc) {
+            // SAFETY: `total` holds `n` elements.
+            unsafe { send(&mc.coll, 0, TAG_SCAN, total.ptr(), nn, dt) }?.wait()?;
+        }
+        return Ok(());
+    }
+    leader_step(mc.native, leader(mc), || {
+        // SAFETY: `total` has room for `n` elements.
+        Ok(unsafe { recv(&mc.coll, 0, TAG_SCAN, total.ptr(), nn, dt) }?)
+    })?;
+    // SAFETY: `total` holds `n` elements at the leader, room for them elsewhere.
+    mpi(unsafe { ffi::PMPI_Bcast(total.ptr(), n, dt, 0, mc.native) })?;
+    native_scan()?;
+    if kind == Prefix::Exclusive && leader(mc) {
+        // The second job's first rank: the first job's total alone.
+        // SAFETY: `total` holds `n` elements, `recvbuf` has room for them.
+        return unsafe { copy(mc, total.ptr(), recvbuf, n, dt) };
+    }
+    // total op (this job's prefix), the earlier ranks first.
+    // SAFETY: both hold `n` elements of `dt`.
+    mpi(unsafe { ffi::PMPI_Reduce_local(total.ptr(), recvbuf, n, dt, op) })
+}
+
+/// `MPI_Scan` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Scan`.
+pub(crate) unsafe fn scan(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded.
+    let r = unsafe { prefix(mc, Prefix::Inclusive, sendbuf, recvbuf, n, dt, op) };
+    code(comm, "MPI_Scan", r)
+}
+
+/// `MPI_Exscan` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Exscan`.
+pub(crate) unsafe fn exscan(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded.
+    let r = unsafe { prefix(mc, Prefix::Exclusive, sendbuf, recvbuf, n, dt, op) };
+    code(comm, "MPI_Exscan", r)
+}
+
+/// `MPI_Gather` on a merged communicator: natively into the root's slice of
+/// its job's blocks; the other job gathers natively at its leader, which
+/// sends the whole block to the root.
+///
+/// # Safety
+/// As `MPI_Gather`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn gather(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || match root_place(mc, root)? {
+        Place::Local(r) => {
+            let me = mc.inter.rank() == r;
+            let (mut mine, mut theirs) = (recvbuf, recvbuf);
+            if me {
+                let e = Extents::of(recvtype)?;
+                let rc = count(recvcount)?;
+                mine = at(recvbuf, &e, mc.local_offset() as usize * rc);
+                theirs = at(recvbuf, &e, mc.remote_offset() as usize * rc);
+            }
+            let lr = int(r as usize)?;
+            // SAFETY: the program's buffers, the root's at its job's slice.
+            mpi(unsafe {
+                ffi::PMPI_Gather(
+                    sendbuf, sendcount, sendtype, mine, recvcount, recvtype, lr, mc.native,
+                )
+            })?;
+            if me {
+                let n = mc.remote_size() as usize * count(recvcount)?;
+                // SAFETY: the root's buffer has room for the other job's blocks.
+                unsafe { recv(&mc.coll, 0, TAG_GATHER, theirs, n, recvtype) }?;
+            }
+            Ok(())
+        }
+        Place::Remote(r) => {
+            // The leader gathers this job's blocks in the send type.
+            let e = Extents::of(sendtype)?;
+            let n = mc.local_size() as usize * count(sendcount)?;
+            let mut block = Scratch::new(if leader(mc) { n } else { 0 }, &e)?;
+            // SAFETY: the program's send buffer; the block has room at the leader.
+            mpi(unsafe {
+                ffi::PMPI_Gather(
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    block.ptr(),
+                    sendcount,
+                    sendtype,
+                    0,
+                    mc.native,
+                )
+            })?;
+            if leader(mc) {
+                // SAFETY: the block holds `n` elements.
+                unsafe { send(&mc.coll, r, TAG_GATHER, block.ptr(), n, sendtype) }?.wait()?;
+            }
+            Ok(())
+        }
+    };
+    code(comm, "MPI_Gather", run())
+}
+
+/// `MPI_Scatter` on a merged communicator: natively from the root's slice
+/// of its job's blocks; the other job's blocks go whole to its leader,
+/// which scatters them natively.
+///
+/// # Safety
+/// As `MPI_Scatter`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn scatter(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || match root_place(mc, root)? {
+        Place::Local(r) => {
+            let me = mc.inter.rank() == r;
+            let (mut mine, mut theirs) = (sendbuf, sendbuf);
+            if me {
+                let e = Extents::of(sendtype)?;
+                let sc = count(sendcount)?;
+                mine = at(sendbuf, &e, mc.local_offset() as usize * sc);
+                theirs = at(sendbuf, &e, mc.remote_offset() as usize * sc);
+            }
+            let lr = int(r as usize)?;
+            // SAFETY: the program's buffers, the root's at its job's slice.
+            mpi(unsafe {
+                ffi::PMPI_Scatter(
+                    mine, sendcount, sendtype, recvbuf, recvcount, recvtype, lr, mc.native,
+                )
+            })?;
+            if me {
+                let n = mc.remote_size() as usize * count(sendcount)?;
+                // SAFETY: the root's buffer holds the other job's blocks.
+                unsafe { send(&mc.coll, 0, TAG_SCATTER, theirs, n, sendtype) }?.wait()?;
+            }
+            Ok(())
+        }
+        Place::Remote(r) => {
+            // The leader receives this job's blocks in the receive type.
+            let e = Extents::of(recvtype)?;
+            let n = mc.local_size() as usize * count(recvcount)?;
+            let mut block = Scratch::new(if leader(mc) { n } else { 0 }, &e)?;
+            leader_step(mc.native, leader(mc), || {
+                // SAFETY: the block has room for `n` elements at the leader.
+                Ok(unsafe { recv(&mc.coll, r, TAG_SCATTER, block.ptr(), n, recvtype) }?)
+            })?;
+            // SAFETY: the block at the leader; the program's receive buffer.
+            mpi(unsafe {
+                ffi::PMPI_Scatter(
+                    block.ptr(),
+                    recvcount,
+                    recvtype,
+                    recvbuf,
+                    recvcount,
+                    recvtype,
+                    0,
+                    mc.native,
+                )
+            })
+        }
+    };
+    code(comm, "MPI_Scatter", run())
+}
+
+/// `MPI_Allgather` on a merged communicator: natively into each job's
+/// slice, the leaders trade their jobs' slices, each broadcasts the other's.
+///
+/// # Safety
+/// As `MPI_Allgather`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn allgather(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let e = Extents::of(recvtype)?;
+        let rc = count(recvcount)?;
+        let mine = at(recvbuf, &e, mc.local_offset() as usize * rc);
+        let theirs = at(recvbuf, &e, mc.remote_offset() as usize * rc);
+        // SAFETY: the program's buffers, the receive at this job's slice
+        // (MPI_IN_PLACE finds each rank's block where it is in the merged order).
+        mpi(unsafe {
+            ffi::PMPI_Allgather(
+                sendbuf, sendcount, sendtype, mine, recvcount, recvtype, mc.native,
+            )
+        })?;
+        let (nm, nt) = (
+            mc.local_size() as usize * rc,
+            mc.remote_size() as usize * rc,
+        );
+        leader_step(mc.native, leader(mc), || {
+            // SAFETY: this job's slice is filled; the other's has room.
+            let sent = unsafe { send(&mc.coll, 0, TAG_ALLGATHER, mine, nm, recvtype) }?;
+            // SAFETY: as above.
+            unsafe { recv(&mc.coll, 0, TAG_ALLGATHER, theirs, nt, recvtype) }?;
+            Ok(sent.wait()?)
+        })?;
+        // SAFETY: the other job's slice, filled at the leader.
+        mpi(unsafe { ffi::PMPI_Bcast(theirs, int(nt)?, recvtype, 0, mc.native) })
+    };
+    code(comm, "MPI_Allgather", run())
+}
+
+/// `MPI_Alltoall` on a merged communicator: natively within the job (its
+/// slice of both buffers), and each block for the other job straight to
+/// its rank over the bridge.
+///
+/// # Safety
+/// As `MPI_Alltoall`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn alltoall(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let re = Extents::of(recvtype)?;
+        let rc = count(recvcount)?;
+        // In place: the blocks to send are a copy of the receive buffer.
+        let mut copy_of_recv = None;
+        let (sendbuf, sendcount, sendtype) = if is_in_place(sendbuf) {
+            // SAFETY: the receive buffer holds size × recvcount elements.
+            let c = unsafe { Scratch::copy_of(recvbuf, mc.size() as usize * rc, &re) }?;
+            let p = copy_of_recv.insert(c).ptr().cast_const();
+            (p, recvcount, recvtype)
+        } else {
+            (sendbuf, sendcount, sendtype)
+        };
+        let se = Extents::of(sendtype)?;
+        let sc = count(sendcount)?;
+        let ro = mc.remote_offset() as usize;
+        let mut recvs = Vec::new();
+        for r in 0..mc.remote_size() {
+            let req = post(&mc.coll, r, TAG_ALLTOALL, rc, recvtype)?;
+            recvs.push((req, at(recvbuf, &re, (ro + r as usize) * rc)));
+        }
+        let mut sends = Vec::new();
+        for r in 0..mc.remote_size() {
+            let block = at(sendbuf, &se, (ro + r as usize) * sc);
+            // SAFETY: the block for merged rank ro + r of the send buffer.
+            sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, sc, sendtype) }?);
+        }
+        let lo = mc.local_offset() as usize;
+        // SAFETY: this job's slices of the program's buffers.
+        mpi(unsafe {
+            ffi::PMPI_Alltoall(
+                at(sendbuf, &se, lo * sc),
+                sendcount,
+                sendtype,
+                at(recvbuf, &re, lo * rc),
+                recvcount,
+                recvtype,
+                mc.native,
+            )
+        })?;
+        for (req, p) in recvs {
+            // SAFETY: the block of the receive buffer for that rank.
+            unsafe { complete(req, p, rc, recvtype) }?;
+        }
+        for s in sends {
+            s.wait()?;
+        }
+        drop(copy_of_recv);
+        Ok(())
+    };
+    code(comm, "MPI_Alltoall", run())
+}
+
+/// `MPI_Reduce_scatter_block` on a merged communicator: an allreduce of
+/// every block, each rank keeping its own.
+///
+/// # Safety
+/// As `MPI_Reduce_scatter_block`.
+pub(crate) unsafe fn reduce_scatter_block(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let k = count(recvcount)?;
+        let e = Extents::of(dt)?;
+        let total = mc.size() as usize * k;
+        let mut all = Scratch::new(total, &e)?;
+        // In place: the input is the receive buffer, which holds every block.
+        let input = if is_in_place(sendbuf) {
+            recvbuf.cast_const()
+        } else {
+            sendbuf
+        };
+        // SAFETY: `input` holds every block; `all` has room for them.
+        unsafe { allreduce_into(mc, input, all.ptr(), int(total)?, dt, op) }?;
+        let own = at(all.ptr(), &e, mc.rank() as usize * k);
+        // SAFETY: this rank's block of `all`, into the program's buffer.
+        unsafe { copy(mc, own, recvbuf, recvcount, dt) }
+    };
+    code(comm, "MPI_Reduce_scatter_block", run())
+}

@@ -1,0 +1,316 @@
+//! `MPI_Intercomm_merge` of a bridge intercommunicator, and the
+//! communicator calls whose answer on the merged communicator differs from
+//! its native handle's: rank, size, group, test_inter, dup, free.
+
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+use isthmus_bridge::{BridgeError, InterComm, Source, Tag};
+use mpi::ffi;
+
+use super::wire::{leader_step, mpi, Fail, TAG_MERGE};
+use crate::errors;
+use crate::mpi_glue::{comm_null, MPI_Comm};
+use crate::state::{self, BridgeComm, MergedComm};
+
+/// Raises `f` on `comm` as `call`'s error.
+pub fn raise(comm: MPI_Comm, call: &str, f: Fail) -> c_int {
+    match f {
+        Fail::Mpi(rc) => errors::raise(comm, rc),
+        Fail::Bridge(e) => errors::fail(comm, call, &e),
+    }
+}
+
+/// A native duplicate of `comm` (collective over this job's ranks of it).
+fn duplicate(comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
+    let mut dup = comm_null();
+    // SAFETY: `comm` is live; `dup` an out-pointer.
+    mpi(unsafe { ffi::PMPI_Comm_dup(comm, &mut dup) })?;
+    Ok(dup)
+}
+
+fn free_native(mut c: MPI_Comm) {
+    // SAFETY: a duplicate of ours, freed once.
+    unsafe { ffi::PMPI_Comm_free(&mut c) };
+}
+
+/// The two contexts of a merged communicator from the intercomm context
+/// `inter` (derived once more, as `n` = 0, which `MPI_Comm_dup` never
+/// uses: it counts from 1).
+fn contexts(inter: InterComm) -> Result<(InterComm, InterComm), BridgeError> {
+    let coll = inter.derived(0)?;
+    Ok((inter, coll))
+}
+
+/// Makes the merged communicator's native handle (from `from`, the
+/// program's communicator: its attributes are copied as `MPI_Comm_dup`
+/// does) and private native side (from `side`), and registers it with its
+/// contexts and order.
+fn register(
+    (from, side): (MPI_Comm, MPI_Comm),
+    (inter, coll): (InterComm, InterComm),
+    low: bool,
+    groups: (String, String),
+) -> Result<MPI_Comm, Fail> {
+    let handle = duplicate(from)?;
+    let native = match duplicate(side) {
+        Ok(c) => c,
+        Err(f) => {
+            free_native(handle);
+            return Err(f);
+        }
+    };
+    state::add_merged(
+        handle,
+        MergedComm {
+            inter,
+            coll,
+            native,
+            low,
+            local_group: groups.0,
+            remote_group: groups.1,
+            derived: Default::default(),
+        },
+    );
+    Ok(handle)
+}
+
+/// Whether this job comes first, from both groups' `high` flags (MPI: the
+/// group that passed false first) and, for equal flags, their names: the
+/// group whose name sorts first comes first, on both sides alike.
+fn is_low(high: bool, remote_high: bool, local: &str, remote: &str) -> Result<bool, BridgeError> {
+    if high != remote_high {
+        return Ok(!high);
+    }
+    match local.cmp(remote) {
+        std::cmp::Ordering::Less => Ok(true),
+        std::cmp::Ordering::Greater => Ok(false),
+        std::cmp::Ordering::Equal => Err(BridgeError::InvalidArgument(format!(
+            "both groups are named {local:?} and passed the same high flag: no order for the merge"
+        ))),
+    }
+}
+
+/// The leaders trade their groups' `high` flags; every rank learns the remote one.
+fn remote_high(
+    bc: &BridgeComm,
+    coll: &InterComm,
+    native: MPI_Comm,
+    high: bool,
+) -> Result<bool, Fail> {
+    let mut theirs = [0u8];
+    leader_step(native, bc.inter.rank() == 0, || {
+        let sent = coll.isend::<u8>(0, TAG_MERGE, &[u8::from(high)])?;
+        coll.recv::<u8>(Source::Rank(0), Tag::Value(TAG_MERGE), &mut theirs)?;
+        sent.wait()?;
+        Ok(())
+    })?;
+    // SAFETY: one byte, on a private native duplicate.
+    mpi(unsafe { ffi::PMPI_Bcast(theirs.as_mut_ptr().cast(), 1, ffi::RSMPI_UINT8_T, 0, native) })?;
+    Ok(theirs[0] != 0)
+}
+
+fn merge(bc: &BridgeComm, comm: MPI_Comm, high: bool) -> Result<MPI_Comm, Fail> {
+    let n = bc.derived.fetch_add(1, Ordering::Relaxed) + 1;
+    let (inter, coll) = contexts(bc.inter.derived(n)?)?;
+    // The flags go on the new communicator's collective context, with a
+    // temporary native duplicate (nothing is registered until the order is known).
+    let tmp = duplicate(comm)?;
+    let theirs = remote_high(bc, &coll, tmp, high);
+    free_native(tmp);
+    let low = is_low(high, theirs?, &bc.local_group, &bc.remote_group)?;
+    register(
+        (comm, comm),
+        (inter, coll),
+        low,
+        (bc.local_group.clone(), bc.remote_group.clone()),
+    )
+}
+
+/// `MPI_Intercomm_merge` on an Isthmus intercommunicator.
+///
+/// # Safety
+/// As `MPI_Intercomm_merge`.
+pub(crate) unsafe fn intercomm_merge(
+    bc: &BridgeComm,
+    intercomm: MPI_Comm,
+    high: c_int,
+    newintracomm: *mut MPI_Comm,
+) -> c_int {
+    const CALL: &str = "MPI_Intercomm_merge";
+    if newintracomm.is_null() {
+        let e = BridgeError::InvalidArgument("newintracomm is NULL".into());
+        return errors::fail(intercomm, CALL, &e);
+    }
+    match merge(bc, intercomm, high != 0) {
+        Ok(c) => {
+            // SAFETY: non-null, the program's out-pointer.
+            unsafe { *newintracomm = c };
+            0
+        }
+        Err(f) => raise(intercomm, CALL, f),
+    }
+}
+
+/// `MPI_Comm_rank` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Comm_rank`.
+pub(crate) unsafe fn comm_rank(mc: &MergedComm, _comm: MPI_Comm, rank: *mut c_int) -> c_int {
+    // SAFETY: the program's out-pointer.
+    unsafe { *rank = c_int::try_from(mc.rank()).unwrap_or(c_int::MAX) };
+    0
+}
+
+/// `MPI_Comm_size` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Comm_size`.
+pub(crate) unsafe fn comm_size(mc: &MergedComm, _comm: MPI_Comm, size: *mut c_int) -> c_int {
+    // SAFETY: the program's out-pointer.
+    unsafe { *size = c_int::try_from(mc.size()).unwrap_or(c_int::MAX) };
+    0
+}
+
+/// `MPI_Comm_test_inter` on a merged communicator: an intracommunicator.
+///
+/// # Safety
+/// As `MPI_Comm_test_inter`.
+pub(crate) unsafe fn comm_test_inter(_mc: &MergedComm, _comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    // SAFETY: the program's out-pointer.
+    unsafe { *flag = 0 };
+    0
+}
+
+/// `MPI_Comm_group` on a merged communicator: refused, because its group
+/// holds the other job's processes, which this implementation's
+/// `MPI_Group` cannot name (the local handle's group would be a wrong answer).
+///
+/// # Safety
+/// As `MPI_Comm_group`.
+pub(crate) unsafe fn comm_group(
+    _mc: &MergedComm,
+    comm: MPI_Comm,
+    _group: *mut ffi::MPI_Group,
+) -> c_int {
+    let e = BridgeError::InvalidArgument(
+        "a merged Isthmus communicator's group holds processes of the other MPI job, which an \
+         MPI_Group of this implementation cannot name; MPI_Comm_rank and MPI_Comm_size answer"
+            .into(),
+    );
+    errors::fail(comm, "MPI_Comm_group", &e)
+}
+
+fn dup(mc: &MergedComm, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
+    let n = mc.derived.fetch_add(1, Ordering::Relaxed) + 1;
+    register(
+        (comm, mc.native),
+        contexts(mc.inter.derived(n)?)?,
+        mc.low,
+        (mc.local_group.clone(), mc.remote_group.clone()),
+    )
+}
+
+/// `MPI_Comm_dup` on a merged communicator: a merged communicator of the
+/// same order on new contexts (attributes copied natively).
+///
+/// # Safety
+/// As `MPI_Comm_dup`.
+pub(crate) unsafe fn comm_dup(mc: &MergedComm, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    match dup(mc, comm) {
+        Ok(c) => {
+            // SAFETY: the program's out-pointer.
+            unsafe { *newcomm = c };
+            0
+        }
+        Err(f) => raise(comm, "MPI_Comm_dup", f),
+    }
+}
+
+/// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` (the info is not used).
+///
+/// # Safety
+/// As `MPI_Comm_dup_with_info`.
+pub(crate) unsafe fn comm_dup_with_info(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    _info: ffi::MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { comm_dup(mc, comm, newcomm) }
+}
+
+/// `MPI_Comm_idup` on a merged communicator: the duplicate is made at the
+/// call (native duplicates and derived contexts, no bridge message), the
+/// request complete at once.
+///
+/// # Safety
+/// As `MPI_Comm_idup`.
+pub(crate) unsafe fn comm_idup(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut crate::mpi_glue::MPI_Request,
+) -> c_int {
+    let made = dup(mc, comm).and_then(|c| {
+        crate::requests::completed(crate::mpi_glue::Outcome::empty())
+            .map(|r| (c, r))
+            .map_err(Fail::Mpi)
+    });
+    match made {
+        Ok((c, r)) => {
+            // SAFETY: the program's out-pointers.
+            unsafe {
+                *newcomm = c;
+                *request = r;
+            }
+            0
+        }
+        Err(f) => raise(comm, "MPI_Comm_idup", f),
+    }
+}
+
+/// Forgets the merged communicator `comm` if it is one, freeing its
+/// private native side (its contexts retire with it); the caller frees the
+/// handle. `MPI_Comm_free`'s and `MPI_Comm_disconnect`'s hook.
+pub fn forget(comm: MPI_Comm) -> bool {
+    match state::remove_merged(comm) {
+        Some(mc) => {
+            free_native(mc.native);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Do two merged communicators have the same group in the same order
+/// (`MPI_Comm_compare`: congruent)?
+pub fn same_group(a: &MergedComm, b: &MergedComm) -> bool {
+    a.low == b.low
+        && a.local_group == b.local_group
+        && a.remote_group == b.remote_group
+        && a.rank() == b.rank()
+        && a.size() == b.size()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_low;
+
+    #[test]
+    fn the_group_passing_high_false_comes_first() {
+        assert!(is_low(false, true, "b", "a").unwrap());
+        assert!(!is_low(true, false, "a", "b").unwrap());
+    }
+
+    #[test]
+    fn equal_flags_order_by_group_name_alike_on_both_sides() {
+        for high in [false, true] {
+            assert!(is_low(high, high, "a-job", "b-job").unwrap());
+            assert!(!is_low(high, high, "b-job", "a-job").unwrap());
+        }
+        let e = is_low(true, true, "same", "same").unwrap_err().to_string();
+        assert!(e.contains("same high flag"), "{e}");
+    }
+}

@@ -1,0 +1,41 @@
+//! Merged communicators: `MPI_Intercomm_merge` of an Isthmus
+//! intercommunicator, one intracommunicator whose ranks live in two jobs
+//! (and two MPI implementations). Its state and rank order are
+//! `state::MergedComm`'s; here are the bodies of the calls that
+//! `mpi-functions.txt` gives a `+merged` line: the merge itself and the
+//! communicator calls (`comm`), the collectives (`coll`, over `wire`'s
+//! messages between the jobs and `buf`'s scratch buffers; `vcoll` for the
+//! v-variants) and
+//! point-to-point (`pt2pt`), and the splits into one job's communicators
+//! (`split`). build.rs generates the dispatch: on a merged
+//! communicator a `+merged` call reaches its body here, any other call
+//! taking a communicator is refused with the merged communicator's own
+//! message (`errors::refuse_merged`).
+
+mod buf;
+mod coll;
+mod comm;
+mod pt2pt;
+mod split;
+mod vcoll;
+mod wire;
+
+use std::ffi::{c_int, c_void};
+
+use mpi::ffi;
+
+use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
+
+pub(crate) use coll::{
+    allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, reduce_scatter_block,
+    scan, scatter,
+};
+pub(crate) use comm::{
+    comm_dup, comm_dup_with_info, comm_group, comm_idup, comm_rank, comm_size, comm_test_inter,
+    forget, intercomm_merge, same_group,
+};
+pub(crate) use pt2pt::{iprobe, irecv, isend, probe, recv, rsend, send, sendrecv, ssend};
+pub(crate) use split::comm_split;
+pub(crate) use vcoll::{allgatherv, alltoallv, gatherv};
+
+include!(concat!(env!("OUT_DIR"), "/shells_merged.rs"));

@@ -1,0 +1,605 @@
+//! Point-to-point on a merged communicator, to or from a given merged
+//! rank: natively on the communicator's handle (the rank translated to the
+//! job's own) when it is in this job, over the bridge (`MergedComm::inter`)
+//! when it is in the other; statuses name merged ranks.
+//!
+//! A nonblocking receive is a request of `requests` either way (a native
+//! one wrapped, so that its status too names a merged rank).
+//!
+//! `MPI_ANY_SOURCE` in a blocking receive or a probe watches both kinds of
+//! source: a native matched probe (`MPI_Improbe`, so the message found is
+//! the one received) and a bridge probe in turn, backing off while neither
+//! has a message; each source is of one kind, so MPI's order per source
+//! holds. (Two threads receiving from `MPI_ANY_SOURCE` on one merged
+//! communicator at once could take each other's bridge message between its
+//! probe and its receive; the bridge's matched probe is not used yet.)
+//! Refused with a precise error: `MPI_ANY_SOURCE` in a nonblocking receive
+//! (not done yet).
+
+use std::ffi::{c_int, c_void};
+
+use isthmus_bridge::{BridgeError, SendRequest, Status};
+use mpi::ffi;
+
+use super::buf::count;
+use super::comm::raise;
+use super::wire::{mpi, Fail};
+use crate::datatype;
+use crate::mpi_glue::{
+    any_source, fill_status, proc_null, request_null, status_ignore, tag_of, MPI_Comm,
+    MPI_Datatype, MPI_Request, MPI_Status, Outcome,
+};
+use crate::requests::{self, Op};
+use crate::state::{MergedComm, Place};
+
+/// A rank argument as a place, or MPI's `MPI_ERR_RANK`; `None` for `MPI_PROC_NULL`.
+fn place(mc: &MergedComm, rank: c_int, call: &str) -> Result<Option<Place>, Fail> {
+    if rank == proc_null() {
+        return Ok(None);
+    }
+    if rank == any_source() {
+        return Err(Fail::Bridge(BridgeError::InvalidArgument(format!(
+            "MPI_ANY_SOURCE is not supported in {call} on a merged Isthmus communicator yet \
+             (MPI_Recv, MPI_Sendrecv, MPI_Probe and MPI_Iprobe take it)"
+        ))));
+    }
+    u32::try_from(rank)
+        .ok()
+        .and_then(|r| mc.place(r))
+        .map(Some)
+        .ok_or(Fail::Mpi(ffi::MPI_ERR_RANK as c_int))
+}
+
+fn int(r: u32) -> c_int {
+    c_int::try_from(r).unwrap_or(c_int::MAX)
+}
+
+/// Adds this job's offset to the source of a native status.
+///
+/// # Safety
+/// `status` is null, `MPI_STATUS_IGNORE` or the program's status.
+unsafe fn translate(mc: &MergedComm, status: *mut MPI_Status) {
+    if status.is_null() || status == status_ignore() {
+        return;
+    }
+    // SAFETY: a writable status (the caller's contract).
+    let s = unsafe { &mut *status };
+    if s.MPI_SOURCE >= 0 && s.MPI_SOURCE != proc_null() {
+        s.MPI_SOURCE = s.MPI_SOURCE.saturating_add(int(mc.local_offset()));
+    }
+}
+
+fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(f) => raise(comm, call, f),
+    }
+}
+
+/// A send under way: native or over the bridge.
+enum Sending {
+    Done,
+    Native(MPI_Request),
+    Bridge(SendRequest),
+}
+
+/// Starts a send of `count` elements to merged rank `dest`.
+///
+/// # Safety
+/// As `MPI_Isend`; `buf` stays valid until the send completes.
+#[allow(clippy::too_many_arguments)] // MPI's own
+unsafe fn start_send(
+    mc: &MergedComm,
+    buf: *const c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    call: &str,
+) -> Result<Sending, Fail> {
+    match place(mc, dest, call)? {
+        None => Ok(Sending::Done),
+        Some(Place::Local(r)) => {
+            let mut req = request_null();
+            // SAFETY: the program's buffer, on its handle, the rank translated.
+            mpi(unsafe { ffi::PMPI_Isend(buf, n, dt, int(r), tag, comm, &mut req) })?;
+            Ok(Sending::Native(req))
+        }
+        Some(Place::Remote(r)) => {
+            // SAFETY: forwarded.
+            let (sig, nn, enc) = unsafe { datatype::encode(buf, n, dt) }?;
+            Ok(Sending::Bridge(
+                mc.inter.isend_borrowed(r, tag, &sig, nn, &enc.bytes)?,
+            ))
+        }
+    }
+}
+
+fn finish_send(s: Sending) -> Result<(), Fail> {
+    match s {
+        Sending::Done => Ok(()),
+        Sending::Native(mut req) => {
+            // SAFETY: our own request.
+            mpi(unsafe { ffi::PMPI_Wait(&mut req, status_ignore()) })
+        }
+        Sending::Bridge(r) => Ok(r.wait()?),
+    }
+}
+
+/// `MPI_Send` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Send`.
+pub(crate) unsafe fn send(
+    mc: &MergedComm,
+    buf: *const c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || match place(mc, dest, "MPI_Send")? {
+        None => Ok(()),
+        // SAFETY: the program's buffer, on its handle.
+        Some(Place::Local(r)) => mpi(unsafe { ffi::PMPI_Send(buf, n, dt, int(r), tag, comm) }),
+        Some(Place::Remote(r)) => {
+            // SAFETY: forwarded.
+            let (sig, nn, enc) = unsafe { datatype::encode(buf, n, dt) }?;
+            Ok(mc.inter.send_bytes(r, tag, &sig, nn, &enc.bytes)?)
+        }
+    };
+    code(comm, "MPI_Send", run())
+}
+
+/// `MPI_Rsend` on a merged communicator: as `MPI_Send` (a ready send may
+/// be carried as a standard one; the receive is posted, as MPI requires).
+///
+/// # Safety
+/// As `MPI_Rsend`.
+pub(crate) unsafe fn rsend(
+    mc: &MergedComm,
+    buf: *const c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { send(mc, buf, n, dt, dest, tag, comm) }
+}
+
+/// `MPI_Ssend` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Ssend`.
+pub(crate) unsafe fn ssend(
+    mc: &MergedComm,
+    buf: *const c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || match place(mc, dest, "MPI_Ssend")? {
+        None => Ok(()),
+        // SAFETY: the program's buffer, on its handle.
+        Some(Place::Local(r)) => mpi(unsafe { ffi::PMPI_Ssend(buf, n, dt, int(r), tag, comm) }),
+        Some(Place::Remote(r)) => {
+            // SAFETY: forwarded.
+            let (sig, nn, enc) = unsafe { datatype::encode(buf, n, dt) }?;
+            Ok(mc.inter.ssend_bytes(r, tag, &sig, nn, &enc.bytes)?)
+        }
+    };
+    code(comm, "MPI_Ssend", run())
+}
+
+/// `MPI_Isend` on a merged communicator: a native request within the
+/// job, a bridge request to the other.
+///
+/// # Safety
+/// As `MPI_Isend`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn isend(
+    mc: &MergedComm,
+    buf: *const c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    const CALL: &str = "MPI_Isend";
+    // SAFETY: forwarded.
+    let r = match unsafe { start_send(mc, buf, n, dt, dest, tag, comm, CALL) } {
+        Ok(Sending::Done) => requests::completed(Outcome::empty()),
+        Ok(Sending::Native(req)) => Ok(req),
+        Ok(Sending::Bridge(s)) => requests::start(Op::Send(s), comm, CALL),
+        Err(f) => Err(raise(comm, CALL, f)),
+    };
+    match r {
+        Ok(req) => {
+            // SAFETY: the program's out-pointer.
+            unsafe { *request = req };
+            0
+        }
+        Err(code) => code,
+    }
+}
+
+/// What an `MPI_ANY_SOURCE` probe round found.
+enum Found {
+    /// A native message, taken by a matched probe.
+    Native(ffi::MPI_Message, MPI_Status),
+    /// A bridge message from remote rank `.0` with tag `.1`.
+    Bridge(Status),
+}
+
+/// One round of an `MPI_ANY_SOURCE` probe: native first, then the bridge.
+/// `take`: a native message found is taken (matched probe).
+fn probe_any(
+    mc: &MergedComm,
+    tag: c_int,
+    comm: MPI_Comm,
+    take: bool,
+) -> Result<Option<Found>, Fail> {
+    let mut flag: c_int = 0;
+    let mut st = crate::mpi_glue::empty_status();
+    if take {
+        let mut msg = message_null();
+        // SAFETY: the program's handle; our out-values.
+        mpi(unsafe { ffi::PMPI_Improbe(any_source(), tag, comm, &mut flag, &mut msg, &mut st) })?;
+        if flag != 0 {
+            return Ok(Some(Found::Native(msg, st)));
+        }
+    } else {
+        // SAFETY: as above.
+        mpi(unsafe { ffi::PMPI_Iprobe(any_source(), tag, comm, &mut flag, &mut st) })?;
+        if flag != 0 {
+            return Ok(Some(Found::Native(message_null(), st)));
+        }
+    }
+    Ok(mc
+        .inter
+        .iprobe(isthmus_bridge::Source::Any, tag_of(tag))?
+        .map(Found::Bridge))
+}
+
+/// Rounds of [`probe_any`] until one finds a message, backing off from a
+/// spin to sleeps of at most a millisecond.
+fn wait_any(mc: &MergedComm, tag: c_int, comm: MPI_Comm, take: bool) -> Result<Found, Fail> {
+    let mut idle = 0u32;
+    loop {
+        if let Some(f) = probe_any(mc, tag, comm, take)? {
+            return Ok(f);
+        }
+        idle = idle.saturating_add(1);
+        if idle < 64 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(u64::from(idle.min(1000))));
+        }
+    }
+}
+
+fn message_null() -> ffi::MPI_Message {
+    // SAFETY: reading rsmpi's exported constant.
+    unsafe { ffi::RSMPI_MESSAGE_NULL }
+}
+
+/// A blocking receive from merged rank `src`; the status names merged ranks.
+///
+/// # Safety
+/// As `MPI_Recv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+unsafe fn recv_from(
+    mc: &MergedComm,
+    buf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+    call: &str,
+) -> Result<(), Fail> {
+    if src == any_source() {
+        return match wait_any(mc, tag, comm, true)? {
+            Found::Native(mut msg, _) => {
+                // SAFETY: the program's buffer and status; the message we took.
+                mpi(unsafe { ffi::PMPI_Mrecv(buf, n, dt, &mut msg, status) })?;
+                // SAFETY: as above.
+                unsafe { translate(mc, status) };
+                Ok(())
+            }
+            Found::Bridge(st) => {
+                let from = int(mc.merged_rank(Place::Remote(st.source)));
+                // SAFETY: forwarded; the earliest message from that source
+                // with that tag is the one probed.
+                unsafe { recv_from(mc, buf, n, dt, from, st.tag, comm, status, call) }
+            }
+        };
+    }
+    match place(mc, src, call)? {
+        None => {
+            // SAFETY: the program's status (or ignore).
+            unsafe { fill_status(status, &Outcome::empty()) };
+            Ok(())
+        }
+        Some(Place::Local(r)) => {
+            // SAFETY: the program's buffer and status, on its handle.
+            mpi(unsafe { ffi::PMPI_Recv(buf, n, dt, int(r), tag, comm, status) })?;
+            // SAFETY: as above.
+            unsafe { translate(mc, status) };
+            Ok(())
+        }
+        Some(Place::Remote(r)) => {
+            let nn = count(n)?;
+            let max = datatype::capacity_bytes(nn, dt)?;
+            let (bytes, st) =
+                mc.inter
+                    .recv_bytes(isthmus_bridge::Source::Rank(r), tag_of(tag), None, max)?;
+            // SAFETY: the program's buffer has room for `n` elements.
+            let mut o = unsafe { datatype::decode_received(&bytes, &st, buf, nn, dt) }?;
+            o.source = int(mc.merged_rank(Place::Remote(r)));
+            // SAFETY: the program's status (or ignore).
+            unsafe { fill_status(status, &o) };
+            Ok(())
+        }
+    }
+}
+
+/// `MPI_Recv` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Recv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn recv(
+    mc: &MergedComm,
+    buf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: forwarded.
+    let r = unsafe { recv_from(mc, buf, n, dt, src, tag, comm, status, "MPI_Recv") };
+    code(comm, "MPI_Recv", r)
+}
+
+/// `MPI_Irecv` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Irecv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn irecv(
+    mc: &MergedComm,
+    buf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    const CALL: &str = "MPI_Irecv";
+    let run = || -> Result<MPI_Request, Fail> {
+        match place(mc, src, CALL)? {
+            None => requests::completed(Outcome::empty()).map_err(Fail::Mpi),
+            Some(Place::Local(r)) => {
+                let mut native = request_null();
+                // SAFETY: the program's buffer, on its handle.
+                mpi(unsafe { ffi::PMPI_Irecv(buf, n, dt, int(r), tag, comm, &mut native) })?;
+                requests::start_from(Op::Native(native), comm, CALL, int(mc.local_offset()))
+                    .map_err(Fail::Mpi)
+            }
+            Some(Place::Remote(r)) => {
+                let count = count(n)?;
+                let max = datatype::capacity_bytes(count, dt)?;
+                let req = mc.inter.irecv_bytes(
+                    isthmus_bridge::Source::Rank(r),
+                    tag_of(tag),
+                    None,
+                    max,
+                )?;
+                let op = Op::Recv {
+                    req,
+                    buf,
+                    count,
+                    dt,
+                };
+                requests::start_from(op, comm, CALL, int(mc.remote_offset())).map_err(Fail::Mpi)
+            }
+        }
+    };
+    match run() {
+        Ok(req) => {
+            // SAFETY: the program's out-pointer.
+            unsafe { *request = req };
+            0
+        }
+        Err(f) => raise(comm, CALL, f),
+    }
+}
+
+/// `MPI_Sendrecv` on a merged communicator: the send started, the receive
+/// done, the send completed.
+///
+/// # Safety
+/// As `MPI_Sendrecv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn sendrecv(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    const CALL: &str = "MPI_Sendrecv";
+    let run = || {
+        // SAFETY: the program's buffers, as for MPI_Sendrecv.
+        let s = unsafe { start_send(mc, sendbuf, sendcount, sendtype, dest, sendtag, comm, CALL) }?;
+        // SAFETY: as above.
+        unsafe {
+            recv_from(
+                mc, recvbuf, recvcount, recvtype, source, recvtag, comm, status, CALL,
+            )
+        }?;
+        finish_send(s)
+    };
+    code(comm, CALL, run())
+}
+
+/// A bridge probe's status, the source as a merged rank.
+fn probed(mc: &MergedComm, r: u32, st: &Status) -> Outcome {
+    let mut o = Outcome::received(st, i64::try_from(st.bytes).unwrap_or(i64::MAX));
+    o.source = int(mc.merged_rank(Place::Remote(r)));
+    o
+}
+
+/// `MPI_Probe` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Probe`.
+pub(crate) unsafe fn probe(
+    mc: &MergedComm,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    if src == any_source() {
+        let run = || {
+            match wait_any(mc, tag, comm, false)? {
+                Found::Native(_, st) => {
+                    // SAFETY: the program's status (or ignore).
+                    unsafe {
+                        copy_status(status, &st);
+                        translate(mc, status);
+                    }
+                }
+                Found::Bridge(st) => {
+                    // SAFETY: as above.
+                    unsafe { fill_status(status, &probed(mc, st.source, &st)) };
+                }
+            }
+            Ok(())
+        };
+        return code(comm, "MPI_Probe", run());
+    }
+    let run = || match place(mc, src, "MPI_Probe")? {
+        None => {
+            // SAFETY: the program's status (or ignore).
+            unsafe { fill_status(status, &Outcome::empty()) };
+            Ok(())
+        }
+        Some(Place::Local(r)) => {
+            // SAFETY: the program's status, on its handle.
+            mpi(unsafe { ffi::PMPI_Probe(int(r), tag, comm, status) })?;
+            // SAFETY: as above.
+            unsafe { translate(mc, status) };
+            Ok(())
+        }
+        Some(Place::Remote(r)) => {
+            let st = mc
+                .inter
+                .probe(isthmus_bridge::Source::Rank(r), tag_of(tag))?;
+            // SAFETY: the program's status (or ignore).
+            unsafe { fill_status(status, &probed(mc, r, &st)) };
+            Ok(())
+        }
+    };
+    code(comm, "MPI_Probe", run())
+}
+
+/// `MPI_Iprobe` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Iprobe`.
+pub(crate) unsafe fn iprobe(
+    mc: &MergedComm,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    if src == any_source() {
+        let run = || {
+            let found = probe_any(mc, tag, comm, false)?;
+            // SAFETY: the program's out-pointers.
+            unsafe {
+                *flag = c_int::from(found.is_some());
+                match found {
+                    Some(Found::Native(_, st)) => {
+                        copy_status(status, &st);
+                        translate(mc, status);
+                    }
+                    Some(Found::Bridge(st)) => fill_status(status, &probed(mc, st.source, &st)),
+                    None => {}
+                }
+            }
+            Ok(())
+        };
+        return code(comm, "MPI_Iprobe", run());
+    }
+    let run = || match place(mc, src, "MPI_Iprobe")? {
+        None => {
+            // SAFETY: the program's out-pointers.
+            unsafe {
+                *flag = 1;
+                fill_status(status, &Outcome::empty());
+            }
+            Ok(())
+        }
+        Some(Place::Local(r)) => {
+            // SAFETY: the program's out-pointers, on its handle.
+            mpi(unsafe { ffi::PMPI_Iprobe(int(r), tag, comm, flag, status) })?;
+            // SAFETY: as above.
+            if unsafe { *flag } != 0 {
+                // SAFETY: as above.
+                unsafe { translate(mc, status) };
+            }
+            Ok(())
+        }
+        Some(Place::Remote(r)) => {
+            let st = mc
+                .inter
+                .iprobe(isthmus_bridge::Source::Rank(r), tag_of(tag))?;
+            // SAFETY: the program's out-pointers.
+            unsafe {
+                *flag = c_int::from(st.is_some());
+                if let Some(st) = st {
+                    fill_status(status, &probed(mc, r, &st));
+                }
+            }
+            Ok(())
+        }
+    };
+    code(comm, "MPI_Iprobe", run())
+}
+
+/// Copies a native status to the program's (unless ignored).
+///
+/// # Safety
+/// `status` is null, `MPI_STATUS_IGNORE` or the program's status.
+unsafe fn copy_status(status: *mut MPI_Status, st: &MPI_Status) {
+    if !status.is_null() && status != status_ignore() {
+        // SAFETY: a writable status (the caller's contract).
+        unsafe { *status = *st };
+    }
+}

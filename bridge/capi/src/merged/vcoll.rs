@@ -1,0 +1,331 @@
+//! The v-variants of the merged collectives, as their plain forms in
+//! `coll`: natively within each job. The gathers (`MPI_Allgatherv`,
+//! `MPI_Gatherv`) send one bridge message per job between a leader and the
+//! other job, carrying the job's blocks as one indexed datatype (the blocks
+//! where `displs` puts them), so the receiver decodes them into place;
+//! `MPI_Alltoallv` sends each block for the other job straight to its rank.
+
+use std::ffi::{c_int, c_void};
+
+use isthmus_bridge::BridgeError;
+use mpi::ffi;
+
+use super::buf::{at, count, is_in_place, Extents, Scratch};
+use super::comm::raise;
+use super::wire::{
+    complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_GATHER,
+};
+use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
+use crate::state::{MergedComm, Place};
+
+/// A derived datatype of ours, freed when dropped (within the call).
+struct Derived(MPI_Datatype);
+
+impl Derived {
+    /// The blocks `counts[i]` elements of `dt` at `displs[i]` (in extents of `dt`).
+    fn indexed(counts: &[c_int], displs: &[c_int], dt: MPI_Datatype) -> Result<Derived, Fail> {
+        let n = c_int::try_from(counts.len()).map_err(|_| too_many())?;
+        // SAFETY: reading rsmpi's exported constant.
+        let mut t = unsafe { ffi::RSMPI_DATATYPE_NULL };
+        // SAFETY: `counts` and `displs` hold `n` ints; `t` an out-handle.
+        mpi(unsafe { ffi::PMPI_Type_indexed(n, counts.as_ptr(), displs.as_ptr(), dt, &mut t) })?;
+        let mut d = Derived(t);
+        // SAFETY: a type of ours.
+        mpi(unsafe { ffi::PMPI_Type_commit(&mut d.0) })?;
+        Ok(d)
+    }
+}
+
+impl Drop for Derived {
+    fn drop(&mut self) {
+        // SAFETY: a committed type of ours, freed once.
+        unsafe { ffi::PMPI_Type_free(&mut self.0) };
+    }
+}
+
+fn too_many() -> Fail {
+    Fail::Bridge(BridgeError::InvalidArgument(
+        "too many ranks for an int".into(),
+    ))
+}
+
+/// `n` ints of the program's array at `p`.
+///
+/// # Safety
+/// `p` addresses `n` ints.
+unsafe fn ints<'a>(p: *const c_int, n: usize) -> Result<&'a [c_int], Fail> {
+    if p.is_null() {
+        return Err(Fail::Bridge(BridgeError::InvalidArgument(
+            "a counts or displacements array is NULL".into(),
+        )));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// The ranges of this job's and the other job's merged ranks.
+fn slices(mc: &MergedComm) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    let (lo, ro) = (mc.local_offset() as usize, mc.remote_offset() as usize);
+    (
+        lo..lo + mc.local_size() as usize,
+        ro..ro + mc.remote_size() as usize,
+    )
+}
+
+fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(f) => raise(comm, call, f),
+    }
+}
+
+/// `MPI_Allgatherv` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Allgatherv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn allgatherv(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let n = mc.size() as usize;
+        // SAFETY: MPI_Allgatherv's arrays hold one int per rank.
+        let (counts, displs) = unsafe { (ints(recvcounts, n)?, ints(displs, n)?) };
+        let (mine, theirs) = slices(mc);
+        let (cm, dm) = (&counts[mine.clone()], &displs[mine]);
+        // SAFETY: the program's buffers; this job's counts and displacements.
+        mpi(unsafe {
+            ffi::PMPI_Allgatherv(
+                sendbuf,
+                sendcount,
+                sendtype,
+                recvbuf,
+                cm.as_ptr(),
+                dm.as_ptr(),
+                recvtype,
+                mc.native,
+            )
+        })?;
+        let my_blocks = Derived::indexed(cm, dm, recvtype)?;
+        let their_blocks = Derived::indexed(&counts[theirs.clone()], &displs[theirs], recvtype)?;
+        leader_step(mc.native, mc.inter.rank() == 0, || {
+            // SAFETY: this job's blocks are in place; the other's have room.
+            let sent = unsafe { send(&mc.coll, 0, TAG_ALLGATHER, recvbuf, 1, my_blocks.0) }?;
+            // SAFETY: as above.
+            unsafe { recv(&mc.coll, 0, TAG_ALLGATHER, recvbuf, 1, their_blocks.0) }?;
+            Ok(sent.wait()?)
+        })?;
+        // SAFETY: the other job's blocks, filled at the leader.
+        mpi(unsafe { ffi::PMPI_Bcast(recvbuf, 1, their_blocks.0, 0, mc.native) })
+    };
+    code(comm, "MPI_Allgatherv", run())
+}
+
+/// `MPI_Gatherv` on a merged communicator: natively into the root's job's
+/// blocks; the other job's leader gathers its job's data (sizes first) and
+/// sends it whole, which the root decodes into the blocks `displs` names.
+///
+/// # Safety
+/// As `MPI_Gatherv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn gatherv(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let place = u32::try_from(root)
+            .ok()
+            .and_then(|r| mc.place(r))
+            .ok_or(Fail::Mpi(ffi::MPI_ERR_ROOT as c_int))?;
+        match place {
+            Place::Local(r) => {
+                let lr = c_int::try_from(r).map_err(|_| too_many())?;
+                let me = mc.inter.rank() == r;
+                let (mine, theirs) = slices(mc);
+                // Only the root's arrays are significant.
+                let (counts, displs) = if me {
+                    let n = mc.size() as usize;
+                    // SAFETY: the root's arrays hold one int per rank.
+                    unsafe { (ints(recvcounts, n)?, ints(displs, n)?) }
+                } else {
+                    (&[][..], &[][..])
+                };
+                let (cm, dm) = if me {
+                    (&counts[mine.clone()], &displs[mine])
+                } else {
+                    (counts, displs)
+                };
+                // SAFETY: the program's buffers; at the root, this job's blocks.
+                mpi(unsafe {
+                    ffi::PMPI_Gatherv(
+                        sendbuf,
+                        sendcount,
+                        sendtype,
+                        recvbuf,
+                        cm.as_ptr(),
+                        dm.as_ptr(),
+                        recvtype,
+                        lr,
+                        mc.native,
+                    )
+                })?;
+                if me {
+                    let blocks =
+                        Derived::indexed(&counts[theirs.clone()], &displs[theirs], recvtype)?;
+                    // SAFETY: the root's buffer has the other job's blocks.
+                    unsafe { recv(&mc.coll, 0, TAG_GATHER, recvbuf, 1, blocks.0) }?;
+                }
+                Ok(())
+            }
+            Place::Remote(r) => {
+                let leader = mc.inter.rank() == 0;
+                let k = mc.local_size() as usize;
+                let mut sizes = vec![0 as c_int; if leader { k } else { 0 }];
+                // SAFETY: one int from each rank into `sizes` at the leader.
+                mpi(unsafe {
+                    let int = ffi::RSMPI_INT32_T;
+                    ffi::PMPI_Gather(
+                        (&raw const sendcount).cast(),
+                        1,
+                        int,
+                        sizes.as_mut_ptr().cast(),
+                        1,
+                        int,
+                        0,
+                        mc.native,
+                    )
+                })?;
+                let mut offsets = Vec::with_capacity(sizes.len());
+                let mut total: usize = 0;
+                for s in &sizes {
+                    offsets.push(c_int::try_from(total).map_err(|_| too_many())?);
+                    total += count(*s)?;
+                }
+                let e = Extents::of(sendtype)?;
+                let mut block = Scratch::new(total, &e)?;
+                // SAFETY: the program's send buffer; the block has room for
+                // every rank's data at the leader.
+                mpi(unsafe {
+                    ffi::PMPI_Gatherv(
+                        sendbuf,
+                        sendcount,
+                        sendtype,
+                        block.ptr(),
+                        sizes.as_ptr(),
+                        offsets.as_ptr(),
+                        sendtype,
+                        0,
+                        mc.native,
+                    )
+                })?;
+                if leader {
+                    // SAFETY: the block holds `total` elements.
+                    unsafe { send(&mc.coll, r, TAG_GATHER, block.ptr(), total, sendtype) }?
+                        .wait()?;
+                }
+                Ok(())
+            }
+        }
+    };
+    code(comm, "MPI_Gatherv", run())
+}
+
+/// `MPI_Alltoallv` on a merged communicator: natively within the job (its
+/// ranks' counts and displacements), each block for the other job straight
+/// to its rank over the bridge.
+///
+/// # Safety
+/// As `MPI_Alltoallv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn alltoallv(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let n = mc.size() as usize;
+        // SAFETY: MPI_Alltoallv's arrays hold one int per rank.
+        let (rc, rd) = unsafe { (ints(recvcounts, n)?, ints(rdispls, n)?) };
+        let re = Extents::of(recvtype)?;
+        // In place: the blocks to send are a copy of the receive buffer.
+        let mut copy_of_recv = None;
+        let (sendbuf, sc, sd, sendtype) = if is_in_place(sendbuf) {
+            let mut span = 0usize;
+            for (c, d) in rc.iter().zip(rd) {
+                span = span.max(count(*d)? + count(*c)?);
+            }
+            // SAFETY: the receive buffer holds its blocks, within `span` elements.
+            let c = unsafe { Scratch::copy_of(recvbuf, span, &re) }?;
+            let p = copy_of_recv.insert(c).ptr().cast_const();
+            (p, rc, rd, recvtype)
+        } else {
+            // SAFETY: as above.
+            let (sc, sd) = unsafe { (ints(sendcounts, n)?, ints(sdispls, n)?) };
+            (sendbuf, sc, sd, sendtype)
+        };
+        let se = Extents::of(sendtype)?;
+        let (mine, theirs) = slices(mc);
+        let mut recvs = Vec::new();
+        for (r, i) in theirs.clone().enumerate() {
+            let r = u32::try_from(r).map_err(|_| too_many())?;
+            let req = post(&mc.coll, r, TAG_ALLTOALL, count(rc[i])?, recvtype)?;
+            recvs.push((req, at(recvbuf, &re, count(rd[i])?), count(rc[i])?));
+        }
+        let mut sends = Vec::new();
+        for (r, i) in theirs.enumerate() {
+            let r = u32::try_from(r).map_err(|_| too_many())?;
+            let block = at(sendbuf, &se, count(sd[i])?);
+            // SAFETY: the block for merged rank i of the send buffer.
+            sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, count(sc[i])?, sendtype) }?);
+        }
+        let (scm, sdm) = (&sc[mine.clone()], &sd[mine.clone()]);
+        let (rcm, rdm) = (&rc[mine.clone()], &rd[mine]);
+        // SAFETY: the program's buffers; this job's counts and displacements.
+        mpi(unsafe {
+            ffi::PMPI_Alltoallv(
+                sendbuf,
+                scm.as_ptr(),
+                sdm.as_ptr(),
+                sendtype,
+                recvbuf,
+                rcm.as_ptr(),
+                rdm.as_ptr(),
+                recvtype,
+                mc.native,
+            )
+        })?;
+        for (req, p, k) in recvs {
+            // SAFETY: the block of the receive buffer for that rank.
+            unsafe { complete(req, p, k, recvtype) }?;
+        }
+        for s in sends {
+            s.wait()?;
+        }
+        drop(copy_of_recv);
+        Ok(())
+    };
+    code(comm, "MPI_Alltoallv", run())
+}

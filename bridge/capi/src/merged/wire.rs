@@ -1,0 +1,135 @@
+//! The merged collectives' messages between the two jobs, on the merged
+//! communicator's collective context (`MergedComm::coll`, which no user
+//! receive names), and what a job's leader tells the rest of its job when
+//! its part failed.
+
+use std::ffi::{c_int, c_void};
+
+use isthmus_bridge::{BridgeError, InterComm, RecvRequest, SendRequest, Source, Tag};
+use mpi::ffi;
+
+use crate::datatype;
+use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
+
+/// Tags on the collective context, one per operation (each pair's
+/// messages stay in order, and every rank calls the collectives of a
+/// communicator in the same order, so successive ones cannot mix).
+pub const TAG_MERGE: i32 = 1;
+pub const TAG_BARRIER: i32 = 2;
+pub const TAG_BCAST: i32 = 3;
+pub const TAG_REDUCE: i32 = 4;
+pub const TAG_GATHER: i32 = 5;
+pub const TAG_ALLGATHER: i32 = 6;
+pub const TAG_ALLTOALL: i32 = 7;
+pub const TAG_SCAN: i32 = 8;
+pub const TAG_SCATTER: i32 = 9;
+
+/// What a merged collective failed on: an MPI call of this job (its code)
+/// or the bridge.
+#[derive(Debug)]
+pub enum Fail {
+    Mpi(c_int),
+    Bridge(BridgeError),
+}
+
+impl From<BridgeError> for Fail {
+    fn from(e: BridgeError) -> Self {
+        Fail::Bridge(e)
+    }
+}
+
+/// An MPI return code as a result.
+pub fn mpi(rc: c_int) -> Result<(), Fail> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Fail::Mpi(rc))
+    }
+}
+
+/// Sends `count` elements of `dt` at `buf` to rank `dest` of the other job.
+///
+/// # Safety
+/// `buf` addresses `count` readable elements of `dt`.
+pub unsafe fn send(
+    ic: &InterComm,
+    dest: u32,
+    tag: i32,
+    buf: *const c_void,
+    count: usize,
+    dt: MPI_Datatype,
+) -> Result<SendRequest, BridgeError> {
+    let n = c_int::try_from(count)
+        .map_err(|_| BridgeError::InvalidArgument(format!("{count} elements exceed an int")))?;
+    // SAFETY: forwarded.
+    let (sig, n, enc) = unsafe { datatype::encode(buf, n, dt) }?;
+    ic.isend_borrowed(dest, tag, &sig, n, &enc.bytes)
+}
+
+/// Posts the receive of `count` elements of `dt` from rank `src` of the other job.
+pub fn post(
+    ic: &InterComm,
+    src: u32,
+    tag: i32,
+    count: usize,
+    dt: MPI_Datatype,
+) -> Result<RecvRequest, BridgeError> {
+    let max = datatype::capacity_bytes(count, dt)?;
+    ic.irecv_bytes(Source::Rank(src), Tag::Value(tag), None, max)
+}
+
+/// Completes a posted receive into `buf`.
+///
+/// # Safety
+/// `buf` addresses `count` writable elements of `dt`.
+pub unsafe fn complete(
+    req: RecvRequest,
+    buf: *mut c_void,
+    count: usize,
+    dt: MPI_Datatype,
+) -> Result<(), BridgeError> {
+    let (bytes, st) = req.wait()?;
+    // SAFETY: forwarded.
+    unsafe { datatype::decode_received(&bytes, &st, buf, count, dt) }.map(drop)
+}
+
+/// Receives `count` elements of `dt` from rank `src` of the other job into `buf`.
+///
+/// # Safety
+/// As [`complete`].
+pub unsafe fn recv(
+    ic: &InterComm,
+    src: u32,
+    tag: i32,
+    buf: *mut c_void,
+    count: usize,
+    dt: MPI_Datatype,
+) -> Result<(), BridgeError> {
+    let req = post(ic, src, tag, count, dt)?;
+    // SAFETY: forwarded.
+    unsafe { complete(req, buf, count, dt) }
+}
+
+/// Runs `step` at this job's leader (local rank 0, `leader`) and tells the
+/// whole job, by a native broadcast on `native`, whether it went well, so
+/// that no rank waits for data a failed leader will never send.
+pub fn leader_step(
+    native: MPI_Comm,
+    leader: bool,
+    step: impl FnOnce() -> Result<(), Fail>,
+) -> Result<(), Fail> {
+    let mut result = Ok(());
+    let mut failed: c_int = 0;
+    if leader {
+        result = step();
+        failed = c_int::from(result.is_err());
+    }
+    // SAFETY: one int, on the communicator's private native side.
+    mpi(unsafe { ffi::PMPI_Bcast((&raw mut failed).cast(), 1, ffi::RSMPI_INT32_T, 0, native) })?;
+    if failed != 0 && result.is_ok() {
+        result = Err(Fail::Bridge(BridgeError::Protocol(
+            "this job's leader could not exchange with the other job's leader".into(),
+        )));
+    }
+    result
+}

@@ -1,0 +1,381 @@
+/*
+ * MPI_Intercomm_merge of an Isthmus intercommunicator, from C: one
+ * intracommunicator over two jobs (usually of different implementations).
+ *
+ * Usage: merge GROUP PEER HIGH FIRST, where HIGH is this job's high flag
+ * and FIRST says which job the test expects first in the merged order
+ * ("me" or "peer"). Checks rank, size and every merged call Isthmus
+ * carries: collectives (values that depend on the order: a non-commutative
+ * operation, gathers, prefixes), point-to-point within and across the jobs
+ * (blocking, nonblocking, MPI_ANY_SOURCE) with statuses naming merged
+ * ranks, dup and compare, splits into one job's communicators, and the
+ * refusals.
+ * Prints "PASS merge rank R" per rank.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "isthmus.h"
+
+static int rank, wsize;
+
+/* (first, last) pairs: op(a, b) = (a.first, b.last): associative, not
+ * commutative; over ranks 0..n-1 in order it gives (0, n-1). */
+static void first_last(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    int *a = in, *b = inout;
+    (void) dt;
+    for (int i = 0; i < *len; i++)
+        b[2 * i] = a[2 * i];
+}
+
+static void expect_refused(int rc, const char *call)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    CHECK(rc != MPI_SUCCESS, "%s on a merged communicator succeeded", call);
+    MPI_Error_string(rc, msg, &len);
+    CHECK(strstr(msg, call) && strstr(msg, "merged Isthmus communicator"), "%s: message %s", call,
+          msg);
+    if (rank == 0)
+        printf("REFUSED %s: %s\n", call, msg);
+}
+
+static void collectives(MPI_Comm m, int mr, int n)
+{
+    int x = mr + 1, sum = -1, i;
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, m);
+    CHECK(sum == n * (n + 1) / 2, "allreduce sum %d, expected %d", sum, n * (n + 1) / 2);
+
+    MPI_Op op;
+    MPI_Datatype pair;
+    MPI_Op_create(first_last, 0, &op);
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    int mine[2] = {mr, mr}, fl[2] = {-1, -1};
+    MPI_Allreduce(mine, fl, 1, pair, op, m);
+    CHECK(fl[0] == 0 && fl[1] == n - 1, "non-commutative allreduce (%d, %d), expected (0, %d)",
+          fl[0], fl[1], n - 1);
+    fl[0] = mr;
+    fl[1] = mr;
+    MPI_Allreduce(MPI_IN_PLACE, fl, 1, pair, op, m);
+    CHECK(fl[0] == 0 && fl[1] == n - 1, "in-place allreduce (%d, %d)", fl[0], fl[1]);
+    MPI_Scan(mine, fl, 1, pair, op, m);
+    CHECK(fl[0] == 0 && fl[1] == mr, "scan (%d, %d), expected (0, %d)", fl[0], fl[1], mr);
+    fl[0] = fl[1] = -7;
+    MPI_Exscan(mine, fl, 1, pair, op, m);
+    if (mr > 0)
+        CHECK(fl[0] == 0 && fl[1] == mr - 1, "exscan (%d, %d), expected (0, %d)", fl[0], fl[1],
+              mr - 1);
+    MPI_Type_free(&pair);
+    MPI_Op_free(&op);
+
+    for (int root = 0; root < n; root++) {
+        int v = root == mr ? 4242 + root : -1, r = -1;
+        MPI_Bcast(&v, 1, MPI_INT, root, m);
+        CHECK(v == 4242 + root, "bcast from %d: %d", root, v);
+        MPI_Reduce(&x, &r, 1, MPI_INT, MPI_SUM, root, m);
+        if (mr == root)
+            CHECK(r == n * (n + 1) / 2, "reduce at %d: %d", root, r);
+    }
+
+    int *all = malloc(sizeof(int) * (size_t) n), *out = malloc(sizeof(int) * (size_t) n);
+    CHECK(all && out, "malloc");
+    for (int root = 0; root < n; root++) {
+        for (i = 0; i < n; i++)
+            all[i] = -1;
+        MPI_Gather(&mr, 1, MPI_INT, all, 1, MPI_INT, root, m);
+        if (mr == root)
+            for (i = 0; i < n; i++)
+                CHECK(all[i] == i, "gather at %d: [%d] = %d", root, i, all[i]);
+    }
+    for (int root = 0; root < n; root++) {
+        int v = -1;
+        if (mr == root)
+            for (i = 0; i < n; i++)
+                all[i] = 1000 * root + i;
+        MPI_Scatter(all, 1, MPI_INT, &v, 1, MPI_INT, root, m);
+        CHECK(v == 1000 * root + mr, "scatter from %d: %d", root, v);
+    }
+    {
+        /* v-variants: rank i gives i % 3 + 1 ints, laid out in reverse
+         * rank order. */
+        int *counts = malloc(sizeof(int) * (size_t) n), *displs = malloc(sizeof(int) * (size_t) n);
+        int total = 0, mine[3], *v = malloc(sizeof(int) * 3 * (size_t) n);
+        CHECK(counts && displs && v, "malloc");
+        for (i = n - 1; i >= 0; i--) {
+            counts[i] = i % 3 + 1;
+            displs[i] = total;
+            total += counts[i];
+        }
+        for (i = 0; i < counts[mr]; i++)
+            mine[i] = 100 * mr + i;
+        for (i = 0; i < total; i++)
+            v[i] = -1;
+        MPI_Allgatherv(mine, counts[mr], MPI_INT, v, counts, displs, MPI_INT, m);
+        for (int r = 0; r < n; r++)
+            for (i = 0; i < counts[r]; i++)
+                CHECK(v[displs[r] + i] == 100 * r + i, "allgatherv: rank %d item %d: %d", r, i,
+                      v[displs[r] + i]);
+        for (int root = 0; root < n; root++) {
+            for (i = 0; i < total; i++)
+                v[i] = -1;
+            MPI_Gatherv(mine, counts[mr], MPI_INT, v, counts, displs, MPI_INT, root, m);
+            if (mr == root)
+                for (int r = 0; r < n; r++)
+                    for (i = 0; i < counts[r]; i++)
+                        CHECK(v[displs[r] + i] == 100 * r + i, "gatherv at %d: rank %d item %d: %d",
+                              root, r, i, v[displs[r] + i]);
+        }
+        free(counts);
+        free(displs);
+        free(v);
+    }
+    MPI_Allgather(&mr, 1, MPI_INT, all, 1, MPI_INT, m);
+    for (i = 0; i < n; i++)
+        CHECK(all[i] == i, "allgather: [%d] = %d", i, all[i]);
+    for (i = 0; i < n; i++)
+        all[i] = 100 * mr + i;
+    MPI_Alltoall(all, 1, MPI_INT, out, 1, MPI_INT, m);
+    for (i = 0; i < n; i++)
+        CHECK(out[i] == 100 * i + mr, "alltoall: from %d got %d", i, out[i]);
+    MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 1, MPI_INT, m);
+    for (i = 0; i < n; i++)
+        CHECK(all[i] == 100 * i + mr, "in-place alltoall: from %d got %d", i, all[i]);
+    {
+        /* Alltoallv: rank r sends (i + r) % 2 + 1 ints to rank i, blocks
+         * in reverse order in both buffers; then in place. Reduce_scatter_block. */
+        int *sc = malloc(sizeof(int) * (size_t) n), *sd = malloc(sizeof(int) * (size_t) n);
+        int *rc = malloc(sizeof(int) * (size_t) n), *rd = malloc(sizeof(int) * (size_t) n);
+        int *sb = malloc(sizeof(int) * 2 * (size_t) n), *rb = malloc(sizeof(int) * 2 * (size_t) n);
+        int st = 0, rt = 0;
+        CHECK(sc && sd && rc && rd && sb && rb, "malloc");
+        for (i = n - 1; i >= 0; i--) {
+            sc[i] = (i + mr) % 2 + 1;
+            sd[i] = st;
+            st += sc[i];
+            rc[i] = (mr + i) % 2 + 1;
+            rd[i] = rt;
+            rt += rc[i];
+        }
+        for (i = 0; i < n; i++)
+            for (int j = 0; j < sc[i]; j++)
+                sb[sd[i] + j] = 1000 * mr + 10 * i + j;
+        MPI_Alltoallv(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, m);
+        for (i = 0; i < n; i++)
+            for (int j = 0; j < rc[i]; j++)
+                CHECK(rb[rd[i] + j] == 1000 * i + 10 * mr + j, "alltoallv from %d item %d: %d", i,
+                      j, rb[rd[i] + j]);
+        for (i = 0; i < n; i++)
+            for (int j = 0; j < rc[i]; j++)
+                rb[rd[i] + j] = 1000 * mr + 10 * i + j;
+        MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, rb, rc, rd, MPI_INT, m);
+        for (i = 0; i < n; i++)
+            for (int j = 0; j < rc[i]; j++)
+                CHECK(rb[rd[i] + j] == 1000 * i + 10 * mr + j, "in-place alltoallv from %d: %d", i,
+                      rb[rd[i] + j]);
+        for (i = 0; i < n; i++)
+            sb[i] = mr + i;
+        int mine = -1;
+        MPI_Reduce_scatter_block(sb, &mine, 1, MPI_INT, MPI_SUM, m);
+        CHECK(mine == n * (n - 1) / 2 + n * mr, "reduce_scatter_block: %d", mine);
+        free(sc);
+        free(sd);
+        free(rc);
+        free(rd);
+        free(sb);
+        free(rb);
+    }
+    free(all);
+    free(out);
+    MPI_Barrier(m);
+}
+
+static void point_to_point(MPI_Comm m, int mr, int n)
+{
+    int next = (mr + 1) % n, prev = (mr + n - 1) % n, got = -1, flag = 0, count = -1;
+    MPI_Status st;
+    /* A ring: each step within a job or across the two. */
+    MPI_Sendrecv(&mr, 1, MPI_INT, next, 5, &got, 1, MPI_INT, prev, 5, m, &st);
+    CHECK(got == prev && st.MPI_SOURCE == prev && st.MPI_TAG == 5,
+          "ring: got %d from source %d tag %d, expected %d", got, st.MPI_SOURCE, st.MPI_TAG, prev);
+    /* Everyone to the last rank: probe, then receive, in both kinds. */
+    if (mr == n - 1) {
+        for (int s = 0; s < n - 1; s++) {
+            MPI_Probe(s, 6, m, &st);
+            MPI_Get_count(&st, MPI_INT, &count);
+            CHECK(st.MPI_SOURCE == s && count == 2, "probe from %d: source %d count %d", s,
+                  st.MPI_SOURCE, count);
+            int two[2] = {-1, -1};
+            MPI_Recv(two, 2, MPI_INT, s, 6, m, &st);
+            CHECK(two[0] == s && two[1] == -s && st.MPI_SOURCE == s, "recv from %d: (%d, %d)", s,
+                  two[0], two[1]);
+        }
+    } else {
+        int two[2] = {mr, -mr};
+        MPI_Request r;
+        MPI_Isend(two, 2, MPI_INT, n - 1, 6, m, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    /* Nonblocking receives at the last rank from everyone (native and
+     * bridge requests in one Waitall), statuses in merged ranks. */
+    if (mr == n - 1) {
+        int *vals = malloc(sizeof(int) * (size_t) n);
+        MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t) n);
+        MPI_Status *sts = malloc(sizeof(MPI_Status) * (size_t) n);
+        CHECK(vals && rq && sts, "malloc");
+        for (int s = 0; s < n - 1; s++)
+            MPI_Irecv(&vals[s], 1, MPI_INT, s, 9, m, &rq[s]);
+        MPI_Waitall(n - 1, rq, sts);
+        for (int s = 0; s < n - 1; s++)
+            CHECK(vals[s] == 10 * s && sts[s].MPI_SOURCE == s && sts[s].MPI_TAG == 9,
+                  "irecv from %d: %d, source %d", s, vals[s], sts[s].MPI_SOURCE);
+        free(vals);
+        free(rq);
+        free(sts);
+    } else {
+        int v = 10 * mr;
+        MPI_Send(&v, 1, MPI_INT, n - 1, 9, m);
+    }
+    /* MPI_ANY_SOURCE at rank 0: a probe, then every other rank's message
+     * once, whichever job it comes from. */
+    if (mr == 0) {
+        int *seen = calloc((size_t) n, sizeof(int));
+        CHECK(seen, "calloc");
+        MPI_Probe(MPI_ANY_SOURCE, 10, m, &st);
+        CHECK(st.MPI_SOURCE > 0 && st.MPI_SOURCE < n, "probe any: source %d", st.MPI_SOURCE);
+        for (int k = 1; k < n; k++) {
+            MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 10, m, &st);
+            CHECK(st.MPI_SOURCE > 0 && st.MPI_SOURCE < n && got == 7 * st.MPI_SOURCE &&
+                      !seen[st.MPI_SOURCE],
+                  "any source: %d from %d", got, st.MPI_SOURCE);
+            seen[st.MPI_SOURCE] = 1;
+        }
+        free(seen);
+    } else {
+        int v = 7 * mr;
+        MPI_Send(&v, 1, MPI_INT, 0, 10, m);
+    }
+    /* Rank 0 to everyone, synchronous; the last checks with Iprobe first. */
+    if (mr == 0) {
+        for (int d = 1; d < n; d++)
+            MPI_Ssend(&d, 1, MPI_INT, d, 7, m);
+    } else {
+        while (!flag)
+            MPI_Iprobe(0, 7, m, &flag, &st);
+        CHECK(st.MPI_SOURCE == 0, "iprobe source %d", st.MPI_SOURCE);
+        MPI_Recv(&got, 1, MPI_INT, 0, 7, m, MPI_STATUS_IGNORE);
+        CHECK(got == mr, "ssend: got %d", got);
+    }
+    /* A ready send from rank 0 to the last, whose receive is posted first. */
+    {
+        MPI_Request r = MPI_REQUEST_NULL;
+        got = -1;
+        if (mr == n - 1)
+            MPI_Irecv(&got, 1, MPI_INT, 0, 11, m, &r);
+        MPI_Barrier(m);
+        if (mr == 0)
+            MPI_Rsend(&n, 1, MPI_INT, n - 1, 11, m);
+        if (mr == n - 1) {
+            MPI_Wait(&r, &st);
+            CHECK(got == n && st.MPI_SOURCE == 0, "rsend: %d from %d", got, st.MPI_SOURCE);
+        }
+    }
+    MPI_Send(&mr, 1, MPI_INT, MPI_PROC_NULL, 0, m);
+}
+
+int main(int argc, char **argv)
+{
+    int handle, rc, rsize, mr = -1, n = -1, flag = 1, cmp = -1;
+    MPI_Comm inter, m, d;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    CHECK(argc == 5, "usage: merge GROUP PEER HIGH FIRST");
+    int high = atoi(argv[3]), first = !strcmp(argv[4], "me");
+    rc = Isthmus_Register(argv[1], MPI_COMM_WORLD, &handle);
+    CHECK(rc == MPI_SUCCESS, "register");
+    rc = Isthmus_Intercomm_create_timeout(handle, argv[2], 120.0, &inter);
+    CHECK(rc == MPI_SUCCESS, "intercomm create");
+    MPI_Comm_remote_size(inter, &rsize);
+
+    rc = MPI_Intercomm_merge(inter, high, &m);
+    CHECK(rc == MPI_SUCCESS, "merge");
+    MPI_Comm_size(m, &n);
+    MPI_Comm_rank(m, &mr);
+    CHECK(n == wsize + rsize, "merged size %d, expected %d", n, wsize + rsize);
+    CHECK(mr == (first ? 0 : rsize) + rank, "merged rank %d, expected %d", mr,
+          (first ? 0 : rsize) + rank);
+    MPI_Comm_test_inter(m, &flag);
+    CHECK(!flag, "the merged communicator says it is an intercommunicator");
+    printf("MERGED rank %d of %d: merged rank %d of %d\n", rank, wsize, mr, n);
+    fflush(stdout);
+
+    collectives(m, mr, n);
+    point_to_point(m, mr, n);
+
+    /* A duplicate: congruent, the same order, its own traffic. */
+    MPI_Comm_dup(m, &d);
+    MPI_Comm_compare(m, d, &cmp);
+    CHECK(cmp == MPI_CONGRUENT, "compare(merged, dup) = %d", cmp);
+    MPI_Comm_compare(m, m, &cmp);
+    CHECK(cmp == MPI_IDENT, "compare(merged, merged) = %d", cmp);
+    MPI_Comm_compare(m, inter, &cmp);
+    CHECK(cmp == MPI_UNEQUAL, "compare(merged, inter) = %d", cmp);
+    int dr = -1, x = 1, sum = 0;
+    MPI_Comm_rank(d, &dr);
+    CHECK(dr == mr, "dup rank %d, merged rank %d", dr, mr);
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, d);
+    CHECK(sum == n, "allreduce on the dup: %d", sum);
+    {
+        MPI_Comm di;
+        MPI_Request r;
+        MPI_Comm_idup(m, &di, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        sum = 0;
+        MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, di);
+        CHECK(sum == n, "allreduce on the idup: %d", sum);
+        MPI_Comm_free(&di);
+    }
+
+    /* A split by job (key reversing the order): a native communicator of
+     * this job; a color with ranks in both jobs is refused. */
+    MPI_Comm job;
+    int jr = -1, js = -1;
+    MPI_Comm_split(m, first ? 1 : 2, -mr, &job);
+    MPI_Comm_size(job, &js);
+    MPI_Comm_rank(job, &jr);
+    CHECK(js == wsize && jr == wsize - 1 - rank, "split by job: rank %d of %d", jr, js);
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, job);
+    CHECK(sum == wsize, "allreduce on the split: %d", sum);
+    MPI_Comm_free(&job);
+    MPI_Comm_split(m, mr == 0 ? 3 : MPI_UNDEFINED, 0, &job);
+    CHECK((mr == 0) == (job != MPI_COMM_NULL), "split: rank 0 alone");
+    if (job != MPI_COMM_NULL)
+        MPI_Comm_free(&job);
+
+    /* What is not carried yet says so. */
+    MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
+    MPI_Request r;
+    MPI_Group g;
+    MPI_Comm c;
+    expect_refused(MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 0, m, &r), "MPI_Irecv");
+    rc = MPI_Comm_split(m, 0, mr, &c);
+    CHECK(rc != MPI_SUCCESS && c == MPI_COMM_NULL, "a split spanning both jobs succeeded");
+    expect_refused(MPI_Comm_create(m, MPI_GROUP_EMPTY, &c), "MPI_Comm_create");
+    rc = MPI_Comm_group(m, &g);
+    CHECK(rc != MPI_SUCCESS, "MPI_Comm_group on a merged communicator succeeded");
+    rc = MPI_Send(&x, 1, MPI_INT, n, 0, m);
+    CHECK(rc != MPI_SUCCESS, "a send to rank %d of %d succeeded", n, n);
+
+    MPI_Comm_free(&d);
+    MPI_Comm_free(&m);
+    MPI_Comm_free(&inter);
+    printf("PASS merge rank %d\n", rank);
+    fflush(stdout);
+    rc = Isthmus_Leave(handle);
+    CHECK(rc == MPI_SUCCESS, "leave");
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,93 @@
+//! `MPI_Intercomm_merge` of an Isthmus intercommunicator from C
+//! (tests/c/merge.c), between an Open MPI job of 2 ranks and an MPICH job
+//! of 3, both ways round: the merged order follows the `high` flags (the
+//! group that passed false first; equal flags: the group whose name sorts
+//! first), and ranks, sizes, collectives whose values depend on the order,
+//! point-to-point within and across the jobs, dup and compare all agree
+//! with it; a split by job gives each job a native communicator; what is
+//! not carried yet is refused with a message.
+
+#![cfg(test)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+/// Job "a-…" (`a`, 2 ranks) and job "b-…" (the other implementation, 3
+/// ranks) merge with the given high flags; `a_first`: the expected order.
+fn merge(a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
+    let dir = TempDir::new("merge");
+    let vmd = Vmd::start("localhost", &[]);
+    let tag = format!("{}-{}-{}", a.name(), u8::from(high_a), u8::from(high_b));
+    let (ga, gb) = (format!("a-merge-{tag}"), format!("b-merge-{tag}"));
+    let job = |mpi: Mpi, np: usize, me: &str, other: &str, high: bool, first: bool| {
+        let program = dir.0.join(format!("merge-{}", mpi.name()));
+        if !program.exists() {
+            build_c(
+                mpi,
+                &[crate_dir().join("tests/c/merge.c")],
+                &program,
+                Linking::Linked,
+            );
+        }
+        Job {
+            mpi,
+            np,
+            program,
+            args: vec![
+                me.into(),
+                other.into(),
+                u8::from(high).to_string(),
+                if first { "me" } else { "peer" }.into(),
+            ],
+            env: vec![],
+            linking: Linking::Linked,
+        }
+    };
+    let ja = job(a, 2, &ga, &gb, high_a, a_first);
+    let jb = job(a.other(), 3, &gb, &ga, high_b, !a_first);
+    let (oa, ob) = run_pair(&vmd, &ja, &jb, Duration::from_secs(180));
+    for (o, np, name) in [(&oa, 2, "a"), (&ob, 3, "b")] {
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && (0..np).all(|r| out.contains(&format!("PASS merge rank {r}\n"))),
+            "job {name} failed\nA ({}):\n{}\nB ({}):\n{}",
+            a.name(),
+            text(&oa),
+            a.other().name(),
+            text(&ob)
+        );
+    }
+    let out = String::from_utf8_lossy(&oa.stdout);
+    for call in ["MPI_Irecv", "MPI_Comm_create"] {
+        assert!(
+            out.contains(&format!("REFUSED {call}: ")),
+            "no refusal printed for {call}"
+        );
+    }
+}
+
+macro_rules! both_ways {
+    ($name:ident, $high_a:expr, $high_b:expr, $a_first:expr) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn open_mpi_a_mpich_b() {
+                merge(Mpi::OpenMpi, $high_a, $high_b, $a_first);
+            }
+            #[test]
+            fn mpich_a_open_mpi_b() {
+                merge(Mpi::Mpich, $high_a, $high_b, $a_first);
+            }
+        }
+    };
+}
+
+// The group passing high = false comes first.
+both_ways!(a_low_b_high, false, true, true);
+both_ways!(a_high_b_low, true, false, false);
+// Equal flags: the group whose name sorts first ("a-…") comes first.
+both_ways!(both_low, false, false, true);
+both_ways!(both_high, true, true, true);
