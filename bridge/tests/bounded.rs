@@ -178,13 +178,7 @@ fn flood(count: u64, size: usize, mixed: bool, env: &[(&str, &str)]) -> Flooded 
     flood_with(Post::Owned, count, size, mixed, env)
 }
 
-fn flood_with(
-    post: Post,
-    count: u64,
-    size: usize,
-    mixed: bool,
-    env: &[(&str, &str)],
-) -> Flooded {
+fn flood_with(post: Post, count: u64, size: usize, mixed: bool, env: &[(&str, &str)]) -> Flooded {
     let e = engine();
     let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new(exe);
