@@ -85,7 +85,8 @@ const FLOOD_PER_REQUEST: u64 = 1536;
 
 /// Issue 23, item 2, for nonblocking sends: the MPICH job's ranks post
 /// 16,384 `MPI_Isend`s of 1 KiB and 112 of 1 MiB (128 MiB, from one 1 MiB
-/// buffer) to Open MPI ranks that sleep 3 s, then wait for them all; the
+/// buffer; three are `MPI_Issend`s: eager, past the credit, rendezvous) to
+/// Open MPI ranks that sleep 3 s, then wait for them all; the
 /// receivers get every message intact and in order, and each sender's
 /// peak RSS grew by less than its bound (16 MiB) plus the requests'
 /// bookkeeping and a constant (8 MiB): the library lends the program's

@@ -14,7 +14,8 @@
  *            then free, leave and finalize while the second job's ranks
  *            sleep; these then receive every message, intact and in order.
  *   isendflood the first job's ranks post many nonblocking sends (1 KiB
- *            and 1 MiB, from one buffer, most past the receiver's credit)
+ *            and 1 MiB, from one buffer, most past the receiver's credit,
+ *            three of them synchronous)
  *            while the second job's ranks sleep, print their peak RSS
  *            (VmHWM) before and after, then wait for them; the receivers
  *            then take every message, intact and in order.
@@ -487,10 +488,16 @@ static void isend_flood(void)
         for (int i = 0; i < N; i++)
             reqs[i] = MPI_REQUEST_NULL; /* touched now: not counted as the library's */
         long base = vm_hwm_kib();
-        for (int i = 0; i < N; i++)
-            CHECK(MPI_Isend(pattern + flood_off(i), flood_len(i), MPI_BYTE, rank, 4, inter,
-                            &reqs[i]) == MPI_SUCCESS,
-                  "isend %d", i);
+        for (int i = 0; i < N; i++) {
+            /* Three synchronous ones: the first (eager, within credit), one
+             * past the credit and the last (rendezvous). */
+            int sync = i == 0 || i == FLOOD_SMALL / 2 || i == N - 1;
+            int rc = sync ? MPI_Issend(pattern + flood_off(i), flood_len(i), MPI_BYTE, rank, 4,
+                                       inter, &reqs[i])
+                          : MPI_Isend(pattern + flood_off(i), flood_len(i), MPI_BYTE, rank, 4,
+                                      inter, &reqs[i]);
+            CHECK(rc == MPI_SUCCESS, "isend %d", i);
+        }
         long posted = vm_hwm_kib();
         CHECK(MPI_Waitall(N, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall");
         long peak = vm_hwm_kib();
