@@ -10,7 +10,8 @@
 //! send that finds the budget spent does not copy but waits for its own
 //! match instead (MPI lets a standard send block until then). Owned
 //! payloads of nonblocking sends are charged too (they leave less room for
-//! blocking sends to buffer), though they never block.
+//! blocking sends to buffer), though they never block; lent ones
+//! (`payload::Lent`, `MPI_Isend`) are the program's memory and are not.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

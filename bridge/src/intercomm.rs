@@ -8,7 +8,6 @@
 //! [`Engine::intercomm`] is defined here, so the engine does not depend on
 //! intercommunicators.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +19,7 @@ use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
 use crate::matching::{Source, Status, Tag};
 use crate::p2p::Channel;
+use crate::payload::{Lent, SendBytes};
 use crate::request::{RecvRequest, SendRequest, TypedRecvRequest};
 use crate::wire::{TypeSig, WireType};
 
@@ -178,7 +178,8 @@ impl InterComm {
         count: u64,
         payload: Vec<u8>,
     ) -> Result<SendRequest> {
-        self.p2p.isend(dest, tag, sig, count, Cow::Owned(payload))
+        self.p2p
+            .isend(dest, tag, sig, count, SendBytes::Owned(payload))
     }
 
     /// Non-blocking standard-mode send of borrowed bytes: written at once
@@ -193,7 +194,54 @@ impl InterComm {
         payload: &[u8],
     ) -> Result<SendRequest> {
         self.p2p
-            .isend(dest, tag, sig, count, Cow::Borrowed(payload))
+            .isend(dest, tag, sig, count, SendBytes::Borrowed(payload))
+    }
+
+    /// Non-blocking standard-mode send from memory the caller lends to the
+    /// request: nothing is copied, whatever the size and however many sends
+    /// wait for a receiver that does not receive yet (MPI's `MPI_Isend`:
+    /// the request stays incomplete instead of the library holding a copy).
+    /// The request completes once the bytes were written to the transport.
+    ///
+    /// # Safety
+    /// `len` bytes at `ptr` must be readable, and stay valid and unchanged,
+    /// until the returned request has completed (`wait` returned, or `test`
+    /// said true) — if the request is dropped before, until the message
+    /// was received. `ptr` may be dangling only if `len` is 0.
+    #[allow(clippy::too_many_arguments)] // an isend's five, and the memory as pointer and length
+    pub unsafe fn isend_lent(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        ptr: *const u8,
+        len: usize,
+    ) -> Result<SendRequest> {
+        // SAFETY: the caller's promise, as this function's.
+        let lent = unsafe { Lent::new(ptr, len) };
+        self.p2p.isend(dest, tag, sig, count, SendBytes::Lent(lent))
+    }
+
+    /// [`InterComm::isend_lent`] in synchronous mode: the request completes
+    /// once the receiver matched the message (and its bytes were written).
+    ///
+    /// # Safety
+    /// As [`InterComm::isend_lent`].
+    #[allow(clippy::too_many_arguments)] // as isend_lent
+    pub unsafe fn issend_lent(
+        &self,
+        dest: u32,
+        tag: i32,
+        sig: &TypeSig,
+        count: u64,
+        ptr: *const u8,
+        len: usize,
+    ) -> Result<SendRequest> {
+        // SAFETY: the caller's promise, as this function's.
+        let lent = unsafe { Lent::new(ptr, len) };
+        self.p2p
+            .issend(dest, tag, sig, count, SendBytes::Lent(lent))
     }
 
     /// Non-blocking synchronous send: the request completes once the receiver matched it.
@@ -205,7 +253,8 @@ impl InterComm {
         count: u64,
         payload: Vec<u8>,
     ) -> Result<SendRequest> {
-        self.p2p.issend(dest, tag, sig, count, payload)
+        self.p2p
+            .issend(dest, tag, sig, count, SendBytes::Owned(payload))
     }
 
     /// Blocking receive into `buf` (zero-copy when the receive is posted before the message arrives).
@@ -327,7 +376,7 @@ impl InterComm {
             tag,
             &T::type_sig()?,
             buf.len() as u64,
-            T::encode(buf)?,
+            T::encode(buf)?.into(),
         )
     }
 

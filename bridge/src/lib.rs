@@ -212,6 +212,7 @@ mod intercomm;
 mod ledger;
 mod matching;
 mod p2p;
+mod payload;
 mod rendezvous;
 mod request;
 mod ssend_waiters;

@@ -333,6 +333,37 @@ impl Ctx {
         self.arrived.notify_all();
     }
 
+    /// What this context holds for the receive `id` that waits for a
+    /// message from `peer` (see `request::wait_watched`): whether it is
+    /// still posted, and the envelopes of the unexpected messages.
+    pub(crate) fn describe_wait(&self, id: u64, peer: Option<Uuid>) -> String {
+        let st = lock(&self.state);
+        let posted = st.posted.iter().position(|p| p.id == id);
+        let unexpected: Vec<String> = st
+            .unexpected
+            .iter()
+            .take(8)
+            .map(|a| {
+                format!(
+                    "{:?} from rank {} tag {}",
+                    a.hdr.kind, a.hdr.source, a.hdr.tag
+                )
+            })
+            .collect();
+        format!(
+            "context {:#x}, sender process {peer:?}, receive {} ({} posted), {} unexpected [{}], failed ranks {:?}",
+            self.id,
+            match posted {
+                Some(i) => format!("posted at {i}"),
+                None => "matched, its payload not yet in".to_owned(),
+            },
+            st.posted.len(),
+            st.unexpected.len(),
+            unexpected.join(", "),
+            st.failed_ranks
+        )
+    }
+
     /// Remove a still-posted receive; false if it was already matched (claimed).
     pub(crate) fn withdraw(&self, id: u64) -> bool {
         let mut st = lock(&self.state);

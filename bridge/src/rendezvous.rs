@@ -16,6 +16,7 @@ use crate::error::BridgeError;
 use crate::frame::FrameHeader;
 use crate::held::Held;
 use crate::matching::{PostedRecv, Status};
+use crate::payload::Payload;
 use crate::sync::lock;
 
 /// A send whose RTS went out and that waits for the CTS.
@@ -24,10 +25,11 @@ pub(crate) struct PendingSend {
     pub dest_rank: u32,
     /// The announcement (DATA repeats its envelope).
     pub rts: FrameHeader,
-    /// The payload when the request owns it (the writer sends DATA on CTS);
-    /// None when the blocked caller writes DATA itself from its memory.
-    pub payload: Option<Vec<u8>>,
-    /// The payload's share of the sender's budget (with `payload`).
+    /// The payload when the request owns it or its caller lent it (the
+    /// writer sends DATA on CTS); None when the blocked caller writes DATA
+    /// itself from its memory.
+    pub payload: Option<Payload>,
+    /// The payload's share of the sender's budget (with an owned `payload`).
     pub held: Option<Held>,
     /// Owned: completed once DATA was written. Caller: completed at CTS.
     pub done: Arc<Completion<()>>,
@@ -96,7 +98,7 @@ impl Rendezvous {
     pub(crate) fn detach_caller(&self, seq: u64, payload: &[u8], held: Held) -> bool {
         match lock(&self.sends).pending.get_mut(&seq) {
             Some(p) => {
-                p.payload = Some(payload.to_vec());
+                p.payload = Some(payload.to_vec().into());
                 p.held = Some(held);
                 true
             }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::warn;
 use uuid::Uuid;
 
 use crate::completion::{AnyNotifier, Completion};
@@ -24,6 +25,37 @@ pub(crate) trait RecvProgress: Send + Sync {
         done: &Completion<RecvOutcome>,
         deadline: Option<Instant>,
     ) -> Option<Result<RecvOutcome>>;
+}
+
+/// How long a receive waits before it says what the engine holds for it
+/// (and again every as long): a receive that waits this long for a
+/// message its peer sent is the rare hang of ARCHITECTURE's limits, and
+/// the report says where the message is (unexpected, announced, nowhere).
+pub(crate) const STALL_REPORT: Duration = Duration::from_secs(30);
+
+/// Waits with `wait` (given a deadline, None on timeout) until `deadline`,
+/// in steps of at most [`STALL_REPORT`]; after each step that ends with
+/// the receive still pending, logs `describe()`'s account and waits again
+/// (each step looks again for the sender's connection, so a receive that
+/// began before it was accepted reads it itself from then on).
+pub(crate) fn wait_watched<T>(
+    mut wait: impl FnMut(Option<Instant>) -> Option<Result<T>>,
+    deadline: Option<Instant>,
+    describe: impl Fn() -> String,
+) -> Option<Result<T>> {
+    let began = Instant::now();
+    loop {
+        let step = Instant::now() + STALL_REPORT;
+        let until = match deadline {
+            Some(d) if d <= step => return wait(Some(d)),
+            _ => step,
+        };
+        if let Some(r) = wait(Some(until)) {
+            return Some(r);
+        }
+        let what = describe();
+        warn!(waited = ?began.elapsed(), "a receive is still waiting: {what}");
+    }
 }
 
 /// Common interface of request handles, for [`wait_all`] / [`wait_any`].
@@ -125,7 +157,11 @@ impl Request for RecvRequest {
     fn wait_timeout(self, timeout: Option<Duration>) -> Result<(Vec<u8>, Status)> {
         let deadline = deadline_of(timeout);
         let first = match &self.via {
-            Some((progress, peer)) => Arc::clone(progress).wait_recv(*peer, &self.done, deadline),
+            Some((progress, peer)) => wait_watched(
+                |d| Arc::clone(progress).wait_recv(*peer, &self.done, d),
+                deadline,
+                || self.ctx.describe_wait(self.id, *peer),
+            ),
             None => self.done.wait_until(deadline),
         };
         let r = match first {
@@ -212,4 +248,45 @@ pub fn wait_any<R: Request>(reqs: &[R], timeout: Option<Duration>) -> Result<usi
             deadline_of(timeout),
         )
         .ok_or(BridgeError::Timeout(timeout.unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watched_wait_reports_each_step_and_keeps_waiting_until_done() {
+        let mut calls = Vec::new();
+        let reports = std::cell::Cell::new(0);
+        let r = wait_watched(
+            |d| {
+                calls.push(d);
+                (calls.len() == 3).then_some(Ok(7))
+            },
+            None,
+            || {
+                reports.set(reports.get() + 1);
+                "state".to_owned()
+            },
+        );
+        assert_eq!(r.map(|r| r.ok()), Some(Some(7)));
+        assert_eq!(calls.len(), 3);
+        assert_eq!(reports.get(), 2);
+        // Every step has a deadline: nothing waits unwatched.
+        assert!(calls.iter().all(|d| d.is_some()));
+        // A deadline within the step is the last one, with no report.
+        let soon = Instant::now() + Duration::from_millis(5);
+        let mut steps = 0;
+        let r: Option<Result<()>> = wait_watched(
+            |d| {
+                steps += 1;
+                assert_eq!(d, Some(soon));
+                None
+            },
+            Some(soon),
+            || unreachable!("no report before the deadline"),
+        );
+        assert!(r.is_none());
+        assert_eq!(steps, 1);
+    }
 }

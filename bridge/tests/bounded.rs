@@ -159,11 +159,26 @@ struct Flooded {
     peak_kib: u64,
     /// Send requests complete when the receiver had every envelope but had posted nothing.
     complete_before_receives: usize,
+    /// How much the sender's peak memory grew while it posted its sends, KiB.
+    sender_grew_kib: u64,
+}
+
+/// How a flood's sender posts its messages.
+#[derive(Clone, Copy, PartialEq)]
+enum Post {
+    /// `isend_bytes`: each message a vector given to the bridge.
+    Owned,
+    /// `isend_lent`: each message lent from a buffer made beforehand.
+    Lent,
 }
 
 /// Sends `count` messages (see `flood_len`) with isend to a receiver
 /// process that posts no receive before it saw the last one's envelope.
 fn flood(count: u64, size: usize, mixed: bool, env: &[(&str, &str)]) -> Flooded {
+    flood_with(Post::Owned, count, size, mixed, env)
+}
+
+fn flood_with(post: Post, count: u64, size: usize, mixed: bool, env: &[(&str, &str)]) -> Flooded {
     let e = engine();
     let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new(exe);
@@ -202,13 +217,28 @@ fn flood(count: u64, size: usize, mixed: bool, env: &[(&str, &str)]) -> Flooded 
     let c = e.intercomm(CONTEXT, 0, 1, vec![ep]).unwrap();
     let sig = u8::type_sig().unwrap();
     let mut reqs = Vec::new();
+    // The lent buffers are the program's: made (and counted) before.
+    let lent: Vec<Vec<u8>> = match post {
+        Post::Lent => (0..count)
+            .map(|i| flood_message(i, flood_len(i, size, mixed)))
+            .collect(),
+        Post::Owned => Vec::new(),
+    };
+    let before_kib = status_field("VmHWM:");
     for i in 0..count {
         let len = flood_len(i, size, mixed);
-        reqs.push(
-            c.isend_bytes(0, i as i32, &sig, len as u64, flood_message(i, len))
-                .unwrap(),
-        );
+        let r = match post {
+            Post::Owned => c.isend_bytes(0, i as i32, &sig, len as u64, flood_message(i, len)),
+            // SAFETY: `lent` is neither changed nor dropped before every
+            // request completed (`wait_all` below).
+            Post::Lent => unsafe {
+                let b = &lent[i as usize];
+                c.isend_lent(0, i as i32, &sig, len as u64, b.as_ptr(), b.len())
+            },
+        };
+        reqs.push(r.unwrap());
     }
+    let sender_grew_kib = status_field("VmHWM:").saturating_sub(before_kib);
     let mut peak = None;
     let mut complete_before_receives = 0;
     let mut ok = false;
@@ -232,11 +262,41 @@ fn flood(count: u64, size: usize, mixed: bool, env: &[(&str, &str)]) -> Flooded 
         .unwrap();
     assert!(child.wait().unwrap().success());
     assert!(ok, "receiver did not check every message");
+    drop(lent);
     Flooded {
         start_kib: start_kib.unwrap(),
         peak_kib: peak.unwrap(),
         complete_before_receives,
+        sender_grew_kib,
     }
+}
+
+/// Issue 23, item 2, in the Rust API: 256 sends of 1 MiB lent with
+/// `isend_lent` to a receiver that posts nothing before it saw the last
+/// one's envelope stay incomplete (all but the receiver's 4 MiB eager
+/// window), every message arrives intact, and the sender's peak memory
+/// grows by less than 16 MiB while it posts them (`isend_bytes` of the
+/// same messages, for comparison, holds them all: 256 MiB).
+#[test]
+fn lent_isends_stay_incomplete_and_hold_no_copy() {
+    if !isolated("lent_isends_stay_incomplete_and_hold_no_copy") {
+        return;
+    }
+    let f = flood_with(Post::Lent, 256, 1 << 20, false, &[]);
+    println!(
+        "sender grew by {} KiB posting 256 MiB of lent sends; {} of 256 complete before any receive",
+        f.sender_grew_kib, f.complete_before_receives
+    );
+    assert!(
+        f.sender_grew_kib < 16 << 10,
+        "the sender grew by {} KiB for 256 MiB of lent sends",
+        f.sender_grew_kib
+    );
+    assert!(
+        f.complete_before_receives <= 8,
+        "{} lent sends completed before the receiver received",
+        f.complete_before_receives
+    );
 }
 
 /// A receiver whose unexpected-memory bound is 1 MiB is sent 264 MiB

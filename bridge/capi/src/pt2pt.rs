@@ -9,6 +9,7 @@
 //! receive checks the signature element by element and decodes into the
 //! user's buffer. `MPI_PROC_NULL` as a peer completes at once as MPI says.
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -99,14 +100,31 @@ unsafe fn isend_mode(
     let to = peer(dest, &bc.inter).map_err(fail)?;
     // SAFETY: forwarded.
     let (sig, n, enc) = unsafe { datatype::encode(buf, count, dt) }.map_err(fail)?;
-    let r = match mode {
-        // Owned: the bridge keeps it until the receiver matched.
-        Mode::Synchronous => bc
-            .inter
-            .issend_bytes(to, tag, &sig, n, enc.bytes.into_owned()),
-        // Written at once when the connection is idle, else copied: the
-        // bridge keeps no reference to the user's buffer either way.
-        Mode::Standard | Mode::Buffered => bc.inter.isend_borrowed(to, tag, &sig, n, &enc.bytes),
+    let r = match (mode, enc.bytes) {
+        // The user's own bytes (a predefined type in this host's order):
+        // lent to the bridge until the request completes, never copied, so
+        // that sends posted to a receiver that does not receive yet hold
+        // no memory of the library's (issue 23, item 2).
+        // SAFETY: MPI's rule for a nonblocking send: the buffer stays valid
+        // and unchanged until MPI_Wait/MPI_Test completes the request, and
+        // the request (`finish` in requests) completes only with the
+        // bridge's, which is set after its last read of the bytes. A freed
+        // request (MPI_Request_free) leaves the program to learn of the
+        // completion otherwise (a reply), as MPI says.
+        (Mode::Standard, Cow::Borrowed(b)) => unsafe {
+            bc.inter.isend_lent(to, tag, &sig, n, b.as_ptr(), b.len())
+        },
+        // SAFETY: as above.
+        (Mode::Synchronous, Cow::Borrowed(b)) => unsafe {
+            bc.inter.issend_lent(to, tag, &sig, n, b.as_ptr(), b.len())
+        },
+        // A packed copy (derived or converted types): the bridge keeps it.
+        (Mode::Synchronous, bytes) => bc.inter.issend_bytes(to, tag, &sig, n, bytes.into_owned()),
+        (Mode::Standard, Cow::Owned(v)) => bc.inter.isend_bytes(to, tag, &sig, n, v),
+        // Buffered completes without waiting for the receiver (within its
+        // credit) or keeps a copy: the bridge keeps no reference to the
+        // user's buffer.
+        (Mode::Buffered, bytes) => bc.inter.isend_borrowed(to, tag, &sig, n, &bytes),
     }
     .map_err(fail)?;
     requests::start(Op::Send(r), comm, call)

@@ -75,6 +75,76 @@ fn completed_sends_survive_mpi_finalize() {
     assert!(!err.contains("undelivered"), "sender reported: {err}");
 }
 
+/// The sender's bound in the isend flood (`ISTHMUS_SEND_BUFFER_LIMIT`).
+const FLOOD_BOUND: u64 = 16 << 20;
+
+/// Bookkeeping allowed per pending request: MPI's generalized request,
+/// libisthmus's entry, the bridge's completion, announcement and pending
+/// send (measured about 1.2 KiB in all with MPICH).
+const FLOOD_PER_REQUEST: u64 = 1536;
+
+/// Issue 23, item 2, for nonblocking sends: the MPICH job's ranks post
+/// 16,384 `MPI_Isend`s of 1 KiB and 112 of 1 MiB (128 MiB, from one 1 MiB
+/// buffer; three are `MPI_Issend`s: eager, past the credit, rendezvous) to
+/// Open MPI ranks that sleep 3 s, then wait for them all; the
+/// receivers get every message intact and in order, and each sender's
+/// peak RSS grew by less than its bound (16 MiB) plus the requests'
+/// bookkeeping and a constant (8 MiB): the library lends the program's
+/// buffer to the requests, which stay incomplete, and copies none of what
+/// waits for the receiver (it copied all of it before: 150 MiB grown).
+#[test]
+fn isends_to_a_receiver_that_sleeps_hold_no_copy() {
+    let dir = TempDir::new("capi");
+    let vmd = Vmd::start("localhost", &[]);
+    let scenario = "isendflood";
+    let job = |mpi: Mpi, me: &str, other: &str, env: Vec<(String, String)>| Job {
+        mpi,
+        np: 2,
+        program: program(mpi, Linking::Linked, &dir),
+        args: vec![scenario.into(), me.into(), other.into()],
+        env,
+        linking: Linking::Linked,
+    };
+    let bound = vec![(
+        "ISTHMUS_SEND_BUFFER_LIMIT".to_owned(),
+        FLOOD_BOUND.to_string(),
+    )];
+    let sender = job(Mpi::Mpich, "a-flood", "b-flood", bound);
+    let receiver = job(Mpi::OpenMpi, "b-flood", "a-flood", vec![]);
+    let (oa, ob) = run_pair(&vmd, &sender, &receiver, Duration::from_secs(120));
+    assert!(
+        passed(&oa, scenario) && passed(&ob, scenario),
+        "isend flood\nA:\n{}\nB:\n{}",
+        text(&oa),
+        text(&ob)
+    );
+    let out = String::from_utf8_lossy(&oa.stdout);
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("FLOOD ")).collect();
+    assert_eq!(lines.len(), 2, "each sender reports its RSS:\n{out}");
+    for l in lines {
+        let field = |name: &str| -> u64 {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let i = w.iter().position(|x| *x == name).expect(name);
+            w[i + 1].parse().expect(name)
+        };
+        let (base, peak, n) = (field("base_kib"), field("peak_kib"), field("messages"));
+        let grown = peak.saturating_sub(base) << 10;
+        let allowed = FLOOD_BOUND + n * FLOOD_PER_REQUEST + (8 << 20);
+        eprintln!(
+            "{l}: grew {} KiB, allowed {} KiB",
+            grown >> 10,
+            allowed >> 10
+        );
+        assert!(
+            grown < allowed,
+            "the sender grew by {} KiB for {} KiB of payload (allowed {} KiB): {l}",
+            grown >> 10,
+            field("payload_kib"),
+            allowed >> 10
+        );
+    }
+}
+
 #[test]
 fn mixed_requests_open_mpi_with_mpich() {
     both_pass("mixed", OMPI, MPICH);

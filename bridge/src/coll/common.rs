@@ -100,7 +100,7 @@ pub(super) fn isend_or_notice(
 ) -> Result<SendRequest> {
     let ch = ic.coll_channel();
     match msg {
-        Ok(m) => ch.isend(dest, tag, &m.sig, m.count, m.bytes),
+        Ok(m) => ch.isend(dest, tag, &m.sig, m.count, m.bytes.into()),
         Err(e) => {
             let sig = TypeSig {
                 signature: 0,
@@ -108,7 +108,7 @@ pub(super) fn isend_or_notice(
                 elem_size: 0,
             };
             // Best effort: the caller's own error is the one to report.
-            if let Ok(sent) = ch.isend(dest, tag + NOTICE, &sig, 0, Cow::Borrowed(&[])) {
+            if let Ok(sent) = ch.isend(dest, tag + NOTICE, &sig, 0, Cow::Borrowed(&[][..]).into()) {
                 let _ = sent.wait();
             }
             Err(e)

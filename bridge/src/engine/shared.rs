@@ -29,6 +29,7 @@ use crate::ledger::{Ledger, FRAME_COST, MAX_UNEXPECTED_RTS};
 use crate::matching::{
     check_match, read_into, status_of, Arrived, Ctx, Delivery, PostedRecv, RecvOutcome,
 };
+use crate::payload::Payload;
 use crate::rendezvous::{PendingData, Rendezvous};
 use crate::request::RecvProgress;
 use crate::ssend_waiters::SsendWaiters;
@@ -398,7 +399,7 @@ impl Shared {
         drop(peers);
         self.conn(&ep, 0)?.enqueue(Queued {
             hdr,
-            payload: Vec::new(),
+            payload: Payload::none(),
             dest_rank: 0,
             done: None,
             held: None,
@@ -526,7 +527,7 @@ impl Shared {
         let r = self.conn(&ep, hdr.source).and_then(|c| {
             c.enqueue(Queued {
                 hdr: ack,
-                payload: Vec::new(),
+                payload: Payload::none(),
                 dest_rank: hdr.source,
                 done: None,
                 held: None,

@@ -15,7 +15,7 @@ use crate::frame::FrameKind;
 use crate::matching::{
     fill_from_arrived, PostedRecv, RawBuf, RecvOutcome, Source, Status, Tag, Target,
 };
-use crate::request::{RecvProgress, RecvRequest};
+use crate::request::{wait_watched, RecvProgress, RecvRequest};
 use crate::sync::{cv_wait, deadline_of, lock};
 
 enum PostOutcome {
@@ -113,10 +113,11 @@ impl Channel {
             PostOutcome::Posted { id, done, peer } => {
                 // RawBuf invariant: from here we return only after `done` is complete
                 // or after withdrawing the entry while it was still in the posted queue.
-                let r = match self.shared.wait_from(
-                    peer.or_else(|| self.peer_of(source)),
-                    &done,
+                let from = peer.or_else(|| self.peer_of(source));
+                let r = match wait_watched(
+                    |d| self.shared.wait_from(from, &done, d),
                     deadline_of(timeout),
+                    || self.ctx.describe_wait(id, from),
                 ) {
                     Some(r) => r,
                     None => {

@@ -4,9 +4,11 @@
 //! and announced; anything else is a rendezvous (RTS, CTS, DATA).
 //! Synchronous sends go SYNC_EAGER (answered by SYNC_ACK at the match) or
 //! rendezvous, whose CTS already means "matched". Rendezvous sends are
-//! registered in one place (`announce`).
+//! registered in one place (`announce`). A nonblocking send of lent memory
+//! (`SendBytes::Lent`, the C library's `MPI_Isend`) copies nothing: its
+//! request completes once its bytes were written, so what the sender holds
+//! for a receiver that does not receive is the program's own buffer.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +20,7 @@ use crate::error::{BridgeError, Result};
 use crate::frame::{FrameHeader, FrameKind};
 use crate::held::Held;
 use crate::ledger::FRAME_COST;
+use crate::payload::{Payload, SendBytes};
 use crate::rendezvous::PendingSend;
 use crate::request::SendRequest;
 use crate::sync::deadline_of;
@@ -60,8 +63,8 @@ impl Channel {
                     hdr,
                     ep.process,
                     dest,
-                    payload.to_vec(),
-                    held,
+                    payload.to_vec().into(),
+                    Some(held),
                 )?;
                 drop(req);
                 return Ok(());
@@ -79,17 +82,18 @@ impl Channel {
 
     /// Register a rendezvous send before its RTS goes out: `hdr` becomes
     /// the announcement; the returned completion is completed at the CTS
-    /// (caller's memory, `payload` None) or once DATA was written (owned).
+    /// (the blocked caller's memory, `payload` None) or once DATA was
+    /// written (a payload owned or lent to the request).
     fn announce(
         &self,
         hdr: &mut FrameHeader,
         peer: Uuid,
         dest: u32,
-        payload: Option<(Vec<u8>, Held)>,
+        payload: Option<(Payload, Option<Held>)>,
     ) -> Arc<Completion<()>> {
         hdr.kind = FrameKind::Rts;
         let done = Completion::new(Arc::clone(&self.shared.any));
-        let (payload, held) = payload.map_or((None, None), |(p, h)| (Some(p), Some(h)));
+        let (payload, held) = payload.map_or((None, None), |(p, h)| (Some(p), h));
         self.shared.rendezvous.add_send(
             hdr.seq,
             PendingSend {
@@ -142,16 +146,17 @@ impl Channel {
         conn.write_blocking(shared.as_ref(), &data, payload, dest)
     }
 
-    /// Rendezvous of an owned payload: RTS now (or queued behind earlier
-    /// messages); the poller sends DATA when the CTS comes and completes the request.
+    /// Rendezvous of a payload owned by (or lent to) the request: RTS now
+    /// (or queued behind earlier messages); the poller sends DATA when the
+    /// CTS comes, and the request completes once DATA was written.
     fn rendezvous_nonblocking(
         &self,
         conn: &dyn Link,
         mut hdr: FrameHeader,
         peer: Uuid,
         dest: u32,
-        payload: Vec<u8>,
-        held: Held,
+        payload: Payload,
+        held: Option<Held>,
     ) -> Result<SendRequest> {
         let shared = &self.shared;
         let done = self.announce(&mut hdr, peer, dest, Some((payload, held)));
@@ -159,7 +164,7 @@ impl Channel {
             Ok(TryInline::Done) => Ok(()),
             Ok(TryInline::Busy) => conn.enqueue(Queued {
                 hdr,
-                payload: Vec::new(),
+                payload: Payload::none(),
                 dest_rank: dest,
                 done: None,
                 held: None,
@@ -210,40 +215,45 @@ impl Channel {
         }
     }
 
-    /// Non-blocking standard-mode send of borrowed or owned bytes: written
-    /// inline from the caller when the connection is idle (any size, no
-    /// copy), else copied (if borrowed) and handed to the writer thread —
-    /// the request never refers to a borrowed `payload` after this returns.
+    /// Non-blocking standard-mode send: written inline from the caller
+    /// when the connection is idle and the receiver has credit (any size, no
+    /// copy), else handed to the writer thread (eager) or announced
+    /// (rendezvous) with its payload: borrowed bytes are copied (the request
+    /// never refers to them after this returns) and charged to the sender's
+    /// budget, owned ones moved, lent ones referred to until the request
+    /// completes (nothing copied or charged).
     pub(crate) fn isend(
         &self,
         dest: u32,
         tag: i32,
         sig: &TypeSig,
         count: u64,
-        payload: Cow<'_, [u8]>,
+        payload: SendBytes<'_>,
     ) -> Result<SendRequest> {
         let shared = &self.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = shared.link(ep, dest)?;
         if !self.eager_ok(&*conn, payload.len()) {
-            let held = shared.budget.take(payload.len());
+            let held = (!payload.is_lent()).then(|| shared.budget.take(payload.len()));
             return self.rendezvous_nonblocking(
                 &*conn,
                 hdr,
                 ep.process,
                 dest,
-                payload.into_owned(),
+                payload.into_payload(),
                 held,
             );
         }
         let done = Completion::new(Arc::clone(&shared.any));
-        if let TryInline::Done = conn.write_inline(shared.as_ref(), &hdr, &payload, dest, false)? {
+        let inline = conn.write_inline(shared.as_ref(), &hdr, payload.as_slice(), dest, false)?;
+        if let TryInline::Done = inline {
             done.complete(Ok(()));
             return Ok(SendRequest { done });
         }
+        // Within the receiver's credit: what is queued here is bounded by it.
         conn.enqueue(Queued {
             hdr,
-            payload: payload.into_owned(),
+            payload: payload.into_payload(),
             dest_rank: dest,
             done: Some(Arc::clone(&done)),
             held: None,
@@ -251,22 +261,28 @@ impl Channel {
         Ok(SendRequest { done })
     }
 
-    /// Non-blocking synchronous send: the request completes once the receiver matched it.
+    /// Non-blocking synchronous send: the request completes once the
+    /// receiver matched it. A lent payload is referred to only by a
+    /// rendezvous (whose request completes once DATA was written); an
+    /// eager one is copied, within the receiver's credit, since its
+    /// SYNC_ACK, not its writer, completes the request.
     pub(crate) fn issend(
         &self,
         dest: u32,
         tag: i32,
         sig: &TypeSig,
         count: u64,
-        payload: Vec<u8>,
+        payload: SendBytes<'_>,
     ) -> Result<SendRequest> {
         let shared = &self.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
         let conn = shared.link(ep, dest)?;
         if !self.eager_ok(&*conn, payload.len()) {
-            let held = shared.budget.take(payload.len());
+            let held = (!payload.is_lent()).then(|| shared.budget.take(payload.len()));
+            let payload = payload.into_payload();
             return self.rendezvous_nonblocking(&*conn, hdr, ep.process, dest, payload, held);
         }
+        let payload = Payload::Owned(payload.into_owned());
         let done = Completion::new(Arc::clone(&shared.any));
         shared
             .ssends

@@ -19,6 +19,7 @@ use crate::completion::Completion;
 use crate::error::Result;
 use crate::frame::FrameHeader;
 use crate::held::Held;
+use crate::payload::Payload;
 
 /// What a connection tells its owner (the engine) when the peer is lost.
 pub(crate) trait PeerLost: Send + Sync + 'static {
@@ -29,7 +30,9 @@ pub(crate) trait PeerLost: Send + Sync + 'static {
 /// A frame waiting for the writer thread.
 pub(crate) struct Queued {
     pub hdr: FrameHeader,
-    pub payload: Vec<u8>,
+    /// Owned, or lent by a nonblocking send whose `done` this frame holds
+    /// (completed only once the frame was written or dropped unwritten).
+    pub payload: Payload,
     pub dest_rank: u32,
     /// Completed when the frame is written (eager isend); None for issend (completed by SYNC_ACK) and control frames.
     pub done: Option<Arc<Completion<()>>>,

@@ -13,6 +13,12 @@
  *            the receiver's credit, rendezvous-size and synchronous ones),
  *            then free, leave and finalize while the second job's ranks
  *            sleep; these then receive every message, intact and in order.
+ *   isendflood the first job's ranks post many nonblocking sends (1 KiB
+ *            and 1 MiB, from one buffer, most past the receiver's credit,
+ *            three of them synchronous)
+ *            while the second job's ranks sleep, print their peak RSS
+ *            (VmHWM) before and after, then wait for them; the receivers
+ *            then take every message, intact and in order.
  *   coll     MPI_Barrier waits for the other job; MPI_Bcast of predefined
  *            (int, double, 1 MiB of char) and derived (vector, struct)
  *            types from each rank of either job reaches every remote rank
@@ -432,6 +438,88 @@ static void finalize_delivery(void)
     }
 }
 
+/* The isendflood scenario: FLOOD_SMALL sends of 1 KiB, then FLOOD_BIG
+ * of 1 MiB, all from slices of one 1 MiB buffer (MPI lets sends share a
+ * buffer they do not change), so that what the sender's memory grows by
+ * is the library's own. */
+enum { FLOOD_SMALL = 16384, FLOOD_BIG = 112, FLOOD_KIB = 1024, FLOOD_MIB = 1 << 20 };
+
+/* Peak resident set size so far, in KiB (VmHWM of /proc/self/status). */
+static long vm_hwm_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    CHECK(f != NULL, "cannot open /proc/self/status");
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
+static unsigned char flood_byte(int j)
+{
+    return (unsigned char)(j * 7 + j / 1024 + rank * 13);
+}
+
+static int flood_len(int i)
+{
+    return i < FLOOD_SMALL ? FLOOD_KIB : FLOOD_MIB;
+}
+
+/* Offset of message i's bytes in the 1 MiB pattern. */
+static int flood_off(int i)
+{
+    return i < FLOOD_SMALL ? (i % 1024) * FLOOD_KIB : 0;
+}
+
+static void isend_flood(void)
+{
+    enum { N = FLOOD_SMALL + FLOOD_BIG };
+    static unsigned char pattern[FLOOD_MIB], in[FLOOD_MIB];
+    CHECK(rsize == size, "the isendflood scenario wants jobs of equal size");
+    for (int j = 0; j < FLOOD_MIB; j++)
+        pattern[j] = flood_byte(j);
+    if (left) {
+        MPI_Request *reqs = malloc(N * sizeof *reqs);
+        CHECK(reqs != NULL, "malloc");
+        for (int i = 0; i < N; i++)
+            reqs[i] = MPI_REQUEST_NULL; /* touched now: not counted as the library's */
+        long base = vm_hwm_kib();
+        for (int i = 0; i < N; i++) {
+            /* Three synchronous ones: the first (eager, within credit), one
+             * past the credit and the last (rendezvous). */
+            int sync = i == 0 || i == FLOOD_SMALL / 2 || i == N - 1;
+            int rc = sync ? MPI_Issend(pattern + flood_off(i), flood_len(i), MPI_BYTE, rank, 4,
+                                       inter, &reqs[i])
+                          : MPI_Isend(pattern + flood_off(i), flood_len(i), MPI_BYTE, rank, 4,
+                                      inter, &reqs[i]);
+            CHECK(rc == MPI_SUCCESS, "isend %d", i);
+        }
+        long posted = vm_hwm_kib();
+        CHECK(MPI_Waitall(N, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall");
+        long peak = vm_hwm_kib();
+        printf("FLOOD rank %d base_kib %ld posted_kib %ld peak_kib %ld messages %d payload_kib %ld\n",
+               rank, base, posted, peak, N,
+               (long)FLOOD_SMALL + (long)FLOOD_BIG * 1024);
+        fflush(stdout);
+        free(reqs);
+        return;
+    }
+    sleep(3); /* every isend is posted meanwhile; most cannot complete */
+    for (int i = 0; i < N; i++) {
+        int len = flood_len(i), count = -1;
+        MPI_Status st;
+        CHECK(MPI_Recv(in, FLOOD_MIB, MPI_BYTE, rank, 4, inter, &st) == MPI_SUCCESS, "recv %d", i);
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        CHECK(count == len, "message %d: %d bytes, want %d", i, count, len);
+        /* The sender's pattern (its rank is ours). */
+        for (int j = 0; j < len; j++)
+            CHECK(in[j] == flood_byte(flood_off(i) + j), "message %d corrupted at byte %d", i, j);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, provided;
@@ -461,6 +549,8 @@ int main(int argc, char **argv)
         threads();
     else if (!strcmp(scenario, "finalize"))
         finalize_delivery();
+    else if (!strcmp(scenario, "isendflood"))
+        isend_flood();
     else if (!strcmp(scenario, "killed-return"))
         killed(1);
     else if (!strcmp(scenario, "killed-fatal"))
