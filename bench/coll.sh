@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Collectives benchmark (issue 17, item 7), all in one run on this machine:
+# Barrier, Bcast, Allreduce and Alltoall at 8 B, 64 KiB and 1 MiB through an
+# Isthmus intercommunicator between an Open MPI job and an MPICH job (2+2
+# and 4+4 ranks), beside the same operations on Open MPI's own
+# intercommunicator between the two halves of one MPMD Open MPI job
+# (`mpirun -n 2 coll : -n 2 coll`, MPI_Intercomm_create); and Allreduce on
+# the merged communicator (MPI_Intercomm_merge) beside MPI_COMM_WORLD of
+# that Open MPI job. Prints one table per size of job with the ratios.
+# The program is bridge/capi/bench/coll.c. usage: bench/coll.sh [iters]
+set -euo pipefail
+. "$(dirname "$0")/../scripts/env.sh"
+ITERS=${1:-200}
+cd "$ISTHMUS_ROOT"
+build_with mpich build --release -q -p isthmus-capi
+build_with openmpi build --release -q -p isthmus-vmd --bins
+build_with openmpi build --release -q -p isthmus-capi
+OUT=$(mktemp -d /tmp/isthmus-bench-coll.XXXXXX)
+trap '[ -n "${VMD_PID:-}" ] && kill "$VMD_PID" 2>/dev/null; rm -rf "$OUT"' EXIT
+O="$ISTHMUS_TARGET_OPENMPI/release" M="$ISTHMUS_TARGET_MPICH/release"
+SRC=bridge/capi/bench/coll.c INC=(-Ibridge/capi/include)
+mpicc.openmpi -O2 "${INC[@]}" -o "$OUT/coll-ompi" "$SRC" -L"$O" -listhmus -Wl,-rpath,"$O" -Wl,--disable-new-dtags
+mpicc.mpich -O2 "${INC[@]}" -o "$OUT/coll-mpich" "$SRC" -L"$M" -listhmus -Wl,-rpath,"$M" -Wl,--disable-new-dtags
+# The reference without the library.
+mpicc.openmpi -O2 "${INC[@]}" -DNATIVE_ONLY -o "$OUT/coll-plain" "$SRC"
+start_vmd "$OUT" >&2
+echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" >&2
+
+for np in 2 4; do
+  echo "== $np+$np ranks" >&2
+  {
+    mpiexec.mpich -n "$np" -genv ISTHMUS_VMD "$ISTHMUS_VMD" "$OUT/coll-mpich" isthmus "b$np" "a$np" "$ITERS" >/dev/null &
+    pid=$!
+    sleep 0.3
+    mpirun.openmpi --oversubscribe -n "$np" -x ISTHMUS_VMD "$OUT/coll-ompi" isthmus "a$np" "b$np" "$ITERS"
+    wait "$pid"
+    mpirun.openmpi --oversubscribe -n "$np" "$OUT/coll-plain" native "$ITERS" : -n "$np" "$OUT/coll-plain" native "$ITERS"
+  } 2>"$OUT/stderr.$np" | grep '^RESULT' > "$OUT/results.$np" || { cat "$OUT/stderr.$np" >&2; exit 1; }
+  awk -v np="$np" '
+    { split($2, n, "_"); mode = n[1]; op = n[2]; size = n[3]
+      split($3, kv, "="); v[mode, op, size] = kv[2] }
+    function r(a, b) { return (b > 0) ? sprintf("%.2f", a / b) : "-" }
+    END {
+      printf "\n%s+%s ranks: mean µs per operation (slowest rank); target ≤ 1.5× at ≥ 64 KiB\n", np, np
+      printf "%-16s %8s %12s %12s %8s\n", "operation", "size", "Isthmus", "Open MPI", "ratio"
+      printf "%-16s %8s %12s %12s %8s\n", "barrier", "-", v["isthmus", "barrier", 0], v["native", "barrier", 0], r(v["isthmus", "barrier", 0], v["native", "barrier", 0])
+      split("bcast allreduce alltoall mergedallreduce", ops, " ")
+      split("8 65536 1048576", S, " ")
+      for (o = 1; o <= 4; o++) for (i = 1; i <= 3; i++) {
+        op = ops[o]; s = S[i]
+        printf "%-16s %8s %12s %12s %8s\n", (op == "mergedallreduce" ? "allreduce merged" : op), s, v["isthmus", op, s], v["native", op, s], r(v["isthmus", op, s], v["native", op, s]) }
+    }' "$OUT/results.$np"
+done
+echo "(the merged row's reference is MPI_COMM_WORLD of the one Open MPI job)"
