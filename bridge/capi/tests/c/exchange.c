@@ -523,6 +523,10 @@ static void isend_flood(void)
 int main(int argc, char **argv)
 {
     int handle, rc, provided;
+    /* One write per line: the ranks of a job share the launcher's pipe,
+     * and a full buffer flushed mid-line would interleave with another
+     * rank's output (the refusal lists are longer than a pipe buffer). */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     CHECK(argc == 4, "usage: exchange SCENARIO GROUP PEER");
     const char *scenario = argv[1], *group = argv[2], *peer = argv[3];
