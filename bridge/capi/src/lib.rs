@@ -54,6 +54,7 @@ pub mod pt2pt;
 pub mod refused;
 pub mod requests;
 pub mod state;
+pub mod unsigned_ops;
 
 // Each `bridge` call of mpi-functions.txt has its body where the line says.
 include!(concat!(env!("OUT_DIR"), "/bodies.rs"));

@@ -19,6 +19,7 @@ use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::BridgeComm;
+use crate::unsigned_ops::native_op;
 
 /// `MPI_Reduce` on an Isthmus communicator.
 ///
@@ -60,7 +61,15 @@ pub(crate) unsafe fn reduce(
                 // SAFETY: the program's buffer and handles; `at` has room
                 // for `count` elements at the leader (the local root).
                 let rc = unsafe {
-                    ffi::PMPI_Reduce(sendbuf, at, count, datatype, op, 0, local.as_raw())
+                    ffi::PMPI_Reduce(
+                        sendbuf,
+                        at,
+                        count,
+                        datatype,
+                        native_op(op, datatype),
+                        0,
+                        local.as_raw(),
+                    )
                 };
                 // SAFETY: `at` holds the local result when `rc` is 0.
                 let mine = leader.then(|| unsafe { made(rc, "MPI_Reduce", at, n, datatype) });
@@ -93,8 +102,17 @@ pub(crate) unsafe fn allreduce(
         // The leader reduces into its own recvbuf, which the other group's
         // result overwrites once the local one has been sent.
         // SAFETY: the program's buffers and handles (MPI_Allreduce's contract).
-        let rc =
-            unsafe { ffi::PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, 0, local.as_raw()) };
+        let rc = unsafe {
+            ffi::PMPI_Reduce(
+                sendbuf,
+                recvbuf,
+                count,
+                datatype,
+                native_op(op, datatype),
+                0,
+                local.as_raw(),
+            )
+        };
         let leader = bc.inter.rank() == 0;
         // SAFETY: recvbuf holds the local result at the leader when `rc` is 0.
         let mine = leader.then(|| unsafe { made(rc, "MPI_Reduce", recvbuf, n, datatype) });
@@ -145,7 +163,17 @@ unsafe fn reduce_scatter_body(
         let at = tmp.as_mut().map_or(std::ptr::null_mut(), |t| t.ptr());
         // SAFETY: the program's buffer and handles; `at` has room for
         // `total` elements at the leader (the local root).
-        let rc = unsafe { ffi::PMPI_Reduce(sendbuf, at, total_c, datatype, op, 0, local.as_raw()) };
+        let rc = unsafe {
+            ffi::PMPI_Reduce(
+                sendbuf,
+                at,
+                total_c,
+                datatype,
+                native_op(op, datatype),
+                0,
+                local.as_raw(),
+            )
+        };
         // SAFETY: `at` holds the local result when `rc` is 0.
         let reduced = leader.then(|| unsafe { made(rc, "MPI_Reduce", at, total, datatype) });
         let got = bc.inter.reduce_scatter_bytes(local, reduced, counts, max);

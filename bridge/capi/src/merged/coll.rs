@@ -25,6 +25,7 @@ use super::wire::{
 };
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
+use crate::unsigned_ops::native_op;
 
 fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
     match r {
@@ -131,7 +132,7 @@ unsafe fn reduce_to_leaders(
     let e = Extents::of(dt)?;
     let mut mine = Scratch::new(nn, &e)?;
     // SAFETY: `input` as the caller says; `mine` has room for `n` elements.
-    mpi(unsafe { ffi::PMPI_Reduce(input, mine.ptr(), n, dt, op, 0, mc.native) })?;
+    mpi(unsafe { ffi::PMPI_Reduce(input, mine.ptr(), n, dt, native_op(op, dt), 0, mc.native) })?;
     let mut out = None;
     leader_step(mc.native, leader(mc), || {
         let mut theirs = Scratch::new(nn, &e)?;
@@ -147,7 +148,9 @@ unsafe fn reduce_to_leaders(
             (theirs, mine)
         };
         // SAFETY: two scratch buffers of `n` elements of `dt`.
-        mpi(unsafe { ffi::PMPI_Reduce_local(first.ptr(), second.ptr(), n, dt, op) })?;
+        mpi(unsafe {
+            ffi::PMPI_Reduce_local(first.ptr(), second.ptr(), n, dt, native_op(op, dt))
+        })?;
         out = Some(second);
         Ok(())
     })?;
@@ -303,8 +306,12 @@ unsafe fn prefix(
         // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given).
         mpi(unsafe {
             match kind {
-                Prefix::Inclusive => ffi::PMPI_Scan(sendbuf, recvbuf, n, dt, op, mc.native),
-                Prefix::Exclusive => ffi::PMPI_Exscan(sendbuf, recvbuf, n, dt, op, mc.native),
+                Prefix::Inclusive => {
+                    ffi::PMPI_Scan(sendbuf, recvbuf, n, dt, native_op(op, dt), mc.native)
+                }
+                Prefix::Exclusive => {
+                    ffi::PMPI_Exscan(sendbuf, recvbuf, n, dt, native_op(op, dt), mc.native)
+                }
             }
         })
     };
@@ -312,7 +319,9 @@ unsafe fn prefix(
     if mc.low {
         // The total first: in place, the scan overwrites the input.
         // SAFETY: `input` holds `n` elements; `total` has room for them.
-        mpi(unsafe { ffi::PMPI_Reduce(input, total.ptr(), n, dt, op, 0, mc.native) })?;
+        mpi(unsafe {
+            ffi::PMPI_Reduce(input, total.ptr(), n, dt, native_op(op, dt), 0, mc.native)
+        })?;
         native_scan()?;
         if leader(mc) {
             // SAFETY: `total` holds `n` elements.
@@ -334,7 +343,7 @@ unsafe fn prefix(
     }
     // total op (this job's prefix), the earlier ranks first.
     // SAFETY: both hold `n` elements of `dt`.
-    mpi(unsafe { ffi::PMPI_Reduce_local(total.ptr(), recvbuf, n, dt, op) })
+    mpi(unsafe { ffi::PMPI_Reduce_local(total.ptr(), recvbuf, n, dt, native_op(op, dt)) })
 }
 
 /// `MPI_Scan` on a merged communicator.

@@ -80,11 +80,33 @@ int main(int argc, char **argv)
         long tri = (1L << 40) * ((long) rsize * (rsize + 1) / 2);
         EXPECT(r[0] == LONG_MAX - 7 && r[1] == LONG_MIN + 5 && r[2] == tri,
                "allreduce long: %ld %ld %ld", r[0], r[1], r[2]);
-        /* (MPI_SUM: MPICH 4.0.2's own MPI_MAX compares unsigned types as signed.) */
         unsigned long us[2] = {rank == 0 ? ULONG_MAX - 1 : 0, last ? 1UL << 63 : 0}, ur[2] = {0, 0};
         OK(MPI_Allreduce(us, ur, 2, MPI_UNSIGNED_LONG, MPI_SUM, comm));
         EXPECT(ur[0] == ULONG_MAX - 1 && ur[1] == 1UL << 63, "allreduce unsigned long: %lu %lu",
                ur[0], ur[1]);
+    }
+    /* Allreduce, MAX and MIN on unsigned integers at the top of their
+     * range: MPICH 4.0.2's own MPI_MAX/MPI_MIN compare them as signed
+     * (MAX(200, 1) = 1 on MPI_UNSIGNED_CHAR), so its jobs' native steps
+     * use Isthmus's own operation (unsigned_ops.rs). */
+    {
+        unsigned char c = rank == 0 ? 200 : 1, cr = 0, cmin = 0;
+        unsigned u = rank == 0 ? 0x80000000u : 1u, ur = 0, umin = 0;
+        unsigned long l = last ? 1UL << 63 : 7, lr = 0, lmin = 0;
+        OK(MPI_Allreduce(&c, &cr, 1, MPI_UNSIGNED_CHAR, MPI_MAX, comm));
+        OK(MPI_Allreduce(&u, &ur, 1, MPI_UNSIGNED, MPI_MAX, comm));
+        OK(MPI_Allreduce(&l, &lr, 1, MPI_UNSIGNED_LONG, MPI_MAX, comm));
+        OK(MPI_Allreduce(&c, &cmin, 1, MPI_UNSIGNED_CHAR, MPI_MIN, comm));
+        OK(MPI_Allreduce(&u, &umin, 1, MPI_UNSIGNED, MPI_MIN, comm));
+        OK(MPI_Allreduce(&l, &lmin, 1, MPI_UNSIGNED_LONG, MPI_MIN, comm));
+        /* The other group's maximum and minimum: it has rsize ranks. */
+        unsigned char cmax_e = 200, cmin_e = rsize > 1 ? 1 : 200;
+        unsigned umax_e = 0x80000000u, umin_e = rsize > 1 ? 1u : 0x80000000u;
+        unsigned long lmax_e = 1UL << 63, lmin_e = rsize > 1 ? 7 : 1UL << 63;
+        EXPECT(cr == cmax_e && ur == umax_e && lr == lmax_e, "allreduce unsigned max: %u %x %lx",
+               cr, ur, lr);
+        EXPECT(cmin == cmin_e && umin == umin_e && lmin == lmin_e,
+               "allreduce unsigned min: %u %x %lx", cmin, umin, lmin);
     }
     /* Allreduce, MAX on double. */
     {
