@@ -1,8 +1,8 @@
 //! Issue 25: every MPI a cluster has. The smoke set — point-to-point with
 //! mixed native and bridge requests (tests/c/exchange.c), every predefined
-//! datatype at extreme values (tests/c/datatypes.c), and MPICH's own
-//! `icsend`, `icbcast` and `icallreduce` — between every two implementations of
-//! `ISTHMUS_MATRIX` (scripts/test.sh sets it to the installed ones: Debian's
+//! datatype at extreme values (tests/c/datatypes.c), MPICH's own `icsend`,
+//! `icbcast` and `icallreduce`, and its `gather` on the merged communicator
+//! — between every two implementations of `ISTHMUS_MATRIX` (scripts/test.sh sets it to the installed ones: Debian's
 //! Open MPI 4.1 and MPICH 4.0, and Open MPI 5, MPICH 5 and Intel MPI from
 //! the Python registry), and between two jobs of each implementation that
 //! is not Debian's (Debian's pair has the full suite). It prints the matrix
@@ -82,12 +82,19 @@ fn icallreduce(a: Mpi, b: Mpi) -> Result<(), String> {
     run_conformance("coll/icallreduce.c", (2, 2), (a, b), &[])
 }
 
-const SMOKE: [(&str, Smoke); 5] = [
+/// MPICH's `gather.c` on the merge of the two jobs (MPI_Intercomm_merge):
+/// one intracommunicator across both implementations.
+fn merged_gather(a: Mpi, b: Mpi) -> Result<(), String> {
+    run_conformance("merged/gather.c", (2, 2), (a, b), &[])
+}
+
+const SMOKE: [(&str, Smoke); 6] = [
     ("p2p", point_to_point),
     ("datatypes", datatypes),
     ("icsend", icsend),
     ("icbcast", icbcast),
     ("icallreduce", icallreduce),
+    ("merge", merged_gather),
 ];
 
 /// Every pairing of the matrix that Debian's pair's full suite does not
