@@ -27,10 +27,12 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== compiling the ocean with mpifort.openmpi and the atmosphere with mpicc.mpich"
+# RPATH, not RUNPATH (--disable-new-dtags): an LD_LIBRARY_PATH naming the
+# other flavour's target dir (as cargo's does) must not win over ours.
 mpifort.openmpi -O2 -o "$work/ocean" examples/coupling/ocean.f90 \
-  -L"$OMPI_LIB" -listhmus -Wl,-rpath,"$OMPI_LIB"
+  -L"$OMPI_LIB" -listhmus -Wl,-rpath,"$OMPI_LIB" -Wl,--disable-new-dtags
 mpicc.mpich -O2 -Wall -o "$work/atmosphere" examples/coupling/atmosphere.c \
-  -I bridge/capi/include -L"$MPICH_LIB" -listhmus -Wl,-rpath,"$MPICH_LIB" -lm
+  -I bridge/capi/include -L"$MPICH_LIB" -listhmus -Wl,-rpath,"$MPICH_LIB" -Wl,--disable-new-dtags -lm
 
 echo "== starting vmd on its Unix socket"
 start_vmd "$work"
