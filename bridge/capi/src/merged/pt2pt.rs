@@ -16,6 +16,7 @@
 //! Refused with a precise error: `MPI_ANY_SOURCE` in a nonblocking receive
 //! (not done yet).
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::{BridgeError, SendRequest, Status};
@@ -109,9 +110,20 @@ unsafe fn start_send(
         Some(Place::Remote(r)) => {
             // SAFETY: forwarded.
             let (sig, nn, enc) = unsafe { datatype::encode(buf, n, dt) }?;
-            Ok(Sending::Bridge(
-                mc.inter.isend_borrowed(r, tag, &sig, nn, &enc.bytes)?,
-            ))
+            Ok(Sending::Bridge(match enc.bytes {
+                // The user's own bytes are lent, never copied, as on an
+                // intercommunicator (pt2pt's `isend_mode`, issue 23 item 2).
+                Cow::Borrowed(b) => {
+                    // SAFETY: MPI's rule for a nonblocking send: the buffer
+                    // stays valid and unchanged until the request completes,
+                    // which (`requests`) is only with the bridge's, set after
+                    // its last read of the bytes; Sendrecv waits before it
+                    // returns.
+                    unsafe { mc.inter.isend_lent(r, tag, &sig, nn, b.as_ptr(), b.len()) }?
+                }
+                // A packed copy (derived or converted types): the bridge keeps it.
+                Cow::Owned(v) => mc.inter.isend_bytes(r, tag, &sig, nn, v)?,
+            }))
         }
     }
 }
