@@ -847,19 +847,34 @@ pub(super) unsafe fn intercomm_merge(
     rc
 }
 
+/// A C call that answers one integer about a communicator (rank, size,
+/// remote size), for Open MPI's Fortran: the handle converted, the answer
+/// written back only on success.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+unsafe fn comm_integer(
+    comm: *const Fint,
+    out: *mut Fint,
+    call: unsafe extern "C" fn(crate::mpi_glue::MPI_Comm, *mut c_int) -> c_int,
+) -> c_int {
+    let mut v: c_int = 0;
+    // SAFETY: a converted handle, our out-integer.
+    let rc = unsafe { call(comm_f2c(int!(comm)), &mut v) };
+    if rc == 0 {
+        // SAFETY: the program's integer.
+        unsafe { put(out, v) };
+    }
+    rc
+}
+
 /// `MPI_Comm_rank` for Open MPI's Fortran.
 ///
 /// # Safety
 /// As the Fortran call: every argument a reference (or null).
 pub(super) unsafe fn comm_rank(comm: *const Fint, rank: *mut Fint) -> c_int {
-    let mut s: c_int = 0;
-    // SAFETY: a converted handle, our out-integer.
-    let rc = unsafe { comms::MPI_Comm_rank(comm_f2c(int!(comm)), &mut s) };
-    if rc == 0 {
-        // SAFETY: the program's integer.
-        unsafe { put(rank, s) };
-    }
-    rc
+    // SAFETY: forwarded.
+    unsafe { comm_integer(comm, rank, comms::MPI_Comm_rank) }
 }
 
 /// `MPI_Comm_size` for Open MPI's Fortran.
@@ -867,14 +882,8 @@ pub(super) unsafe fn comm_rank(comm: *const Fint, rank: *mut Fint) -> c_int {
 /// # Safety
 /// As the Fortran call: every argument a reference (or null).
 pub(super) unsafe fn comm_size(comm: *const Fint, size: *mut Fint) -> c_int {
-    let mut s: c_int = 0;
-    // SAFETY: a converted handle, our out-integer.
-    let rc = unsafe { comms::MPI_Comm_size(comm_f2c(int!(comm)), &mut s) };
-    if rc == 0 {
-        // SAFETY: the program's integer.
-        unsafe { put(size, s) };
-    }
-    rc
+    // SAFETY: forwarded.
+    unsafe { comm_integer(comm, size, comms::MPI_Comm_size) }
 }
 
 /// `MPI_Comm_remote_size` for Open MPI's Fortran.
@@ -882,14 +891,8 @@ pub(super) unsafe fn comm_size(comm: *const Fint, size: *mut Fint) -> c_int {
 /// # Safety
 /// As the Fortran call: every argument a reference (or null).
 pub(super) unsafe fn comm_remote_size(comm: *const Fint, size: *mut Fint) -> c_int {
-    let mut s: c_int = 0;
-    // SAFETY: a converted handle, our out-integer.
-    let rc = unsafe { comms::MPI_Comm_remote_size(comm_f2c(int!(comm)), &mut s) };
-    if rc == 0 {
-        // SAFETY: the program's integer.
-        unsafe { put(size, s) };
-    }
-    rc
+    // SAFETY: forwarded.
+    unsafe { comm_integer(comm, size, comms::MPI_Comm_remote_size) }
 }
 
 /// `MPI_Comm_test_inter` for Open MPI's Fortran.
