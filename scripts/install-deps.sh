@@ -14,6 +14,7 @@ packages=(
   etcd-server etcd-client                         # state store of a multi-host virtual machine
   pvm pvm-dev                                     # reference for the group-service benchmark
   iproute2 passwd util-linux                      # security tests: network namespaces (ip), test users (useradd), setpriv
+  environment-modules systemd                     # the installed prefix's modulefile and systemd units (tests/install.rs: module load, systemd-analyze verify)
 )
 
 missing=()

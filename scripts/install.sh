@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs Isthmus into PREFIX (issue 10, item 4):
-#   PREFIX/bin/vmd, PREFIX/bin/isthmus                 the daemon and the console
+# Installs Isthmus into PREFIX (issue 10, item 4; issue 21, item 3):
+#   PREFIX/bin/vmd, PREFIX/bin/isthmus, PREFIX/bin/tasker  the daemon, the console, the launcher of jobs
 #   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus.so   the library, one per MPI implementation
 #   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus_f08.a  the isthmus_f08 module's code
 #   PREFIX/include/isthmus.h                           the C header
@@ -9,6 +9,12 @@
 #     mpicc.openmpi app.c $(pkg-config --cflags --libs isthmus-openmpi)
 #     mpifort.mpich app.f90 $(pkg-config --cflags --libs isthmus-mpich)
 # build a program (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig).
+#   PREFIX/lib/python/isthmus                          the Python package (pip install of
+#                                                      bridge/capi/python, its pyproject.toml)
+#   PREFIX/lib/systemd/user/isthmus-vmd.service        a vmd per user, as PVM's pvmd, and one
+#   PREFIX/lib/systemd/user/isthmus-tasker@.service    tasker per implementation (instance = its name)
+#   PREFIX/share/modulefiles/isthmus/VERSION           environment-modules / Lmod: PATH,
+#                                                      PKG_CONFIG_PATH, PYTHONPATH, ISTHMUS_PREFIX
 # Every other implementation of scripts/mpi/ whose libisthmus is built
 # (target/NAME/release: scripts/test.sh builds one for each installed) is
 # installed the same way under its name (isthmus-openmpi5, isthmus-mpich5,
@@ -34,14 +40,15 @@ prefix="$(cd "$1" && pwd)"
 version="$(sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)"
 
 if [ "$build" = 1 ]; then
-  echo "== building (release): vmd, isthmus, libisthmus for Open MPI and for MPICH"
+  echo "== building (release): vmd, isthmus, tasker, libisthmus for Open MPI and for MPICH"
   build_with openmpi build --release -q -p isthmus-vmd --bin vmd --bin isthmus
+  build_with openmpi build --release -q -p isthmus-taskers --bin tasker
   build_with openmpi build --release -q -p isthmus-capi
   build_with mpich build --release -q -p isthmus-capi
 fi
 
 install -d "$prefix/bin" "$prefix/include" "$prefix/lib/pkgconfig"
-for b in vmd isthmus; do
+for b in vmd isthmus tasker; do
   src="$ISTHMUS_TARGET_OPENMPI/release/$b"
   [ -x "$src" ] || { echo "install: $src is missing (build it, or drop --no-build)" >&2; exit 1; }
   install -m 0755 "$src" "$prefix/bin/$b"
@@ -99,6 +106,76 @@ Cflags: -I\${includedir} -I\${includedir}/isthmus/$impl
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} $f08 -listhmus
 PC
 done
+# The Python package, built from its pyproject.toml by Debian's pip (the
+# interpreter the mpi4py builds are for) in a copy, so that the checkout
+# gets no build/ or egg-info. --no-deps: mpi4py must be the build for the
+# program's MPI (Debian's for Open MPI; one built with MPICH), not PyPI's.
+echo "== Python package -> $prefix/lib/python"
+cp -r bridge/capi/python "$work/python"
+rm -rf "$prefix/lib/python/isthmus" "$prefix/lib/python"/isthmus-*.dist-info
+/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+  --no-deps --no-build-isolation --no-compile --upgrade --target "$prefix/lib/python" "$work/python"
+
+# systemd user units: a vmd per user (the runtime directory is the
+# user's, %t/isthmus, which is where the console and taskers look by
+# default) and a tasker per implementation, bound to the vmd (a tasker
+# exits when its vmd goes; Restart brings it back with the vmd).
+units="$prefix/lib/systemd/user"
+install -d "$units"
+cat > "$units/isthmus-vmd.service" <<UNIT
+[Unit]
+Description=Isthmus virtual machine daemon (vmd) of this user on this host
+Documentation=file://$prefix/share/doc/isthmus/README.md
+
+[Service]
+Type=simple
+ExecStart=$prefix/bin/vmd --runtime-dir %t/isthmus
+Restart=on-failure
+RestartSec=2
+
+[Install]
+WantedBy=default.target
+UNIT
+cat > "$units/isthmus-tasker@.service" <<UNIT
+[Unit]
+Description=Isthmus tasker: launches %i jobs for this user's vmd
+BindsTo=isthmus-vmd.service
+After=isthmus-vmd.service
+
+[Service]
+Type=simple
+Environment=ISTHMUS_VMD=unix:%t/isthmus/vmd.sock
+ExecStart=$prefix/bin/tasker --impl %i
+# The vmd may still be starting: try again.
+Restart=on-failure
+RestartSec=1
+
+[Install]
+WantedBy=isthmus-vmd.service
+UNIT
+
+install -d "$prefix/share/doc/isthmus"
+install -m 0644 README.md ARCHITECTURE.md "$prefix/share/doc/isthmus/"
+
+# An environment module (Tcl: environment-modules and Lmod both read it).
+modules="$prefix/share/modulefiles/isthmus"
+install -d "$modules"
+cat > "$modules/$version" <<MODULE
+#%Module1.0
+## Isthmus $version, installed in $prefix by scripts/install.sh
+proc ModulesHelp { } {
+  puts stderr "Isthmus $version: MPI jobs of different implementations talk (vmd, isthmus, tasker, libisthmus)"
+}
+module-whatis "Isthmus $version: intercommunicators between separately started MPI jobs of any implementation"
+conflict isthmus
+prepend-path PATH $prefix/bin
+prepend-path PKG_CONFIG_PATH $prefix/lib/pkgconfig
+prepend-path PYTHONPATH $prefix/lib/python
+setenv ISTHMUS_PREFIX $prefix
+MODULE
+
 echo "== installed into $prefix"
 echo "   C:       mpicc.openmpi app.c \$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs isthmus-openmpi)"
 echo "   Fortran: mpifort.mpich app.f90 \$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs isthmus-mpich)"
+echo "   module:  module use $prefix/share/modulefiles && module load isthmus"
+echo "   systemd: systemctl --user link $units/isthmus-vmd.service $units/isthmus-tasker@.service"
