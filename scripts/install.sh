@@ -90,7 +90,7 @@ for impl in $(impls_installed); do
   fi
 
   name="$impl"
-  case "$impl" in openmpi) name="Open MPI" ;; mpich) name="MPICH" ;; esac
+  case "$impl" in openmpi) name="Open MPI" ;; mpich) name="MPICH" ;; abi) name="MPI 5.0 standard ABI (mpicc_abi; MPICH 5, Intel MPI)" ;; esac
   cat > "$prefix/lib/pkgconfig/isthmus-$impl.pc" <<PC
 prefix=$prefix
 includedir=\${prefix}/include
@@ -103,7 +103,7 @@ Name: isthmus-$impl
 Description: Isthmus for $name programs: Isthmus_Register/Intercomm_create, then plain MPI to separately started jobs (build with its mpicc or mpifort: pkg-config --variable=mpicc)
 Version: $version
 Cflags: -I\${includedir} -I\${includedir}/isthmus/$impl
-Libs: -L\${libdir} -Wl,-rpath,\${libdir} $f08 -listhmus
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} $f08 -listhmus${impl_ldflags:+ $impl_ldflags}
 PC
 done
 # The Python package, built from its pyproject.toml by Debian's pip (the

@@ -36,5 +36,8 @@ for name in $(impls_installed); do
   export "ISTHMUS_$(echo "$name" | tr '[:lower:]' '[:upper:]')_BIN_DIR=$ISTHMUS_ROOT/target/$name/release"
   matrix="$matrix $name"
 done
+# The standard ABI's programs (the abi flavour, MPICH 5's mpicc_abi) run
+# on Intel MPI's libmpi_abi.so too: the same binaries, one more column.
+case " $matrix " in *" abi "*) case " $matrix " in *" impi "*) matrix="$matrix abi-impi" ;; esac ;; esac
 export ISTHMUS_MATRIX="$matrix"
 build_with openmpi test --release --workspace -- --test-threads=2

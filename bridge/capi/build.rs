@@ -100,6 +100,13 @@ fn main() {
     if header.contains("MPI_Send_c") {
         println!("cargo:rustc-cfg=isthmus_large_count");
     }
+    // The MPI 5.0 standard ABI (mpi_abi.h: MPICH 5's mpicc_abi): one
+    // libisthmus for every implementation that speaks it. Its first version
+    // has no Fortran (no MPI_Fint, no c2f/f2c): libisthmus has none either.
+    println!("cargo::rustc-check-cfg=cfg(isthmus_mpi_abi)");
+    if header.contains("MPI_ABI_Comm") {
+        println!("cargo:rustc-cfg=isthmus_mpi_abi");
+    }
     runpath_to_mpi(&mpicc);
 
     let list = fs::read_to_string("mpi-functions.txt").expect("read mpi-functions.txt");

@@ -9,7 +9,8 @@
 #   impl_mpicc, impl_mpifort, impl_mpiexec   its wrappers and launcher;
 #   impl_env      VAR=VALUE words its wrappers and jobs need (Intel's I_MPI_ROOT);
 #   impl_pip      the Python registry's packages that install it into
-#                 impl_prefix (install-mpis.sh), "" for Debian's packages.
+#                 impl_prefix (install-mpis.sh), "" for Debian's packages;
+#   impl_ldflags  what a program's link needs besides its wrapper's (optional).
 # Adding an implementation is adding one such file (and, for its jobs to be
 # started by the virtual machine, a launcher in taskers/).
 
@@ -30,7 +31,7 @@ impls_all() {
 impl_load() {
   local f="$ISTHMUS_ROOT/scripts/mpi/$1.sh" over
   [ "$1" != impls ] && [ -f "$f" ] || { echo "unknown MPI implementation: $1" >&2; return 2; }
-  impl_family='' impl_prefix='' impl_mpicc='' impl_mpifort='' impl_mpiexec='' impl_env='' impl_pip=''
+  impl_family='' impl_prefix='' impl_mpicc='' impl_mpifort='' impl_mpiexec='' impl_env='' impl_pip='' impl_ldflags=''
   over="ISTHMUS_MPI_$(echo "$1" | tr '[:lower:]-' '[:upper:]_')"
   impl_prefix="${!over:-}"
   # shellcheck disable=SC1090

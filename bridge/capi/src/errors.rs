@@ -139,8 +139,13 @@ pub fn code_of(call: &str, e: &BridgeError) -> c_int {
 /// here, so the reason is on stderr whatever the implementation prints),
 /// `MPI_ERRORS_RETURN` returns. Returns `code`.
 pub fn raise(comm: MPI_Comm, code: c_int) -> c_int {
-    if is_fatal(comm) {
-        eprintln!("{}", error_string(code));
+    match handler_of(comm) {
+        // ERRORS_RETURN does nothing but return: not calling it is the same,
+        // and Intel MPI 2021.18's standard-ABI library (libmpi_abi.so.1)
+        // aborts in MPI_Comm_call_errhandler even under MPI_ERRORS_RETURN.
+        Handler::Return => return code,
+        Handler::Fatal => eprintln!("{}", error_string(code)),
+        Handler::Other => {}
     }
     // SAFETY: `comm` is a live communicator (the caller's argument) and
     // `code` a valid error code.
@@ -183,17 +188,30 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
     raise(comm, c)
 }
 
-fn is_fatal(comm: MPI_Comm) -> bool {
+/// Which of MPI's predefined handlers, if either, `comm` has.
+enum Handler {
+    Fatal,
+    Return,
+    Other,
+}
+
+fn handler_of(comm: MPI_Comm) -> Handler {
     let mut h: ffi::MPI_Errhandler = unsafe_errhandler_null();
     // SAFETY: `comm` is live; `h` is a valid out-pointer.
     if unsafe { ffi::PMPI_Comm_get_errhandler(comm, &mut h) } != 0 {
-        return true;
+        return Handler::Fatal;
     }
-    // SAFETY: reading rsmpi's exported constant.
-    let fatal = h == unsafe { ffi::RSMPI_ERRORS_ARE_FATAL };
+    // SAFETY: reading rsmpi's exported constants.
+    let which = if h == unsafe { ffi::RSMPI_ERRORS_ARE_FATAL } {
+        Handler::Fatal
+    } else if h == unsafe { ffi::RSMPI_ERRORS_RETURN } {
+        Handler::Return
+    } else {
+        Handler::Other
+    };
     // SAFETY: MPI_Comm_get_errhandler returned a reference we must free.
     unsafe { ffi::PMPI_Errhandler_free(&mut h) };
-    fatal
+    which
 }
 
 fn unsafe_errhandler_null() -> ffi::MPI_Errhandler {

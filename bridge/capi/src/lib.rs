@@ -43,6 +43,8 @@ pub mod comms;
 pub mod datatype;
 pub mod errors;
 pub mod finalize;
+// The standard ABI's first version has no Fortran (build.rs).
+#[cfg(not(isthmus_mpi_abi))]
 pub mod fortran;
 #[cfg(isthmus_large_count)]
 pub mod large_count;

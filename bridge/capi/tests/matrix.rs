@@ -99,13 +99,22 @@ const SMOKE: [(&str, Smoke); 6] = [
 
 /// Every pairing of the matrix that Debian's pair's full suite does not
 /// already cover: each two implementations once (left as listed) and each
-/// implementation other than Debian's with itself.
+/// implementation other than Debian's with itself. The standard-ABI runs
+/// pair with Debian's two and with each other only (one binary on MPICH 5
+/// and on Intel MPI at once): their MPI is MPICH 5's or Intel's, which the
+/// other pairings already meet.
 fn pairings(impls: &[Mpi]) -> Vec<(Mpi, Mpi)> {
     let debian = |m: Mpi| matches!(m, Mpi::OpenMpi | Mpi::Mpich);
+    let wanted = |a: Mpi, b: Mpi| match (a.is_abi(), b.is_abi()) {
+        (false, false) => !(debian(a) && debian(b)),
+        (true, true) => a != b,
+        (true, false) => debian(b),
+        (false, true) => debian(a),
+    };
     let mut out = Vec::new();
     for (i, &a) in impls.iter().enumerate() {
         for &b in &impls[i..] {
-            if !(debian(a) && debian(b)) {
+            if wanted(a, b) {
                 out.push((a, b));
             }
         }
@@ -155,4 +164,43 @@ fn every_pairing_passes_the_smoke_set() {
         pairs.len() * SMOKE.len(),
         failures.join("\n\n")
     );
+}
+
+/// The matrix's two standard-ABI columns are one binary on two MPIs: a
+/// program built once with MPICH 5's `mpicc_abi` reports MPICH 5 under the
+/// `abi` launcher and Intel MPI under the `abi-impi` one.
+#[test]
+fn one_standard_abi_binary_runs_on_mpich_5_and_on_intel_mpi() {
+    let dir = TempDir::new("abi-binary");
+    let program = dir.0.join("library_version");
+    build_c(
+        Mpi::Abi,
+        &[crate_dir().join("tests/c/library_version.c")],
+        &program,
+        Linking::Unmodified,
+    );
+    for (mpi, want) in [
+        (Mpi::Abi, "LIBRARY MPICH Version:"),
+        (Mpi::AbiImpi, "LIBRARY Intel(R) MPI Library"),
+    ] {
+        let mut cmd = std::process::Command::new(mpi.mpiexec());
+        cmd.args(["-n", "1"])
+            .arg(&program)
+            .env_remove("LD_LIBRARY_PATH")
+            .envs(mpi.env());
+        let o = finish(
+            cmd.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start the launcher"),
+            Duration::from_secs(60),
+            mpi.name(),
+        );
+        assert!(
+            o.status.success() && String::from_utf8_lossy(&o.stdout).contains(want),
+            "{} did not run on the MPI it names:\n{}",
+            mpi.name(),
+            text(&o)
+        );
+    }
 }

@@ -27,7 +27,7 @@ fn python_path(mpi: Mpi) -> String {
     match mpi {
         Mpi::OpenMpi => package,
         // The Python tests run on Debian's two.
-        Mpi::OpenMpi5 | Mpi::Mpich5 | Mpi::Impi => {
+        Mpi::OpenMpi5 | Mpi::Mpich5 | Mpi::Impi | Mpi::Abi | Mpi::AbiImpi => {
             panic!("no mpi4py for {} here", mpi.name())
         }
         Mpi::Mpich => {
@@ -79,7 +79,8 @@ fn ran_on(o: &std::process::Output, mpi: Mpi) -> bool {
         Mpi::OpenMpi => "VENDOR Open MPI",
         Mpi::Mpich | Mpi::Mpich5 => "VENDOR MPICH",
         Mpi::OpenMpi5 => "VENDOR Open MPI",
-        Mpi::Impi => "VENDOR Intel",
+        Mpi::Impi | Mpi::AbiImpi => "VENDOR Intel",
+        Mpi::Abi => "VENDOR MPICH",
     };
     String::from_utf8_lossy(&o.stdout).contains(vendor)
 }

@@ -28,6 +28,12 @@ pub enum Mpi {
     OpenMpi5,
     Mpich5,
     Impi,
+    /// The MPI 5.0 standard ABI: a program built with MPICH 5's
+    /// `mpicc_abi` against the `abi` flavour of libisthmus, run on MPICH 5.
+    Abi,
+    /// The same binaries as [`Mpi::Abi`], run on Intel MPI's
+    /// `libmpi_abi.so.1` (its launcher, its library first on the path).
+    AbiImpi,
 }
 
 /// Which ABI family an implementation belongs to: its launcher's options,
@@ -40,12 +46,14 @@ pub enum Family {
 
 impl Mpi {
     /// Every implementation, Debian's two first.
-    pub const ALL: [Mpi; 5] = [
+    pub const ALL: [Mpi; 7] = [
         Mpi::OpenMpi,
         Mpi::Mpich,
         Mpi::OpenMpi5,
         Mpi::Mpich5,
         Mpi::Impi,
+        Mpi::Abi,
+        Mpi::AbiImpi,
     ];
 
     /// Its name in scripts/mpi/ and target/.
@@ -56,7 +64,23 @@ impl Mpi {
             Mpi::OpenMpi5 => "openmpi5",
             Mpi::Mpich5 => "mpich5",
             Mpi::Impi => "impi",
+            Mpi::Abi => "abi",
+            Mpi::AbiImpi => "abi-impi",
         }
+    }
+
+    /// The flavour of libisthmus its programs load (target/<flavour>):
+    /// both standard-ABI runs share the `abi` one.
+    pub fn flavour(self) -> &'static str {
+        match self {
+            Mpi::AbiImpi => "abi",
+            m => m.name(),
+        }
+    }
+
+    /// A run of the MPI 5.0 standard ABI.
+    pub fn is_abi(self) -> bool {
+        matches!(self, Mpi::Abi | Mpi::AbiImpi)
     }
 
     pub fn from_name(name: &str) -> Option<Mpi> {
@@ -66,7 +90,7 @@ impl Mpi {
     pub fn family(self) -> Family {
         match self {
             Mpi::OpenMpi | Mpi::OpenMpi5 => Family::OpenMpi,
-            Mpi::Mpich | Mpi::Mpich5 | Mpi::Impi => Family::Mpich,
+            Mpi::Mpich | Mpi::Mpich5 | Mpi::Impi | Mpi::Abi | Mpi::AbiImpi => Family::Mpich,
         }
     }
 
@@ -80,27 +104,25 @@ impl Mpi {
 
     /// `ISTHMUS_MPI_<NAME>` if set, else $ISTHMUS_MPI_HOME/<name> (as
     /// scripts/mpi/impls.sh); None for Debian's two (wrappers on PATH).
+    /// The standard-ABI runs build with MPICH 5's `mpicc_abi`
+    /// (scripts/mpi/abi.sh).
     fn prefix(self) -> Option<PathBuf> {
-        if matches!(self, Mpi::OpenMpi | Mpi::Mpich) {
-            return None;
+        match self {
+            Mpi::OpenMpi | Mpi::Mpich => None,
+            Mpi::Abi | Mpi::AbiImpi => Some(
+                std::env::var_os("ISTHMUS_MPI_ABI")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| installation("mpich5")),
+            ),
+            m => Some(installation(m.name())),
         }
-        let over = format!("ISTHMUS_MPI_{}", self.name().to_uppercase());
-        Some(
-            std::env::var_os(over)
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    std::env::var_os("ISTHMUS_MPI_HOME")
-                        .map(PathBuf::from)
-                        .unwrap_or_else(|| PathBuf::from("/opt/isthmus/mpi"))
-                        .join(self.name())
-                }),
-        )
     }
 
     /// Its C compiler wrapper.
     pub fn mpicc(self) -> PathBuf {
         match self.prefix() {
             None => PathBuf::from(format!("mpicc.{}", self.name())),
+            Some(p) if self.is_abi() => p.join("bin/mpicc_abi"),
             Some(p) => p.join("bin/mpicc"),
         }
     }
@@ -111,6 +133,7 @@ impl Mpi {
             (Mpi::OpenMpi, _) => "mpirun.openmpi".into(),
             (Mpi::Mpich, _) => "mpiexec.mpich".into(),
             (Mpi::OpenMpi5, Some(p)) => p.join("bin/mpirun"),
+            (Mpi::AbiImpi, _) => installation("impi").join("bin/mpiexec.hydra"),
             (_, Some(p)) => p.join("bin/mpiexec.hydra"),
             (_, None) => unreachable!("only Debian's two have no prefix"),
         }
@@ -120,6 +143,17 @@ impl Mpi {
     pub fn env(self) -> Vec<(String, String)> {
         match (self, self.prefix()) {
             (Mpi::Impi, Some(p)) => vec![("I_MPI_ROOT".into(), p.display().to_string())],
+            // Intel's libmpi_abi.so.1 ahead of the program's RUNPATH (MPICH 5's).
+            (Mpi::AbiImpi, _) => {
+                let impi = installation("impi");
+                vec![
+                    ("I_MPI_ROOT".into(), impi.display().to_string()),
+                    (
+                        "LD_LIBRARY_PATH".into(),
+                        impi.join("lib").display().to_string(),
+                    ),
+                ]
+            }
             _ => vec![],
         }
     }
@@ -128,6 +162,7 @@ impl Mpi {
     fn lib_name(self) -> &'static str {
         match self {
             Mpi::Mpich => "-lmpich",
+            Mpi::Abi | Mpi::AbiImpi => "-lmpi_abi",
             _ => "-lmpi",
         }
     }
@@ -157,12 +192,12 @@ fn repo_root() -> PathBuf {
 /// `ISTHMUS_<NAME>_BIN_DIR`, else its target dir (the Open MPI one: this
 /// test's own).
 pub fn lib_dir(mpi: Mpi) -> PathBuf {
-    let var = format!("ISTHMUS_{}_BIN_DIR", mpi.name().to_uppercase());
+    let var = format!("ISTHMUS_{}_BIN_DIR", mpi.flavour().to_uppercase());
     let dir = std::env::var_os(var)
         .map(PathBuf::from)
         .unwrap_or_else(|| match mpi {
             Mpi::OpenMpi => isthmus_testkit::bin_dir(),
-            _ => repo_root().join(format!("target/{}/release", mpi.name())),
+            _ => repo_root().join(format!("target/{}/release", mpi.flavour())),
         });
     assert!(
         dir.join("libisthmus.so").exists(),
@@ -170,9 +205,24 @@ pub fn lib_dir(mpi: Mpi) -> PathBuf {
          (build_with {}: its MPICC, its own target dir)",
         mpi.name(),
         dir.display(),
-        mpi.name()
+        mpi.flavour()
     );
     dir
+}
+
+/// Where the registry's implementation `name` is installed:
+/// `ISTHMUS_MPI_<NAME>`, else `$ISTHMUS_MPI_HOME/<name>` (as
+/// scripts/mpi/impls.sh).
+fn installation(name: &str) -> PathBuf {
+    let over = format!("ISTHMUS_MPI_{}", name.to_uppercase());
+    std::env::var_os(over)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("ISTHMUS_MPI_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/opt/isthmus/mpi"))
+                .join(name)
+        })
 }
 
 /// `$ISTHMUS_CONFORMANCE_DIR`, else `shared/conformance/mpich` in the
@@ -260,6 +310,16 @@ pub fn build_c_including(
                 .flat_map(|d| [PathBuf::from("-I"), d.clone()]),
         )
         .args(sources);
+    if let (true, Some(prefix)) = (mpi.is_abi(), mpi.prefix()) {
+        // The registry's MPICH 5 links libmpi_abi.so.1 against the libfabric
+        // in lib/mpich (its RUNPATH says $ORIGIN/mpich, which ld does not
+        // search for a program's link): without this, Debian's older
+        // libfabric is found and the link fails (fi_getinfo@FABRIC_1.9).
+        cmd.arg(format!(
+            "-Wl,-rpath-link,{}",
+            prefix.join("lib/mpich").display()
+        ));
+    }
     if linking == Linking::Preloaded {
         // The MPI library first, Isthmus after it: the program's MPI_Send
         // binds to MPI's own unless LD_PRELOAD puts Isthmus in front.
