@@ -86,6 +86,12 @@ pub enum BridgeError {
     #[error("remote group {group:?} lost a member: {reason}")]
     RemoteLost { group: String, reason: String },
 
+    /// A nonblocking send found `limit` sends of this process already
+    /// waiting for their receivers (`ISTHMUS_MAX_PENDING_SENDS`); nothing
+    /// was sent. MPI lets a call fail for lack of resources.
+    #[error("{limit} sends of this process already wait for their receivers (ISTHMUS_MAX_PENDING_SENDS): complete some (MPI_Wait/MPI_Test) or raise the limit; this send was not started")]
+    TooManyPendingSends { limit: u64 },
+
     /// The datatype layer could not describe, encode or decode the data.
     #[error("datatype: {0}")]
     Datatype(Arc<crate::datatype::DatatypeError>),

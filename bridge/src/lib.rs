@@ -103,8 +103,10 @@
 //!   [`EngineConfig::finalize_timeout`], then says BYE; what is left is
 //!   reported per peer ([`Undelivered`]). Payloads a sender holds for
 //!   unreceived messages are bounded by
-//!   [`EngineConfig::send_buffer_limit`]; past it a blocking send waits for
-//!   its match (see `held`).
+//!   [`EngineConfig::send_buffer_limit`], and the sends waiting for their
+//!   receivers by [`EngineConfig::max_pending_sends`]; past either a
+//!   blocking send waits for its match, and past the second a nonblocking
+//!   one fails with [`BridgeError::TooManyPendingSends`] (see `held`).
 //! * Failure: a connection that ends without BYE, a write error, or
 //!   [`Engine::peer_failed`] marks the peer failed: its pending receives,
 //!   synchronous sends and queued sends fail with `PeerFailed`, as do later

@@ -749,3 +749,101 @@ fn unknown_contexts_are_bounded_in_count_and_age() {
     r1.wait_timeout(T).unwrap();
     drop(r2);
 }
+
+/// Issue 23, item 2, the bookkeeping: the sends that wait for their
+/// receivers have a bound in number (`max_pending_sends`, here 16) as in
+/// bytes, since each costs memory whatever its payload. Past it a
+/// nonblocking send — lent, owned or borrowed — fails at once with
+/// `TooManyPendingSends` naming the limit and sends nothing; every send that
+/// was started arrives intact once the receiver receives; their completion
+/// gives the slots back; a blocking send past the bound is not refused (it
+/// waits for its match).
+#[test]
+fn pending_sends_past_their_bound_fail_and_the_rest_arrive() {
+    const LIMIT: u64 = 16;
+    const LEN: usize = 256 << 10;
+    mpi();
+    let mut cfg = EngineConfig::new("testhost");
+    // Every message of LEN goes by rendezvous, so each one waits as a
+    // pending send until the receiver posts its receive.
+    cfg.large_eager_limit = cfg.eager_limit;
+    cfg.max_pending_sends = LIMIT;
+    let ea = Engine::start(cfg).expect("engine starts");
+    let eb = engine();
+    let a = ea.intercomm(0x9e_d0, 0, 1, vec![eb.endpoint()]).unwrap();
+    let b = eb.intercomm(0x9e_d0, 0, 1, vec![ea.endpoint()]).unwrap();
+    let sig = u8::type_sig().unwrap();
+    let lent: Vec<Vec<u8>> = (0..LIMIT).map(|i| flood_message(i, LEN)).collect();
+    let mut reqs = Vec::new();
+    for (i, m) in lent.iter().enumerate() {
+        // SAFETY: `lent` outlives every request, which all complete below.
+        let r = unsafe { a.isend_lent(0, i as i32, &sig, LEN as u64, m.as_ptr(), m.len()) };
+        reqs.push(r.unwrap());
+    }
+    let refused = [
+        // SAFETY: refused before anything refers to the memory.
+        unsafe { a.isend_lent(0, 99, &sig, LEN as u64, lent[0].as_ptr(), LEN) }.err(),
+        a.isend_bytes(0, 99, &sig, LEN as u64, flood_message(99, LEN))
+            .err(),
+        a.isend_borrowed(0, 99, &sig, LEN as u64, &lent[1]).err(),
+        a.issend_bytes(0, 99, &sig, LEN as u64, flood_message(99, LEN))
+            .err(),
+    ];
+    for e in refused {
+        match e {
+            Some(BridgeError::TooManyPendingSends { limit }) => assert_eq!(limit, LIMIT),
+            other => panic!("expected TooManyPendingSends, got {other:?}"),
+        }
+    }
+    let msg = BridgeError::TooManyPendingSends { limit: LIMIT }.to_string();
+    assert!(msg.contains("ISTHMUS_MAX_PENDING_SENDS"), "{msg}");
+    assert!(
+        reqs.iter().all(|r| !r.test()),
+        "no send completed before its receive"
+    );
+    // A blocking send past the bound is not refused; the receiver takes
+    // everything, and the refused tag 99 never came.
+    let big = flood_message(1000, LEN);
+    std::thread::scope(|s| {
+        let rx = s.spawn(|| {
+            let mut buf = vec![0u8; LEN];
+            for i in 0..LIMIT {
+                let st = b
+                    .recv_timeout(Source::Rank(0), Tag::Value(i as i32), &mut buf, T)
+                    .unwrap();
+                assert_eq!(st.bytes as usize, LEN);
+                assert_eq!(
+                    checksum(&buf),
+                    checksum(&flood_message(i, LEN)),
+                    "message {i}"
+                );
+            }
+            b.recv_timeout(Source::Rank(0), Tag::Value(1000), &mut buf, T)
+                .unwrap();
+            assert_eq!(checksum(&buf), checksum(&big));
+            assert!(b.iprobe(Source::Rank(0), Tag::Value(99)).unwrap().is_none());
+        });
+        a.send(0, 1000, &big).unwrap();
+        rx.join().unwrap();
+    });
+    for r in wait_all(reqs) {
+        r.unwrap();
+    }
+    drop(lent);
+    // The slots came back: as many sends can wait again.
+    let again: Vec<_> = (0..LIMIT)
+        .map(|i| {
+            a.isend_bytes(0, 2000 + i as i32, &sig, LEN as u64, flood_message(i, LEN))
+                .unwrap()
+        })
+        .collect();
+    let mut buf = vec![0u8; LEN];
+    for i in 0..LIMIT {
+        b.recv_timeout(Source::Rank(0), Tag::Value(2000 + i as i32), &mut buf, T)
+            .unwrap();
+        assert_eq!(checksum(&buf), checksum(&flood_message(i, LEN)));
+    }
+    for r in wait_all(again) {
+        r.unwrap();
+    }
+}

@@ -67,6 +67,13 @@ pub const DEFAULT_UNEXPECTED_LIMIT: u64 = 128 << 20;
 /// keeps a flood of small messages flowing (tens of thousands of them
 /// outstanding) at a fraction of what a rank usually has.
 pub const DEFAULT_SEND_BUFFER_LIMIT: u64 = 64 << 20;
+/// Default bound on the sends that wait for their receivers in one process
+/// holding a message (a copy, an owned payload, or memory lent by
+/// `MPI_Isend`): 65,536. Each costs bookkeeping whatever its payload (about
+/// 1.3 KiB per `MPI_Isend` with MPI's generalized request), so this bounds
+/// that at about 85 MiB; past it a blocking send waits for its match and a
+/// nonblocking one fails (`BridgeError::TooManyPendingSends`).
+pub const DEFAULT_MAX_PENDING_SENDS: u64 = 65_536;
 /// Default deadline of an orderly shutdown (`Engine::shutdown`, dropping
 /// the engine, `MPI_Finalize`): how long it waits for every peer to take
 /// what was sent to it (queued frames, announced messages waiting for their
@@ -121,6 +128,9 @@ pub struct EngineConfig {
     /// Bound on the memory this process holds for its unreceived messages;
     /// past it blocking sends wait for their match. `ISTHMUS_SEND_BUFFER_LIMIT`.
     pub send_buffer_limit: u64,
+    /// Bound on the sends holding a message for a receiver that has not
+    /// taken it; past it nonblocking sends fail. `ISTHMUS_MAX_PENDING_SENDS`.
+    pub max_pending_sends: u64,
     /// How long an orderly shutdown waits for peers to take what was sent
     /// to them. `ISTHMUS_FINALIZE_TIMEOUT` (seconds).
     pub finalize_timeout: Duration,
@@ -145,7 +155,8 @@ impl EngineConfig {
     /// Defaults (see the `DEFAULT_*` constants), overridden by `ISTHMUS_EAGER_LIMIT`,
     /// `ISTHMUS_LARGE_EAGER_LIMIT`, `ISTHMUS_EAGER_WINDOW`,
     /// `ISTHMUS_UNEXPECTED_LIMIT`, `ISTHMUS_ADMISSION_PER_SOURCE`,
-    /// `ISTHMUS_SEND_BUFFER_LIMIT` and `ISTHMUS_FINALIZE_TIMEOUT` when set.
+    /// `ISTHMUS_SEND_BUFFER_LIMIT`, `ISTHMUS_MAX_PENDING_SENDS` and
+    /// `ISTHMUS_FINALIZE_TIMEOUT` when set.
     pub fn new(host: impl Into<String>) -> Self {
         let env = |name: &str, default: u64| {
             std::env::var(name).ok().map_or(default, |v| match parse_size(&v) {
@@ -179,6 +190,7 @@ impl EngineConfig {
             .unwrap_or(usize::MAX),
             early_context_age: DEFAULT_EARLY_CONTEXT_AGE,
             send_buffer_limit: env("ISTHMUS_SEND_BUFFER_LIMIT", DEFAULT_SEND_BUFFER_LIMIT),
+            max_pending_sends: env("ISTHMUS_MAX_PENDING_SENDS", DEFAULT_MAX_PENDING_SENDS).max(1),
             finalize_timeout: env_seconds("ISTHMUS_FINALIZE_TIMEOUT", DEFAULT_FINALIZE_TIMEOUT),
             listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
             advertise: Vec::new(),
@@ -332,7 +344,7 @@ impl Engine {
             identity,
             limits,
             ledger,
-            SendBudget::new(config.send_buffer_limit),
+            SendBudget::new(config.send_buffer_limit, config.max_pending_sends),
             Arc::clone(&poller),
             admission,
         ));

@@ -7,7 +7,8 @@
 //! registered in one place (`announce`). A nonblocking send of lent memory
 //! (`SendBytes::Lent`, the C library's `MPI_Isend`) copies nothing: its
 //! request completes once its bytes were written, so what the sender holds
-//! for a receiver that does not receive is the program's own buffer.
+//! for a receiver that does not receive is the program's own buffer; the
+//! number of such waiting sends has a bound (`held`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -178,6 +179,18 @@ impl Channel {
         Ok(SendRequest { done })
     }
 
+    /// The share of the sender's budget a nonblocking send takes while it
+    /// waits for its receiver: one pending send, plus its payload's bytes
+    /// unless the payload is lent (the program's memory). Past the bound
+    /// on pending sends it fails, and nothing was sent.
+    fn pending_share(&self, payload: &SendBytes<'_>) -> Result<Option<Held>> {
+        let len = if payload.is_lent() { 0 } else { payload.len() };
+        match self.shared.budget.take_pending(len) {
+            Ok(held) => Ok(Some(held)),
+            Err(full) => Err(BridgeError::TooManyPendingSends { limit: full.limit }),
+        }
+    }
+
     /// Blocking synchronous send: returns once the receiver MATCHED the
     /// message (or, with `timeout`, fails with `Timeout`; the message has
     /// then been sent and may still be matched later).
@@ -234,7 +247,7 @@ impl Channel {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = shared.link(ep, dest)?;
         if !self.eager_ok(&*conn, payload.len()) {
-            let held = (!payload.is_lent()).then(|| shared.budget.take(payload.len()));
+            let held = self.pending_share(&payload)?;
             return self.rendezvous_nonblocking(
                 &*conn,
                 hdr,
@@ -278,7 +291,7 @@ impl Channel {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
         let conn = shared.link(ep, dest)?;
         if !self.eager_ok(&*conn, payload.len()) {
-            let held = (!payload.is_lent()).then(|| shared.budget.take(payload.len()));
+            let held = self.pending_share(&payload)?;
             let payload = payload.into_payload();
             return self.rendezvous_nonblocking(&*conn, hdr, ep.process, dest, payload, held);
         }
