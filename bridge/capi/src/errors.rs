@@ -41,6 +41,9 @@ pub enum Class {
     Refused,
     /// A port or service name that Isthmus does not know.
     Port,
+    /// A bound on what this process holds was reached (too many sends
+    /// waiting for their receivers); the call did nothing.
+    Resources,
     /// Anything else (I/O, protocol, shutdown).
     Other,
 }
@@ -66,6 +69,7 @@ impl Class {
             BridgeError::NameTaken { .. } => Class::NameTaken,
             BridgeError::NotPermitted { .. } => Class::NotPermitted,
             BridgeError::Vm { .. } => Class::Vm,
+            BridgeError::TooManyPendingSends { .. } => Class::Resources,
             _ => Class::Other,
         }
     }

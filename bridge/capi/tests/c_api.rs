@@ -145,6 +145,54 @@ fn isends_to_a_receiver_that_sleeps_hold_no_copy() {
     }
 }
 
+/// Issue 23, item 2, the requests' bookkeeping: with
+/// `ISTHMUS_MAX_PENDING_SENDS=64`, a rank posting 1 KiB `MPI_Isend`s to a
+/// receiver that sleeps gets, past the receiver's credit and 64 waiting
+/// sends, an Isthmus error whose `MPI_Error_string` names the variable
+/// (not an abort, not memory without bound); the sends that started all
+/// arrive intact and nothing arrives for the refused one. Both ways round.
+fn pending_sends_bounded(a: (Mpi, Linking), b: (Mpi, Linking)) {
+    let dir = TempDir::new("capi");
+    let vmd = Vmd::start("localhost", &[]);
+    let scenario = "pendingbound";
+    let job = |(mpi, linking): (Mpi, Linking), me: &str, other: &str| Job {
+        mpi,
+        np: 2,
+        program: program(mpi, linking, &dir),
+        args: vec![scenario.into(), me.into(), other.into()],
+        env: vec![("ISTHMUS_MAX_PENDING_SENDS".to_owned(), "64".to_owned())],
+        linking,
+    };
+    let (oa, ob) = run_pair(
+        &vmd,
+        &job(a, "a-pend", "b-pend"),
+        &job(b, "b-pend", "a-pend"),
+        Duration::from_secs(120),
+    );
+    assert!(
+        passed(&oa, scenario) && passed(&ob, scenario),
+        "pending bound between {a:?} and {b:?}\nA:\n{}\nB:\n{}",
+        text(&oa),
+        text(&ob)
+    );
+    let out = String::from_utf8_lossy(&oa.stdout);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("PENDING ")).count(),
+        2,
+        "{out}"
+    );
+}
+
+#[test]
+fn pending_sends_bounded_mpich_to_open_mpi() {
+    pending_sends_bounded(MPICH, OMPI);
+}
+
+#[test]
+fn pending_sends_bounded_open_mpi_to_mpich() {
+    pending_sends_bounded(OMPI, MPICH);
+}
+
 #[test]
 fn mixed_requests_open_mpi_with_mpich() {
     both_pass("mixed", OMPI, MPICH);

@@ -19,6 +19,11 @@
  *            while the second job's ranks sleep, print their peak RSS
  *            (VmHWM) before and after, then wait for them; the receivers
  *            then take every message, intact and in order.
+ *   pendingbound  run with ISTHMUS_MAX_PENDING_SENDS=64: the first job's
+ *            ranks post 1 KiB MPI_Isends while the second job's sleep,
+ *            until one fails past the bound (its error string names the
+ *            variable; nothing is sent for it); the receivers then take
+ *            exactly the sends that started, intact and in order.
  *   coll     MPI_Barrier waits for the other job; MPI_Bcast of predefined
  *            (int, double, 1 MiB of char) and derived (vector, struct)
  *            types from each rank of either job reaches every remote rank
@@ -520,6 +525,54 @@ static void isend_flood(void)
     }
 }
 
+/* The pendingbound scenario: more 1 KiB isends than the receiver's
+ * credit and the bound on pending sends hold together. */
+static void pending_bound(void)
+{
+    enum { MAX = 20000, KIB = 1024, TAG = 6, COUNT_TAG = 7 };
+    static unsigned char pattern[KIB * 1024], in[KIB];
+    for (int j = 0; j < KIB * 1024; j++)
+        pattern[j] = flood_byte(j);
+    if (left) {
+        static MPI_Request reqs[MAX];
+        int started = 0, rc = MPI_SUCCESS;
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+        for (; started < MAX; started++) {
+            rc = MPI_Isend(pattern + (started % 1024) * KIB, KIB, MPI_BYTE, rank, TAG, inter,
+                           &reqs[started]);
+            if (rc != MPI_SUCCESS)
+                break;
+        }
+        CHECK(rc != MPI_SUCCESS, "%d isends to a sleeping receiver all started", MAX);
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        CHECK(strstr(msg, "ISTHMUS_MAX_PENDING_SENDS") != NULL, "isend %d failed with: %s",
+              started, msg);
+        printf("PENDING rank %d started %d refused: %s\n", rank, started, msg);
+        /* A blocking send is not refused: it waits for its match. */
+        CHECK(MPI_Send(&started, 1, MPI_INT, rank, COUNT_TAG, inter) == MPI_SUCCESS, "count");
+        CHECK(MPI_Waitall(started, reqs, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall");
+        return;
+    }
+    sleep(2); /* the isends run into the bound meanwhile */
+    int started = -1, flag = 1;
+    CHECK(MPI_Recv(&started, 1, MPI_INT, rank, COUNT_TAG, inter, MPI_STATUS_IGNORE) == MPI_SUCCESS,
+          "count");
+    CHECK(started > 64 && started < MAX, "sender started %d isends", started);
+    for (int i = 0; i < started; i++) {
+        MPI_Status st;
+        int count = -1;
+        CHECK(MPI_Recv(in, KIB, MPI_BYTE, rank, TAG, inter, &st) == MPI_SUCCESS, "recv %d", i);
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        CHECK(count == KIB, "message %d: %d bytes", i, count);
+        CHECK(!memcmp(in, pattern + (i % 1024) * KIB, KIB), "message %d corrupted", i);
+    }
+    /* The refused send never came. */
+    CHECK(MPI_Iprobe(rank, TAG, inter, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag,
+          "a message past the %d started ones arrived", started);
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, provided;
@@ -555,6 +608,8 @@ int main(int argc, char **argv)
         finalize_delivery();
     else if (!strcmp(scenario, "isendflood"))
         isend_flood();
+    else if (!strcmp(scenario, "pendingbound"))
+        pending_bound();
     else if (!strcmp(scenario, "killed-return"))
         killed(1);
     else if (!strcmp(scenario, "killed-fatal"))
