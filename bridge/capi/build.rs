@@ -30,8 +30,14 @@
 //! word in and the same word out hands the callee exactly what the caller
 //! passed.
 
-// A build script reports a failure by panicking: cargo shows the message.
-#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+// A build script reports a failure by panicking: cargo shows the message
+// (an index out of the table's bounds is such a failure too).
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 #[path = "build/fortran.rs"]
 mod fortran;

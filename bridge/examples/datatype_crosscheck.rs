@@ -12,7 +12,12 @@
 //! Exit status 1 on any mismatch.
 
 // A benchmark stops at its first failure, with the reason.
-#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::path::Path;
 use std::time::Instant;

@@ -37,7 +37,9 @@ pub const PUBLIC_KEY_LEN: usize = 32;
 pub fn process_id(public_key: &[u8; PUBLIC_KEY_LEN]) -> Uuid {
     let digest = Sha512::digest(public_key);
     let mut id = [0u8; 16];
-    id.copy_from_slice(&digest[..16]);
+    for (i, d) in id.iter_mut().zip(digest.iter()) {
+        *i = *d;
+    }
     uuid::Builder::from_custom_bytes(id).into_uuid()
 }
 const ABSENT: u16 = 0xFFFF;
@@ -80,7 +82,7 @@ impl Endpoint {
             }
         }
         put_str(&mut out, self.unix.as_deref());
-        let tcp = &self.tcp[..self.tcp.len().min(MAX_PUBLISHED)];
+        let tcp = self.tcp.iter().take(MAX_PUBLISHED);
         out.push(tcp.len() as u8);
         for a in tcp {
             put_str(&mut out, Some(&a.to_string()));
@@ -96,7 +98,7 @@ impl Endpoint {
                 "record does not start with the ISEP magic".into(),
             ));
         }
-        let version = r.take(1)?[0];
+        let version = r.byte()?;
         if version != ENDPOINT_VERSION {
             let what = match version {
                 1 | 2 => "from an older Isthmus build (one TCP address, no locality)",
@@ -114,7 +116,7 @@ impl Endpoint {
         let host = r
             .string()?
             .ok_or_else(|| BridgeError::BadEndpoint("host is missing".into()))?;
-        let locality = match r.take(1)?[0] {
+        let locality = match r.byte()? {
             0 => None,
             1 => {
                 let mut boot_id = [0u8; 16];
@@ -133,7 +135,7 @@ impl Endpoint {
             }
         };
         let unix = r.string()?;
-        let count = r.take(1)?[0] as usize;
+        let count = r.byte()? as usize;
         if count > MAX_PUBLISHED {
             return Err(BridgeError::BadEndpoint(format!(
                 "{count} TCP addresses (at most {MAX_PUBLISHED})"
@@ -190,7 +192,7 @@ fn put_str(out: &mut Vec<u8>, s: Option<&str>) {
                 end -= 1;
             }
             out.extend_from_slice(&(end as u16).to_le_bytes());
-            out.extend_from_slice(&s.as_bytes()[..end]);
+            out.extend_from_slice(s.as_bytes().get(..end).unwrap_or_default());
         }
     }
 }
@@ -202,10 +204,10 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self
+        let s = self
             .pos
             .checked_add(n)
-            .filter(|&e| e <= self.bytes.len())
+            .and_then(|end| self.bytes.get(self.pos..end))
             .ok_or_else(|| {
                 BridgeError::BadEndpoint(format!(
                     "record truncated: need {n} bytes at offset {}, have {}",
@@ -213,13 +215,21 @@ impl<'a> Cursor<'a> {
                     self.bytes.len()
                 ))
             })?;
-        let s = &self.bytes[self.pos..end];
-        self.pos = end;
+        self.pos += n;
         Ok(s)
     }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let b = self.take(N)?;
+        b.try_into().map_err(|_| {
+            BridgeError::BadEndpoint(format!("record field of {} bytes, not {N}", b.len()))
+        })
+    }
+    fn byte(&mut self) -> Result<u8> {
+        let [b] = self.array::<1>()?;
+        Ok(b)
+    }
     fn string(&mut self) -> Result<Option<String>> {
-        let b = self.take(2)?;
-        let len = u16::from_le_bytes([b[0], b[1]]);
+        let len = u16::from_le_bytes(self.array::<2>()?);
         if len == ABSENT {
             return Ok(None);
         }

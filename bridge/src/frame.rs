@@ -132,28 +132,23 @@ impl FrameHeader {
         };
         let format = WireFormat::from_u8(b[1])
             .ok_or_else(|| BridgeError::Protocol(format!("unknown wire format {}", b[1])))?;
-        let u64_at = |o: usize| {
-            u64::from_le_bytes([
-                b[o],
-                b[o + 1],
-                b[o + 2],
-                b[o + 3],
-                b[o + 4],
-                b[o + 5],
-                b[o + 6],
-                b[o + 7],
-            ])
+        // Fixed offsets into a fixed-size header: always within it.
+        let u64_at = |o: usize| -> Result<u64> {
+            b.get(o..o + 8)
+                .and_then(|w| w.try_into().ok())
+                .map(u64::from_le_bytes)
+                .ok_or_else(|| BridgeError::Protocol(format!("no 8-byte field at {o}")))
         };
         let hdr = FrameHeader {
             kind,
             format,
             source: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
-            context: u64_at(8),
+            context: u64_at(8)?,
             tag: i32::from_le_bytes([b[16], b[17], b[18], b[19]]),
-            seq: u64_at(24),
-            signature: u64_at(32),
-            count: u64_at(40),
-            payload_len: u64_at(48),
+            seq: u64_at(24)?,
+            signature: u64_at(32)?,
+            count: u64_at(40)?,
+            payload_len: u64_at(48)?,
         };
         if !kind.carries_payload() && kind != FrameKind::Rts && hdr.payload_len != 0 {
             return Err(BridgeError::Protocol(format!(

@@ -151,14 +151,15 @@ pub(crate) fn connect(
     stream
         .read_exact(&mut challenge)
         .map_err(|e| io_reason("reading the peer's challenge", e))?;
-    let got = uuid_at(&challenge, 0);
+    let short = || "the peer's challenge is too short".to_string();
+    let got = uuid_at(&challenge, 0).ok_or_else(short)?;
     if got != peer.process {
         return Err(format!(
             "reached process {got}, not the expected one (stale endpoint?)"
         ));
     }
-    let na = array_at::<NONCE_LEN>(&challenge, 16);
-    let sig_a = array_at::<SIG_LEN>(&challenge, 16 + NONCE_LEN);
+    let na = array_at::<NONCE_LEN>(&challenge, 16).ok_or_else(short)?;
+    let sig_a = array_at::<SIG_LEN>(&challenge, 16 + NONCE_LEN).ok_or_else(short)?;
     if !verify(
         &peer.public_key,
         &transcript(ACCEPTOR_LABEL, me.process, peer.process, &nc, &na),
@@ -248,8 +249,12 @@ pub(crate) fn answer_hello(
             ),
         });
     }
-    let peer = uuid_at(hello, 12);
-    let nc = array_at::<NONCE_LEN>(hello, 28);
+    let short = || Refusal {
+        reply: Vec::new(),
+        reason: "the HELLO is too short".into(),
+    };
+    let peer = uuid_at(hello, 12).ok_or_else(short)?;
+    let nc = array_at::<NONCE_LEN>(hello, 28).ok_or_else(short)?;
     let na = nonce().map_err(|reason| Refusal {
         reply: Vec::new(),
         reason,
@@ -296,14 +301,14 @@ pub(crate) fn challenge(stream: &mut (impl Read + Write), me: &Identity) -> Outc
     Ok(challenged.with_proof(proof))
 }
 
-fn array_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
-    let mut a = [0u8; N];
-    a.copy_from_slice(&b[at..at + N]);
-    a
+/// `N` bytes of `b` from `at`; `None` past its end (the callers' buffers
+/// have a fixed size, so only a wrong offset could get there).
+fn array_at<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
+    b.get(at..at.checked_add(N)?)?.try_into().ok()
 }
 
-fn uuid_at(b: &[u8], at: usize) -> Uuid {
-    Uuid::from_bytes(array_at::<16>(b, at))
+fn uuid_at(b: &[u8], at: usize) -> Option<Uuid> {
+    array_at::<16>(b, at).map(Uuid::from_bytes)
 }
 
 #[cfg(test)]

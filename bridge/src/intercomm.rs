@@ -519,7 +519,16 @@ pub(crate) fn recv_typed_on<T: WireType>(
         let st = ch.recv_into(source, tag, Some(sig.signature), bytes, timeout)?;
         if st.format != sig.format {
             // Rare foreign-format message: convert in place through a copy.
-            let copy = bytes[..st.bytes as usize].to_vec();
+            let copy = bytes
+                .get(..st.bytes as usize)
+                .ok_or_else(|| {
+                    BridgeError::Protocol(format!(
+                        "{} bytes received into a {}-byte buffer",
+                        st.bytes,
+                        bytes.len()
+                    ))
+                })?
+                .to_vec();
             T::decode_into(st.format, &copy, buf)?;
         }
         return Ok(st);

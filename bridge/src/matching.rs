@@ -514,7 +514,14 @@ pub(crate) fn fill_from_arrived(
         Target::Borrowed(b) => {
             // SAFETY: RawBuf invariant — the owner is blocked until we complete; len checked above.
             let dst = unsafe { std::slice::from_raw_parts_mut(b.ptr, b.len) };
-            dst[..a.payload.len()].copy_from_slice(&a.payload);
+            let Some(dst) = dst.get_mut(..a.payload.len()) else {
+                return Err(BridgeError::Protocol(format!(
+                    "a {}-byte message matched a {}-byte buffer",
+                    a.payload.len(),
+                    b.len
+                )));
+            };
+            dst.copy_from_slice(&a.payload);
             Ok((None, st))
         }
     }

@@ -589,8 +589,8 @@ impl Forming {
     /// Take what completed; true once both halves did. Never blocks.
     fn advance(&mut self) -> Result<bool> {
         let mut i = 0;
-        while i < self.sent.len() {
-            if self.sent[i].test() {
+        while let Some(done) = self.sent.get(i).map(|s| s.test()) {
+            if done {
                 self.sent.swap_remove(i).wait()?;
             } else {
                 i += 1;

@@ -13,12 +13,7 @@ use crate::table::Prototype;
 pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool, merged: bool) {
     let name = &p.name;
     let (params, args) = typed(p);
-    let counts: Vec<&str> = p
-        .params
-        .iter()
-        .filter(|(t, _)| t == "MPI_Count")
-        .map(|(_, n)| n.as_str())
-        .collect();
+    let counts = counts(p);
     let short = small.to_lowercase();
     let short = short.trim_start_matches("mpi_");
     // How the call is told to be Isthmus's (`let` or `if` head), how its
@@ -36,15 +31,7 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool
                  return crate::errors::refuse_merged({comm}, \"{name}\");\n    }}\n    "
             )
         };
-        let convert: String = counts
-            .iter()
-            .map(|n| {
-                format!(
-                    "    let {n} = match small({n}, {comm}, \"{name}\") {{\n        \
-                     Ok(n) => n,\n        Err(code) => return code,\n    }};\n"
-                )
-            })
-            .collect();
+        let convert = counts_as_ints(&counts, comm, name, "    ");
         let call = if own {
             format!("crate::{body}::{small}({args})")
         } else {
@@ -104,6 +91,22 @@ fn counts(p: &Prototype) -> Vec<&str> {
         .collect()
 }
 
+/// The statements that make each of `counts` an int (`small`) or return
+/// its error code from `name`'s shell, indented by `indent`.
+fn counts_as_ints(counts: &[&str], comm: &str, name: &str, indent: &str) -> String {
+    counts
+        .iter()
+        .map(|n| {
+            format!(
+                "{indent}let {n} = match small({n}, {comm}, \"{name}\") {{\n\
+                 {indent}    Ok(n) => n,\n\
+                 {indent}    Err(code) => return code,\n\
+                 {indent}}};\n"
+            )
+        })
+        .collect()
+}
+
 /// On a merged communicator: the counts as ints, then the merged body of
 /// `small` (`MPI_X` of `MPI_X_c`).
 fn merged_block(p: &Prototype, small: &str) -> String {
@@ -115,15 +118,7 @@ fn merged_block(p: &Prototype, small: &str) -> String {
     let (_, args) = typed(p);
     let short = small.to_lowercase();
     let short = short.trim_start_matches("mpi_");
-    let convert: String = counts(p)
-        .iter()
-        .map(|n| {
-            format!(
-                "        let {n} = match small({n}, {comm}, \"{name}\") {{\n            \
-                 Ok(n) => n,\n            Err(code) => return code,\n        }};\n"
-            )
-        })
-        .collect();
+    let convert = counts_as_ints(&counts(p), comm, name, "        ");
     format!(
         "if let Some(mc) = crate::state::merged_comm({comm}) {{\n\
          {convert}        \

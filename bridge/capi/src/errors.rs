@@ -116,7 +116,9 @@ pub fn code(class: Class, message: &str) -> c_int {
         cc.codes.push(code);
         code
     } else {
-        let code = cc.codes[cc.next % CODES_PER_CLASS];
+        let Some(&code) = cc.codes.get(cc.next % CODES_PER_CLASS) else {
+            return other();
+        };
         cc.next = cc.next.wrapping_add(1);
         code
     };
@@ -230,5 +232,5 @@ pub fn error_string(code: c_int) -> String {
     // SAFETY: `buf` is larger than MPI_MAX_ERROR_STRING in both implementations.
     unsafe { ffi::PMPI_Error_string(code, buf.as_mut_ptr().cast(), &mut len) };
     let len = usize::try_from(len).unwrap_or(0).min(buf.len());
-    String::from_utf8_lossy(&buf[..len]).into_owned()
+    String::from_utf8_lossy(buf.get(..len).unwrap_or_default()).into_owned()
 }

@@ -39,6 +39,7 @@
 
 pub mod api;
 pub mod coll;
+mod collbuf;
 pub mod comms;
 pub mod datatype;
 pub mod errors;

@@ -217,7 +217,9 @@ unsafe fn meet(
         // SAFETY: significant at the root only, as MPI says.
         let port = unsafe { text(port_name) }.unwrap_or_default();
         let n = port.len().min(PORT_BYTES - 1);
-        rv.port[..n].copy_from_slice(&port.as_bytes()[..n]);
+        for (to, from) in rv.port.iter_mut().zip(port.as_bytes()).take(n) {
+            *to = *from;
+        }
         rv.seconds = info_timeout(info).unwrap_or_else(default_timeout);
     }
     // SAFETY: every rank passes a buffer of the same size; bytes only.
@@ -234,7 +236,7 @@ unsafe fn meet(
         return rc;
     }
     let end = rv.port.iter().position(|b| *b == 0).unwrap_or(PORT_BYTES);
-    let port = String::from_utf8_lossy(&rv.port[..end]).into_owned();
+    let port = String::from_utf8_lossy(rv.port.get(..end).unwrap_or_default()).into_owned();
     if !is_isthmus_port(&port) {
         let code = errors::code(
             Class::Port,

@@ -589,8 +589,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     let natives = keys.len() - bridge.len();
     if natives == 0 || bridge.is_empty() {
         // Only bridge requests (or none): block on each in turn.
-        for &i in &bridge {
-            let key = keys[i].1;
+        for key in bridge.iter().filter_map(|&i| keys.get(i)).map(|k| k.1) {
             if let Some(e) = take(key) {
                 finish(key, e, true);
             }

@@ -72,7 +72,9 @@ fn local_max_is_right(dt: MPI_Datatype, width: usize) -> bool {
     // of its byte `width - 1`.
     let mut top = [0u8; 8];
     let mut inout = [0u8; 8];
-    top[width.clamp(1, 8) - 1] = 0x80;
+    if let Some(b) = top.get_mut(width.clamp(1, 8) - 1) {
+        *b = 0x80;
+    }
     inout[0] = 1;
     // SAFETY: one element of `dt` (at most 8 bytes) in each buffer, both
     // valid for the call; MPI is initialized (we are inside a collective).

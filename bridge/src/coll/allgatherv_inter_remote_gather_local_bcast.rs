@@ -50,14 +50,16 @@ pub(super) fn allgatherv<C: Communicator>(
                 "allgatherv: 2 GiB or more cannot be broadcast in the job".into(),
             ));
         }
-        header[0] = u64::from(leader_result.is_err());
-        for (j, (_, st)) in got.iter().enumerate() {
-            header[1 + WORDS * j..1 + WORDS * (j + 1)].copy_from_slice(&[
-                st.count,
-                st.bytes,
-                st.signature,
-                u64::from(st.format.to_u8()),
-            ]);
+        if let Some((failed, blocks)) = header.split_first_mut() {
+            *failed = u64::from(leader_result.is_err());
+            for (h, (_, st)) in blocks.chunks_exact_mut(WORDS).zip(&got) {
+                h.copy_from_slice(&[
+                    st.count,
+                    st.bytes,
+                    st.signature,
+                    u64::from(st.format.to_u8()),
+                ]);
+            }
         }
     }
     let sent = sent.and_then(|s| s.wait());
@@ -65,14 +67,25 @@ pub(super) fn allgatherv<C: Communicator>(
     leader.broadcast_into(&mut header[..]);
     leader_result?;
     sent?;
-    if header[0] != 0 {
+    let Some((&failed, blocks)) = header.split_first() else {
+        return Err(BridgeError::Protocol("allgatherv: no header".into()));
+    };
+    let block_header = |h: &[u64]| -> Result<[u64; WORDS]> {
+        h.try_into()
+            .map_err(|_| BridgeError::Protocol("allgatherv: a short block header".into()))
+    };
+    if failed != 0 {
         return Err(BridgeError::Protocol(
             "allgatherv: this job's leader could not receive the other group's blocks".into(),
         ));
     }
     let mut bytes: Vec<u8> = got.iter().flat_map(|(b, _)| b.iter().copied()).collect();
     if ic.rank() != 0 {
-        let total = (0..remote).map(|j| header[2 + WORDS * j]).sum::<u64>();
+        let mut total = 0u64;
+        for h in blocks.chunks_exact(WORDS) {
+            let [_, len, _, _] = block_header(h)?;
+            total += len;
+        }
         let total = usize::try_from(total)
             .ok()
             .filter(|t| i32::try_from(*t).is_ok())
@@ -86,21 +99,21 @@ pub(super) fn allgatherv<C: Communicator>(
     }
     let mut out = Vec::with_capacity(remote);
     let mut at = 0usize;
-    for j in 0..remote {
-        let h = &header[1 + WORDS * j..1 + WORDS * (j + 1)];
-        let len = usize::try_from(h[1]).unwrap_or(usize::MAX);
+    for (j, h) in blocks.chunks_exact(WORDS).enumerate() {
+        let [count, len_bytes, signature, format] = block_header(h)?;
+        let len = usize::try_from(len_bytes).unwrap_or(usize::MAX);
         let block = bytes.get(at..at.saturating_add(len)).ok_or_else(|| {
             BridgeError::Protocol("allgatherv: the leader's header does not fit its bytes".into())
         })?;
         at += len;
-        let format = WireFormat::from_u8(u8::try_from(h[3]).unwrap_or(u8::MAX))
-            .ok_or_else(|| BridgeError::Protocol(format!("allgatherv: wire format {}", h[3])))?;
+        let format = WireFormat::from_u8(u8::try_from(format).unwrap_or(u8::MAX))
+            .ok_or_else(|| BridgeError::Protocol(format!("allgatherv: wire format {format}")))?;
         let st = Status {
             source: j as u32,
             tag: TAG_ALLGATHERV,
-            count: h[0],
-            bytes: h[1],
-            signature: h[2],
+            count,
+            bytes: len_bytes,
+            signature,
             format,
         };
         out.push((block.to_vec(), st));

@@ -367,18 +367,19 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
         // only `long double` off x86 (see BasicType::swap_unit)
         external32_size(dt, 1)?
     };
-    let contiguous_basic = if basic_count_per_elem == 1 && runs.len() == 1 {
-        // single predefined type? (a derived type wrapping one basic also has
-        // basic_count 1 but may have a gap/lb; require extent == size, lb == 0)
-        let (lb, ext) = extent_of(dt)?;
-        (lb == 0 && ext as usize == data_size_per_elem && extent == data_size_per_elem)
-            .then_some(runs[0].basic)
-    } else {
-        None
+    let contiguous_basic = match runs.as_slice() {
+        [only] if basic_count_per_elem == 1 => {
+            // single predefined type? (a derived type wrapping one basic also has
+            // basic_count 1 but may have a gap/lb; require extent == size, lb == 0)
+            let (lb, ext) = extent_of(dt)?;
+            (lb == 0 && ext as usize == data_size_per_elem && extent == data_size_per_elem)
+                .then_some(only.basic)
+        }
+        _ => None,
     };
     let raw =
         contiguous_basic.is_some() && by_swapping && program.len() == 1 && data_size_per_elem > 0;
-    let swap_unit = if raw { program[0].0 } else { 0 };
+    let swap_unit = program.first().filter(|_| raw).map_or(0, |p| p.0);
     Ok(TypeInfo {
         signature,
         root_signature: hash_runs(&root),

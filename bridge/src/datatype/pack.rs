@@ -50,13 +50,14 @@ pub(crate) unsafe fn native_pack(
         let n = per.min(count - done);
         let len = n * data_size_per_elem;
         let mut position: c_int = 0;
+        let dst = out.get_mut(off..off + len).ok_or(DatatypeError::Overflow)?;
         // SAFETY: the caller guarantees `count` elements at `ptr` (stride `extent`); the output slice holds `len` bytes, the size MPI_Pack reports for `n` elements.
         mpi_call("MPI_Pack", unsafe {
             ffi::MPI_Pack(
                 (ptr as *const u8).add(done * extent) as *const c_void,
                 n as c_int,
                 dt,
-                out[off..].as_mut_ptr() as *mut c_void,
+                dst.as_mut_ptr() as *mut c_void,
                 len as c_int,
                 &mut position,
                 ffi::RSMPI_COMM_SELF,
@@ -90,10 +91,11 @@ pub(crate) unsafe fn native_unpack(
         let n = per.min(count - done);
         let len = n * data_size_per_elem;
         let mut position: c_int = 0;
-        // SAFETY: `bytes[off..off + len]` is in bounds (checked by the slice); the caller guarantees writable room for `count` elements at `out` (stride `extent`).
+        let src = bytes.get(off..off + len).ok_or(DatatypeError::Overflow)?;
+        // SAFETY: `src` is `len` bytes of `bytes` (checked by `get`); the caller guarantees writable room for `count` elements at `out` (stride `extent`).
         mpi_call("MPI_Unpack", unsafe {
             ffi::MPI_Unpack(
-                bytes[off..off + len].as_ptr() as *const c_void,
+                src.as_ptr() as *const c_void,
                 len as c_int,
                 &mut position,
                 (out as *mut u8).add(done * extent) as *mut c_void,

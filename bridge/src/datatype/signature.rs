@@ -55,12 +55,12 @@ pub(crate) fn push_repeated(out: &mut Vec<Run>, child: &[Run], reps: u64) -> Res
     if reps == 0 || child.is_empty() {
         return Ok(());
     }
-    if child.len() == 1 {
-        let n = child[0]
+    if let [only] = child {
+        let n = only
             .count
             .checked_mul(reps)
             .ok_or(DatatypeError::Overflow)?;
-        return push_run(out, child[0].basic, n);
+        return push_run(out, only.basic, n);
     }
     if (child.len() as u64).saturating_mul(reps) > MAX_RUNS as u64 {
         return Err(DatatypeError::Unsupported(format!(
@@ -135,18 +135,19 @@ struct Cursor {
 impl Cursor {
     fn at(runs: &[Run], mut pos: u64) -> Cursor {
         let mut run = 0;
-        while run < runs.len() && pos >= runs[run].count {
-            pos -= runs[run].count;
+        while let Some(r) = runs.get(run).filter(|r| pos >= r.count) {
+            pos -= r.count;
             run += 1;
         }
         Cursor { run, off: pos }
     }
+    /// What is left of the current run (0 past the end).
     fn left(&self, runs: &[Run]) -> u64 {
-        runs[self.run].count - self.off
+        runs.get(self.run).map_or(0, |r| r.count - self.off)
     }
     fn advance(&mut self, runs: &[Run], n: u64) {
         self.off += n;
-        if self.off == runs[self.run].count {
+        if runs.get(self.run).is_some_and(|r| self.off == r.count) {
             self.run += 1;
             self.off = 0;
         }
@@ -159,8 +160,9 @@ fn is_periodic(runs: &[Run], total: u64, p: u64) -> bool {
     let mut b = Cursor::at(runs, p);
     let mut remaining = total - p;
     while remaining > 0 {
-        if runs[a.run].basic != runs[b.run].basic {
-            return false;
+        match (runs.get(a.run), runs.get(b.run)) {
+            (Some(x), Some(y)) if x.basic == y.basic => {}
+            _ => return false,
         }
         let step = a.left(runs).min(b.left(runs)).min(remaining);
         a.advance(runs, step);
@@ -184,10 +186,10 @@ pub fn primitive_root(runs: &[Run]) -> (Vec<Run>, u64) {
     if total == 0 {
         return (Vec::new(), 0);
     }
-    if runs.len() == 1 {
+    if let [only] = runs {
         return (
             vec![Run {
-                basic: runs[0].basic,
+                basic: only.basic,
                 count: 1,
             }],
             total,
@@ -409,13 +411,12 @@ fn flatten_into(
         rc
     })?;
     let children = Children { types, named };
-    match children.types.len() {
-        0 => Err(DatatypeError::Unsupported(format!(
+    match children.types.as_slice() {
+        [] => Err(DatatypeError::Unsupported(format!(
             "datatype with combiner {} has no child datatype (Fortran F90 types are not supported)",
             env.combiner
         ))),
-        1 => {
-            let child_dt = children.types[0];
+        &[child_dt] => {
             let child_size = type_size(child_dt)?;
             let size = type_size(dt)?;
             if child_size == 0 || size == 0 {
@@ -430,16 +431,16 @@ fn flatten_into(
             flatten_into(child_dt, &mut child, sizes, depth + 1)?;
             push_repeated(out, &child, size / child_size)
         }
-        n => {
+        types => {
+            let n = types.len();
             // MPI_Type_create_struct: ints = [count, blocklengths[count]]
-            if ints.len() != n + 1 || ints[0] as usize != n {
+            if ints.len() != n + 1 || ints.first().map(|&c| c as usize) != Some(n) {
                 return Err(DatatypeError::Unsupported(format!(
                     "datatype with combiner {} and {n} children is not a struct",
                     env.combiner
                 )));
             }
-            for (i, &child_dt) in children.types.iter().enumerate() {
-                let bl = ints[i + 1];
+            for (&child_dt, &bl) in types.iter().zip(ints.iter().skip(1)) {
                 if bl < 0 {
                     return Err(DatatypeError::Unsupported("negative blocklength".into()));
                 }

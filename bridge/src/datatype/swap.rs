@@ -8,8 +8,9 @@ pub(crate) fn swap_in_place(buf: &mut [u8], unit: usize) {
         0 | 1 => {}
         2 => {
             for c in buf.chunks_exact_mut(2) {
-                let v = u16::from_ne_bytes([c[0], c[1]]).swap_bytes();
-                c.copy_from_slice(&v.to_ne_bytes());
+                if let Ok(c) = <&mut [u8; 2]>::try_from(c) {
+                    *c = u16::from_ne_bytes(*c).swap_bytes().to_ne_bytes();
+                }
             }
         }
         4 => {
@@ -71,7 +72,11 @@ pub(crate) fn apply_program(buf: &mut [u8], program: &[(usize, usize)], elem_siz
     }
     for elem in buf.chunks_exact_mut(elem_size) {
         for &(o, unit) in &ops {
-            let p = elem[o..o + unit].as_mut_ptr();
+            // The ops lie inside an element (they were made from its program).
+            let Some(scalar) = elem.get_mut(o..o + unit) else {
+                continue;
+            };
+            let p = scalar.as_mut_ptr();
             // SAFETY: p..p+unit is inside `elem`; unaligned access is used.
             unsafe {
                 match unit {

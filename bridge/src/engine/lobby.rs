@@ -282,8 +282,8 @@ fn step(shared: &Shared, g: &mut Guest) -> Next {
 
 /// Read into `buf[*got..]` without blocking; true once it is full.
 fn fill(stream: &mut Stream, buf: &mut [u8], got: &mut usize) -> io::Result<bool> {
-    while *got < buf.len() {
-        match stream.read(&mut buf[*got..]) {
+    while let Some(rest) = buf.get_mut(*got..).filter(|r| !r.is_empty()) {
+        match stream.read(rest) {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => *got += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
@@ -298,8 +298,8 @@ fn fill(stream: &mut Stream, buf: &mut [u8], got: &mut usize) -> io::Result<bool
 /// comment: a socket that cannot take them is a broken peer's).
 fn write_now(stream: &mut Stream, bytes: &[u8]) -> io::Result<()> {
     let mut done = 0;
-    while done < bytes.len() {
-        match stream.write(&bytes[done..]) {
+    while let Some(rest) = bytes.get(done..).filter(|r| !r.is_empty()) {
+        match stream.write(rest) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -383,7 +383,7 @@ fn first_credit(shared: &Shared, g: &mut Guest, hdr: &FrameHeader) -> io::Result
         },
         None => 0,
     };
-    write_now(&mut g.stream, &bytes[sent..])
+    write_now(&mut g.stream, bytes.get(sent..).unwrap_or_default())
 }
 
 /// Close a guest's connection (logged with the claimed id once known).

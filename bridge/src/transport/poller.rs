@@ -200,7 +200,7 @@ impl Poller {
                 }
                 continue;
             }
-            for ev in &events[..n as usize] {
+            for ev in events.iter().take(n as usize) {
                 let token = ev.u64;
                 if token == WAKE_TOKEN {
                     let mut v: u64 = 0;

@@ -348,7 +348,10 @@ pub(crate) fn read_grant(
             ));
         }
         stream.set_read_timeout(Some(left))?;
-        match recv_with_fd(stream, &mut b[got..]) {
+        let Some(rest) = b.get_mut(got..) else {
+            break;
+        };
+        match recv_with_fd(stream, rest) {
             Ok((0, _)) => {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,

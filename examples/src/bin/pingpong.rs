@@ -52,16 +52,19 @@ fn main() -> anyhow::Result<()> {
         eprintln!("[{me}] pingpong {} <-> {}", args.group, args.peer);
         let mut buf = vec![0u8; 4 << 20];
         for &size in &LAT_SIZES {
+            let msg = buf
+                .get_mut(..size)
+                .context("a message size beyond the buffer")?;
             let warm = args.iters / 10 + 10;
             let mut samples = Vec::with_capacity(args.iters);
             for i in 0..args.iters + warm {
                 let t = Instant::now();
                 if args.first {
-                    inter.send(0, 1, &buf[..size])?;
-                    inter.recv(Source::Rank(0), Tag::Value(1), &mut buf[..size])?;
+                    inter.send(0, 1, msg)?;
+                    inter.recv(Source::Rank(0), Tag::Value(1), msg)?;
                 } else {
-                    inter.recv(Source::Rank(0), Tag::Value(1), &mut buf[..size])?;
-                    inter.send(0, 1, &buf[..size])?;
+                    inter.recv(Source::Rank(0), Tag::Value(1), msg)?;
+                    inter.send(0, 1, msg)?;
                 }
                 if i >= warm {
                     samples.push(t.elapsed() / 2);
@@ -70,7 +73,10 @@ fn main() -> anyhow::Result<()> {
             if args.first {
                 samples.sort();
                 let n = samples.len();
-                let us = |q: f64| samples[((n as f64 * q) as usize).min(n - 1)].as_secs_f64() * 1e6;
+                let us = |q: f64| {
+                    let i = ((n as f64 * q) as usize).min(n.saturating_sub(1));
+                    samples.get(i).map_or(f64::NAN, |d| d.as_secs_f64() * 1e6)
+                };
                 println!(
                     "RESULT bridge_lat_{size} median_us={:.3} p99_us={:.3} n={n}",
                     us(0.5),
@@ -94,8 +100,11 @@ fn main() -> anyhow::Result<()> {
                     }
                     inter.recv(Source::Rank(0), Tag::Value(3), &mut ack)?;
                 } else {
+                    let msg = buf
+                        .get_mut(..size)
+                        .context("a message size beyond the buffer")?;
                     for _ in 0..WINDOW {
-                        inter.recv(Source::Rank(0), Tag::Value(2), &mut buf[..size])?;
+                        inter.recv(Source::Rank(0), Tag::Value(2), msg)?;
                     }
                     inter.send(0, 3, &ack)?;
                 }

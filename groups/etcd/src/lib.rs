@@ -33,10 +33,6 @@
 //! `isthmus_groups::GroupStore`, beside the memory and redb ones; the vmd
 //! chooses among them.
 
-// Beyond the house rules ([workspace.lints]): input reaches this crate
-// from other processes, and an index out of bounds would be a panic.
-#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
-
 mod barrier;
 mod config;
 pub mod endpoints;

@@ -31,10 +31,6 @@
 //! `isthmus_groups::GroupStore`, beside the memory and etcd ones; the vmd
 //! chooses among them.
 
-// Beyond the house rules ([workspace.lints]): input reaches this crate
-// from other processes, and an index out of bounds would be a panic.
-#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
-
 mod error;
 mod tables;
 

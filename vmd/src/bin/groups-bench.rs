@@ -58,7 +58,10 @@ struct Stat {
 fn stat(mut samples: Vec<Duration>) -> Stat {
     samples.sort();
     let n = samples.len();
-    let at = |q: f64| samples[((n as f64 * q) as usize).min(n - 1)].as_secs_f64() * 1e6;
+    let at = |q: f64| {
+        let i = ((n as f64 * q) as usize).min(n.saturating_sub(1));
+        samples.get(i).map_or(f64::NAN, |d| d.as_secs_f64() * 1e6)
+    };
     Stat {
         median_us: at(0.5),
         p99_us: at(0.99),

@@ -234,10 +234,10 @@ async fn interactive(addr: &str, json: bool) -> anyhow::Result<()> {
             return Ok(());
         }
         let words: Vec<&str> = line.split_whitespace().collect();
-        if words.is_empty() {
+        let Some(&first) = words.first() else {
             continue;
-        }
-        if matches!(words[0], "quit" | "exit") {
+        };
+        if matches!(first, "quit" | "exit") {
             return Ok(());
         }
         let parsed = Cli::try_parse_from(std::iter::once("isthmus").chain(words.iter().copied()));
@@ -877,8 +877,10 @@ fn print_event(ev: &Notification, json: bool) {
         WatchEvent::Job(j) => {
             if json {
                 let mut v = job_json(j);
-                v["event"] = json!("JOB");
-                v["seq"] = json!(seq);
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("event".into(), json!("JOB"));
+                    o.insert("seq".into(), json!(seq));
+                }
                 println!("{v}");
             } else {
                 println!(

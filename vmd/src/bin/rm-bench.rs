@@ -50,12 +50,14 @@ fn stats(mut v: Vec<f64>) -> (f64, f64) {
     if n == 0 {
         return (f64::NAN, f64::NAN);
     }
+    // `n` is at least 1 here, so every index below is in bounds.
+    let at = |i: usize| v.get(i).copied().unwrap_or(f64::NAN);
     let median = if n % 2 == 1 {
-        v[n / 2]
+        at(n / 2)
     } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+        (at(n / 2 - 1) + at(n / 2)) / 2.0
     };
-    let p99 = v[((0.99 * n as f64).ceil() as usize).clamp(1, n) - 1];
+    let p99 = at(((0.99 * n as f64).ceil() as usize).clamp(1, n) - 1);
     (median, p99)
 }
 

@@ -14,7 +14,12 @@
 
 // Test code, as a library: a harness that cannot start a vmd fails the
 // test then and there (the house rules' test exemption, for a whole crate).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 pub mod netns;
 mod process;

@@ -7,10 +7,8 @@ use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::BridgeError;
 
-use super::common::{
-    check_not_in_place, code, deliver, elements, entry, message, v_block, with_local, Block,
-};
-use super::scratch::{extent, offset_by};
+use super::common::{check_not_in_place, code, deliver, message, v_block, with_local, Block};
+use crate::collbuf::{elements, entry, offset, Extents};
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
@@ -71,7 +69,8 @@ pub(crate) unsafe fn alltoall(
     let block = |base: *const c_void, count: c_int, dt: MPI_Datatype| {
         move |j: usize| -> Result<Block, BridgeError> {
             let n = elements(count)?;
-            Ok((offset_by(base, extent(dt)?, j.checked_mul(n))?, n, dt))
+            let at = offset(base, Extents::of(dt)?.extent, j.checked_mul(n))?;
+            Ok((at.cast_const(), n, dt))
         }
     };
     // SAFETY: MPI_Alltoall's contract: a block of each count per remote rank.
@@ -149,7 +148,7 @@ pub(crate) unsafe fn alltoallw(
                 )
             };
             let d = elements(d)?;
-            Ok((offset_by(base, 1, Some(d))?, elements(c)?, dt))
+            Ok((offset(base, 1, Some(d))?.cast_const(), elements(c)?, dt))
         }
     };
     // SAFETY: MPI_Alltoallw's contract.

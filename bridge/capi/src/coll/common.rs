@@ -1,7 +1,9 @@
-//! What the collective bodies share: the bridge communicator's native
-//! local side, MPI's roles (`root`), MPI's argument errors (`MPI_IN_PLACE`,
-//! counts), and the glue between the program's buffers and the bridge's
-//! messages (a leader's message, a received one decoded).
+//! What the intercommunicator collective bodies share: the bridge
+//! communicator's native local side, MPI's roles (`root`), MPI's argument
+//! errors (`MPI_IN_PLACE`), and the glue between the program's buffers and
+//! the bridge's messages (a leader's message, a received one decoded). The
+//! buffers themselves (counts, arrays, addresses, scratch) are
+//! `crate::collbuf`'s.
 
 use std::ffi::{c_int, c_void};
 
@@ -9,12 +11,11 @@ use isthmus_bridge::{BridgeError, CollMessage};
 use mpi::ffi;
 use mpi::topology::SimpleCommunicator;
 
+use crate::collbuf::{elements, entry, in_place_of_either, offset, Extents};
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{proc_null, MPI_Comm, MPI_Datatype};
 use crate::state::BridgeComm;
-
-use super::scratch::{extent, offset_by};
 
 /// Runs `f` with the bridge communicator's native local side; an MPI
 /// failure to make it is raised on `comm`.
@@ -60,12 +61,6 @@ pub(super) fn role_or_raise(
     })
 }
 
-/// MPI_IN_PLACE of either implementation (MPICH's `(void*)-1`, Open MPI's
-/// `(void*)1`; no buffer lives at either address).
-pub(super) fn in_place(buf: *const c_void) -> bool {
-    matches!(buf as usize, 1 | usize::MAX)
-}
-
 /// `MPI_ERR_BUFFER` for an `MPI_IN_PLACE` buffer: MPI defines the "in
 /// place" option of collectives for intracommunicators only.
 pub(super) fn check_not_in_place(
@@ -73,29 +68,11 @@ pub(super) fn check_not_in_place(
     call: &str,
     bufs: &[*const c_void],
 ) -> Result<(), c_int> {
-    if bufs.iter().any(|b| in_place(*b)) {
+    if bufs.iter().any(|b| in_place_of_either(*b)) {
         tracing::warn!("{call}: MPI_IN_PLACE is not defined for an intercommunicator");
         return Err(errors::raise(comm, ffi::MPI_ERR_BUFFER as c_int));
     }
     Ok(())
-}
-
-/// A count as a number of elements.
-pub(super) fn elements(count: c_int) -> Result<usize, BridgeError> {
-    usize::try_from(count)
-        .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))
-}
-
-/// `count` times `blocks`, checked against MPI's int counts.
-pub(super) fn times(count: usize, blocks: u32) -> Result<usize, BridgeError> {
-    count
-        .checked_mul(blocks as usize)
-        .filter(|n| c_int::try_from(*n).is_ok())
-        .ok_or_else(|| {
-            BridgeError::InvalidArgument(format!(
-                "{count} elements for each of {blocks} ranks exceed an int count"
-            ))
-        })
 }
 
 /// The message of `count` elements of `dt` at `buf`, as a leader sends
@@ -131,9 +108,7 @@ pub(super) unsafe fn message<'a>(
     count: usize,
     dt: MPI_Datatype,
 ) -> Result<CollMessage<'a>, BridgeError> {
-    let count = c_int::try_from(count).map_err(|_| {
-        BridgeError::InvalidArgument(format!("{count} elements exceed an int count"))
-    })?;
+    let count = crate::collbuf::int(count)?;
     // SAFETY: forwarded from this function's contract.
     let (sig, count, enc) = unsafe { datatype::encode(buf, count, dt) }?;
     Ok(CollMessage {
@@ -183,19 +158,6 @@ pub(super) fn role(bc: &BridgeComm, root: c_int) -> Option<Role> {
         .map(Role::From)
 }
 
-/// The i-th entry of a per-remote-rank array of the program's.
-///
-/// # Safety
-/// `a` is null or has an entry per remote rank.
-pub(super) unsafe fn entry<T: Copy>(a: *const T, i: usize, what: &str) -> Result<T, BridgeError> {
-    if a.is_null() {
-        return Err(BridgeError::InvalidArgument(format!("{what} is NULL")));
-    }
-    // SAFETY: one entry per remote rank (this function's contract; the
-    // exchange asks only for remote ranks).
-    Ok(unsafe { *a.add(i) })
-}
-
 /// Where a block lies: its address, element count and datatype.
 pub(super) type Block = (*const c_void, usize, MPI_Datatype);
 
@@ -218,6 +180,6 @@ pub(super) unsafe fn v_block(
             entry(displs, j, "a displacements array")?,
         )
     };
-    let at = offset_by(base, extent(dt)?, Some(elements(d)?))?;
-    Ok((at, elements(c)?, dt))
+    let at = offset(base, Extents::of(dt)?.extent, Some(elements(d)?))?;
+    Ok((at.cast_const(), elements(c)?, dt))
 }

@@ -14,17 +14,17 @@ use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 
 use super::common::{
-    check_not_in_place, code, deliver, elements, made, message, outcome, role_or_raise, times,
-    v_block, with_local, Role,
+    check_not_in_place, code, deliver, made, message, outcome, role_or_raise, v_block, with_local,
+    Role,
 };
-use super::scratch::Scratch;
+use crate::collbuf::{elements, times, LeaderRoom};
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::BridgeComm;
 
 /// The native gather to the leader: `(rc, room)`, `room` holding the
-/// group's `sendcount` elements per rank at the leader.
+/// group's `sendcount` elements per rank at the leader when `rc` is 0.
 ///
 /// # Safety
 /// `sendbuf` holds `sendcount` elements of `sendtype`.
@@ -35,28 +35,23 @@ unsafe fn local_gather(
     sendcount: c_int,
     sendtype: MPI_Datatype,
     total: usize,
-) -> Result<(c_int, Option<Scratch>), isthmus_bridge::BridgeError> {
-    let mut tmp = if bc.inter.rank() == 0 {
-        Some(Scratch::new(total, sendtype)?)
-    } else {
-        None
-    };
-    let at = tmp.as_mut().map_or(std::ptr::null_mut(), |t| t.ptr());
-    // SAFETY: the program's buffer and handles; `at` has room for
+) -> Result<(c_int, LeaderRoom), isthmus_bridge::BridgeError> {
+    let mut room = LeaderRoom::new(bc.inter.rank() == 0, total, sendtype)?;
+    // SAFETY: the program's buffer and handles; the room has space for
     // `sendcount` elements of every local rank at the leader.
     let rc = unsafe {
         ffi::PMPI_Gather(
             sendbuf,
             sendcount,
             sendtype,
-            at,
+            room.ptr(),
             sendcount,
             sendtype,
             0,
             local.as_raw(),
         )
     };
-    Ok((rc, tmp))
+    Ok((rc, room))
 }
 
 /// `MPI_Gather` on an Isthmus communicator.
@@ -95,12 +90,12 @@ pub(crate) unsafe fn gather(
                     .and_then(|n| times(n, bc.inter.local_size()))
                     .map_err(fail)?;
                 // SAFETY: MPI_Gather's contract.
-                let (rc, mut tmp) =
+                let (rc, mut room) =
                     unsafe { local_gather(bc, local, sendbuf, sendcount, sendtype, total) }
                         .map_err(fail)?;
-                let mine = tmp.as_mut().map(|t| {
+                let mine = room.at_leader().map(|at| {
                     // SAFETY: the leader's room holds the group's data when `rc` is 0.
-                    unsafe { made(rc, "MPI_Gather", t.ptr(), total, sendtype) }
+                    unsafe { made(rc, "MPI_Gather", at, total, sendtype) }
                 });
                 outcome(comm, CALL, rc, bc.inter.gather_send(local, root, mine))
             }
@@ -136,11 +131,12 @@ pub(crate) unsafe fn allgather(
             .map_err(fail)?;
         let max = datatype::capacity_bytes(n, recvtype).map_err(fail)?;
         // SAFETY: MPI_Allgather's contract.
-        let (rc, mut tmp) = unsafe { local_gather(bc, local, sendbuf, sendcount, sendtype, total) }
-            .map_err(fail)?;
-        let mine = tmp.as_mut().map(|t| {
+        let (rc, mut room) =
+            unsafe { local_gather(bc, local, sendbuf, sendcount, sendtype, total) }
+                .map_err(fail)?;
+        let mine = room.at_leader().map(|at| {
             // SAFETY: the leader's room holds the group's data when `rc` is 0.
-            unsafe { made(rc, "MPI_Gather", t.ptr(), total, sendtype) }
+            unsafe { made(rc, "MPI_Gather", at, total, sendtype) }
         });
         let got = bc.inter.allgather_bytes(local, mine, max);
         outcome(comm, CALL, rc, Ok(()))?;

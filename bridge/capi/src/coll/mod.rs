@@ -26,18 +26,18 @@ mod common;
 mod gather;
 mod reduce;
 mod scatter;
-mod scratch;
 
 use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
+use crate::collbuf::elements;
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::BridgeComm;
-use common::{code, deliver, elements, message, role_or_raise, with_local, Role};
+use common::{code, deliver, message, role_or_raise, with_local, Role};
 
 pub(crate) use alltoall::{alltoall, alltoallv, alltoallw};
 pub(crate) use gather::{allgather, allgatherv, gather, gatherv};

@@ -12,9 +12,9 @@ use mpi::ffi;
 use mpi::raw::AsRaw;
 
 use super::common::{
-    check_not_in_place, code, deliver, elements, made, outcome, role_or_raise, with_local, Role,
+    check_not_in_place, code, deliver, made, outcome, role_or_raise, with_local, Role,
 };
-use super::scratch::Scratch;
+use crate::collbuf::{elements, int, times, LeaderRoom};
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
@@ -51,19 +51,13 @@ pub(crate) unsafe fn reduce(
                 unsafe { deliver(got, recvbuf, n, datatype) }.map_err(fail)
             }
             Role::From(root) => {
-                let leader = bc.inter.rank() == 0;
-                let mut tmp = if leader {
-                    Some(Scratch::new(n, datatype).map_err(fail)?)
-                } else {
-                    None
-                };
-                let at = tmp.as_mut().map_or(std::ptr::null_mut(), |t| t.ptr());
-                // SAFETY: the program's buffer and handles; `at` has room
-                // for `count` elements at the leader (the local root).
+                let mut room = LeaderRoom::new(bc.inter.rank() == 0, n, datatype).map_err(fail)?;
+                // SAFETY: the program's buffer and handles; the room has
+                // space for `count` elements at the leader (the local root).
                 let rc = unsafe {
                     ffi::PMPI_Reduce(
                         sendbuf,
-                        at,
+                        room.ptr(),
                         count,
                         datatype,
                         native_op(op, datatype),
@@ -71,8 +65,10 @@ pub(crate) unsafe fn reduce(
                         local.as_raw(),
                     )
                 };
-                // SAFETY: `at` holds the local result when `rc` is 0.
-                let mine = leader.then(|| unsafe { made(rc, "MPI_Reduce", at, n, datatype) });
+                let mine = room.at_leader().map(|at| {
+                    // SAFETY: the room holds the local result when `rc` is 0.
+                    unsafe { made(rc, "MPI_Reduce", at, n, datatype) }
+                });
                 outcome(comm, CALL, rc, bc.inter.reduce_send(local, root, mine))
             }
         }
@@ -146,27 +142,15 @@ unsafe fn reduce_scatter_body(
     let fail = |e| errors::fail(comm, call, &e);
     with_local(bc, comm, |local| {
         check_not_in_place(comm, call, &[sendbuf, recvbuf])?;
-        let total_c = c_int::try_from(total)
-            .map_err(|_| {
-                isthmus_bridge::BridgeError::InvalidArgument(format!(
-                    "{total} elements exceed an int count"
-                ))
-            })
-            .map_err(fail)?;
+        let total_c = int(total).map_err(fail)?;
         let max = datatype::capacity_bytes(total, datatype).map_err(fail)?;
-        let leader = bc.inter.rank() == 0;
-        let mut tmp = if leader {
-            Some(Scratch::new(total, datatype).map_err(fail)?)
-        } else {
-            None
-        };
-        let at = tmp.as_mut().map_or(std::ptr::null_mut(), |t| t.ptr());
-        // SAFETY: the program's buffer and handles; `at` has room for
+        let mut room = LeaderRoom::new(bc.inter.rank() == 0, total, datatype).map_err(fail)?;
+        // SAFETY: the program's buffer and handles; the room has space for
         // `total` elements at the leader (the local root).
         let rc = unsafe {
             ffi::PMPI_Reduce(
                 sendbuf,
-                at,
+                room.ptr(),
                 total_c,
                 datatype,
                 native_op(op, datatype),
@@ -174,8 +158,10 @@ unsafe fn reduce_scatter_body(
                 local.as_raw(),
             )
         };
-        // SAFETY: `at` holds the local result when `rc` is 0.
-        let reduced = leader.then(|| unsafe { made(rc, "MPI_Reduce", at, total, datatype) });
+        let reduced = room.at_leader().map(|at| {
+            // SAFETY: the room holds the local result when `rc` is 0.
+            unsafe { made(rc, "MPI_Reduce", at, total, datatype) }
+        });
         let got = bc.inter.reduce_scatter_bytes(local, reduced, counts, max);
         outcome(comm, call, rc, Ok(()))?;
         let got = got.map_err(fail)?;
@@ -200,7 +186,7 @@ pub(crate) unsafe fn reduce_scatter_block(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Reduce_scatter_block";
-    let n = match elements(recvcount).and_then(|n| super::common::times(n, bc.inter.local_size())) {
+    let n = match elements(recvcount).and_then(|n| times(n, bc.inter.local_size())) {
         Ok(total) => total,
         Err(e) => return errors::fail(comm, CALL, &e),
     };

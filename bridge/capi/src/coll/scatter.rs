@@ -6,9 +6,9 @@
 use std::ffi::{c_int, c_void};
 
 use super::common::{
-    check_not_in_place, code, deliver, elements, message, role_or_raise, times, v_block,
-    with_local, Role,
+    check_not_in_place, code, deliver, message, role_or_raise, v_block, with_local, Role,
 };
+use crate::collbuf::{elements, times};
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};

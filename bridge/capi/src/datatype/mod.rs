@@ -132,7 +132,11 @@ impl RawTarget<'_> {
             .info
             .match_wire(st.signature, st.count, st.bytes, st.format, self.count)?
             * self.info.data_size_per_elem;
-        raw_to_native_in_place(&self.info, st.format, &mut self.out[..got])?;
+        let room = self.out.len();
+        let out = self.out.get_mut(..got).ok_or_else(|| {
+            BridgeError::Protocol(format!("{got} bytes matched a {room}-byte receive buffer"))
+        })?;
+        raw_to_native_in_place(&self.info, st.format, out)?;
         Ok(Outcome::received(&st, got as i64))
     }
 }

@@ -155,12 +155,26 @@ pub(super) unsafe fn with_status(
     status: *mut Fint,
     f: impl FnOnce(*mut MPI_Status) -> c_int,
 ) -> c_int {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { with_filled_status(status, |st| (f(st), true)) }
+}
+
+/// [`with_status`] for a call that may leave the status unfilled: `f`
+/// answers its code and whether MPI filled the status, which is copied
+/// back only then (and if the call succeeded).
+///
+/// # Safety
+/// As [`with_status`].
+pub(super) unsafe fn with_filled_status(
+    status: *mut Fint,
+    f: impl FnOnce(*mut MPI_Status) -> (c_int, bool),
+) -> c_int {
     if !wants_status(status) {
-        return f(status_ignore());
+        return f(status_ignore()).0;
     }
     let mut c = empty_status();
-    let rc = f(&mut c);
-    if rc == 0 {
+    let (rc, filled) = f(&mut c);
+    if rc == 0 && filled {
         // SAFETY: the caller's contract.
         unsafe { status_c2f(&c, status) };
     }

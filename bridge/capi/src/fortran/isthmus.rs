@@ -31,7 +31,7 @@ unsafe fn fortran_string(s: *const c_char, len: usize, what: &str) -> Result<CSt
     // SAFETY: the caller's contract (gfortran passes the length).
     let bytes = unsafe { std::slice::from_raw_parts(s.cast::<u8>(), len) };
     let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
-    let trimmed = &bytes[..end];
+    let trimmed = bytes.get(..end).unwrap_or_default();
     if trimmed.is_empty() {
         return Err(BridgeError::InvalidArgument(format!("{what} is blank")));
     }

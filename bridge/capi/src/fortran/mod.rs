@@ -15,7 +15,9 @@
 //! `mpi-functions.txt`; build.rs generates every entry point from it
 //! (`$OUT_DIR/fortran.rs`, included here): the shells around the hand-
 //! written bodies of the carried calls (`ompi`: Open MPI's Fortran handles
-//! and statuses; `mpich_f08`: MPICH's `use mpi_f08`, C statuses), the
+//! and statuses; `mpich_f08`: MPICH's `use mpi_f08`, C statuses; `shared`:
+//! the bodies both have, each written once over what the two bindings do
+//! differently), the
 //! refusals, and the names that pass the call on to the MPI library's own
 //! definition (`dlsym(RTLD_NEXT)`). The implementation is told apart at run
 //! time by Open MPI's `ompi_mpi_comm_world`. The bodies convert the Fortran
@@ -53,6 +55,7 @@ mod convert;
 pub mod isthmus;
 mod mpich_f08;
 mod ompi;
+mod shared;
 
 use convert::{comm_f2c, get, next, no_next, open_mpi, put};
 

@@ -14,15 +14,14 @@
 
 use std::ffi::{c_int, c_void};
 
-use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use super::buf::{at, count, is_in_place, Extents, Scratch};
 use super::comm::raise;
 use super::wire::{
     complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_BARRIER,
     TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_SCAN, TAG_SCATTER,
 };
+use crate::collbuf::{elements, input, int, is_in_place, Extents, LeaderRoom, Scratch};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
 use crate::unsigned_ops::native_op;
@@ -34,16 +33,24 @@ fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
     }
 }
 
-fn int(n: usize) -> Result<c_int, Fail> {
-    c_int::try_from(n).map_err(|_| {
-        Fail::Bridge(BridgeError::InvalidArgument(format!(
-            "{n} elements exceed an int"
-        )))
-    })
-}
-
 fn leader(mc: &MergedComm) -> bool {
     mc.inter.rank() == 0
+}
+
+/// This job's and the other job's slices of `buf`, `count` elements of `dt`
+/// per merged rank (a root's buffer, or every rank's in the all-forms).
+fn slices(
+    mc: &MergedComm,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> Result<(*mut c_void, *mut c_void), Fail> {
+    let e = Extents::of(dt)?;
+    let k = elements(count)?;
+    Ok((
+        e.at(buf, mc.local_offset() as usize * k)?,
+        e.at(buf, mc.remote_offset() as usize * k)?,
+    ))
 }
 
 /// A root as a place, or MPI's `MPI_ERR_ROOT`.
@@ -90,7 +97,7 @@ pub(crate) unsafe fn bcast(
     comm: MPI_Comm,
 ) -> c_int {
     let run = || {
-        let nn = count(n)?;
+        let nn = elements(n)?;
         match root_place(mc, root)? {
             Place::Local(r) => {
                 let lr = int(r as usize)?;
@@ -128,7 +135,7 @@ unsafe fn reduce_to_leaders(
     dt: MPI_Datatype,
     op: ffi::MPI_Op,
 ) -> Result<Option<Scratch>, Fail> {
-    let nn = count(n)?;
+    let nn = elements(n)?;
     let e = Extents::of(dt)?;
     let mut mine = Scratch::new(nn, &e)?;
     // SAFETY: `input` as the caller says; `mine` has room for `n` elements.
@@ -212,11 +219,7 @@ unsafe fn allreduce_into(
     dt: MPI_Datatype,
     op: ffi::MPI_Op,
 ) -> Result<(), Fail> {
-    let input = if is_in_place(sendbuf) {
-        recvbuf.cast_const()
-    } else {
-        sendbuf
-    };
+    let input = input(sendbuf, recvbuf);
     // SAFETY: the program's buffers, as for MPI_Allreduce.
     if let Some(mut r) = unsafe { reduce_to_leaders(mc, input, n, dt, op) }? {
         // SAFETY: `r` holds `n` elements; `recvbuf` has room for them.
@@ -266,7 +269,7 @@ pub(crate) unsafe fn reduce(
             // SAFETY: the root's buffers, as for MPI_Reduce.
             return unsafe { allreduce_into(mc, sendbuf, recvbuf, n, dt, op) };
         }
-        let mut scratch = Scratch::new(count(n)?, &Extents::of(dt)?)?;
+        let mut scratch = Scratch::new(elements(n)?, &Extents::of(dt)?)?;
         // SAFETY: a non-root's send buffer; the result goes to scratch.
         unsafe { allreduce_into(mc, sendbuf, scratch.ptr(), n, dt, op) }
     };
@@ -295,13 +298,9 @@ unsafe fn prefix(
     dt: MPI_Datatype,
     op: ffi::MPI_Op,
 ) -> Result<(), Fail> {
-    let nn = count(n)?;
+    let nn = elements(n)?;
     let e = Extents::of(dt)?;
-    let input = if is_in_place(sendbuf) {
-        recvbuf.cast_const()
-    } else {
-        sendbuf
-    };
+    let input = input(sendbuf, recvbuf);
     let native_scan = || {
         // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given).
         mpi(unsafe {
@@ -403,13 +402,11 @@ pub(crate) unsafe fn gather(
     let run = || match root_place(mc, root)? {
         Place::Local(r) => {
             let me = mc.inter.rank() == r;
-            let (mut mine, mut theirs) = (recvbuf, recvbuf);
-            if me {
-                let e = Extents::of(recvtype)?;
-                let rc = count(recvcount)?;
-                mine = at(recvbuf, &e, mc.local_offset() as usize * rc);
-                theirs = at(recvbuf, &e, mc.remote_offset() as usize * rc);
-            }
+            let (mine, theirs) = if me {
+                slices(mc, recvbuf, recvcount, recvtype)?
+            } else {
+                (recvbuf, recvbuf)
+            };
             let lr = int(r as usize)?;
             // SAFETY: the program's buffers, the root's at its job's slice.
             mpi(unsafe {
@@ -418,7 +415,7 @@ pub(crate) unsafe fn gather(
                 )
             })?;
             if me {
-                let n = mc.remote_size() as usize * count(recvcount)?;
+                let n = mc.remote_size() as usize * elements(recvcount)?;
                 // SAFETY: the root's buffer has room for the other job's blocks.
                 unsafe { recv(&mc.coll, 0, TAG_GATHER, theirs, n, recvtype) }?;
             }
@@ -427,8 +424,8 @@ pub(crate) unsafe fn gather(
         Place::Remote(r) => {
             // The leader gathers this job's blocks in the send type.
             let e = Extents::of(sendtype)?;
-            let n = mc.local_size() as usize * count(sendcount)?;
-            let mut block = Scratch::new(if leader(mc) { n } else { 0 }, &e)?;
+            let n = mc.local_size() as usize * elements(sendcount)?;
+            let mut block = LeaderRoom::of(leader(mc), n, &e)?;
             // SAFETY: the program's send buffer; the block has room at the leader.
             mpi(unsafe {
                 ffi::PMPI_Gather(
@@ -473,13 +470,11 @@ pub(crate) unsafe fn scatter(
     let run = || match root_place(mc, root)? {
         Place::Local(r) => {
             let me = mc.inter.rank() == r;
-            let (mut mine, mut theirs) = (sendbuf, sendbuf);
-            if me {
-                let e = Extents::of(sendtype)?;
-                let sc = count(sendcount)?;
-                mine = at(sendbuf, &e, mc.local_offset() as usize * sc);
-                theirs = at(sendbuf, &e, mc.remote_offset() as usize * sc);
-            }
+            let (mine, theirs) = if me {
+                slices(mc, sendbuf, sendcount, sendtype)?
+            } else {
+                (sendbuf.cast_mut(), sendbuf.cast_mut())
+            };
             let lr = int(r as usize)?;
             // SAFETY: the program's buffers, the root's at its job's slice.
             mpi(unsafe {
@@ -488,7 +483,7 @@ pub(crate) unsafe fn scatter(
                 )
             })?;
             if me {
-                let n = mc.remote_size() as usize * count(sendcount)?;
+                let n = mc.remote_size() as usize * elements(sendcount)?;
                 // SAFETY: the root's buffer holds the other job's blocks.
                 unsafe { send(&mc.coll, 0, TAG_SCATTER, theirs, n, sendtype) }?.wait()?;
             }
@@ -497,8 +492,8 @@ pub(crate) unsafe fn scatter(
         Place::Remote(r) => {
             // The leader receives this job's blocks in the receive type.
             let e = Extents::of(recvtype)?;
-            let n = mc.local_size() as usize * count(recvcount)?;
-            let mut block = Scratch::new(if leader(mc) { n } else { 0 }, &e)?;
+            let n = mc.local_size() as usize * elements(recvcount)?;
+            let mut block = LeaderRoom::of(leader(mc), n, &e)?;
             leader_step(mc.native, leader(mc), || {
                 // SAFETY: the block has room for `n` elements at the leader.
                 Ok(unsafe { recv(&mc.coll, r, TAG_SCATTER, block.ptr(), n, recvtype) }?)
@@ -538,10 +533,8 @@ pub(crate) unsafe fn allgather(
     comm: MPI_Comm,
 ) -> c_int {
     let run = || {
-        let e = Extents::of(recvtype)?;
-        let rc = count(recvcount)?;
-        let mine = at(recvbuf, &e, mc.local_offset() as usize * rc);
-        let theirs = at(recvbuf, &e, mc.remote_offset() as usize * rc);
+        let (mine, theirs) = slices(mc, recvbuf, recvcount, recvtype)?;
+        let rc = elements(recvcount)?;
         // SAFETY: the program's buffers, the receive at this job's slice
         // (MPI_IN_PLACE finds each rank's block where it is in the merged order).
         mpi(unsafe {
@@ -585,7 +578,7 @@ pub(crate) unsafe fn alltoall(
 ) -> c_int {
     let run = || {
         let re = Extents::of(recvtype)?;
-        let rc = count(recvcount)?;
+        let rc = elements(recvcount)?;
         // In place: the blocks to send are a copy of the receive buffer.
         let mut copy_of_recv = None;
         let (sendbuf, sendcount, sendtype) = if is_in_place(sendbuf) {
@@ -597,30 +590,25 @@ pub(crate) unsafe fn alltoall(
             (sendbuf, sendcount, sendtype)
         };
         let se = Extents::of(sendtype)?;
-        let sc = count(sendcount)?;
+        let sc = elements(sendcount)?;
         let ro = mc.remote_offset() as usize;
         let mut recvs = Vec::new();
         for r in 0..mc.remote_size() {
             let req = post(&mc.coll, r, TAG_ALLTOALL, rc, recvtype)?;
-            recvs.push((req, at(recvbuf, &re, (ro + r as usize) * rc)));
+            recvs.push((req, re.at(recvbuf, (ro + r as usize) * rc)?));
         }
         let mut sends = Vec::new();
         for r in 0..mc.remote_size() {
-            let block = at(sendbuf, &se, (ro + r as usize) * sc);
+            let block = se.at(sendbuf, (ro + r as usize) * sc)?;
             // SAFETY: the block for merged rank ro + r of the send buffer.
             sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, sc, sendtype) }?);
         }
         let lo = mc.local_offset() as usize;
+        let (my_send, my_recv) = (se.at(sendbuf, lo * sc)?, re.at(recvbuf, lo * rc)?);
         // SAFETY: this job's slices of the program's buffers.
         mpi(unsafe {
             ffi::PMPI_Alltoall(
-                at(sendbuf, &se, lo * sc),
-                sendcount,
-                sendtype,
-                at(recvbuf, &re, lo * rc),
-                recvcount,
-                recvtype,
-                mc.native,
+                my_send, sendcount, sendtype, my_recv, recvcount, recvtype, mc.native,
             )
         })?;
         for (req, p) in recvs {
@@ -651,19 +639,15 @@ pub(crate) unsafe fn reduce_scatter_block(
     comm: MPI_Comm,
 ) -> c_int {
     let run = || {
-        let k = count(recvcount)?;
+        let k = elements(recvcount)?;
         let e = Extents::of(dt)?;
         let total = mc.size() as usize * k;
         let mut all = Scratch::new(total, &e)?;
         // In place: the input is the receive buffer, which holds every block.
-        let input = if is_in_place(sendbuf) {
-            recvbuf.cast_const()
-        } else {
-            sendbuf
-        };
+        let input = input(sendbuf, recvbuf);
         // SAFETY: `input` holds every block; `all` has room for them.
         unsafe { allreduce_into(mc, input, all.ptr(), int(total)?, dt, op) }?;
-        let own = at(all.ptr(), &e, mc.rank() as usize * k);
+        let own = e.at(all.ptr(), mc.rank() as usize * k)?;
         // SAFETY: this rank's block of `all`, into the program's buffer.
         unsafe { copy(mc, own, recvbuf, recvcount, dt) }
     };

@@ -4,15 +4,13 @@
 //! `state::MergedComm`'s; here are the bodies of the calls that
 //! `mpi-functions.txt` gives a `+merged` line: the merge itself and the
 //! communicator calls (`comm`), the collectives (`coll`, over `wire`'s
-//! messages between the jobs and `buf`'s scratch buffers; `vcoll` for the
-//! v-variants) and
-//! point-to-point (`pt2pt`), and the splits into one job's communicators
-//! (`split`). build.rs generates the dispatch: on a merged
-//! communicator a `+merged` call reaches its body here, any other call
-//! taking a communicator is refused with the merged communicator's own
-//! message (`errors::refuse_merged`).
+//! messages between the jobs and `crate::collbuf`'s local buffers; `vcoll`
+//! for the v-variants) and point-to-point (`pt2pt`), and the splits into
+//! one job's communicators (`split`). build.rs generates the dispatch: on a
+//! merged communicator a `+merged` call reaches its body here, any other
+//! call taking a communicator is refused with the merged communicator's
+//! own message (`errors::refuse_merged`).
 
-mod buf;
 mod coll;
 mod comm;
 mod pt2pt;

@@ -22,9 +22,9 @@ use std::ffi::{c_int, c_void};
 use isthmus_bridge::{BridgeError, SendRequest, Status};
 use mpi::ffi;
 
-use super::buf::count;
 use super::comm::raise;
 use super::wire::{mpi, Fail};
+use crate::collbuf::elements;
 use crate::datatype;
 use crate::mpi_glue::{
     any_source, fill_status, proc_null, request_null, status_ignore, tag_of, MPI_Comm,
@@ -350,7 +350,7 @@ unsafe fn recv_from(
             Ok(())
         }
         Some(Place::Remote(r)) => {
-            let nn = count(n)?;
+            let nn = elements(n)?;
             let max = datatype::capacity_bytes(nn, dt)?;
             let (bytes, st) =
                 mc.inter
@@ -412,7 +412,7 @@ pub(crate) unsafe fn irecv(
                     .map_err(Fail::Mpi)
             }
             Some(Place::Remote(r)) => {
-                let count = count(n)?;
+                let count = elements(n)?;
                 let max = datatype::capacity_bytes(count, dt)?;
                 let req = mc.inter.irecv_bytes(
                     isthmus_bridge::Source::Rank(r),

@@ -10,11 +10,11 @@ use std::ffi::{c_int, c_void};
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use super::buf::{at, count, is_in_place, Extents, Scratch};
 use super::comm::raise;
 use super::wire::{
     complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_GATHER,
 };
+use crate::collbuf::{elements, ints, is_in_place, Extents, Scratch};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
 
@@ -49,20 +49,6 @@ fn too_many() -> Fail {
     ))
 }
 
-/// `n` ints of the program's array at `p`.
-///
-/// # Safety
-/// `p` addresses `n` ints.
-unsafe fn ints<'a>(p: *const c_int, n: usize) -> Result<&'a [c_int], Fail> {
-    if p.is_null() {
-        return Err(Fail::Bridge(BridgeError::InvalidArgument(
-            "a counts or displacements array is NULL".into(),
-        )));
-    }
-    // SAFETY: the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
-}
-
 /// The ranges of this job's and the other job's merged ranks.
 fn slices(mc: &MergedComm) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
     let (lo, ro) = (mc.local_offset() as usize, mc.remote_offset() as usize);
@@ -70,6 +56,16 @@ fn slices(mc: &MergedComm) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
         lo..lo + mc.local_size() as usize,
         ro..ro + mc.remote_size() as usize,
     )
+}
+
+/// The entries of a per-rank array for the merged ranks `r` (the array
+/// has one per rank of the merged communicator).
+fn part(a: &[c_int], r: std::ops::Range<usize>) -> Result<&[c_int], Fail> {
+    a.get(r).ok_or_else(|| {
+        Fail::Bridge(BridgeError::InvalidArgument(
+            "a per-rank array is shorter than the communicator".into(),
+        ))
+    })
 }
 
 fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
@@ -100,7 +96,7 @@ pub(crate) unsafe fn allgatherv(
         // SAFETY: MPI_Allgatherv's arrays hold one int per rank.
         let (counts, displs) = unsafe { (ints(recvcounts, n)?, ints(displs, n)?) };
         let (mine, theirs) = slices(mc);
-        let (cm, dm) = (&counts[mine.clone()], &displs[mine]);
+        let (cm, dm) = (part(counts, mine.clone())?, part(displs, mine)?);
         // SAFETY: the program's buffers; this job's counts and displacements.
         mpi(unsafe {
             ffi::PMPI_Allgatherv(
@@ -115,7 +111,11 @@ pub(crate) unsafe fn allgatherv(
             )
         })?;
         let my_blocks = Derived::indexed(cm, dm, recvtype)?;
-        let their_blocks = Derived::indexed(&counts[theirs.clone()], &displs[theirs], recvtype)?;
+        let their_blocks = Derived::indexed(
+            part(counts, theirs.clone())?,
+            part(displs, theirs)?,
+            recvtype,
+        )?;
         leader_step(mc.native, mc.inter.rank() == 0, || {
             // SAFETY: this job's blocks are in place; the other's have room.
             let sent = unsafe { send(&mc.coll, 0, TAG_ALLGATHER, recvbuf, 1, my_blocks.0) }?;
@@ -167,7 +167,7 @@ pub(crate) unsafe fn gatherv(
                     (&[][..], &[][..])
                 };
                 let (cm, dm) = if me {
-                    (&counts[mine.clone()], &displs[mine])
+                    (part(counts, mine.clone())?, part(displs, mine)?)
                 } else {
                     (counts, displs)
                 };
@@ -186,8 +186,11 @@ pub(crate) unsafe fn gatherv(
                     )
                 })?;
                 if me {
-                    let blocks =
-                        Derived::indexed(&counts[theirs.clone()], &displs[theirs], recvtype)?;
+                    let blocks = Derived::indexed(
+                        part(counts, theirs.clone())?,
+                        part(displs, theirs)?,
+                        recvtype,
+                    )?;
                     // SAFETY: the root's buffer has the other job's blocks.
                     unsafe { recv(&mc.coll, 0, TAG_GATHER, recvbuf, 1, blocks.0) }?;
                 }
@@ -215,7 +218,7 @@ pub(crate) unsafe fn gatherv(
                 let mut total: usize = 0;
                 for s in &sizes {
                     offsets.push(c_int::try_from(total).map_err(|_| too_many())?);
-                    total += count(*s)?;
+                    total += elements(*s)?;
                 }
                 let e = Extents::of(sendtype)?;
                 let mut block = Scratch::new(total, &e)?;
@@ -275,7 +278,7 @@ pub(crate) unsafe fn alltoallv(
         let (sendbuf, sc, sd, sendtype) = if is_in_place(sendbuf) {
             let mut span = 0usize;
             for (c, d) in rc.iter().zip(rd) {
-                span = span.max(count(*d)? + count(*c)?);
+                span = span.max(elements(*d)? + elements(*c)?);
             }
             // SAFETY: the receive buffer holds its blocks, within `span` elements.
             let c = unsafe { Scratch::copy_of(recvbuf, span, &re) }?;
@@ -289,20 +292,24 @@ pub(crate) unsafe fn alltoallv(
         let se = Extents::of(sendtype)?;
         let (mine, theirs) = slices(mc);
         let mut recvs = Vec::new();
-        for (r, i) in theirs.clone().enumerate() {
+        let their_recvs = part(rc, theirs.clone())?
+            .iter()
+            .zip(part(rd, theirs.clone())?);
+        for (r, (&c, &d)) in their_recvs.enumerate() {
             let r = u32::try_from(r).map_err(|_| too_many())?;
-            let req = post(&mc.coll, r, TAG_ALLTOALL, count(rc[i])?, recvtype)?;
-            recvs.push((req, at(recvbuf, &re, count(rd[i])?), count(rc[i])?));
+            let req = post(&mc.coll, r, TAG_ALLTOALL, elements(c)?, recvtype)?;
+            recvs.push((req, re.at(recvbuf, elements(d)?)?, elements(c)?));
         }
         let mut sends = Vec::new();
-        for (r, i) in theirs.enumerate() {
+        let their_sends = part(sc, theirs.clone())?.iter().zip(part(sd, theirs)?);
+        for (r, (&c, &d)) in their_sends.enumerate() {
             let r = u32::try_from(r).map_err(|_| too_many())?;
-            let block = at(sendbuf, &se, count(sd[i])?);
-            // SAFETY: the block for merged rank i of the send buffer.
-            sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, count(sc[i])?, sendtype) }?);
+            let block = se.at(sendbuf, elements(d)?)?;
+            // SAFETY: the block for merged rank ro + r of the send buffer.
+            sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, elements(c)?, sendtype) }?);
         }
-        let (scm, sdm) = (&sc[mine.clone()], &sd[mine.clone()]);
-        let (rcm, rdm) = (&rc[mine.clone()], &rd[mine]);
+        let (scm, sdm) = (part(sc, mine.clone())?, part(sd, mine.clone())?);
+        let (rcm, rdm) = (part(rc, mine.clone())?, part(rd, mine)?);
         // SAFETY: the program's buffers; this job's counts and displacements.
         mpi(unsafe {
             ffi::PMPI_Alltoallv(

@@ -257,9 +257,12 @@ impl RingWriter {
                 free = self.free()?;
             }
             let n = (free as usize).min(src.len());
-            self.ring.put(self.head, &src[..n]);
+            let (now, rest) = src
+                .split_at_checked(n)
+                .ok_or_else(|| io::Error::other("shm ring: a write past its source"))?;
+            self.ring.put(self.head, now);
             self.head = self.head.wrapping_add(n as u64);
-            src = &src[n..];
+            src = rest;
             if !src.is_empty() {
                 // Let the reader start on what is there (pipelining).
                 self.publish();
@@ -410,7 +413,10 @@ impl Read for RingReader {
                     sleeping.store(0, Ordering::Relaxed);
                 }
                 let k = (n as usize).min(buf.len());
-                self.ring.get(self.tail, &mut buf[..k]);
+                let Some(dst) = buf.get_mut(..k) else {
+                    return Err(io::Error::other("shm ring: a read past its buffer"));
+                };
+                self.ring.get(self.tail, dst);
                 self.tail = self.tail.wrapping_add(k as u64);
                 self.consumed();
                 return Ok(k);

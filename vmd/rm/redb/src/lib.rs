@@ -27,10 +27,6 @@
 //! It sits in `vmd/rm/` because it stores the resource manager's job table
 //! for a one-host vmd, as `groups/redb` stores the groups.
 
-// Beyond the house rules ([workspace.lints]): input reaches this crate
-// from other processes, and an index out of bounds would be a panic.
-#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
