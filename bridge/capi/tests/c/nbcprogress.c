@@ -14,6 +14,7 @@
  *   in the same MPI_Waitall), then checks both results;
  * - MPI_Ireduce to each group's rank 0 in turn, waited together, while an
  *   MPI_Ialltoall on the same communicator is outstanding;
+ * - MPI_Iallreduce_c where the MPI has it (MPICH 4);
  * - MPI_IN_PLACE in MPI_Iallreduce is MPI_ERR_BUFFER, and MPI_Ibcast with a
  *   root of neither group MPI_ERR_ROOT, at once.
  * MTest_Finalize prints " No Errors" when no check failed.
@@ -159,6 +160,21 @@ int main(int argc, char *argv[])
             EXPECT(in[j] == 1000 * j + rank, "Ialltoall block %d is %d", j, in[j]);
         free(out);
         free(in);
+    }
+
+    /* The large-count form where the MPI has it (MPI 4: MPICH 4, not Open
+     * MPI 4.1), matching the int form on the other side. */
+    {
+        int mine = 2 * (rank + 1), sum = -1;
+        MPI_Request req;
+#if MPI_VERSION >= 4
+        OK(MPI_Iallreduce_c(&mine, &sum, (MPI_Count) 1, MPI_INT, MPI_SUM, comm, &req));
+#else
+        OK(MPI_Iallreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, comm, &req));
+#endif
+        OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        EXPECT(sum == remote * (remote + 1), "Iallreduce(_c) gave %d, not %d", sum,
+               remote * (remote + 1));
     }
 
     /* MPI_IN_PLACE, which MPI defines for intracommunicators only. */
