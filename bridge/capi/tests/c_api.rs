@@ -211,7 +211,7 @@ fn refused_calls_fail_with_a_message_naming_them() {
     let out = String::from_utf8_lossy(&oa.stdout);
     for call in [
         "MPI_Igatherv",
-        "MPI_Ireduce_scatter_block",
+        "MPI_Ireduce_scatter",
         "MPI_Comm_split",
         "MPI_Win_create",
         "MPI_File_open",

@@ -18,7 +18,8 @@
 //!
 //! The nonblocking forms (`nonblocking`: `MPI_Ibarrier`, `MPI_Ibcast`,
 //! `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Igather`, `MPI_Iscatter`,
-//! `MPI_Iallgather`, `MPI_Ialltoall`) run the same algorithms as schedules
+//! `MPI_Iallgather`, `MPI_Ialltoall`, `MPI_Ireduce_scatter_block`) run the
+//! same algorithms as schedules
 //! advanced by every wait and test (`nbc`); the others stay refused.
 
 mod alltoall;
@@ -43,7 +44,8 @@ use common::{code, deliver, elements, message, role_or_raise, with_local, Role};
 pub(crate) use alltoall::{alltoall, alltoallv, alltoallw};
 pub(crate) use gather::{allgather, allgatherv, gather, gatherv};
 pub(crate) use nonblocking::{
-    iallgather, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, iscatter,
+    iallgather, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, ireduce_scatter_block,
+    iscatter,
 };
 pub(crate) use reduce::{allreduce, reduce, reduce_scatter, reduce_scatter_block};
 pub(crate) use scatter::{scatter, scatterv};

@@ -1,6 +1,7 @@
 //! The nonblocking collectives on an Isthmus intercommunicator
 //! (`MPI_Ibarrier`, `MPI_Ibcast`, `MPI_Iallreduce`, `MPI_Ireduce`,
-//! `MPI_Igather`, `MPI_Iscatter`, `MPI_Iallgather`, `MPI_Ialltoall`), with
+//! `MPI_Igather`, `MPI_Iscatter`, `MPI_Iallgather`, `MPI_Ialltoall`,
+//! `MPI_Ireduce_scatter_block`), with
 //! MPI's intercommunicator semantics and the blocking ones' local–global–
 //! local algorithms, as schedules (`nbc`): each native step is the job's
 //! own `PMPI_I*` on the communicator's private duplicate for them, each
@@ -14,7 +15,8 @@
 //! the leader whose result crosses to the remote root ([`to_root`]: reduce,
 //! gather), which receives it ([`at_root`]); a native step to the leader,
 //! the leaders' exchange and the other group's result handed to every rank
-//! ([`exchange`]: allreduce, allgather); and alltoall's blocks, each
+//! ([`exchange`]: allreduce, allgather, reduce_scatter_block); and
+//! alltoall's blocks, each
 //! straight to its receiver.
 
 use std::ffi::{c_int, c_void};
@@ -193,10 +195,11 @@ fn to_root(
     }))
 }
 
-/// Allreduce and allgather: `native` to the leader's room (`room`, or the
-/// program's buffer `at` when `room` is None) for `total` elements of
-/// `dt`, the leaders' exchange, and the other group's message (at most
-/// `max` bytes) handed to every rank, for `then` to decode.
+/// Allreduce, allgather and reduce_scatter_block: `native` to the
+/// leader's room (`room`, or the program's buffer `at` when `room` is None)
+/// for `total` elements of `dt`, the leaders' exchange, and the other
+/// group's message (at most `max` bytes) handed to every rank as `how`
+/// says, for `then` to decode.
 #[allow(clippy::too_many_arguments)] // the shape's parts
 fn exchange(
     op: &Op,
@@ -209,6 +212,7 @@ fn exchange(
     step: &'static str,
     what: &'static str,
     native: Native,
+    how: Share,
     then: impl FnOnce(Vec<u8>, isthmus_bridge::Status) -> Step<()> + 'static,
 ) -> Result<Stage, BridgeError> {
     let leader = bc.inter.rank() == 0;
@@ -230,7 +234,7 @@ fn exchange(
             move |cx, a| {
                 let rc = a.native_rc();
                 let Some(recv) = recv else {
-                    return share(cx, 0, None, max, Share::Whole, what, move |b, s| {
+                    return share(cx, 0, None, max, how, what, move |b, s| {
                         if rc != 0 {
                             return Err(Fail::Mpi(rc));
                         }
@@ -245,9 +249,7 @@ fn exchange(
                 drop(room);
                 let sent = match sent {
                     Ok(s) => s,
-                    Err(e) => {
-                        return share(cx, 0, Some(Err(e)), max, Share::Whole, what, |_, _| Ok(()))
-                    }
+                    Err(e) => return share(cx, 0, Some(Err(e)), max, how, what, |_, _| Ok(())),
                 };
                 Ok(Next::Stage(Stage::native(
                     vec![Wait::Send(sent), Wait::Recv(recv)],
@@ -255,7 +257,7 @@ fn exchange(
                         let got = a
                             .sent()
                             .and_then(|()| bc.inter.nbc_received(0, a.received()));
-                        share(cx, 0, Some(got), max, Share::Whole, what, then)
+                        share(cx, 0, Some(got), max, how, what, then)
                     },
                 )))
             },
@@ -615,11 +617,72 @@ pub(crate) unsafe fn iallreduce(
             "MPI_Ireduce",
             "allreduce",
             native,
+            Share::Whole,
             decode_into(recvbuf, n, datatype),
         )
     );
     // SAFETY: the program's request (checked); the buffers stay valid until
     // the request completes (MPI_Iallreduce's contract).
+    unsafe { start_schedule(sched, first, request) }
+}
+
+/// `MPI_Ireduce_scatter_block` on an Isthmus communicator: each job
+/// reduces `recvcount` elements per local rank natively to its leader, the
+/// leaders exchange, and each rank gets its block of the other group's
+/// result.
+///
+/// # Safety
+/// As `MPI_Ireduce_scatter_block`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn ireduce_scatter_block(
+    bc: &Arc<BridgeComm>,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: ffi::MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    const CALL: &str = "MPI_Ireduce_scatter_block";
+    tried!(check_request(comm, request));
+    tried!(check_not_in_place(comm, CALL, &[sendbuf, recvbuf]));
+    let nop = native_op(op, datatype);
+    let sched = tried!(Op::begin(bc, comm, CALL));
+    let n = or_fail!(sched, elements(recvcount));
+    let all = or_fail!(sched, total(recvcount, bc.inter.local_size()));
+    let max = or_fail!(sched, datatype::capacity_bytes(all, datatype));
+    // Fits an int (`total` checked it).
+    let all_c = all as c_int;
+    let room = if bc.inter.rank() == 0 {
+        Some(or_fail!(sched, Scratch::new(all, datatype)))
+    } else {
+        None
+    };
+    let native: Native = Box::new(move |c, at, r| {
+        // SAFETY: the program's buffer and handles (valid until
+        // completion); `at` has room for `all` elements at the leader.
+        unsafe { ffi::PMPI_Ireduce(sendbuf, at, all_c, datatype, nop, 0, c, r) }
+    });
+    let first = or_fail!(
+        sched,
+        exchange(
+            &sched,
+            bc,
+            room,
+            std::ptr::null_mut(),
+            all,
+            datatype,
+            max,
+            "MPI_Ireduce",
+            "reduce_scatter_block",
+            native,
+            Share::Even,
+            decode_into(recvbuf, n, datatype),
+        )
+    );
+    // SAFETY: the program's request (checked); the buffers stay valid until
+    // the request completes (MPI_Ireduce_scatter_block's contract).
     unsafe { start_schedule(sched, first, request) }
 }
 
@@ -666,6 +729,7 @@ pub(crate) unsafe fn iallgather(
             "MPI_Igather",
             "allgather",
             gather_to_leader(sendbuf, sendcount, sendtype),
+            Share::Whole,
             decode_into(recvbuf, n, recvtype),
         )
     );

@@ -17,6 +17,7 @@ use super::schedule::{Arrivals, Cx, Fail, Next, Stage, Step, Wait};
 use crate::mpi_glue::byte;
 
 /// How the leader's message is handed to the ranks of its job.
+#[derive(Clone, Copy)]
 pub(crate) enum Share {
     /// Every rank gets the whole message.
     Whole,

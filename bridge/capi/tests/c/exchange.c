@@ -279,8 +279,8 @@ static void refused(void)
                    "MPI_Igatherv");
     expect_refused(MPI_Iallgatherv(&x, 1, MPI_INT, &y, &one, &zero, MPI_INT, inter, &r),
                    "MPI_Iallgatherv");
-    expect_refused(MPI_Ireduce_scatter_block(&x, &y, 1, MPI_INT, MPI_SUM, inter, &r),
-                   "MPI_Ireduce_scatter_block");
+    expect_refused(MPI_Ireduce_scatter(&x, &y, &one, MPI_INT, MPI_SUM, inter, &r),
+                   "MPI_Ireduce_scatter");
     expect_refused(MPI_Ialltoallv(&x, &one, &zero, MPI_INT, &y, &one, &zero, MPI_INT, inter, &r),
                    "MPI_Ialltoallv");
     expect_refused(MPI_Comm_split(inter, 0, rank, &c), "MPI_Comm_split");

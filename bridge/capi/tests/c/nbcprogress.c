@@ -14,7 +14,8 @@
  *   in the same MPI_Waitall), then checks both results;
  * - MPI_Ireduce to each group's rank 0 in turn, waited together, while an
  *   MPI_Ialltoall on the same communicator is outstanding;
- * - MPI_Iallreduce_c where the MPI has it (MPICH 4);
+ * - MPI_Iallreduce_c where the MPI has it (MPICH 4), and
+ *   MPI_Ireduce_scatter_block (each group gets its blocks of the other's);
  * - MPI_IN_PLACE in MPI_Iallreduce is MPI_ERR_BUFFER, and MPI_Ibcast with a
  *   root of neither group MPI_ERR_ROOT, at once.
  * MTest_Finalize prints " No Errors" when no check failed.
@@ -175,6 +176,26 @@ int main(int argc, char *argv[])
         OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
         EXPECT(sum == remote * (remote + 1), "Iallreduce(_c) gave %d, not %d", sum,
                remote * (remote + 1));
+    }
+
+    /* MPI_Ireduce_scatter_block: each group reduces `remote` elements per
+     * rank; rank k of the other group gets elements k*remote.. of it. */
+    {
+        int *send = malloc(size * remote * sizeof(int)), *recv = malloc(remote * sizeof(int));
+        MPI_Request req;
+        for (int j = 0; j < size * remote; j++)
+            send[j] = 100 * rank + j;
+        for (int m = 0; m < remote; m++)
+            recv[m] = -1;
+        OK(MPI_Ireduce_scatter_block(send, recv, remote, MPI_INT, MPI_SUM, comm, &req));
+        OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        for (int m = 0; m < remote; m++) {
+            int want = 100 * remote * (remote - 1) / 2 + remote * (rank * remote + m);
+            EXPECT(recv[m] == want, "Ireduce_scatter_block element %d is %d, not %d", m,
+                   recv[m], want);
+        }
+        free(send);
+        free(recv);
     }
 
     /* MPI_IN_PLACE, which MPI defines for intracommunicators only. */

@@ -45,8 +45,8 @@ program refused
   print '(a,i0,a)', 'refused rank ', rank, ': barrier and bcast passed'
   x = rank
 
-  call MPI_Ireduce_scatter_block(x, y, 1, MPI_INTEGER, MPI_SUM, inter, req, ierr)
-  call expect_refusal(ierr, 'MPI_Ireduce_scatter_block')
+  call MPI_Ireduce_scatter(x, y, x, MPI_INTEGER, MPI_SUM, inter, req, ierr)
+  call expect_refusal(ierr, 'MPI_Ireduce_scatter')
   ! Carried too: MPI_Allreduce (each group gets the sum of the other's
   ! ranks) and MPI_Gather to rank 0 of the job whose group sorts first.
   call MPI_Comm_remote_size(inter, rs, ierr)
