@@ -4,7 +4,9 @@
 //! buffer wrappers over the byte-level calls. Every message goes through
 //! the point-to-point layer (`p2p`): one [`Channel`] for the user's
 //! messages, another, on a context of its own, for the collectives
-//! (`coll`), so that collective traffic can never match a user receive.
+//! (`coll`), so that collective traffic can never match a user receive,
+//! and a third for the nonblocking collectives (their messages are tagged
+//! by the operation's sequence number, and never meet a blocking one's).
 //! [`Engine::intercomm`] is defined here, so the engine does not depend on
 //! intercommunicators.
 
@@ -30,6 +32,8 @@ pub struct InterComm {
     p2p: Channel,
     /// The collectives' messages: a context of its own (see [`coll_context`]).
     coll: Channel,
+    /// The nonblocking collectives' messages (see [`nbc_context`]).
+    nbc: Channel,
     local_size: u32,
 }
 
@@ -41,6 +45,16 @@ pub struct InterComm {
 fn coll_context(context: u64) -> u64 {
     let mut key = context.to_le_bytes().to_vec();
     key.extend_from_slice(b"\x1fcoll\x1f");
+    crate::hash::fnv1a64(&key, crate::hash::FNV_OFFSET)
+}
+
+/// The context of an intercommunicator's nonblocking collectives, derived
+/// as [`coll_context`] under a key of its own: the blocking collectives
+/// receive the next message of their peer whatever its tag, which must not
+/// be a nonblocking collective's still in flight.
+fn nbc_context(context: u64) -> u64 {
+    let mut key = context.to_le_bytes().to_vec();
+    key.extend_from_slice(b"\x1fnbc\x1f");
     crate::hash::fnv1a64(&key, crate::hash::FNV_OFFSET)
 }
 
@@ -60,11 +74,18 @@ impl Engine {
             )));
         }
         let p2p = Channel::open(&self.shared, context, local_rank, remote.clone())?;
-        let coll = Channel::open(&self.shared, coll_context(context), local_rank, remote)?;
+        let coll = Channel::open(
+            &self.shared,
+            coll_context(context),
+            local_rank,
+            remote.clone(),
+        )?;
+        let nbc = Channel::open(&self.shared, nbc_context(context), local_rank, remote)?;
         Ok(InterComm {
             engine: Arc::clone(self),
             p2p,
             coll,
+            nbc,
             local_size,
         })
     }
@@ -110,6 +131,10 @@ impl InterComm {
     /// The point-to-point channel of this intercomm's collectives.
     pub(crate) fn coll_channel(&self) -> &Channel {
         &self.coll
+    }
+    /// The point-to-point channel of this intercomm's nonblocking collectives.
+    pub(crate) fn nbc_channel(&self) -> &Channel {
+        &self.nbc
     }
     /// How the data connection to remote rank `rank` went (transport, our
     /// address, the address dialled); None until something was sent to it.

@@ -298,3 +298,34 @@ fn personalized_blocks_cross_once_each_way() {
     assert_eq!(got_b, [(0, vec![10, 11])]);
     assert_eq!((all_a, all_b), (vec![vec![20; 3]], vec![vec![10; 3]]));
 }
+
+#[test]
+fn nonblocking_collectives_messages_go_to_their_own_operation_never_to_a_blocking_one() {
+    let (_ea, _eb, a, b, la, _lb) = pair(0xc011_0020);
+    // b posts the receives of operations 7 and 8 (two outstanding on one
+    // communicator); a sends 8's message first, then a blocking
+    // collective's, then 7's: each receive gets its own operation's.
+    let r7 = b.nbc_irecv(0, 7, 64).unwrap();
+    let r8 = b.nbc_irecv(0, 8, 64).unwrap();
+    a.nbc_isend(0, 8, Ok(msg(&[8, 8]))).unwrap().wait().unwrap();
+    let sender = std::thread::spawn(move || {
+        a.reduce_send(la.comm(), 0, Some(Ok(msg(&[1, 2, 3]))))
+            .unwrap();
+        a.nbc_isend(0, 7, Ok(msg(&[7]))).unwrap().wait().unwrap();
+        // A part that failed: the notice goes in its place, the error back.
+        let failed = Err(BridgeError::InvalidArgument("native step failed".into()));
+        assert!(matches!(
+            a.nbc_isend(0, 9, failed),
+            Err(BridgeError::InvalidArgument(_))
+        ));
+    });
+    assert_eq!(values(&b.reduce_recv(64).unwrap()), [1, 2, 3]);
+    sender.join().unwrap();
+    let got7 = b.nbc_received(0, r7.wait()).unwrap();
+    let got8 = b.nbc_received(0, r8.wait()).unwrap();
+    assert_eq!((values(&got7), values(&got8)), (vec![7], vec![8, 8]));
+    match b.nbc_received(0, b.nbc_irecv(0, 9, 64).unwrap().wait()) {
+        Err(BridgeError::Protocol(m)) => assert!(m.contains("remote rank 0"), "{m}"),
+        other => panic!("expected Protocol, got {other:?}"),
+    }
+}

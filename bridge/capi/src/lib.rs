@@ -28,7 +28,10 @@
 //! Fortran conversion work natively), mapped in [`state`] to the bridge's
 //! `InterComm`. A bridge request is a generalized request (`MPI_Grequest_start`),
 //! so bridge and native requests mix in one `MPI_Waitall`; the interposed
-//! wait and test calls complete the bridge ones and let MPI do the rest.
+//! wait and test calls complete the bridge ones and let MPI do the rest. A
+//! nonblocking collective's request is one too, completed when its schedule
+//! ([`nbc`]: native `PMPI_I*` steps and bridge messages) ends; every
+//! interposed wait and test advances every schedule.
 //!
 //! Errors become MPI error codes in Isthmus's own error classes ([`errors`]),
 //! with `MPI_Error_string` giving the bridge's message, and go through the
@@ -52,6 +55,7 @@ pub mod large_count;
 pub mod local_side;
 pub mod merged;
 pub mod mpi_glue;
+pub mod nbc;
 pub mod ports;
 pub mod pt2pt;
 pub mod refused;

@@ -1,5 +1,7 @@
 //! A bridge communicator's own native communicator for the local steps of
-//! its collectives (`coll`), kept with the communicator (`state`).
+//! its collectives (`coll`), and the side of its nonblocking collectives
+//! (`nbc::side::Side`: a second duplicate, made at the first one), kept with the
+//! communicator (`state`).
 
 use std::ffi::c_int;
 use std::mem::ManuallyDrop;
@@ -10,6 +12,7 @@ use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
 
 use crate::mpi_glue::{comm_null, MPI_Comm};
+use crate::nbc::side::Side;
 
 /// A bridge communicator's local group as a native communicator, for the
 /// native steps of its collectives: a private duplicate of its local
@@ -20,7 +23,7 @@ use crate::mpi_glue::{comm_null, MPI_Comm};
 /// `MPI_Bcast`) pass straight on to `PMPI_*`, and never meet the program's
 /// traffic on the handle.
 #[derive(Default)]
-pub struct LocalSide(Mutex<Option<Native>>);
+pub struct LocalSide(Mutex<Option<Native>>, Side);
 
 /// The duplicate; `ManuallyDrop` because it is freed explicitly, while MPI
 /// is sure to be up (`MPI_Comm_free` of the communicator), never by a drop.
@@ -52,9 +55,15 @@ impl LocalSide {
         Ok(guard)
     }
 
-    /// Frees the duplicate, if one was made (`MPI_Comm_free` and
+    /// The side of the communicator's nonblocking collectives.
+    pub(crate) fn nbc(&self) -> &Side {
+        &self.1
+    }
+
+    /// Frees the duplicates, if they were made (`MPI_Comm_free` and
     /// `MPI_Comm_disconnect` of the bridge communicator).
     pub fn free(&self) {
+        self.1.free();
         let taken = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(native) = taken {
             let mut raw = mpi::raw::AsRaw::as_raw(&*native.0);

@@ -8,6 +8,13 @@
 //! generalized requests complete; then the native call does the rest —
 //! status (through the request's query function), freeing, native requests.
 //!
+//! A nonblocking collective's request is a generalized request too
+//! ([`start_schedule`]), completed when its schedule (`nbc`) ends.
+//! While any schedule is under way, every interposed wait and test first
+//! advances them all (`nbc::progress`), and the waits poll (each a loop of
+//! its test) rather than block in MPI or in the bridge, so that schedules
+//! go on whatever request the program waits for.
+//!
 //! A failed bridge operation is reported the way MPI reports a failed
 //! request: the single-request calls return its code, the array calls
 //! return `MPI_ERR_IN_STATUS` with the code in the status; either way it
@@ -177,6 +184,51 @@ pub fn start_from(
         },
     );
     Ok(req)
+}
+
+/// Runs a nonblocking collective's schedule from `first` (`op` begun on
+/// its communicator): the program's request, written to `request`, is a
+/// generalized request completed when the schedule ends; its first steps
+/// are taken at once.
+///
+/// # Safety
+/// `request` is the program's writable `MPI_Request`; every buffer and
+/// handle the stages use stays valid until the request completes (MPI's
+/// rule for a nonblocking collective's arguments).
+pub(crate) unsafe fn start_schedule(
+    op: crate::nbc::Op,
+    first: crate::nbc::Stage,
+    request: *mut MPI_Request,
+) -> c_int {
+    let outcome = Arc::new(Mutex::new(Outcome::empty()));
+    let req = match grequest(&outcome) {
+        Ok(r) => r,
+        Err(rc) => return errors::raise(op.comm(), rc),
+    };
+    op.run(first, req, outcome);
+    // SAFETY: the program's out-pointer (this function's contract).
+    unsafe { *request = req };
+    progress();
+    0
+}
+
+/// Advances every nonblocking collective's schedule, and completes the
+/// requests of those that ended: successfully, or with their error code
+/// (raised through their communicator's error handler when the program
+/// waits for or tests the request).
+fn progress() {
+    for f in crate::nbc::progress() {
+        if let Some((code, comm)) = f.failed {
+            record_failure(f.key, Failure { code, comm });
+            *f.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Outcome {
+                error: code,
+                ..Outcome::empty()
+            };
+        }
+        // SAFETY: the schedule's generalized request, not yet completed.
+        unsafe { ffi::PMPI_Grequest_complete(f.req) };
+        crate::nbc::retire(f.key);
+    }
 }
 
 /// A request that is complete at once with `outcome` (e.g. to `MPI_PROC_NULL`).
@@ -371,12 +423,16 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
 
 /// Finishes every bridge request among `reqs` that is done; true if none
 /// is left pending.
+/// Every nonblocking collective's schedule is advanced first.
 fn advance(reqs: &[MPI_Request]) -> bool {
+    progress();
     let mut all = true;
     for r in reqs {
         let key = request_key(*r);
         if let Some(e) = take(key) {
             all &= finish(key, e, false);
+        } else if crate::nbc::owns(key) {
+            all = false;
         }
     }
     all
@@ -518,6 +574,19 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Wait(request, status) };
     }
+    if !crate::nbc::idle() {
+        // Schedules under way: poll, advancing them, whatever the request.
+        let mut backoff = Backoff(0);
+        loop {
+            let mut flag = 0;
+            // SAFETY: forwarded contract; `flag` is ours.
+            let rc = unsafe { MPI_Test(request, &mut flag, status) };
+            if rc != 0 || flag != 0 {
+                return rc;
+            }
+            backoff.pause();
+        }
+    }
     if request.is_null() {
         // SAFETY: as above (MPI reports the null pointer).
         return unsafe { ffi::PMPI_Wait(request, status) };
@@ -533,10 +602,13 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
     unsafe { reported(key, status) }.unwrap_or(rc)
 }
 
-/// No bridge request is pending or has an unreported failure: the call is
-/// MPI's alone (two relaxed loads on the path of every plain program).
+/// No bridge request or schedule is pending or has an unreported failure:
+/// the call is MPI's alone (three relaxed loads on the path of every plain
+/// program).
 fn nothing_of_ours() -> bool {
-    PENDING_COUNT.load(Ordering::Relaxed) == 0 && FAILED_COUNT.load(Ordering::Relaxed) == 0
+    PENDING_COUNT.load(Ordering::Relaxed) == 0
+        && FAILED_COUNT.load(Ordering::Relaxed) == 0
+        && crate::nbc::idle()
 }
 
 /// # Safety
@@ -551,8 +623,14 @@ pub unsafe extern "C" fn MPI_Test(
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Test(request, flag, status) };
     }
+    progress();
     // SAFETY: non-null, the program's.
     let key = request_key(unsafe { *request });
+    if crate::nbc::owns(key) {
+        // SAFETY: `flag` is the program's out-pointer.
+        unsafe { *flag = 0 };
+        return 0;
+    }
     if let Some(e) = take(key) {
         if !finish(key, e, false) {
             // SAFETY: `flag` is the program's out-pointer.
@@ -577,6 +655,19 @@ pub unsafe extern "C" fn MPI_Waitall(
     if nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Waitall(count, requests, statuses) };
+    }
+    if !crate::nbc::idle() {
+        // Schedules under way: poll, advancing them, whatever the requests.
+        let mut backoff = Backoff(0);
+        loop {
+            let mut flag = 0;
+            // SAFETY: forwarded contract; `flag` is ours.
+            let rc = unsafe { MPI_Testall(count, requests, &mut flag, statuses) };
+            if rc != 0 || flag != 0 {
+                return rc;
+            }
+            backoff.pause();
+        }
     }
     // SAFETY: the program passes `count` requests.
     let reqs = unsafe { slice(requests, count) };
@@ -773,6 +864,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    progress();
     let key = request_key(request);
     if let Some(e) = take(key) {
         finish(key, e, false);

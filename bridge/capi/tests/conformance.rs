@@ -81,6 +81,36 @@ both_ways_split!(icallgather_np8, "coll/icallgather.c", 4, 4);
 both_ways_split!(icalltoall_np5, "coll/icalltoall.c", 3, 2);
 both_ways_split!(icalltoall_np7, "coll/icalltoall.c", 3, 4);
 both_ways_split!(icalltoall_np8, "coll/icalltoall.c", 4, 4);
+// The nonblocking forms (`-nonblocking=1`: MPI_Ibarrier, MPI_Ibcast,
+// MPI_Iallreduce, MPI_Igather, MPI_Iscatter, MPI_Iallgather, MPI_Ialltoall,
+// each followed by MPI_Wait), with the same rank counts.
+const NB: &str = "-nonblocking=1";
+both_ways!(icbarrier_nb, "coll/icbarrier.c", 4, NB);
+both_ways!(icbarrier_nb_np3, "coll/icbarrier.c", 3, NB);
+both_ways!(icbcast_nb, "coll/icbcast.c", 4, NB);
+both_ways!(icbcast_nb_np3, "coll/icbcast.c", 3, NB);
+both_ways_split!(icallreduce_nb_np5, "coll/icallreduce.c", 3, 2, NB);
+both_ways_split!(icallreduce_nb_np7, "coll/icallreduce.c", 3, 4, NB);
+both_ways_split!(icallreduce_nb_np8, "coll/icallreduce.c", 4, 4, NB);
+both_ways_split!(icgather_nb_np5, "coll/icgather.c", 3, 2, NB);
+both_ways_split!(icgather_nb_np7, "coll/icgather.c", 3, 4, NB);
+both_ways_split!(icgather_nb_np8, "coll/icgather.c", 4, 4, NB);
+both_ways_split!(icscatter_nb_np5, "coll/icscatter.c", 3, 2, NB);
+both_ways_split!(icscatter_nb_np7, "coll/icscatter.c", 3, 4, NB);
+both_ways_split!(icscatter_nb_np8, "coll/icscatter.c", 4, 4, NB);
+both_ways_split!(icallgather_nb_np5, "coll/icallgather.c", 3, 2, NB);
+both_ways_split!(icallgather_nb_np7, "coll/icallgather.c", 3, 4, NB);
+both_ways_split!(icallgather_nb_np8, "coll/icallgather.c", 4, 4, NB);
+both_ways_split!(icalltoall_nb_np5, "coll/icalltoall.c", 3, 2, NB);
+both_ways_split!(icalltoall_nb_np7, "coll/icalltoall.c", 3, 4, NB);
+both_ways_split!(icalltoall_nb_np8, "coll/icalltoall.c", 4, 4, NB);
+// MPI's progress rule (tests/c/nbcprogress.c): an MPI_Ibarrier polled with
+// MPI_Test alone completes while its rank answers point-to-point and the
+// other job enters late; nonblocking collectives outstanding together on
+// one communicator (Ibcast, Iallreduce, Ireduce, Ialltoall), completed in
+// reverse order and beside a native request; MPI's argument errors.
+both_ways_split!(nbcprogress_np4, "c/nbcprogress.c", 2, 2);
+both_ways_split!(nbcprogress_np5, "c/nbcprogress.c", 3, 2);
 // Isthmus's own, on the same harness (tests/c/intercoll.c): extreme values
 // of MPI_SUM on long and MPI_MAX on double through MPI_Allreduce, a
 // non-commutative user op through MPI_Reduce, Reduce_scatter(_block),

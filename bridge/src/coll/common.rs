@@ -116,6 +116,60 @@ pub(super) fn isend_or_notice(
     }
 }
 
+/// The signature of a nonblocking collective's failure notice: its
+/// messages are received by exact tag (two operations may be outstanding
+/// on one communicator), so the notice keeps the tag and says what it is
+/// by an empty payload of this signature, which no datatype hashes to.
+const NBC_NOTICE_SIGNATURE: u64 = 0x6e62_635f_6661_696c; // "nbc_fail"
+
+/// The tag of the messages of nonblocking collective `seq` (its sequence
+/// number on the communicator, the same on every process since MPI has
+/// them all start the communicator's collectives in the same order).
+pub(super) fn nbc_tag(seq: u64) -> i32 {
+    (seq & 0x3fff_ffff) as i32
+}
+
+/// Starts sending `msg` for nonblocking collective `seq` to remote rank
+/// `dest` on the nonblocking collectives' context, or the failure notice
+/// in its place when the caller's part failed (`msg` an error, returned).
+pub(super) fn nbc_isend(
+    ic: &InterComm,
+    dest: u32,
+    seq: u64,
+    msg: Result<Message<'_>>,
+) -> Result<SendRequest> {
+    let ch = ic.nbc_channel();
+    match msg {
+        Ok(m) => ch.isend(dest, nbc_tag(seq), &m.sig, m.count, m.bytes.into()),
+        Err(e) => {
+            let sig = TypeSig {
+                signature: NBC_NOTICE_SIGNATURE,
+                format: WireFormat::native(),
+                elem_size: 0,
+            };
+            // Best effort, never waited for: the caller's own error is the
+            // one to report, and the notice goes out by itself.
+            let _ = ch.isend(dest, nbc_tag(seq), &sig, 0, Vec::new().into());
+            Err(e)
+        }
+    }
+}
+
+/// The message a nonblocking collective's receive got from remote rank
+/// `source`, or an error naming the sender when it was the failure notice.
+pub(super) fn nbc_checked(
+    source: u32,
+    got: Result<(Vec<u8>, Status)>,
+) -> Result<(Vec<u8>, Status)> {
+    let (bytes, st) = got?;
+    if st.signature == NBC_NOTICE_SIGNATURE && st.count == 0 && bytes.is_empty() {
+        return Err(BridgeError::Protocol(format!(
+            "remote rank {source} could not do its part of this collective operation"
+        )));
+    }
+    Ok((bytes, st))
+}
+
 /// Sends `msg` (or the failure notice, see [`isend_or_notice`]) to remote rank `dest`.
 pub(super) fn send_or_notice(
     ic: &InterComm,

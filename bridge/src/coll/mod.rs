@@ -40,7 +40,8 @@ use mpi::topology::Communicator;
 
 use crate::error::{BridgeError, Result};
 use crate::intercomm::InterComm;
-use crate::matching::Status;
+use crate::matching::{Source, Status, Tag};
+use crate::request::{RecvRequest, SendRequest};
 use crate::wire::TypeSig;
 
 impl InterComm {
@@ -273,6 +274,51 @@ impl InterComm {
         deliver: impl FnMut(u32, Vec<u8>, Status) -> Result<()>,
     ) -> Result<()> {
         alltoall_inter_pairwise_exchange::alltoall(self, block, capacity, deliver)
+    }
+}
+
+/// The bridge messages of the nonblocking collectives (libisthmus's
+/// `MPI_I*`, which run their own schedules of native steps and these):
+/// on a context of their own, each operation's messages tagged by its
+/// sequence number on the communicator (`seq`, counted alike by every
+/// process), so that operations outstanding together never take each
+/// other's messages, nor a blocking collective theirs.
+impl InterComm {
+    /// Starts sending `msg` (a message already encoded) to remote rank
+    /// `dest` for nonblocking collective `seq`; when the caller's part
+    /// failed (`msg` is an error) the failure notice goes instead, so that
+    /// the receiver fails rather than waits, and the error is returned.
+    pub fn nbc_isend(&self, dest: u32, seq: u64, msg: Result<Message<'_>>) -> Result<SendRequest> {
+        if dest >= self.remote_size() {
+            return Err(BridgeError::InvalidArgument(format!(
+                "remote rank {dest} does not exist: the remote group has {} ranks",
+                self.remote_size()
+            )));
+        }
+        common::nbc_isend(self, dest, seq, msg)
+    }
+
+    /// Posts the receive of remote rank `source`'s message (at most
+    /// `max_bytes`) for nonblocking collective `seq`; its outcome goes
+    /// through [`InterComm::nbc_received`].
+    pub fn nbc_irecv(&self, source: u32, seq: u64, max_bytes: usize) -> Result<RecvRequest> {
+        check_root(self, source)?;
+        self.nbc_channel().irecv(
+            Source::Rank(source),
+            Tag::Value(common::nbc_tag(seq)),
+            None,
+            max_bytes,
+        )
+    }
+
+    /// What a receive of [`InterComm::nbc_irecv`] from `source` completed
+    /// with: the message, or an error when the sender's part failed.
+    pub fn nbc_received(
+        &self,
+        source: u32,
+        got: Result<(Vec<u8>, Status)>,
+    ) -> Result<(Vec<u8>, Status)> {
+        common::nbc_checked(source, got)
     }
 }
 

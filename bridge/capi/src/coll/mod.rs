@@ -16,14 +16,16 @@
 //! `MPI_ERR_BUFFER`. The C entry points are generated from
 //! `mpi-functions.txt` (included at the end).
 //!
-//! The nonblocking forms (`MPI_Ibarrier`, `MPI_Ibcast`, ...) stay refused: run
-//! at `MPI_Wait` they would break MPI's progress rule (a `MPI_Test` loop
-//! would never see them complete, and two requests waited in different
-//! orders on two ranks would deadlock their native steps).
+//! The nonblocking forms (`nonblocking`: `MPI_Ibarrier`, `MPI_Ibcast`,
+//! `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Igather`, `MPI_Iscatter`,
+//! `MPI_Iallgather`, `MPI_Ialltoall`, `MPI_Ireduce_scatter_block`) run the
+//! same algorithms as schedules
+//! advanced by every wait and test (`nbc`); the others stay refused.
 
 mod alltoall;
 mod common;
 mod gather;
+mod nonblocking;
 mod reduce;
 mod scatter;
 
@@ -35,12 +37,16 @@ use mpi::ffi;
 use crate::collbuf::elements;
 use crate::datatype;
 use crate::errors;
-use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
+use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::state::BridgeComm;
 use common::{code, deliver, message, role_or_raise, with_local, Role};
 
 pub(crate) use alltoall::{alltoall, alltoallv, alltoallw};
 pub(crate) use gather::{allgather, allgatherv, gather, gatherv};
+pub(crate) use nonblocking::{
+    iallgather, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, ireduce_scatter_block,
+    iscatter,
+};
 pub(crate) use reduce::{allreduce, reduce, reduce_scatter, reduce_scatter_block};
 pub(crate) use scatter::{scatter, scatterv};
 

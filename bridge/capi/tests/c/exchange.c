@@ -279,10 +279,15 @@ static void refused(void)
     MPI_Message m;
     MPI_Status st;
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
-    expect_refused(MPI_Igather(&x, 1, MPI_INT, &y, 1, MPI_INT, MPI_ROOT, inter, &r), "MPI_Igather");
-    expect_refused(MPI_Ibcast(&x, 1, MPI_INT, MPI_ROOT, inter, &r), "MPI_Ibcast");
-    expect_refused(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter, &r), "MPI_Iallreduce");
-    expect_refused(MPI_Ibarrier(inter, &r), "MPI_Ibarrier");
+    int one = 1, zero = 0;
+    expect_refused(MPI_Igatherv(&x, 1, MPI_INT, &y, &one, &zero, MPI_INT, MPI_ROOT, inter, &r),
+                   "MPI_Igatherv");
+    expect_refused(MPI_Iallgatherv(&x, 1, MPI_INT, &y, &one, &zero, MPI_INT, inter, &r),
+                   "MPI_Iallgatherv");
+    expect_refused(MPI_Ireduce_scatter(&x, &y, &one, MPI_INT, MPI_SUM, inter, &r),
+                   "MPI_Ireduce_scatter");
+    expect_refused(MPI_Ialltoallv(&x, &one, &zero, MPI_INT, &y, &one, &zero, MPI_INT, inter, &r),
+                   "MPI_Ialltoallv");
     expect_refused(MPI_Comm_split(inter, 0, rank, &c), "MPI_Comm_split");
     expect_refused(MPI_Comm_remote_group(inter, &(MPI_Group){0}), "MPI_Comm_remote_group");
     expect_refused(MPI_Send_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Send_init");

@@ -25,26 +25,7 @@
 
 #include "mpitest.h"
 
-static int errs;
-
-#define EXPECT(cond, ...)                                                                  \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            errs++;                                                                        \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-        }                                                                                  \
-    } while (0)
-
-#define OK(call)                                                                           \
-    do {                                                                                   \
-        int rc_ = (call);                                                                  \
-        if (rc_ != MPI_SUCCESS) {                                                          \
-            errs++;                                                                        \
-            MTestPrintError(rc_);                                                          \
-        }                                                                                  \
-    } while (0)
+#include "expect.h"
 
 /* Non-commutative and associative: an element is a pair (digits, 16^n or
  * 1000^n) and x . y appends y's digits to x's, so only MPI's rank order
