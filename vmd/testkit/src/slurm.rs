@@ -8,7 +8,9 @@
 //! ([`Slurm::command`]), the daemons their munged by `AuthInfo=socket=`.
 //!
 //! One node: the machine's own host name at 127.0.0.1, as `slurmd` finds it
-//! by itself. The node is declared with as many CPUs as the test asks,
+//! by itself. Several nodes: network namespaces (`netns`), one slurmd in
+//! each under its node name (`-N h1`, `h2`, …; the namespaces share the
+//! host name and the file system, so each node has its own spool by `%n`). The node is declared with as many CPUs as the test asks,
 //! whatever the machine has (`SlurmdParameters=config_overrides`), so that
 //! a four-rank coupling fits in an allocation on a two-core machine.
 //!
@@ -29,6 +31,8 @@ pub struct Slurm {
     pub conf: PathBuf,
     /// The nodes' names, in order.
     pub nodes: Vec<String>,
+    /// The namespace of the controller and the clients, if not this one.
+    netns: Option<String>,
     // Stopped in this order (the nodes first), by Drop.
     slurmds: Vec<Proc>,
     slurmctld: Option<Proc>,
@@ -42,18 +46,56 @@ impl Slurm {
     /// says so) when `ISTHMUS_SKIP_SLURM` is set; panics if it cannot be
     /// started.
     pub fn for_test(cpus: u32) -> Option<Slurm> {
-        if std::env::var_os("ISTHMUS_SKIP_SLURM").is_some() {
+        (!Self::skipped()).then(|| Slurm::one_node(cpus))
+    }
+
+    /// Whether Slurm tests are to be skipped (`ISTHMUS_SKIP_SLURM` set;
+    /// then it says so).
+    pub fn skipped() -> bool {
+        let skip = std::env::var_os("ISTHMUS_SKIP_SLURM").is_some();
+        if skip {
             eprintln!("skipped: ISTHMUS_SKIP_SLURM is set");
-            return None;
         }
-        Some(Slurm::one_node(cpus))
+        skip
     }
 
     /// Starts munged, slurmctld and one slurmd with `cpus` CPUs; returns
     /// once `sinfo` shows the node idle.
     pub fn one_node(cpus: u32) -> Slurm {
+        Self::start(
+            vec![Node {
+                name: short_host_name(),
+                addr: "127.0.0.1".into(),
+                netns: None,
+            }],
+            cpus,
+        )
+    }
+
+    /// A cluster whose nodes are the network namespaces of `hosts`
+    /// (`h1`, `h2`, … at their addresses, `cpus` each), the controller
+    /// beside `h1`'s slurmd, in its namespace: the clients of
+    /// [`Slurm::command`] run there too. Nothing listens outside the
+    /// namespaces.
+    pub fn in_namespaces(hosts: &crate::netns::Hosts, cpus: u32) -> Slurm {
+        let nodes = hosts
+            .hosts()
+            .iter()
+            .enumerate()
+            .map(|(i, h)| Node {
+                name: format!("h{}", i + 1),
+                addr: h.addr.to_string(),
+                netns: Some(h.netns.clone()),
+            })
+            .collect();
+        Self::start(nodes, cpus)
+    }
+
+    /// Starts munged, slurmctld (beside the first node) and a slurmd per
+    /// node; returns once `sinfo` shows every node idle.
+    fn start(nodes: Vec<Node>, cpus: u32) -> Slurm {
         let dir = TempDir::new("slurm");
-        let host = short_host_name();
+        let first = nodes.first().expect("at least one node").clone();
         let munge = dir.0.join("munge");
         std::fs::create_dir_all(&munge).expect("munge dir");
         let key = munge.join("munge.key");
@@ -61,12 +103,23 @@ impl Slurm {
         let socket = munge.join("munge.socket");
         let conf = dir.0.join("slurm.conf");
         let spool = dir.0.join("spool");
-        std::fs::create_dir_all(spool.join(&host)).expect("spool dir");
+        for n in &nodes {
+            std::fs::create_dir_all(spool.join(&n.name)).expect("spool dir");
+        }
+        let node_lines: String = nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "NodeName={} NodeAddr={} CPUs={cpus} RealMemory=1000 State=UNKNOWN\n",
+                    n.name, n.addr
+                )
+            })
+            .collect();
         std::fs::create_dir_all(dir.0.join("state")).expect("state dir");
         std::fs::create_dir_all(dir.0.join("log")).expect("log dir");
         let text = format!(
             "ClusterName=isthmus\n\
-             SlurmctldHost={host}(127.0.0.1)\n\
+             SlurmctldHost={ctld_host}({ctld_addr})\n\
              SlurmctldPort={ctld_port}\n\
              SlurmdPort={d_port}\n\
              SlurmUser=root\n\
@@ -94,8 +147,10 @@ impl Slurm {
              SchedulerType=sched/backfill\n\
              InactiveLimit=0\n\
              KillWait=5\n\
-             NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN\n\
+             {node_lines}\
              PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+            ctld_host = short_host_name(),
+            ctld_addr = first.addr,
             ctld_port = free_port(),
             d_port = free_port(),
             socket = socket.display(),
@@ -122,31 +177,41 @@ impl Slurm {
             .expect("start munged (package munge, scripts/install-deps.sh)");
         let mut me = Slurm {
             conf,
-            nodes: vec![host.clone()],
+            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+            netns: first.netns.clone(),
             slurmds: Vec::new(),
             slurmctld: None,
             munged: Some(Proc(munged)),
             dir,
         };
         me.wait("munged's socket", || socket.exists());
-        me.slurmctld = Some(me.daemon("slurmctld", "slurmctld"));
-        let slurmd = me.daemon("slurmd", &format!("slurmd-{host}"));
-        me.slurmds.push(slurmd);
+        me.slurmctld = Some(me.daemon(first.netns.as_deref(), "slurmctld", &[], "slurmctld"));
+        for n in &nodes {
+            let slurmd = me.daemon(
+                n.netns.as_deref(),
+                "slurmd",
+                &["-N", &n.name],
+                &format!("slurmd-{}", n.name),
+            );
+            me.slurmds.push(slurmd);
+        }
         me.wait_idle();
         me
     }
 
     /// Starts `slurmctld` or `slurmd` in the foreground on this cluster's
     /// configuration, its output in `log/<log>.out`.
-    fn daemon(&self, program: &str, log: &str) -> Proc {
+    fn daemon(&self, netns: Option<&str>, program: &str, args: &[&str], log: &str) -> Proc {
         let out = std::fs::File::create(self.dir.0.join("log").join(format!("{log}.out")))
             .expect("log file");
         let err = out.try_clone().expect("log file");
-        let child = self
-            .command(program)
+        let child = in_netns(netns, program)
+            .env("SLURM_CONF", &self.conf)
+            .stdin(Stdio::null())
             .arg("-D")
             .arg("-f")
             .arg(&self.conf)
+            .args(args)
             .stdout(out)
             .stderr(err)
             .spawn()
@@ -158,7 +223,7 @@ impl Slurm {
 
     /// `program` (sbatch, srun, sinfo, ...) talking to this cluster.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut c = Command::new(program);
+        let mut c = in_netns(self.netns.as_deref(), program);
         c.env("SLURM_CONF", &self.conf).stdin(Stdio::null());
         c
     }
@@ -312,6 +377,28 @@ impl Drop for Slurm {
         self.slurmds.clear();
         self.slurmctld.take();
         self.munged.take();
+    }
+}
+
+/// One node: its name, its address, its network namespace.
+#[derive(Clone)]
+struct Node {
+    name: String,
+    addr: String,
+    netns: Option<String>,
+}
+
+/// `program` run in network namespace `netns` (by `nsenter --net`, which,
+/// unlike `ip netns exec`, leaves /sys as it is: slurmd needs the cgroup
+/// file system there even with `proctrack/linuxproc`), or here.
+fn in_netns(netns: Option<&str>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match netns {
+        Some(ns) => {
+            let mut c = Command::new("nsenter");
+            c.arg(format!("--net=/run/netns/{ns}")).arg(program);
+            c
+        }
+        None => Command::new(program),
     }
 }
 
