@@ -209,7 +209,7 @@ async fn main() -> anyhow::Result<()> {
         .clone()
         .or_else(|| allocation.as_ref().and_then(|a| a.this_node.clone()))
         .unwrap_or_else(system_host_name);
-    let hostfile = match (&args.hostfile, &allocation) {
+    let mut hostfile = match (&args.hostfile, &allocation) {
         (Some(path), _) => isthmus_rm::hostfile::load(path)?,
         (None, Some(a)) if args.join.is_none() => {
             tracing::info!(job = %a.job, hosts = a.hosts.len(), "hosts and slots from the Slurm allocation");
@@ -217,8 +217,16 @@ async fn main() -> anyhow::Result<()> {
         }
         _ => Vec::new(),
     };
-    if allocation.is_some() && args.host_start.is_none() && !args.etcd.is_empty() {
-        args.host_start = Some(slurm_host_start(&args)?);
+    // With etcd, the allocation's other nodes are started (as PVM started
+    // its hostfile's hosts), not declared: each comes up as its vmd joins.
+    let mut start_hosts = Vec::new();
+    if allocation.is_some() && args.hostfile.is_none() && !args.etcd.is_empty() {
+        if args.host_start.is_none() {
+            args.host_start = Some(slurm_host_start(&args)?);
+        }
+        let (own, others) = hostfile.into_iter().partition(|d| d.name == host);
+        hostfile = own;
+        start_hosts = others;
     }
     let options = HostOptions {
         slots: args.slots,
@@ -314,6 +322,7 @@ async fn main() -> anyhow::Result<()> {
                 },
             )
             .await?;
+        daemon.start_hosts(start_hosts);
     }
     let listen_file = runtime_dir.join("listen");
     match daemon.local_addr() {
