@@ -15,6 +15,7 @@ packages=(
   pvm pvm-dev                                     # reference for the group-service benchmark
   iproute2 passwd util-linux                      # security tests: network namespaces (ip), test users (useradd), setpriv
   environment-modules systemd                     # the installed prefix's modulefile and systemd units (tests/install.rs: module load, systemd-analyze verify)
+  slurm-wlm munge                                 # Slurm tests: slurmctld, slurmd, sbatch, srun, and munged (each test starts its own, testkit/src/slurm.rs)
 )
 
 missing=()

@@ -347,6 +347,30 @@ impl Daemon {
         Ok(())
     }
 
+    /// Starts the vmds of `hosts` through the host-start command, as
+    /// `add-host` of each would, in tasks of their own (they run once the
+    /// daemon serves); a host that does not come up is logged. Only with a
+    /// federation ([`Daemon::federate`]); without one, nothing.
+    pub fn start_hosts(&self, hosts: Vec<HostDecl>) {
+        let Some(fed) = self.federated.clone() else {
+            return;
+        };
+        for decl in hosts {
+            let fed = fed.clone();
+            tokio::spawn(async move {
+                let name = decl.name.clone();
+                match fed.add_host(decl).await {
+                    Ok(host) => info!(host = %name, slots = host.slots, "host started"),
+                    // A vmd started this way finds the first one there.
+                    Err(e) if e.kind == isthmus_rm::RefusalKind::AlreadyExists => {
+                        info!(host = %name, "host already in the virtual machine")
+                    }
+                    Err(e) => warn!(host = %name, error = %e.message, "starting the host's vmd"),
+                }
+            });
+        }
+    }
+
     /// Sets how many session streams may wait for their Hello (default
     /// [`HelloLimits::default`]).
     pub fn set_hello_limits(&mut self, limits: HelloLimits) {

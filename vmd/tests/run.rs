@@ -196,6 +196,13 @@ fn the_coupling_demo_runs_from_its_file_with_an_embedded_vmd() {
     let all = text(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
     let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_coupled(&stdout, &all);
+    assert_gone(&embedded_pids(&stdout), "the embedded vmd or a tasker");
+}
+
+/// The demo's coupled result in a run's output: every rank's tagged
+/// output, what the atmosphere received, both done and exited with 0.
+fn assert_coupled(stdout: &str, all: &str) {
     for tag in [
         "[ocean:0] ",
         "[ocean:1] ",
@@ -222,7 +229,6 @@ fn the_coupling_demo_runs_from_its_file_with_an_embedded_vmd() {
             );
         }
     }
-    assert_gone(&embedded_pids(&stdout), "the embedded vmd or a tasker");
 }
 
 #[test]
@@ -420,4 +426,75 @@ fn the_run_timeout_stops_everything() {
     assert!(stdout.contains("== late: stopped"), "{all}");
     assert_gone(&rank_pids(&dir.0, "late", 2), "the component's ranks");
     assert_gone(&embedded_pids(&stdout), "the embedded vmd or a tasker");
+}
+
+/// Inside a Slurm allocation (a real slurmctld, slurmd and munged on
+/// loopback, one node of 4 CPUs): an `sbatch` script runs `isthmus run`
+/// on the demo's file; the embedded vmd takes its host and slots from the
+/// allocation, the taskers' mpirun and mpiexec run inside it, and the
+/// coupled result comes out of the job. A coupling that needs more ranks
+/// than the allocation holds is refused, naming the allocation's node.
+#[test]
+fn under_slurm_an_sbatch_script_runs_the_coupling_on_one_node() {
+    let Some(slurm) = isthmus_testkit::slurm::Slurm::for_test(4) else {
+        return;
+    };
+    let dir = TempDir::new("run-slurm");
+    let file = coupling_demo(&dir);
+    let too_big = write(&dir, "too-big.toml", &sleeper("wide", 5));
+    let node = &slurm.nodes[0];
+    let script = write(
+        &dir,
+        "job.sh",
+        &format!(
+            "#!/bin/sh\n\
+             export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n\
+             export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo\n\
+             echo \"job $SLURM_JOB_ID on $SLURMD_NODENAME, cpus $SLURM_JOB_CPUS_PER_NODE\"\n\
+             {isthmus} --vmd {nowhere} run {too_big}\n\
+             echo \"too-big exit $?\"\n\
+             exec {isthmus} --vmd {nowhere} run {file}\n",
+            isthmus = bin("isthmus").display(),
+            nowhere = nowhere(&dir),
+            too_big = too_big.display(),
+            file = file.display(),
+        ),
+    );
+    let output = dir.0.join("job.out");
+    let workdir = dir.0.display().to_string();
+    let code = slurm.sbatch_wait(
+        &[
+            "-N",
+            "1",
+            "-n",
+            "4",
+            "-J",
+            "isthmus-coupling",
+            "-D",
+            &workdir,
+        ],
+        &script,
+        &output,
+        GUARD * 2,
+    );
+    let out = std::fs::read_to_string(&output).unwrap_or_default();
+    // The job's own output, as `sbatch -o` wrote it (shown with --nocapture).
+    println!("{out}");
+    let all = format!("exit {code}\n{out}\n{}", slurm.logs());
+    assert_eq!(code, 0, "{all}");
+    assert!(out.contains(&format!("on {node}, cpus 4")), "{all}");
+    assert!(out.contains("== inside Slurm job "), "{all}");
+    // Five ranks do not fit the allocation's four CPUs on its one node.
+    assert!(out.contains("too-big exit 1"), "{all}");
+    assert!(
+        out.contains(&format!("host {node} has 4 free of 4 slots")),
+        "{all}"
+    );
+    assert_coupled(&out, &all);
+    let runs: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("== embedded vmd at "))
+        .collect();
+    assert_eq!(runs.len(), 2, "{all}");
+    assert_gone(&embedded_pids(runs[1]), "the embedded vmd or a tasker");
 }

@@ -8,6 +8,7 @@
 //!
 //! * [`hosts`]     — the host table, and the checks a host declaration passes.
 //! * [`hostfile`]  — the TOML hostfile read at start.
+//! * [`slurm`]     — the hosts and slots of the Slurm allocation a vmd runs in.
 //! * [`placement`] — choosing a host for a job, or saying why none fits.
 //! * [`manager`]   — [`ResourceManager`]: hosts + jobs + events behind one lock.
 //! * [`hub`]       — [`TaskerHub`]: the taskers registered with one vmd, and
@@ -24,6 +25,7 @@ pub mod hosts;
 pub mod hub;
 pub mod manager;
 pub mod placement;
+pub mod slurm;
 mod vocabulary;
 
 pub use hub::{HubUp, TaskerHub};

@@ -45,15 +45,22 @@ struct Args {
     /// Dangerous: warned about at every start.
     #[arg(long)]
     insecure_no_tls: bool,
-    /// Name this host goes by in group tables (default: the system host name).
+    /// Name this host goes by in group tables (default: inside a Slurm
+    /// allocation, its node name, SLURMD_NODENAME; else the system host name).
     #[arg(long)]
     host_name: Option<String>,
+    /// Ignore the Slurm allocation this vmd runs in (SLURM_JOB_ID): no hosts,
+    /// slots, host name or host-start command taken from it.
+    #[arg(long)]
+    no_slurm: bool,
     /// Write the address local clients use (`unix:` and the socket) to this
     /// file once listening; the bound TCP address, if any, goes to
     /// `listen` in the runtime directory.
     #[arg(long)]
     addr_file: Option<std::path::PathBuf>,
-    /// TOML hostfile: the virtual machine's hosts, their slots and offered implementations.
+    /// TOML hostfile: the virtual machine's hosts, their slots and offered
+    /// implementations (default: inside a Slurm allocation, its nodes, with
+    /// SLURM_JOB_CPUS_PER_NODE as their slots).
     #[arg(long)]
     hostfile: Option<std::path::PathBuf>,
     /// Slots of this host (default: its hostfile entry, else the number of CPUs).
@@ -162,6 +169,8 @@ struct Args {
     /// output in the runtime directory's host-start-NAME.log. For example:
     /// `ssh -f {host} vmd --etcd http://10.0.0.1:2379 --host-name {host}`.
     /// Without it an added host waits for its vmd to be started by hand.
+    /// Default inside a Slurm allocation: `srun --overlap --nodes=1
+    /// --ntasks=1 -w {host}` running this vmd with the same etcd options.
     #[arg(long, value_name = "COMMAND", requires = "etcd")]
     host_start: Option<String>,
     /// Seconds a started host's vmd may take to appear in the virtual machine.
@@ -187,12 +196,38 @@ enum StoreKind {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     isthmus_client::init_tracing();
-    let args = Args::parse();
-    let host = args.host_name.unwrap_or_else(system_host_name);
-    let hostfile = match &args.hostfile {
-        Some(path) => isthmus_rm::hostfile::load(path)?,
-        None => Vec::new(),
+    let mut args = Args::parse();
+    // Inside a Slurm allocation: its nodes are the hosts, its CPUs the slots.
+    let allocation = match isthmus_rm::slurm::Allocation::from_env() {
+        Some(read) if !args.no_slurm => {
+            Some(read.context("reading the Slurm allocation (--no-slurm ignores it)")?)
+        }
+        _ => None,
     };
+    let host = args
+        .host_name
+        .clone()
+        .or_else(|| allocation.as_ref().and_then(|a| a.this_node.clone()))
+        .unwrap_or_else(system_host_name);
+    let mut hostfile = match (&args.hostfile, &allocation) {
+        (Some(path), _) => isthmus_rm::hostfile::load(path)?,
+        (None, Some(a)) if args.join.is_none() => {
+            tracing::info!(job = %a.job, hosts = a.hosts.len(), "hosts and slots from the Slurm allocation");
+            a.hosts.clone()
+        }
+        _ => Vec::new(),
+    };
+    // With etcd, the allocation's other nodes are started (as PVM started
+    // its hostfile's hosts), not declared: each comes up as its vmd joins.
+    let mut start_hosts = Vec::new();
+    if allocation.is_some() && args.hostfile.is_none() && !args.etcd.is_empty() {
+        if args.host_start.is_none() {
+            args.host_start = Some(slurm_host_start(&args)?);
+        }
+        let (own, others) = hostfile.into_iter().partition(|d| d.name == host);
+        hostfile = own;
+        start_hosts = others;
+    }
     let options = HostOptions {
         slots: args.slots,
         offers: args.offers,
@@ -287,6 +322,7 @@ async fn main() -> anyhow::Result<()> {
                 },
             )
             .await?;
+        daemon.start_hosts(start_hosts);
     }
     let listen_file = runtime_dir.join("listen");
     match daemon.local_addr() {
@@ -381,6 +417,41 @@ fn etcd_tls(
         }
     }
     Ok(None)
+}
+
+/// The host-start command under Slurm: a job step on that one node
+/// (`--overlap`: beside the steps already running, the batch script's
+/// `isthmus run` included) running this same vmd with the same etcd and
+/// the host's name.
+fn slurm_host_start(args: &Args) -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("finding this vmd's own path")?;
+    let mut words = vec![
+        "exec srun --overlap --nodes=1 --ntasks=1 -w {host}".to_string(),
+        quote(&exe.to_string_lossy()),
+        "--etcd".into(),
+        quote(&args.etcd.join(",")),
+        "--etcd-prefix".into(),
+        quote(&args.etcd_prefix),
+        "--etcd-lease-ttl".into(),
+        args.etcd_lease_ttl.to_string(),
+        "--host-name {host}".into(),
+    ];
+    for (flag, file) in [
+        ("--etcd-ca", &args.etcd_ca),
+        ("--etcd-cert", &args.etcd_cert),
+        ("--etcd-key", &args.etcd_key),
+    ] {
+        if let Some(file) = file {
+            words.push(flag.into());
+            words.push(quote(&file.to_string_lossy()));
+        }
+    }
+    Ok(words.join(" "))
+}
+
+/// One word for `sh -c`.
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 fn system_host_name() -> String {

@@ -93,9 +93,10 @@ fn sibling(name: &str) -> PathBuf {
 }
 
 impl Embedded {
-    /// Starts a vmd with `slots` slots and a tasker for each of `impls`;
+    /// Starts a vmd with `slots` slots (`None`: the vmd's own default, the
+    /// Slurm allocation's inside one) and a tasker for each of `impls`;
     /// returns once the vmd lists every tasker.
-    pub async fn start(impls: &BTreeSet<Impl>, slots: u32) -> Result<Self, EmbedError> {
+    pub async fn start(impls: &BTreeSet<Impl>, slots: Option<u32>) -> Result<Self, EmbedError> {
         let dir = std::env::temp_dir().join(format!(
             "isthmus-run-{}-{}",
             std::process::id(),
@@ -122,7 +123,10 @@ impl Embedded {
             .arg(me.dir.join("state"))
             .arg("--addr-file")
             .arg(&addr_file)
-            .args(["--store", "memory", "--slots", &slots.to_string()]);
+            .args(["--store", "memory"]);
+        if let Some(slots) = slots {
+            vmd.args(["--slots", &slots.to_string()]);
+        }
         let kid = me.launch("the embedded vmd", "vmd", vmd)?;
         let vmd = me.vmd.insert(kid);
         let end = Instant::now() + VMD_START;

@@ -68,7 +68,17 @@ pub async fn main(addr: &str, file: &Path, dry_run: bool) -> i32 {
                 .and_then(|n| u32::try_from(n.get()).ok())
                 .unwrap_or(1);
             println!("== no vmd at {addr} ({why}): starting an embedded one");
-            let e = match embedded::Embedded::start(&impls, ranks.max(cpus)).await {
+            // Inside a Slurm allocation the vmd takes its hosts and slots
+            // from it (and its taskers' launchers use it); else this host
+            // gets a slot per rank, at least one per CPU.
+            let slots = match std::env::var(isthmus_rm::slurm::JOB_ID) {
+                Ok(job) if !job.is_empty() => {
+                    println!("== inside Slurm job {job}: hosts and slots from its allocation");
+                    None
+                }
+                _ => Some(ranks.max(cpus)),
+            };
+            let e = match embedded::Embedded::start(&impls, slots).await {
                 Ok(e) => e,
                 Err(e) => {
                     eprintln!("isthmus: {e}");

@@ -23,6 +23,7 @@
 
 pub mod netns;
 mod process;
+pub mod slurm;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
