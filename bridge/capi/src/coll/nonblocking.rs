@@ -25,10 +25,8 @@ use std::sync::Arc;
 use isthmus_bridge::{BridgeError, CollMessage, TypeSig, WireFormat};
 use mpi::ffi;
 
-use super::common::{
-    check_not_in_place, deliver, elements, made, message, role_or_raise, times, Role,
-};
-use super::scratch::{extent, offset_by, Scratch};
+use super::common::{check_not_in_place, deliver, made, message, role_or_raise, Role};
+use crate::collbuf::{elements, offset, times, Extents, Scratch};
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
@@ -163,7 +161,7 @@ fn to_root(
     native: Native,
 ) -> Result<Stage, BridgeError> {
     let mut room = if bc.inter.rank() == 0 {
-        Some(Scratch::new(total, dt)?)
+        Some(Scratch::new(total, &Extents::of(dt)?)?)
     } else {
         None
     };
@@ -655,7 +653,10 @@ pub(crate) unsafe fn ireduce_scatter_block(
     // Fits an int (`total` checked it).
     let all_c = all as c_int;
     let room = if bc.inter.rank() == 0 {
-        Some(or_fail!(sched, Scratch::new(all, datatype)))
+        Some(or_fail!(
+            sched,
+            Extents::of(datatype).and_then(|e| Scratch::new(all, &e))
+        ))
     } else {
         None
     };
@@ -712,7 +713,10 @@ pub(crate) unsafe fn iallgather(
     let n = or_fail!(op, total(recvcount, bc.inter.remote_size()));
     let max = or_fail!(op, datatype::capacity_bytes(n, recvtype));
     let room = if bc.inter.rank() == 0 {
-        Some(or_fail!(op, Scratch::new(all, sendtype)))
+        Some(or_fail!(
+            op,
+            Extents::of(sendtype).and_then(|e| Scratch::new(all, &e))
+        ))
     } else {
         None
     };
@@ -763,7 +767,8 @@ pub(crate) unsafe fn ialltoall(
     let seq = op.seq();
     let block = |base: *const c_void, count: c_int, dt: MPI_Datatype, j: usize| {
         let n = elements(count)?;
-        Ok::<_, BridgeError>((offset_by(base, extent(dt)?, j.checked_mul(n))?, n, dt))
+        let at = offset(base, Extents::of(dt)?.extent, j.checked_mul(n))?;
+        Ok::<_, BridgeError>((at.cast_const(), n, dt))
     };
     let remote = bc.inter.remote_size();
     let mut waits = Vec::with_capacity(2 * remote as usize);

@@ -359,8 +359,8 @@ pub(crate) fn progress() -> Vec<Finished> {
     };
     running.append(&mut incoming());
     let mut i = 0;
-    while i < running.len() {
-        match advance(&mut running[i]) {
+    while let Some(sched) = running.get_mut(i) {
+        match advance(sched) {
             None => i += 1,
             Some(result) => {
                 let r = running.remove(i);
