@@ -108,7 +108,9 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (rank == 0)
-        run(inter, 0, !strcmp(argv[3], "first"), "capi", atoi(argv[4]), atoi(argv[5]));
+        run(inter, 0, !strcmp(argv[3], "first"),
+            getenv("ISTHMUS_BENCH_LABEL") ? getenv("ISTHMUS_BENCH_LABEL") : "capi", atoi(argv[4]),
+            atoi(argv[5]));
     MPI_Comm_free(&inter);
     Isthmus_Leave(handle);
     MPI_Finalize();
