@@ -40,4 +40,4 @@ done
 # on Intel MPI's libmpi_abi.so too: the same binaries, one more column.
 case " $matrix " in *" abi "*) case " $matrix " in *" impi "*) matrix="$matrix abi-impi" ;; esac ;; esac
 export ISTHMUS_MATRIX="$matrix"
-build_with openmpi test --release --workspace -- --test-threads=2
+build_with openmpi test --release --workspace --no-fail-fast -- --test-threads=2
