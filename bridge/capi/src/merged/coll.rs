@@ -1,8 +1,9 @@
 //! MPI's collectives on a merged communicator, local–global–local: each
 //! job's part natively on the communicator's private native side, O(1)
-//! bridge messages between the two jobs' leaders (local rank 0) for the
-//! rooted and reducing ones, and the personalized data of Alltoall directly
-//! between the ranks that own it.
+//! bridge messages between the two jobs' leaders (local rank 0), or
+//! between a root and the other job's leader, for the rooted and reducing
+//! ones, and the personalized data of Alltoall directly between the ranks
+//! that own it.
 //!
 //! Each job's ranks are contiguous in the merged order (`MergedComm`), so
 //! a job's native collective on its slice of the buffers is the merged
@@ -10,7 +11,7 @@
 //! operations too, commutative or not) reduce each job natively, then
 //! combine the two partial results with `MPI_Reduce_local` as
 //! `low op high` (the first group's result first), which both leaders
-//! compute alike.
+//! compute alike (`MPI_Reduce`: the root alone).
 
 use std::ffi::{c_int, c_void};
 
