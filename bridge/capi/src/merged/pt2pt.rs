@@ -1,7 +1,9 @@
 //! Point-to-point on a merged communicator, to or from a given merged
 //! rank: natively on the communicator's handle (the rank translated to the
 //! job's own) when it is in this job, over the bridge (`MergedComm::inter`)
-//! when it is in the other; statuses name merged ranks.
+//! when it is in the other; statuses name merged ranks. Every send mode is
+//! the job's own within the job and `pt2pt`'s bridge send across (a
+//! buffered one owns a copy there and never uses the attached buffer).
 //!
 //! A nonblocking receive is a request of `requests` either way (a native
 //! one wrapped, so that its status too names a merged rank).
