@@ -58,10 +58,22 @@ pub(crate) unsafe fn entry<T: Copy>(a: *const T, i: usize, what: &str) -> Result
 /// # Safety
 /// `p` is null or addresses `n` ints that stay unchanged during the call.
 pub(crate) unsafe fn ints<'a>(p: *const c_int, n: usize) -> Result<&'a [c_int], BridgeError> {
+    // SAFETY: forwarded.
+    unsafe { array(p, n, "a counts or displacements array") }
+}
+
+/// `n` entries of the program's per-rank array `what` at `p` (counts,
+/// displacements, datatypes).
+///
+/// # Safety
+/// `p` is null or addresses `n` values that stay unchanged during the call.
+pub(crate) unsafe fn array<'a, T>(
+    p: *const T,
+    n: usize,
+    what: &str,
+) -> Result<&'a [T], BridgeError> {
     if p.is_null() {
-        return Err(BridgeError::InvalidArgument(
-            "a counts or displacements array is NULL".into(),
-        ));
+        return Err(BridgeError::InvalidArgument(format!("{what} is NULL")));
     }
     // SAFETY: the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use isthmus_bridge::{BridgeError, InterComm, Status};
+use isthmus_bridge::{BridgeError, InterComm, SendRequest, Status, TypeSig};
 use mpi::ffi;
 
 use crate::datatype;
@@ -39,12 +39,77 @@ fn source(src: c_int) -> Result<isthmus_bridge::Source, BridgeError> {
         .ok_or_else(|| BridgeError::InvalidArgument(format!("source {src} is not a rank")))
 }
 
+/// A send mode. On the bridge a ready send is a standard one (its receive
+/// is posted, as MPI requires); natively (merged communicators) each is
+/// the job's own.
 #[derive(Clone, Copy)]
-enum Mode {
+pub(crate) enum Mode {
     Standard,
     Synchronous,
     /// Buffered: completes locally (our sends own a copy of the data).
     Buffered,
+    Ready,
+}
+
+/// A blocking bridge send of an encoded message to remote rank `to`.
+pub(crate) fn bridge_send(
+    ic: &InterComm,
+    mode: Mode,
+    to: u32,
+    tag: c_int,
+    (sig, n): (&TypeSig, u64),
+    bytes: Cow<'_, [u8]>,
+) -> Result<(), BridgeError> {
+    match mode {
+        Mode::Standard | Mode::Ready => ic.send_bytes(to, tag, sig, n, &bytes),
+        Mode::Synchronous => ic.ssend_bytes(to, tag, sig, n, &bytes),
+        // Buffered: the send owns a copy, so it completes here.
+        Mode::Buffered => ic
+            .isend_bytes(to, tag, sig, n, bytes.into_owned())
+            .map(drop),
+    }
+}
+
+/// Starts a bridge send of an encoded message to remote rank `to`.
+///
+/// # Safety
+/// Borrowed `bytes` are lent to the bridge in the standard, ready and
+/// synchronous modes: they stay valid and unchanged until the request
+/// completes (MPI's rule for a nonblocking send's buffer).
+pub(crate) unsafe fn bridge_isend(
+    ic: &InterComm,
+    mode: Mode,
+    to: u32,
+    tag: c_int,
+    (sig, n): (&TypeSig, u64),
+    bytes: Cow<'_, [u8]>,
+) -> Result<SendRequest, BridgeError> {
+    match (mode, bytes) {
+        // The user's own bytes (a predefined type in this host's order):
+        // lent to the bridge until the request completes, never copied, so
+        // that sends posted to a receiver that does not receive yet hold
+        // no memory of the library's (issue 23, item 2).
+        // SAFETY: the buffer stays valid and unchanged until the request
+        // completes (this function's contract), and the request (`finish`
+        // in requests) completes only with the bridge's, which is set
+        // after its last read of the bytes. A freed request
+        // (MPI_Request_free) leaves the program to learn of the completion
+        // otherwise (a reply), as MPI says.
+        (Mode::Standard | Mode::Ready, Cow::Borrowed(b)) => unsafe {
+            ic.isend_lent(to, tag, sig, n, b.as_ptr(), b.len())
+        },
+        // SAFETY: as above.
+        (Mode::Synchronous, Cow::Borrowed(b)) => unsafe {
+            ic.issend_lent(to, tag, sig, n, b.as_ptr(), b.len())
+        },
+        // A packed copy (derived or converted types): the bridge keeps it.
+        (Mode::Synchronous, bytes) => ic.issend_bytes(to, tag, sig, n, bytes.into_owned()),
+        (Mode::Standard | Mode::Ready, Cow::Owned(v)) => ic.isend_bytes(to, tag, sig, n, v),
+        // Buffered completes without waiting for the receiver (within its
+        // credit) or keeps a copy: the bridge keeps no reference to the
+        // user's buffer.
+        (Mode::Buffered, bytes) => ic.isend_borrowed(to, tag, sig, n, &bytes),
+    }
 }
 
 /// On an Isthmus communicator.
@@ -66,15 +131,7 @@ unsafe fn send_mode(
     let to = peer(dest, &bc.inter)?;
     // SAFETY: forwarded.
     let (sig, n, enc) = unsafe { datatype::encode(buf, count, dt) }?;
-    match mode {
-        Mode::Standard => bc.inter.send_bytes(to, tag, &sig, n, &enc.bytes),
-        Mode::Synchronous => bc.inter.ssend_bytes(to, tag, &sig, n, &enc.bytes),
-        // Buffered: the send owns a copy, so it completes here.
-        Mode::Buffered => bc
-            .inter
-            .isend_bytes(to, tag, &sig, n, enc.bytes.into_owned())
-            .map(drop),
-    }
+    bridge_send(&bc.inter, mode, to, tag, (&sig, n), enc.bytes)
 }
 
 /// On an Isthmus communicator.
@@ -100,33 +157,10 @@ unsafe fn isend_mode(
     let to = peer(dest, &bc.inter).map_err(fail)?;
     // SAFETY: forwarded.
     let (sig, n, enc) = unsafe { datatype::encode(buf, count, dt) }.map_err(fail)?;
-    let r = match (mode, enc.bytes) {
-        // The user's own bytes (a predefined type in this host's order):
-        // lent to the bridge until the request completes, never copied, so
-        // that sends posted to a receiver that does not receive yet hold
-        // no memory of the library's (issue 23, item 2).
-        // SAFETY: MPI's rule for a nonblocking send: the buffer stays valid
-        // and unchanged until MPI_Wait/MPI_Test completes the request, and
-        // the request (`finish` in requests) completes only with the
-        // bridge's, which is set after its last read of the bytes. A freed
-        // request (MPI_Request_free) leaves the program to learn of the
-        // completion otherwise (a reply), as MPI says.
-        (Mode::Standard, Cow::Borrowed(b)) => unsafe {
-            bc.inter.isend_lent(to, tag, &sig, n, b.as_ptr(), b.len())
-        },
-        // SAFETY: as above.
-        (Mode::Synchronous, Cow::Borrowed(b)) => unsafe {
-            bc.inter.issend_lent(to, tag, &sig, n, b.as_ptr(), b.len())
-        },
-        // A packed copy (derived or converted types): the bridge keeps it.
-        (Mode::Synchronous, bytes) => bc.inter.issend_bytes(to, tag, &sig, n, bytes.into_owned()),
-        (Mode::Standard, Cow::Owned(v)) => bc.inter.isend_bytes(to, tag, &sig, n, v),
-        // Buffered completes without waiting for the receiver (within its
-        // credit) or keeps a copy: the bridge keeps no reference to the
-        // user's buffer.
-        (Mode::Buffered, bytes) => bc.inter.isend_borrowed(to, tag, &sig, n, &bytes),
-    }
-    .map_err(fail)?;
+    // SAFETY: MPI's rule for a nonblocking send: the buffer stays valid
+    // and unchanged until MPI_Wait/MPI_Test completes the request.
+    let r =
+        unsafe { bridge_isend(&bc.inter, mode, to, tag, (&sig, n), enc.bytes) }.map_err(fail)?;
     requests::start(Op::Send(r), comm, call)
 }
 
@@ -209,7 +243,7 @@ macro_rules! blocking_send {
 
 blocking_send!(send, "MPI_Send", Mode::Standard);
 blocking_send!(ssend, "MPI_Ssend", Mode::Synchronous);
-blocking_send!(rsend, "MPI_Rsend", Mode::Standard);
+blocking_send!(rsend, "MPI_Rsend", Mode::Ready);
 blocking_send!(bsend, "MPI_Bsend", Mode::Buffered);
 
 /// The body of a nonblocking send (see the module).
@@ -239,7 +273,7 @@ macro_rules! nonblocking_send {
 
 nonblocking_send!(isend, "MPI_Isend", Mode::Standard);
 nonblocking_send!(issend, "MPI_Issend", Mode::Synchronous);
-nonblocking_send!(irsend, "MPI_Irsend", Mode::Standard);
+nonblocking_send!(irsend, "MPI_Irsend", Mode::Ready);
 nonblocking_send!(ibsend, "MPI_Ibsend", Mode::Buffered);
 
 /// On an Isthmus communicator.

@@ -124,3 +124,13 @@ both_ways!(merged_allred3, "merged/allred3.c", 5);
 both_ways!(merged_alltoall1, "merged/alltoall1.c", 4);
 both_ways!(merged_gather, "merged/gather.c", 2);
 both_ways!(merged_exscan, "merged/exscan.c", 5);
+// MPICH's intracommunicator tests kept in tests/mpich/merged (copies of
+// pmodels/mpich's test/mpi at the suite's commit, unmodified, under MPICH's
+// COPYRIGHT), on the merge of an Isthmus intercommunicator: Alltoallw with
+// byte displacements and in place (with one type and per-block types),
+// Reduce with a non-commutative operation at every root and in place, and
+// Bsends still pending when the buffer is detached. MPICH's rank counts
+// split evenly (bsendpending: 2, one per job).
+both_ways!(merged_alltoallw2, "mpich/merged/alltoallw2.c", 5);
+both_ways!(merged_red3, "mpich/merged/red3.c", 5);
+both_ways!(merged_bsendpending, "mpich/merged/bsendpending.c", 1);

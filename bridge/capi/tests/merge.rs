@@ -3,7 +3,8 @@
 //! of 3, both ways round: the merged order follows the `high` flags (the
 //! group that passed false first; equal flags: the group whose name sorts
 //! first), and ranks, sizes, collectives whose values depend on the order,
-//! point-to-point within and across the jobs, dup and compare all agree
+//! point-to-point within and across the jobs in every send mode, dup and
+//! compare all agree
 //! with it; a split by job gives each job a native communicator; what is
 //! not carried yet is refused with a message.
 

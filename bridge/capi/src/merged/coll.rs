@@ -1,8 +1,9 @@
 //! MPI's collectives on a merged communicator, local–global–local: each
 //! job's part natively on the communicator's private native side, O(1)
-//! bridge messages between the two jobs' leaders (local rank 0) for the
-//! rooted and reducing ones, and the personalized data of Alltoall directly
-//! between the ranks that own it.
+//! bridge messages between the two jobs' leaders (local rank 0), or
+//! between a root and the other job's leader, for the rooted and reducing
+//! ones, and the personalized data of Alltoall directly between the ranks
+//! that own it.
 //!
 //! Each job's ranks are contiguous in the merged order (`MergedComm`), so
 //! a job's native collective on its slice of the buffers is the merged
@@ -10,7 +11,7 @@
 //! operations too, commutative or not) reduce each job natively, then
 //! combine the two partial results with `MPI_Reduce_local` as
 //! `low op high` (the first group's result first), which both leaders
-//! compute alike.
+//! compute alike (`MPI_Reduce`: the root alone).
 
 use std::ffi::{c_int, c_void};
 
@@ -19,9 +20,9 @@ use mpi::ffi;
 use super::comm::raise;
 use super::wire::{
     complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_BARRIER,
-    TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_SCAN, TAG_SCATTER,
+    TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_REDUCE_ROOT, TAG_SCAN, TAG_SCATTER,
 };
-use crate::collbuf::{elements, input, int, is_in_place, Extents, LeaderRoom, Scratch};
+use crate::collbuf::{elements, input, int, ints, is_in_place, Extents, LeaderRoom, Scratch};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
 use crate::unsigned_ops::native_op;
@@ -54,7 +55,7 @@ fn slices(
 }
 
 /// A root as a place, or MPI's `MPI_ERR_ROOT`.
-fn root_place(mc: &MergedComm, root: c_int) -> Result<Place, Fail> {
+pub(super) fn root_place(mc: &MergedComm, root: c_int) -> Result<Place, Fail> {
     u32::try_from(root)
         .ok()
         .and_then(|r| mc.place(r))
@@ -247,8 +248,10 @@ pub(crate) unsafe fn allreduce(
     code(comm, "MPI_Allreduce", r)
 }
 
-/// `MPI_Reduce` on a merged communicator: an allreduce whose result only
-/// the root keeps (one native broadcast more than a reduce needs).
+/// `MPI_Reduce` on a merged communicator: each job reduces natively (the
+/// root's job to the root, the other to its leader), the other job's
+/// leader sends its partial result to the root, which combines the two as
+/// `low op high`.
 ///
 /// # Safety
 /// As `MPI_Reduce`.
@@ -263,15 +266,57 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    let run = || {
-        let me = root_place(mc, root)? == Place::Local(mc.inter.rank());
-        if me {
-            // SAFETY: the root's buffers, as for MPI_Reduce.
-            return unsafe { allreduce_into(mc, sendbuf, recvbuf, n, dt, op) };
+    let run = || -> Result<(), Fail> {
+        let nn = elements(n)?;
+        let nop = native_op(op, dt);
+        let r = match root_place(mc, root)? {
+            Place::Local(r) => r,
+            Place::Remote(r) => {
+                let mut room = LeaderRoom::new(leader(mc), nn, dt)?;
+                // SAFETY: the program's send buffer; the room holds `n`
+                // elements at the leader.
+                mpi(unsafe { ffi::PMPI_Reduce(sendbuf, room.ptr(), n, dt, nop, 0, mc.native) })?;
+                if let Some(p) = room.at_leader() {
+                    // SAFETY: the room holds this job's result.
+                    unsafe { send(&mc.coll, r, TAG_REDUCE_ROOT, p, nn, dt) }?.wait()?;
+                }
+                return Ok(());
+            }
+        };
+        let lr = int(r as usize)?;
+        if mc.inter.rank() != r {
+            // SAFETY: the program's buffers (the receive one not significant here).
+            return mpi(unsafe { ffi::PMPI_Reduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native) });
         }
-        let mut scratch = Scratch::new(elements(n)?, &Extents::of(dt)?)?;
-        // SAFETY: a non-root's send buffer; the result goes to scratch.
-        unsafe { allreduce_into(mc, sendbuf, scratch.ptr(), n, dt, op) }
+        let e = Extents::of(dt)?;
+        let mut scratch = Scratch::new(nn, &e)?;
+        if mc.low {
+            // This job's result first: into scratch, the other's into recvbuf
+            // (in place, the root's input is read by the native step first).
+            // SAFETY: the root's input holds `n` elements; scratch has room.
+            mpi(unsafe {
+                ffi::PMPI_Reduce(
+                    input(sendbuf, recvbuf),
+                    scratch.ptr(),
+                    n,
+                    dt,
+                    nop,
+                    lr,
+                    mc.native,
+                )
+            })?;
+            // SAFETY: the root's receive buffer has room for `n` elements.
+            unsafe { recv(&mc.coll, 0, TAG_REDUCE_ROOT, recvbuf, nn, dt) }?;
+        } else {
+            // The other job's result first: into scratch, this job's into recvbuf.
+            // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given).
+            mpi(unsafe { ffi::PMPI_Reduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native) })?;
+            // SAFETY: scratch has room for `n` elements.
+            unsafe { recv(&mc.coll, 0, TAG_REDUCE_ROOT, scratch.ptr(), nn, dt) }?;
+        }
+        // MPI_Reduce_local(in, inout): inout = in op inout, so scratch op recvbuf.
+        // SAFETY: both hold `n` elements of `dt`.
+        mpi(unsafe { ffi::PMPI_Reduce_local(scratch.ptr(), recvbuf, n, dt, nop) })
     };
     code(comm, "MPI_Reduce", run())
 }
@@ -624,8 +669,62 @@ pub(crate) unsafe fn alltoall(
     code(comm, "MPI_Alltoall", run())
 }
 
-/// `MPI_Reduce_scatter_block` on a merged communicator: an allreduce of
-/// every block, each rank keeping its own.
+/// Both reduce-scatters: the whole vector (`counts[i]` elements for merged
+/// rank i, in rank order) reduced to both leaders, each of which scatters
+/// its job's blocks natively.
+///
+/// # Safety
+/// `sendbuf` (or in place `recvbuf`) holds the sum of `counts` elements of
+/// `dt`; `recvbuf` has room for this rank's count.
+unsafe fn reduce_scatter_counts(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: &[c_int],
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+) -> Result<(), Fail> {
+    let mut displs = Vec::with_capacity(counts.len());
+    let mut total: usize = 0;
+    for &c in counts {
+        displs.push(int(total)?);
+        total = total.saturating_add(elements(c)?);
+    }
+    let lo = mc.local_offset() as usize;
+    let mine = lo..lo + mc.local_size() as usize;
+    let bad = || {
+        Fail::Bridge(isthmus_bridge::BridgeError::InvalidArgument(
+            "recvcounts is shorter than the communicator".into(),
+        ))
+    };
+    let (cm, dm) = (
+        counts.get(mine.clone()).ok_or_else(bad)?,
+        displs.get(mine).ok_or_else(bad)?,
+    );
+    let own = *counts.get(mc.rank() as usize).ok_or_else(bad)?;
+    // In place: the input is the receive buffer, which holds every block.
+    let input = input(sendbuf, recvbuf);
+    // SAFETY: `input` holds every block (this function's contract).
+    let mut whole = unsafe { reduce_to_leaders(mc, input, int(total)?, dt, op) }?;
+    let from = whole.as_mut().map_or(std::ptr::null_mut(), |w| w.ptr());
+    // SAFETY: the result at the leader (`total` elements), this job's
+    // blocks of it; the program's buffer has room for its own.
+    mpi(unsafe {
+        ffi::PMPI_Scatterv(
+            from,
+            cm.as_ptr(),
+            dm.as_ptr(),
+            dt,
+            recvbuf,
+            own,
+            dt,
+            0,
+            mc.native,
+        )
+    })
+}
+
+/// `MPI_Reduce_scatter_block` on a merged communicator.
 ///
 /// # Safety
 /// As `MPI_Reduce_scatter_block`.
@@ -638,18 +737,30 @@ pub(crate) unsafe fn reduce_scatter_block(
     op: ffi::MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    let counts = vec![recvcount; mc.size() as usize];
+    // SAFETY: forwarded, `recvcount` elements per rank.
+    let r = unsafe { reduce_scatter_counts(mc, sendbuf, recvbuf, &counts, dt, op) };
+    code(comm, "MPI_Reduce_scatter_block", r)
+}
+
+/// `MPI_Reduce_scatter` on a merged communicator.
+///
+/// # Safety
+/// As `MPI_Reduce_scatter`.
+pub(crate) unsafe fn reduce_scatter(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
     let run = || {
-        let k = elements(recvcount)?;
-        let e = Extents::of(dt)?;
-        let total = mc.size() as usize * k;
-        let mut all = Scratch::new(total, &e)?;
-        // In place: the input is the receive buffer, which holds every block.
-        let input = input(sendbuf, recvbuf);
-        // SAFETY: `input` holds every block; `all` has room for them.
-        unsafe { allreduce_into(mc, input, all.ptr(), int(total)?, dt, op) }?;
-        let own = e.at(all.ptr(), mc.rank() as usize * k)?;
-        // SAFETY: this rank's block of `all`, into the program's buffer.
-        unsafe { copy(mc, own, recvbuf, recvcount, dt) }
+        // SAFETY: MPI_Reduce_scatter's counts hold one int per rank.
+        let counts = unsafe { ints(recvcounts, mc.size() as usize) }?;
+        // SAFETY: forwarded.
+        unsafe { reduce_scatter_counts(mc, sendbuf, recvbuf, counts, dt, op) }
     };
-    code(comm, "MPI_Reduce_scatter_block", run())
+    code(comm, "MPI_Reduce_scatter", run())
 }

@@ -25,15 +25,17 @@ use mpi::ffi;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 
 pub(crate) use coll::{
-    allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, reduce_scatter_block,
-    scan, scatter,
+    allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, reduce_scatter,
+    reduce_scatter_block, scan, scatter,
 };
 pub(crate) use comm::{
     comm_dup, comm_dup_with_info, comm_group, comm_idup, comm_rank, comm_size, comm_test_inter,
     forget, intercomm_merge, same_group,
 };
-pub(crate) use pt2pt::{iprobe, irecv, isend, probe, recv, rsend, send, sendrecv, ssend};
+pub(crate) use pt2pt::{
+    bsend, ibsend, iprobe, irecv, irsend, isend, issend, probe, recv, rsend, send, sendrecv, ssend,
+};
 pub(crate) use split::comm_split;
-pub(crate) use vcoll::{allgatherv, alltoallv, gatherv};
+pub(crate) use vcoll::{allgatherv, alltoallv, alltoallw, gatherv, scatterv};
 
 include!(concat!(env!("OUT_DIR"), "/shells_merged.rs"));

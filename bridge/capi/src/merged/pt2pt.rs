@@ -1,7 +1,9 @@
 //! Point-to-point on a merged communicator, to or from a given merged
 //! rank: natively on the communicator's handle (the rank translated to the
 //! job's own) when it is in this job, over the bridge (`MergedComm::inter`)
-//! when it is in the other; statuses name merged ranks.
+//! when it is in the other; statuses name merged ranks. Every send mode is
+//! the job's own within the job and `pt2pt`'s bridge send across (a
+//! buffered one owns a copy there and never uses the attached buffer).
 //!
 //! A nonblocking receive is a request of `requests` either way (a native
 //! one wrapped, so that its status too names a merged rank).
@@ -16,7 +18,6 @@
 //! Refused with a precise error: `MPI_ANY_SOURCE` in a nonblocking receive
 //! (not done yet).
 
-use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::{BridgeError, SendRequest, Status};
@@ -30,6 +31,7 @@ use crate::mpi_glue::{
     any_source, fill_status, proc_null, request_null, status_ignore, tag_of, MPI_Comm,
     MPI_Datatype, MPI_Request, MPI_Status, Outcome,
 };
+use crate::pt2pt::{self, Mode};
 use crate::requests::{self, Op};
 use crate::state::{MergedComm, Place};
 
@@ -84,13 +86,49 @@ enum Sending {
     Bridge(SendRequest),
 }
 
-/// Starts a send of `count` elements to merged rank `dest`.
+/// The job's own nonblocking send of `mode`.
+fn native_isend(mode: Mode) -> NativeSend {
+    match mode {
+        Mode::Standard => ffi::PMPI_Isend,
+        Mode::Synchronous => ffi::PMPI_Issend,
+        Mode::Buffered => ffi::PMPI_Ibsend,
+        Mode::Ready => ffi::PMPI_Irsend,
+    }
+}
+
+/// The job's own blocking send of `mode`.
+fn native_send(mode: Mode) -> NativeBlockingSend {
+    match mode {
+        Mode::Standard => ffi::PMPI_Send,
+        Mode::Synchronous => ffi::PMPI_Ssend,
+        Mode::Buffered => ffi::PMPI_Bsend,
+        Mode::Ready => ffi::PMPI_Rsend,
+    }
+}
+
+type NativeSend = unsafe extern "C" fn(
+    *const c_void,
+    c_int,
+    MPI_Datatype,
+    c_int,
+    c_int,
+    MPI_Comm,
+    *mut MPI_Request,
+) -> c_int;
+type NativeBlockingSend =
+    unsafe extern "C" fn(*const c_void, c_int, MPI_Datatype, c_int, c_int, MPI_Comm) -> c_int;
+
+/// Starts a send of `count` elements to merged rank `dest` in `mode`: the
+/// job's own nonblocking send within the job, the bridge's to the other
+/// (a buffered one owns a copy, as on an intercommunicator: the attached
+/// buffer serves the job's own buffered sends only).
 ///
 /// # Safety
 /// As `MPI_Isend`; `buf` stays valid until the send completes.
 #[allow(clippy::too_many_arguments)] // MPI's own
 unsafe fn start_send(
     mc: &MergedComm,
+    mode: Mode,
     buf: *const c_void,
     n: c_int,
     dt: MPI_Datatype,
@@ -104,26 +142,18 @@ unsafe fn start_send(
         Some(Place::Local(r)) => {
             let mut req = request_null();
             // SAFETY: the program's buffer, on its handle, the rank translated.
-            mpi(unsafe { ffi::PMPI_Isend(buf, n, dt, int(r), tag, comm, &mut req) })?;
+            mpi(unsafe { native_isend(mode)(buf, n, dt, int(r), tag, comm, &mut req) })?;
             Ok(Sending::Native(req))
         }
         Some(Place::Remote(r)) => {
             // SAFETY: forwarded.
             let (sig, nn, enc) = unsafe { datatype::encode(buf, n, dt) }?;
-            Ok(Sending::Bridge(match enc.bytes {
-                // The user's own bytes are lent, never copied, as on an
-                // intercommunicator (pt2pt's `isend_mode`, issue 23 item 2).
-                Cow::Borrowed(b) => {
-                    // SAFETY: MPI's rule for a nonblocking send: the buffer
-                    // stays valid and unchanged until the request completes,
-                    // which (`requests`) is only with the bridge's, set after
-                    // its last read of the bytes; Sendrecv waits before it
-                    // returns.
-                    unsafe { mc.inter.isend_lent(r, tag, &sig, nn, b.as_ptr(), b.len()) }?
-                }
-                // A packed copy (derived or converted types): the bridge keeps it.
-                Cow::Owned(v) => mc.inter.isend_bytes(r, tag, &sig, nn, v)?,
-            }))
+            // SAFETY: MPI's rule for a nonblocking send: the buffer stays
+            // valid and unchanged until the request completes, which
+            // (`requests`) is only with the bridge's; Sendrecv waits
+            // before it returns.
+            let s = unsafe { pt2pt::bridge_isend(&mc.inter, mode, r, tag, (&sig, nn), enc.bytes) }?;
+            Ok(Sending::Bridge(s))
         }
     }
 }
@@ -139,12 +169,15 @@ fn finish_send(s: Sending) -> Result<(), Fail> {
     }
 }
 
-/// `MPI_Send` on a merged communicator.
+/// A blocking send in `mode` to merged rank `dest`.
 ///
 /// # Safety
 /// As `MPI_Send`.
-pub(crate) unsafe fn send(
+#[allow(clippy::too_many_arguments)] // MPI's own
+unsafe fn send_in(
     mc: &MergedComm,
+    mode: Mode,
+    call: &'static str,
     buf: *const c_void,
     n: c_int,
     dt: MPI_Datatype,
@@ -152,71 +185,70 @@ pub(crate) unsafe fn send(
     tag: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    let run = || match place(mc, dest, "MPI_Send")? {
+    let run = || match place(mc, dest, call)? {
         None => Ok(()),
         // SAFETY: the program's buffer, on its handle.
-        Some(Place::Local(r)) => mpi(unsafe { ffi::PMPI_Send(buf, n, dt, int(r), tag, comm) }),
+        Some(Place::Local(r)) => mpi(unsafe { native_send(mode)(buf, n, dt, int(r), tag, comm) }),
         Some(Place::Remote(r)) => {
             // SAFETY: forwarded.
             let (sig, nn, enc) = unsafe { datatype::encode(buf, n, dt) }?;
-            Ok(mc.inter.send_bytes(r, tag, &sig, nn, &enc.bytes)?)
+            Ok(pt2pt::bridge_send(
+                &mc.inter,
+                mode,
+                r,
+                tag,
+                (&sig, nn),
+                enc.bytes,
+            )?)
         }
     };
-    code(comm, "MPI_Send", run())
+    code(comm, call, run())
 }
 
-/// `MPI_Rsend` on a merged communicator: as `MPI_Send` (a ready send may
-/// be carried as a standard one; the receive is posted, as MPI requires).
-///
-/// # Safety
-/// As `MPI_Rsend`.
-pub(crate) unsafe fn rsend(
-    mc: &MergedComm,
-    buf: *const c_void,
-    n: c_int,
-    dt: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { send(mc, buf, n, dt, dest, tag, comm) }
-}
-
-/// `MPI_Ssend` on a merged communicator.
-///
-/// # Safety
-/// As `MPI_Ssend`.
-pub(crate) unsafe fn ssend(
-    mc: &MergedComm,
-    buf: *const c_void,
-    n: c_int,
-    dt: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    let run = || match place(mc, dest, "MPI_Ssend")? {
-        None => Ok(()),
-        // SAFETY: the program's buffer, on its handle.
-        Some(Place::Local(r)) => mpi(unsafe { ffi::PMPI_Ssend(buf, n, dt, int(r), tag, comm) }),
-        Some(Place::Remote(r)) => {
+/// The body of a send on a merged communicator, blocking (`send_in`) or
+/// not (`isend_in`, with its request: native within the job, the bridge's
+/// to the other).
+macro_rules! send_body {
+    ($body:ident, $name:literal, $mode:expr, $how:ident $(, $request:ident)?) => {
+        #[doc = concat!("`", $name, "` on a merged communicator.")]
+        ///
+        /// # Safety
+        /// As the MPI function.
+        #[allow(clippy::too_many_arguments)] // MPI's own
+        pub(crate) unsafe fn $body(
+            mc: &MergedComm,
+            buf: *const c_void,
+            n: c_int,
+            dt: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+            $($request: *mut MPI_Request,)?
+        ) -> c_int {
             // SAFETY: forwarded.
-            let (sig, nn, enc) = unsafe { datatype::encode(buf, n, dt) }?;
-            Ok(mc.inter.ssend_bytes(r, tag, &sig, nn, &enc.bytes)?)
+            unsafe { $how(mc, $mode, $name, buf, n, dt, dest, tag, comm $(, $request)?) }
         }
     };
-    code(comm, "MPI_Ssend", run())
 }
 
-/// `MPI_Isend` on a merged communicator: a native request within the
-/// job, a bridge request to the other.
+send_body!(send, "MPI_Send", Mode::Standard, send_in);
+send_body!(ssend, "MPI_Ssend", Mode::Synchronous, send_in);
+send_body!(bsend, "MPI_Bsend", Mode::Buffered, send_in);
+send_body!(rsend, "MPI_Rsend", Mode::Ready, send_in);
+send_body!(isend, "MPI_Isend", Mode::Standard, isend_in, request);
+send_body!(issend, "MPI_Issend", Mode::Synchronous, isend_in, request);
+send_body!(ibsend, "MPI_Ibsend", Mode::Buffered, isend_in, request);
+send_body!(irsend, "MPI_Irsend", Mode::Ready, isend_in, request);
+
+/// A nonblocking send in `mode`, its request into `request`.
 ///
 /// # Safety
 /// As `MPI_Isend`.
 #[allow(clippy::too_many_arguments)] // MPI's own
-pub(crate) unsafe fn isend(
+unsafe fn isend_in(
     mc: &MergedComm,
+    mode: Mode,
+    call: &'static str,
     buf: *const c_void,
     n: c_int,
     dt: MPI_Datatype,
@@ -225,13 +257,12 @@ pub(crate) unsafe fn isend(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    const CALL: &str = "MPI_Isend";
     // SAFETY: forwarded.
-    let r = match unsafe { start_send(mc, buf, n, dt, dest, tag, comm, CALL) } {
+    let r = match unsafe { start_send(mc, mode, buf, n, dt, dest, tag, comm, call) } {
         Ok(Sending::Done) => requests::completed(Outcome::empty()),
         Ok(Sending::Native(req)) => Ok(req),
-        Ok(Sending::Bridge(s)) => requests::start(Op::Send(s), comm, CALL),
-        Err(f) => Err(raise(comm, CALL, f)),
+        Ok(Sending::Bridge(s)) => requests::start(Op::Send(s), comm, call),
+        Err(f) => Err(raise(comm, call, f)),
     };
     match r {
         Ok(req) => {
@@ -464,7 +495,19 @@ pub(crate) unsafe fn sendrecv(
     const CALL: &str = "MPI_Sendrecv";
     let run = || {
         // SAFETY: the program's buffers, as for MPI_Sendrecv.
-        let s = unsafe { start_send(mc, sendbuf, sendcount, sendtype, dest, sendtag, comm, CALL) }?;
+        let s = unsafe {
+            start_send(
+                mc,
+                Mode::Standard,
+                sendbuf,
+                sendcount,
+                sendtype,
+                dest,
+                sendtag,
+                comm,
+                CALL,
+            )
+        }?;
         // SAFETY: as above.
         unsafe {
             recv_from(

@@ -3,18 +3,22 @@
 //! `MPI_Gatherv`) send one bridge message per job between a leader and the
 //! other job, carrying the job's blocks as one indexed datatype (the blocks
 //! where `displs` puts them), so the receiver decodes them into place;
-//! `MPI_Alltoallv` sends each block for the other job straight to its rank.
+//! `MPI_Alltoallv` and `MPI_Alltoallw` send each block for the other job
+//! straight to its rank, and `MPI_Scatterv` each block from the root to
+//! its rank of the other job (each receiver decodes into its own type).
 
 use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
+use super::coll::root_place;
 use super::comm::raise;
 use super::wire::{
-    complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_GATHER,
+    complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_ALLTOALLW,
+    TAG_GATHER, TAG_SCATTERV,
 };
-use crate::collbuf::{elements, ints, is_in_place, Extents, Scratch};
+use crate::collbuf::{array, elements, ints, is_in_place, offset, Extents, Scratch};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
 
@@ -60,7 +64,7 @@ fn slices(mc: &MergedComm) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
 
 /// The entries of a per-rank array for the merged ranks `r` (the array
 /// has one per rank of the merged communicator).
-fn part(a: &[c_int], r: std::ops::Range<usize>) -> Result<&[c_int], Fail> {
+fn part<T>(a: &[T], r: std::ops::Range<usize>) -> Result<&[T], Fail> {
     a.get(r).ok_or_else(|| {
         Fail::Bridge(BridgeError::InvalidArgument(
             "a per-rank array is shorter than the communicator".into(),
@@ -149,11 +153,7 @@ pub(crate) unsafe fn gatherv(
     comm: MPI_Comm,
 ) -> c_int {
     let run = || {
-        let place = u32::try_from(root)
-            .ok()
-            .and_then(|r| mc.place(r))
-            .ok_or(Fail::Mpi(ffi::MPI_ERR_ROOT as c_int))?;
-        match place {
+        match root_place(mc, root)? {
             Place::Local(r) => {
                 let lr = c_int::try_from(r).map_err(|_| too_many())?;
                 let me = mc.inter.rank() == r;
@@ -335,4 +335,192 @@ pub(crate) unsafe fn alltoallv(
         Ok(())
     };
     code(comm, "MPI_Alltoallv", run())
+}
+
+/// `MPI_Scatterv` on a merged communicator: natively from the root's job's
+/// blocks; the root sends each rank of the other job its block straight,
+/// which it receives into its own buffer and type.
+///
+/// # Safety
+/// As `MPI_Scatterv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn scatterv(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let r = match root_place(mc, root)? {
+            Place::Local(r) => r,
+            Place::Remote(r) => {
+                let n = elements(recvcount)?;
+                // SAFETY: the program's buffer has room for `recvcount` elements.
+                return Ok(unsafe { recv(&mc.coll, r, TAG_SCATTERV, recvbuf, n, recvtype) }?);
+            }
+        };
+        let lr = c_int::try_from(r).map_err(|_| too_many())?;
+        let me = mc.inter.rank() == r;
+        // Only the root's arrays are significant.
+        let (counts, displs) = if me {
+            let n = mc.size() as usize;
+            // SAFETY: the root's arrays hold one int per rank.
+            unsafe { (ints(sendcounts, n)?, ints(displs, n)?) }
+        } else {
+            (&[][..], &[][..])
+        };
+        let (mine, theirs) = slices(mc);
+        let mut sends = Vec::new();
+        if me {
+            let e = Extents::of(sendtype)?;
+            let blocks = part(counts, theirs.clone())?
+                .iter()
+                .zip(part(displs, theirs)?);
+            for (j, (&c, &d)) in blocks.enumerate() {
+                let j = u32::try_from(j).map_err(|_| too_many())?;
+                let at = e.at(sendbuf, elements(d)?)?;
+                // SAFETY: the root's block for rank j of the other job.
+                sends.push(unsafe { send(&mc.coll, j, TAG_SCATTERV, at, elements(c)?, sendtype) }?);
+            }
+        }
+        let (cm, dm) = if me {
+            (part(counts, mine.clone())?, part(displs, mine)?)
+        } else {
+            (counts, displs)
+        };
+        // SAFETY: the program's buffers; at the root, this job's blocks.
+        mpi(unsafe {
+            ffi::PMPI_Scatterv(
+                sendbuf,
+                cm.as_ptr(),
+                dm.as_ptr(),
+                sendtype,
+                recvbuf,
+                recvcount,
+                recvtype,
+                lr,
+                mc.native,
+            )
+        })?;
+        for s in sends {
+            s.wait()?;
+        }
+        Ok(())
+    };
+    code(comm, "MPI_Scatterv", run())
+}
+
+/// `MPI_Alltoallw` on a merged communicator (displacements in bytes, a
+/// datatype per rank): natively within the job, each block for the other
+/// job straight to its rank. In place, the blocks for the other job are
+/// sent from the receive buffer before anything is received into it (a
+/// bridge send takes its data at the call).
+///
+/// # Safety
+/// As `MPI_Alltoallw`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn alltoallw(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || {
+        let n = mc.size() as usize;
+        // SAFETY: MPI_Alltoallw's arrays hold one entry per rank.
+        let (rc, rd, rt) = unsafe {
+            (
+                ints(recvcounts, n)?,
+                ints(rdispls, n)?,
+                array(recvtypes, n, "recvtypes")?,
+            )
+        };
+        let in_place = is_in_place(sendbuf);
+        let (from, sc, sd, st) = if in_place {
+            (recvbuf.cast_const(), rc, rd, rt)
+        } else {
+            // SAFETY: as above.
+            let arrays = unsafe {
+                (
+                    ints(sendcounts, n)?,
+                    ints(sdispls, n)?,
+                    array(sendtypes, n, "sendtypes")?,
+                )
+            };
+            (sendbuf, arrays.0, arrays.1, arrays.2)
+        };
+        let (mine, theirs) = slices(mc);
+        let mut recvs = Vec::new();
+        let their_recvs = part(rc, theirs.clone())?
+            .iter()
+            .zip(part(rd, theirs.clone())?)
+            .zip(part(rt, theirs.clone())?);
+        for (r, ((&c, &d), &t)) in their_recvs.enumerate() {
+            let r = u32::try_from(r).map_err(|_| too_many())?;
+            let req = post(&mc.coll, r, TAG_ALLTOALLW, elements(c)?, t)?;
+            recvs.push((
+                req,
+                offset(recvbuf, 1, Some(elements(d)?))?,
+                elements(c)?,
+                t,
+            ));
+        }
+        let mut sends = Vec::new();
+        let their_sends = part(sc, theirs.clone())?
+            .iter()
+            .zip(part(sd, theirs.clone())?)
+            .zip(part(st, theirs)?);
+        for (r, ((&c, &d), &t)) in their_sends.enumerate() {
+            let r = u32::try_from(r).map_err(|_| too_many())?;
+            let block = offset(from, 1, Some(elements(d)?))?;
+            // SAFETY: the block for rank r of the other job.
+            sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALLW, block, elements(c)?, t) }?);
+        }
+        let (scm, sdm, stm) = (
+            part(sc, mine.clone())?,
+            part(sd, mine.clone())?,
+            part(st, mine.clone())?,
+        );
+        let (rcm, rdm, rtm) = (
+            part(rc, mine.clone())?,
+            part(rd, mine.clone())?,
+            part(rt, mine)?,
+        );
+        // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given);
+        // this job's counts, displacements and types.
+        mpi(unsafe {
+            ffi::PMPI_Alltoallw(
+                sendbuf,
+                scm.as_ptr(),
+                sdm.as_ptr(),
+                stm.as_ptr(),
+                recvbuf,
+                rcm.as_ptr(),
+                rdm.as_ptr(),
+                rtm.as_ptr(),
+                mc.native,
+            )
+        })?;
+        for (req, p, k, t) in recvs {
+            // SAFETY: the block of the receive buffer for that rank.
+            unsafe { complete(req, p, k, t) }?;
+        }
+        for s in sends {
+            s.wait()?;
+        }
+        Ok(())
+    };
+    code(comm, "MPI_Alltoallw", run())
 }

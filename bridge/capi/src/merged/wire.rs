@@ -23,6 +23,10 @@ pub const TAG_ALLGATHER: i32 = 6;
 pub const TAG_ALLTOALL: i32 = 7;
 pub const TAG_SCAN: i32 = 8;
 pub const TAG_SCATTER: i32 = 9;
+pub const TAG_SCATTERV: i32 = 10;
+pub const TAG_ALLTOALLW: i32 = 11;
+/// `MPI_Reduce`: the other job's partial result to the root.
+pub const TAG_REDUCE_ROOT: i32 = 12;
 
 /// What a merged collective failed on: an MPI call of this job (its code)
 /// or the bridge.

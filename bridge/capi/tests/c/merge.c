@@ -6,9 +6,10 @@
  * and FIRST says which job the test expects first in the merged order
  * ("me" or "peer"). Checks rank, size and every merged call Isthmus
  * carries: collectives (values that depend on the order: a non-commutative
- * operation, gathers, prefixes), point-to-point within and across the jobs
- * (blocking, nonblocking, MPI_ANY_SOURCE) with statuses naming merged
- * ranks, dup and compare, splits into one job's communicators, and the
+ * operation in the reductions, gathers, scatters, all-to-alls, prefixes;
+ * in place where MPI allows it), point-to-point within and across the jobs
+ * (blocking, nonblocking, every send mode, MPI_ANY_SOURCE) with statuses
+ * naming merged ranks, dup and compare, splits into one job's communicators, and the
  * refusals.
  * Prints "PASS merge rank R" per rank.
  */
@@ -61,6 +62,53 @@ static void collectives(MPI_Comm m, int mr, int n)
     fl[1] = mr;
     MPI_Allreduce(MPI_IN_PLACE, fl, 1, pair, op, m);
     CHECK(fl[0] == 0 && fl[1] == n - 1, "in-place allreduce (%d, %d)", fl[0], fl[1]);
+    for (int root = 0; root < n; root++) {
+        /* A real reduce: the order of the operands at each root, in
+         * place too; the receive buffer is not significant elsewhere. */
+        fl[0] = fl[1] = -1;
+        MPI_Reduce(mine, mr == root ? fl : NULL, 1, pair, op, root, m);
+        if (mr == root)
+            CHECK(fl[0] == 0 && fl[1] == n - 1, "non-commutative reduce at %d: (%d, %d)", root,
+                  fl[0], fl[1]);
+        fl[0] = fl[1] = mr;
+        MPI_Reduce(mr == root ? MPI_IN_PLACE : (void *) fl, mr == root ? fl : NULL, 1, pair, op,
+                   root, m);
+        if (mr == root)
+            CHECK(fl[0] == 0 && fl[1] == n - 1, "in-place reduce at %d: (%d, %d)", root, fl[0],
+                  fl[1]);
+    }
+    {
+        /* Reduce_scatter: rank i gets i % 2 + 1 elements; a
+         * non-commutative one on pairs, then in place. */
+        int *rc = malloc(sizeof(int) * (size_t) n), total = 0;
+        CHECK(rc, "malloc");
+        for (i = 0; i < n; i++) {
+            rc[i] = i % 2 + 1;
+            total += rc[i];
+        }
+        int *in = malloc(sizeof(int) * 2 * (size_t) total), got[4] = {-1, -1, -1, -1};
+        CHECK(in, "malloc");
+        for (i = 0; i < total; i++) {
+            in[2 * i] = mr;
+            in[2 * i + 1] = mr;
+        }
+        MPI_Reduce_scatter(in, got, rc, pair, op, m);
+        for (i = 0; i < rc[mr]; i++)
+            CHECK(got[2 * i] == 0 && got[2 * i + 1] == n - 1,
+                  "non-commutative reduce_scatter item %d: (%d, %d)", i, got[2 * i],
+                  got[2 * i + 1]);
+        int off = 0;
+        for (i = 0; i < mr; i++)
+            off += rc[i];
+        for (i = 0; i < total; i++)
+            in[i] = mr + i;
+        MPI_Reduce_scatter(MPI_IN_PLACE, in, rc, MPI_INT, MPI_SUM, m);
+        for (i = 0; i < rc[mr]; i++)
+            CHECK(in[i] == n * (n - 1) / 2 + n * (off + i), "in-place reduce_scatter item %d: %d",
+                  i, in[i]);
+        free(in);
+        free(rc);
+    }
     MPI_Scan(mine, fl, 1, pair, op, m);
     CHECK(fl[0] == 0 && fl[1] == mr, "scan (%d, %d), expected (0, %d)", fl[0], fl[1], mr);
     fl[0] = fl[1] = -7;
@@ -128,6 +176,30 @@ static void collectives(MPI_Comm m, int mr, int n)
                         CHECK(v[displs[r] + i] == 100 * r + i, "gatherv at %d: rank %d item %d: %d",
                               root, r, i, v[displs[r] + i]);
         }
+        for (int root = 0; root < n; root++) {
+            /* Scatterv: the same blocks from each root, received as ints,
+             * and as one contiguous type; in place at the root. */
+            int got[3] = {-1, -1, -1};
+            MPI_Datatype block;
+            if (mr == root)
+                for (int r = 0; r < n; r++)
+                    for (i = 0; i < counts[r]; i++)
+                        v[displs[r] + i] = 1000 * root + 100 * r + i;
+            MPI_Scatterv(v, counts, displs, MPI_INT, got, counts[mr], MPI_INT, root, m);
+            for (i = 0; i < counts[mr]; i++)
+                CHECK(got[i] == 1000 * root + 100 * mr + i, "scatterv from %d item %d: %d", root,
+                      i, got[i]);
+            MPI_Type_contiguous(counts[mr], MPI_INT, &block);
+            MPI_Type_commit(&block);
+            got[0] = got[1] = got[2] = -1;
+            MPI_Scatterv(v, counts, displs, MPI_INT, mr == root ? MPI_IN_PLACE : (void *) got, 1,
+                         block, root, m);
+            if (mr != root)
+                for (i = 0; i < counts[mr]; i++)
+                    CHECK(got[i] == 1000 * root + 100 * mr + i,
+                          "scatterv (in place at the root) from %d item %d: %d", root, i, got[i]);
+            MPI_Type_free(&block);
+        }
         free(counts);
         free(displs);
         free(v);
@@ -175,6 +247,64 @@ static void collectives(MPI_Comm m, int mr, int n)
             for (int j = 0; j < rc[i]; j++)
                 CHECK(rb[rd[i] + j] == 1000 * i + 10 * mr + j, "in-place alltoallv from %d: %d", i,
                       rb[rd[i] + j]);
+        {
+            /* Alltoallw: the same blocks as Alltoallv, displacements in
+             * bytes, each block to an odd rank as one contiguous type and
+             * each block from an odd rank received as ints (and the
+             * reverse for even ranks); then in place. */
+            int *sdb = malloc(sizeof(int) * (size_t) n), *rdb = malloc(sizeof(int) * (size_t) n);
+            int *swc = malloc(sizeof(int) * (size_t) n), *rwc = malloc(sizeof(int) * (size_t) n);
+            MPI_Datatype *stt = malloc(sizeof(MPI_Datatype) * (size_t) n);
+            MPI_Datatype *rtt = malloc(sizeof(MPI_Datatype) * (size_t) n);
+            CHECK(sdb && rdb && swc && rwc && stt && rtt, "malloc");
+            for (i = 0; i < n; i++) {
+                sdb[i] = sd[i] * (int) sizeof(int);
+                rdb[i] = rd[i] * (int) sizeof(int);
+                if (i % 2) {
+                    MPI_Type_contiguous(sc[i], MPI_INT, &stt[i]);
+                    MPI_Type_commit(&stt[i]);
+                    swc[i] = 1;
+                    rtt[i] = MPI_INT;
+                    rwc[i] = rc[i];
+                } else {
+                    stt[i] = MPI_INT;
+                    swc[i] = sc[i];
+                    MPI_Type_contiguous(rc[i], MPI_INT, &rtt[i]);
+                    MPI_Type_commit(&rtt[i]);
+                    rwc[i] = 1;
+                }
+            }
+            for (i = 0; i < n; i++)
+                for (int j = 0; j < sc[i]; j++)
+                    sb[sd[i] + j] = 1000 * mr + 10 * i + j;
+            for (i = 0; i < 2 * n; i++)
+                rb[i] = -1;
+            MPI_Alltoallw(sb, swc, sdb, stt, rb, rwc, rdb, rtt, m);
+            for (i = 0; i < n; i++)
+                for (int j = 0; j < rc[i]; j++)
+                    CHECK(rb[rd[i] + j] == 1000 * i + 10 * mr + j, "alltoallw from %d item %d: %d",
+                          i, j, rb[rd[i] + j]);
+            for (i = 0; i < n; i++)
+                for (int j = 0; j < rc[i]; j++)
+                    rb[rd[i] + j] = 1000 * mr + 10 * i + j;
+            MPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, rb, rwc, rdb, rtt, m);
+            for (i = 0; i < n; i++)
+                for (int j = 0; j < rc[i]; j++)
+                    CHECK(rb[rd[i] + j] == 1000 * i + 10 * mr + j,
+                          "in-place alltoallw from %d item %d: %d", i, j, rb[rd[i] + j]);
+            for (i = 0; i < n; i++) {
+                if (stt[i] != MPI_INT)
+                    MPI_Type_free(&stt[i]);
+                if (rtt[i] != MPI_INT)
+                    MPI_Type_free(&rtt[i]);
+            }
+            free(sdb);
+            free(rdb);
+            free(swc);
+            free(rwc);
+            free(stt);
+            free(rtt);
+        }
         for (i = 0; i < n; i++)
             sb[i] = mr + i;
         int mine = -1;
@@ -190,6 +320,74 @@ static void collectives(MPI_Comm m, int mr, int n)
     free(all);
     free(out);
     MPI_Barrier(m);
+}
+
+/* The other send modes around a ring (each step within a job or across
+ * the two): Bsend and Ibsend through an attached buffer, Issend, and
+ * Irsend to a receive posted before a barrier. */
+static void send_modes(MPI_Comm m, int mr, int n)
+{
+    int next = (mr + 1) % n, prev = (mr + n - 1) % n, got[4] = {-1, -1, -1, -1}, size = 0;
+    int big[1000], in[1000];
+    MPI_Status st;
+    MPI_Request r[2];
+    void *attached;
+    int bufsize = 4 * (MPI_BSEND_OVERHEAD + (int) sizeof big);
+    char *buf = malloc((size_t) bufsize);
+    CHECK(buf, "malloc");
+    for (int i = 0; i < 1000; i++)
+        big[i] = 1000 * mr + i;
+    MPI_Buffer_attach(buf, bufsize);
+    /* Buffered: both return before the receiver receives (it receives
+     * only after a barrier), and the send buffers may be reused at once. */
+    MPI_Bsend(&mr, 1, MPI_INT, next, 20, m);
+    MPI_Ibsend(big, 1000, MPI_INT, next, 21, m, &r[0]);
+    MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    for (int i = 0; i < 1000; i++)
+        big[i] = -1;
+    MPI_Barrier(m);
+    MPI_Recv(&got[0], 1, MPI_INT, prev, 20, m, &st);
+    CHECK(got[0] == prev && st.MPI_SOURCE == prev, "bsend: %d from %d", got[0], st.MPI_SOURCE);
+    MPI_Recv(in, 1000, MPI_INT, prev, 21, m, &st);
+    for (int i = 0; i < 1000; i++)
+        CHECK(in[i] == 1000 * prev + i, "ibsend item %d: %d", i, in[i]);
+    MPI_Buffer_detach(&attached, &size);
+    CHECK(attached == buf && size == bufsize, "detach: %p of %d", attached, size);
+    free(buf);
+    /* Synchronous, nonblocking: completes once the receive matched it. */
+    MPI_Issend(&mr, 1, MPI_INT, next, 22, m, &r[0]);
+    MPI_Recv(&got[1], 1, MPI_INT, prev, 22, m, &st);
+    MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    CHECK(got[1] == prev && st.MPI_SOURCE == prev, "issend: %d from %d", got[1], st.MPI_SOURCE);
+    /* Ready, nonblocking: the receive is posted before the barrier. */
+    MPI_Irecv(&got[2], 1, MPI_INT, prev, 23, m, &r[1]);
+    MPI_Barrier(m);
+    MPI_Irsend(&mr, 1, MPI_INT, next, 23, m, &r[0]);
+    MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+    CHECK(got[2] == prev, "irsend: %d", got[2]);
+    MPI_Issend(&mr, 1, MPI_INT, MPI_PROC_NULL, 24, m, &r[0]);
+    MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    /* The large-count forms where the MPI has them (MPICH 4; the other
+     * job, Open MPI 4.1, sends the same with the int forms), counts that
+     * fit an int. */
+    got[3] = -1;
+#if MPI_VERSION >= 4
+    MPI_Issend_c(&mr, 1, MPI_INT, next, 25, m, &r[0]);
+#else
+    MPI_Issend(&mr, 1, MPI_INT, next, 25, m, &r[0]);
+#endif
+    MPI_Recv(&got[3], 1, MPI_INT, prev, 25, m, MPI_STATUS_IGNORE);
+    MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    CHECK(got[3] == prev, "issend_c: %d", got[3]);
+    MPI_Buffer_attach(in, (int) sizeof in);
+#if MPI_VERSION >= 4
+    MPI_Bsend_c(&mr, 1, MPI_INT, next, 26, m);
+#else
+    MPI_Bsend(&mr, 1, MPI_INT, next, 26, m);
+#endif
+    MPI_Recv(&got[3], 1, MPI_INT, prev, 26, m, MPI_STATUS_IGNORE);
+    MPI_Buffer_detach(&attached, &size);
+    CHECK(got[3] == prev, "bsend_c: %d", got[3]);
 }
 
 static void point_to_point(MPI_Comm m, int mr, int n)
@@ -283,6 +481,7 @@ static void point_to_point(MPI_Comm m, int mr, int n)
         }
     }
     MPI_Send(&mr, 1, MPI_INT, MPI_PROC_NULL, 0, m);
+    send_modes(m, mr, n);
 }
 
 int main(int argc, char **argv)

@@ -242,11 +242,16 @@ pub fn suite_dir() -> PathBuf {
 
 /// Builds MPICH's `test` (a path under the suite's tests/) for `mpi`, with
 /// Isthmus's MTest harness; or (`c/...`) one of Isthmus's own tests
-/// written for the same harness.
+/// written for the same harness; or (`mpich/...`) one of MPICH's tests kept
+/// in this crate's tests/mpich.
 pub fn build_conformance(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
-    let src = match test.strip_prefix("c/") {
-        Some(ours) => crate_dir().join("tests/c").join(ours),
-        None => suite_dir().join("tests").join(test),
+    let src = if let Some(ours) = test.strip_prefix("c/") {
+        crate_dir().join("tests/c").join(ours)
+    } else if test.starts_with("mpich/") {
+        // MPICH's tests kept here (tests/mpich, under MPICH's COPYRIGHT).
+        crate_dir().join("tests").join(test)
+    } else {
+        suite_dir().join("tests").join(test)
     };
     assert!(src.exists(), "conformance test {} not found", src.display());
     let name = test.replace('/', "_").trim_end_matches(".c").to_string();
@@ -578,10 +583,11 @@ pub fn run_conformance(
         env: vec![
             ("ISTHMUS_MTEST_GROUP".into(), me.into()),
             ("ISTHMUS_MTEST_PEER".into(), other.into()),
-            // MPICH's tests/merged run on the merge of an Isthmus intercommunicator.
+            // MPICH's tests/merged (and ours in tests/mpich/merged) run on
+            // the merge of an Isthmus intercommunicator.
             (
                 "ISTHMUS_MTEST_MERGE".into(),
-                if test.starts_with("merged/") {
+                if test.starts_with("merged/") || test.starts_with("mpich/merged/") {
                     "1"
                 } else {
                     "0"

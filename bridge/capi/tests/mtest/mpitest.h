@@ -17,6 +17,7 @@
 #include <mpi.h>
 /* What MPICH's mpitest.h brings in (through mtest_common.h), which its
  * tests use without including it themselves. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
