@@ -216,6 +216,7 @@ mod held;
 mod intercomm;
 mod ledger;
 mod matching;
+pub mod native;
 mod p2p;
 mod payload;
 mod rendezvous;

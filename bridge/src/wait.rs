@@ -26,11 +26,11 @@
 //! (a fraction of a microsecond); with other ranks waiting for the core —
 //! the ranks of a job spinning in their own MPI while their leader waits
 //! for the bridge — it hands the core over, so jobs that share cores keep
-//! their speed. A yield that kept us off the core longer than a wake-up
-//! costs means the core is taken by work that does not yield back (a
-//! CPU-bound process): polling on would only lose the core again, so an
-//! adaptive wait stops polling and sleeps, and the scheduler's wake-up
-//! brings it back as soon as its event comes.
+//! their speed. A yield that kept us off the core for long does not end
+//! the poll by itself: an earlier version slept then ("the core is taken
+//! by work that does not yield back"), and beside one CPU-bound process
+//! the shared-memory latency went from 1.2 µs to 55 µs, each message
+//! paying a wake-up that polling on would have saved.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -232,25 +232,18 @@ impl Spin {
         if budget.is_zero() {
             return false;
         }
-        if self.pause() > budget {
-            // The core went to work that does not yield back: sleep and
-            // let the wake-up bring us back when our event comes.
-            return false;
-        }
+        self.pause();
         self.start.elapsed() < budget
     }
 
-    /// A short pause; every [`ROUND`] of them a yield, whose length it
-    /// returns (zero otherwise).
-    fn pause(&mut self) -> Duration {
+    /// A short pause; every [`ROUND`] of them a yield.
+    fn pause(&mut self) {
         self.n = self.n.wrapping_add(1);
-        if !self.n.is_multiple_of(ROUND) {
+        if self.n.is_multiple_of(ROUND) {
+            std::thread::yield_now();
+        } else {
             std::hint::spin_loop();
-            return Duration::ZERO;
         }
-        let t = Instant::now();
-        std::thread::yield_now();
-        t.elapsed()
     }
 }
 

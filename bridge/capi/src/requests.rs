@@ -562,7 +562,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
     }
     if !crate::nbc::idle() {
         // Schedules under way: poll, advancing them, whatever the request.
-        let mut backoff = Backoff(0);
+        let mut backoff = Backoff::new();
         loop {
             let mut flag = 0;
             // SAFETY: forwarded contract; `flag` is ours.
@@ -644,7 +644,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     }
     if !crate::nbc::idle() {
         // Schedules under way: poll, advancing them, whatever the requests.
-        let mut backoff = Backoff(0);
+        let mut backoff = Backoff::new();
         loop {
             let mut flag = 0;
             // SAFETY: forwarded contract; `flag` is ours.
