@@ -48,8 +48,9 @@
 //!   thread's wake-up; otherwise ONE poller thread for all incoming
 //!   connections (epoll, see `transport::poller`) reads whatever socket is readable.
 //!   The poller takes a connection back once no application thread waited on
-//!   it for a whole 1 ms tick. Waiters on anything else use Condvars. Nothing
-//!   spins. Blocking sends write from the caller's thread (header + payload
+//!   it for a whole 1 ms tick. Waiters on anything else use Condvars. A
+//!   shared-memory reader polls its ring before it sleeps, as [`wait`]
+//!   says (`ISTHMUS_WAIT`); a socket reader never spins. Blocking sends write from the caller's thread (header + payload
 //!   in one `writev`, no copy). Non-blocking eager sends are written inline
 //!   when the connection is idle; otherwise they are copied and go to the
 //!   connection's writer thread, so `isend` completes without the
@@ -151,7 +152,9 @@
 //!
 //! # Modules (each imports only those listed before it; no cycles)
 //! * `format` — [`WireFormat`]; `hash` — the one FNV-1a; `sync` — locking
-//!   and Condvar waits with deadlines.
+//!   and Condvar waits with deadlines; [`wait`] — how a waiting thread
+//!   polls before it sleeps (`ISTHMUS_WAIT`: poll, adaptive, block), the
+//!   one policy of the shared-memory ring and the C library's waits.
 //! * [`datatype`] — MPI datatypes: `basic`, `signature` (flattening,
 //!   hashing), `info` ([`datatype::TypeInfo`], cache, matching rules),
 //!   `pack` (MPI_Pack / external32 calls), `swap`, `codec` (encode/decode).
@@ -213,6 +216,7 @@ mod held;
 mod intercomm;
 mod ledger;
 mod matching;
+pub mod native;
 mod p2p;
 mod payload;
 mod rendezvous;
@@ -221,6 +225,7 @@ mod ssend_waiters;
 mod sync;
 mod transport;
 mod vm;
+pub mod wait;
 mod wire;
 
 pub use address::{Locality, Route, Transport};

@@ -3,7 +3,8 @@
 //! so the data connections go through memfd rings handed over the Unix
 //! socket (`ISTHMUS_TRANSPORT`, default `shm`). Both directions, every
 //! size class, many senders at once, a peer killed in the middle of a
-//! message, and a peer that scribbles over its ring.
+//! message, and a peer that scribbles over its ring; every way of waiting
+//! (`ISTHMUS_WAIT`), and a bad value of it.
 
 #![cfg(test)]
 
@@ -15,6 +16,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use isthmus_bridge::wait::{self, WaitMode};
 use isthmus_bridge::*;
 
 const T: Duration = Duration::from_secs(60);
@@ -46,6 +48,12 @@ fn message(i: u64, len: usize) -> Vec<u8> {
 }
 
 fn line_from(out: &mut BufReader<ChildStdout>, prefix: &str) -> String {
+    lines_until(out, prefix).0
+}
+
+/// The value of the first line starting with `prefix`, and the lines before it.
+fn lines_until(out: &mut BufReader<ChildStdout>, prefix: &str) -> (String, Vec<String>) {
+    let mut before = Vec::new();
     let mut line = String::new();
     loop {
         line.clear();
@@ -54,8 +62,9 @@ fn line_from(out: &mut BufReader<ChildStdout>, prefix: &str) -> String {
             "peer ended before saying {prefix}"
         );
         if let Some(v) = line.trim().strip_prefix(prefix) {
-            return v.trim().to_owned();
+            return (v.trim().to_owned(), before);
         }
+        before.push(line.clone());
     }
 }
 
@@ -75,9 +84,18 @@ fn shm_child() {
     let mode = std::env::var("SHM_MODE").unwrap();
     let rank: u32 = std::env::var("SHM_RANK").unwrap().parse().unwrap();
     let size: u32 = std::env::var("SHM_SIZE").unwrap().parse().unwrap();
+    if std::env::var_os("SHM_LOG").is_some() {
+        // The log on stdout, between our own lines, for the test to read.
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stdout)
+            .with_ansi(false)
+            .init();
+    }
     mpi();
     let e = Engine::start(EngineConfig::new("testhost")).unwrap();
     say(format_args!("ENDPOINT {}", hex(&e.endpoint().encode())));
+    // The way this process waits (`ISTHMUS_WAIT`, read here first).
+    say(format_args!("WAIT {:?}", wait::mode()));
     let parent = Endpoint::decode(&unhex(&peer)).unwrap();
     let parent_id = parent.process;
     let c = e.intercomm(CONTEXT, rank, size, vec![parent]).unwrap();
@@ -166,6 +184,7 @@ fn spawn_peer(me: &Engine, mode: &str, rank: u32, size: u32, env: &[(&str, &str)
         .env("SHM_SIZE", size.to_string())
         // Whatever the test process was started with (`env` may override).
         .env("ISTHMUS_TRANSPORT", "shm")
+        .env("ISTHMUS_WAIT", "adaptive")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
     for (k, v) in env {
@@ -201,6 +220,16 @@ fn engine() -> Arc<Engine> {
 /// routes both ways say shared memory); the same over the socket when
 /// either end sets `ISTHMUS_TRANSPORT=socket` (both must allow the ring).
 fn echo(env: &[(&str, &str)], ours: LocalTransport, expect_shm: bool) {
+    echo_waiting(env, ours, expect_shm, WaitMode::DEFAULT);
+}
+
+/// [`echo`], the peer waiting in `peer_waits` (what it says it does).
+fn echo_waiting(
+    env: &[(&str, &str)],
+    ours: LocalTransport,
+    expect_shm: bool,
+    peer_waits: WaitMode,
+) -> Vec<String> {
     mpi();
     let e = Engine::start(EngineConfig {
         local_transport: ours,
@@ -208,6 +237,8 @@ fn echo(env: &[(&str, &str)], ours: LocalTransport, expect_shm: bool) {
     })
     .unwrap();
     let mut p = spawn_peer(&e, "echo", 0, 1, env);
+    let (waits, before) = lines_until(&mut p.out, "WAIT ");
+    assert_eq!(waits, format!("{peer_waits:?}"));
     let c = e.intercomm(CONTEXT, 0, 1, vec![p.ep.clone()]).unwrap();
     let sig = u8::type_sig().unwrap();
     let mut buf = vec![0u8; *SIZES.iter().max().unwrap()];
@@ -229,6 +260,52 @@ fn echo(env: &[(&str, &str)], ours: LocalTransport, expect_shm: bool) {
     }
     drop(c);
     finish(p);
+    before
+}
+
+/// Each way of waiting carries every size class both ways between two
+/// processes, over the rings and over the socket: the peer's mode from
+/// `ISTHMUS_WAIT`, ours set alike (`wait::set_mode`).
+#[test]
+fn every_wait_mode_carries_every_size_class_both_ways() {
+    for (name, mode) in [
+        ("poll", WaitMode::Poll),
+        ("block", WaitMode::Block),
+        ("adaptive", WaitMode::Adaptive),
+    ] {
+        wait::set_mode(mode);
+        echo_waiting(
+            &[("ISTHMUS_TRANSPORT", "shm"), ("ISTHMUS_WAIT", name)],
+            LocalTransport::Shm,
+            true,
+            mode,
+        );
+        echo_waiting(
+            &[("ISTHMUS_TRANSPORT", "socket"), ("ISTHMUS_WAIT", name)],
+            LocalTransport::Shm,
+            false,
+            mode,
+        );
+    }
+    wait::set_mode(WaitMode::DEFAULT);
+}
+
+/// A value of `ISTHMUS_WAIT` that is none of the accepted ones is logged
+/// (a warning naming the variable, the value and the accepted values) and
+/// the process waits adaptively, carrying messages as ever.
+#[test]
+fn a_bad_isthmus_wait_is_named_and_adaptive_used() {
+    let before = echo_waiting(
+        &[("ISTHMUS_WAIT", "spin"), ("SHM_LOG", "1")],
+        LocalTransport::Shm,
+        true,
+        WaitMode::Adaptive,
+    );
+    assert!(
+        before.iter().any(|l| l.contains("WARN")
+            && l.contains("ISTHMUS_WAIT=\"spin\" is not one of poll, adaptive, block")),
+        "no warning before the peer's WAIT line: {before:?}"
+    );
 }
 
 #[test]
@@ -252,8 +329,8 @@ fn either_side_choosing_the_socket_keeps_the_socket() {
 
 /// Three peer processes send at once, mixed sizes (eager, rendezvous),
 /// two through rings and one over the socket (it sets
-/// `ISTHMUS_TRANSPORT=socket`); ANY_SOURCE receives see each sender's
-/// messages in its order, intact.
+/// `ISTHMUS_TRANSPORT=socket`), each waiting its own way (`ISTHMUS_WAIT`);
+/// ANY_SOURCE receives see each sender's messages in its order, intact.
 #[test]
 fn ordering_with_many_senders_over_rings_and_a_socket_at_once() {
     let e = engine();
@@ -262,7 +339,12 @@ fn ordering_with_many_senders_over_rings_and_a_socket_at_once() {
     let peers: Vec<Peer> = (0..3)
         .map(|r| {
             let mode = if r == 2 { "socket" } else { "shm" };
-            let env = [("SHM_COUNT", count.as_str()), ("ISTHMUS_TRANSPORT", mode)];
+            let waits = ["poll", "block", "adaptive"][r as usize];
+            let env = [
+                ("SHM_COUNT", count.as_str()),
+                ("ISTHMUS_TRANSPORT", mode),
+                ("ISTHMUS_WAIT", waits),
+            ];
             spawn_peer(&e, "many", r, 3, &env)
         })
         .collect();

@@ -24,8 +24,8 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use isthmus_bridge::wait::Backoff;
 use isthmus_bridge::{BridgeError, PendingInterComm, RecvRequest, SendRequest};
 use mpi::ffi;
 
@@ -474,20 +474,6 @@ fn keys_of(reqs: &[MPI_Request]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Waits politely: spins briefly, then sleeps a little longer each time.
-struct Backoff(u32);
-impl Backoff {
-    fn pause(&mut self) {
-        self.0 = self.0.saturating_add(1);
-        if self.0 < 64 {
-            std::thread::yield_now();
-        } else {
-            let us = u64::from(self.0.min(1000));
-            std::thread::sleep(Duration::from_micros(us));
-        }
-    }
-}
-
 /// # Safety
 /// `ptr` addresses `n` requests.
 unsafe fn slice<'a>(ptr: *mut MPI_Request, n: c_int) -> &'a mut [MPI_Request] {
@@ -576,7 +562,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
     }
     if !crate::nbc::idle() {
         // Schedules under way: poll, advancing them, whatever the request.
-        let mut backoff = Backoff(0);
+        let mut backoff = Backoff::new();
         loop {
             let mut flag = 0;
             // SAFETY: forwarded contract; `flag` is ours.
@@ -658,7 +644,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     }
     if !crate::nbc::idle() {
         // Schedules under way: poll, advancing them, whatever the requests.
-        let mut backoff = Backoff(0);
+        let mut backoff = Backoff::new();
         loop {
             let mut flag = 0;
             // SAFETY: forwarded contract; `flag` is ours.
@@ -689,7 +675,7 @@ pub unsafe extern "C" fn MPI_Waitall(
         // Mixed: finish bridge requests as they complete, and let MPI make
         // progress on the native ones meanwhile (without completing them:
         // their statuses come from the final MPI_Waitall).
-        let mut backoff = Backoff(0);
+        let mut backoff = Backoff::new();
         while !advance(reqs) {
             for r in reqs.iter_mut() {
                 if !is_bridge(request_key(*r)) && *r != request_null() {
@@ -747,7 +733,7 @@ pub unsafe extern "C" fn MPI_Waitany(
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Waitany(count, requests, index, status) };
     }
-    let mut backoff = Backoff(0);
+    let mut backoff = Backoff::new();
     loop {
         let mut flag = 0;
         // SAFETY: forwarded contract; `flag` is ours.
@@ -806,7 +792,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Waitsome(incount, requests, outcount, indices, statuses) };
     }
-    let mut backoff = Backoff(0);
+    let mut backoff = Backoff::new();
     loop {
         // SAFETY: forwarded contract.
         let rc = unsafe { MPI_Testsome(incount, requests, outcount, indices, statuses) };

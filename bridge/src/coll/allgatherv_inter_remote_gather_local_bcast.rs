@@ -6,7 +6,6 @@
 //! or that a receive failed), then the bytes. Each block crosses the
 //! bridge once; every rank decodes each block into its own buffer.
 
-use mpi::collective::Root;
 use mpi::topology::Communicator;
 
 use super::common::{isend_or_notice, recv_checked, Message, TAG_ALLGATHERV};
@@ -14,6 +13,7 @@ use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
 use crate::intercomm::InterComm;
 use crate::matching::Status;
+use crate::native;
 
 /// Words of the leader's header per block.
 const WORDS: usize = 4;
@@ -63,8 +63,7 @@ pub(super) fn allgatherv<C: Communicator>(
         }
     }
     let sent = sent.and_then(|s| s.wait());
-    let leader = local.process_at_rank(0);
-    leader.broadcast_into(&mut header[..]);
+    native::bcast(local, 0, &mut header[..])?;
     leader_result?;
     sent?;
     let Some((&failed, blocks)) = header.split_first() else {
@@ -95,7 +94,7 @@ pub(super) fn allgatherv<C: Communicator>(
         bytes = vec![0u8; total];
     }
     if !bytes.is_empty() {
-        leader.broadcast_into(&mut bytes[..]);
+        native::bcast(local, 0, &mut bytes[..])?;
     }
     let mut out = Vec::with_capacity(remote);
     let mut at = 0usize;

@@ -6,24 +6,24 @@
 //! leader that will never say so. Two bridge messages in all, whatever
 //! the sizes of the groups.
 
-use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::topology::Communicator;
 
 use super::common::TAG_BARRIER;
 use crate::error::{BridgeError, Result};
 use crate::intercomm::InterComm;
 use crate::matching::{Source, Tag};
+use crate::native;
 use crate::wire::WireType;
 
 pub(super) fn barrier<C: Communicator>(ic: &InterComm, local: &C) -> Result<()> {
-    local.barrier();
+    native::barrier(local)?;
     let mut failed = 0u8;
     let mut result = Ok(());
     if ic.rank() == 0 {
         result = leaders_exchange(ic);
         failed = u8::from(result.is_err());
     }
-    local.process_at_rank(0).broadcast_into(&mut failed);
+    native::bcast(local, 0, &mut failed)?;
     if failed != 0 && result.is_ok() {
         result = Err(BridgeError::Protocol(
             "barrier: this job's leader could not reach the other job's leader".into(),

@@ -13,7 +13,6 @@
 //! encoded by the caller, with its type signature, as libisthmus encodes
 //! any MPI datatype; the receiving ranks check and decode it themselves).
 
-use mpi::collective::Root;
 use mpi::datatype::Equivalence;
 use mpi::topology::Communicator;
 
@@ -23,6 +22,7 @@ use super::common::{
 use crate::error::{BridgeError, Result};
 use crate::intercomm::{recv_typed_on, send_typed_on, InterComm};
 use crate::matching::{Source, Status, Tag};
+use crate::native;
 
 /// What the leader broadcasts when it could not receive the root's message.
 const LEADER_FAILED: u64 = u64::MAX;
@@ -53,8 +53,7 @@ where
         };
         result = r.map(|_| ());
     }
-    let leader = local.process_at_rank(0);
-    leader.broadcast_into(&mut arrived);
+    native::bcast(local, 0, &mut arrived)?;
     result?;
     if arrived == LEADER_FAILED {
         return Err(BridgeError::Protocol(format!(
@@ -67,8 +66,7 @@ where
             buf.len()
         )));
     }
-    leader.broadcast_into(buf);
-    Ok(())
+    native::bcast(local, 0, buf)
 }
 
 /// The root's side of the untyped broadcast: its encoded message (or, if

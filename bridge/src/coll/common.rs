@@ -8,8 +8,6 @@
 
 use std::borrow::Cow;
 
-use mpi::collective::Root;
-use mpi::datatype::Partition;
 use mpi::topology::Communicator;
 use mpi::Count;
 
@@ -17,6 +15,7 @@ use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
 use crate::intercomm::InterComm;
 use crate::matching::{Source, Status, Tag};
+use crate::native;
 use crate::request::SendRequest;
 use crate::wire::TypeSig;
 
@@ -221,7 +220,7 @@ pub(super) fn share_outcome<C: Communicator>(
     what: &str,
 ) -> Result<()> {
     let mut failed = u8::from(ic.rank() == 0 && leader.is_err());
-    local.process_at_rank(0).broadcast_into(&mut failed);
+    native::bcast(local, 0, &mut failed)?;
     leader?;
     if failed != 0 {
         return Err(BridgeError::Protocol(format!(
@@ -286,8 +285,7 @@ pub(super) fn share_received<C: Communicator>(
             Err(e) => result = Err(e),
         }
     }
-    let leader = local.process_at_rank(0);
-    leader.broadcast_into(&mut header[..]);
+    native::bcast(local, 0, &mut header[..])?;
     result?;
     match header[0] {
         HEADER_OK => {}
@@ -324,7 +322,7 @@ pub(super) fn share_received<C: Communicator>(
             None => (vec![0u8; byte_len(header[2], what)?], whole),
         };
         if header[2] > 0 {
-            leader.broadcast_into(&mut bytes[..]);
+            native::bcast(local, 0, &mut bytes[..])?;
         }
         return Ok((bytes, st));
     };
@@ -349,10 +347,9 @@ pub(super) fn share_received<C: Communicator>(
                     Some(d)
                 })
                 .collect();
-            let parts = Partition::new(&bytes[..], &sizes[..], &displs[..]);
-            leader.scatter_varcount_into_root(&parts, &mut part[..]);
+            native::scatterv_bytes(local, 0, Some((&bytes[..], &sizes, &displs)), &mut part)?;
         }
-        None => leader.scatter_varcount_into(&mut part[..]),
+        None => native::scatterv_bytes(local, 0, None, &mut part)?,
     }
     Ok((part, st))
 }

@@ -15,7 +15,9 @@
 //! * An application thread that blocks for something only this peer can
 //!   deliver (a receive naming one of its ranks, the SYNC_ACK or CTS of a
 //!   send to it) takes the token and reads the socket itself, blocking in
-//!   `poll(2)` on the socket and the connection's wake-up eventfd: the frame
+//!   `poll(2)` on the socket and the connection's wake-up eventfd (a ring
+//!   is polled first, as `wait` says; under `ISTHMUS_WAIT=poll` the thread
+//!   only glances at the two between polls of the ring): the frame
 //!   that completes its wait is read, matched (straight into a posted
 //!   buffer) and completed by the thread that wanted it — one wake-up per
 //!   message.
@@ -286,6 +288,8 @@ impl InConn {
                     left.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int
                 }
             };
+            // Never sleeping: only glance at the socket and the kick, then linger again.
+            let timeout_ms = if r.rd.never_blocks() { 0 } else { timeout_ms };
             let mut fds = [
                 libc::pollfd {
                     fd: self.fd,
@@ -312,11 +316,14 @@ impl InConn {
                 self.drain_kick();
             }
             if fds[0].revents == 0 {
-                return Ok(if n == 0 {
+                return Ok(if n == 0 && timeout_ms != 0 {
                     Step::Timeout
                 } else {
                     Step::Progress
                 });
+            }
+            if timeout_ms != 0 {
+                r.rd.woke();
             }
             if !r.rd.ready() {
                 // A stale doorbell: nothing to read after all.

@@ -104,6 +104,16 @@ pub(crate) trait Inbound: Read + Send {
     fn linger(&mut self) -> bool {
         false
     }
+    /// [`Inbound::linger`] looks at memory, not the descriptor, and the
+    /// process never sleeps (`ISTHMUS_WAIT=poll`): a waiting thread only
+    /// glances at the descriptor between lingers instead of blocking on it.
+    fn never_blocks(&self) -> bool {
+        false
+    }
+    /// The thread that blocked on [`Inbound::fd`] after [`Inbound::arm`]
+    /// runs again with the descriptor readable (the path may measure what
+    /// its wake-up cost, see `wait`).
+    fn woke(&mut self) {}
     /// About to block on [`Inbound::fd`]: make sure it becomes readable
     /// when bytes come. Returns [`Inbound::ready`] (then do not block).
     fn arm(&mut self) -> bool;

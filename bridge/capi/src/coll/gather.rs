@@ -40,16 +40,19 @@ unsafe fn local_gather(
     // SAFETY: the program's buffer and handles; the room has space for
     // `sendcount` elements of every local rank at the leader.
     let rc = unsafe {
-        ffi::PMPI_Gather(
-            sendbuf,
-            sendcount,
-            sendtype,
-            room.ptr(),
-            sendcount,
-            sendtype,
-            0,
-            local.as_raw(),
-        )
+        isthmus_bridge::native::run(|req| {
+            ffi::PMPI_Igather(
+                sendbuf,
+                sendcount,
+                sendtype,
+                room.ptr(),
+                sendcount,
+                sendtype,
+                0,
+                local.as_raw(),
+                req,
+            )
+        })
     };
     Ok((rc, room))
 }

@@ -55,15 +55,18 @@ pub(crate) unsafe fn reduce(
                 // SAFETY: the program's buffer and handles; the room has
                 // space for `count` elements at the leader (the local root).
                 let rc = unsafe {
-                    ffi::PMPI_Reduce(
-                        sendbuf,
-                        room.ptr(),
-                        count,
-                        datatype,
-                        native_op(op, datatype),
-                        0,
-                        local.as_raw(),
-                    )
+                    isthmus_bridge::native::run(|req| {
+                        ffi::PMPI_Ireduce(
+                            sendbuf,
+                            room.ptr(),
+                            count,
+                            datatype,
+                            native_op(op, datatype),
+                            0,
+                            local.as_raw(),
+                            req,
+                        )
+                    })
                 };
                 let mine = room.at_leader().map(|at| {
                     // SAFETY: the room holds the local result when `rc` is 0.
@@ -99,15 +102,18 @@ pub(crate) unsafe fn allreduce(
         // result overwrites once the local one has been sent.
         // SAFETY: the program's buffers and handles (MPI_Allreduce's contract).
         let rc = unsafe {
-            ffi::PMPI_Reduce(
-                sendbuf,
-                recvbuf,
-                count,
-                datatype,
-                native_op(op, datatype),
-                0,
-                local.as_raw(),
-            )
+            isthmus_bridge::native::run(|req| {
+                ffi::PMPI_Ireduce(
+                    sendbuf,
+                    recvbuf,
+                    count,
+                    datatype,
+                    native_op(op, datatype),
+                    0,
+                    local.as_raw(),
+                    req,
+                )
+            })
         };
         let leader = bc.inter.rank() == 0;
         // SAFETY: recvbuf holds the local result at the leader when `rc` is 0.
@@ -148,15 +154,18 @@ unsafe fn reduce_scatter_body(
         // SAFETY: the program's buffer and handles; the room has space for
         // `total` elements at the leader (the local root).
         let rc = unsafe {
-            ffi::PMPI_Reduce(
-                sendbuf,
-                room.ptr(),
-                total_c,
-                datatype,
-                native_op(op, datatype),
-                0,
-                local.as_raw(),
-            )
+            isthmus_bridge::native::run(|req| {
+                ffi::PMPI_Ireduce(
+                    sendbuf,
+                    room.ptr(),
+                    total_c,
+                    datatype,
+                    native_op(op, datatype),
+                    0,
+                    local.as_raw(),
+                    req,
+                )
+            })
         };
         let reduced = room.at_leader().map(|at| {
             // SAFETY: the room holds the local result when `rc` is 0.

@@ -20,6 +20,7 @@
 
 use std::ffi::{c_int, c_void};
 
+use isthmus_bridge::wait::Backoff;
 use isthmus_bridge::{BridgeError, SendRequest, Status};
 use mpi::ffi;
 
@@ -312,20 +313,15 @@ fn probe_any(
         .map(Found::Bridge))
 }
 
-/// Rounds of [`probe_any`] until one finds a message, backing off from a
-/// spin to sleeps of at most a millisecond.
+/// Rounds of [`probe_any`] until one finds a message, polling and then
+/// sleeping as `ISTHMUS_WAIT` says (`isthmus_bridge::wait`).
 fn wait_any(mc: &MergedComm, tag: c_int, comm: MPI_Comm, take: bool) -> Result<Found, Fail> {
-    let mut idle = 0u32;
+    let mut backoff = Backoff::new();
     loop {
         if let Some(f) = probe_any(mc, tag, comm, take)? {
             return Ok(f);
         }
-        idle = idle.saturating_add(1);
-        if idle < 64 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(std::time::Duration::from_micros(u64::from(idle.min(1000))));
-        }
+        backoff.pause();
     }
 }
 

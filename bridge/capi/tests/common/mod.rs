@@ -567,8 +567,19 @@ pub fn datatypes_verdict(oa: &Output, ob: &Output) -> Result<String, String> {
 pub fn run_conformance(
     test: &str,
     np: (usize, usize),
+    impls: (Mpi, Mpi),
+    args: &[&str],
+) -> Result<(), String> {
+    run_conformance_with(test, np, impls, args, &[])
+}
+
+/// [`run_conformance`], both jobs with `env` added to their environment.
+pub fn run_conformance_with(
+    test: &str,
+    np: (usize, usize),
     (left, right): (Mpi, Mpi),
     args: &[&str],
+    env: &[(&str, &str)],
 ) -> Result<(), String> {
     let dir = TempDir::new("conformance");
     let vmd = Vmd::start("localhost", &[]);
@@ -594,7 +605,10 @@ pub fn run_conformance(
                 }
                 .into(),
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(env.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect(),
         linking: Linking::Linked,
     };
     let a = job(left, np.0, &gl, &gr);

@@ -9,7 +9,12 @@
 //! the reader), `reader_sleeping` (the reader is about to block on the
 //! socket: the writer rings a doorbell byte), `writer_waiting` and
 //! `space_seq` (the writer waits on a futex for space: the reader bumps
-//! and wakes it).
+//! and wakes it), `doorbell_at` (when the writer rang: the reader, once
+//! awake, tells `wait` how long its wake-up took).
+//!
+//! Either side that finds nothing to do polls the ring first, as long as
+//! `crate::wait` says (`ISTHMUS_WAIT`: never sleeping, about a wake-up's
+//! cost, or not at all), and only then blocks.
 //!
 //! The peer is a separate process that may write anything into the
 //! header at any time: each side keeps its own copy of its index, reads
@@ -22,7 +27,7 @@
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::net::{RecvFlags, SendFlags};
 use rustix::thread::futex;
@@ -31,16 +36,19 @@ use super::segment::{Segment, HEADER};
 use crate::frame::FrameHeader;
 use crate::transport::link::{Inbound, Outbound};
 use crate::transport::socket::Stream;
+use crate::wait::{self, WaitMode};
 
 const HEAD: usize = 0;
 const TAIL: usize = 64;
 const READER_SLEEPING: usize = 128;
 const WRITER_WAITING: usize = 192;
 const SPACE_SEQ: usize = 256;
+const DOORBELL_AT: usize = 320;
 
-/// How long a side polls the ring before it blocks: a peer that answers
-/// within this is seen without a wake-up (MPI libraries poll likewise).
-const SPIN: Duration = Duration::from_micros(50);
+/// The longest a side polls the ring between looks at its socket (the
+/// peer's end), its wake-up eventfd and its deadline (`poll` mode; an
+/// adaptive budget is never longer).
+const POLL_CHUNK: Duration = wait::MAX_POLL;
 /// How long a writer waiting for space sleeps before it checks that the
 /// reader is still alive (its socket still open).
 const SPACE_RECHECK: Duration = Duration::from_millis(1);
@@ -87,6 +95,9 @@ impl Ring {
     }
     fn space_seq(&self) -> &AtomicU32 {
         self.word32(SPACE_SEQ)
+    }
+    fn doorbell_at(&self) -> &AtomicU64 {
+        self.word64(DOORBELL_AT)
     }
 
     /// Bytes between `tail` and `head`, checked against the ring's size.
@@ -139,24 +150,17 @@ impl Ring {
     }
 }
 
-/// Poll `f` for up to [`SPIN`]; true as soon as it holds.
-fn spin_until(mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    let mut i: u32 = 0;
-    loop {
-        if f() {
-            return true;
-        }
-        i = i.wrapping_add(1);
-        if i.is_multiple_of(64) {
-            if start.elapsed() >= SPIN {
-                return false;
-            }
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
-    }
+/// Poll `f` as `wait` says (in `poll` mode for one [`POLL_CHUNK`], so
+/// that the caller looks at its socket and deadline in between); true as
+/// soon as it holds, false when the caller should block (or, polling,
+/// look at its socket and poll again).
+fn poll_ring(f: impl FnMut() -> bool) -> bool {
+    wait::poll_until_within(POLL_CHUNK, f)
+}
+
+/// Whether a side never sleeps (`ISTHMUS_WAIT=poll`).
+fn never_sleep() -> bool {
+    wait::mode() == WaitMode::Poll
 }
 
 /// Whether the peer closed (or reset) the socket; never blocks.
@@ -167,6 +171,13 @@ fn socket_closed(sock: &Stream) -> bool {
         Ok(_) => false,
         Err(e) => e != rustix::io::Errno::AGAIN && e != rustix::io::Errno::INTR,
     }
+}
+
+fn reader_gone() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::BrokenPipe,
+        "the peer closed its connection while we waited for ring space",
+    )
 }
 
 /// The connector's side: frames into the ring, a doorbell byte on the
@@ -203,6 +214,10 @@ impl RingWriter {
         fence(Ordering::SeqCst);
         let sleeping = self.ring.reader_sleeping();
         if sleeping.load(Ordering::Relaxed) != 0 && sleeping.swap(0, Ordering::SeqCst) != 0 {
+            // When we rang, for the reader's measure of its wake-up.
+            self.ring
+                .doorbell_at()
+                .store(wait::now_ns(), Ordering::Release);
             // A full socket already holds doorbells the reader will see.
             let _ = rustix::net::send(
                 self.sock.as_fd(),
@@ -214,15 +229,23 @@ impl RingWriter {
 
     /// Wait until the ring has free space (or the peer is gone).
     fn wait_space(&self) -> io::Result<()> {
-        let mut err = None;
-        if spin_until(|| match self.free() {
-            Ok(n) => n > 0,
-            Err(e) => {
-                err = Some(e);
-                true
+        loop {
+            let mut err = None;
+            if poll_ring(|| match self.free() {
+                Ok(n) => n > 0,
+                Err(e) => {
+                    err = Some(e);
+                    true
+                }
+            }) {
+                return err.map_or(Ok(()), Err);
             }
-        }) {
-            return err.map_or(Ok(()), Err);
+            if !never_sleep() {
+                break;
+            }
+            if socket_closed(&self.sock) {
+                return Err(reader_gone());
+            }
         }
         loop {
             let seq = self.ring.space_seq().load(Ordering::Acquire);
@@ -240,10 +263,7 @@ impl RingWriter {
                 return Ok(());
             }
             if socket_closed(&self.sock) {
-                return Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "the peer closed its connection while we waited for ring space",
-                ));
+                return Err(reader_gone());
             }
         }
     }
@@ -294,6 +314,8 @@ pub(crate) struct RingReader {
     tail: u64,
     /// The socket ended at this head: nothing past it is read.
     end: Option<u64>,
+    /// When we last told the writer we sleep (`wait::now_ns`).
+    armed_at: u64,
 }
 
 impl RingReader {
@@ -304,6 +326,7 @@ impl RingReader {
             sock,
             tail,
             end: None,
+            armed_at: 0,
         }
     }
 
@@ -357,16 +380,38 @@ impl RingReader {
 
     /// Tell the writer we are about to block; true if bytes came meanwhile.
     fn sleep_armed(&mut self) -> bool {
+        self.armed_at = wait::now_ns();
         self.ring.reader_sleeping().store(1, Ordering::SeqCst);
         // Pairs with the writer's fence in `publish`.
         fence(Ordering::SeqCst);
         self.ready_now()
     }
 
-    /// Block until bytes, the end or an error (poll: after a short spin).
+    /// We slept and run again: how long the wake-up took, if a doorbell
+    /// rung since we armed woke us.
+    fn observe_wake(&self) {
+        let rang = self.ring.doorbell_at().load(Ordering::Acquire);
+        wait::observe_wake_since(self.armed_at, rang);
+    }
+
+    /// Poll the ring as `wait` says; true if bytes came.
+    fn poll_data(&self) -> bool {
+        poll_ring(|| !matches!(self.available(), Ok(0)))
+    }
+
+    /// Block until bytes, the end or an error (after polling as `wait` says).
     fn wait_data(&mut self) -> io::Result<()> {
-        if spin_until(|| !matches!(self.available(), Ok(0))) {
-            return Ok(());
+        loop {
+            if self.poll_data() {
+                return Ok(());
+            }
+            if !never_sleep() {
+                break;
+            }
+            // Never sleeping: look at the socket (the peer's end) and poll on.
+            if self.ready_now() {
+                return Ok(());
+            }
         }
         while !self.sleep_armed() {
             let mut p = libc::pollfd {
@@ -382,6 +427,7 @@ impl RingReader {
                     return Err(e);
                 }
             }
+            self.observe_wake();
         }
         self.ring.reader_sleeping().store(0, Ordering::Relaxed);
         Ok(())
@@ -443,9 +489,15 @@ impl Inbound for RingReader {
         self.ready_now()
     }
     fn linger(&mut self) -> bool {
-        // Poll the ring briefly: the frame a waiter wants is often a few
-        // microseconds away, and a wake-up costs more.
-        spin_until(|| !matches!(self.available(), Ok(0)))
+        // Poll the ring as `wait` says: the frame a waiter wants is often
+        // a few microseconds away, and a wake-up costs more.
+        self.poll_data()
+    }
+    fn never_blocks(&self) -> bool {
+        never_sleep()
+    }
+    fn woke(&mut self) {
+        self.observe_wake();
     }
     fn arm(&mut self) -> bool {
         self.sleep_armed()
