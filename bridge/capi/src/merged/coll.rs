@@ -69,7 +69,7 @@ pub(super) fn root_place(mc: &MergedComm, root: c_int) -> Result<Place, Fail> {
 pub(crate) unsafe fn barrier(mc: &MergedComm, comm: MPI_Comm) -> c_int {
     let run = || {
         // SAFETY: the private native side.
-        mpi(unsafe { ffi::PMPI_Barrier(mc.native) })?;
+        mpi(unsafe { isthmus_bridge::native::run(|req| ffi::PMPI_Ibarrier(mc.native, req)) })?;
         leader_step(mc.native, leader(mc), || {
             let sent = mc.coll.isend::<u8>(0, TAG_BARRIER, &[])?;
             mc.coll.recv::<u8>(
@@ -103,7 +103,11 @@ pub(crate) unsafe fn bcast(
             Place::Local(r) => {
                 let lr = int(r as usize)?;
                 // SAFETY: the program's buffer, as for MPI_Bcast.
-                mpi(unsafe { ffi::PMPI_Bcast(buffer, n, dt, lr, mc.native) })?;
+                mpi(unsafe {
+                    isthmus_bridge::native::run(|req| {
+                        ffi::PMPI_Ibcast(buffer, n, dt, lr, mc.native, req)
+                    })
+                })?;
                 if mc.inter.rank() == r {
                     // SAFETY: the root's buffer holds `n` elements.
                     unsafe { send(&mc.coll, 0, TAG_BCAST, buffer, nn, dt) }?.wait()?;
@@ -116,7 +120,11 @@ pub(crate) unsafe fn bcast(
                     Ok(unsafe { recv(&mc.coll, r, TAG_BCAST, buffer, nn, dt) }?)
                 })?;
                 // SAFETY: as above.
-                mpi(unsafe { ffi::PMPI_Bcast(buffer, n, dt, 0, mc.native) })
+                mpi(unsafe {
+                    isthmus_bridge::native::run(|req| {
+                        ffi::PMPI_Ibcast(buffer, n, dt, 0, mc.native, req)
+                    })
+                })
             }
         }
     };
@@ -140,7 +148,20 @@ unsafe fn reduce_to_leaders(
     let e = Extents::of(dt)?;
     let mut mine = Scratch::new(nn, &e)?;
     // SAFETY: `input` as the caller says; `mine` has room for `n` elements.
-    mpi(unsafe { ffi::PMPI_Reduce(input, mine.ptr(), n, dt, native_op(op, dt), 0, mc.native) })?;
+    mpi(unsafe {
+        isthmus_bridge::native::run(|req| {
+            ffi::PMPI_Ireduce(
+                input,
+                mine.ptr(),
+                n,
+                dt,
+                native_op(op, dt),
+                0,
+                mc.native,
+                req,
+            )
+        })
+    })?;
     let mut out = None;
     leader_step(mc.native, leader(mc), || {
         let mut theirs = Scratch::new(nn, &e)?;
@@ -227,7 +248,9 @@ unsafe fn allreduce_into(
         unsafe { copy(mc, r.ptr(), recvbuf, n, dt) }?;
     }
     // SAFETY: the program's buffer has room for `n` elements.
-    mpi(unsafe { ffi::PMPI_Bcast(recvbuf, n, dt, 0, mc.native) })
+    mpi(unsafe {
+        isthmus_bridge::native::run(|req| ffi::PMPI_Ibcast(recvbuf, n, dt, 0, mc.native, req))
+    })
 }
 
 /// `MPI_Allreduce` on a merged communicator.
@@ -275,7 +298,11 @@ pub(crate) unsafe fn reduce(
                 let mut room = LeaderRoom::new(leader(mc), nn, dt)?;
                 // SAFETY: the program's send buffer; the room holds `n`
                 // elements at the leader.
-                mpi(unsafe { ffi::PMPI_Reduce(sendbuf, room.ptr(), n, dt, nop, 0, mc.native) })?;
+                mpi(unsafe {
+                    isthmus_bridge::native::run(|req| {
+                        ffi::PMPI_Ireduce(sendbuf, room.ptr(), n, dt, nop, 0, mc.native, req)
+                    })
+                })?;
                 if let Some(p) = room.at_leader() {
                     // SAFETY: the room holds this job's result.
                     unsafe { send(&mc.coll, r, TAG_REDUCE_ROOT, p, nn, dt) }?.wait()?;
@@ -286,7 +313,11 @@ pub(crate) unsafe fn reduce(
         let lr = int(r as usize)?;
         if mc.inter.rank() != r {
             // SAFETY: the program's buffers (the receive one not significant here).
-            return mpi(unsafe { ffi::PMPI_Reduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native) });
+            return mpi(unsafe {
+                isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Ireduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native, req)
+                })
+            });
         }
         let e = Extents::of(dt)?;
         let mut scratch = Scratch::new(nn, &e)?;
@@ -295,22 +326,29 @@ pub(crate) unsafe fn reduce(
             // (in place, the root's input is read by the native step first).
             // SAFETY: the root's input holds `n` elements; scratch has room.
             mpi(unsafe {
-                ffi::PMPI_Reduce(
-                    input(sendbuf, recvbuf),
-                    scratch.ptr(),
-                    n,
-                    dt,
-                    nop,
-                    lr,
-                    mc.native,
-                )
+                isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Ireduce(
+                        input(sendbuf, recvbuf),
+                        scratch.ptr(),
+                        n,
+                        dt,
+                        nop,
+                        lr,
+                        mc.native,
+                        req,
+                    )
+                })
             })?;
             // SAFETY: the root's receive buffer has room for `n` elements.
             unsafe { recv(&mc.coll, 0, TAG_REDUCE_ROOT, recvbuf, nn, dt) }?;
         } else {
             // The other job's result first: into scratch, this job's into recvbuf.
             // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given).
-            mpi(unsafe { ffi::PMPI_Reduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native) })?;
+            mpi(unsafe {
+                isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Ireduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native, req)
+                })
+            })?;
             // SAFETY: scratch has room for `n` elements.
             unsafe { recv(&mc.coll, 0, TAG_REDUCE_ROOT, scratch.ptr(), nn, dt) }?;
         }
@@ -350,12 +388,12 @@ unsafe fn prefix(
         // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given).
         mpi(unsafe {
             match kind {
-                Prefix::Inclusive => {
-                    ffi::PMPI_Scan(sendbuf, recvbuf, n, dt, native_op(op, dt), mc.native)
-                }
-                Prefix::Exclusive => {
-                    ffi::PMPI_Exscan(sendbuf, recvbuf, n, dt, native_op(op, dt), mc.native)
-                }
+                Prefix::Inclusive => isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Iscan(sendbuf, recvbuf, n, dt, native_op(op, dt), mc.native, req)
+                }),
+                Prefix::Exclusive => isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Iexscan(sendbuf, recvbuf, n, dt, native_op(op, dt), mc.native, req)
+                }),
             }
         })
     };
@@ -364,7 +402,18 @@ unsafe fn prefix(
         // The total first: in place, the scan overwrites the input.
         // SAFETY: `input` holds `n` elements; `total` has room for them.
         mpi(unsafe {
-            ffi::PMPI_Reduce(input, total.ptr(), n, dt, native_op(op, dt), 0, mc.native)
+            isthmus_bridge::native::run(|req| {
+                ffi::PMPI_Ireduce(
+                    input,
+                    total.ptr(),
+                    n,
+                    dt,
+                    native_op(op, dt),
+                    0,
+                    mc.native,
+                    req,
+                )
+            })
         })?;
         native_scan()?;
         if leader(mc) {
@@ -378,7 +427,9 @@ unsafe fn prefix(
         Ok(unsafe { recv(&mc.coll, 0, TAG_SCAN, total.ptr(), nn, dt) }?)
     })?;
     // SAFETY: `total` holds `n` elements at the leader, room for them elsewhere.
-    mpi(unsafe { ffi::PMPI_Bcast(total.ptr(), n, dt, 0, mc.native) })?;
+    mpi(unsafe {
+        isthmus_bridge::native::run(|req| ffi::PMPI_Ibcast(total.ptr(), n, dt, 0, mc.native, req))
+    })?;
     native_scan()?;
     if kind == Prefix::Exclusive && leader(mc) {
         // The second job's first rank: the first job's total alone.
@@ -455,9 +506,11 @@ pub(crate) unsafe fn gather(
             let lr = int(r as usize)?;
             // SAFETY: the program's buffers, the root's at its job's slice.
             mpi(unsafe {
-                ffi::PMPI_Gather(
-                    sendbuf, sendcount, sendtype, mine, recvcount, recvtype, lr, mc.native,
-                )
+                isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Igather(
+                        sendbuf, sendcount, sendtype, mine, recvcount, recvtype, lr, mc.native, req,
+                    )
+                })
             })?;
             if me {
                 let n = mc.remote_size() as usize * elements(recvcount)?;
@@ -473,16 +526,19 @@ pub(crate) unsafe fn gather(
             let mut block = LeaderRoom::of(leader(mc), n, &e)?;
             // SAFETY: the program's send buffer; the block has room at the leader.
             mpi(unsafe {
-                ffi::PMPI_Gather(
-                    sendbuf,
-                    sendcount,
-                    sendtype,
-                    block.ptr(),
-                    sendcount,
-                    sendtype,
-                    0,
-                    mc.native,
-                )
+                isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Igather(
+                        sendbuf,
+                        sendcount,
+                        sendtype,
+                        block.ptr(),
+                        sendcount,
+                        sendtype,
+                        0,
+                        mc.native,
+                        req,
+                    )
+                })
             })?;
             if leader(mc) {
                 // SAFETY: the block holds `n` elements.
@@ -523,9 +579,11 @@ pub(crate) unsafe fn scatter(
             let lr = int(r as usize)?;
             // SAFETY: the program's buffers, the root's at its job's slice.
             mpi(unsafe {
-                ffi::PMPI_Scatter(
-                    mine, sendcount, sendtype, recvbuf, recvcount, recvtype, lr, mc.native,
-                )
+                isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Iscatter(
+                        mine, sendcount, sendtype, recvbuf, recvcount, recvtype, lr, mc.native, req,
+                    )
+                })
             })?;
             if me {
                 let n = mc.remote_size() as usize * elements(sendcount)?;
@@ -545,16 +603,19 @@ pub(crate) unsafe fn scatter(
             })?;
             // SAFETY: the block at the leader; the program's receive buffer.
             mpi(unsafe {
-                ffi::PMPI_Scatter(
-                    block.ptr(),
-                    recvcount,
-                    recvtype,
-                    recvbuf,
-                    recvcount,
-                    recvtype,
-                    0,
-                    mc.native,
-                )
+                isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Iscatter(
+                        block.ptr(),
+                        recvcount,
+                        recvtype,
+                        recvbuf,
+                        recvcount,
+                        recvtype,
+                        0,
+                        mc.native,
+                        req,
+                    )
+                })
             })
         }
     };
@@ -583,9 +644,11 @@ pub(crate) unsafe fn allgather(
         // SAFETY: the program's buffers, the receive at this job's slice
         // (MPI_IN_PLACE finds each rank's block where it is in the merged order).
         mpi(unsafe {
-            ffi::PMPI_Allgather(
-                sendbuf, sendcount, sendtype, mine, recvcount, recvtype, mc.native,
-            )
+            isthmus_bridge::native::run(|req| {
+                ffi::PMPI_Iallgather(
+                    sendbuf, sendcount, sendtype, mine, recvcount, recvtype, mc.native, req,
+                )
+            })
         })?;
         let (nm, nt) = (
             mc.local_size() as usize * rc,
@@ -598,8 +661,13 @@ pub(crate) unsafe fn allgather(
             unsafe { recv(&mc.coll, 0, TAG_ALLGATHER, theirs, nt, recvtype) }?;
             Ok(sent.wait()?)
         })?;
+        let nt = int(nt)?;
         // SAFETY: the other job's slice, filled at the leader.
-        mpi(unsafe { ffi::PMPI_Bcast(theirs, int(nt)?, recvtype, 0, mc.native) })
+        mpi(unsafe {
+            isthmus_bridge::native::run(|req| {
+                ffi::PMPI_Ibcast(theirs, nt, recvtype, 0, mc.native, req)
+            })
+        })
     };
     code(comm, "MPI_Allgather", run())
 }
@@ -652,9 +720,11 @@ pub(crate) unsafe fn alltoall(
         let (my_send, my_recv) = (se.at(sendbuf, lo * sc)?, re.at(recvbuf, lo * rc)?);
         // SAFETY: this job's slices of the program's buffers.
         mpi(unsafe {
-            ffi::PMPI_Alltoall(
-                my_send, sendcount, sendtype, my_recv, recvcount, recvtype, mc.native,
-            )
+            isthmus_bridge::native::run(|req| {
+                ffi::PMPI_Ialltoall(
+                    my_send, sendcount, sendtype, my_recv, recvcount, recvtype, mc.native, req,
+                )
+            })
         })?;
         for (req, p) in recvs {
             // SAFETY: the block of the receive buffer for that rank.
@@ -710,17 +780,20 @@ unsafe fn reduce_scatter_counts(
     // SAFETY: the result at the leader (`total` elements), this job's
     // blocks of it; the program's buffer has room for its own.
     mpi(unsafe {
-        ffi::PMPI_Scatterv(
-            from,
-            cm.as_ptr(),
-            dm.as_ptr(),
-            dt,
-            recvbuf,
-            own,
-            dt,
-            0,
-            mc.native,
-        )
+        isthmus_bridge::native::run(|req| {
+            ffi::PMPI_Iscatterv(
+                from,
+                cm.as_ptr(),
+                dm.as_ptr(),
+                dt,
+                recvbuf,
+                own,
+                dt,
+                0,
+                mc.native,
+                req,
+            )
+        })
     })
 }
 

@@ -106,7 +106,18 @@ fn remote_high(
         Ok(())
     })?;
     // SAFETY: one byte, on a private native duplicate.
-    mpi(unsafe { ffi::PMPI_Bcast(theirs.as_mut_ptr().cast(), 1, ffi::RSMPI_UINT8_T, 0, native) })?;
+    mpi(unsafe {
+        isthmus_bridge::native::run(|req| {
+            ffi::PMPI_Ibcast(
+                theirs.as_mut_ptr().cast(),
+                1,
+                ffi::RSMPI_UINT8_T,
+                0,
+                native,
+                req,
+            )
+        })
+    })?;
     Ok(theirs[0] != 0)
 }
 

@@ -129,7 +129,18 @@ pub fn leader_step(
         failed = c_int::from(result.is_err());
     }
     // SAFETY: one int, on the communicator's private native side.
-    mpi(unsafe { ffi::PMPI_Bcast((&raw mut failed).cast(), 1, ffi::RSMPI_INT32_T, 0, native) })?;
+    mpi(unsafe {
+        isthmus_bridge::native::run(|req| {
+            ffi::PMPI_Ibcast(
+                (&raw mut failed).cast(),
+                1,
+                ffi::RSMPI_INT32_T,
+                0,
+                native,
+                req,
+            )
+        })
+    })?;
     if failed != 0 && result.is_ok() {
         result = Err(Fail::Bridge(BridgeError::Protocol(
             "this job's leader could not exchange with the other job's leader".into(),
