@@ -244,9 +244,14 @@ pub fn suite_dir() -> PathBuf {
 /// Isthmus's MTest harness; or (`c/...`) one of Isthmus's own tests
 /// written for the same harness.
 pub fn build_conformance(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
-    let src = match test.strip_prefix("c/") {
-        Some(ours) => crate_dir().join("tests/c").join(ours),
-        None => suite_dir().join("tests").join(test),
+    // `c/…`: Isthmus's own; `mpich/…`: MPICH's tests kept in this crate
+    // (tests/mpich, beside MPICH's COPYRIGHT); the rest: the shared suite.
+    let src = if let Some(ours) = test.strip_prefix("c/") {
+        crate_dir().join("tests/c").join(ours)
+    } else if test.starts_with("mpich/") {
+        crate_dir().join("tests").join(test)
+    } else {
+        suite_dir().join("tests").join(test)
     };
     assert!(src.exists(), "conformance test {} not found", src.display());
     let name = test.replace('/', "_").trim_end_matches(".c").to_string();
