@@ -131,7 +131,9 @@ both_ways_split!(redscatinter_nb_np8, "mpich/coll/redscatinter.c", 4, 4, NB);
 // MPI_Test alone completes while its rank answers point-to-point and the
 // other job enters late; nonblocking collectives outstanding together on
 // one communicator (Ibcast, Iallreduce, Ireduce, Ialltoall), completed in
-// reverse order and beside a native request; MPI's argument errors.
+// reverse order and beside a native request; the v/w forms and
+// Ireduce_scatter (counts differing per rank) all outstanding at once beside
+// a native exchange, completed by polling MPI_Testall; MPI's argument errors.
 both_ways_split!(nbcprogress_np4, "c/nbcprogress.c", 2, 2);
 both_ways_split!(nbcprogress_np5, "c/nbcprogress.c", 3, 2);
 // Isthmus's own, on the same harness (tests/c/intercoll.c): extreme values
