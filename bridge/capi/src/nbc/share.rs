@@ -12,7 +12,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use isthmus_bridge::{BridgeError, Status, WireFormat};
+use isthmus_bridge::{coll_shares, BridgeError, CollShare, Status, WireFormat};
 use mpi::ffi;
 
 use super::schedule::{Arrivals, Cx, Fail, Next, Stage, Step, Wait};
@@ -28,6 +28,17 @@ pub(crate) enum Share {
     /// Rank i gets the i-th share of these element counts, one per rank
     /// of the job, in rank order (reduce_scatter's `recvcounts`).
     Counts(Vec<u64>),
+}
+
+impl Share {
+    /// The bridge's name for the same share.
+    fn of_bridge(&self) -> CollShare<'_> {
+        match self {
+            Share::Whole => CollShare::Whole,
+            Share::Even => CollShare::Even,
+            Share::Counts(c) => CollShare::Counts(c),
+        }
+    }
 }
 
 /// How the leader's receive went, the first word of the header.
@@ -78,7 +89,8 @@ pub(crate) fn share(
         own?;
         let whole = whole(&header, source, max_bytes, what)?;
         let (rank, size) = cx.local();
-        let Some(counts) = split(&whole, size, how, what)? else {
+        let ranks = i32::try_from(size).unwrap_or(i32::MAX);
+        let Some(counts) = coll_shares(&whole, ranks, how.of_bridge(), what)? else {
             let bytes = match mine {
                 Some(m) => m,
                 None => vec![0u8; byte_len(whole.bytes, what)?],
@@ -128,46 +140,6 @@ pub(crate) fn share(
             },
         )))
     })
-}
-
-/// The element counts of each rank's share of `whole` (None: the whole
-/// message to everyone), or an error when the message does not split so.
-fn split(whole: &Status, ranks: u32, how: Share, what: &str) -> Step<Option<Vec<u64>>> {
-    let n = u64::from(ranks.max(1));
-    let counts = match how {
-        Share::Whole => return Ok(None),
-        Share::Even => {
-            if !whole.count.is_multiple_of(n) {
-                return Err(BridgeError::InvalidArgument(format!(
-                    "{what}: the remote group sent {} elements, which do not split evenly \
-                     between this group's {n} ranks",
-                    whole.count
-                ))
-                .into());
-            }
-            vec![whole.count / n; n as usize]
-        }
-        Share::Counts(c) => {
-            let sum: u64 = c.iter().sum();
-            if c.len() as u64 != n || sum != whole.count {
-                return Err(BridgeError::InvalidArgument(format!(
-                    "{what}: the remote group sent {} elements, this group's {n} counts add up \
-                     to {sum}",
-                    whole.count
-                ))
-                .into());
-            }
-            c
-        }
-    };
-    if whole.count > 0 && !whole.bytes.is_multiple_of(whole.count) {
-        return Err(BridgeError::Protocol(format!(
-            "{what}: {} bytes do not hold {} whole elements",
-            whole.bytes, whole.count
-        ))
-        .into());
-    }
-    Ok(Some(counts))
 }
 
 /// The leader's message as the header describes it, or the error every

@@ -1,8 +1,9 @@
-//! `MPI_Iallreduce`, `MPI_Iallgather`, `MPI_Ireduce_scatter_block` and
-//! `MPI_Ireduce_scatter`: each job takes a native step to its leader (a
-//! reduce or a gather), the leaders exchange their results over the
-//! bridge, and each leader hands the other group's to its job — whole, or
-//! in shares (equal, or the group's `recvcounts`).
+//! `MPI_Ibarrier`, `MPI_Iallreduce`, `MPI_Iallgather`,
+//! `MPI_Ireduce_scatter_block` and `MPI_Ireduce_scatter`: each job takes a
+//! native step to its leader (a barrier, a reduce or a gather), the leaders
+//! exchange their results over the bridge, and each leader hands the other
+//! group's to its job — whole, or in shares (equal, or the group's
+//! `recvcounts`); the barrier's are empty.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use mpi::ffi;
 use super::{decode_into, gather_to_leader, reduce_to_leader, start, total, Call, ToLeader};
 use crate::collbuf::{elements, ints, LeaderRoom};
 use crate::datatype;
-use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::mpi_glue::{byte, MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::nbc::{share, Cx, Fail, Next, Op, Share, Stage, Step, Wait};
 use crate::state::BridgeComm;
 
@@ -68,6 +69,38 @@ fn exchange(
             },
         )))
     }))
+}
+
+/// `MPI_Ibarrier` on an Isthmus communicator: an exchange of empty
+/// messages after a native barrier in each job (the leader's send says
+/// that its job has entered; every rank waits for the other leader's).
+///
+/// # Safety
+/// As `MPI_Ibarrier`.
+pub(crate) unsafe fn ibarrier(
+    bc: &Arc<BridgeComm>,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    let call = Call::new(comm, request, "MPI_Ibarrier");
+    let leader = bc.inter.rank() == 0;
+    let local = ToLeader {
+        // Nothing to write: the message is empty.
+        room: LeaderRoom::program(leader, std::ptr::null_mut()),
+        total: 0,
+        dt: byte(),
+        step: "MPI_Ibarrier",
+        // SAFETY: the job's native communicator and a request of ours.
+        native: Box::new(|c, _, r| unsafe { ffi::PMPI_Ibarrier(c, r) }),
+    };
+    let then = |_, _| Ok(());
+    // SAFETY: the program's request (checked by `start`); the schedule
+    // uses no buffer of the program's.
+    unsafe {
+        start(bc, call, &[], |op| {
+            exchange(op, bc, local, 0, Share::Whole, "barrier", then)
+        })
+    }
 }
 
 /// `MPI_Iallreduce` on an Isthmus communicator: each job reduces natively

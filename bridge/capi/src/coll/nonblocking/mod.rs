@@ -18,11 +18,10 @@
 //! - [`to_root`]: a native step to the leader whose result crosses to the
 //!   remote root (reduce, gather);
 //! - [`exchange`]: a native step to the leader, the leaders' exchange and
-//!   the other group's result handed to every rank (allreduce, allgather,
-//!   reduce_scatter and its block form);
+//!   the other group's result handed to every rank (barrier, allreduce,
+//!   allgather, reduce_scatter and its block form);
 //! - [`allgatherv`]: every rank's block to the other group's leader, which
-//!   hands all of them to its job;
-//! - [`barrier`].
+//!   hands all of them to its job.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -39,16 +38,16 @@ use crate::requests::start_schedule;
 use crate::state::BridgeComm;
 
 mod allgatherv;
-mod barrier;
 mod direct;
 mod exchange;
 mod from_root;
 mod to_root;
 
 pub(crate) use allgatherv::iallgatherv;
-pub(crate) use barrier::ibarrier;
 pub(crate) use direct::{ialltoall, ialltoallv, ialltoallw, igatherv, iscatterv};
-pub(crate) use exchange::{iallgather, iallreduce, ireduce_scatter, ireduce_scatter_block};
+pub(crate) use exchange::{
+    iallgather, iallreduce, ibarrier, ireduce_scatter, ireduce_scatter_block,
+};
 pub(crate) use from_root::{ibcast, iscatter};
 pub(crate) use to_root::{igather, ireduce};
 
