@@ -229,7 +229,7 @@ pub mod wait;
 mod wire;
 
 pub use address::{Locality, Route, Transport};
-pub use coll::{BcastRole, Message as CollMessage};
+pub use coll::{shares as coll_shares, BcastRole, Message as CollMessage, Share as CollShare};
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE, DEFAULT_ADMISSION_TIMEOUT,

@@ -232,8 +232,15 @@ impl Scratch {
 
 /// Room for a native step's result at a job's leader (local rank 0, the
 /// root of a native reduce or gather): `count` elements of a datatype
-/// there, nothing elsewhere.
-pub(crate) struct LeaderRoom(Option<Scratch>);
+/// there — scratch, or a buffer of the program's that the collective may
+/// write (allreduce's receive buffer) — nothing elsewhere.
+pub(crate) struct LeaderRoom(Place);
+
+enum Place {
+    Elsewhere,
+    Scratch(Scratch),
+    Program(*mut c_void),
+}
 
 impl LeaderRoom {
     /// The room for `count` elements of `dt`, whose extents only the
@@ -244,7 +251,7 @@ impl LeaderRoom {
         dt: MPI_Datatype,
     ) -> Result<LeaderRoom, BridgeError> {
         if !leader {
-            return Ok(LeaderRoom(None));
+            return Ok(LeaderRoom(Place::Elsewhere));
         }
         LeaderRoom::of(true, count, &Extents::of(dt)?)
     }
@@ -252,15 +259,29 @@ impl LeaderRoom {
     /// The room for `count` elements of a datatype of extents `e`.
     pub(crate) fn of(leader: bool, count: usize, e: &Extents) -> Result<LeaderRoom, BridgeError> {
         Ok(LeaderRoom(if leader {
-            Some(Scratch::new(count, e)?)
+            Place::Scratch(Scratch::new(count, e)?)
         } else {
-            None
+            Place::Elsewhere
         }))
+    }
+
+    /// The program's own buffer `buf` as the room at the leader (one the
+    /// collective writes anyway, with room for the native step's result).
+    pub(crate) fn program(leader: bool, buf: *mut c_void) -> LeaderRoom {
+        LeaderRoom(if leader {
+            Place::Program(buf)
+        } else {
+            Place::Elsewhere
+        })
     }
 
     /// The room's address at the leader.
     pub(crate) fn at_leader(&mut self) -> Option<*mut c_void> {
-        self.0.as_mut().map(Scratch::ptr)
+        match &mut self.0 {
+            Place::Elsewhere => None,
+            Place::Scratch(s) => Some(s.ptr()),
+            Place::Program(p) => Some(*p),
+        }
     }
 
     /// The address to give MPI: the room at the leader, null elsewhere

@@ -258,8 +258,8 @@ fn refused_calls_fail_with_a_message_naming_them() {
     let (oa, _) = both_pass("refused", OMPI, MPICH);
     let out = String::from_utf8_lossy(&oa.stdout);
     for call in [
-        "MPI_Igatherv",
-        "MPI_Ireduce_scatter",
+        "MPI_Send_init",
+        "MPI_Cart_create",
         "MPI_Comm_split",
         "MPI_Win_create",
         "MPI_File_open",
@@ -372,8 +372,10 @@ fn every_refused_function_of_both_mpi_h_gives_its_clear_error() {
         (Mpi::Mpich, "b-refused-all", "a-refused-all"),
     ] {
         let (calls, names) = every_refused_call(mpi, &dir);
+        // A floor that says the generator found the table's refusals (Open
+        // MPI 4.1 has 50 once the nonblocking v/w forms are carried).
         assert!(
-            names.len() > 50,
+            names.len() > 40,
             "{}: only {} refused calls found",
             mpi.name(),
             names.len()

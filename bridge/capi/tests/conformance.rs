@@ -1,7 +1,8 @@
 //! MPICH's own intercommunicator tests, and its intracommunicator tests on
 //! the merge of an Isthmus intercommunicator (`tests/merged`)
 //! (`shared/conformance/mpich` beside
-//! the repository, or `$ISTHMUS_CONFORMANCE_DIR`), unmodified, between two separately
+//! the repository, or `$ISTHMUS_CONFORMANCE_DIR`; those of the v/w forms
+//! and of Reduce_scatter in this crate's `tests/mpich`), unmodified, between two separately
 //! started jobs — Open MPI on the left and MPICH on the right, and the other
 //! way round — with Isthmus's MTest harness (tests/mtest), whose
 //! `MTestGetIntercomm` returns an Isthmus intercommunicator.
@@ -104,11 +105,35 @@ both_ways_split!(icallgather_nb_np8, "coll/icallgather.c", 4, 4, NB);
 both_ways_split!(icalltoall_nb_np5, "coll/icalltoall.c", 3, 2, NB);
 both_ways_split!(icalltoall_nb_np7, "coll/icalltoall.c", 3, 4, NB);
 both_ways_split!(icalltoall_nb_np8, "coll/icalltoall.c", 4, 4, NB);
+// MPICH's tests of the v/w forms and of Reduce_scatter, kept in this
+// crate (tests/mpich, unmodified), at MPICH's rank counts: 5 and 7
+// blocking (3+2, 3+4), 8 with `-nonblocking` (4+4: MPI_Igatherv,
+// MPI_Iscatterv, MPI_Iallgatherv, MPI_Ialltoallv, MPI_Ialltoallw);
+// redscatinter (MPI_Reduce_scatter, MPI_Ireduce_scatter) with 8, both ways.
+both_ways_split!(icgatherv_np5, "mpich/coll/icgatherv.c", 3, 2);
+both_ways_split!(icgatherv_np7, "mpich/coll/icgatherv.c", 3, 4);
+both_ways_split!(icgatherv_nb_np8, "mpich/coll/icgatherv.c", 4, 4, NB);
+both_ways_split!(icscatterv_np5, "mpich/coll/icscatterv.c", 3, 2);
+both_ways_split!(icscatterv_np7, "mpich/coll/icscatterv.c", 3, 4);
+both_ways_split!(icscatterv_nb_np8, "mpich/coll/icscatterv.c", 4, 4, NB);
+both_ways_split!(icallgatherv_np5, "mpich/coll/icallgatherv.c", 3, 2);
+both_ways_split!(icallgatherv_np7, "mpich/coll/icallgatherv.c", 3, 4);
+both_ways_split!(icallgatherv_nb_np8, "mpich/coll/icallgatherv.c", 4, 4, NB);
+both_ways_split!(icalltoallv_np5, "mpich/coll/icalltoallv.c", 3, 2);
+both_ways_split!(icalltoallv_np7, "mpich/coll/icalltoallv.c", 3, 4);
+both_ways_split!(icalltoallv_nb_np8, "mpich/coll/icalltoallv.c", 4, 4, NB);
+both_ways_split!(icalltoallw_np5, "mpich/coll/icalltoallw.c", 3, 2);
+both_ways_split!(icalltoallw_np7, "mpich/coll/icalltoallw.c", 3, 4);
+both_ways_split!(icalltoallw_nb_np8, "mpich/coll/icalltoallw.c", 4, 4, NB);
+both_ways_split!(redscatinter_np8, "mpich/coll/redscatinter.c", 4, 4);
+both_ways_split!(redscatinter_nb_np8, "mpich/coll/redscatinter.c", 4, 4, NB);
 // MPI's progress rule (tests/c/nbcprogress.c): an MPI_Ibarrier polled with
 // MPI_Test alone completes while its rank answers point-to-point and the
 // other job enters late; nonblocking collectives outstanding together on
 // one communicator (Ibcast, Iallreduce, Ireduce, Ialltoall), completed in
-// reverse order and beside a native request; MPI's argument errors.
+// reverse order and beside a native request; the v/w forms and
+// Ireduce_scatter (counts differing per rank) all outstanding at once beside
+// a native exchange, completed by polling MPI_Testall; MPI's argument errors.
 both_ways_split!(nbcprogress_np4, "c/nbcprogress.c", 2, 2);
 both_ways_split!(nbcprogress_np5, "c/nbcprogress.c", 3, 2);
 // Isthmus's own, on the same harness (tests/c/intercoll.c): extreme values

@@ -271,7 +271,7 @@ fn fortran_refusals_openmpi_and_mpich() {
                 "{both}"
             );
         }
-        assert!(out.contains("MPI_Ireduce_scatter refused"), "{both}");
+        assert!(out.contains("MPI_Iscan refused"), "{both}");
         for r in 0..2 {
             for what in ["barrier and bcast", "allreduce and gather"] {
                 assert!(

@@ -356,7 +356,12 @@ pub(super) fn share_received<C: Communicator>(
 
 /// The element counts of each rank's share of `whole` (None: the whole
 /// message to everyone), or an error when the message does not split so.
-fn split(whole: &Status, ranks: i32, share: Share<'_>, what: &str) -> Result<Option<Vec<u64>>> {
+pub(super) fn split(
+    whole: &Status,
+    ranks: i32,
+    share: Share<'_>,
+    what: &str,
+) -> Result<Option<Vec<u64>>> {
     let n = u64::try_from(ranks).unwrap_or(0).max(1);
     let counts = match share {
         Share::Whole => return Ok(None),

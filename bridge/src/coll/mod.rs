@@ -34,7 +34,7 @@ mod reduce_inter_local_reduce_remote_send;
 mod reduce_scatter_inter_remote_reduce_local_scatter;
 mod scatter_inter_remote_send_local_scatter;
 
-pub use common::{BcastRole, Message};
+pub use common::{BcastRole, Message, Share};
 
 use mpi::topology::Communicator;
 
@@ -320,6 +320,20 @@ impl InterComm {
     ) -> Result<(Vec<u8>, Status)> {
         common::nbc_checked(source, got)
     }
+}
+
+/// The element counts of each of `ranks` ranks' share of the message
+/// `whole` as `share` says (None: the whole message to everyone), or an
+/// error when the message does not split so: what a leader's job does with
+/// the other group's message, for callers that hand it out themselves one
+/// non-blocking step at a time (libisthmus's nonblocking collectives).
+pub fn shares(
+    whole: &Status,
+    ranks: i32,
+    share: Share<'_>,
+    what: &str,
+) -> Result<Option<Vec<u64>>> {
+    common::split(whole, ranks, share, what)
 }
 
 /// A broadcast's root must be a rank of the remote group.

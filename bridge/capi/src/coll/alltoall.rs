@@ -7,8 +7,9 @@ use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::BridgeError;
 
-use super::common::{check_not_in_place, code, deliver, message, v_block, with_local, Block};
-use crate::collbuf::{elements, entry, offset, Extents};
+use super::common::{
+    check_not_in_place, code, count_block, deliver, message, v_block, w_block, with_local, Block,
+};
 use crate::datatype;
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
@@ -67,11 +68,7 @@ pub(crate) unsafe fn alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     let block = |base: *const c_void, count: c_int, dt: MPI_Datatype| {
-        move |j: usize| -> Result<Block, BridgeError> {
-            let n = elements(count)?;
-            let at = offset(base, Extents::of(dt)?.extent, j.checked_mul(n))?;
-            Ok((at.cast_const(), n, dt))
-        }
+        move |j: usize| count_block(base, count, dt, j)
     };
     // SAFETY: MPI_Alltoall's contract: a block of each count per remote rank.
     unsafe {
@@ -138,18 +135,8 @@ pub(crate) unsafe fn alltoallw(
     comm: MPI_Comm,
 ) -> c_int {
     let block = |base: *const c_void, counts: *const c_int, displs: *const c_int, types| {
-        move |j: usize| -> Result<Block, BridgeError> {
-            // SAFETY: an entry per remote rank (MPI_Alltoallw's contract).
-            let (c, d, dt) = unsafe {
-                (
-                    entry(counts, j, "a counts array")?,
-                    entry(displs, j, "a displacements array")?,
-                    entry(types, j, "a datatypes array")?,
-                )
-            };
-            let d = elements(d)?;
-            Ok((offset(base, 1, Some(d))?.cast_const(), elements(c)?, dt))
-        }
+        // SAFETY: an entry per remote rank (MPI_Alltoallw's contract).
+        move |j: usize| unsafe { w_block(base, counts, displs, types, j) }
     };
     // SAFETY: MPI_Alltoallw's contract.
     unsafe {

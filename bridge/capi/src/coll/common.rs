@@ -183,3 +183,40 @@ pub(super) unsafe fn v_block(
     let at = offset(base, Extents::of(dt)?.extent, Some(elements(d)?))?;
     Ok((at.cast_const(), elements(c)?, dt))
 }
+
+/// Block `j` of a buffer of equal blocks: `count` elements of `dt` at
+/// `base + j * count * extent(dt)` (alltoall's).
+pub(super) fn count_block(
+    base: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    j: usize,
+) -> Result<Block, BridgeError> {
+    let n = elements(count)?;
+    let at = offset(base, Extents::of(dt)?.extent, j.checked_mul(n))?;
+    Ok((at.cast_const(), n, dt))
+}
+
+/// Block `j` of a w-form buffer: `counts[j]` elements of `types[j]` at
+/// `base + displs[j]` bytes.
+///
+/// # Safety
+/// `counts`, `displs` and `types` are null or have an entry `j`.
+pub(super) unsafe fn w_block(
+    base: *const c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    types: *const MPI_Datatype,
+    j: usize,
+) -> Result<Block, BridgeError> {
+    // SAFETY: forwarded from this function's contract.
+    let (c, d, dt) = unsafe {
+        (
+            entry(counts, j, "a counts array")?,
+            entry(displs, j, "a displacements array")?,
+            entry(types, j, "a datatypes array")?,
+        )
+    };
+    let at = offset(base, 1, Some(elements(d)?))?;
+    Ok((at.cast_const(), elements(c)?, dt))
+}

@@ -16,11 +16,9 @@
 //! `MPI_ERR_BUFFER`. The C entry points are generated from
 //! `mpi-functions.txt` (included at the end).
 //!
-//! The nonblocking forms (`nonblocking`: `MPI_Ibarrier`, `MPI_Ibcast`,
-//! `MPI_Iallreduce`, `MPI_Ireduce`, `MPI_Igather`, `MPI_Iscatter`,
-//! `MPI_Iallgather`, `MPI_Ialltoall`, `MPI_Ireduce_scatter_block`) run the
-//! same algorithms as schedules
-//! advanced by every wait and test (`nbc`); the others stay refused.
+//! The nonblocking forms of all of them (`nonblocking`: `MPI_Ibarrier`,
+//! `MPI_Ibcast`, `MPI_Igather(v)`, …) run the same algorithms as schedules
+//! advanced by every wait and test (`nbc`).
 
 mod alltoall;
 mod common;
@@ -44,8 +42,8 @@ use common::{code, deliver, message, role_or_raise, with_local, Role};
 pub(crate) use alltoall::{alltoall, alltoallv, alltoallw};
 pub(crate) use gather::{allgather, allgatherv, gather, gatherv};
 pub(crate) use nonblocking::{
-    iallgather, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, ireduce_scatter_block,
-    iscatter,
+    iallgather, iallgatherv, iallreduce, ialltoall, ialltoallv, ialltoallw, ibarrier, ibcast,
+    igather, igatherv, ireduce, ireduce_scatter, ireduce_scatter_block, iscatter, iscatterv,
 };
 pub(crate) use reduce::{allreduce, reduce, reduce_scatter, reduce_scatter_block};
 pub(crate) use scatter::{scatter, scatterv};

@@ -35,4 +35,4 @@ mod share;
 pub(crate) mod side;
 
 pub(crate) use schedule::{idle, owns, progress, retire, Cx, Fail, Next, Op, Stage, Step, Wait};
-pub(crate) use share::{share, share_outcome, Share};
+pub(crate) use share::{share, share_blocks, share_outcome, Share};

@@ -1,37 +1,50 @@
 //! The native steps the schedules end with, as the blocking collectives'
-//! (`isthmus_bridge::coll`'s `share_received` and `share_outcome`) but one
-//! non-blocking step at a time: the leader (local rank 0) hands what it
-//! received over the bridge to every rank of its job — a header saying how
-//! its receive went (`PMPI_Ibcast`), then the bytes, whole (`PMPI_Ibcast`)
-//! or shared out (`PMPI_Iscatterv`) — or tells them its outcome (a flag).
+//! (`isthmus_bridge::coll`'s `share_received` and `share_outcome`, and
+//! allgatherv's broadcast of the blocks) but one non-blocking step at a
+//! time: the leader (local rank 0) hands what it received over the bridge
+//! to every rank of its job — a header saying how its receive went
+//! (`PMPI_Ibcast`), then the bytes, whole (`PMPI_Ibcast`) or shared out
+//! (`PMPI_Iscatterv`), or every remote rank's block at once ([`share_blocks`])
+//! — or tells them its outcome (a flag).
 //! A failure at the leader is an error at every rank, never a rank left
 //! waiting. Each is called from a [`Stage::native`] continuation, in the
 //! operation's turn, and issues the operation's last native steps.
 
 use std::ffi::{c_int, c_void};
 
-use isthmus_bridge::{BridgeError, Status, WireFormat};
+use isthmus_bridge::{coll_shares, BridgeError, CollShare, Status, WireFormat};
 use mpi::ffi;
 
 use super::schedule::{Arrivals, Cx, Fail, Next, Stage, Step, Wait};
 use crate::mpi_glue::byte;
 
 /// How the leader's message is handed to the ranks of its job.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) enum Share {
     /// Every rank gets the whole message.
     Whole,
     /// Rank i gets the i-th of equal shares.
     Even,
+    /// Rank i gets the i-th share of these element counts, one per rank
+    /// of the job, in rank order (reduce_scatter's `recvcounts`).
+    Counts(Vec<u64>),
+}
+
+impl Share {
+    /// The bridge's name for the same share.
+    fn of_bridge(&self) -> CollShare<'_> {
+        match self {
+            Share::Whole => CollShare::Whole,
+            Share::Even => CollShare::Even,
+            Share::Counts(c) => CollShare::Counts(c),
+        }
+    }
 }
 
 /// How the leader's receive went, the first word of the header.
 const HEADER_OK: u64 = 0;
 const HEADER_TRUNCATED: u64 = 1;
 const LEADER_FAILED: u64 = u64::MAX;
-const FAILED_HEADER: [u64; 6] = [LEADER_FAILED, 0, 0, 0, 0, 0];
-/// The header's bytes.
-const HEADER_BYTES: c_int = 6 * 8;
 
 /// Hands the message the leader received (`got`, Some at local rank 0
 /// only: a message of remote rank `source`, at most `max_bytes`) to every
@@ -46,19 +59,15 @@ pub(crate) fn share(
     what: &'static str,
     then: impl FnOnce(Vec<u8>, Status) -> Step<()> + 'static,
 ) -> Step<Next> {
-    let mut header = Box::new(FAILED_HEADER);
+    let mut header = vec![LEADER_FAILED, 0, 0, 0, 0, 0];
     let mut mine = None;
     let mut own = Ok(());
     if let Some(r) = got {
         match r {
             // The native steps count bytes in a C int.
-            Ok((bytes, _)) if c_int::try_from(bytes.len()).is_err() => {
-                own = Err(BridgeError::InvalidArgument(format!(
-                    "{what}: a message of 2 GiB or more cannot be passed on in the job"
-                )))
-            }
+            Ok((bytes, _)) if c_int::try_from(bytes.len()).is_err() => own = Err(too_big(what)),
             Ok((bytes, st)) => {
-                *header = [
+                header = vec![
                     HEADER_OK,
                     st.count,
                     st.bytes,
@@ -70,122 +79,80 @@ pub(crate) fn share(
             }
             Err(e) => {
                 if let BridgeError::Truncated { message_bytes, .. } = &e {
-                    *header = [HEADER_TRUNCATED, 0, *message_bytes, 0, 0, 0];
+                    header = vec![HEADER_TRUNCATED, 0, *message_bytes, 0, 0, 0];
                 }
                 own = Err(e);
             }
         }
     }
-    let at = header.as_mut_ptr() as *mut c_void;
-    // SAFETY: the header is boxed and moved into the continuation, so it
-    // lives, unmoved, until the broadcast completes.
-    let req =
-        cx.issue(|comm, req| unsafe { ffi::PMPI_Ibcast(at, HEADER_BYTES, byte(), 0, comm, req) })?;
-    Ok(Next::Stage(Stage::native(
-        vec![Wait::Native(req)],
-        move |cx, a: Arrivals| {
-            let rc = a.native_rc();
-            if rc != 0 {
-                return Err(Fail::Mpi(rc));
-            }
-            own?;
-            let whole = whole(&header, source, max_bytes, what)?;
-            let (_, size) = cx.local();
-            match how {
-                Share::Whole => {
-                    let mut bytes = match mine {
-                        Some(m) => m,
-                        None => vec![0u8; byte_len(whole.bytes, what)?],
-                    };
-                    if bytes.is_empty() {
-                        cx.natives_done();
-                        then(bytes, whole)?;
-                        return Ok(Next::Done);
-                    }
-                    let len = c_int::try_from(bytes.len()).map_err(|_| too_big(what))?;
-                    let at = bytes.as_mut_ptr() as *mut c_void;
-                    // SAFETY: `bytes` moves into the continuation below,
-                    // its heap memory unmoved until the broadcast completes.
-                    let req = cx.issue(|comm, req| unsafe {
-                        ffi::PMPI_Ibcast(at, len, byte(), 0, comm, req)
-                    })?;
-                    cx.natives_done();
-                    Ok(Next::Stage(Stage::after(
-                        vec![Wait::Native(req)],
-                        move |_, a| {
-                            let rc = a.native_rc();
-                            if rc != 0 {
-                                return Err(Fail::Mpi(rc));
-                            }
-                            then(bytes, whole)?;
-                            Ok(Next::Done)
-                        },
-                    )))
-                }
-                Share::Even => {
-                    let n = u64::from(size.max(1));
-                    if !whole.count.is_multiple_of(n)
-                        || (whole.count > 0 && !whole.bytes.is_multiple_of(whole.count))
-                    {
-                        return Err(BridgeError::InvalidArgument(format!(
-                            "{what}: the remote group sent {} elements ({} bytes), which do \
-                             not split evenly between this group's {n} ranks",
-                            whole.count, whole.bytes
-                        ))
-                        .into());
-                    }
-                    let part_bytes = whole.bytes / n;
-                    let part_len = c_int::try_from(part_bytes).map_err(|_| too_big(what))?;
-                    let st = Status {
-                        count: whole.count / n,
-                        bytes: part_bytes,
-                        ..whole
-                    };
-                    let mut part = vec![0u8; byte_len(part_bytes, what)?];
-                    let counts: Vec<c_int> = vec![part_len; size.max(1) as usize];
-                    let displs: Vec<c_int> = (0..size.max(1))
-                        .map(|i| c_int::try_from(u64::from(i) * part_bytes))
-                        .collect::<Result<_, _>>()
-                        .map_err(|_| too_big(what))?;
-                    let send =
-                        mine.as_ref().map_or(std::ptr::null(), |m| m.as_ptr()) as *const c_void;
-                    let at = part.as_mut_ptr() as *mut c_void;
-                    let (c, d) = (counts.as_ptr(), displs.as_ptr());
-                    // SAFETY: the leader's message (`mine`), the counts,
-                    // displacements and this rank's part all move into the
-                    // continuation below, their heap memory unmoved until
-                    // the scatter completes; the displacements lie within
-                    // the message (its length is `size` parts).
-                    let req = cx.issue(|comm, req| unsafe {
-                        ffi::PMPI_Iscatterv(send, c, d, byte(), at, part_len, byte(), 0, comm, req)
-                    })?;
-                    cx.natives_done();
-                    Ok(Next::Stage(Stage::after(
-                        vec![Wait::Native(req)],
-                        move |_, a| {
-                            let _keep = (mine, counts, displs);
-                            let rc = a.native_rc();
-                            if rc != 0 {
-                                return Err(Fail::Mpi(rc));
-                            }
-                            then(part, st)?;
-                            Ok(Next::Done)
-                        },
-                    )))
-                }
-            }
-        },
-    )))
+    bcast_words(cx, header, move |cx, header| {
+        own?;
+        let whole = whole(&header, source, max_bytes, what)?;
+        let (rank, size) = cx.local();
+        let ranks = i32::try_from(size).unwrap_or(i32::MAX);
+        let Some(counts) = coll_shares(&whole, ranks, how.of_bridge(), what)? else {
+            let bytes = match mine {
+                Some(m) => m,
+                None => vec![0u8; byte_len(whole.bytes, what)?],
+            };
+            return bcast_bytes(cx, bytes, what, move |bytes| then(bytes, whole));
+        };
+        let elem = whole.bytes.checked_div(whole.count).unwrap_or(0);
+        let sizes: Vec<c_int> = counts
+            .iter()
+            .map(|c| c_int::try_from(c * elem))
+            .collect::<Result<_, _>>()
+            .map_err(|_| too_big(what))?;
+        let displs: Vec<c_int> = sizes
+            .iter()
+            .scan(0 as c_int, |at, s| {
+                let d = *at;
+                *at = at.saturating_add(*s);
+                Some(d)
+            })
+            .collect();
+        let my_count = counts.get(rank as usize).copied().unwrap_or(0);
+        let part_len = sizes.get(rank as usize).copied().unwrap_or(0);
+        let st = Status {
+            count: my_count,
+            bytes: my_count * elem,
+            ..whole
+        };
+        let mut part = vec![0u8; byte_len(st.bytes, what)?];
+        let send = mine.as_ref().map_or(std::ptr::null(), |m| m.as_ptr()) as *const c_void;
+        let at = part.as_mut_ptr() as *mut c_void;
+        let (c, d) = (sizes.as_ptr(), displs.as_ptr());
+        // SAFETY: the leader's message (`mine`), the sizes, displacements
+        // and this rank's part all move into the continuation below, their
+        // heap memory unmoved until the scatter completes; the shares lie
+        // within the message (`split` checked that they add up to it).
+        let req = cx.issue(|comm, req| unsafe {
+            ffi::PMPI_Iscatterv(send, c, d, byte(), at, part_len, byte(), 0, comm, req)
+        })?;
+        cx.natives_done();
+        Ok(Next::Stage(Stage::after(
+            vec![Wait::Native(req)],
+            move |_, a| {
+                let _keep = (mine, sizes, displs);
+                native_ok(&a)?;
+                then(part, st)?;
+                Ok(Next::Done)
+            },
+        )))
+    })
 }
 
 /// The leader's message as the header describes it, or the error every
 /// rank returns when the leader's receive failed.
-fn whole(header: &[u64; 6], source: u32, max_bytes: usize, what: &str) -> Step<Status> {
-    match header[0] {
+fn whole(header: &[u64], source: u32, max_bytes: usize, what: &str) -> Step<Status> {
+    let &[state, count, bytes, signature, format, tag] = header else {
+        return Err(BridgeError::Protocol(format!("{what}: a short header")).into());
+    };
+    match state {
         HEADER_OK => {}
         HEADER_TRUNCATED => {
             return Err(BridgeError::Truncated {
-                message_bytes: header[2],
+                message_bytes: bytes,
                 buffer_bytes: max_bytes as u64,
             }
             .into())
@@ -197,18 +164,171 @@ fn whole(header: &[u64; 6], source: u32, max_bytes: usize, what: &str) -> Step<S
             .into())
         }
     }
-    let format =
-        WireFormat::from_u8(u8::try_from(header[4]).unwrap_or(u8::MAX)).ok_or_else(|| {
-            BridgeError::Protocol(format!("{what}: unknown wire format {}", header[4]))
-        })?;
     Ok(Status {
         source,
-        tag: header[5] as u32 as i32,
-        count: header[1],
-        bytes: header[2],
-        signature: header[3],
-        format,
+        tag: tag as u32 as i32,
+        count,
+        bytes,
+        signature,
+        format: wire_format(format, what)?,
     })
+}
+
+/// A received block and its status.
+pub(crate) type Block = (Vec<u8>, Status);
+
+/// Words of the blocks' header per block: count, bytes, signature, format.
+const BLOCK_WORDS: usize = 4;
+
+/// Hands the blocks the leader received (`got`, Some at local rank 0 only:
+/// one block of each of the `blocks` remote ranks, in rank order) to every
+/// rank of the job — a header (whether the leader's receives went well,
+/// then each block's count, bytes, signature and format), then all the
+/// bytes — and gives them, with their statuses, to `then`.
+pub(crate) fn share_blocks(
+    cx: &mut Cx<'_>,
+    got: Option<Result<Vec<Block>, BridgeError>>,
+    blocks: usize,
+    what: &'static str,
+    then: impl FnOnce(Vec<Block>) -> Step<()> + 'static,
+) -> Step<Next> {
+    let mut header = vec![0u64; 1 + BLOCK_WORDS * blocks];
+    let mut mine = Vec::new();
+    let mut own = Ok(());
+    match got {
+        None => {}
+        Some(Ok(b)) if c_int::try_from(b.iter().map(|(m, _)| m.len()).sum::<usize>()).is_err() => {
+            own = Err(too_big(what));
+        }
+        Some(Ok(b)) => {
+            let words = b.iter().flat_map(|(_, st)| {
+                [
+                    st.count,
+                    st.bytes,
+                    st.signature,
+                    u64::from(st.format.to_u8()),
+                ]
+            });
+            for (h, w) in header.iter_mut().skip(1).zip(words) {
+                *h = w;
+            }
+            mine = b;
+        }
+        Some(Err(e)) => own = Err(e),
+    }
+    if let Some(failed) = header.first_mut() {
+        *failed = u64::from(own.is_err());
+    }
+    bcast_words(cx, header, move |cx, header| {
+        own?;
+        let Some((&failed, words)) = header.split_first() else {
+            return Err(BridgeError::Protocol(format!("{what}: no header")).into());
+        };
+        if failed != 0 {
+            return Err(BridgeError::Protocol(format!(
+                "{what}: this job's leader could not receive the other group's blocks"
+            ))
+            .into());
+        }
+        let mut statuses = Vec::with_capacity(blocks);
+        for (j, h) in words.chunks_exact(BLOCK_WORDS).enumerate() {
+            let &[count, bytes, signature, format] = h else {
+                return Err(BridgeError::Protocol(format!("{what}: a short block header")).into());
+            };
+            statuses.push(Status {
+                source: j as u32,
+                tag: 0,
+                count,
+                bytes,
+                signature,
+                format: wire_format(format, what)?,
+            });
+        }
+        let all = if mine.is_empty() {
+            let total = statuses.iter().map(|s| s.bytes).sum::<u64>();
+            vec![0u8; byte_len(total, what)?]
+        } else {
+            mine.into_iter().flat_map(|(b, _)| b).collect()
+        };
+        bcast_bytes(cx, all, what, move |all| {
+            let mut out = Vec::with_capacity(statuses.len());
+            let mut rest = &all[..];
+            for st in statuses {
+                let len = byte_len(st.bytes, what)?;
+                let (block, after) = rest.split_at_checked(len).ok_or_else(|| {
+                    BridgeError::Protocol(format!(
+                        "{what}: the leader's header does not fit its bytes"
+                    ))
+                })?;
+                rest = after;
+                out.push((block.to_vec(), st));
+            }
+            then(out)
+        })
+    })
+}
+
+/// Broadcasts the leader's `words` in the job, then runs `then` with them
+/// (in the operation's turn: it issues the next native steps).
+fn bcast_words(
+    cx: &mut Cx<'_>,
+    mut words: Vec<u64>,
+    then: impl FnOnce(&mut Cx<'_>, Vec<u64>) -> Step<Next> + 'static,
+) -> Step<Next> {
+    let len = c_int::try_from(words.len() * 8).map_err(|_| too_big("a header"))?;
+    let at = words.as_mut_ptr() as *mut c_void;
+    // SAFETY: the words move into the continuation below, their heap
+    // memory unmoved until the broadcast completes.
+    let req = cx.issue(|comm, req| unsafe { ffi::PMPI_Ibcast(at, len, byte(), 0, comm, req) })?;
+    Ok(Next::Stage(Stage::native(
+        vec![Wait::Native(req)],
+        move |cx, a: Arrivals| {
+            native_ok(&a)?;
+            then(cx, words)
+        },
+    )))
+}
+
+/// Broadcasts the leader's `bytes` (room for them elsewhere) in the job
+/// as its last native step, then gives them to `then`.
+fn bcast_bytes(
+    cx: &mut Cx<'_>,
+    mut bytes: Vec<u8>,
+    what: &'static str,
+    then: impl FnOnce(Vec<u8>) -> Step<()> + 'static,
+) -> Step<Next> {
+    if bytes.is_empty() {
+        cx.natives_done();
+        then(bytes)?;
+        return Ok(Next::Done);
+    }
+    let len = c_int::try_from(bytes.len()).map_err(|_| too_big(what))?;
+    let at = bytes.as_mut_ptr() as *mut c_void;
+    // SAFETY: `bytes` moves into the continuation below, its heap memory
+    // unmoved until the broadcast completes.
+    let req = cx.issue(|comm, req| unsafe { ffi::PMPI_Ibcast(at, len, byte(), 0, comm, req) })?;
+    cx.natives_done();
+    Ok(Next::Stage(Stage::after(
+        vec![Wait::Native(req)],
+        move |_, a| {
+            native_ok(&a)?;
+            then(bytes)?;
+            Ok(Next::Done)
+        },
+    )))
+}
+
+/// The stage's native requests all succeeded, or the first one's code.
+fn native_ok(a: &Arrivals) -> Step<()> {
+    match a.native_rc() {
+        0 => Ok(()),
+        rc => Err(Fail::Mpi(rc)),
+    }
+}
+
+fn wire_format(word: u64, what: &str) -> Step<WireFormat> {
+    WireFormat::from_u8(u8::try_from(word).unwrap_or(u8::MAX))
+        .ok_or_else(|| BridgeError::Protocol(format!("{what}: unknown wire format {word}")).into())
 }
 
 fn byte_len(n: u64, what: &str) -> Result<usize, BridgeError> {

@@ -16,6 +16,12 @@
  *   MPI_Ialltoall on the same communicator is outstanding;
  * - MPI_Iallreduce_c where the MPI has it (MPICH 4), and
  *   MPI_Ireduce_scatter_block (each group gets its blocks of the other's);
+ * - the v/w forms and MPI_Ireduce_scatter all outstanding together with a
+ *   native MPI_COMM_WORLD exchange, completed by polling MPI_Testall:
+ *   Iallgatherv and Ireduce_scatter with counts differing per rank,
+ *   Igatherv to the left group's rank 0 (gaps between the blocks left
+ *   untouched), Iscatterv from the right group's rank 0, Ialltoallv and
+ *   Ialltoallw;
  * - MPI_IN_PLACE in MPI_Iallreduce is MPI_ERR_BUFFER, and MPI_Ibcast with a
  *   root of neither group MPI_ERR_ROOT, at once.
  * MTest_Finalize prints " No Errors" when no check failed.
@@ -196,6 +202,161 @@ int main(int argc, char *argv[])
         }
         free(send);
         free(recv);
+    }
+
+    /* The v/w forms and MPI_Ireduce_scatter outstanding together, beside a
+     * native exchange on MPI_COMM_WORLD, completed by polling MPI_Testall. */
+    {
+        enum { T = 12 }; /* Ireduce_scatter's elements, alike in both groups */
+        int big = size > remote ? size : remote;
+        int *agv_out = malloc((size + 1) * sizeof(int));
+        int *agv_in = malloc(remote * (remote + 1) / 2 * sizeof(int));
+        int *agv_counts = malloc(remote * sizeof(int)), *agv_displs = malloc(remote * sizeof(int));
+        int gv_out[2] = { rank, -rank }, *gv_in = malloc(3 * remote * sizeof(int));
+        int *gv_counts = malloc(remote * sizeof(int)), *gv_displs = malloc(remote * sizeof(int));
+        int *sv_out = malloc(remote * (remote + 1) / 2 * sizeof(int));
+        int *sv_in = malloc(big * sizeof(int));
+        int *sv_counts = malloc(remote * sizeof(int)), *sv_displs = malloc(remote * sizeof(int));
+        int rs_out[T], rs_in[T], *rs_counts = malloc(size * sizeof(int));
+        int *a_out = malloc(remote * big * sizeof(int)), *a_in = malloc(remote * big * sizeof(int));
+        int *v_counts = malloc(remote * sizeof(int)), *v_sdispls = malloc(remote * sizeof(int));
+        int *v_rcounts = malloc(remote * sizeof(int)), *v_rdispls = malloc(remote * sizeof(int));
+        int *w_in = malloc(remote * big * sizeof(int)), *w_sdispls = malloc(remote * sizeof(int));
+        int *w_rdispls = malloc(remote * sizeof(int));
+        MPI_Datatype *w_types = malloc(remote * sizeof(MPI_Datatype));
+        int token = rank, got = -1, wsize, done = 0;
+        MPI_Request reqs[8];
+        MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+        /* Iallgatherv: rank k sends k+1 values 10k+i; block j of the
+         * other group's lands at its prefix sum. */
+        for (int i = 0; i <= rank; i++)
+            agv_out[i] = 10 * rank + i;
+        for (int j = 0, at = 0; j < remote; j++) {
+            agv_counts[j] = j + 1;
+            agv_displs[j] = at;
+            at += j + 1;
+        }
+        for (int i = 0; i < remote * (remote + 1) / 2; i++)
+            agv_in[i] = -1;
+        /* Igatherv: each right rank k sends {k, -k} to the left rank 0,
+         * which puts block j at 3j (the third element of each stays -1). */
+        for (int j = 0; j < remote; j++) {
+            gv_counts[j] = 2;
+            gv_displs[j] = 3 * j;
+        }
+        for (int i = 0; i < 3 * remote; i++)
+            gv_in[i] = -1;
+        int gv_root = left ? (rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+        /* Iscatterv: the right rank 0 sends left rank k its k+1 values
+         * 100 + (prefix + i); its arrays have an entry per remote rank. */
+        for (int j = 0, at = 0; j < remote; j++) {
+            sv_counts[j] = j + 1;
+            sv_displs[j] = at;
+            at += j + 1;
+        }
+        for (int i = 0; i < remote * (remote + 1) / 2; i++)
+            sv_out[i] = 100 + i;
+        for (int i = 0; i < big; i++)
+            sv_in[i] = -1;
+        int sv_root = left ? 0 : (rank == 0 ? MPI_ROOT : MPI_PROC_NULL);
+        /* Ireduce_scatter: T elements in each group, rank i gets i+1 of
+         * them, the last rank the rest. */
+        for (int i = 0, at = 0; i < size; i++) {
+            rs_counts[i] = i < size - 1 ? i + 1 : T - at;
+            at += rs_counts[i];
+        }
+        for (int e = 0; e < T; e++) {
+            rs_out[e] = rank + 10 * e;
+            rs_in[e] = -1;
+        }
+        /* Ialltoallv and Ialltoallw: to remote rank j, j+1 values
+         * 1000 * rank + j (at j*big); from remote rank j, rank+1 values
+         * (at j*big). */
+        for (int j = 0; j < remote; j++) {
+            for (int i = 0; i < big; i++) {
+                a_out[j * big + i] = 1000 * rank + j;
+                a_in[j * big + i] = -1;
+                w_in[j * big + i] = -1;
+            }
+            v_counts[j] = j + 1;
+            v_sdispls[j] = j * big;
+            v_rcounts[j] = rank + 1;
+            v_rdispls[j] = j * big;
+            w_sdispls[j] = j * big * (int) sizeof(int);
+            w_rdispls[j] = j * big * (int) sizeof(int);
+            w_types[j] = MPI_INT;
+        }
+        OK(MPI_Iallgatherv(agv_out, rank + 1, MPI_INT, agv_in, agv_counts, agv_displs, MPI_INT,
+                           comm, &reqs[0]));
+        OK(MPI_Igatherv(gv_out, 2, MPI_INT, gv_in, gv_counts, gv_displs, MPI_INT, gv_root, comm,
+                        &reqs[1]));
+        OK(MPI_Iscatterv(sv_out, sv_counts, sv_displs, MPI_INT, sv_in, rank + 1, MPI_INT, sv_root,
+                         comm, &reqs[2]));
+        OK(MPI_Ireduce_scatter(rs_out, rs_in, rs_counts, MPI_INT, MPI_SUM, comm, &reqs[3]));
+        OK(MPI_Ialltoallv(a_out, v_counts, v_sdispls, MPI_INT, a_in, v_rcounts, v_rdispls, MPI_INT,
+                          comm, &reqs[4]));
+        OK(MPI_Ialltoallw(a_out, v_counts, w_sdispls, w_types, w_in, v_rcounts, w_rdispls, w_types,
+                          comm, &reqs[5]));
+        OK(MPI_Irecv(&got, 1, MPI_INT, (rank + wsize - 1) % wsize, 4, MPI_COMM_WORLD, &reqs[6]));
+        OK(MPI_Isend(&token, 1, MPI_INT, (rank + 1) % wsize, 4, MPI_COMM_WORLD, &reqs[7]));
+        while (!done)
+            OK(MPI_Testall(8, reqs, &done, MPI_STATUSES_IGNORE));
+        EXPECT(got == (rank + wsize - 1) % wsize, "native token %d", got);
+        for (int j = 0; j < remote; j++)
+            for (int i = 0; i <= j; i++)
+                EXPECT(agv_in[agv_displs[j] + i] == 10 * j + i, "Iallgatherv block %d[%d] is %d",
+                       j, i, agv_in[agv_displs[j] + i]);
+        for (int j = 0; j < remote; j++) {
+            int keep = left && rank == 0;
+            EXPECT(gv_in[3 * j] == (keep ? j : -1) && gv_in[3 * j + 1] == (keep ? -j : -1) &&
+                   gv_in[3 * j + 2] == -1, "Igatherv block %d is %d %d %d", j, gv_in[3 * j],
+                   gv_in[3 * j + 1], gv_in[3 * j + 2]);
+        }
+        for (int i = 0; i < big; i++) {
+            int want = left && i <= rank ? 100 + rank * (rank + 1) / 2 + i : -1;
+            EXPECT(sv_in[i] == want, "Iscatterv element %d is %d, not %d", i, sv_in[i], want);
+        }
+        {
+            int at = 0, mine = rs_counts[rank];
+            for (int i = 0; i < rank; i++)
+                at += rs_counts[i];
+            for (int m = 0; m < T; m++) {
+                int e = at + m;
+                int want = m < mine ? remote * (remote - 1) / 2 + remote * 10 * e : -1;
+                EXPECT(rs_in[m] == want, "Ireduce_scatter element %d is %d, not %d", m, rs_in[m],
+                       want);
+            }
+        }
+        for (int j = 0; j < remote; j++)
+            for (int i = 0; i < big; i++) {
+                int want = i <= rank ? 1000 * j + rank : -1;
+                EXPECT(a_in[j * big + i] == want, "Ialltoallv block %d[%d] is %d, not %d", j, i,
+                       a_in[j * big + i], want);
+                EXPECT(w_in[j * big + i] == want, "Ialltoallw block %d[%d] is %d, not %d", j, i,
+                       w_in[j * big + i], want);
+            }
+        free(agv_out);
+        free(agv_in);
+        free(agv_counts);
+        free(agv_displs);
+        free(gv_in);
+        free(gv_counts);
+        free(gv_displs);
+        free(sv_out);
+        free(sv_in);
+        free(sv_counts);
+        free(sv_displs);
+        free(rs_counts);
+        free(a_out);
+        free(a_in);
+        free(v_counts);
+        free(v_sdispls);
+        free(v_rcounts);
+        free(v_rdispls);
+        free(w_in);
+        free(w_sdispls);
+        free(w_rdispls);
+        free(w_types);
     }
 
     /* MPI_IN_PLACE, which MPI defines for intracommunicators only. */
