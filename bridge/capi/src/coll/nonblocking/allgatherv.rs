@@ -7,8 +7,8 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use super::super::common::{deliver, message, v_block};
-use super::{start, Call};
+use super::setup::{start, Call};
+use crate::coll::common::{deliver, message, v_block};
 use crate::collbuf::elements;
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};

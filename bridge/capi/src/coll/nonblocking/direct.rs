@@ -11,65 +11,11 @@ use std::sync::Arc;
 
 use isthmus_bridge::{BridgeError, CollMessage};
 
-use super::super::common::{count_block, deliver, message, v_block, w_block, Block};
-use super::{start, start_rooted, Call};
+use super::setup::{direct, start, start_rooted, Call};
+use crate::coll::common::{count_block, message, v_block, w_block, Block};
 use crate::collbuf::elements;
-use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::nbc::{Fail, Next, Op, Stage, Wait};
 use crate::state::BridgeComm;
-
-/// This process's part, with no native step in its job: `sends` (remote
-/// rank, message) start at once, the receives of `recvs` (remote rank,
-/// where its block goes) are posted, and the operation ends when all have
-/// completed, each block decoded into its place. Every send goes (a message
-/// that could not be made as the failure notice) and every receive is
-/// posted, so that no remote rank waits forever; the first error is the
-/// request's.
-pub(super) fn direct<'a>(
-    op: &mut Op,
-    bc: &Arc<BridgeComm>,
-    sends: Vec<(u32, Result<CollMessage<'a>, BridgeError>)>,
-    recvs: Vec<(u32, Block)>,
-) -> Result<Stage, BridgeError> {
-    op.no_natives();
-    let seq = op.seq();
-    let caps = recvs
-        .iter()
-        .map(|(_, (_, n, dt))| datatype::capacity_bytes(*n, *dt))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut waits = Vec::with_capacity(sends.len() + recvs.len());
-    let mut first_err = None;
-    for (dest, msg) in sends {
-        match bc.inter.nbc_isend(dest, seq, msg) {
-            Ok(s) => waits.push(Wait::Send(s)),
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    for ((source, _), cap) in recvs.iter().zip(caps) {
-        waits.push(Wait::Recv(bc.inter.nbc_irecv(*source, seq, cap)?));
-    }
-    let bc = Arc::clone(bc);
-    Ok(Stage::after(waits, move |_, mut a| {
-        let mut first = match first_err {
-            Some(e) => Err(e),
-            None => a.sent(),
-        };
-        for (source, (at, n, dt)) in recvs {
-            let got = bc.inter.nbc_received(source, a.received());
-            // SAFETY: the block has room for its `n` elements and is the
-            // program's until the request completes (the calls' contract).
-            let put = got.and_then(|g| unsafe { deliver(g, at.cast_mut(), n, dt) });
-            if first.is_ok() {
-                first = put;
-            }
-        }
-        first.map_err(Fail::from)?;
-        Ok(Next::Done)
-    }))
-}
 
 /// The message of block `b`.
 ///

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use isthmus_bridge::{BridgeError, Status};
 use mpi::ffi;
 
-use super::{decode_into, gather_to_leader, reduce_to_leader, start, total, Call, ToLeader};
+use super::setup::{decode_into, gather_to_leader, reduce_to_leader, start, total, Call, ToLeader};
 use crate::collbuf::{elements, ints, LeaderRoom};
 use crate::datatype;
 use crate::mpi_glue::{byte, MPI_Comm, MPI_Datatype, MPI_Request};

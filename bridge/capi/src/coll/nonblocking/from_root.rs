@@ -7,9 +7,8 @@ use std::sync::Arc;
 
 use isthmus_bridge::{BridgeError, Status};
 
-use super::super::common::message;
-use super::direct::direct;
-use super::{decode_into, start_rooted, total, Call};
+use super::setup::{decode_into, direct, start_rooted, total, Call};
+use crate::coll::common::message;
 use crate::collbuf::elements;
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use super::direct::direct;
-use super::{gather_to_leader, reduce_to_leader, start_rooted, total, Call, ToLeader};
+use super::setup::{
+    direct, gather_to_leader, reduce_to_leader, start_rooted, total, Call, ToLeader,
+};
 use crate::collbuf::{elements, LeaderRoom};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::nbc::{share_outcome, Fail, Next, Op, Stage, Wait};
