@@ -191,6 +191,8 @@
 //!   over a transport `Link`), receives and probes.
 //! * `intercomm` — [`InterComm`] over two channels (the user's, the
 //!   collectives') and `Engine::intercomm`.
+//! * [`native`] — a collective's native step in the job's own MPI, its
+//!   nonblocking call tested in a loop that yields (as [`wait`] says).
 //! * `coll` — collectives on an [`InterComm`], one file per algorithm
 //!   (MPICH's `src/mpi/coll` naming), [`BcastRole`]; `vm` — [`Bridge`]:
 //!   PVMPI's calls over the vmd session.
