@@ -25,16 +25,18 @@ build_with() {
   env $impl_env MPICC="$impl_mpicc" CARGO_TARGET_DIR="$ISTHMUS_ROOT/target/$impl" cargo "$@"
 }
 
-# prime_target NAME: starts target/NAME as a copy of target/mpich (the same
-# dependencies, already built for libisthmus, and the smallest) with mpi-sys
-# cleaned, since mpi-sys does not rebuild by itself when MPICC changes;
-# done again when NAME's MPICC is not the one target/NAME was built with.
+# prime_target NAME [FROM]: starts target/NAME as a copy of FROM (default
+# target/mpich: the same dependencies, already built for libisthmus, and the
+# smallest) with mpi-sys cleaned, since mpi-sys does not rebuild by itself
+# when MPICC changes; done again when NAME's MPICC is not the one
+# target/NAME was built with. Only what sees MPI (mpi-sys, rsmpi, the bridge
+# and what is above it) is then built again.
 prime_target() {
-  local t="$ISTHMUS_ROOT/target/$1"
+  local t="$ISTHMUS_ROOT/target/$1" from="${2:-$ISTHMUS_TARGET_MPICH}"
   impl_load "$1" || return 2
   [ -f "$t/.isthmus-mpicc" ] && [ "$(cat "$t/.isthmus-mpicc")" = "$impl_mpicc" ] && return 0
-  if [ ! -d "$t" ] && [ -d "$ISTHMUS_TARGET_MPICH" ]; then
-    cp -a "$ISTHMUS_TARGET_MPICH" "$t"
+  if [ ! -d "$t" ] && [ -d "$from" ]; then
+    cp -a "$from" "$t"
   fi
   build_with "$1" clean --release -q -p mpi-sys
   echo "$impl_mpicc" >"$t/.isthmus-mpicc"

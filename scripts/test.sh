@@ -7,24 +7,35 @@
 # whole workspace's tests with the Open MPI flavour.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
+# phase TEXT: a progress line with the time since the start, on stderr.
+started=$SECONDS
+phase() { printf '== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*" >&2; }
+phase "install: system packages"
 bash "$ISTHMUS_ROOT/scripts/install-deps.sh"
 cd "$ISTHMUS_ROOT"
 # House rules first: they are cheap and say what is wrong before a long run.
+phase "house rules: fmt, dependencies, module cycles, clippy"
 cargo fmt --all --check
 bash scripts/check-deps.sh
 bash scripts/check-module-cycles.sh >/dev/null
 build_with openmpi clippy --release --workspace --all-targets -- -D warnings
-# The MPICH flavour of the examples and of libisthmus.so (C/Fortran tests).
-# (--bins applies to every -p of its command: the library gets its own.)
-build_with mpich build --release -p isthmus-examples --bins
-build_with mpich build --release -p isthmus-capi
-export ISTHMUS_MPICH_BIN_DIR="$ISTHMUS_TARGET_MPICH/release"
+# The Open MPI flavour of the examples, the vmd and libisthmus.so; then
+# MPICH's, started from a copy of it (every dependency that does not see
+# MPI is built once). (--bins applies to every -p of its command: the
+# library gets its own.)
+phase "build: Open MPI flavour"
 build_with openmpi build --release -p isthmus-examples -p isthmus-vmd --bins
 build_with openmpi build --release -p isthmus-capi
 export ISTHMUS_OPENMPI_BIN_DIR="$ISTHMUS_TARGET_OPENMPI/release"
+phase "build: MPICH flavour"
+prime_target mpich "$ISTHMUS_TARGET_OPENMPI"
+build_with mpich build --release -p isthmus-examples --bins
+build_with mpich build --release -p isthmus-capi
+export ISTHMUS_MPICH_BIN_DIR="$ISTHMUS_TARGET_MPICH/release"
 # Every other implementation (scripts/mpi/: Open MPI 5, MPICH 5, Intel MPI
 # from the Python registry): libisthmus for each, for the matrix's smoke set
 # (bridge/capi/tests/matrix.rs, ISTHMUS_MATRIX).
+phase "install: the registry's MPIs"
 bash scripts/install-mpis.sh
 matrix="openmpi mpich"
 for name in $(impls_installed); do
@@ -40,4 +51,6 @@ done
 # on Intel MPI's libmpi_abi.so too: the same binaries, one more column.
 case " $matrix " in *" abi "*) case " $matrix " in *" impi "*) matrix="$matrix abi-impi" ;; esac ;; esac
 export ISTHMUS_MATRIX="$matrix"
+phase "tests"
 build_with openmpi test --release --workspace --no-fail-fast -- --test-threads=2
+phase "done"
