@@ -50,16 +50,20 @@ pub mod finalize;
 // The standard ABI's first version has no Fortran (build.rs).
 #[cfg(not(isthmus_mpi_abi))]
 pub mod fortran;
+mod info;
 #[cfg(isthmus_large_count)]
 pub mod large_count;
 pub mod local_side;
 pub mod merged;
 pub mod mpi_glue;
 pub mod nbc;
+pub mod parent;
 pub mod ports;
 pub mod pt2pt;
 pub mod refused;
 pub mod requests;
+pub mod spawn;
+mod spawn_command;
 pub mod state;
 pub mod unsigned_ops;
 
