@@ -285,25 +285,15 @@ fn start(cmd: &Command, outcome: &mut Outcome) {
         Err(Refusal { class, message }) => return outcome.failed(class, &message),
     };
     let implementation = spec.implementation.clone();
-    let what = format!(
-        "{:?} ({}, {} on {})",
-        cmd.command,
-        spec.program,
-        spec.implementation,
-        match &spec.placement {
-            isthmus_types::job::Placement::Host(h) => h.as_str(),
-            _ => "any host",
-        }
-    );
+    // Error strings are bounded (Open MPI's at 256 bytes): the command as
+    // given and its implementation say which.
+    let what = format!("{:?} ({implementation})", cmd.command);
     let bridge = match state::bridge() {
         Ok(b) => b,
         Err(e) => {
             return outcome.failed(
                 Class::Vm,
-                &format!(
-                    "cannot start {what}: no vmd reachable at {} ({e})",
-                    isthmus_types::env::vmd_addr()
-                ),
+                &format!("cannot start {what}: no vmd reachable ({e})"),
             )
         }
     };
