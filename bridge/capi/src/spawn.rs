@@ -173,11 +173,12 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
     }
     let mut outcome = Outcome::new();
     if rank == root {
-        // SAFETY: significant at the root only, as MPI says.
+        // SAFETY: significant at the root only, as MPI says: a C string
+        // and a NULL-terminated array of them (or MPI_ARGV_NULL).
+        let (command, args) = unsafe { (text(command), args_of(argv)) };
         let cmd = Command {
-            command: unsafe { text(command) }.unwrap_or_default(),
-            // SAFETY: as above.
-            args: unsafe { args_of(argv) },
+            command: command.unwrap_or_default(),
+            args,
             np: maxprocs,
             info,
         };
