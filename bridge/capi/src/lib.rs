@@ -5,7 +5,8 @@
 //! - [`api`]: `Isthmus_Register`, `Isthmus_Leave`, `Isthmus_Intercomm_create`
 //!   (and its timeout and non-blocking forms), declared in `isthmus.h`.
 //! - The interposed MPI calls ([`pt2pt`], [`coll`], [`requests`], [`comms`],
-//!   [`ports`], [`finalize`] (delivers what was sent before MPI goes), the
+//!   [`ports`], [`spawn`] and [`parent`] (`MPI_Comm_spawn` through the
+//!   virtual machine, both sides), [`finalize`] (delivers what was sent before MPI goes), the
 //!   [`refused`] ones, their `large_count` and [`fortran`] forms): the
 //!   library defines `MPI_Send`, `MPI_Wait`, … itself, as MPI's profiling
 //!   interface allows. On a communicator Isthmus created they go over the
