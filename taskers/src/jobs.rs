@@ -56,6 +56,8 @@ struct Job {
 
 pub struct Jobs {
     launcher: Arc<dyn Launcher>,
+    /// The library preloaded into the jobs that ask for it (`preload`).
+    libisthmus: Option<PathBuf>,
     shim: Vec<OsString>,
     socket: PathBuf,
     reporters: Reporters,
@@ -74,6 +76,7 @@ fn kill(pid: i32, sig: i32) {
 impl Jobs {
     pub fn new(
         launcher: Arc<dyn Launcher>,
+        libisthmus: Option<PathBuf>,
         shim: Vec<OsString>,
         socket: &Path,
         reporters: Reporters,
@@ -82,6 +85,7 @@ impl Jobs {
     ) -> Self {
         Self {
             launcher,
+            libisthmus,
             shim,
             socket: socket.to_path_buf(),
             reporters,
@@ -151,7 +155,14 @@ impl Jobs {
             Ok(p) => p,
             Err(msg) => return self.refuse(job, RefusalKind::NotFound, msg).await,
         };
-        let env = l.env;
+        let mut env = l.env;
+        if let Err(msg) = crate::preload::answer(
+            &mut env,
+            self.launcher.implementation(),
+            self.libisthmus.as_deref(),
+        ) {
+            return self.refuse(job, RefusalKind::FailedPrecondition, msg).await;
+        }
         let spec = JobSpec {
             job,
             program: &program,

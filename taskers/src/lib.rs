@@ -16,6 +16,8 @@
 //! * [`shim`]     — the rank shim: a tiny process between the launcher and each
 //!   rank that reports the rank's pid and exit (code or signal) to the tasker,
 //!   forwards signals, and kills the rank if the tasker dies.
+//! * [`preload`]  — `libisthmus` for the jobs that ask for it (`MPI_Comm_spawn`'s
+//!   children): found beside the tasker or given, preloaded by the shim.
 //! * [`rank_reports`] — the tasker's Unix socket the shims report to.
 //! * [`jobs`]     — the tasker's running jobs: processes, signals, kills.
 //! * [`run_as`]   — a job runs as its owner: a root tasker drops to the
@@ -24,6 +26,7 @@
 
 pub mod jobs;
 pub mod launcher;
+pub mod preload;
 pub mod program;
 pub mod rank_reports;
 pub mod run_as;

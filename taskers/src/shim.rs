@@ -65,6 +65,7 @@ pub fn run(program: &OsString, args: &[OsString]) -> i32 {
     cmd.args(args)
         .env_remove(crate::ENV_TASKER_SOCKET)
         .env_remove(crate::ENV_RANK_VAR);
+    crate::preload::into_program(&mut cmd);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {

@@ -45,6 +45,7 @@ pub enum TaskerError {
 pub async fn run(
     vmd: &str,
     launcher: Arc<dyn Launcher>,
+    libisthmus: Option<std::path::PathBuf>,
     ready: impl FnOnce(&str),
 ) -> Result<(), TaskerError> {
     let channel = isthmus_client::channel(vmd)
@@ -89,7 +90,15 @@ pub async fn run(
         OsString::from("--"),
     ];
     let (done_tx, mut done_rx) = mpsc::unbounded_channel();
-    let mut jobs = Jobs::new(launcher, shim, socket.path(), reporters, report_tx, done_tx);
+    let mut jobs = Jobs::new(
+        launcher,
+        libisthmus,
+        shim,
+        socket.path(),
+        reporters,
+        report_tx,
+        done_tx,
+    );
     ready(&socket.path().display().to_string());
 
     let mut tick = tokio::time::interval(TICK);

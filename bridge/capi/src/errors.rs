@@ -41,6 +41,10 @@ pub enum Class {
     Refused,
     /// A port or service name that Isthmus does not know.
     Port,
+    /// `MPI_Comm_spawn` could not start its command (not found, not
+    /// executable, no MPI implementation read from it, refused by the
+    /// resource manager or its tasker).
+    Spawn,
     /// A bound on what this process holds was reached (too many sends
     /// waiting for their receivers); the call did nothing.
     Resources,

@@ -5,7 +5,8 @@
 //! - [`api`]: `Isthmus_Register`, `Isthmus_Leave`, `Isthmus_Intercomm_create`
 //!   (and its timeout and non-blocking forms), declared in `isthmus.h`.
 //! - The interposed MPI calls ([`pt2pt`], [`coll`], [`requests`], [`comms`],
-//!   [`ports`], [`finalize`] (delivers what was sent before MPI goes), the
+//!   [`ports`], [`spawn`] and [`parent`] (`MPI_Comm_spawn` through the
+//!   virtual machine, both sides), [`finalize`] (delivers what was sent before MPI goes), the
 //!   [`refused`] ones, their `large_count` and [`fortran`] forms): the
 //!   library defines `MPI_Send`, `MPI_Wait`, … itself, as MPI's profiling
 //!   interface allows. On a communicator Isthmus created they go over the
@@ -50,16 +51,20 @@ pub mod finalize;
 // The standard ABI's first version has no Fortran (build.rs).
 #[cfg(not(isthmus_mpi_abi))]
 pub mod fortran;
+mod info;
 #[cfg(isthmus_large_count)]
 pub mod large_count;
 pub mod local_side;
 pub mod merged;
 pub mod mpi_glue;
 pub mod nbc;
+pub mod parent;
 pub mod ports;
 pub mod pt2pt;
 pub mod refused;
 pub mod requests;
+pub mod spawn;
+mod spawn_command;
 pub mod state;
 pub mod unsigned_ops;
 

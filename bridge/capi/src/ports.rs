@@ -30,48 +30,12 @@ use crate::errors::{self, Class};
 use crate::mpi_glue::{comm_null, MPI_Comm};
 use crate::state::{self, add_comm, bridge_comm, BridgeComm};
 
-const PORT_PREFIX: &str = "isthmus-port:";
+pub(crate) const PORT_PREFIX: &str = "isthmus-port:";
 /// Bytes of a port name as broadcast to the ranks (MPICH's MPI_MAX_PORT_NAME
 /// is 256, Open MPI's 1024: every Isthmus port fits the smaller).
 const PORT_BYTES: usize = 256;
 
-fn info_null() -> ffi::MPI_Info {
-    // SAFETY: reading rsmpi's exported constant.
-    unsafe { ffi::RSMPI_INFO_NULL }
-}
-
-/// Seconds under the info key `isthmus_timeout`, if set and valid.
-fn info_timeout(info: ffi::MPI_Info) -> Option<f64> {
-    if info == info_null() {
-        return None;
-    }
-    let mut value = [0 as c_char; 64];
-    let mut flag: c_int = 0;
-    // SAFETY: `info` is the program's live info; `value` holds 63 chars and
-    // a NUL; the key is a C string literal.
-    let rc = unsafe {
-        ffi::PMPI_Info_get(
-            info,
-            c"isthmus_timeout".as_ptr(),
-            63,
-            value.as_mut_ptr(),
-            &mut flag,
-        )
-    };
-    if rc != 0 || flag == 0 {
-        return None;
-    }
-    // SAFETY: MPI wrote a NUL-terminated value.
-    let s = unsafe { CStr::from_ptr(value.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
-    s.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v > 0.0)
-}
-
-fn default_timeout() -> f64 {
+pub(crate) fn default_timeout() -> f64 {
     std::env::var("ISTHMUS_CONNECT_TIMEOUT")
         .ok()
         .and_then(|s| s.trim().parse::<f64>().ok())
@@ -83,7 +47,7 @@ fn default_timeout() -> f64 {
 ///
 /// # Safety
 /// `s` is null or NUL-terminated.
-unsafe fn text(s: *const c_char) -> Option<String> {
+pub(crate) unsafe fn text(s: *const c_char) -> Option<String> {
     if s.is_null() {
         return None;
     }
@@ -220,7 +184,7 @@ unsafe fn meet(
         for (to, from) in rv.port.iter_mut().zip(port.as_bytes()).take(n) {
             *to = *from;
         }
-        rv.seconds = info_timeout(info).unwrap_or_else(default_timeout);
+        rv.seconds = crate::info::timeout(info).unwrap_or_else(default_timeout);
     }
     // SAFETY: every rank passes a buffer of the same size; bytes only.
     let rc = unsafe {
@@ -275,7 +239,7 @@ unsafe fn meet(
     }
 }
 
-enum Failure {
+pub(crate) enum Failure {
     Mpi(c_int),
     Bridge(BridgeError),
 }
@@ -283,7 +247,12 @@ enum Failure {
 /// Registers `comm` as `mine` (waiting while another pair uses the port),
 /// forms the intercommunicator with `theirs`, leaves, and returns the new
 /// communicator's handle.
-fn form(comm: MPI_Comm, mine: &str, theirs: &str, timeout: Duration) -> Result<MPI_Comm, Failure> {
+pub(crate) fn form(
+    comm: MPI_Comm,
+    mine: &str,
+    theirs: &str,
+    timeout: Duration,
+) -> Result<MPI_Comm, Failure> {
     let bridge = state::bridge().map_err(Failure::Bridge)?;
     let started = Instant::now();
     // The previous pair on this port is usually a moment from leaving:

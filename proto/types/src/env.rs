@@ -59,6 +59,20 @@ pub const RANK_VAR: &str = "ISTHMUS_RANK_VAR";
 /// A rank's number under the exec launcher.
 pub const RANK: &str = "ISTHMUS_RANK";
 
+/// In a job's environment: asks its tasker to preload the `libisthmus.so`
+/// of the job's implementation into every rank (`MPI_Comm_spawn`'s
+/// children). The tasker replaces the value with the library's path; the
+/// rank shim moves it into the program's `LD_PRELOAD`.
+pub const LIBISTHMUS: &str = "ISTHMUS_LIBISTHMUS";
+
+/// In a spawned job's environment (`MPI_Comm_spawn`): the port its parents
+/// accept on; each child connects to it in `MPI_Init`.
+pub const SPAWN_PORT: &str = "ISTHMUS_SPAWN_PORT";
+
+/// In a spawned job's environment: seconds the children have, from their
+/// `MPI_Init`, to meet their parents (what is left of the spawn's deadline).
+pub const SPAWN_TIMEOUT: &str = "ISTHMUS_SPAWN_TIMEOUT";
+
 /// The runtime directory: [`RUNTIME_DIR`], else `$XDG_RUNTIME_DIR/isthmus`,
 /// else `/tmp/isthmus-<uid>`.
 pub fn default_runtime_dir() -> PathBuf {

@@ -21,6 +21,12 @@ struct Args {
     /// the runtime directory). A tasker must run as the vmd's user or root.
     #[arg(long, env = isthmus_types::env::VMD_ADDR)]
     vmd: Option<String>,
+    /// The libisthmus.so of this implementation, preloaded into the jobs
+    /// that ask for it (MPI_Comm_spawn's children). Default: beside the
+    /// tasker, `../lib/isthmus/IMPL/libisthmus.so` (an installed prefix) or
+    /// `../../IMPL/release/libisthmus.so` (a build tree).
+    #[arg(long, env = "ISTHMUS_TASKER_LIBISTHMUS")]
+    libisthmus: Option<std::path::PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -64,6 +70,7 @@ fn main() -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(isthmus_types::env::vmd_addr),
         launcher,
+        isthmus_taskers::preload::find(&args.implementation, args.libisthmus.clone()),
         |socket| {
             tracing::info!(socket, "tasker ready");
         },

@@ -1,132 +1,15 @@
 //! A component's MPI implementation read from its binary, for files that
-//! leave `impl` out: the shared libraries an ELF program names
-//! (`DT_NEEDED`: Open MPI's `libmpi.so.40`, MPICH's `libmpich.so.12` or its
-//! `libmpi.so.12` alias; neither: a plain program, `exec`), and where it
-//! finds them (`DT_RUNPATH`/`DT_RPATH`): a program built by the wrappers of
-//! an implementation installed in a prefix of its own (Open MPI 5, MPICH 5,
-//! Intel MPI under `$ISTHMUS_MPI_HOME/NAME`, as scripts/mpi/ installs them)
-//! carries that prefix's `lib` there, and is of that implementation.
-//!
-//! The ELF file is read by goblin, which checks every offset: a truncated
-//! or hostile file is an error asking for `impl` in the file, never a panic.
+//! leave `impl` out (`isthmus_detect`, shared with libisthmus's
+//! `MPI_Comm_spawn`): an unreadable or unknown one is an error asking for
+//! `impl` in the file.
 
-use std::path::{Path, PathBuf};
-
-use goblin::elf::Elf;
+use std::path::Path;
 
 use super::spec::Impl;
 
-/// Most bytes read from a program to find its libraries.
-const MAX_BINARY: u64 = 1 << 30;
-
 /// The implementation `program` was linked with.
 pub fn implementation_of(program: &Path) -> Result<Impl, String> {
-    let len = std::fs::metadata(program)
-        .map_err(|e| format!("{}: {e}", program.display()))?
-        .len();
-    if len > MAX_BINARY {
-        return Err(format!("{}: larger than 1 GiB", program.display()));
-    }
-    let bytes = std::fs::read(program).map_err(|e| format!("{}: {e}", program.display()))?;
-    let elf = Elf::parse(&bytes)
-        .map_err(|e| format!("{} is not an ELF program ({e})", program.display()))?;
-    let mut paths: Vec<&str> = Vec::new();
-    for p in elf.runpaths.iter().chain(elf.rpaths.iter()) {
-        paths.extend(p.split(':'));
-    }
-    Ok(from_libraries(&elf.libraries, &paths, &mpi_home()))
-}
-
-/// Where scripts/install-mpis.sh puts the implementations of the Python
-/// registry (as the taskers look for them).
-fn mpi_home() -> PathBuf {
-    std::env::var_os("ISTHMUS_MPI_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/opt/isthmus/mpi"))
-}
-
-/// Which implementation a program's needed libraries and run paths point to.
-fn from_libraries(needed: &[&str], run_paths: &[&str], home: &Path) -> Impl {
-    let mpich = needed
-        .iter()
-        .any(|l| l.starts_with("libmpich.so") || l.starts_with("libmpi.so.12"));
-    let openmpi = needed.iter().any(|l| {
-        l.starts_with("libmpi.so") || l.starts_with("libmpi_mpifh.so") || l.starts_with("libopen-")
-    });
-    if mpich || openmpi {
-        for (name, implementation) in [
-            ("openmpi5", Impl::Openmpi5),
-            ("mpich5", Impl::Mpich5),
-            ("impi", Impl::Impi),
-        ] {
-            let prefix = home.join(name);
-            if run_paths.iter().any(|p| Path::new(p).starts_with(&prefix)) {
-                return implementation;
-            }
-        }
-    }
-    match (mpich, openmpi) {
-        (true, _) => Impl::Mpich,
-        (false, true) => Impl::Openmpi,
-        (false, false) => Impl::Exec,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn libraries_name_the_implementation() {
-        let home = Path::new("/opt/isthmus/mpi");
-        let from = |needed: &[&str], paths: &[&str]| from_libraries(needed, paths, home);
-        assert_eq!(from(&["libc.so.6", "libmpi.so.40"], &[]), Impl::Openmpi);
-        assert_eq!(from(&["libmpich.so.12", "libc.so.6"], &[]), Impl::Mpich);
-        assert_eq!(from(&["libmpi.so.12"], &[]), Impl::Mpich);
-        assert_eq!(from(&["libc.so.6"], &[]), Impl::Exec);
-        // Built by the wrappers of an implementation in a prefix.
-        assert_eq!(
-            from(&["libmpi.so.40"], &["/opt/isthmus/mpi/openmpi5/lib"]),
-            Impl::Openmpi5
-        );
-        assert_eq!(
-            from(&["libmpi.so.12"], &["/x", "/opt/isthmus/mpi/mpich5/lib"]),
-            Impl::Mpich5
-        );
-        assert_eq!(
-            from(
-                &["libmpifort.so.12", "libmpi.so.12"],
-                &["/opt/isthmus/mpi/impi/lib/release"]
-            ),
-            Impl::Impi
-        );
-        // A run path alone makes no MPI program.
-        assert_eq!(
-            from(&["libc.so.6"], &["/opt/isthmus/mpi/impi/lib"]),
-            Impl::Exec
-        );
-    }
-
-    #[test]
-    fn a_real_program_is_read() {
-        // /bin/sh is a dynamically linked ELF program on every host here.
-        let sh = std::fs::canonicalize("/bin/sh").unwrap();
-        assert_eq!(implementation_of(&sh).unwrap(), Impl::Exec);
-    }
-
-    #[test]
-    fn non_elf_and_truncated_files_are_errors_not_panics() {
-        let dir = std::env::temp_dir().join(format!("isthmus-detect-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let script = dir.join("script");
-        std::fs::write(&script, b"#!/bin/sh\n").unwrap();
-        assert!(implementation_of(&script).is_err());
-        let sh = std::fs::read(std::fs::canonicalize("/bin/sh").unwrap()).unwrap();
-        for cut in [6, 0x30, 0x40, sh.len() / 2] {
-            let cut_file = dir.join(format!("sh-{cut}"));
-            std::fs::write(&cut_file, &sh[..cut]).unwrap();
-            let _ = implementation_of(&cut_file);
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+    let name = isthmus_detect::implementation_of(program)?;
+    Impl::from_name(name)
+        .ok_or_else(|| format!("{}: unknown implementation {name}", program.display()))
 }

@@ -51,6 +51,20 @@ pub enum Impl {
 }
 
 impl Impl {
+    /// The implementation of that name, as [`Impl::as_str`] gives it.
+    pub fn from_name(name: &str) -> Option<Impl> {
+        [
+            Impl::Openmpi,
+            Impl::Mpich,
+            Impl::Openmpi5,
+            Impl::Mpich5,
+            Impl::Impi,
+            Impl::Exec,
+        ]
+        .into_iter()
+        .find(|i| i.as_str() == name)
+    }
+
     /// The name the resource manager and the taskers use.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -386,7 +386,10 @@ pub struct Job {
 /// Starts `job` with its own launcher, talking to `vmd`.
 pub fn launch(vmd: &Vmd, job: &Job) -> Child {
     let mut env = job.env.clone();
-    env.push(("ISTHMUS_VMD".into(), vmd.addr.clone()));
+    // A job may name another vmd (or none that answers) itself.
+    if !env.iter().any(|(k, _)| k == "ISTHMUS_VMD") {
+        env.push(("ISTHMUS_VMD".into(), vmd.addr.clone()));
+    }
     // ISTHMUS_TEST_JOB_LOG (e.g. `isthmus_bridge=debug`) lets a hunt for a
     // rare failure see what the jobs did; the tests themselves want warnings.
     let log = std::env::var("ISTHMUS_TEST_JOB_LOG").unwrap_or_else(|_| "warn".into());

@@ -1,0 +1,391 @@
+//! `MPI_Comm_spawn` through the virtual machine: the parents' side.
+//!
+//! The root checks the command (`spawn_command`: found, executable, its
+//! MPI implementation read from the binary or given as `isthmus_impl`),
+//! opens a port (`isthmus-port:<uuid>`, as `MPI_Open_port`) and asks the
+//! resource manager for a job of `maxprocs` ranks, placed as `host` says,
+//! with the port and the deadline in the children's environment and a
+//! request that their tasker preload the `libisthmus` of their
+//! implementation. It tells the other parents the outcome; all of them
+//! then accept on the port (`ports::form`) while the children connect to
+//! it in their `MPI_Init` (`parent`), so the intercommunicator is an
+//! Isthmus one like any `MPI_Comm_accept` gives.
+//!
+//! Deadline: the info key `isthmus_timeout` (seconds), else
+//! `ISTHMUS_CONNECT_TIMEOUT`, else 300 s, for the children to start, reach
+//! `MPI_Init` and connect. Past it, or if any parent failed to connect, the
+//! root kills the job (and waits for its end), and every parent returns
+//! the same error. Every error fills `array_of_errcodes` with its code for
+//! every child and goes through `comm`'s error handler.
+
+use std::ffi::{c_char, c_int};
+use std::time::{Duration, Instant};
+
+use isthmus_types::job::{JobId, JobState};
+use mpi::ffi;
+
+use crate::errors::{self, Class};
+use crate::mpi_glue::{comm_null, MPI_Comm};
+use crate::ports::{default_timeout, form, text, Failure, PORT_PREFIX};
+use crate::spawn_command::{self, Command, Refusal};
+use crate::state::{self, is_isthmus};
+
+const CALL: &str = "MPI_Comm_spawn";
+/// Bytes of a port name as the root broadcasts it.
+const PORT_BYTES: usize = 128;
+/// Bytes of an error message as the root broadcasts it.
+const MESSAGE_BYTES: usize = 1024;
+/// How long the root waits for a killed job to end.
+const KILL_WAIT: Duration = Duration::from_secs(15);
+
+/// The error classes a failed spawn may have, as they travel from the root.
+const CLASSES: [Class; 5] = [
+    Class::InvalidArgument,
+    Class::Spawn,
+    Class::Vm,
+    Class::RemoteNotReady,
+    Class::Other,
+];
+
+/// What the root tells every parent.
+#[repr(C)]
+struct Outcome {
+    /// Index in [`CLASSES`] of the error, or -1: started.
+    class: i32,
+    np: i32,
+    job: u64,
+    seconds: f64,
+    port: [u8; PORT_BYTES],
+    message: [u8; MESSAGE_BYTES],
+}
+
+impl Outcome {
+    fn new() -> Self {
+        Outcome {
+            class: -1,
+            np: 0,
+            job: 0,
+            seconds: 0.0,
+            port: [0; PORT_BYTES],
+            message: [0; MESSAGE_BYTES],
+        }
+    }
+
+    fn failed(&mut self, class: Class, message: &str) {
+        self.class = CLASSES
+            .iter()
+            .position(|c| *c == class)
+            .and_then(|i| i32::try_from(i).ok())
+            .unwrap_or(-1);
+        if self.class < 0 {
+            self.class = 4;
+        }
+        put(&mut self.message, message);
+    }
+
+    fn class(&self) -> Option<Class> {
+        usize::try_from(self.class)
+            .ok()
+            .and_then(|i| CLASSES.get(i).copied())
+    }
+}
+
+/// Copies `s` into `buf`, cut to fit with a NUL after it.
+fn put(buf: &mut [u8], s: &str) {
+    let n = s.len().min(buf.len().saturating_sub(1));
+    for (to, from) in buf.iter_mut().zip(s.as_bytes()).take(n) {
+        *to = *from;
+    }
+    if let Some(end) = buf.get_mut(n) {
+        *end = 0;
+    }
+}
+
+fn get(buf: &[u8]) -> String {
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(buf.get(..end).unwrap_or_default()).into_owned()
+}
+
+/// Broadcasts a plain-data value from `root`.
+fn bcast<T>(value: &mut T, root: c_int, comm: MPI_Comm) -> c_int {
+    // SAFETY: every rank passes a value of the same type (plain bytes);
+    // `comm` is the program's intracommunicator.
+    unsafe {
+        ffi::PMPI_Bcast(
+            (value as *mut T).cast(),
+            std::mem::size_of::<T>() as c_int,
+            crate::mpi_glue::byte(),
+            root,
+            comm,
+        )
+    }
+}
+
+/// The program's `argv` (NULL-terminated; `MPI_ARGV_NULL` is NULL).
+///
+/// # Safety
+/// `argv` is null or a NULL-terminated array of C strings.
+unsafe fn args_of(argv: *mut *mut c_char) -> Vec<String> {
+    let mut args = Vec::new();
+    if argv.is_null() {
+        return args;
+    }
+    for i in 0.. {
+        // SAFETY: the array is NULL-terminated, as MPI requires.
+        let a = unsafe { *argv.add(i) };
+        // SAFETY: each entry is a C string.
+        match unsafe { text(a) } {
+            Some(s) => args.push(s),
+            None => break,
+        }
+    }
+    args
+}
+
+/// # Safety
+/// As `MPI_Comm_spawn`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_spawn(
+    command: *const c_char,
+    argv: *mut *mut c_char,
+    maxprocs: c_int,
+    info: ffi::MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    if is_isthmus(comm) {
+        return errors::refuse(comm, CALL);
+    }
+    if intercomm.is_null() {
+        let code = errors::code(
+            Class::InvalidArgument,
+            &format!("{CALL}: intercomm is NULL"),
+        );
+        return errors::raise(comm, code);
+    }
+    let mut rank: c_int = 0;
+    // SAFETY: `comm` is the program's intracommunicator.
+    let rc = unsafe { ffi::PMPI_Comm_rank(comm, &mut rank) };
+    if rc != 0 {
+        return rc;
+    }
+    let mut outcome = Outcome::new();
+    if rank == root {
+        // SAFETY: significant at the root only, as MPI says: a C string
+        // and a NULL-terminated array of them (or MPI_ARGV_NULL).
+        let (command, args) = unsafe { (text(command), args_of(argv)) };
+        let cmd = Command {
+            command: command.unwrap_or_default(),
+            args,
+            np: maxprocs,
+            info,
+        };
+        start(&cmd, &mut outcome);
+    }
+    let rc = bcast(&mut outcome, root, comm);
+    if rc != 0 {
+        return rc;
+    }
+    let np = usize::try_from(outcome.np).unwrap_or(0);
+    if let Some(class) = outcome.class() {
+        return fail(
+            comm,
+            intercomm,
+            array_of_errcodes,
+            np,
+            class,
+            &get(&outcome.message),
+        );
+    }
+    let port = get(&outcome.port);
+    let timeout = Duration::from_secs_f64(outcome.seconds.clamp(0.001, 1e7));
+    let formed = form(
+        comm,
+        &format!("{port}/accept"),
+        &format!("{port}/connect"),
+        timeout,
+    );
+    // Every parent must have its side, or none keeps one.
+    let mine: c_int = c_int::from(formed.is_ok());
+    let mut all: c_int = 0;
+    // SAFETY: one int each; `comm` as above.
+    let rc = unsafe {
+        ffi::PMPI_Allreduce(
+            (&mine as *const c_int).cast(),
+            (&mut all as *mut c_int).cast(),
+            1,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_MIN,
+            comm,
+        )
+    };
+    match formed {
+        Ok(c) if rc == 0 && all == 1 => {
+            // SAFETY: the program's out-pointers (errcodes: np ints or NULL).
+            unsafe {
+                *intercomm = c;
+                fill(array_of_errcodes, np, 0);
+            }
+            0
+        }
+        formed => {
+            let why = match formed {
+                Ok(mut c) => {
+                    // Another parent failed: this side goes too.
+                    // SAFETY: `c` is the Isthmus communicator just formed.
+                    unsafe { crate::comms::MPI_Comm_free(&mut c) };
+                    None
+                }
+                // The deadline: said below.
+                Err(Failure::Bridge(isthmus_bridge::BridgeError::RemoteNotReady { .. })) => None,
+                Err(Failure::Bridge(e)) => Some(e.to_string()),
+                Err(Failure::Mpi(code)) => Some(errors::error_string(code)),
+            };
+            let mut message = Outcome::new();
+            if rank == root {
+                let end = stop(outcome.job);
+                let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
+                let text = format!(
+                    "{}: its {np} processes did not all reach MPI_Init and connect within \
+                     {:.1} s{why}; {end}",
+                    get(&outcome.message),
+                    outcome.seconds,
+                );
+                message.failed(Class::RemoteNotReady, &text);
+            }
+            let rc = bcast(&mut message, root, comm);
+            if rc != 0 {
+                return rc;
+            }
+            let class = message.class().unwrap_or(Class::RemoteNotReady);
+            fail(
+                comm,
+                intercomm,
+                array_of_errcodes,
+                np,
+                class,
+                &get(&message.message),
+            )
+        }
+    }
+}
+
+/// The root's part: checks the command, opens the port, starts the job.
+/// On success `outcome` holds the port, deadline, job and (in `message`)
+/// the command's description for later errors.
+fn start(cmd: &Command, outcome: &mut Outcome) {
+    outcome.np = cmd.np.max(0);
+    let seconds = crate::info::timeout(cmd.info).unwrap_or_else(default_timeout);
+    outcome.seconds = seconds;
+    let timeout = Duration::from_secs_f64(seconds.clamp(0.001, 1e7));
+    let port = format!("{PORT_PREFIX}{}", uuid::Uuid::new_v4().simple());
+    let spec = match spawn_command::spec(cmd, &port, timeout) {
+        Ok(s) => s,
+        Err(Refusal { class, message }) => return outcome.failed(class, &message),
+    };
+    let implementation = spec.implementation.clone();
+    // Error strings are bounded (Open MPI's at 256 bytes): the command as
+    // given and its implementation say which.
+    let what = format!("{:?} ({implementation})", cmd.command);
+    let bridge = match state::bridge() {
+        Ok(b) => b,
+        Err(e) => {
+            return outcome.failed(
+                Class::Vm,
+                &format!("cannot start {what}: no vmd reachable ({e})"),
+            )
+        }
+    };
+    match bridge.spawn_job(spec) {
+        Ok(spawned) => {
+            outcome.job = spawned.job;
+            put(&mut outcome.port, &port);
+            put(
+                &mut outcome.message,
+                &format!(
+                    "{:?} ({}, job {} on {})",
+                    cmd.command, implementation, spawned.job, spawned.host
+                ),
+            );
+        }
+        Err(e) => outcome.failed(
+            Class::Spawn,
+            &format!("cannot start {what}: the virtual machine refused: {e}"),
+        ),
+    }
+}
+
+/// Kills a spawned job and waits for its end; says how it ended.
+fn stop(job: JobId) -> String {
+    let Some(bridge) = state::opened() else {
+        return "it could not be killed (no vmd)".into();
+    };
+    let before = bridge.job(job).ok().flatten();
+    if let Err(e) = bridge.kill_job(job) {
+        if !before.as_ref().is_some_and(|j| j.state.is_final()) {
+            return format!("killing it failed: {e}");
+        }
+    }
+    let end = Instant::now() + KILL_WAIT;
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match bridge.job(job) {
+            Ok(Some(j)) if j.state.is_final() => {
+                let state = match (before.as_ref().map(|b| b.state), j.state) {
+                    (Some(s), _) if s.is_final() => format!("it had already ended ({s:?})"),
+                    (_, JobState::Killed) => "it was killed".to_string(),
+                    (_, s) => format!("it ended ({s:?})"),
+                };
+                let reason = match j.reason.as_str() {
+                    "" => String::new(),
+                    r => format!(": {r}"),
+                };
+                return format!("{state}{reason}");
+            }
+            Ok(None) => return "it was killed".into(),
+            _ if Instant::now() > end => {
+                return format!("it was told to stop; not ended after {KILL_WAIT:?}")
+            }
+            _ => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+/// Fills `errcodes` (np ints, or NULL for MPI_ERRCODES_IGNORE) with `code`.
+///
+/// # Safety
+/// `errcodes` is null or holds `np` ints.
+unsafe fn fill(errcodes: *mut c_int, np: usize, code: c_int) {
+    if errcodes.is_null() {
+        return;
+    }
+    for i in 0..np {
+        // SAFETY: the caller's contract.
+        unsafe { *errcodes.add(i) = code };
+    }
+}
+
+/// Every parent's error: the code (same class and message on each),
+/// `errcodes` filled, `MPI_COMM_NULL`, raised on `comm`.
+fn fail(
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    errcodes: *mut c_int,
+    np: usize,
+    class: Class,
+    message: &str,
+) -> c_int {
+    let code = errors::code(class, &format!("{CALL}: {message}"));
+    // SAFETY: the program's out-pointers (checked non-null; errcodes as
+    // MPI says: maxprocs ints, or MPI_ERRCODES_IGNORE).
+    unsafe {
+        *intercomm = comm_null();
+        fill(errcodes, np, code);
+    }
+    errors::raise(comm, code)
+}

@@ -1,0 +1,209 @@
+/*
+ * MPI_Comm_spawn across implementations, plain MPI (no Isthmus call):
+ *   spawn manager WORKER NP self|world [IMPL]
+ *        spawns NP copies of WORKER (`spawn worker`) on MPI_COMM_SELF (rank
+ *        0 of the job only) or on MPI_COMM_WORLD with the last rank as root;
+ *        IMPL, if given, goes in the info key isthmus_impl. Then with the
+ *        children: point-to-point both ways, Bcast with MPI_ROOT both ways,
+ *        Allreduce, Intercomm_merge (and an Allreduce on it), disconnect.
+ *        Each manager rank prints "PASS manager rank <r>".
+ *   spawn worker     the child: MPI_Comm_get_parent, the same exchanges,
+ *        disconnect, get_parent is then MPI_COMM_NULL. Its verdict travels
+ *        to the parents (its output goes to the virtual machine).
+ *   spawn sleeper    a child that sleeps 120 s before MPI_Init.
+ *   spawn fail TIMEOUT COMMAND NP [COMMAND NP]...
+ *        spawns that must fail (MPI_ERRORS_RETURN, info key isthmus_timeout
+ *        TIMEOUT), one after the other in this process: for the i-th prints
+ *        "SPAWN-ERROR i class=<c> same=<0|1> null=<0|1> <MPI_Error_string>"
+ *        (same: every errcode is the returned code; null: intercomm is
+ *        MPI_COMM_NULL; classes compare within the process only), then
+ *        "PASS fail rank 0".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "check.h"
+
+static int rank, size;
+
+/* What both sides do on the intercommunicator; `parent` is 1 on the
+ * managers' side. Returns the number of failed checks (children report it). */
+static int exchange(MPI_Comm inter, int parent)
+{
+    int bad = 0, rsize, lsize, flag, lrank;
+    MPI_Comm_test_inter(inter, &flag);
+    MPI_Comm_remote_size(inter, &rsize);
+    MPI_Comm_size(inter, &lsize);
+    MPI_Comm_rank(inter, &lrank);
+    bad += !flag;
+
+    /* Point-to-point: local rank 0 sends each remote rank a value, which it
+     * sends back changed. */
+    for (int turn = 0; turn < 2; turn++) {
+        int sender = (turn == 0) == parent;
+        if (sender && lrank == 0) {
+            for (int q = 0; q < rsize; q++) {
+                int v = 100 * (turn + 1) + q, back;
+                MPI_Send(&v, 1, MPI_INT, q, 7, inter);
+                MPI_Recv(&back, 1, MPI_INT, q, 8, inter, MPI_STATUS_IGNORE);
+                bad += back != 2 * v + 1;
+            }
+        } else if (!sender) {
+            int v;
+            MPI_Recv(&v, 1, MPI_INT, 0, 7, inter, MPI_STATUS_IGNORE);
+            bad += v != 100 * (turn + 1) + lrank;
+            v = 2 * v + 1;
+            MPI_Send(&v, 1, MPI_INT, 0, 8, inter);
+        }
+    }
+
+    /* Bcast with MPI_ROOT: each side's rank 0 broadcasts to the other. */
+    for (int turn = 0; turn < 2; turn++) {
+        int rooted = (turn == 0) == parent;
+        double v[3] = {0, 0, 0};
+        if (rooted) {
+            v[0] = 1.5; v[1] = -2.0; v[2] = 1e10 + turn;
+            MPI_Bcast(v, 3, MPI_DOUBLE, lrank == 0 ? MPI_ROOT : MPI_PROC_NULL, inter);
+        } else {
+            MPI_Bcast(v, 3, MPI_DOUBLE, 0, inter);
+            bad += v[0] != 1.5 || v[1] != -2.0 || v[2] != 1e10 + turn;
+        }
+    }
+
+    /* Allreduce: each side gets the sum over the other. */
+    int mine = parent ? 1000 + lrank : lrank + 1, sum = 0, want = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, inter);
+    for (int q = 0; q < rsize; q++)
+        want += parent ? q + 1 : 1000 + q;
+    bad += sum != want;
+
+    /* Merge: the parents first. */
+    MPI_Comm merged;
+    int msize, mrank, total = 0;
+    MPI_Intercomm_merge(inter, parent ? 0 : 1, &merged);
+    MPI_Comm_size(merged, &msize);
+    MPI_Comm_rank(merged, &mrank);
+    bad += msize != lsize + rsize;
+    bad += mrank != (parent ? lrank : rsize + lrank);
+    MPI_Allreduce(&mrank, &total, 1, MPI_INT, MPI_SUM, merged);
+    bad += total != msize * (msize - 1) / 2;
+    MPI_Comm_free(&merged);
+    return bad;
+}
+
+static int manager(const char *worker, int np, const char *mode, const char *impl)
+{
+    MPI_Comm comm = strcmp(mode, "self") == 0 ? MPI_COMM_SELF : MPI_COMM_WORLD;
+    int root = comm == MPI_COMM_SELF ? 0 : size - 1;
+    if (comm == MPI_COMM_SELF && rank != 0)
+        return 0;
+    MPI_Info info = MPI_INFO_NULL;
+    if (impl) {
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "isthmus_impl", impl);
+    }
+    char *argv[] = {"worker", NULL};
+    int errcodes[64];
+    MPI_Comm inter;
+    for (int i = 0; i < 64; i++)
+        errcodes[i] = -1;
+    int rc = MPI_Comm_spawn(worker, argv, np, info, root, comm, &inter, errcodes);
+    CHECK(rc == MPI_SUCCESS, "MPI_Comm_spawn returned %d", rc);
+    for (int i = 0; i < np; i++)
+        CHECK(errcodes[i] == MPI_SUCCESS, "errcodes[%d] = %d", i, errcodes[i]);
+    int rsize;
+    MPI_Comm_remote_size(inter, &rsize);
+    CHECK(rsize == np, "remote size %d, spawned %d", rsize, np);
+    int bad = exchange(inter, 1);
+    CHECK(bad == 0, "%d checks failed with the children", bad);
+    /* Each child's own verdict. */
+    int lrank;
+    MPI_Comm_rank(inter, &lrank);
+    if (lrank == 0) {
+        for (int q = 0; q < rsize; q++) {
+            int theirs = -1;
+            MPI_Recv(&theirs, 1, MPI_INT, q, 9, inter, MPI_STATUS_IGNORE);
+            CHECK(theirs == 0, "child %d reports %d failed checks", q, theirs);
+        }
+    }
+    MPI_Comm_disconnect(&inter);
+    CHECK(inter == MPI_COMM_NULL, "disconnect left a handle");
+    if (info != MPI_INFO_NULL)
+        MPI_Info_free(&info);
+    printf("PASS manager rank %d\n", rank);
+    return 0;
+}
+
+static int worker(void)
+{
+    MPI_Comm parent;
+    MPI_Comm_get_parent(&parent);
+    CHECK(parent != MPI_COMM_NULL, "no parent");
+    int bad = exchange(parent, 0);
+    int lrank;
+    MPI_Comm_rank(parent, &lrank);
+    MPI_Send(&bad, 1, MPI_INT, 0, 9, parent);
+    MPI_Comm_disconnect(&parent);
+    MPI_Comm_get_parent(&parent);
+    CHECK(parent == MPI_COMM_NULL, "get_parent after disconnect is not MPI_COMM_NULL");
+    printf("worker rank %d: %d failed checks\n", lrank, bad);
+    return 0;
+}
+
+static int fail(int argc, char **argv)
+{
+    if (rank != 0)
+        return 0;
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "isthmus_timeout", argv[2]);
+    for (int c = 3; c + 1 < argc; c += 2) {
+        const char *command = argv[c];
+        int np = atoi(argv[c + 1]);
+        char *args[] = {"sleeper", NULL};
+        int errcodes[16];
+        MPI_Comm inter = MPI_COMM_WORLD;
+        for (int i = 0; i < 16; i++)
+            errcodes[i] = -1;
+        int rc = MPI_Comm_spawn(command, args, np, info, 0, MPI_COMM_SELF, &inter, errcodes);
+        CHECK(rc != MPI_SUCCESS, "the spawn of %s succeeded", command);
+        int same = 1;
+        for (int i = 0; i < np && i < 16; i++)
+            same &= errcodes[i] == rc;
+        int class, len;
+        char text[MPI_MAX_ERROR_STRING];
+        MPI_Error_class(rc, &class);
+        MPI_Error_string(rc, text, &len);
+        printf("SPAWN-ERROR %d class=%d same=%d null=%d %s\n", (c - 3) / 2, class, same,
+               inter == MPI_COMM_NULL, text);
+    }
+    MPI_Info_free(&info);
+    printf("PASS fail rank %d\n", rank);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 2 && strcmp(argv[1], "sleeper") == 0)
+        sleep(120);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int rc = 1;
+    if (argc >= 5 && strcmp(argv[1], "manager") == 0)
+        rc = manager(argv[2], atoi(argv[3]), argv[4], argc >= 6 ? argv[5] : NULL);
+    else if (argc >= 2 && strcmp(argv[1], "worker") == 0)
+        rc = worker();
+    else if (argc >= 5 && strcmp(argv[1], "fail") == 0)
+        rc = fail(argc, argv);
+    else
+        fprintf(stderr, "usage: spawn manager WORKER NP self|world [IMPL] | worker | sleeper | fail TIMEOUT COMMAND NP...\n");
+    MPI_Finalize();
+    return rc;
+}
