@@ -148,3 +148,46 @@ pub fn leader_step(
     }
     result
 }
+
+/// Copies `n` elements of `dt` from `src` to `dst` (pack, unpack).
+///
+/// # Safety
+/// `src` addresses `n` readable, `dst` `n` writable elements of `dt`.
+pub unsafe fn copy(
+    native: MPI_Comm,
+    src: *const c_void,
+    dst: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+) -> Result<(), Fail> {
+    let mut size: c_int = 0;
+    // SAFETY: reads the type; writes `size`.
+    mpi(unsafe { ffi::PMPI_Pack_size(n, dt, native, &mut size) })?;
+    let mut packed = vec![0u8; usize::try_from(size).unwrap_or(0)];
+    let mut pos: c_int = 0;
+    // SAFETY: `packed` has the room MPI asked for; `src` as the caller says.
+    mpi(unsafe {
+        ffi::PMPI_Pack(
+            src,
+            n,
+            dt,
+            packed.as_mut_ptr().cast(),
+            size,
+            &mut pos,
+            native,
+        )
+    })?;
+    let mut at_pos: c_int = 0;
+    // SAFETY: unpacks what was packed into `dst` (the caller's contract).
+    mpi(unsafe {
+        ffi::PMPI_Unpack(
+            packed.as_ptr().cast(),
+            size,
+            &mut at_pos,
+            dst,
+            n,
+            dt,
+            native,
+        )
+    })
+}
