@@ -99,16 +99,38 @@ unsafe fn own_block(
         return Ok(());
     };
     let at = Extents::of(recvtype)?.at(recvbuf, elements(d)?)?;
-    // SAFETY: the program's buffers; a message to itself on the private side.
+    // SAFETY: the program's block and its place in the receive buffer.
+    unsafe { to_self(mc, sendbuf, sendcount, sendtype, at, c, recvtype) }
+}
+
+/// A job of one rank's native step of its own block: `count` elements of
+/// `sendtype` at `from` sent to itself into `to` as `rcount` of `recvtype`
+/// (the MPIs' collectives on one rank are not to be trusted with
+/// displacements: MPICH 4.0's (I)allgatherv puts the block at the start of
+/// the buffer, Open MPI 4.1's Alltoallw copies nothing).
+///
+/// # Safety
+/// `from` and `to` address the blocks, as for the collective.
+#[allow(clippy::too_many_arguments)] // two blocks
+unsafe fn to_self(
+    mc: &MergedComm,
+    from: *const c_void,
+    count: c_int,
+    sendtype: MPI_Datatype,
+    to: *mut c_void,
+    rcount: c_int,
+    recvtype: MPI_Datatype,
+) -> Result<(), Fail> {
+    // SAFETY: the program's blocks; a message to itself on the private side.
     mpi(unsafe {
         ffi::PMPI_Sendrecv(
-            sendbuf,
-            sendcount,
+            from,
+            count,
             sendtype,
             0,
             0,
-            at,
-            c,
+            to,
+            rcount,
             recvtype,
             0,
             0,
@@ -566,25 +588,39 @@ pub(crate) unsafe fn alltoallw(
         }
         let (scm, sdm, stm) = (part(sc, &mine)?, part(sd, &mine)?, part(st, &mine)?);
         let (rcm, rdm, rtm) = (part(rc, &mine)?, part(rd, &mine)?, part(rt, &mine)?);
-        // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given);
-        // this job's counts, displacements and types.
-        // The MPI's blocking call, not its nonblocking one (`native`): in
-        // place, with the other job's blocks arriving into `recvbuf`
-        // meanwhile, the nonblocking form left wrong values in both
-        // pairings (tests/c/merge.c); why is not known yet.
-        mpi(unsafe {
-            ffi::PMPI_Alltoallw(
-                sendbuf,
-                scm.as_ptr(),
-                sdm.as_ptr(),
-                stm.as_ptr(),
-                recvbuf,
-                rcm.as_ptr(),
-                rdm.as_ptr(),
-                rtm.as_ptr(),
-                mc.native,
-            )
-        })?;
+        if mine.len() == 1 {
+            // One rank: its own block (see `to_self`); in place it is there.
+            let block = (scm.first(), sdm.first(), stm.first());
+            let into = (rcm.first(), rdm.first(), rtm.first());
+            if let (false, (Some(&c), Some(&d), Some(&t)), (Some(&rn), Some(&rd1), Some(&rt1))) =
+                (in_place, block, into)
+            {
+                let at = offset(from, 1, Some(elements(d)?))?;
+                let to = offset(recvbuf, 1, Some(elements(rd1)?))?;
+                // SAFETY: the program's block and its place in the receive buffer.
+                unsafe { to_self(mc, at, c, t, to, rn, rt1) }?;
+            }
+        } else {
+            // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given);
+            // this job's counts, displacements and types.
+            // The MPI's blocking call, not its nonblocking one (`native`): in
+            // place, with the other job's blocks arriving into `recvbuf`
+            // meanwhile, the nonblocking form left wrong values in both
+            // pairings (tests/c/merge.c); why is not known yet.
+            mpi(unsafe {
+                ffi::PMPI_Alltoallw(
+                    sendbuf,
+                    scm.as_ptr(),
+                    sdm.as_ptr(),
+                    stm.as_ptr(),
+                    recvbuf,
+                    rcm.as_ptr(),
+                    rdm.as_ptr(),
+                    rtm.as_ptr(),
+                    mc.native,
+                )
+            })?;
+        }
         for (req, p, k, t) in recvs {
             // SAFETY: the block of the receive buffer for that rank.
             unsafe { complete(req, p, k, t) }?;
