@@ -27,8 +27,9 @@ use super::comm::raise;
 use super::ordered;
 use super::vcoll;
 use super::wire::{
-    complete, copy, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL,
-    TAG_BARRIER, TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_REDUCE_ROOT, TAG_SCAN, TAG_SCATTER,
+    complete, copy, leader_step, mpi, post, recv, root_place, send, Fail, TAG_ALLGATHER,
+    TAG_ALLTOALL, TAG_BARRIER, TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_REDUCE_ROOT, TAG_SCAN,
+    TAG_SCATTER,
 };
 use crate::collbuf::{elements, input, int, ints, is_in_place, Extents, LeaderRoom, Scratch};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
@@ -78,14 +79,6 @@ fn slices(
     let e = Extents::of(dt)?;
     let k = elements(count)?;
     Ok((e.at(buf, offsets(mc).0 * k)?, e.at(buf, offsets(mc).1 * k)?))
-}
-
-/// A root as a place, or MPI's `MPI_ERR_ROOT`.
-pub(super) fn root_place(mc: &MergedComm, root: c_int) -> Result<Place, Fail> {
-    u32::try_from(root)
-        .ok()
-        .and_then(|r| mc.place(r))
-        .ok_or(Fail::Mpi(ffi::MPI_ERR_ROOT as c_int))
 }
 
 /// `MPI_Barrier` on a merged communicator.

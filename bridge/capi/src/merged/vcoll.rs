@@ -12,11 +12,10 @@ use std::ffi::{c_int, c_void};
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use super::coll::root_place;
 use super::comm::raise;
 use super::wire::{
-    complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_ALLTOALLW,
-    TAG_GATHER, TAG_SCATTERV,
+    complete, leader_step, mpi, post, recv, root_place, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL,
+    TAG_ALLTOALLW, TAG_GATHER, TAG_SCATTERV,
 };
 use crate::collbuf::{array, elements, ints, is_in_place, offset, Extents, Scratch};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};

@@ -10,6 +10,7 @@ use mpi::ffi;
 
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
+use crate::state::{MergedComm, Place};
 
 /// Tags on the collective context, one per operation (each pair's
 /// messages stay in order, and every rank calls the collectives of a
@@ -190,4 +191,12 @@ pub unsafe fn copy(
             native,
         )
     })
+}
+
+/// A root as a place, or MPI's `MPI_ERR_ROOT`.
+pub fn root_place(mc: &MergedComm, root: c_int) -> Result<Place, Fail> {
+    u32::try_from(root)
+        .ok()
+        .and_then(|r| mc.place(r))
+        .ok_or(Fail::Mpi(ffi::MPI_ERR_ROOT as c_int))
 }
