@@ -11,7 +11,8 @@
 //! holds again; `MPI_Comm_create` of one job's group, `create_group` and
 //! `split_type` give native communicators, groups in both jobs are refused
 //! with a message; `MPI_Irecv(MPI_ANY_SOURCE)` receives every message once,
-//! in each source's order.
+//! in each source's order; `MPI_Comm_split` and `MPI_Comm_create` of the
+//! Isthmus intercommunicator give intercommunicators between the subsets.
 
 #![cfg(test)]
 
@@ -72,8 +73,8 @@ fn merge(a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
         "no refusal printed for MPI_Comm_create of groups in both jobs"
     );
     assert!(
-        out.contains("SPLIT across both jobs: ok"),
-        "the splits spanning both jobs did not run"
+        out.contains("SPLIT across both jobs: ok") && out.contains("INTERCOMM splits: ok"),
+        "the splits spanning both jobs, or of the intercommunicator, did not run"
     );
 }
 

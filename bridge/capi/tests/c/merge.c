@@ -685,6 +685,90 @@ static void spanning_splits(MPI_Comm m, int mr, int n)
         printf("SPLIT across both jobs: ok\n");
 }
 
+/* MPI_Comm_split and MPI_Comm_create of the Isthmus intercommunicator
+ * itself (MPI's intercommunicator forms): intercommunicators between each
+ * group's members of a color (by key), MPI_COMM_NULL where a side is
+ * empty; Allgather on the result names the other side's members in its
+ * order. */
+static void intercomm_splits(MPI_Comm inter, int rsize)
+{
+    MPI_Comm s;
+    int flag = 0, ls = -1, rs = -1, lr = -1, i;
+    int *got = malloc(sizeof(int) * (size_t) rsize);
+    CHECK(got, "malloc");
+    /* By parity, reversed: the other side's members of my parity. */
+    int rc = MPI_Comm_split(inter, rank % 2, -rank, &s);
+    CHECK(rc == MPI_SUCCESS && s != MPI_COMM_NULL, "intercomm split: rc %d", rc);
+    MPI_Comm_test_inter(s, &flag);
+    MPI_Comm_size(s, &ls);
+    MPI_Comm_remote_size(s, &rs);
+    MPI_Comm_rank(s, &lr);
+    int mine = 0, theirs = 0, above = 0;
+    for (i = 0; i < wsize; i++)
+        if (i % 2 == rank % 2) {
+            mine++;
+            above += i > rank;
+        }
+    for (i = 0; i < rsize; i++)
+        theirs += i % 2 == rank % 2;
+    CHECK(flag && ls == mine && rs == theirs && lr == above,
+          "intercomm split: inter %d, rank %d of %d, remote %d", flag, lr, ls, rs);
+    MPI_Allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, s);
+    for (i = 0; i < rs; i++) {
+        /* The other side's members, by reversed rank. */
+        int want = -1, k = 0;
+        for (int r = rsize - 1; r >= 0; r--)
+            if (r % 2 == rank % 2 && k++ == i)
+                want = r;
+        CHECK(got[i] == want, "intercomm split allgather [%d] = %d, expected %d", i, got[i],
+              want);
+    }
+    MPI_Comm_free(&s);
+    /* Rank 1 of each side undefined: its color-0 peers get the rest. */
+    rc = MPI_Comm_split(inter, rank == 1 ? MPI_UNDEFINED : 0, rank, &s);
+    CHECK(rc == MPI_SUCCESS && (s == MPI_COMM_NULL) == (rank == 1), "intercomm split undefined");
+    if (s != MPI_COMM_NULL) {
+        MPI_Comm_remote_size(s, &rs);
+        CHECK(rs == rsize - (rsize > 1), "intercomm split undefined: remote %d", rs);
+        MPI_Comm_free(&s);
+    }
+    /* A color only this side's rank 0 has (the sides differ in size): it
+     * gets MPI_COMM_NULL, the others their color-3 intercommunicator. */
+    rc = MPI_Comm_split(inter, rank == 0 ? 5 + wsize : 3, 0, &s);
+    CHECK(rc == MPI_SUCCESS, "intercomm split lonely: rc %d", rc);
+    CHECK((s == MPI_COMM_NULL) == (rank == 0 && wsize != rsize), "intercomm split lonely color");
+    if (s != MPI_COMM_NULL)
+        MPI_Comm_free(&s);
+    {
+        /* Create: this side's group in reverse rank order. */
+        MPI_Group wg, rev;
+        int *ranks = malloc(sizeof(int) * (size_t) wsize);
+        CHECK(ranks, "malloc");
+        for (i = 0; i < wsize; i++)
+            ranks[i] = wsize - 1 - i;
+        MPI_Comm_group(MPI_COMM_WORLD, &wg);
+        MPI_Group_incl(wg, wsize, ranks, &rev);
+        rc = MPI_Comm_create(inter, rev, &s);
+        CHECK(rc == MPI_SUCCESS && s != MPI_COMM_NULL, "intercomm create: rc %d", rc);
+        MPI_Comm_rank(s, &lr);
+        MPI_Comm_remote_size(s, &rs);
+        CHECK(lr == wsize - 1 - rank && rs == rsize, "intercomm create: rank %d remote %d", lr,
+              rs);
+        MPI_Allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, s);
+        for (i = 0; i < rsize; i++)
+            CHECK(got[i] == rsize - 1 - i, "intercomm create allgather [%d] = %d", i, got[i]);
+        MPI_Comm_free(&s);
+        rc = MPI_Comm_create(inter, MPI_GROUP_EMPTY, &s);
+        CHECK(rc == MPI_SUCCESS && s == MPI_COMM_NULL, "intercomm create of empty groups");
+        MPI_Group_free(&rev);
+        MPI_Group_free(&wg);
+        free(ranks);
+    }
+    free(got);
+    if (rank == 0)
+        printf("INTERCOMM splits: ok\n");
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, rsize, mr = -1, n = -1, flag = 1, cmp = -1;
@@ -808,6 +892,7 @@ int main(int argc, char **argv)
 
     MPI_Comm_free(&d);
     MPI_Comm_free(&m);
+    intercomm_splits(inter, rsize);
     MPI_Comm_free(&inter);
     printf("PASS merge rank %d\n", rank);
     fflush(stdout);
