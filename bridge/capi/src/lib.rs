@@ -48,6 +48,7 @@ pub mod comms;
 pub mod datatype;
 pub mod errors;
 pub mod finalize;
+pub mod intercomm_split;
 // The standard ABI's first version has no Fortran (build.rs).
 #[cfg(not(isthmus_mpi_abi))]
 pub mod fortran;
