@@ -334,7 +334,9 @@ fn fortran_datatypes_cross_intact_between_openmpi_and_mpich() {
 /// all outstanding at once and completed by one `MPI_Waitall`: Open MPI's
 /// bindings (which call `PMPI_*` directly) reach Isthmus's bodies through
 /// the interposed Fortran names. `first` takes the first group's roles (A:
-/// the roots of Gatherv, Igather, Ibcast).
+/// the roots of Gatherv, Igather, Ibcast). Then `MPI_Comm_split` (an empty
+/// side giving `MPI_COMM_NULL`) and `MPI_Comm_create` of the
+/// intercommunicator, each new one used.
 fn fortran_collectives(first: Mpi) {
     let dir = TempDir::new("fortran-collectives");
     let build = |mpi: Mpi| {
@@ -373,7 +375,12 @@ fn fortran_collectives(first: Mpi) {
         assert!(o.status.success(), "a job failed\n{both}");
         let out = String::from_utf8_lossy(&o.stdout);
         for r in 0..2 {
-            for what in ["blocking v and w", "nonblocking", "all checks"] {
+            for what in [
+                "blocking v and w",
+                "nonblocking",
+                "split and create",
+                "all checks",
+            ] {
                 assert!(
                     out.contains(&format!("collectives rank {r}: {what} passed")),
                     "rank {r} did not pass {what}\n{both}"

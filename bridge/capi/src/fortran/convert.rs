@@ -32,6 +32,11 @@ pub(super) fn comm_c2f(c: MPI_Comm) -> Fint {
     unsafe { ffi::RSMPI_Comm_c2f(c) }
 }
 
+pub(super) fn group_f2c(f: Fint) -> ffi::MPI_Group {
+    // SAFETY: as for communicators.
+    unsafe { ffi::RSMPI_Group_f2c(f) }
+}
+
 pub(super) fn type_f2c(f: Fint) -> ffi::MPI_Datatype {
     // SAFETY: as for communicators.
     unsafe { ffi::RSMPI_Type_f2c(f) }

@@ -23,7 +23,8 @@ use crate::requests;
 // the internal PMPIR_Finalize past the C one: interposed so that completed
 // sends are delivered first.)
 pub(super) use super::ompi::{
-    barrier, cancel, comm_disconnect, comm_dup, comm_free, finalize, ibarrier, intercomm_merge,
+    barrier, cancel, comm_create, comm_disconnect, comm_dup, comm_free, comm_split, finalize,
+    ibarrier, intercomm_merge,
 };
 
 /// MPICH's `use mpi_f08` binding: its statuses are C statuses, passed on

@@ -10,8 +10,8 @@ use std::ffi::{c_int, c_void};
 
 use super::convert::*;
 use super::shared::{shared_bodies, Binding};
-use crate::mpi_glue::{comm_null, statuses_ignore, MPI_Status};
-use crate::{comms, merged, pt2pt, requests};
+use crate::mpi_glue::{comm_null, statuses_ignore, MPI_Comm, MPI_Status};
+use crate::{comms, intercomm_split, merged, pt2pt, requests};
 
 // The collectives' bodies have a room of their own; the generated shells
 // call them as `ompi::x`, like every other body.
@@ -329,6 +329,58 @@ pub(super) unsafe fn comm_dup(comm: *const Fint, newcomm: *mut Fint) -> c_int {
         unsafe { put(newcomm, comm_c2f(c)) };
     }
     rc
+}
+
+/// A call making `newcomm` from `comm`, for Open MPI's Fortran: the new
+/// handle goes back on success only.
+///
+/// # Safety
+/// `newcomm` is the program's out-handle (or null).
+unsafe fn new_comm(newcomm: *mut Fint, make: impl FnOnce(*mut MPI_Comm) -> c_int) -> c_int {
+    let mut c = comm_null();
+    let rc = make(&mut c);
+    if rc == 0 {
+        // SAFETY: the program's integer.
+        unsafe { put(newcomm, comm_c2f(c)) };
+    }
+    rc
+}
+
+/// `MPI_Comm_split` for Open MPI's Fortran (and MPICH's `use mpi_f08`),
+/// so that an Isthmus intercommunicator or merged communicator splits as
+/// it does from C rather than as its local handle.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn comm_split(
+    comm: *const Fint,
+    color: *const Fint,
+    key: *const Fint,
+    newcomm: *mut Fint,
+) -> c_int {
+    // SAFETY: converted handles, the program's integers, our out-handle.
+    unsafe {
+        new_comm(newcomm, |c| {
+            intercomm_split::MPI_Comm_split(comm_f2c(int!(comm)), int!(color), int!(key), c)
+        })
+    }
+}
+
+/// `MPI_Comm_create` for Open MPI's Fortran (and MPICH's `use mpi_f08`).
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn comm_create(
+    comm: *const Fint,
+    group: *const Fint,
+    newcomm: *mut Fint,
+) -> c_int {
+    // SAFETY: converted handles, our out-handle.
+    unsafe {
+        new_comm(newcomm, |c| {
+            intercomm_split::MPI_Comm_create(comm_f2c(int!(comm)), group_f2c(int!(group)), c)
+        })
+    }
 }
 
 /// `MPI_Comm_free` for Open MPI's Fortran.

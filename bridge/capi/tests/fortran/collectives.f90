@@ -1,6 +1,7 @@
 ! The intercommunicator collectives from Fortran (`use mpi`): the v and w
 ! forms and every nonblocking form, all fifteen outstanding at once and
-! completed by one MPI_Waitall, between two jobs of two ranks each.
+! completed by one MPI_Waitall, then MPI_Comm_split and MPI_Comm_create of
+! the intercommunicator, between two jobs of two ranks each.
 ! Open MPI's Fortran bindings call PMPI_* directly, past libisthmus's C
 ! entry points; these calls must reach Isthmus's bodies through the
 ! interposed Fortran names. MPICH's call the C functions.
@@ -13,7 +14,7 @@ program collectives
   implicit none
   character(len=64) :: group, peer
   integer :: ierr, rank, size, rs, handle, inter, side, other, i, j, k, b
-  integer :: root_a0, root_b0, root_b1, intsize, nreq
+  integer :: root_a0, root_b0, root_b1, intsize, nreq, color, newcomm, grp, n
   logical :: first
   integer :: sendv(8), recvv(8)
   integer :: counts(2), displs(2), scounts(2), sdispls(2), rcounts(2), rdispls(2)
@@ -218,6 +219,36 @@ program collectives
   call check(r(1, 15) == 200 * other + 2 * (rank + 1) + 10 .and. r(2, 15) == -1, &
              'MPI_Ireduce_scatter_block value')
   print '(a,i0,a)', 'collectives rank ', rank, ': nonblocking passed'
+
+  ! ------------------------------------------------- new intercommunicators
+  ! Split by rank: rank q of A with rank q of B, one rank a side; rank 1
+  ! of B stays out (MPI_UNDEFINED), so A's rank 1 gets MPI_COMM_NULL.
+  color = rank
+  if (.not. first .and. rank == 1) color = MPI_UNDEFINED
+  call MPI_Comm_split(inter, color, 0, newcomm, ierr)
+  call check(ierr == MPI_SUCCESS, 'MPI_Comm_split')
+  if (rank == 1) then
+    call check(newcomm == MPI_COMM_NULL, 'MPI_Comm_split: an empty side gives MPI_COMM_NULL')
+  else
+    call MPI_Comm_remote_size(newcomm, n, ierr)
+    call check(ierr == MPI_SUCCESS .and. n == 1, 'MPI_Comm_split: one remote rank')
+    k = 100 * side
+    call MPI_Allreduce(k, j, 1, MPI_INTEGER, MPI_SUM, newcomm, ierr)
+    call check(ierr == MPI_SUCCESS .and. j == 100 * other, 'MPI_Allreduce on the split')
+    call MPI_Comm_free(newcomm, ierr)
+  end if
+  ! Create over the whole local group: the same two groups, a new context.
+  call MPI_Comm_group(inter, grp, ierr)
+  call MPI_Comm_create(inter, grp, newcomm, ierr)
+  call check(ierr == MPI_SUCCESS, 'MPI_Comm_create')
+  call MPI_Comm_remote_size(newcomm, n, ierr)
+  call check(ierr == MPI_SUCCESS .and. n == 2, 'MPI_Comm_create: two remote ranks')
+  k = 100 * side + rank
+  call MPI_Allreduce(k, j, 1, MPI_INTEGER, MPI_SUM, newcomm, ierr)
+  call check(ierr == MPI_SUCCESS .and. j == 200 * other + 1, 'MPI_Allreduce on the created')
+  call MPI_Comm_free(newcomm, ierr)
+  call MPI_Group_free(grp, ierr)
+  print '(a,i0,a)', 'collectives rank ', rank, ': split and create passed'
 
   call MPI_Comm_free(inter, ierr)
   print '(a,i0,a)', 'collectives rank ', rank, ': all checks passed'
