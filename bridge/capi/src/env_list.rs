@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 
 use isthmus_types::env;
 
-/// The variables a program may not set for its children.
-const RESERVED: &[&str] = &[
+/// The variables a program may not set for its children (nor pass on to
+/// them from its own environment): those that connect one job.
+pub const RESERVED: &[&str] = &[
     env::VMD_ADDR,
     env::JOB,
     env::TASKER_SOCKET,

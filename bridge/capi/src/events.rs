@@ -20,7 +20,9 @@ use isthmus_types::event::{NotificationKind, WatchEvent, WatchFilter};
 use isthmus_types::group::GroupEventKind;
 
 use crate::errors::Class;
-use crate::machine::{exit_of, fail, fail_with, job_state, mpi_running, optional, put_text, JobId};
+use crate::machine::{
+    exit_of, fail, fail_with, job_state, mpi_running, optional, put_text, ready, JobId,
+};
 use crate::state;
 
 /// `ISTHMUS_EVENT_*`: the kinds a program subscribes to (a mask) and that
@@ -279,15 +281,8 @@ unsafe fn subscribe(
     callback: Option<Callback>,
     out: *mut c_int,
 ) -> c_int {
-    if let Err(code) = mpi_running(call) {
+    if let Err(code) = ready(call, out.is_null(), "subscription") {
         return code;
-    }
-    if out.is_null() {
-        return fail(
-            call,
-            Class::InvalidArgument,
-            "subscription (the out-argument) is NULL",
-        );
     }
     // SAFETY: forwarded.
     let filter = match unsafe { filter(kinds, jobs, njobs, group) } {
@@ -399,15 +394,8 @@ pub unsafe extern "C" fn Isthmus_Event_next(
     event: *mut Event,
 ) -> c_int {
     const CALL: &str = "Isthmus_Event_next";
-    if let Err(code) = mpi_running(CALL) {
+    if let Err(code) = ready(CALL, event.is_null(), "event") {
         return code;
-    }
-    if event.is_null() {
-        return fail(
-            CALL,
-            Class::InvalidArgument,
-            "event (the out-argument) is NULL",
-        );
     }
     if !(timeout.is_finite() && timeout >= 0.0) {
         return fail(

@@ -53,6 +53,20 @@ pub fn mpi_running(call: &str) -> Result<(), c_int> {
     Err(mpi::ffi::MPI_ERR_OTHER as c_int)
 }
 
+/// MPI running (see [`mpi_running`]) and an out-argument given, or the
+/// error raised for `call`.
+pub fn ready(call: &str, out_is_null: bool, what: &str) -> Result<(), c_int> {
+    mpi_running(call)?;
+    if out_is_null {
+        return Err(fail(
+            call,
+            Class::InvalidArgument,
+            &format!("{what} (the out-argument) is NULL"),
+        ));
+    }
+    Ok(())
+}
+
 /// An optional C string: NULL and "" are `None`.
 ///
 /// # Safety
@@ -283,15 +297,8 @@ pub unsafe extern "C" fn Isthmus_Spawn(
     job: *mut JobId,
 ) -> c_int {
     const CALL: &str = "Isthmus_Spawn";
-    if let Err(code) = mpi_running(CALL) {
+    if let Err(code) = ready(CALL, job.is_null(), "job") {
         return code;
-    }
-    if job.is_null() {
-        return fail(
-            CALL,
-            Class::InvalidArgument,
-            "job (the out-argument) is NULL",
-        );
     }
     // SAFETY: forwarded from the caller's contract.
     let read = unsafe { read_request(program, argv, ranks, implementation, host, env) };
@@ -321,15 +328,18 @@ pub unsafe extern "C" fn Isthmus_Spawn(
     }
 }
 
-/// The job id as the vmd knows it, or the error raised for `call`.
-fn job_id(call: &str, job: JobId) -> Result<u64, c_int> {
-    u64::try_from(job).map_err(|_| {
+/// The bridge and the job id as the vmd knows it (checked before any
+/// connection), or the error raised for `call`.
+fn job_of(call: &str, job: JobId) -> Result<(&'static isthmus_bridge::Bridge, u64), c_int> {
+    mpi_running(call)?;
+    let id = u64::try_from(job).map_err(|_| {
         fail(
             call,
             Class::InvalidArgument,
             &format!("{job} is not a job id (ids are positive)"),
         )
-    })
+    })?;
+    Ok((bridge(call)?, id))
 }
 
 /// # Safety
@@ -337,10 +347,7 @@ fn job_id(call: &str, job: JobId) -> Result<u64, c_int> {
 #[no_mangle]
 pub unsafe extern "C" fn Isthmus_Kill(job: JobId) -> c_int {
     const CALL: &str = "Isthmus_Kill";
-    let (b, id) = match mpi_running(CALL)
-        .and_then(|()| job_id(CALL, job))
-        .and_then(|id| Ok((bridge(CALL)?, id)))
-    {
+    let (b, id) = match job_of(CALL, job) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -355,10 +362,7 @@ pub unsafe extern "C" fn Isthmus_Kill(job: JobId) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn Isthmus_Signal(job: JobId, signal: c_int, rank: c_int) -> c_int {
     const CALL: &str = "Isthmus_Signal";
-    let (b, id) = match mpi_running(CALL)
-        .and_then(|()| job_id(CALL, job))
-        .and_then(|id| Ok((bridge(CALL)?, id)))
-    {
+    let (b, id) = match job_of(CALL, job) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -376,41 +380,40 @@ pub unsafe extern "C" fn Isthmus_Signal(job: JobId, signal: c_int, rank: c_int) 
     }
 }
 
-/// Fills up to `max` entries of `out` from `items` and sets `*total`.
+/// A listing: checks the out-arguments, asks the vmd (`get`), fills up to
+/// `max` entries of `out` with `f` and sets `*total` to how many there are.
 ///
 /// # Safety
-/// `out` holds `max` entries (or is NULL with `max` 0); `total` is valid.
-unsafe fn fill<T, O>(items: &[T], out: *mut O, max: c_int, total: *mut c_int, f: fn(&T, &mut O)) {
+/// `out` holds `max` entries (or is NULL with `max` 0); `total` is null
+/// or valid.
+unsafe fn list<T, O>(
+    call: &str,
+    out: *mut O,
+    max: c_int,
+    total: *mut c_int,
+    get: impl FnOnce(&isthmus_bridge::Bridge) -> Result<Vec<T>, BridgeError>,
+    f: fn(&T, &mut O),
+) -> c_int {
+    if let Err(code) = ready(call, total.is_null(), "count") {
+        return code;
+    }
+    if max < 0 || (out.is_null() && max > 0) {
+        let array = if out.is_null() { "NULL" } else { "given" };
+        let why = format!("room for {max} entries in a {array} array");
+        return fail(call, Class::InvalidArgument, &why);
+    }
+    let items = match bridge(call).and_then(|b| get(b).map_err(|e| fail_with(call, &e))) {
+        Ok(items) => items,
+        Err(code) => return code,
+    };
     let room = usize::try_from(max).unwrap_or(0);
     for (i, item) in items.iter().take(room).enumerate() {
         // SAFETY: i < max entries, the caller's contract.
         f(item, unsafe { &mut *out.add(i) });
     }
-    // SAFETY: the caller's out-pointer.
+    // SAFETY: checked non-null; the caller's out-pointer.
     unsafe { *total = c_int::try_from(items.len()).unwrap_or(c_int::MAX) };
-}
-
-/// Checks a listing's out-arguments.
-fn listing(call: &str, out_null: bool, max: c_int, total_null: bool) -> Result<(), c_int> {
-    mpi_running(call)?;
-    if total_null {
-        return Err(fail(
-            call,
-            Class::InvalidArgument,
-            "count (the out-argument) is NULL",
-        ));
-    }
-    if max < 0 || (out_null && max > 0) {
-        return Err(fail(
-            call,
-            Class::InvalidArgument,
-            &format!(
-                "room for {max} entries in a {} array",
-                if out_null { "NULL" } else { "given" }
-            ),
-        ));
-    }
-    Ok(())
+    0
 }
 
 /// # Safety
@@ -422,18 +425,16 @@ pub unsafe extern "C" fn Isthmus_Jobs(
     max: c_int,
     count: *mut c_int,
 ) -> c_int {
-    const CALL: &str = "Isthmus_Jobs";
-    if let Err(code) = listing(CALL, jobs.is_null(), max, count.is_null()) {
-        return code;
-    }
-    let list = bridge(CALL).and_then(|b| b.jobs(all != 0).map_err(|e| fail_with(CALL, &e)));
-    match list {
-        Err(code) => code,
-        Ok(list) => {
-            // SAFETY: checked above; the caller's contract.
-            unsafe { fill(&list, jobs, max, count, job_info) };
-            0
-        }
+    // SAFETY: forwarded.
+    unsafe {
+        list(
+            "Isthmus_Jobs",
+            jobs,
+            max,
+            count,
+            |b| b.jobs(all != 0),
+            job_info,
+        )
     }
 }
 
@@ -445,26 +446,16 @@ pub unsafe extern "C" fn Isthmus_Hosts(
     max: c_int,
     count: *mut c_int,
 ) -> c_int {
-    const CALL: &str = "Isthmus_Hosts";
-    if let Err(code) = listing(CALL, hosts.is_null(), max, count.is_null()) {
-        return code;
-    }
-    let list = bridge(CALL).and_then(|b| b.hosts().map_err(|e| fail_with(CALL, &e)));
-    match list {
-        Err(code) => code,
-        Ok(list) => {
-            // SAFETY: checked above; the caller's contract.
-            unsafe { fill(&list, hosts, max, count, host_info) };
-            0
-        }
-    }
+    // SAFETY: forwarded.
+    unsafe { list("Isthmus_Hosts", hosts, max, count, |b| b.hosts(), host_info) }
 }
 
-/// A host name argument, or the error raised for `call`.
+/// A host name argument (MPI running), or the error raised for `call`.
 ///
 /// # Safety
 /// `name` is null or a C string.
 unsafe fn host_name(call: &str, name: *const c_char) -> Result<String, c_int> {
+    mpi_running(call)?;
     // SAFETY: forwarded.
     match unsafe { optional(name, "name") } {
         Ok(Some(n)) => Ok(n),
@@ -482,9 +473,6 @@ unsafe fn host_name(call: &str, name: *const c_char) -> Result<String, c_int> {
 #[no_mangle]
 pub unsafe extern "C" fn Isthmus_Add_host(name: *const c_char, slots: c_int) -> c_int {
     const CALL: &str = "Isthmus_Add_host";
-    if let Err(code) = mpi_running(CALL) {
-        return code;
-    }
     // SAFETY: forwarded.
     let name = match unsafe { host_name(CALL, name) } {
         Ok(n) => n,
@@ -518,9 +506,6 @@ pub unsafe extern "C" fn Isthmus_Add_host(name: *const c_char, slots: c_int) -> 
 #[no_mangle]
 pub unsafe extern "C" fn Isthmus_Delete_host(name: *const c_char, jobs_lost: *mut c_int) -> c_int {
     const CALL: &str = "Isthmus_Delete_host";
-    if let Err(code) = mpi_running(CALL) {
-        return code;
-    }
     // SAFETY: forwarded.
     let name = match unsafe { host_name(CALL, name) } {
         Ok(n) => n,

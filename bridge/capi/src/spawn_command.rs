@@ -283,19 +283,8 @@ pub fn implementation(
 /// and the parent's own `ISTHMUS_*` settings (log, waiting, limits), less
 /// those that belong to one process or job.
 fn children_env(port: &str, timeout: Duration) -> BTreeMap<String, String> {
-    const OWN: &[&str] = &[
-        env::VMD_ADDR,
-        env::JOB,
-        env::TASKER_SOCKET,
-        env::RANK_VAR,
-        env::RANK,
-        env::LIBISTHMUS,
-        env::SPAWN_PORT,
-        env::SPAWN_TIMEOUT,
-        env::SPAWN_APPS,
-    ];
     let mut vars: BTreeMap<String, String> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("ISTHMUS_") && !OWN.contains(&k.as_str()))
+        .filter(|(k, _)| k.starts_with("ISTHMUS_") && !env_list::RESERVED.contains(&k.as_str()))
         .collect();
     vars.insert(env::SPAWN_PORT.into(), port.into());
     vars.insert(

@@ -270,12 +270,9 @@ fn python_runs_the_virtual_machine(mpi: Mpi) {
             .any(|l| l.starts_with("EVENT ") && words.iter().all(|w| l.contains(w)))
     };
     let job_is = format!("job={spawned} ");
-    for r in ["rank=0 ", "rank=1 "] {
-        assert!(
-            event(&["task_exit", &job_is, r, "exit=('signal', "]),
-            "{r}\n{all}"
-        );
-    }
+    // At least one rank's end (the rm reports those its shims told before
+    // the kill reached the launcher's process group), then the job's.
+    assert!(event(&["task_exit", &job_is, "exit=('signal', "]), "{all}");
     assert!(event(&["job_exit", &job_is, "state=killed"]), "{all}");
     assert!(event(&["host_added", &format!("host={ghost}")]), "{all}");
     assert!(
