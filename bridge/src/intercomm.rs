@@ -108,6 +108,42 @@ impl InterComm {
         )
     }
 
+    /// A communicator between subsets of this one's two groups
+    /// (`MPI_Comm_split` of a merged communicator, or of an
+    /// intercommunicator): this process is rank `local_rank` of `local_size`
+    /// in the new local group, and the new remote group is this one's
+    /// remote ranks `remote`, in that order. Both sides must pass the same
+    /// `key` (e.g. how many communicators were derived before, and the
+    /// split's color) and agree on the two subsets; the context is derived
+    /// from this one's and the key, as [`InterComm::derived`] does, so no
+    /// message is exchanged (the peers' connections are already admitted).
+    pub fn subset(
+        &self,
+        key: &[u8],
+        local_rank: u32,
+        local_size: u32,
+        remote: &[u32],
+    ) -> Result<InterComm> {
+        let mut k = self.context().to_le_bytes().to_vec();
+        k.extend_from_slice(b"\x1fsubset\x1f");
+        k.extend_from_slice(key);
+        let context = crate::hash::fnv1a64(&k, crate::hash::FNV_OFFSET);
+        let all = self.p2p.remote();
+        let endpoints = remote
+            .iter()
+            .map(|&r| {
+                all.get(r as usize).cloned().ok_or_else(|| {
+                    BridgeError::InvalidArgument(format!(
+                        "remote rank {r} out of range (remote size {})",
+                        all.len()
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.engine
+            .intercomm(context, local_rank, local_size, endpoints)
+    }
+
     /// Context id of this intercomm.
     pub fn context(&self) -> u64 {
         self.p2p.context()

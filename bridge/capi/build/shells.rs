@@ -24,6 +24,7 @@ fn rust_type(name: &str, c: &str) -> &'static str {
         "MPI_Comm" => "MPI_Comm",
         "MPI_Comm*" => "*mut MPI_Comm",
         "MPI_Info" => "ffi::MPI_Info",
+        "MPI_Group" => "ffi::MPI_Group",
         "MPI_Group*" => "*mut ffi::MPI_Group",
         "MPI_Request*" => "*mut MPI_Request",
         "MPI_Status*" => "*mut MPI_Status",

@@ -190,8 +190,8 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
         Class::Refused,
         &format!(
             "{call} is not supported on a merged Isthmus communicator (MPI_Intercomm_merge's); \
-             supported: rank, size, compare, dup, free, split into one job's communicators, \
-             blocking point-to-point, Isend/Irecv, Barrier, Bcast, Reduce, Allreduce, Gather(v), \
+             supported: rank, size, compare, dup, free, split, split_type, create(_group), \
+             point-to-point, Barrier, Bcast, Reduce, Allreduce, Gather(v), \
              Scatter, Allgather(v), Alltoall(v), Reduce_scatter_block, Scan, Exscan"
         ),
     );

@@ -37,8 +37,22 @@ use crate::mpi_glue::{
 };
 use crate::state::{self, BridgeComm};
 
+/// An operation its own module advances (a merged communicator's
+/// `MPI_ANY_SOURCE` receive, `merged::anysource`): every interposed wait
+/// and test polls it, as it does a bridge request.
+pub trait Polled: Send {
+    /// Advances the operation: its outcome once it completed (its source
+    /// already the communicator's rank), `None` while it has not.
+    fn poll(&mut self) -> Option<Result<Outcome, BridgeError>>;
+    /// `MPI_Cancel`: true if the operation was cancelled (nothing was
+    /// received); false if it matched a message, and completes as a receive.
+    fn cancel(&mut self) -> bool;
+}
+
 /// What a bridge request is doing.
 pub enum Op {
+    /// Polled by its own module (see [`Polled`]).
+    Polled(Box<dyn Polled>),
     Send(SendRequest),
     Recv {
         req: RecvRequest,
@@ -70,9 +84,10 @@ struct Entry {
     comm: MPI_Comm,
     call: &'static str,
     outcome: Arc<Mutex<Outcome>>,
-    /// Added to the source of the status (a merged communicator's rank of
-    /// the first process the request's source rank counts from; else 0).
-    source_offset: c_int,
+    /// The status's source as the communicator's rank: a merged
+    /// communicator's ranks of the group the request's source counts in
+    /// (else the source as it is).
+    sources: Option<Arc<[u32]>>,
 }
 
 // SAFETY: an entry's raw pointers are the user's buffers and handles that
@@ -159,16 +174,16 @@ fn grequest(outcome: &Arc<Mutex<Outcome>>) -> Result<MPI_Request, c_int> {
 
 /// Starts tracking `op` and returns its MPI request.
 pub fn start(op: Op, comm: MPI_Comm, call: &'static str) -> Result<MPI_Request, c_int> {
-    start_from(op, comm, call, 0)
+    start_from(op, comm, call, None)
 }
 
-/// [`start`], the status's source counted from `source_offset` (a merged
-/// communicator's request).
+/// [`start`], the status's source `s` reported as `sources[s]` (a merged
+/// communicator's request: its ranks of the group `s` counts in).
 pub fn start_from(
     op: Op,
     comm: MPI_Comm,
     call: &'static str,
-    source_offset: c_int,
+    sources: Option<Arc<[u32]>>,
 ) -> Result<MPI_Request, c_int> {
     let outcome = Arc::new(Mutex::new(Outcome::empty()));
     let req = grequest(&outcome)?;
@@ -180,7 +195,7 @@ pub fn start_from(
             comm,
             call,
             outcome,
-            source_offset,
+            sources,
         },
     );
     Ok(req)
@@ -252,7 +267,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
         comm,
         call,
         outcome,
-        source_offset,
+        sources,
     } = e;
     let result: Result<Outcome, BridgeError> = match op {
         Op::Send(r) => {
@@ -265,7 +280,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                         comm,
                         call,
                         outcome,
-                        source_offset,
+                        sources,
                     },
                 );
                 return false;
@@ -298,7 +313,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                         comm,
                         call,
                         outcome,
-                        source_offset,
+                        sources,
                     },
                 );
                 return false;
@@ -329,12 +344,34 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                         comm,
                         call,
                         outcome,
-                        source_offset,
+                        sources,
                     },
                 );
                 return false;
             }
             Ok(crate::mpi_glue::outcome_of(&st, rc))
+        }
+        Op::Polled(mut p) => {
+            let mut backoff = Backoff::new();
+            loop {
+                if let Some(r) = p.poll() {
+                    break r;
+                }
+                if !block {
+                    let op = Op::Polled(p);
+                    let e = Entry {
+                        op,
+                        req,
+                        comm,
+                        call,
+                        outcome,
+                        sources,
+                    };
+                    put_back(key, e);
+                    return false;
+                }
+                backoff.pause();
+            }
         }
         Op::Create {
             mut pending,
@@ -366,7 +403,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
                                 comm,
                                 call,
                                 outcome,
-                                source_offset,
+                                sources,
                             },
                         );
                     }
@@ -402,7 +439,10 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
     };
     let o = match result {
         Ok(mut o) if o.source >= 0 && o.source != crate::mpi_glue::proc_null() => {
-            o.source = o.source.saturating_add(source_offset);
+            if let Some(map) = &sources {
+                let mapped = usize::try_from(o.source).ok().and_then(|s| map.get(s));
+                o.source = mapped.map_or(c_int::MAX, |&m| c_int::try_from(m).unwrap_or(c_int::MAX));
+            }
             o
         }
         Ok(o) => o,
@@ -892,6 +932,16 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
                     unsafe { ffi::PMPI_Request_free(&mut native) };
                     None
                 }
+                Op::Polled(mut p) => {
+                    // Matched already: its message is delivered now.
+                    if !p.cancel() {
+                        let mut backoff = Backoff::new();
+                        while p.poll().is_none() {
+                            backoff.pause();
+                        }
+                    }
+                    None
+                }
                 other => Some(other),
             };
             drop(e);
@@ -974,6 +1024,25 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
                 },
             );
             rc
+        }
+        Op::Polled(mut p) => {
+            if p.cancel() {
+                *e.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Outcome {
+                    cancelled: true,
+                    ..Outcome::empty()
+                };
+                // SAFETY: our generalized request, not yet completed.
+                unsafe { ffi::PMPI_Grequest_complete(e.req) };
+            } else {
+                put_back(
+                    key,
+                    Entry {
+                        op: Op::Polled(p),
+                        ..e
+                    },
+                );
+            }
+            0
         }
         // A send or a creation cannot be taken back; MPI lets a cancel
         // fail to cancel (the status then says not cancelled).

@@ -148,12 +148,15 @@ pub enum Place {
 }
 
 /// A merged communicator (`MPI_Intercomm_merge` of a bridge
-/// intercommunicator): one intracommunicator over both jobs.
+/// intercommunicator, or a split of one whose ranks live in both jobs):
+/// one intracommunicator over both jobs.
 ///
-/// Order (MPI 4.0 §7.6.2): the group whose `high` flag is false comes
-/// first; with equal flags, the group whose name (as registered) sorts
-/// first, so both sides agree. Each job's ranks keep their local order and
-/// stay contiguous: merged rank = the job's offset + its local rank.
+/// Order (`order`): the merge's (MPI 4.0 §7.6.2: the group whose `high`
+/// flag is false comes first; with equal flags, the group whose name (as
+/// registered) sorts first, so both sides agree), each job's ranks
+/// contiguous; a split's, by key then old rank, may interleave the jobs.
+/// Either way each job's ranks keep their local order: the native handle's
+/// and `inter`'s local rank i is the job's i-th rank in the merged order.
 ///
 /// Traffic: between jobs, point-to-point on `inter` (a context derived from
 /// the intercomm's for this merge), collectives' bridge messages on `coll`
@@ -165,12 +168,14 @@ pub struct MergedComm {
     pub inter: InterComm,
     pub coll: InterComm,
     pub native: MPI_Comm,
-    /// This job's ranks come first.
+    /// Merged rank 0 is in this job.
     pub low: bool,
     pub local_group: String,
     pub remote_group: String,
     /// How many communicators were derived from this one (`MPI_Comm_dup`).
     pub derived: AtomicU64,
+    /// Where each merged rank lives.
+    pub order: Order,
 }
 
 // SAFETY: `native` is an MPI handle, a process-wide value (see `Registered`).
@@ -178,73 +183,90 @@ unsafe impl Send for MergedComm {}
 // SAFETY: as above; it is only read.
 unsafe impl Sync for MergedComm {}
 
-/// A merged communicator's rank order: this job's ranks and the other's,
-/// each contiguous, the low job's first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A merged communicator's rank order: where each merged rank lives, and
+/// back. Each job's ranks appear in their local order.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
-    /// This job's ranks come first.
-    pub low: bool,
-    pub local_size: u32,
-    pub remote_size: u32,
+    /// Merged rank -> place.
+    places: Arc<[Place]>,
+    /// This job's local rank i -> merged rank.
+    local: Arc<[u32]>,
+    /// The other job's rank j -> merged rank.
+    remote: Arc<[u32]>,
     /// This process's rank in its job.
-    pub local_rank: u32,
+    local_rank: u32,
 }
 
 impl Order {
+    /// The merge's order: each job contiguous, this job's first if `low`.
+    pub fn contiguous(low: bool, local_size: u32, remote_size: u32, local_rank: u32) -> Order {
+        let local = (0..local_size).map(Place::Local);
+        let remote = (0..remote_size).map(Place::Remote);
+        let places: Vec<Place> = if low {
+            local.chain(remote).collect()
+        } else {
+            remote.chain(local).collect()
+        };
+        Order::of(places, local_rank)
+    }
+    /// The order `places` (merged rank -> place; each job's ranks in their
+    /// local order, each once).
+    pub fn of(places: Vec<Place>, local_rank: u32) -> Order {
+        let (mut local, mut remote) = (Vec::new(), Vec::new());
+        for (m, p) in places.iter().enumerate() {
+            let m = u32::try_from(m).unwrap_or(u32::MAX);
+            match p {
+                Place::Local(_) => local.push(m),
+                Place::Remote(_) => remote.push(m),
+            }
+        }
+        Order {
+            places: places.into(),
+            local: local.into(),
+            remote: remote.into(),
+            local_rank,
+        }
+    }
     /// Size of the merged communicator.
     pub fn size(&self) -> u32 {
-        self.local_size + self.remote_size
-    }
-    /// The merged rank of this job's first rank.
-    pub fn local_offset(&self) -> u32 {
-        if self.low {
-            0
-        } else {
-            self.remote_size
-        }
-    }
-    /// The merged rank of the other job's first rank.
-    pub fn remote_offset(&self) -> u32 {
-        if self.low {
-            self.local_size
-        } else {
-            0
-        }
+        u32::try_from(self.places.len()).unwrap_or(u32::MAX)
     }
     /// This process's merged rank.
     pub fn rank(&self) -> u32 {
-        self.local_offset() + self.local_rank
+        self.merged_rank(Place::Local(self.local_rank))
     }
     /// Where merged rank `r` lives; None if it is not a rank of this communicator.
     pub fn place(&self, r: u32) -> Option<Place> {
-        let (lo, ro) = (self.local_offset(), self.remote_offset());
-        if (lo..lo + self.local_size).contains(&r) {
-            Some(Place::Local(r - lo))
-        } else if (ro..ro + self.remote_size).contains(&r) {
-            Some(Place::Remote(r - ro))
-        } else {
-            None
-        }
+        self.places.get(r as usize).copied()
     }
-    /// The merged rank of `p`.
+    /// The merged rank of `p` (`u32::MAX` for a place that is none of ours).
     pub fn merged_rank(&self, p: Place) -> u32 {
-        match p {
-            Place::Local(r) => self.local_offset() + r,
-            Place::Remote(r) => self.remote_offset() + r,
-        }
+        let (ranks, r) = match p {
+            Place::Local(r) => (&self.local, r),
+            Place::Remote(r) => (&self.remote, r),
+        };
+        ranks.get(r as usize).copied().unwrap_or(u32::MAX)
+    }
+    /// The merged ranks of this job's ranks, in local order.
+    pub fn local_ranks(&self) -> &Arc<[u32]> {
+        &self.local
+    }
+    /// The merged ranks of the other job's ranks, in their order.
+    pub fn remote_ranks(&self) -> &Arc<[u32]> {
+        &self.remote
+    }
+    /// Each job's ranks are contiguous (the merge's own order): the low
+    /// job's, then the other's.
+    pub fn contiguous_jobs(&self) -> bool {
+        let first = |v: &[u32]| v.first().copied().unwrap_or(0);
+        let runs = |v: &[u32]| v.windows(2).all(|w| matches!(w, [a, b] if a + 1 == *b));
+        runs(&self.local)
+            && runs(&self.remote)
+            && (first(&self.local) == 0 || first(&self.remote) == 0)
     }
 }
 
 impl MergedComm {
-    /// The rank order.
-    pub fn order(&self) -> Order {
-        Order {
-            low: self.low,
-            local_size: self.inter.local_size(),
-            remote_size: self.inter.remote_size(),
-            local_rank: self.inter.rank(),
-        }
-    }
     /// Ranks of this job.
     pub fn local_size(&self) -> u32 {
         self.inter.local_size()
@@ -255,27 +277,19 @@ impl MergedComm {
     }
     /// Size of the merged communicator.
     pub fn size(&self) -> u32 {
-        self.order().size()
-    }
-    /// The merged rank of this job's first rank.
-    pub fn local_offset(&self) -> u32 {
-        self.order().local_offset()
-    }
-    /// The merged rank of the other job's first rank.
-    pub fn remote_offset(&self) -> u32 {
-        self.order().remote_offset()
+        self.order.size()
     }
     /// This process's merged rank.
     pub fn rank(&self) -> u32 {
-        self.order().rank()
+        self.order.rank()
     }
     /// Where merged rank `r` lives; None if it is not a rank of this communicator.
     pub fn place(&self, r: u32) -> Option<Place> {
-        self.order().place(r)
+        self.order.place(r)
     }
     /// The merged rank of `p`.
     pub fn merged_rank(&self, p: Place) -> u32 {
-        self.order().merged_rank(p)
+        self.order.merged_rank(p)
     }
 }
 
@@ -321,12 +335,7 @@ mod tests {
     use super::{Order, Place};
 
     fn order(low: bool) -> Order {
-        Order {
-            low,
-            local_size: 2,
-            remote_size: 3,
-            local_rank: 1,
-        }
+        Order::contiguous(low, 2, 3, 1)
     }
 
     #[test]
@@ -338,17 +347,32 @@ mod tests {
         assert_eq!(lo.place(2), Some(Place::Remote(0)));
         assert_eq!(lo.place(4), Some(Place::Remote(2)));
         assert_eq!(lo.place(5), None);
+        assert!(lo.contiguous_jobs());
         let hi = order(false);
         assert_eq!((hi.size(), hi.rank()), (5, 4));
         assert_eq!(hi.place(0), Some(Place::Remote(0)));
         assert_eq!(hi.place(2), Some(Place::Remote(2)));
         assert_eq!(hi.place(3), Some(Place::Local(0)));
         assert_eq!(hi.place(u32::MAX), None);
+        assert!(hi.contiguous_jobs());
     }
 
     #[test]
     fn merged_rank_inverts_place() {
-        for o in [order(true), order(false)] {
+        let mixed = Order::of(
+            vec![
+                Place::Remote(0),
+                Place::Local(0),
+                Place::Remote(1),
+                Place::Local(1),
+            ],
+            1,
+        );
+        assert_eq!(mixed.rank(), 3);
+        assert!(!mixed.contiguous_jobs());
+        assert_eq!(&mixed.local_ranks()[..], &[1, 3]);
+        assert_eq!(&mixed.remote_ranks()[..], &[0, 2]);
+        for o in [order(true), order(false), mixed] {
             for r in 0..o.size() {
                 let p = o.place(r).unwrap();
                 assert_eq!(o.merged_rank(p), r);

@@ -260,7 +260,7 @@ fn refused_calls_fail_with_a_message_naming_them() {
     for call in [
         "MPI_Send_init",
         "MPI_Cart_create",
-        "MPI_Comm_split",
+        "MPI_Comm_split_type",
         "MPI_Win_create",
         "MPI_File_open",
     ] {

@@ -327,3 +327,68 @@ fn fortran_datatypes_cross_intact_between_openmpi_and_mpich() {
         );
     }
 }
+
+/// Issue 17, items 2 and 5: the v and w collectives and all fifteen
+/// nonblocking ones from Fortran's `use mpi` on an Isthmus
+/// intercommunicator (tests/fortran/collectives.f90), the nonblocking ones
+/// all outstanding at once and completed by one `MPI_Waitall`: Open MPI's
+/// bindings (which call `PMPI_*` directly) reach Isthmus's bodies through
+/// the interposed Fortran names. `first` takes the first group's roles (A:
+/// the roots of Gatherv, Igather, Ibcast).
+fn fortran_collectives(first: Mpi) {
+    let dir = TempDir::new("fortran-collectives");
+    let build = |mpi: Mpi| {
+        let program = dir.0.join(format!("collectives-{}", mpi.name()));
+        let mut cmd = Command::new(format!("mpifort.{}", mpi.name()));
+        cmd.args(["-O2", "-o"])
+            .arg(&program)
+            .arg(sources().join("collectives.f90"))
+            .args(link_args(mpi));
+        run(cmd, &format!("mpifort.{} collectives.f90", mpi.name()));
+        program
+    };
+    let vmd = Vmd::start("localhost", &[]);
+    let job = |mpi: Mpi, me: &str, other: &str| Job {
+        mpi,
+        np: 2,
+        program: build(mpi),
+        args: vec![me.into(), other.into()],
+        env: vec![],
+        linking: Linking::Linked,
+    };
+    let (oa, ob) = run_pair(
+        &vmd,
+        &job(first, "fcoll-a", "fcoll-b"),
+        &job(first.other(), "fcoll-b", "fcoll-a"),
+        Duration::from_secs(120),
+    );
+    let both = format!(
+        "A ({}):\n{}\nB ({}):\n{}",
+        first.name(),
+        text(&oa),
+        first.other().name(),
+        text(&ob)
+    );
+    for o in [&oa, &ob] {
+        assert!(o.status.success(), "a job failed\n{both}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        for r in 0..2 {
+            for what in ["blocking v and w", "nonblocking", "all checks"] {
+                assert!(
+                    out.contains(&format!("collectives rank {r}: {what} passed")),
+                    "rank {r} did not pass {what}\n{both}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fortran_collectives_openmpi_roots_with_mpich() {
+    fortran_collectives(Mpi::OpenMpi);
+}
+
+#[test]
+fn fortran_collectives_mpich_roots_with_openmpi() {
+    fortran_collectives(Mpi::Mpich);
+}

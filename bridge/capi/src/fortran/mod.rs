@@ -55,6 +55,7 @@ mod convert;
 pub mod isthmus;
 mod mpich_f08;
 mod ompi;
+mod ompi_coll;
 mod shared;
 
 use convert::{comm_f2c, get, next, no_next, open_mpi, put};

@@ -23,7 +23,7 @@ use crate::requests;
 // the internal PMPIR_Finalize past the C one: interposed so that completed
 // sends are delivered first.)
 pub(super) use super::ompi::{
-    barrier, cancel, comm_disconnect, comm_dup, comm_free, finalize, intercomm_merge,
+    barrier, cancel, comm_disconnect, comm_dup, comm_free, finalize, ibarrier, intercomm_merge,
 };
 
 /// MPICH's `use mpi_f08` binding: its statuses are C statuses, passed on

@@ -11,7 +11,11 @@ use std::ffi::{c_int, c_void};
 use super::convert::*;
 use super::shared::{shared_bodies, Binding};
 use crate::mpi_glue::{comm_null, statuses_ignore, MPI_Status};
-use crate::{coll, comms, merged, pt2pt, requests};
+use crate::{comms, merged, pt2pt, requests};
+
+// The collectives' bodies have a room of their own; the generated shells
+// call them as `ompi::x`, like every other body.
+pub(super) use super::ompi_coll::*;
 
 /// Open MPI's Fortran binding: its statuses are integer arrays, and the
 /// outputs are written back only when the call succeeded.
@@ -284,170 +288,6 @@ pub(super) unsafe fn cancel(request: *const Fint) -> c_int {
     // SAFETY: our request copy.
     unsafe { requests::MPI_Cancel(&mut r) }
 }
-
-// ------------------------------------------------------------ collectives
-
-/// `MPI_Barrier` for Open MPI's Fortran (and MPICH's `use mpi_f08`).
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn barrier(comm: *const Fint) -> c_int {
-    // SAFETY: a converted handle.
-    unsafe { coll::MPI_Barrier(comm_f2c(int!(comm))) }
-}
-
-/// `MPI_Bcast` for Open MPI's Fortran.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn bcast(
-    buf: *mut c_void,
-    count: *const Fint,
-    datatype: *const Fint,
-    root: *const Fint,
-    comm: *const Fint,
-) -> c_int {
-    // SAFETY: the program's buffer, converted handles.
-    unsafe {
-        coll::MPI_Bcast(
-            buffer(buf) as *mut c_void,
-            int!(count),
-            type_f2c(int!(datatype)),
-            int!(root),
-            comm_f2c(int!(comm)),
-        )
-    }
-}
-
-/// `MPI_Allreduce` for Open MPI's Fortran.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn allreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: *const Fint,
-    datatype: *const Fint,
-    op: *const Fint,
-    comm: *const Fint,
-) -> c_int {
-    // SAFETY: the program's buffers, converted handles.
-    unsafe {
-        coll::MPI_Allreduce(
-            buffer(sendbuf),
-            buffer(recvbuf) as *mut c_void,
-            int!(count),
-            type_f2c(int!(datatype)),
-            op_f2c(int!(op)),
-            comm_f2c(int!(comm)),
-        )
-    }
-}
-
-/// `MPI_Reduce` for Open MPI's Fortran.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: *const Fint,
-    datatype: *const Fint,
-    op: *const Fint,
-    root: *const Fint,
-    comm: *const Fint,
-) -> c_int {
-    // SAFETY: the program's buffers, converted handles.
-    unsafe {
-        coll::MPI_Reduce(
-            buffer(sendbuf),
-            buffer(recvbuf) as *mut c_void,
-            int!(count),
-            type_f2c(int!(datatype)),
-            op_f2c(int!(op)),
-            int!(root),
-            comm_f2c(int!(comm)),
-        )
-    }
-}
-
-/// `MPI_Reduce_scatter_block` for Open MPI's Fortran.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn reduce_scatter_block(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: *const Fint,
-    datatype: *const Fint,
-    op: *const Fint,
-    comm: *const Fint,
-) -> c_int {
-    // SAFETY: the program's buffers, converted handles.
-    unsafe {
-        coll::MPI_Reduce_scatter_block(
-            buffer(sendbuf),
-            buffer(recvbuf) as *mut c_void,
-            int!(recvcount),
-            type_f2c(int!(datatype)),
-            op_f2c(int!(op)),
-            comm_f2c(int!(comm)),
-        )
-    }
-}
-
-/// The Fortran shape of MPI_Gather and MPI_Scatter (with `root`) and of
-/// MPI_Allgather and MPI_Alltoall (without), for Open MPI's Fortran.
-macro_rules! two_buffer_collective {
-    ($(#[$doc:meta])* $name:ident, $c:ident $(, $root:ident)?) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// As the Fortran call: every argument a reference (or null).
-        #[allow(clippy::too_many_arguments)] // MPI's own
-        pub(super) unsafe fn $name(
-            sendbuf: *const c_void,
-            sendcount: *const Fint,
-            sendtype: *const Fint,
-            recvbuf: *mut c_void,
-            recvcount: *const Fint,
-            recvtype: *const Fint,
-            $($root: *const Fint,)?
-            comm: *const Fint,
-        ) -> c_int {
-            // SAFETY: the program's buffers, converted handles.
-            unsafe {
-                coll::$c(
-                    buffer(sendbuf),
-                    int!(sendcount),
-                    type_f2c(int!(sendtype)),
-                    buffer(recvbuf) as *mut c_void,
-                    int!(recvcount),
-                    type_f2c(int!(recvtype)),
-                    $(int!($root),)?
-                    comm_f2c(int!(comm)),
-                )
-            }
-        }
-    };
-}
-
-two_buffer_collective!(
-    /// `MPI_Gather` for Open MPI's Fortran.
-    gather, MPI_Gather, root
-);
-two_buffer_collective!(
-    /// `MPI_Scatter` for Open MPI's Fortran.
-    scatter, MPI_Scatter, root
-);
-two_buffer_collective!(
-    /// `MPI_Allgather` for Open MPI's Fortran.
-    allgather, MPI_Allgather
-);
-two_buffer_collective!(
-    /// `MPI_Alltoall` for Open MPI's Fortran.
-    alltoall, MPI_Alltoall
-);
 
 // ------------------------------------------------------------ communicators
 

@@ -5,22 +5,31 @@
 //! ones, and the personalized data of Alltoall directly between the ranks
 //! that own it.
 //!
-//! Each job's ranks are contiguous in the merged order (`MergedComm`), so
+//! In the merge's order each job's ranks are contiguous (`MergedComm`), so
 //! a job's native collective on its slice of the buffers is the merged
 //! one's part for that job, in MPI's rank order. Reductions (user-defined
 //! operations too, commutative or not) reduce each job natively, then
 //! combine the two partial results with `MPI_Reduce_local` as
 //! `low op high` (the first group's result first), which both leaders
 //! compute alike (`MPI_Reduce`: the root alone).
+//!
+//! A split may interleave the jobs' ranks: then the gathers, scatters and
+//! all-to-alls are their v-forms (`vcoll`) with the blocks where the
+//! merged order puts them, a commutative reduction is the same
+//! local–global–local, and a non-commutative one or a prefix goes through
+//! `ordered`.
 
 use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
 use super::comm::raise;
+use super::ordered;
+use super::vcoll;
 use super::wire::{
-    complete, leader_step, mpi, post, recv, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL, TAG_BARRIER,
-    TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_REDUCE_ROOT, TAG_SCAN, TAG_SCATTER,
+    complete, copy, leader_step, mpi, post, recv, root_place, send, Fail, TAG_ALLGATHER,
+    TAG_ALLTOALL, TAG_BARRIER, TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_REDUCE_ROOT, TAG_SCAN,
+    TAG_SCATTER,
 };
 use crate::collbuf::{elements, input, int, ints, is_in_place, Extents, LeaderRoom, Scratch};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
@@ -38,8 +47,29 @@ fn leader(mc: &MergedComm) -> bool {
     mc.inter.rank() == 0
 }
 
+/// The merged ranks of this job's and the other job's first ranks (the
+/// merge's contiguous order).
+fn offsets(mc: &MergedComm) -> (usize, usize) {
+    let first = |v: &[u32]| v.first().copied().unwrap_or(0) as usize;
+    (
+        first(mc.order.local_ranks()),
+        first(mc.order.remote_ranks()),
+    )
+}
+
+/// The per-rank counts and displacements of `count` elements per rank in
+/// merged-rank order: a plain collective as its v-form, for an order that
+/// interleaves the jobs.
+fn blocks(mc: &MergedComm, count: c_int) -> Result<(Vec<c_int>, Vec<c_int>), Fail> {
+    let k = elements(count)?;
+    let n = mc.size() as usize;
+    let displs = (0..n).map(|r| int(r * k)).collect::<Result<Vec<_>, _>>()?;
+    Ok((vec![count; n], displs))
+}
+
 /// This job's and the other job's slices of `buf`, `count` elements of `dt`
-/// per merged rank (a root's buffer, or every rank's in the all-forms).
+/// per merged rank (a root's buffer, or every rank's in the all-forms), in
+/// the merge's contiguous order.
 fn slices(
     mc: &MergedComm,
     buf: *const c_void,
@@ -48,18 +78,7 @@ fn slices(
 ) -> Result<(*mut c_void, *mut c_void), Fail> {
     let e = Extents::of(dt)?;
     let k = elements(count)?;
-    Ok((
-        e.at(buf, mc.local_offset() as usize * k)?,
-        e.at(buf, mc.remote_offset() as usize * k)?,
-    ))
-}
-
-/// A root as a place, or MPI's `MPI_ERR_ROOT`.
-pub(super) fn root_place(mc: &MergedComm, root: c_int) -> Result<Place, Fail> {
-    u32::try_from(root)
-        .ok()
-        .and_then(|r| mc.place(r))
-        .ok_or(Fail::Mpi(ffi::MPI_ERR_ROOT as c_int))
+    Ok((e.at(buf, offsets(mc).0 * k)?, e.at(buf, offsets(mc).1 * k)?))
 }
 
 /// `MPI_Barrier` on a merged communicator.
@@ -144,6 +163,10 @@ unsafe fn reduce_to_leaders(
     dt: MPI_Datatype,
     op: ffi::MPI_Op,
 ) -> Result<Option<Scratch>, Fail> {
+    if !mc.order.contiguous_jobs() && !ordered::commutative(op, dt)? {
+        // SAFETY: forwarded.
+        return unsafe { ordered::reduce_to_leaders(mc, input, n, dt, op) };
+    }
     let nn = elements(n)?;
     let e = Extents::of(dt)?;
     let mut mine = Scratch::new(nn, &e)?;
@@ -186,49 +209,6 @@ unsafe fn reduce_to_leaders(
     Ok(out)
 }
 
-/// Copies `n` elements of `dt` from `src` to `dst` (pack, unpack).
-///
-/// # Safety
-/// `src` addresses `n` readable, `dst` `n` writable elements of `dt`.
-unsafe fn copy(
-    mc: &MergedComm,
-    src: *const c_void,
-    dst: *mut c_void,
-    n: c_int,
-    dt: MPI_Datatype,
-) -> Result<(), Fail> {
-    let mut size: c_int = 0;
-    // SAFETY: reads the type; writes `size`.
-    mpi(unsafe { ffi::PMPI_Pack_size(n, dt, mc.native, &mut size) })?;
-    let mut packed = vec![0u8; usize::try_from(size).unwrap_or(0)];
-    let mut pos: c_int = 0;
-    // SAFETY: `packed` has the room MPI asked for; `src` as the caller says.
-    mpi(unsafe {
-        ffi::PMPI_Pack(
-            src,
-            n,
-            dt,
-            packed.as_mut_ptr().cast(),
-            size,
-            &mut pos,
-            mc.native,
-        )
-    })?;
-    let mut at_pos: c_int = 0;
-    // SAFETY: unpacks what was packed into `dst` (the caller's contract).
-    mpi(unsafe {
-        ffi::PMPI_Unpack(
-            packed.as_ptr().cast(),
-            size,
-            &mut at_pos,
-            dst,
-            n,
-            dt,
-            mc.native,
-        )
-    })
-}
-
 /// Allreduce into `recvbuf` at every rank of both jobs.
 ///
 /// # Safety
@@ -245,7 +225,7 @@ unsafe fn allreduce_into(
     // SAFETY: the program's buffers, as for MPI_Allreduce.
     if let Some(mut r) = unsafe { reduce_to_leaders(mc, input, n, dt, op) }? {
         // SAFETY: `r` holds `n` elements; `recvbuf` has room for them.
-        unsafe { copy(mc, r.ptr(), recvbuf, n, dt) }?;
+        unsafe { copy(mc.native, r.ptr(), recvbuf, n, dt) }?;
     }
     // SAFETY: the program's buffer has room for `n` elements.
     mpi(unsafe {
@@ -290,6 +270,10 @@ pub(crate) unsafe fn reduce(
     comm: MPI_Comm,
 ) -> c_int {
     let run = || -> Result<(), Fail> {
+        if !mc.order.contiguous_jobs() && !ordered::commutative(op, dt)? {
+            // SAFETY: forwarded.
+            return unsafe { reduce_in_order(mc, sendbuf, recvbuf, n, dt, op, root) };
+        }
         let nn = elements(n)?;
         let nop = native_op(op, dt);
         let r = match root_place(mc, root)? {
@@ -359,6 +343,57 @@ pub(crate) unsafe fn reduce(
     code(comm, "MPI_Reduce", run())
 }
 
+/// `MPI_Reduce` of a non-commutative operation on an order that
+/// interleaves the jobs: reduced in merged-rank order at the leaders
+/// (`ordered`), the root's job's leader hands the result to the root.
+///
+/// # Safety
+/// As `MPI_Reduce`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+unsafe fn reduce_in_order(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    root: c_int,
+) -> Result<(), Fail> {
+    let place = root_place(mc, root)?;
+    // SAFETY: the program's input (the root's receive buffer in place).
+    let whole = unsafe { ordered::reduce_to_leaders(mc, input(sendbuf, recvbuf), n, dt, op) }?;
+    let Place::Local(r) = place else {
+        return Ok(());
+    };
+    let me = mc.inter.rank();
+    match whole {
+        Some(mut w) if r == 0 => {
+            // SAFETY: `w` holds `n` elements; the root's buffer has room.
+            unsafe { copy(mc.native, w.ptr(), recvbuf, n, dt) }
+        }
+        Some(mut w) => {
+            let lr = int(r as usize)?;
+            // SAFETY: `w` holds `n` elements, sent on the private native side.
+            mpi(unsafe { ffi::PMPI_Send(w.ptr(), n, dt, lr, TAG_REDUCE_ROOT, mc.native) })
+        }
+        None if me == r => {
+            // SAFETY: the root's buffer has room for `n` elements.
+            mpi(unsafe {
+                ffi::PMPI_Recv(
+                    recvbuf,
+                    n,
+                    dt,
+                    0,
+                    TAG_REDUCE_ROOT,
+                    mc.native,
+                    crate::mpi_glue::status_ignore(),
+                )
+            })
+        }
+        None => Ok(()),
+    }
+}
+
 /// Which prefix reduction.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Prefix {
@@ -381,9 +416,14 @@ unsafe fn prefix(
     dt: MPI_Datatype,
     op: ffi::MPI_Op,
 ) -> Result<(), Fail> {
+    let input = input(sendbuf, recvbuf);
+    if !mc.order.contiguous_jobs() {
+        let exclusive = kind == Prefix::Exclusive;
+        // SAFETY: forwarded.
+        return unsafe { ordered::prefix(mc, exclusive, input, recvbuf, n, dt, op) };
+    }
     let nn = elements(n)?;
     let e = Extents::of(dt)?;
-    let input = input(sendbuf, recvbuf);
     let native_scan = || {
         // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given).
         mpi(unsafe {
@@ -434,7 +474,7 @@ unsafe fn prefix(
     if kind == Prefix::Exclusive && leader(mc) {
         // The second job's first rank: the first job's total alone.
         // SAFETY: `total` holds `n` elements, `recvbuf` has room for them.
-        return unsafe { copy(mc, total.ptr(), recvbuf, n, dt) };
+        return unsafe { copy(mc.native, total.ptr(), recvbuf, n, dt) };
     }
     // total op (this job's prefix), the earlier ranks first.
     // SAFETY: both hold `n` elements of `dt`.
@@ -495,6 +535,28 @@ pub(crate) unsafe fn gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if !mc.order.contiguous_jobs() {
+        let (counts, displs) = match blocks(mc, recvcount) {
+            Ok(b) => b,
+            Err(f) => return raise(comm, "MPI_Gather", f),
+        };
+        // SAFETY: forwarded, the blocks where MPI_Gather puts them.
+        return unsafe {
+            vcoll::gatherv_as(
+                mc,
+                sendbuf,
+                sendcount,
+                sendtype,
+                recvbuf,
+                counts.as_ptr(),
+                displs.as_ptr(),
+                recvtype,
+                root,
+                comm,
+                "MPI_Gather",
+            )
+        };
+    }
     let run = || match root_place(mc, root)? {
         Place::Local(r) => {
             let me = mc.inter.rank() == r;
@@ -568,6 +630,28 @@ pub(crate) unsafe fn scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    if !mc.order.contiguous_jobs() {
+        let (counts, displs) = match blocks(mc, sendcount) {
+            Ok(b) => b,
+            Err(f) => return raise(comm, "MPI_Scatter", f),
+        };
+        // SAFETY: forwarded, the blocks where MPI_Scatter takes them.
+        return unsafe {
+            vcoll::scatterv_as(
+                mc,
+                sendbuf,
+                counts.as_ptr(),
+                displs.as_ptr(),
+                sendtype,
+                recvbuf,
+                recvcount,
+                recvtype,
+                root,
+                comm,
+                "MPI_Scatter",
+            )
+        };
+    }
     let run = || match root_place(mc, root)? {
         Place::Local(r) => {
             let me = mc.inter.rank() == r;
@@ -638,6 +722,27 @@ pub(crate) unsafe fn allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    if !mc.order.contiguous_jobs() {
+        let (counts, displs) = match blocks(mc, recvcount) {
+            Ok(b) => b,
+            Err(f) => return raise(comm, "MPI_Allgather", f),
+        };
+        // SAFETY: forwarded, the blocks where MPI_Allgather puts them.
+        return unsafe {
+            vcoll::allgatherv_as(
+                mc,
+                sendbuf,
+                sendcount,
+                sendtype,
+                recvbuf,
+                counts.as_ptr(),
+                displs.as_ptr(),
+                recvtype,
+                comm,
+                "MPI_Allgather",
+            )
+        };
+    }
     let run = || {
         let (mine, theirs) = slices(mc, recvbuf, recvcount, recvtype)?;
         let rc = elements(recvcount)?;
@@ -689,6 +794,29 @@ pub(crate) unsafe fn alltoall(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    if !mc.order.contiguous_jobs() {
+        let blocks = blocks(mc, sendcount).and_then(|s| Ok((s, blocks(mc, recvcount)?)));
+        let ((sc, sd), (rc, rd)) = match blocks {
+            Ok(b) => b,
+            Err(f) => return raise(comm, "MPI_Alltoall", f),
+        };
+        // SAFETY: forwarded, the blocks where MPI_Alltoall has them.
+        return unsafe {
+            vcoll::alltoallv_as(
+                mc,
+                sendbuf,
+                sc.as_ptr(),
+                sd.as_ptr(),
+                sendtype,
+                recvbuf,
+                rc.as_ptr(),
+                rd.as_ptr(),
+                recvtype,
+                comm,
+                "MPI_Alltoall",
+            )
+        };
+    }
     let run = || {
         let re = Extents::of(recvtype)?;
         let rc = elements(recvcount)?;
@@ -704,7 +832,7 @@ pub(crate) unsafe fn alltoall(
         };
         let se = Extents::of(sendtype)?;
         let sc = elements(sendcount)?;
-        let ro = mc.remote_offset() as usize;
+        let (lo, ro) = offsets(mc);
         let mut recvs = Vec::new();
         for r in 0..mc.remote_size() {
             let req = post(&mc.coll, r, TAG_ALLTOALL, rc, recvtype)?;
@@ -716,7 +844,6 @@ pub(crate) unsafe fn alltoall(
             // SAFETY: the block for merged rank ro + r of the send buffer.
             sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, sc, sendtype) }?);
         }
-        let lo = mc.local_offset() as usize;
         let (my_send, my_recv) = (se.at(sendbuf, lo * sc)?, re.at(recvbuf, lo * rc)?);
         // SAFETY: this job's slices of the program's buffers.
         mpi(unsafe {
@@ -760,17 +887,20 @@ unsafe fn reduce_scatter_counts(
         displs.push(int(total)?);
         total = total.saturating_add(elements(c)?);
     }
-    let lo = mc.local_offset() as usize;
-    let mine = lo..lo + mc.local_size() as usize;
     let bad = || {
         Fail::Bridge(isthmus_bridge::BridgeError::InvalidArgument(
             "recvcounts is shorter than the communicator".into(),
         ))
     };
-    let (cm, dm) = (
-        counts.get(mine.clone()).ok_or_else(bad)?,
-        displs.get(mine).ok_or_else(bad)?,
-    );
+    // This job's ranks' blocks, in its order (anywhere in the vector).
+    let pick = |a: &[c_int]| -> Result<Vec<c_int>, Fail> {
+        mc.order
+            .local_ranks()
+            .iter()
+            .map(|&m| a.get(m as usize).copied().ok_or_else(bad))
+            .collect()
+    };
+    let (cm, dm) = (pick(counts)?, pick(&displs)?);
     let own = *counts.get(mc.rank() as usize).ok_or_else(bad)?;
     // In place: the input is the receive buffer, which holds every block.
     let input = input(sendbuf, recvbuf);

@@ -11,7 +11,7 @@ use mpi::ffi;
 use super::wire::{leader_step, mpi, Fail, TAG_MERGE};
 use crate::errors;
 use crate::mpi_glue::{comm_null, MPI_Comm};
-use crate::state::{self, BridgeComm, MergedComm};
+use crate::state::{self, BridgeComm, MergedComm, Order};
 
 /// Raises `f` on `comm` as `call`'s error.
 pub fn raise(comm: MPI_Comm, call: &str, f: Fail) -> c_int {
@@ -37,7 +37,7 @@ fn free_native(mut c: MPI_Comm) {
 /// The two contexts of a merged communicator from the intercomm context
 /// `inter` (derived once more, as `n` = 0, which `MPI_Comm_dup` never
 /// uses: it counts from 1).
-fn contexts(inter: InterComm) -> Result<(InterComm, InterComm), BridgeError> {
+pub fn contexts(inter: InterComm) -> Result<(InterComm, InterComm), BridgeError> {
     let coll = inter.derived(0)?;
     Ok((inter, coll))
 }
@@ -48,31 +48,51 @@ fn contexts(inter: InterComm) -> Result<(InterComm, InterComm), BridgeError> {
 /// contexts and order.
 fn register(
     (from, side): (MPI_Comm, MPI_Comm),
-    (inter, coll): (InterComm, InterComm),
-    low: bool,
+    contexts: (InterComm, InterComm),
+    order: Order,
     groups: (String, String),
 ) -> Result<MPI_Comm, Fail> {
     let handle = duplicate(from)?;
-    let native = match duplicate(side) {
-        Ok(c) => c,
+    match duplicate(side) {
+        Ok(native) => {
+            adopt(handle, native, contexts, order, groups);
+            Ok(handle)
+        }
         Err(f) => {
             free_native(handle);
-            return Err(f);
+            Err(f)
         }
-    };
+    }
+}
+
+/// Registers `handle` (this job's ranks of it, in the merged order) as a
+/// merged communicator with its private native side `native` (a duplicate
+/// of it), its contexts and its order.
+pub fn adopt(
+    handle: MPI_Comm,
+    native: MPI_Comm,
+    (inter, coll): (InterComm, InterComm),
+    order: Order,
+    groups: (String, String),
+) {
     state::add_merged(
         handle,
         MergedComm {
             inter,
             coll,
             native,
-            low,
+            low: order.place(0) == Some(state::Place::Local(0)),
             local_group: groups.0,
             remote_group: groups.1,
             derived: Default::default(),
+            order,
         },
     );
-    Ok(handle)
+}
+
+/// A private native duplicate of `comm` (the collectives' native side).
+pub fn native_side(comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
+    duplicate(comm)
 }
 
 /// Whether this job comes first, from both groups' `high` flags (MPI: the
@@ -130,10 +150,11 @@ fn merge(bc: &BridgeComm, comm: MPI_Comm, high: bool) -> Result<MPI_Comm, Fail> 
     let theirs = remote_high(bc, &coll, tmp, high);
     free_native(tmp);
     let low = is_low(high, theirs?, &bc.local_group, &bc.remote_group)?;
+    let order = Order::contiguous(low, inter.local_size(), inter.remote_size(), inter.rank());
     register(
         (comm, comm),
         (inter, coll),
-        low,
+        order,
         (bc.local_group.clone(), bc.remote_group.clone()),
     )
 }
@@ -217,7 +238,7 @@ fn dup(mc: &MergedComm, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
     register(
         (comm, mc.native),
         contexts(mc.inter.derived(n)?)?,
-        mc.low,
+        mc.order.clone(),
         (mc.local_group.clone(), mc.remote_group.clone()),
     )
 }
@@ -298,11 +319,7 @@ pub fn forget(comm: MPI_Comm) -> bool {
 /// Do two merged communicators have the same group in the same order
 /// (`MPI_Comm_compare`: congruent)?
 pub fn same_group(a: &MergedComm, b: &MergedComm) -> bool {
-    a.low == b.low
-        && a.local_group == b.local_group
-        && a.remote_group == b.remote_group
-        && a.rank() == b.rank()
-        && a.size() == b.size()
+    a.order == b.order && a.local_group == b.local_group && a.remote_group == b.remote_group
 }
 
 #[cfg(test)]

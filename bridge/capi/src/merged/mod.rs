@@ -5,14 +5,20 @@
 //! `mpi-functions.txt` gives a `+merged` line: the merge itself and the
 //! communicator calls (`comm`), the collectives (`coll`, over `wire`'s
 //! messages between the jobs and `crate::collbuf`'s local buffers; `vcoll`
-//! for the v-variants) and point-to-point (`pt2pt`), and the splits into
-//! one job's communicators (`split`). build.rs generates the dispatch: on a
+//! for the v-variants; `ordered` for the reductions whose order matters on
+//! a split's interleaved order) and point-to-point (`pt2pt`, with
+//! `anysource`'s queue of `MPI_ANY_SOURCE` receives), the splits (`split`:
+//! one job's native communicators, or new merged ones) and the
+//! communicators made from groups (`create`). build.rs generates the dispatch: on a
 //! merged communicator a `+merged` call reaches its body here, any other
 //! call taking a communicator is refused with the merged communicator's
 //! own message (`errors::refuse_merged`).
 
+mod anysource;
 mod coll;
 mod comm;
+mod create;
+mod ordered;
 mod pt2pt;
 mod split;
 mod vcoll;
@@ -32,6 +38,7 @@ pub(crate) use comm::{
     comm_dup, comm_dup_with_info, comm_group, comm_idup, comm_rank, comm_size, comm_test_inter,
     forget, intercomm_merge, same_group,
 };
+pub(crate) use create::{comm_create, comm_create_group, comm_split_type};
 pub(crate) use pt2pt::{
     bsend, ibsend, iprobe, irecv, irsend, isend, issend, probe, recv, rsend, send, sendrecv, ssend,
 };

@@ -15,8 +15,10 @@
 //! holds. (Two threads receiving from `MPI_ANY_SOURCE` on one merged
 //! communicator at once could take each other's bridge message between its
 //! probe and its receive; the bridge's matched probe is not used yet.)
-//! Refused with a precise error: `MPI_ANY_SOURCE` in a nonblocking receive
-//! (not done yet).
+//! `MPI_ANY_SOURCE` in a nonblocking receive joins the communicator's queue
+//! (`anysource`); while that queue holds a receive, a receive from the
+//! other job (blocking or not, or a blocking `MPI_ANY_SOURCE` one) queues
+//! behind it, so that it cannot take a message an earlier receive matches.
 
 use std::ffi::{c_int, c_void};
 
@@ -24,6 +26,7 @@ use isthmus_bridge::wait::Backoff;
 use isthmus_bridge::{BridgeError, SendRequest, Status};
 use mpi::ffi;
 
+use super::anysource;
 use super::comm::raise;
 use super::wire::{mpi, Fail};
 use crate::collbuf::elements;
@@ -43,8 +46,7 @@ fn place(mc: &MergedComm, rank: c_int, call: &str) -> Result<Option<Place>, Fail
     }
     if rank == any_source() {
         return Err(Fail::Bridge(BridgeError::InvalidArgument(format!(
-            "MPI_ANY_SOURCE is not supported in {call} on a merged Isthmus communicator yet \
-             (MPI_Recv, MPI_Sendrecv, MPI_Probe and MPI_Iprobe take it)"
+            "MPI_ANY_SOURCE is not a destination ({call} on a merged Isthmus communicator)"
         ))));
     }
     u32::try_from(rank)
@@ -58,7 +60,7 @@ fn int(r: u32) -> c_int {
     c_int::try_from(r).unwrap_or(c_int::MAX)
 }
 
-/// Adds this job's offset to the source of a native status.
+/// Makes the source of a native status a merged rank.
 ///
 /// # Safety
 /// `status` is null, `MPI_STATUS_IGNORE` or the program's status.
@@ -69,7 +71,8 @@ unsafe fn translate(mc: &MergedComm, status: *mut MPI_Status) {
     // SAFETY: a writable status (the caller's contract).
     let s = unsafe { &mut *status };
     if s.MPI_SOURCE >= 0 && s.MPI_SOURCE != proc_null() {
-        s.MPI_SOURCE = s.MPI_SOURCE.saturating_add(int(mc.local_offset()));
+        let local = u32::try_from(s.MPI_SOURCE).unwrap_or(u32::MAX);
+        s.MPI_SOURCE = int(mc.merged_rank(Place::Local(local)));
     }
 }
 
@@ -346,6 +349,20 @@ unsafe fn recv_from(
     status: *mut MPI_Status,
     call: &str,
 ) -> Result<(), Fail> {
+    if let Some(from) = queued(mc, src, comm) {
+        // SAFETY: the program's buffer, received into before this returns.
+        let mut p = unsafe { anysource::post(comm, (buf, n, dt), from, tag) }.map_err(Fail::Mpi)?;
+        let mut backoff = Backoff::new();
+        let o = loop {
+            if let Some(r) = p.poll() {
+                break r?;
+            }
+            backoff.pause();
+        };
+        // SAFETY: the program's status (or ignore).
+        unsafe { fill_status(status, &o) };
+        return Ok(());
+    }
     if src == any_source() {
         return match wait_any(mc, tag, comm, true)? {
             Found::Native(mut msg, _) => {
@@ -392,6 +409,21 @@ unsafe fn recv_from(
     }
 }
 
+/// Whether a receive from `src` goes through the communicator's queue of
+/// `MPI_ANY_SOURCE` receives (see `anysource`): `Some(None)` for any
+/// source, `Some(Some(r))` for rank r of the other job behind a pending
+/// one; `None` when it goes straight (this job's ranks, or an empty queue).
+fn queued(mc: &MergedComm, src: c_int, comm: MPI_Comm) -> Option<Option<u32>> {
+    let busy = anysource::busy(comm);
+    if src == any_source() {
+        return busy.then_some(None);
+    }
+    match u32::try_from(src).ok().and_then(|r| mc.place(r)) {
+        Some(Place::Remote(r)) if busy => Some(Some(r)),
+        _ => None,
+    }
+}
+
 /// `MPI_Recv` on a merged communicator.
 ///
 /// # Safety
@@ -429,14 +461,25 @@ pub(crate) unsafe fn irecv(
 ) -> c_int {
     const CALL: &str = "MPI_Irecv";
     let run = || -> Result<MPI_Request, Fail> {
+        let from = if src == any_source() {
+            Some(None)
+        } else {
+            queued(mc, src, comm)
+        };
+        if let Some(from) = from {
+            // SAFETY: MPI's rule for a nonblocking receive: the buffer stays
+            // valid until the request completes.
+            let p = unsafe { anysource::post(comm, (buf, n, dt), from, tag) }.map_err(Fail::Mpi)?;
+            return requests::start(Op::Polled(p), comm, CALL).map_err(Fail::Mpi);
+        }
         match place(mc, src, CALL)? {
             None => requests::completed(Outcome::empty()).map_err(Fail::Mpi),
             Some(Place::Local(r)) => {
                 let mut native = request_null();
                 // SAFETY: the program's buffer, on its handle.
                 mpi(unsafe { ffi::PMPI_Irecv(buf, n, dt, int(r), tag, comm, &mut native) })?;
-                requests::start_from(Op::Native(native), comm, CALL, int(mc.local_offset()))
-                    .map_err(Fail::Mpi)
+                let map = Some(mc.order.local_ranks().clone());
+                requests::start_from(Op::Native(native), comm, CALL, map).map_err(Fail::Mpi)
             }
             Some(Place::Remote(r)) => {
                 let count = elements(n)?;
@@ -453,7 +496,8 @@ pub(crate) unsafe fn irecv(
                     count,
                     dt,
                 };
-                requests::start_from(op, comm, CALL, int(mc.remote_offset())).map_err(Fail::Mpi)
+                let map = Some(mc.order.remote_ranks().clone());
+                requests::start_from(op, comm, CALL, map).map_err(Fail::Mpi)
             }
         }
     };

@@ -10,6 +10,7 @@ use mpi::ffi;
 
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
+use crate::state::{MergedComm, Place};
 
 /// Tags on the collective context, one per operation (each pair's
 /// messages stay in order, and every rank calls the collectives of a
@@ -147,4 +148,55 @@ pub fn leader_step(
         )));
     }
     result
+}
+
+/// Copies `n` elements of `dt` from `src` to `dst` (pack, unpack).
+///
+/// # Safety
+/// `src` addresses `n` readable, `dst` `n` writable elements of `dt`.
+pub unsafe fn copy(
+    native: MPI_Comm,
+    src: *const c_void,
+    dst: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+) -> Result<(), Fail> {
+    let mut size: c_int = 0;
+    // SAFETY: reads the type; writes `size`.
+    mpi(unsafe { ffi::PMPI_Pack_size(n, dt, native, &mut size) })?;
+    let mut packed = vec![0u8; usize::try_from(size).unwrap_or(0)];
+    let mut pos: c_int = 0;
+    // SAFETY: `packed` has the room MPI asked for; `src` as the caller says.
+    mpi(unsafe {
+        ffi::PMPI_Pack(
+            src,
+            n,
+            dt,
+            packed.as_mut_ptr().cast(),
+            size,
+            &mut pos,
+            native,
+        )
+    })?;
+    let mut at_pos: c_int = 0;
+    // SAFETY: unpacks what was packed into `dst` (the caller's contract).
+    mpi(unsafe {
+        ffi::PMPI_Unpack(
+            packed.as_ptr().cast(),
+            size,
+            &mut at_pos,
+            dst,
+            n,
+            dt,
+            native,
+        )
+    })
+}
+
+/// A root as a place, or MPI's `MPI_ERR_ROOT`.
+pub fn root_place(mc: &MergedComm, root: c_int) -> Result<Place, Fail> {
+    u32::try_from(root)
+        .ok()
+        .and_then(|r| mc.place(r))
+        .ok_or(Fail::Mpi(ffi::MPI_ERR_ROOT as c_int))
 }

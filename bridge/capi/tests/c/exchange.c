@@ -279,7 +279,8 @@ static void refused(void)
     MPI_Message m;
     MPI_Status st;
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
-    expect_refused(MPI_Comm_split(inter, 0, rank, &c), "MPI_Comm_split");
+    expect_refused(MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &c),
+                   "MPI_Comm_split_type");
     expect_refused(MPI_Comm_remote_group(inter, &(MPI_Group){0}), "MPI_Comm_remote_group");
     expect_refused(MPI_Send_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Send_init");
     expect_refused(MPI_Recv_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Recv_init");

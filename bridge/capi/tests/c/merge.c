@@ -390,6 +390,99 @@ static void send_modes(MPI_Comm m, int mr, int n)
     CHECK(got[3] == prev, "bsend_c: %d", got[3]);
 }
 
+/* MPI_Irecv(MPI_ANY_SOURCE) at rank 0: every other rank (of both jobs)
+ * sends it `per` numbered messages; rank 0 posts all its receives first,
+ * some from any source and, among them, one from the last rank, then
+ * waits for them (Waitall, then Waitany). Each message is received once,
+ * and each source's messages in the order it sent them across the
+ * receives in their posting order (MPI's non-overtaking rule). Then a
+ * cancelled one, and one completed by MPI_Test. */
+static void any_source_irecv(MPI_Comm m, int mr, int n)
+{
+    enum { per = 4 };
+    int total = (n - 1) * per;
+    if (mr == 0) {
+        int *got = malloc(sizeof(int) * (size_t) total), *last = malloc(sizeof(int) * (size_t) n);
+        int *seen = calloc((size_t) (n * per), sizeof(int));
+        MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t) total);
+        MPI_Status *st = malloc(sizeof(MPI_Status) * (size_t) total);
+        CHECK(got && last && seen && rq && st, "malloc");
+        for (int round = 0; round < 2; round++) {
+            for (int i = 0; i < total; i++) {
+                got[i] = -1;
+                /* The third receive names the last rank (of either job). */
+                int src = i == 2 ? n - 1 : MPI_ANY_SOURCE;
+                MPI_Irecv(&got[i], 1, MPI_INT, src, 30 + round, m, &rq[i]);
+            }
+            MPI_Barrier(m); /* the senders start once everything is posted */
+            if (round == 0) {
+                MPI_Waitall(total, rq, st);
+            } else {
+                for (int k = 0; k < total; k++) {
+                    int idx = -1;
+                    MPI_Status one;
+                    MPI_Waitany(total, rq, &idx, &one);
+                    CHECK(idx >= 0 && idx < total, "waitany index %d", idx);
+                    st[idx] = one;
+                }
+            }
+            for (int s = 0; s < n; s++)
+                last[s] = -1;
+            for (int i = 0; i < n * per; i++)
+                seen[i] = 0;
+            for (int i = 0; i < total; i++) {
+                int s = st[i].MPI_SOURCE, k = got[i] - 100 * s;
+                CHECK(s > 0 && s < n && k >= 0 && k < per && st[i].MPI_TAG == 30 + round,
+                      "any-source irecv %d (round %d): %d from %d tag %d", i, round, got[i], s,
+                      st[i].MPI_TAG);
+                CHECK(!seen[s * per + k], "message %d of %d received twice", k, s);
+                seen[s * per + k] = 1;
+                CHECK(k > last[s], "round %d: message %d of %d after %d (posting order %d)", round,
+                      k, s, last[s], i);
+                last[s] = k;
+            }
+            CHECK(st[2].MPI_SOURCE == n - 1, "the receive from %d got a message of %d", n - 1,
+                  st[2].MPI_SOURCE);
+        }
+        {
+            /* Cancelled before anything matches it. */
+            MPI_Request r;
+            MPI_Status cs;
+            int x = -1, flag = 0;
+            MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 32, m, &r);
+            MPI_Cancel(&r);
+            MPI_Wait(&r, &cs);
+            MPI_Test_cancelled(&cs, &flag);
+            CHECK(flag && x == -1, "cancelled any-source irecv: flag %d value %d", flag, x);
+            /* Completed by a test loop: from the last rank. */
+            MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 33, m, &r);
+            MPI_Barrier(m);
+            flag = 0;
+            while (!flag)
+                MPI_Test(&r, &flag, &cs);
+            CHECK(x == 4242 && cs.MPI_SOURCE == n - 1, "test: %d from %d", x, cs.MPI_SOURCE);
+        }
+        free(got);
+        free(last);
+        free(seen);
+        free(rq);
+        free(st);
+    } else {
+        for (int round = 0; round < 2; round++) {
+            MPI_Barrier(m);
+            for (int k = 0; k < per; k++) {
+                int v = 100 * mr + k;
+                MPI_Send(&v, 1, MPI_INT, 0, 30 + round, m);
+            }
+        }
+        MPI_Barrier(m);
+        if (mr == n - 1) {
+            int v = 4242;
+            MPI_Send(&v, 1, MPI_INT, 0, 33, m);
+        }
+    }
+}
+
 static void point_to_point(MPI_Comm m, int mr, int n)
 {
     int next = (mr + 1) % n, prev = (mr + n - 1) % n, got = -1, flag = 0, count = -1;
@@ -482,6 +575,198 @@ static void point_to_point(MPI_Comm m, int mr, int n)
     }
     MPI_Send(&mr, 1, MPI_INT, MPI_PROC_NULL, 0, m);
     send_modes(m, mr, n);
+    any_source_irecv(m, mr, n);
+}
+
+/* The rank of merged rank `mr` in its color's communicator: by key, then
+ * old rank (MPI_Comm_split's order); -1 for MPI_UNDEFINED. */
+static int split_rank(const int *color, const int *key, int n, int mr, int *size)
+{
+    int r = 0;
+    *size = 0;
+    if (color[mr] == MPI_UNDEFINED)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (color[i] != color[mr])
+            continue;
+        (*size)++;
+        if (key[i] < key[mr] || (key[i] == key[mr] && i < mr))
+            r++;
+    }
+    return r;
+}
+
+/* Splits with `color` and `key` (per merged rank) and checks the new
+ * communicator's rank and size; returns it (MPI_COMM_NULL if undefined). */
+static MPI_Comm split_as(MPI_Comm m, int mr, int n, const int *color, const int *key,
+                         const char *what)
+{
+    MPI_Comm s = MPI_COMM_NULL;
+    int size = 0, want = split_rank(color, key, n, mr, &size), sr = -1, ss = -1;
+    int rc = MPI_Comm_split(m, color[mr], key[mr], &s);
+    CHECK(rc == MPI_SUCCESS, "%s: split failed", what);
+    if (want < 0) {
+        CHECK(s == MPI_COMM_NULL, "%s: MPI_UNDEFINED gave a communicator", what);
+        return s;
+    }
+    MPI_Comm_rank(s, &sr);
+    MPI_Comm_size(s, &ss);
+    CHECK(sr == want && ss == size, "%s: rank %d of %d, expected %d of %d", what, sr, ss, want,
+          size);
+    return s;
+}
+
+/* Splits whose colors span both jobs: keys that interleave the jobs' ranks,
+ * everything a merged communicator carries on the result; a split of that
+ * split; MPI_UNDEFINED. */
+static void spanning_splits(MPI_Comm m, int mr, int n)
+{
+    int *color = malloc(sizeof(int) * (size_t) n), *key = malloc(sizeof(int) * (size_t) n);
+    int sr = -1, sn = -1, x = 0, sum = 0;
+    CHECK(color && key, "malloc");
+    /* One color, keys 0, 2, 4, 1, 3 for merged ranks 0..4: the order
+     * 0, 3, 1, 4, 2 alternates the jobs. */
+    for (int i = 0; i < n; i++) {
+        color[i] = 0;
+        key[i] = (2 * i) % n;
+    }
+    MPI_Comm s = split_as(m, mr, n, color, key, "interleaving split");
+    MPI_Comm_rank(s, &sr);
+    MPI_Comm_size(s, &sn);
+    collectives(s, sr, sn);
+    point_to_point(s, sr, sn);
+    {
+        /* A split of the split: even and odd ranks, reversed; then a
+         * duplicate of it. */
+        int *c2 = malloc(sizeof(int) * (size_t) sn), *k2 = malloc(sizeof(int) * (size_t) sn);
+        int r2 = -1, n2 = -1;
+        MPI_Comm d2;
+        CHECK(c2 && k2, "malloc");
+        for (int i = 0; i < sn; i++) {
+            c2[i] = i % 2;
+            k2[i] = -i;
+        }
+        MPI_Comm s2 = split_as(s, sr, sn, c2, k2, "split of a split");
+        MPI_Comm_rank(s2, &r2);
+        MPI_Comm_size(s2, &n2);
+        x = r2 + 1;
+        MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, s2);
+        CHECK(sum == n2 * (n2 + 1) / 2, "allreduce on the split of a split: %d", sum);
+        MPI_Comm_dup(s2, &d2);
+        collectives(d2, r2, n2);
+        point_to_point(d2, r2, n2);
+        MPI_Comm_free(&d2);
+        MPI_Comm_free(&s2);
+        free(c2);
+        free(k2);
+    }
+    MPI_Comm_free(&s);
+    /* MPI_UNDEFINED at merged rank 1; the others by reversed rank. */
+    for (int i = 0; i < n; i++) {
+        color[i] = i == 1 ? MPI_UNDEFINED : 7;
+        key[i] = n - i;
+    }
+    s = split_as(m, mr, n, color, key, "split with an undefined color");
+    if (s != MPI_COMM_NULL) {
+        MPI_Comm_rank(s, &sr);
+        MPI_Comm_size(s, &sn);
+        int v = sr == 0 ? 99 : -1;
+        MPI_Bcast(&v, 1, MPI_INT, 0, s);
+        CHECK(v == 99, "bcast on the split with an undefined color: %d", v);
+        x = sr + 1;
+        MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, s);
+        CHECK(sum == sn * (sn + 1) / 2, "allreduce on the split with an undefined color: %d",
+              sum);
+        MPI_Comm_free(&s);
+    }
+    free(color);
+    free(key);
+    if (rank == 0)
+        printf("SPLIT across both jobs: ok\n");
+}
+
+/* MPI_Comm_split and MPI_Comm_create of the Isthmus intercommunicator
+ * itself (MPI's intercommunicator forms): intercommunicators between each
+ * group's members of a color (by key), MPI_COMM_NULL where a side is
+ * empty; Allgather on the result names the other side's members in its
+ * order. */
+static void intercomm_splits(MPI_Comm inter, int rsize)
+{
+    MPI_Comm s;
+    int flag = 0, ls = -1, rs = -1, lr = -1, i;
+    int *got = malloc(sizeof(int) * (size_t) rsize);
+    CHECK(got, "malloc");
+    /* By parity, reversed: the other side's members of my parity. */
+    int rc = MPI_Comm_split(inter, rank % 2, -rank, &s);
+    CHECK(rc == MPI_SUCCESS && s != MPI_COMM_NULL, "intercomm split: rc %d", rc);
+    MPI_Comm_test_inter(s, &flag);
+    MPI_Comm_size(s, &ls);
+    MPI_Comm_remote_size(s, &rs);
+    MPI_Comm_rank(s, &lr);
+    int mine = 0, theirs = 0, above = 0;
+    for (i = 0; i < wsize; i++)
+        if (i % 2 == rank % 2) {
+            mine++;
+            above += i > rank;
+        }
+    for (i = 0; i < rsize; i++)
+        theirs += i % 2 == rank % 2;
+    CHECK(flag && ls == mine && rs == theirs && lr == above,
+          "intercomm split: inter %d, rank %d of %d, remote %d", flag, lr, ls, rs);
+    MPI_Allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, s);
+    for (i = 0; i < rs; i++) {
+        /* The other side's members, by reversed rank. */
+        int want = -1, k = 0;
+        for (int r = rsize - 1; r >= 0; r--)
+            if (r % 2 == rank % 2 && k++ == i)
+                want = r;
+        CHECK(got[i] == want, "intercomm split allgather [%d] = %d, expected %d", i, got[i],
+              want);
+    }
+    MPI_Comm_free(&s);
+    /* Rank 1 of each side undefined: its color-0 peers get the rest. */
+    rc = MPI_Comm_split(inter, rank == 1 ? MPI_UNDEFINED : 0, rank, &s);
+    CHECK(rc == MPI_SUCCESS && (s == MPI_COMM_NULL) == (rank == 1), "intercomm split undefined");
+    if (s != MPI_COMM_NULL) {
+        MPI_Comm_remote_size(s, &rs);
+        CHECK(rs == rsize - (rsize > 1), "intercomm split undefined: remote %d", rs);
+        MPI_Comm_free(&s);
+    }
+    /* A color only this side's rank 0 has (the sides differ in size): it
+     * gets MPI_COMM_NULL, the others their color-3 intercommunicator. */
+    rc = MPI_Comm_split(inter, rank == 0 ? 5 + wsize : 3, 0, &s);
+    CHECK(rc == MPI_SUCCESS, "intercomm split lonely: rc %d", rc);
+    CHECK((s == MPI_COMM_NULL) == (rank == 0 && wsize != rsize), "intercomm split lonely color");
+    if (s != MPI_COMM_NULL)
+        MPI_Comm_free(&s);
+    {
+        /* Create: this side's group in reverse rank order. */
+        MPI_Group wg, rev;
+        int *ranks = malloc(sizeof(int) * (size_t) wsize);
+        CHECK(ranks, "malloc");
+        for (i = 0; i < wsize; i++)
+            ranks[i] = wsize - 1 - i;
+        MPI_Comm_group(MPI_COMM_WORLD, &wg);
+        MPI_Group_incl(wg, wsize, ranks, &rev);
+        rc = MPI_Comm_create(inter, rev, &s);
+        CHECK(rc == MPI_SUCCESS && s != MPI_COMM_NULL, "intercomm create: rc %d", rc);
+        MPI_Comm_rank(s, &lr);
+        MPI_Comm_remote_size(s, &rs);
+        CHECK(lr == wsize - 1 - rank && rs == rsize, "intercomm create: rank %d remote %d", lr,
+              rs);
+        MPI_Allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, s);
+        for (i = 0; i < rsize; i++)
+            CHECK(got[i] == rsize - 1 - i, "intercomm create allgather [%d] = %d", i, got[i]);
+        MPI_Comm_free(&s);
+        rc = MPI_Comm_create(inter, MPI_GROUP_EMPTY, &s);
+        CHECK(rc == MPI_SUCCESS && s == MPI_COMM_NULL, "intercomm create of empty groups");
+        MPI_Group_free(&rev);
+        MPI_Group_free(&wg);
+        free(ranks);
+    }
+    free(got);
+    if (rank == 0)
+        printf("INTERCOMM splits: ok\n");
 }
 
 int main(int argc, char **argv)
@@ -554,15 +839,52 @@ int main(int argc, char **argv)
     if (job != MPI_COMM_NULL)
         MPI_Comm_free(&job);
 
+    spanning_splits(m, mr, n);
+
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
     MPI_Request r;
     MPI_Group g;
     MPI_Comm c;
-    expect_refused(MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 0, m, &r), "MPI_Irecv");
-    rc = MPI_Comm_split(m, 0, mr, &c);
-    CHECK(rc != MPI_SUCCESS && c == MPI_COMM_NULL, "a split spanning both jobs succeeded");
-    expect_refused(MPI_Comm_create(m, MPI_GROUP_EMPTY, &c), "MPI_Comm_create");
+    {
+        /* Groups name one job's processes: MPI_Comm_create with the first
+         * job's world group there and MPI_GROUP_EMPTY in the other; both
+         * jobs' groups at once is refused. create_group over this job's
+         * even ranks; split_type SHARED splits each job on its own. */
+        MPI_Group wg, evens;
+        int cs = -1, cr = -1, range[1][3] = {{0, wsize - 1, 2}};
+        MPI_Comm_group(MPI_COMM_WORLD, &wg);
+        rc = MPI_Comm_create(m, first ? wg : MPI_GROUP_EMPTY, &c);
+        CHECK(rc == MPI_SUCCESS && (c != MPI_COMM_NULL) == first, "create: rc %d", rc);
+        if (c != MPI_COMM_NULL) {
+            MPI_Comm_size(c, &cs);
+            MPI_Comm_rank(c, &cr);
+            CHECK(cs == wsize && cr == rank, "create: rank %d of %d", cr, cs);
+            MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, c);
+            CHECK(sum == wsize, "allreduce on the created communicator: %d", sum);
+            MPI_Comm_free(&c);
+        }
+        expect_refused(MPI_Comm_create(m, wg, &c), "MPI_Comm_create");
+        CHECK(c == MPI_COMM_NULL, "a refused create gave a communicator");
+        MPI_Group_range_incl(wg, 1, range, &evens);
+        if (rank % 2 == 0) {
+            rc = MPI_Comm_create_group(m, evens, 5, &c);
+            CHECK(rc == MPI_SUCCESS, "create_group: rc %d", rc);
+            MPI_Comm_size(c, &cs);
+            MPI_Comm_rank(c, &cr);
+            CHECK(cs == (wsize + 1) / 2 && cr == rank / 2, "create_group: rank %d of %d", cr, cs);
+            MPI_Barrier(c);
+            MPI_Comm_free(&c);
+        }
+        rc = MPI_Comm_split_type(m, MPI_COMM_TYPE_SHARED, -rank, MPI_INFO_NULL, &c);
+        MPI_Comm_size(c, &cs);
+        MPI_Comm_rank(c, &cr);
+        CHECK(rc == MPI_SUCCESS && cs == wsize && cr == wsize - 1 - rank,
+              "split_type: rank %d of %d", cr, cs);
+        MPI_Comm_free(&c);
+        MPI_Group_free(&evens);
+        MPI_Group_free(&wg);
+    }
     rc = MPI_Comm_group(m, &g);
     CHECK(rc != MPI_SUCCESS, "MPI_Comm_group on a merged communicator succeeded");
     rc = MPI_Send(&x, 1, MPI_INT, n, 0, m);
@@ -570,6 +892,7 @@ int main(int argc, char **argv)
 
     MPI_Comm_free(&d);
     MPI_Comm_free(&m);
+    intercomm_splits(inter, rsize);
     MPI_Comm_free(&inter);
     printf("PASS merge rank %d\n", rank);
     fflush(stdout);

@@ -67,8 +67,6 @@ program refused
     call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
   end if
   print '(a,i0,a)', 'refused rank ', rank, ': allreduce and gather passed'
-  call MPI_Comm_split(inter, 0, rank, newcomm, ierr)
-  call expect_refusal(ierr, 'MPI_Comm_split')
   ! Carried: the merge (both jobs pass .false.: the group whose name sorts
   ! first comes first), whose size and rank Fortran asks Isthmus for.
   call MPI_Intercomm_merge(inter, .false., newcomm, ierr)
