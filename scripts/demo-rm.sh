@@ -3,7 +3,10 @@
 # for you; a manager built with Open MPI asks the resource manager to spawn a
 # worker job built with MPICH; both register, form an intercommunicator
 # through the bridge, the manager farms out work, collects the results, sees
-# the workers' exit notifications and exits.
+# the workers' exit notifications and exits. Then the same farm in plain C:
+# a manager built with Open MPI starts MPICH workers with MPI_Comm_spawn
+# (examples/farm/), farms out the work and reacts to the notifications of
+# their exits (isthmus.h's Isthmus_Subscribe / Isthmus_Event_next).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 bash "$ISTHMUS_ROOT/scripts/install-deps.sh"
@@ -12,6 +15,8 @@ cd "$ISTHMUS_ROOT"
 echo "== building (Open MPI flavour, then MPICH flavour)"
 build_with openmpi build --release -q -p isthmus-vmd -p isthmus-taskers -p isthmus-examples --bins
 build_with mpich build --release -q -p isthmus-examples --bins
+build_with openmpi build --release -q -p isthmus-capi
+build_with mpich build --release -q -p isthmus-capi
 OMPI_BIN="$ISTHMUS_TARGET_OPENMPI/release"
 MPICH_BIN="$ISTHMUS_TARGET_MPICH/release"
 
@@ -52,6 +57,14 @@ done
 echo "== spawning the manager (Open MPI, 1 rank) through the resource manager; it spawns the MPICH workers"
 timeout 180 "$OMPI_BIN/isthmus" spawn --wait --impl openmpi -n 1 \
   "$OMPI_BIN/farm-manager" --worker "$MPICH_BIN/farm-worker" --workers 3 --items 24
+echo "== the C farm: an Open MPI manager starts MPICH workers with plain MPI_Comm_spawn"
+mpicc.openmpi -O2 -Wall -o "$work/farm-manager-c" examples/farm/farm-manager.c \
+  -I bridge/capi/include -L "$OMPI_BIN" -listhmus -Wl,-rpath,"$OMPI_BIN" -Wl,--disable-new-dtags
+mpicc.mpich -O2 -Wall -o "$work/farm-worker-c" examples/farm/farm-worker.c
+# The tasker finds each implementation's libisthmus beside its own build
+# (target/<impl>/release) and preloads it into the spawned workers.
+timeout 120 "$OMPI_BIN/isthmus" spawn --wait --impl openmpi -n 1 \
+  "$work/farm-manager-c" "$work/farm-worker-c" 3 24
 echo "== jobs of the virtual machine:"
 "$OMPI_BIN/isthmus" ps --all
 "$OMPI_BIN/isthmus" halt >/dev/null

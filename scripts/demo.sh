@@ -8,7 +8,8 @@
 # boundary fields every step with plain MPI calls over libisthmus.
 # Part 3 (scripts/demo-rm.sh): a vmd with its taskers; an Open MPI manager
 # asks the resource manager to spawn MPICH workers, farms out work over the
-# bridge and sees the workers' exit notifications.
+# bridge and sees the workers' exit notifications; then the same farm in
+# plain C, the workers started with MPI_Comm_spawn (examples/farm/).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 bash "$ISTHMUS_ROOT/scripts/install-deps.sh"

@@ -128,6 +128,8 @@
 //! above (checked by `scripts/check-module-cycles.sh`):
 //!
 //! ```text
+//!  machine: the virtual machine's calls (spawn, kill, signal, jobs,
+//!           hosts, notifications) on a Bridge, over a console connection
 //!  vm: Bridge (PVMPI calls over the vmd session)
 //!  ───────────────────────────────────────────────────────────────────
 //!  coll/        collectives on an InterComm: barrier_inter_*, bcast_inter_*
@@ -195,7 +197,8 @@
 //!   nonblocking call tested in a loop that yields (as [`wait`] says).
 //! * `coll` — collectives on an [`InterComm`], one file per algorithm
 //!   (MPICH's `src/mpi/coll` naming), [`BcastRole`]; `vm` — [`Bridge`]:
-//!   PVMPI's calls over the vmd session.
+//!   PVMPI's calls over the vmd session; `machine` — the virtual machine's
+//!   resource calls and notifications ([`Subscription`]) on it.
 
 // Leaves first: each module imports only modules above it in this list
 // (checked by scripts/check-module-cycles.sh).
@@ -217,6 +220,7 @@ mod hash;
 mod held;
 mod intercomm;
 mod ledger;
+pub mod machine;
 mod matching;
 pub mod native;
 mod p2p;
@@ -242,6 +246,7 @@ pub use engine::{
 pub use error::{BridgeError, Result};
 pub use format::WireFormat;
 pub use intercomm::InterComm;
+pub use machine::{Delivery, Subscription};
 pub use matching::{Source, Status, Tag};
 pub use request::{wait_all, wait_any, RecvRequest, Request, SendRequest, TypedRecvRequest};
 pub use transport::LocalTransport;

@@ -37,7 +37,6 @@ use std::time::{Duration, Instant};
 
 use isthmus_client::{ClientError, Console, ErrorKind, Session};
 use isthmus_types::group::{GroupEventKind, GroupTable, SessionEvent};
-use isthmus_types::job::{Job, JobId, SpawnSpec, Spawned};
 use mpi::collective::SystemOperation;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
@@ -65,12 +64,12 @@ pub struct Bridge {
     session: Session,
     /// Remote members we hold intercommunicators with: (group, instance) → process.
     peers: Arc<Mutex<HashMap<(String, u32), uuid::Uuid>>>,
-    /// The vmd's address, for the resource manager's calls.
-    vmd_addr: String,
+    /// The vmd's address, for the resource manager's calls (`machine`).
+    pub(crate) vmd_addr: String,
     /// A console connection to it, opened at the first such call.
-    console: Mutex<Option<Console>>,
+    pub(crate) console: Mutex<Option<Console>>,
     // Declared last: dropped after the session and its tasks.
-    rt: Runtime,
+    pub(crate) rt: Runtime,
 }
 
 /// A communicator registered under a group name (PVMPI's handle).
@@ -280,51 +279,6 @@ impl Bridge {
             .members
             .first()
             .and_then(|m| String::from_utf8(m.endpoint.clone()).ok()))
-    }
-
-    /// The resource manager's calls, as this process's user: a console
-    /// connection to its vmd, opened once.
-    fn console(&self) -> Result<Console> {
-        let mut slot = self
-            .console
-            .lock()
-            .map_err(|_| BridgeError::Protocol("console lock poisoned".into()))?;
-        if let Some(c) = slot.as_ref() {
-            return Ok(c.clone());
-        }
-        let c = self
-            .rt
-            .block_on(Console::connect(&self.vmd_addr))
-            .map_err(|e| vm_error("console", e))?;
-        *slot = Some(c.clone());
-        Ok(c)
-    }
-
-    /// Starts a job of the virtual machine (`MPI_Comm_spawn`): its id and
-    /// host once a tasker accepted it.
-    pub fn spawn_job(&self, spec: SpawnSpec) -> Result<Spawned> {
-        let console = self.console()?;
-        self.rt
-            .block_on(console.spawn(spec))
-            .map_err(|e| vm_error("spawn", e))
-    }
-
-    /// Kills a job this process's user owns.
-    pub fn kill_job(&self, job: JobId) -> Result<()> {
-        let console = self.console()?;
-        self.rt
-            .block_on(console.kill(job))
-            .map_err(|e| vm_error("kill", e))
-    }
-
-    /// A job of this process's user, running or recently ended.
-    pub fn job(&self, job: JobId) -> Result<Option<Job>> {
-        let console = self.console()?;
-        let jobs = self
-            .rt
-            .block_on(console.jobs(true))
-            .map_err(|e| vm_error("jobs", e))?;
-        Ok(jobs.into_iter().find(|j| j.id == job))
     }
 
     /// Leaves the group: collective over the registered communicator. The
@@ -866,7 +820,7 @@ fn name_group(service: &str) -> String {
     format!("isthmus.name:{service}")
 }
 
-fn vm_error(op: &'static str, e: ClientError) -> BridgeError {
+pub(crate) fn vm_error(op: &'static str, e: ClientError) -> BridgeError {
     BridgeError::Vm {
         op,
         message: e.to_string(),

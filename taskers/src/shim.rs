@@ -7,7 +7,9 @@
 //! exit JOB RANK code N | exit JOB RANK signal N
 //! ```
 //!
-//! (RANK is `-` when the launcher gave none). Why a shim: launchers report
+//! (RANK is `-` when the launcher gave none). In a job whose ranks run
+//! different commands (`MPI_Comm_spawn_multiple`), each shim starts its
+//! rank's command instead of the job's program. Why a shim: launchers report
 //! a job's exit, not each rank's, and not a rank's pid; the shim gives exact
 //! per-rank exits (code or signal) within milliseconds and pids to signal.
 //! It forwards catchable signals to the program, ends the same way the
@@ -21,6 +23,9 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use isthmus_types::env::SPAWN_APPS;
+use isthmus_types::job::RankCommands;
 
 /// Signals the shim passes on to the program.
 const FORWARDED: &[libc::c_int] = &[
@@ -45,6 +50,41 @@ fn signal_set() -> libc::sigset_t {
     }
 }
 
+/// The command this rank runs: `program args`, or, in a job whose ranks
+/// run different commands (`MPI_Comm_spawn_multiple`'s children,
+/// [`SPAWN_APPS`]), the one its rank falls in, with its working directory
+/// and variables. A rank the commands do not cover runs `program`.
+fn command_of_rank(program: &OsString, args: &[OsString], rank: &str) -> Command {
+    let commands = std::env::var(SPAWN_APPS)
+        .ok()
+        .map(|text| RankCommands::decode(&text));
+    let chosen = match (commands, rank.parse::<u32>()) {
+        (Some(Ok(commands)), Ok(r)) => commands.for_rank(r).cloned(),
+        (Some(Err(e)), _) => {
+            eprintln!("isthmus rank shim: {SPAWN_APPS} unreadable ({e}); running {program:?}");
+            None
+        }
+        _ => None,
+    };
+    let mut cmd = match chosen {
+        Some(c) => {
+            let mut cmd = Command::new(&c.program);
+            cmd.args(&c.args).envs(&c.env);
+            if !c.cwd.is_empty() {
+                cmd.current_dir(&c.cwd);
+            }
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(program);
+            cmd.args(args);
+            cmd
+        }
+    };
+    cmd.env_remove(SPAWN_APPS);
+    cmd
+}
+
 /// Runs `program` as a rank; returns only with an exit code for the shim.
 pub fn run(program: &OsString, args: &[OsString]) -> i32 {
     let job = std::env::var(crate::ENV_JOB).unwrap_or_else(|_| "0".into());
@@ -61,9 +101,8 @@ pub fn run(program: &OsString, args: &[OsString]) -> i32 {
     // SAFETY: set is initialised; a null old-set pointer is allowed.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .env_remove(crate::ENV_TASKER_SOCKET)
+    let mut cmd = command_of_rank(program, args, &rank);
+    cmd.env_remove(crate::ENV_TASKER_SOCKET)
         .env_remove(crate::ENV_RANK_VAR);
     crate::preload::into_program(&mut cmd);
     // SAFETY: only async-signal-safe calls between fork and exec.

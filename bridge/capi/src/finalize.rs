@@ -5,7 +5,8 @@
 //! drops its bridge (see `Engine::shutdown`). A send that completed is
 //! thus received even when its sender finalizes first, as MPI requires;
 //! what no peer took within `ISTHMUS_FINALIZE_TIMEOUT` is reported on
-//! standard error, per peer.
+//! standard error, per peer. Notification subscriptions end first (their
+//! callback threads stop).
 
 use std::ffi::c_int;
 
@@ -19,6 +20,8 @@ use crate::state;
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     // Only a bridge this process opened: finalizing must not connect to a vmd.
     if let Some(b) = state::opened() {
+        // No callback runs once MPI is gone.
+        crate::events::close_all();
         b.engine().shutdown();
     }
     // SAFETY: the program's call, passed on.

@@ -3,7 +3,9 @@
 //!
 //! Two faces:
 //! - [`api`]: `Isthmus_Register`, `Isthmus_Leave`, `Isthmus_Intercomm_create`
-//!   (and its timeout and non-blocking forms), declared in `isthmus.h`.
+//!   (and its timeout and non-blocking forms), declared in `isthmus.h`; and
+//!   the virtual machine's calls there: [`machine`] (spawn, kill, signal,
+//!   jobs, hosts) and [`events`] (notifications).
 //! - The interposed MPI calls ([`pt2pt`], [`coll`], [`requests`], [`comms`],
 //!   [`ports`], [`spawn`] and [`parent`] (`MPI_Comm_spawn` through the
 //!   virtual machine, both sides), [`finalize`] (delivers what was sent before MPI goes), the
@@ -50,12 +52,15 @@ pub mod errors;
 pub mod finalize;
 pub mod intercomm_split;
 // The standard ABI's first version has no Fortran (build.rs).
+mod env_list;
+pub mod events;
 #[cfg(not(isthmus_mpi_abi))]
 pub mod fortran;
 mod info;
 #[cfg(isthmus_large_count)]
 pub mod large_count;
 pub mod local_side;
+pub mod machine;
 pub mod merged;
 pub mod mpi_glue;
 pub mod nbc;

@@ -11,6 +11,14 @@
 //! it in their `MPI_Init` (`parent`), so the intercommunicator is an
 //! Isthmus one like any `MPI_Comm_accept` gives.
 //!
+//! `MPI_Comm_spawn_multiple` is the same with several commands of one
+//! implementation: one job of all their ranks, in which each rank's shim
+//! starts its own command (`spawn_command::spec_of_all`), so the children
+//! share one `MPI_COMM_WORLD` as MPI says. Commands of two implementations
+//! are refused (no MPI makes one `MPI_COMM_WORLD` across two); so are
+//! commands whose `host` keys differ. The deadline is the first command's
+//! info's.
+//!
 //! Deadline: the info key `isthmus_timeout` (seconds), else
 //! `ISTHMUS_CONNECT_TIMEOUT`, else 300 s, for the children to start, reach
 //! `MPI_Init` and connect. Past it, or if any parent failed to connect, the
@@ -31,6 +39,7 @@ use crate::spawn_command::{self, Command, Refusal};
 use crate::state::{self, is_isthmus};
 
 const CALL: &str = "MPI_Comm_spawn";
+const MULTIPLE: &str = "MPI_Comm_spawn_multiple";
 /// Bytes of a port name as the root broadcasts it.
 const PORT_BYTES: usize = 128;
 /// Bytes of an error message as the root broadcasts it.
@@ -155,13 +164,80 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
     intercomm: *mut MPI_Comm,
     array_of_errcodes: *mut c_int,
 ) -> c_int {
+    let at_root = || {
+        // SAFETY: significant at the root only, as MPI says: a C string
+        // and a NULL-terminated array of them (or MPI_ARGV_NULL).
+        let (command, args) = unsafe { (text(command), args_of(argv)) };
+        vec![Command {
+            command: command.unwrap_or_default(),
+            args,
+            np: maxprocs,
+            info,
+        }]
+    };
+    spawn(CALL, at_root, root, comm, intercomm, array_of_errcodes)
+}
+
+/// # Safety
+/// As `MPI_Comm_spawn_multiple`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
+    count: c_int,
+    array_of_commands: *mut *mut c_char,
+    array_of_argv: *mut *mut *mut c_char,
+    array_of_maxprocs: *const c_int,
+    array_of_info: *const ffi::MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    let at_root = || {
+        let n = usize::try_from(count).unwrap_or(0);
+        if array_of_commands.is_null() || array_of_maxprocs.is_null() || array_of_info.is_null() {
+            return Vec::new();
+        }
+        (0..n)
+            .map(|i| {
+                // SAFETY: significant at the root only, as MPI says: `count`
+                // commands, maxprocs and infos, and `count` argv arrays
+                // (or MPI_ARGVS_NULL), each as MPI_Comm_spawn's.
+                unsafe {
+                    let argv = if array_of_argv.is_null() {
+                        std::ptr::null_mut()
+                    } else {
+                        *array_of_argv.add(i)
+                    };
+                    Command {
+                        command: text(*array_of_commands.add(i)).unwrap_or_default(),
+                        args: args_of(argv),
+                        np: *array_of_maxprocs.add(i),
+                        info: *array_of_info.add(i),
+                    }
+                }
+            })
+            .collect()
+    };
+    spawn(MULTIPLE, at_root, root, comm, intercomm, array_of_errcodes)
+}
+
+/// Both spawns: the root reads the commands (`at_root`), starts them as
+/// one job and tells every parent; all accept the children together.
+fn spawn(
+    call: &str,
+    at_root: impl FnOnce() -> Vec<Command>,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
     if is_isthmus(comm) {
-        return errors::refuse(comm, CALL);
+        return errors::refuse(comm, call);
     }
     if intercomm.is_null() {
         let code = errors::code(
             Class::InvalidArgument,
-            &format!("{CALL}: intercomm is NULL"),
+            &format!("{call}: intercomm is NULL"),
         );
         return errors::raise(comm, code);
     }
@@ -173,16 +249,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
     }
     let mut outcome = Outcome::new();
     if rank == root {
-        // SAFETY: significant at the root only, as MPI says: a C string
-        // and a NULL-terminated array of them (or MPI_ARGV_NULL).
-        let (command, args) = unsafe { (text(command), args_of(argv)) };
-        let cmd = Command {
-            command: command.unwrap_or_default(),
-            args,
-            np: maxprocs,
-            info,
-        };
-        start(&cmd, &mut outcome);
+        start(&at_root(), &mut outcome);
     }
     let rc = bcast(&mut outcome, root, comm);
     if rc != 0 {
@@ -191,6 +258,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
     let np = usize::try_from(outcome.np).unwrap_or(0);
     if let Some(class) = outcome.class() {
         return fail(
+            call,
             comm,
             intercomm,
             array_of_errcodes,
@@ -261,6 +329,7 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
             }
             let class = message.class().unwrap_or(Class::RemoteNotReady);
             fail(
+                call,
                 comm,
                 intercomm,
                 array_of_errcodes,
@@ -272,23 +341,32 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
     }
 }
 
-/// The root's part: checks the command, opens the port, starts the job.
+/// The root's part: checks the commands, opens the port, starts the job.
 /// On success `outcome` holds the port, deadline, job and (in `message`)
-/// the command's description for later errors.
-fn start(cmd: &Command, outcome: &mut Outcome) {
-    outcome.np = cmd.np.max(0);
-    let seconds = crate::info::timeout(cmd.info).unwrap_or_else(default_timeout);
+/// the commands' description for later errors.
+fn start(cmds: &[Command], outcome: &mut Outcome) {
+    outcome.np = cmds.iter().fold(0i32, |n, c| n.saturating_add(c.np.max(0)));
+    let info = cmds
+        .first()
+        .map(|c| c.info)
+        .unwrap_or_else(crate::info::null);
+    let seconds = crate::info::timeout(info).unwrap_or_else(default_timeout);
     outcome.seconds = seconds;
     let timeout = Duration::from_secs_f64(seconds.clamp(0.001, 1e7));
     let port = format!("{PORT_PREFIX}{}", uuid::Uuid::new_v4().simple());
-    let spec = match spawn_command::spec(cmd, &port, timeout) {
+    let spec = match spawn_command::spec_of_all(cmds, &port, timeout) {
         Ok(s) => s,
         Err(Refusal { class, message }) => return outcome.failed(class, &message),
     };
     let implementation = spec.implementation.clone();
-    // Error strings are bounded (Open MPI's at 256 bytes): the command as
-    // given and its implementation say which.
-    let what = format!("{:?} ({implementation})", cmd.command);
+    // Error strings are bounded (Open MPI's at 256 bytes): the commands as
+    // given and their implementation say which.
+    let commands = cmds
+        .iter()
+        .map(|c| format!("{:?}", c.command))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let what = format!("{commands} ({implementation})");
     let bridge = match state::bridge() {
         Ok(b) => b,
         Err(e) => {
@@ -305,8 +383,8 @@ fn start(cmd: &Command, outcome: &mut Outcome) {
             put(
                 &mut outcome.message,
                 &format!(
-                    "{:?} ({}, job {} on {})",
-                    cmd.command, implementation, spawned.job, spawned.host
+                    "{commands} ({}, job {} on {})",
+                    implementation, spawned.job, spawned.host
                 ),
             );
         }
@@ -372,7 +450,9 @@ unsafe fn fill(errcodes: *mut c_int, np: usize, code: c_int) {
 
 /// Every parent's error: the code (same class and message on each),
 /// `errcodes` filled, `MPI_COMM_NULL`, raised on `comm`.
+#[allow(clippy::too_many_arguments)]
 fn fail(
+    call: &str,
     comm: MPI_Comm,
     intercomm: *mut MPI_Comm,
     errcodes: *mut c_int,
@@ -380,7 +460,7 @@ fn fail(
     class: Class,
     message: &str,
 ) -> c_int {
-    let code = errors::code(class, &format!("{CALL}: {message}"));
+    let code = errors::code(class, &format!("{call}: {message}"));
     // SAFETY: the program's out-pointers (checked non-null; errcodes as
     // MPI says: maxprocs ints, or MPI_ERRCODES_IGNORE).
     unsafe {

@@ -2,7 +2,8 @@
 //! found and checked here, as the program's user (`path`, `wdir`), its MPI
 //! implementation read from the binary (or the info key `isthmus_impl`),
 //! where it goes (`host`), and the children's environment (the port they
-//! meet their parents on, their deadline, the request for `libisthmus`).
+//! meet their parents on, their deadline, the request for `libisthmus`) and
+//! the variables the info key `isthmus_env` gives them ([`env_list`]).
 //! Every refusal is a sentence naming the command and the reason.
 
 use std::collections::BTreeMap;
@@ -11,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use isthmus_types::env;
-use isthmus_types::job::{Placement, SpawnSpec};
+use isthmus_types::job::{Placement, RankCommand, RankCommands, SpawnSpec};
 use mpi::ffi;
 
 use crate::errors::Class;
-use crate::info;
+use crate::{env_list, info};
 
 /// Implementations a tasker may serve (as `isthmus_detect` names them).
 const KNOWN: &[&str] = &["openmpi", "mpich", "openmpi5", "mpich5", "impi"];
@@ -84,8 +85,10 @@ pub fn spec(cmd: &Command, port: &str, timeout: Duration) -> Result<SpawnSpec, R
         info::value(cmd.info, "path").as_deref(),
     )
     .map_err(|why| refuse(Class::Spawn, format!("cannot start {what}: {why}")))?;
-    let implementation = implementation(&program, cmd.info)
+    let implementation = implementation(&program, info::value(cmd.info, "isthmus_impl"), false)
         .map_err(|why| refuse(Class::Spawn, format!("cannot start {what}: {why}")))?;
+    let mut env = given_env(cmd)?;
+    env.extend(children_env(port, timeout));
     let placement = match info::value(cmd.info, "host") {
         Some(h) if !h.trim().is_empty() => Placement::Host(h.trim().to_string()),
         _ => Placement::Any,
@@ -96,16 +99,109 @@ pub fn spec(cmd: &Command, port: &str, timeout: Duration) -> Result<SpawnSpec, R
         np,
         implementation,
         placement,
-        env: children_env(port, timeout),
+        env,
         cwd: wdir.display().to_string(),
         owner: 0,
+    })
+}
+
+/// The variables the info key `isthmus_env` gives the command's processes.
+fn given_env(cmd: &Command) -> Result<BTreeMap<String, String>, Refusal> {
+    match info::value(cmd.info, "isthmus_env") {
+        Some(text) => env_list::parse(&text).map_err(|why| {
+            refuse(
+                Class::InvalidArgument,
+                format!(
+                    "cannot start {:?}: info key isthmus_env: {why}",
+                    cmd.command
+                ),
+            )
+        }),
+        None => Ok(BTreeMap::new()),
+    }
+}
+
+/// The spawn spec for several commands (`MPI_Comm_spawn_multiple`): one
+/// job of their one implementation, on their one host, whose launcher
+/// starts the first command's program on every rank and whose rank shims
+/// start each rank's own command instead ([`RankCommands`] in
+/// [`env::SPAWN_APPS`]).
+pub fn spec_of_all(cmds: &[Command], port: &str, timeout: Duration) -> Result<SpawnSpec, Refusal> {
+    let specs = cmds
+        .iter()
+        .map(|c| spec(c, port, timeout))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(first) = specs.first() else {
+        return Err(refuse(
+            Class::InvalidArgument,
+            "count is 0: there is no command to start".to_string(),
+        ));
+    };
+    if specs.len() == 1 {
+        return Ok(first.clone());
+    }
+    // The reason first: error strings are cut at 250 bytes, and paths are long.
+    let named = |i: usize| {
+        let c = cmds.get(i).map(|c| c.command.as_str()).unwrap_or_default();
+        let s = specs
+            .get(i)
+            .map(|s| s.implementation.as_str())
+            .unwrap_or_default();
+        format!("{s} ({c:?})")
+    };
+    if let Some(i) = specs
+        .iter()
+        .position(|s| s.implementation != first.implementation)
+    {
+        return Err(refuse(
+            Class::Spawn,
+            format!(
+                "the commands' MPI implementations differ: {} and {}; the children of one call \
+                 share one MPI_COMM_WORLD, which no MPI makes across two implementations (spawn \
+                 each implementation's commands with a call of its own)",
+                named(0),
+                named(i)
+            ),
+        ));
+    }
+    if let Some(i) = specs.iter().position(|s| s.placement != first.placement) {
+        return Err(refuse(
+            Class::Spawn,
+            format!(
+                "the commands' info keys host differ ({:?} and {:?}): the children of one call \
+                 are one job, on one host",
+                first.placement,
+                specs
+                    .get(i)
+                    .map(|s| s.placement.clone())
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    let mut commands = Vec::with_capacity(specs.len());
+    for (s, c) in specs.iter().zip(cmds) {
+        commands.push(RankCommand {
+            np: s.np,
+            program: s.program.clone(),
+            args: s.args.clone(),
+            cwd: s.cwd.clone(),
+            env: given_env(c)?,
+        });
+    }
+    let commands = RankCommands(commands);
+    let mut env = children_env(port, timeout);
+    env.insert(env::SPAWN_APPS.into(), commands.encode());
+    Ok(SpawnSpec {
+        np: commands.np(),
+        env,
+        ..first.clone()
     })
 }
 
 /// The program `command` names: a path (relative to `wdir`), else the first
 /// executable of that name in the info key `path`'s directories, then
 /// `$PATH`'s. It must be an executable file.
-fn resolve(command: &str, wdir: &Path, path: Option<&str>) -> Result<PathBuf, String> {
+pub fn resolve(command: &str, wdir: &Path, path: Option<&str>) -> Result<PathBuf, String> {
     let candidate = if command.contains('/') {
         wdir.join(command)
     } else {
@@ -149,20 +245,27 @@ fn resolve(command: &str, wdir: &Path, path: Option<&str>) -> Result<PathBuf, St
     Ok(candidate)
 }
 
-/// The implementation of `program`: the info key `isthmus_impl`, else
-/// read from its ELF dynamic section.
-fn implementation(program: &Path, info: ffi::MPI_Info) -> Result<String, String> {
-    if let Some(given) = info::value(info, "isthmus_impl") {
+/// The implementation of `program`: `given` (the info key `isthmus_impl`,
+/// or `Isthmus_Spawn`'s argument), else read from its ELF dynamic section.
+/// A program linked with no MPI is `exec` when `plain` allows it.
+pub fn implementation(
+    program: &Path,
+    given: Option<String>,
+    plain: bool,
+) -> Result<String, String> {
+    if let Some(given) = given {
         let given = given.trim().to_string();
-        return match KNOWN.contains(&given.as_str()) {
+        return match KNOWN.contains(&given.as_str()) || (plain && given == "exec") {
             true => Ok(given),
             false => Err(format!(
-                "info key isthmus_impl is {given:?}; known: {}",
-                KNOWN.join(", ")
+                "the implementation {given:?} is not one Isthmus knows ({}{})",
+                KNOWN.join(", "),
+                if plain { ", exec" } else { "" }
             )),
         };
     }
     match isthmus_detect::implementation_of(program) {
+        Ok("exec") if plain => Ok("exec".to_string()),
         Ok("exec") => Err(format!(
             "cannot tell its MPI implementation: {} is linked with no known MPI library \
              (give the info key isthmus_impl)",
@@ -180,18 +283,8 @@ fn implementation(program: &Path, info: ffi::MPI_Info) -> Result<String, String>
 /// and the parent's own `ISTHMUS_*` settings (log, waiting, limits), less
 /// those that belong to one process or job.
 fn children_env(port: &str, timeout: Duration) -> BTreeMap<String, String> {
-    const OWN: &[&str] = &[
-        env::VMD_ADDR,
-        env::JOB,
-        env::TASKER_SOCKET,
-        env::RANK_VAR,
-        env::RANK,
-        env::LIBISTHMUS,
-        env::SPAWN_PORT,
-        env::SPAWN_TIMEOUT,
-    ];
     let mut vars: BTreeMap<String, String> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("ISTHMUS_") && !OWN.contains(&k.as_str()))
+        .filter(|(k, _)| k.starts_with("ISTHMUS_") && !env_list::RESERVED.contains(&k.as_str()))
         .collect();
     vars.insert(env::SPAWN_PORT.into(), port.into());
     vars.insert(

@@ -237,3 +237,123 @@ fn mpi4py_on_mpich_accepts_with_its_own_calls_and_mpi4py_on_open_mpi_connects() 
 fn mpi4py_on_open_mpi_accepts_with_its_own_calls_and_mpi4py_on_mpich_connects() {
     mpi4py_ports_across(Mpi::OpenMpi, "svc-py-ompi-mpich");
 }
+
+/// The virtual machine from the isthmus package (tests/python/vm.py,
+/// `calls`), with mpi4py of `mpi`: a job of the other implementation
+/// spawned, seen running, killed, its ranks' and its own exits notified
+/// through the events iterator; a host added and deleted, both notified;
+/// the iterator's timeout kept; each bad call an IsthmusError (or
+/// ValueError for an unknown kind) that says why.
+fn python_runs_the_virtual_machine(mpi: Mpi) {
+    let dir = TempDir::new("python-vm");
+    let m = Machine::start(&["mpich", "openmpi"]);
+    let sleeper = dir.0.join("sleeper");
+    build_c(
+        mpi.other(),
+        &[crate_dir().join("tests/c/spawn.c")],
+        &sleeper,
+        Linking::Unmodified,
+    );
+    let sleeper = sleeper.display().to_string();
+    let ghost = format!("py-ghost-{}", mpi.name());
+    let job = python_script(mpi, 1, "vm.py", &["calls", &sleeper, &ghost]);
+    let o = finish(launch(&m.vmd, &job), Duration::from_secs(180), "vm.py");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let all = format!("{}\njobs:\n{}", text(&o), m.jobs());
+    assert!(passed(&o, "calls", 1), "{all}");
+    let spawned = out
+        .lines()
+        .find_map(|l| l.strip_prefix("SPAWNED job="))
+        .unwrap_or_else(|| panic!("no job\n{all}"));
+    let event = |words: &[&str]| {
+        out.lines()
+            .any(|l| l.starts_with("EVENT ") && words.iter().all(|w| l.contains(w)))
+    };
+    let job_is = format!("job={spawned} ");
+    // At least one rank's end (the rm reports those its shims told before
+    // the kill reached the launcher's process group), then the job's.
+    assert!(event(&["task_exit", &job_is, "exit=('signal', "]), "{all}");
+    assert!(event(&["job_exit", &job_is, "state=killed"]), "{all}");
+    assert!(event(&["host_added", &format!("host={ghost}")]), "{all}");
+    assert!(
+        event(&["host_deleted", &format!("host={ghost}"), "reason="]),
+        "{all}"
+    );
+    assert!(out.contains("TIMEOUT waited="), "{all}");
+    let error = |case: &str, words: &[&str]| {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("ERROR {case} ")))
+            .unwrap_or_else(|| panic!("no error for {case}\n{all}"));
+        assert!(
+            words.iter().all(|w| line.contains(w)),
+            "{case}: {line}\n{all}"
+        );
+    };
+    error("kill-unknown", &["Isthmus_Kill", "987654"]);
+    error("spawn-missing", &["Isthmus_Spawn", "/no/such/program"]);
+    error("spawn-env", &["Isthmus_Spawn", "\"FOO\" is not NAME=VALUE"]);
+    error("spawn-no-tasker", &["Isthmus_Spawn", "impi", "refused"]);
+    error(
+        "delete-host-unknown",
+        &["Isthmus_Delete_host", "no-such-host"],
+    );
+    error("events-kind", &["unknown event kind 'hosts'"]);
+    error("events-closed", &["the subscription is closed"]);
+}
+
+#[test]
+fn python_on_open_mpi_runs_the_virtual_machine() {
+    python_runs_the_virtual_machine(Mpi::OpenMpi);
+}
+
+#[test]
+fn python_on_mpich_runs_the_virtual_machine() {
+    python_runs_the_virtual_machine(Mpi::Mpich);
+}
+
+/// mpi4py's own `MPI.COMM_SELF.Spawn(sys.executable, ...)` on `parent`
+/// starts two mpi4py workers on the other implementation (info keys
+/// `isthmus_impl` and `isthmus_env`, which gives them their PYTHONPATH and
+/// a variable with a `;`); they find their parent with
+/// `MPI.Comm.Get_parent()`, exchange, merge and disconnect.
+fn mpi4py_spawns_across(parent: Mpi) {
+    let m = Machine::start(&["mpich", "openmpi"]);
+    let child = parent.other();
+    let job = python_script(
+        parent,
+        1,
+        "vm.py",
+        &["parent", child.name(), "2", &python_path(child)],
+    );
+    let o = finish(launch(&m.vmd, &job), Duration::from_secs(180), "parent");
+    assert!(
+        passed(&o, "parent", 1) && ran_on(&o, parent),
+        "{}\njobs:\n{}",
+        text(&o),
+        m.jobs()
+    );
+    // The workers were a job of the other implementation, which exited.
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let jobs = m.jobs();
+        if jobs
+            .lines()
+            .any(|l| l.contains("python3") && l.contains(child.name()) && l.contains("exited"))
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "{jobs}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn mpi4py_on_open_mpi_spawns_mpi4py_workers_on_mpich() {
+    mpi4py_spawns_across(Mpi::OpenMpi);
+}
+
+#[test]
+fn mpi4py_on_mpich_spawns_mpi4py_workers_on_open_mpi() {
+    mpi4py_spawns_across(Mpi::Mpich);
+}

@@ -12,11 +12,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use common::*;
-use isthmus_testkit::{bin, console, Proc};
 
 const GUARD: Duration = Duration::from_secs(180);
 
@@ -30,59 +29,6 @@ fn program(mpi: Mpi, dir: &TempDir) -> PathBuf {
         Linking::Unmodified,
     );
     out
-}
-
-/// A vmd with room for the tests' jobs and a tasker for each of Debian's
-/// two implementations, each preloading its own libisthmus into the jobs
-/// that ask.
-struct Machine {
-    vmd: Vmd,
-    /// Killed on drop.
-    _taskers: Vec<Proc>,
-}
-
-impl Machine {
-    fn start() -> Machine {
-        let vmd = Vmd::start("localhost", &["--slots", "16", "--store", "memory"]);
-        let taskers = [Mpi::OpenMpi, Mpi::Mpich]
-            .into_iter()
-            .map(|mpi| {
-                let child = Command::new(bin("tasker"))
-                    .args(["--impl", mpi.name(), "--vmd", &vmd.addr, "--libisthmus"])
-                    .arg(lib_dir(mpi).join("libisthmus.so"))
-                    // Cargo's points at this test's target dir (one flavour).
-                    .env_remove("LD_LIBRARY_PATH")
-                    .env("OMPI_MCA_btl_tcp_if_include", "lo")
-                    .env("OMPI_MCA_oob_tcp_if_include", "lo")
-                    .env("RUST_LOG", "warn")
-                    .stdin(Stdio::null())
-                    .spawn()
-                    .expect("start a tasker");
-                Proc(child)
-            })
-            .collect();
-        let end = Instant::now() + Duration::from_secs(30);
-        loop {
-            let (_, hosts, _) = console(&vmd.addr, &["conf"]);
-            if hosts.contains("mpich,openmpi") {
-                break;
-            }
-            assert!(
-                Instant::now() < end,
-                "the taskers did not register:\n{hosts}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Machine {
-            vmd,
-            _taskers: taskers,
-        }
-    }
-
-    /// `isthmus ps --all`.
-    fn jobs(&self) -> String {
-        console(&self.vmd.addr, &["ps", "--all"]).1
-    }
 }
 
 fn manager_job(mpi: Mpi, program: &Path, np: usize, args: &[&str], env: &[(&str, &str)]) -> Job {
@@ -110,7 +56,7 @@ fn passed(o: &Output, mode: &str, ranks: usize) -> bool {
 /// passes, and the workers are jobs of the virtual machine that exited 0.
 fn manager_spawns_workers(parent: Mpi, child: Mpi) {
     let dir = TempDir::new("spawn");
-    let m = Machine::start();
+    let m = Machine::start(&["openmpi", "mpich"]);
     let manager = program(parent, &dir);
     let worker = program(child, &dir);
     let worker = worker.to_str().expect("utf-8 path");
@@ -186,7 +132,7 @@ fn running(program: &Path) -> Vec<String> {
 
 fn errors_of(parent: Mpi, child: Mpi) {
     let dir = TempDir::new("spawn-errors");
-    let m = Machine::start();
+    let m = Machine::start(&["openmpi", "mpich"]);
     let manager = program(parent, &dir);
     let worker = program(child, &dir);
     let not_executable = dir.0.join("not-executable");
@@ -294,4 +240,62 @@ fn spawn_errors_name_the_command_and_reason_and_leave_nothing_behind_open_mpi_ma
 #[test]
 fn spawn_errors_name_the_command_and_reason_and_leave_nothing_behind_mpich_manager() {
     errors_of(Mpi::Mpich, Mpi::OpenMpi);
+}
+
+/// `MPI_Comm_spawn_multiple` of two commands of one implementation from a
+/// manager of the other: one job of three ranks in which each runs its own
+/// command with its own arguments and `isthmus_env`, one MPI_COMM_WORLD;
+/// the manager exchanges with all three. Commands of two implementations
+/// in one call are refused, saying why, and nothing is started.
+fn spawn_multiple(parent: Mpi, child: Mpi) {
+    let dir = TempDir::new("spawn-multiple");
+    let m = Machine::start(&["openmpi", "mpich"]);
+    let manager = program(parent, &dir);
+    let worker = program(child, &dir);
+    let worker_s = worker.display().to_string();
+    let job = manager_job(parent, &manager, 1, &["multiple", &worker_s], &[]);
+    let o = finish(launch(&m.vmd, &job), GUARD, "manager");
+    assert!(
+        passed(&o, "multiple", 1),
+        "{}\njobs:\n{}",
+        text(&o),
+        m.jobs()
+    );
+    let jobs = m.jobs();
+    assert_eq!(
+        jobs.lines().filter(|l| l.contains(&worker_s)).count(),
+        1,
+        "not one job:\n{jobs}"
+    );
+
+    let mine = manager.display().to_string();
+    let job = manager_job(parent, &manager, 1, &["mixed", &worker_s, &mine], &[]);
+    let o = finish(launch(&m.vmd, &job), GUARD, "manager");
+    let errors = spawn_errors(&o);
+    assert!(
+        passed(&o, "mixed", 1)
+            && errors.len() == 1
+            && errors[0].1.contains("MPI_Comm_spawn_multiple")
+            && errors[0].1.contains("implementations differ")
+            && errors[0].1.contains(child.name())
+            && errors[0].1.contains(parent.name()),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        m.jobs().lines().filter(|l| l.contains(&mine)).count(),
+        0,
+        "the refused spawn started something:\n{}",
+        m.jobs()
+    );
+}
+
+#[test]
+fn an_open_mpi_manager_spawns_multiple_mpich_commands_as_one_job() {
+    spawn_multiple(Mpi::OpenMpi, Mpi::Mpich);
+}
+
+#[test]
+fn an_mpich_manager_spawns_multiple_open_mpi_commands_as_one_job() {
+    spawn_multiple(Mpi::Mpich, Mpi::OpenMpi);
 }

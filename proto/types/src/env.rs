@@ -73,6 +73,10 @@ pub const SPAWN_PORT: &str = "ISTHMUS_SPAWN_PORT";
 /// `MPI_Init`, to meet their parents (what is left of the spawn's deadline).
 pub const SPAWN_TIMEOUT: &str = "ISTHMUS_SPAWN_TIMEOUT";
 
+/// In a job's environment (`MPI_Comm_spawn_multiple`'s children): the
+/// command each rank runs, for the rank shim ([`crate::job::RankCommands`]).
+pub const SPAWN_APPS: &str = "ISTHMUS_SPAWN_APPS";
+
 /// The runtime directory: [`RUNTIME_DIR`], else `$XDG_RUNTIME_DIR/isthmus`,
 /// else `/tmp/isthmus-<uid>`.
 pub fn default_runtime_dir() -> PathBuf {

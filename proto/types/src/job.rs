@@ -248,6 +248,120 @@ impl JobReport {
     }
 }
 
+/// The command one range of ranks of a job runs, when its ranks run
+/// different commands (`MPI_Comm_spawn_multiple`): the job's launcher
+/// starts `np` copies of its first program, and the rank shim of each rank
+/// starts instead the command its rank falls in (see [`RankCommands`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankCommand {
+    pub np: u32,
+    pub program: String,
+    pub args: Vec<String>,
+    /// Its working directory (empty: the job's).
+    pub cwd: String,
+    /// Variables it gets in addition to the job's.
+    pub env: BTreeMap<String, String>,
+}
+
+/// The commands of a job's ranks, in rank order, as they travel in
+/// [`crate::env::SPAWN_APPS`]: every string as `<bytes>:<text>`, a command
+/// as its count, program, working directory, arguments and variables.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RankCommands(pub Vec<RankCommand>);
+
+impl RankCommands {
+    /// The command of `rank`, if the commands cover it.
+    pub fn for_rank(&self, rank: u32) -> Option<&RankCommand> {
+        let mut first = 0u32;
+        self.0.iter().find(|c| {
+            let end = first.saturating_add(c.np);
+            let hit = rank >= first && rank < end;
+            first = end;
+            hit
+        })
+    }
+
+    /// Ranks in all.
+    pub fn np(&self) -> u32 {
+        self.0.iter().fold(0, |n, c| n.saturating_add(c.np))
+    }
+
+    pub fn encode(&self) -> String {
+        fn put(out: &mut String, s: &str) {
+            out.push_str(&format!("{}:{s}", s.len()));
+        }
+        let mut out = String::new();
+        put(&mut out, &self.0.len().to_string());
+        for c in &self.0 {
+            put(&mut out, &c.np.to_string());
+            put(&mut out, &c.program);
+            put(&mut out, &c.cwd);
+            put(&mut out, &c.args.len().to_string());
+            for a in &c.args {
+                put(&mut out, a);
+            }
+            put(&mut out, &c.env.len().to_string());
+            for (k, v) in &c.env {
+                put(&mut out, k);
+                put(&mut out, v);
+            }
+        }
+        out
+    }
+
+    /// Reads what [`RankCommands::encode`] wrote; the error says where it broke.
+    pub fn decode(text: &str) -> Result<Self, String> {
+        struct Reader<'a>(&'a str);
+        impl Reader<'_> {
+            fn string(&mut self) -> Result<String, String> {
+                let (len, rest) = self
+                    .0
+                    .split_once(':')
+                    .ok_or_else(|| format!("no length before {:?}", self.0))?;
+                let len: usize = len.parse().map_err(|_| format!("bad length {len:?}"))?;
+                let s = rest
+                    .get(..len)
+                    .ok_or_else(|| format!("{len} bytes announced, {} left", rest.len()))?;
+                self.0 = rest.get(len..).unwrap_or_default();
+                Ok(s.to_string())
+            }
+            fn number<T: std::str::FromStr>(&mut self) -> Result<T, String> {
+                let s = self.string()?;
+                s.parse().map_err(|_| format!("{s:?} is not a count"))
+            }
+        }
+        let mut r = Reader(text);
+        let n: usize = r.number()?;
+        let mut commands = Vec::new();
+        for _ in 0..n.min(4096) {
+            let np = r.number()?;
+            let program = r.string()?;
+            let cwd = r.string()?;
+            let nargs: usize = r.number()?;
+            let args = (0..nargs.min(1 << 16))
+                .map(|_| r.string())
+                .collect::<Result<_, _>>()?;
+            let nenv: usize = r.number()?;
+            let mut env = BTreeMap::new();
+            for _ in 0..nenv.min(1 << 16) {
+                let k = r.string()?;
+                env.insert(k, r.string()?);
+            }
+            commands.push(RankCommand {
+                np,
+                program,
+                args,
+                cwd,
+                env,
+            });
+        }
+        if !r.0.is_empty() {
+            return Err(format!("{} bytes left over", r.0.len()));
+        }
+        Ok(RankCommands(commands))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,5 +375,33 @@ mod tests {
         assert_eq!(ExitStatus::from(signal), ExitStatus::Signal(9));
         assert_eq!(ExitStatus::Signal(9).to_string(), "signal 9");
         assert!(ExitStatus::Code(0).success() && !ExitStatus::Code(1).success());
+    }
+
+    #[test]
+    fn rank_commands_travel_and_cover_their_ranks() {
+        let cmds = RankCommands(vec![
+            RankCommand {
+                np: 2,
+                program: "/bin/a".into(),
+                args: vec!["x:y".into(), String::new(), "12:ab".into()],
+                cwd: "/tmp".into(),
+                env: BTreeMap::from([("K".into(), "v;w".into())]),
+            },
+            RankCommand {
+                np: 1,
+                program: "/bin/b".into(),
+                args: vec![],
+                cwd: String::new(),
+                env: BTreeMap::new(),
+            },
+        ]);
+        let back = RankCommands::decode(&cmds.encode()).unwrap();
+        assert_eq!(back, cmds);
+        assert_eq!(back.np(), 3);
+        assert_eq!(back.for_rank(1).unwrap().program, "/bin/a");
+        assert_eq!(back.for_rank(2).unwrap().program, "/bin/b");
+        assert!(back.for_rank(3).is_none());
+        assert!(RankCommands::decode("1:1").is_err());
+        assert!(RankCommands::decode("3:1").is_err());
     }
 }

@@ -10,6 +10,17 @@
  *   spawn worker     the child: MPI_Comm_get_parent, the same exchanges,
  *        disconnect, get_parent is then MPI_COMM_NULL. Its verdict travels
  *        to the parents (its output goes to the virtual machine).
+ *   spawn multiple WORKER
+ *        MPI_Comm_spawn_multiple on MPI_COMM_SELF of two commands, both
+ *        WORKER: 1 rank with the arguments "worker first" and the info key
+ *        isthmus_env ISTHMUS_TEST_APP=one, 2 ranks with "worker second" and
+ *        ISTHMUS_TEST_APP=two; the three children are one MPI_COMM_WORLD,
+ *        each checks it runs its own command; then the manager's
+ *        exchanges. Prints "PASS multiple rank 0".
+ *   spawn mixed COMMAND_A COMMAND_B
+ *        MPI_Comm_spawn_multiple of one rank of each, which must fail
+ *        (commands of two implementations): prints a SPAWN-ERROR line as
+ *        `fail` does, then "PASS mixed rank 0".
  *   spawn sleeper    a child that sleeps 120 s before MPI_Init.
  *   spawn fail TIMEOUT COMMAND NP [COMMAND NP]...
  *        spawns that must fail (MPI_ERRORS_RETURN, info key isthmus_timeout
@@ -138,12 +149,19 @@ static int manager(const char *worker, int np, const char *mode, const char *imp
     return 0;
 }
 
-static int worker(void)
+static int worker(int argc, char **argv)
 {
     MPI_Comm parent;
     MPI_Comm_get_parent(&parent);
     CHECK(parent != MPI_COMM_NULL, "no parent");
     int bad = exchange(parent, 0);
+    if (argc >= 3) {
+        /* A child of `multiple`: rank 0 runs the first command, 1-2 the second. */
+        const char *app = getenv("ISTHMUS_TEST_APP");
+        bad += strcmp(argv[2], rank == 0 ? "first" : "second") != 0;
+        bad += app == NULL || strcmp(app, rank == 0 ? "one" : "two") != 0;
+        bad += size != 3;
+    }
     int lrank;
     MPI_Comm_rank(parent, &lrank);
     MPI_Send(&bad, 1, MPI_INT, 0, 9, parent);
@@ -151,6 +169,64 @@ static int worker(void)
     MPI_Comm_get_parent(&parent);
     CHECK(parent == MPI_COMM_NULL, "get_parent after disconnect is not MPI_COMM_NULL");
     printf("worker rank %d: %d failed checks\n", lrank, bad);
+    return 0;
+}
+
+static int multiple(const char *worker)
+{
+    if (rank != 0)
+        return 0;
+    char *commands[2] = {(char *)worker, (char *)worker};
+    char *first[] = {"worker", "first", NULL}, *second[] = {"worker", "second", NULL};
+    char **argvs[2] = {first, second};
+    int np[2] = {1, 2}, errcodes[3] = {-1, -1, -1};
+    MPI_Info infos[2];
+    MPI_Info_create(&infos[0]);
+    MPI_Info_set(infos[0], "isthmus_env", "ISTHMUS_TEST_APP=one");
+    MPI_Info_create(&infos[1]);
+    MPI_Info_set(infos[1], "isthmus_env", "ISTHMUS_TEST_APP=two");
+    MPI_Comm inter;
+    int rc = MPI_Comm_spawn_multiple(2, commands, argvs, np, infos, 0, MPI_COMM_SELF, &inter,
+                                     errcodes);
+    CHECK(rc == MPI_SUCCESS, "MPI_Comm_spawn_multiple returned %d", rc);
+    for (int i = 0; i < 3; i++)
+        CHECK(errcodes[i] == MPI_SUCCESS, "errcodes[%d] = %d", i, errcodes[i]);
+    int rsize;
+    MPI_Comm_remote_size(inter, &rsize);
+    CHECK(rsize == 3, "remote size %d, spawned 3", rsize);
+    int bad = exchange(inter, 1);
+    CHECK(bad == 0, "%d checks failed with the children", bad);
+    for (int q = 0; q < rsize; q++) {
+        int theirs = -1;
+        MPI_Recv(&theirs, 1, MPI_INT, q, 9, inter, MPI_STATUS_IGNORE);
+        CHECK(theirs == 0, "child %d reports %d failed checks", q, theirs);
+    }
+    MPI_Comm_disconnect(&inter);
+    MPI_Info_free(&infos[0]);
+    MPI_Info_free(&infos[1]);
+    printf("PASS multiple rank %d\n", rank);
+    return 0;
+}
+
+static int mixed(const char *a, const char *b)
+{
+    if (rank != 0)
+        return 0;
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    char *commands[2] = {(char *)a, (char *)b};
+    int np[2] = {1, 1}, errcodes[2] = {-1, -1};
+    MPI_Info infos[2] = {MPI_INFO_NULL, MPI_INFO_NULL};
+    MPI_Comm inter = MPI_COMM_WORLD;
+    int rc = MPI_Comm_spawn_multiple(2, commands, MPI_ARGVS_NULL, np, infos, 0, MPI_COMM_SELF,
+                                     &inter, errcodes);
+    CHECK(rc != MPI_SUCCESS, "the spawn of %s and %s succeeded", a, b);
+    int class, len;
+    char text[MPI_MAX_ERROR_STRING];
+    MPI_Error_class(rc, &class);
+    MPI_Error_string(rc, text, &len);
+    printf("SPAWN-ERROR 0 class=%d same=%d null=%d %s\n", class,
+           errcodes[0] == rc && errcodes[1] == rc, inter == MPI_COMM_NULL, text);
+    printf("PASS mixed rank %d\n", rank);
     return 0;
 }
 
@@ -199,7 +275,11 @@ int main(int argc, char **argv)
     if (argc >= 5 && strcmp(argv[1], "manager") == 0)
         rc = manager(argv[2], atoi(argv[3]), argv[4], argc >= 6 ? argv[5] : NULL);
     else if (argc >= 2 && strcmp(argv[1], "worker") == 0)
-        rc = worker();
+        rc = worker(argc, argv);
+    else if (argc >= 3 && strcmp(argv[1], "multiple") == 0)
+        rc = multiple(argv[2]);
+    else if (argc >= 4 && strcmp(argv[1], "mixed") == 0)
+        rc = mixed(argv[2], argv[3]);
     else if (argc >= 5 && strcmp(argv[1], "fail") == 0)
         rc = fail(argc, argv);
     else

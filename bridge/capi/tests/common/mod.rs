@@ -635,3 +635,64 @@ pub fn run_conformance_with(
     }
     Ok(())
 }
+
+/// A vmd with room for the tests' jobs and a tasker for each implementation
+/// named (`openmpi`, `mpich`: each preloading its own libisthmus into the
+/// jobs that ask; `exec`: programs without MPI).
+pub struct Machine {
+    pub vmd: Vmd,
+    /// Killed on drop.
+    _taskers: Vec<isthmus_testkit::Proc>,
+}
+
+impl Machine {
+    pub fn start(implementations: &[&str]) -> Machine {
+        use std::time::Instant;
+        let vmd = Vmd::start("localhost", &["--slots", "16", "--store", "memory"]);
+        let taskers = implementations
+            .iter()
+            .map(|name| {
+                let mut cmd = Command::new(isthmus_testkit::bin("tasker"));
+                cmd.args(["--impl", name, "--vmd", &vmd.addr]);
+                if let Some(mpi) = Mpi::from_name(name) {
+                    cmd.arg("--libisthmus")
+                        .arg(lib_dir(mpi).join("libisthmus.so"));
+                }
+                let child = cmd
+                    // Cargo's points at this test's target dir (one flavour).
+                    .env_remove("LD_LIBRARY_PATH")
+                    .env("OMPI_MCA_btl_tcp_if_include", "lo")
+                    .env("OMPI_MCA_oob_tcp_if_include", "lo")
+                    .env("RUST_LOG", "warn")
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .expect("start a tasker");
+                isthmus_testkit::Proc(child)
+            })
+            .collect();
+        let mut sorted = implementations.to_vec();
+        sorted.sort();
+        let want = sorted.join(",");
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, hosts, _) = isthmus_testkit::console(&vmd.addr, &["conf"]);
+            if hosts.contains(&want) {
+                break;
+            }
+            assert!(
+                Instant::now() < end,
+                "the taskers did not register:\n{hosts}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Machine {
+            vmd,
+            _taskers: taskers,
+        }
+    }
+
+    /// `isthmus ps --all`.
+    pub fn jobs(&self) -> String {
+        isthmus_testkit::console(&self.vmd.addr, &["ps", "--all"]).1
+    }
+}
