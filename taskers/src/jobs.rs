@@ -20,6 +20,10 @@ use tracing::info;
 use crate::launcher::{JobSpec, Launcher, Start};
 use crate::rank_reports::{Reporters, ShimEvent};
 
+/// The variables of a Slurm allocation (`SLURM_JOB_ID`, `SLURM_NODELIST`,
+/// …) that make `mpirun`/`mpiexec` launch across it.
+const SLURM_PREFIX: &str = "SLURM_";
+
 /// How long a job's end waits for the exit reports of ranks that have not
 /// closed their shim connection yet (only when something went wrong).
 const RANK_REPORT_GRACE: Duration = Duration::from_secs(1);
@@ -275,6 +279,14 @@ impl Jobs {
         run_as: Option<&crate::run_as::RunAs>,
     ) -> std::io::Result<tokio::process::Child> {
         let mut cmd = tokio::process::Command::new(&start.program);
+        // The resource manager placed this job on this host: its launcher
+        // stays here, not reading a Slurm allocation as its own to spread
+        // over (the job's own variables may still name one).
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with(SLURM_PREFIX) {
+                cmd.env_remove(name);
+            }
+        }
         cmd.args(&start.args)
             .envs(env)
             .envs(start.env.iter().map(|(k, v)| (k, v)))

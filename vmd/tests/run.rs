@@ -498,3 +498,106 @@ fn under_slurm_an_sbatch_script_runs_the_coupling_on_one_node() {
     assert_eq!(runs.len(), 2, "{all}");
     assert_gone(&embedded_pids(runs[1]), "the embedded vmd or a tasker");
 }
+
+/// Inside a Slurm allocation of two nodes (network namespaces, a slurmd in
+/// each): `isthmus run` on the first node starts an etcd on its address
+/// and its vmd, which starts the second node's vmd and taskers as a job
+/// step (`isthmus node`); the Open MPI ocean runs on h1, the MPICH
+/// atmosphere on h2 (each launcher on its own node), and they couple over
+/// TCP between the namespaces. An `exec` component placed on h2 shows the
+/// network it ran in.
+#[test]
+fn under_slurm_a_coupling_spreads_over_two_nodes() {
+    let Some(hosts) = isthmus_testkit::netns::Hosts::for_test(2) else {
+        return;
+    };
+    if isthmus_testkit::slurm::Slurm::skipped() {
+        return;
+    }
+    let slurm = isthmus_testkit::slurm::Slurm::in_namespaces(&hosts, 3);
+    let dir = TempDir::new("run-slurm2");
+    coupling_demo(&dir);
+    let file = write(
+        &dir,
+        "two-nodes.toml",
+        "[run]\n\
+         timeout = 240\n\
+         [[component]]\n\
+         name = \"atmosphere\"\n\
+         program = \"build/atmosphere\"\n\
+         args = [\"3\"]\n\
+         np = 2\n\
+         impl = \"mpich\"\n\
+         host = \"h2\"\n\
+         env = { ISTHMUS_DATA_ADDR = \"0.0.0.0\" }\n\
+         [[component]]\n\
+         name = \"ocean\"\n\
+         program = \"build/ocean\"\n\
+         args = [\"3\"]\n\
+         np = 2\n\
+         impl = \"openmpi\"\n\
+         host = \"h1\"\n\
+         env = { ISTHMUS_DATA_ADDR = \"0.0.0.0\" }\n\
+         [[component]]\n\
+         name = \"where\"\n\
+         program = \"/bin/sh\"\n\
+         args = [\"-c\", \"ip -4 -o addr show | grep -v ' lo '\"]\n\
+         np = 1\n\
+         impl = \"exec\"\n\
+         host = \"h2\"\n",
+    );
+    let script = write(
+        &dir,
+        "job.sh",
+        &format!(
+            "#!/bin/sh\n\
+             export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n\
+             export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo\n\
+             echo \"job $SLURM_JOB_ID on $SLURMD_NODENAME, nodes $SLURM_JOB_NODELIST\"\n\
+             {isthmus} --vmd {nowhere} run {file}\n\
+             code=$?\n\
+             squeue -s -h -o 'step %i %j %N'\n\
+             exit $code\n",
+            isthmus = bin("isthmus").display(),
+            nowhere = nowhere(&dir),
+            file = file.display(),
+        ),
+    );
+    let output = dir.0.join("job.out");
+    let workdir = dir.0.display().to_string();
+    let code = slurm.sbatch_wait(
+        &["-N", "2", "-n", "6", "-J", "isthmus-two", "-D", &workdir],
+        &script,
+        &output,
+        GUARD * 2,
+    );
+    let out = std::fs::read_to_string(&output).unwrap_or_default();
+    println!("{out}");
+    let all = format!("exit {code}\n{out}\n{}", slurm.logs());
+    assert_eq!(code, 0, "{all}");
+    assert!(out.contains("on h1, nodes h[1-2]"), "{all}");
+    assert!(
+        out.contains("== 2 nodes (h1 h2): an etcd on h1 at "),
+        "{all}"
+    );
+    assert_coupled(&out, &all);
+    for (c, h) in [("atmosphere", "h2"), ("ocean", "h1"), ("where", "h2")] {
+        let running = format!("== {c}: running (job ");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&running))
+            .unwrap_or_else(|| panic!("no running line of {c}:\n{all}"));
+        assert!(
+            line.ends_with(&format!(" on {h})")),
+            "{c} not on {h}:\n{all}"
+        );
+    }
+    let h2 = hosts.host(1).addr.to_string();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("[where:0] ") && l.contains(&format!("inet {h2}/"))),
+        "the exec component did not run in h2's network:\n{all}"
+    );
+    drop(slurm);
+    drop(hosts);
+}

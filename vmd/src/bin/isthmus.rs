@@ -147,6 +147,24 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// What `isthmus run` starts on each other node of a Slurm allocation
+    /// (a job step): this node's vmd on the run's etcd and its taskers,
+    /// until SIGTERM.
+    #[command(hide = true)]
+    Node {
+        /// The etcd the allocation's vmds share.
+        #[arg(long)]
+        etcd: String,
+        /// The run's key prefix in it.
+        #[arg(long)]
+        etcd_prefix: String,
+        /// This node's name in the virtual machine.
+        #[arg(long)]
+        host_name: String,
+        /// An implementation to start a tasker for (repeatable).
+        #[arg(long = "impl")]
+        impls: Vec<String>,
+    },
     /// Send a signal (name or number) to a job's ranks.
     Sig {
         signal: String,
@@ -214,6 +232,18 @@ async fn main() {
     let result = match cli.command {
         Some(Command::Run { file, dry_run }) => {
             std::process::exit(isthmus_vmd::run::main(&addr, &file, dry_run).await)
+        }
+        Some(Command::Node {
+            etcd,
+            etcd_prefix,
+            host_name,
+            impls,
+        }) => {
+            let shared = isthmus_vmd::run::allocation::Shared {
+                etcd,
+                prefix: etcd_prefix,
+            };
+            std::process::exit(isthmus_vmd::run::node_main(shared, host_name, impls).await)
         }
         Some(cmd) => run(&addr, cli.json, cmd).await,
         None => interactive(&addr, cli.json).await,
@@ -357,6 +387,9 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
         }
         Command::Halt => halt(&connect(addr).await?, json, addr).await,
         Command::Cert { action } => cert(action),
+        Command::Node { .. } => {
+            anyhow::bail!("`node` is for `isthmus run` to start, not interactive")
+        }
         Command::Run { file, dry_run } => {
             let code = isthmus_vmd::run::main(addr, &file, dry_run).await;
             if code != 0 {

@@ -4,7 +4,10 @@
 //! directory (its Unix socket, its logs; memory store: nothing outlives
 //! the run), each in a process group of its own so that the terminal's
 //! Ctrl-C reaches `isthmus run` alone, which then stops the components
-//! first and these last, by PID. Every wait has a deadline.
+//! first and these last, by PID. Every wait has a deadline. Across the
+//! nodes of a Slurm allocation ([`super::allocation`]) the first node's
+//! also starts the etcd the nodes' vmds share, and each other node runs
+//! the same for itself (`isthmus node`), on that etcd.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::DirBuilderExt;
@@ -16,12 +19,16 @@ use std::time::Duration;
 use isthmus_client::Console;
 use tokio::time::Instant;
 
+use super::allocation::Shared;
 use super::spec::Impl;
 
 /// How long the vmd may take to listen.
 const VMD_START: Duration = Duration::from_secs(15);
-/// How long the taskers may take to register.
-const TASKERS_START: Duration = Duration::from_secs(20);
+/// How long the taskers may take to register (on every node: the other
+/// nodes' vmds are job steps that start theirs).
+const TASKERS_START: Duration = Duration::from_secs(60);
+/// How long the run's etcd may take to answer healthy.
+const ETCD_START: Duration = Duration::from_secs(20);
 /// How long a child may take to stop after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -80,6 +87,25 @@ pub struct Embedded {
     dir: PathBuf,
     vmd: Option<Kid>,
     taskers: Vec<Kid>,
+    /// The etcd the nodes share, started by the first node's run.
+    etcd: Option<Kid>,
+}
+
+/// Where this run's vmd stands among the nodes of an allocation.
+pub enum Role {
+    /// Alone (one host): its tables in memory.
+    Alone,
+    /// The first node: starts an etcd on `addr`, and its vmd starts every
+    /// other node of `nodes` (by `host_start`, given the shared etcd).
+    First {
+        addr: String,
+        prefix: String,
+        nodes: Vec<String>,
+        this: String,
+    },
+    /// A node the first one started: its vmd on the shared etcd, named
+    /// `host`.
+    Started { shared: Shared, host: String },
 }
 
 /// A sibling binary of this `isthmus` (an install puts them together),
@@ -96,7 +122,11 @@ impl Embedded {
     /// Starts a vmd with `slots` slots (`None`: the vmd's own default, the
     /// Slurm allocation's inside one) and a tasker for each of `impls`;
     /// returns once the vmd lists every tasker.
-    pub async fn start(impls: &BTreeSet<Impl>, slots: Option<u32>) -> Result<Self, EmbedError> {
+    pub async fn start(
+        impls: &BTreeSet<Impl>,
+        slots: Option<u32>,
+        role: Role,
+    ) -> Result<Self, EmbedError> {
         let dir = std::env::temp_dir().join(format!(
             "isthmus-run-{}-{}",
             std::process::id(),
@@ -114,6 +144,7 @@ impl Embedded {
             dir,
             vmd: None,
             taskers: Vec::new(),
+            etcd: None,
         };
         let addr_file = me.dir.join("addr");
         let mut vmd = Command::new(sibling("vmd"));
@@ -122,8 +153,41 @@ impl Embedded {
             .arg("--state-dir")
             .arg(me.dir.join("state"))
             .arg("--addr-file")
-            .arg(&addr_file)
-            .args(["--store", "memory"]);
+            .arg(&addr_file);
+        // The hosts whose taskers the run waits for (none named: this one).
+        let mut hosts = Vec::new();
+        match role {
+            Role::Alone => {
+                vmd.args(["--store", "memory"]);
+            }
+            Role::First {
+                addr,
+                prefix,
+                nodes,
+                this,
+            } => {
+                let shared = Shared {
+                    etcd: me.start_etcd(&addr).await?,
+                    prefix,
+                };
+                let ordered: Vec<Impl> = impls.iter().copied().collect();
+                let start = super::allocation::host_start(&shared, &ordered).map_err(|e| {
+                    EmbedError::Spawn {
+                        program: PathBuf::from("isthmus"),
+                        hint: "the other nodes run it",
+                        source: std::io::Error::other(e.to_string()),
+                    }
+                })?;
+                vmd.args(["--etcd", &shared.etcd, "--etcd-prefix", &shared.prefix])
+                    .args(["--host-name", &this, "--host-start", &start]);
+                hosts = nodes;
+            }
+            Role::Started { shared, host } => {
+                vmd.args(["--etcd", &shared.etcd, "--etcd-prefix", &shared.prefix])
+                    .args(["--host-name", &host]);
+                hosts.push(host);
+            }
+        }
         if let Some(slots) = slots {
             vmd.args(["--slots", &slots.to_string()]);
         }
@@ -148,8 +212,44 @@ impl Embedded {
             let kid = me.launch(&format!("the {i} tasker"), &format!("tasker-{i}"), tasker)?;
             me.taskers.push(kid);
         }
-        me.wait_taskers(impls).await?;
+        me.wait_taskers(impls, &hosts).await?;
         Ok(me)
+    }
+
+    /// Starts a one-member etcd listening on `addr` (a free port) for the
+    /// allocation's nodes, its data in the private directory; returns its
+    /// client URL once it answers healthy.
+    async fn start_etcd(&mut self, addr: &str) -> Result<String, EmbedError> {
+        let client = format!("http://{addr}:{}", free_port(addr));
+        let peer = format!("http://127.0.0.1:{}", free_port("127.0.0.1"));
+        let mut etcd = Command::new("etcd");
+        etcd.args(["--name", "isthmus-run"])
+            .arg("--data-dir")
+            .arg(self.dir.join("etcd"))
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &format!("isthmus-run={peer}")])
+            .args(["--logger", "zap", "--log-level", "warn"]);
+        let kid = self.launch("the run's etcd", "etcd", etcd)?;
+        let kid = self.etcd.insert(kid);
+        let end = Instant::now() + ETCD_START;
+        let host_port = client.trim_start_matches("http://").to_string();
+        loop {
+            let probe = host_port.clone();
+            let healthy = tokio::task::spawn_blocking(move || etcd_healthy(&probe))
+                .await
+                .unwrap_or(false);
+            if healthy {
+                return Ok(client);
+            }
+            check_running(kid)?;
+            if Instant::now() > end {
+                return Err(not_ready(kid, ETCD_START));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Starts `command` in a process group of its own, its output in
@@ -181,9 +281,16 @@ impl Embedded {
         })
     }
 
-    async fn wait_taskers(&mut self, impls: &BTreeSet<Impl>) -> Result<(), EmbedError> {
+    /// Waits until every host of `hosts` (none: any one host) answers with
+    /// a tasker of each of `impls`.
+    async fn wait_taskers(
+        &mut self,
+        impls: &BTreeSet<Impl>,
+        hosts: &[String],
+    ) -> Result<(), EmbedError> {
         let end = Instant::now() + TASKERS_START;
         let mut console = None;
+        let mut seen = String::new();
         loop {
             for kid in &mut self.taskers {
                 check_running(kid)?;
@@ -192,17 +299,52 @@ impl Embedded {
                 console = Console::connect(&self.addr).await.ok();
             }
             if let Some(c) = &console {
-                if let Ok(Ok(hosts)) = tokio::time::timeout(Duration::from_secs(2), c.hosts()).await
+                if let Ok(Ok(listed)) =
+                    tokio::time::timeout(Duration::from_secs(2), c.hosts()).await
                 {
-                    let registered = hosts.iter().filter(|h| h.answering).any(|h| {
-                        impls
+                    // Alone: the host of the vmd asked; else any named one up.
+                    let ready = |h: &isthmus_types::host::HostView| {
+                        (h.answering
+                            || (!hosts.is_empty() && h.state == isthmus_types::host::HostState::Up))
+                            && impls
+                                .iter()
+                                .all(|i| h.taskers.iter().any(|t| t == i.as_str()))
+                    };
+                    seen = listed
+                        .iter()
+                        .map(|h| {
+                            format!(
+                                "{} answering={} taskers={:?}",
+                                h.name, h.answering, h.taskers
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    let registered = match hosts {
+                        [] => listed.iter().any(ready),
+                        names => names
                             .iter()
-                            .all(|i| h.taskers.iter().any(|t| t == i.as_str()))
-                    });
+                            .all(|n| listed.iter().any(|h| &h.name == n && ready(h))),
+                    };
                     if registered {
                         return Ok(());
                     }
                 }
+            }
+            if Instant::now() > end && !hosts.is_empty() {
+                // Another node's: its vmd's listing and its start's log.
+                let started: Vec<String> = hosts
+                    .iter()
+                    .map(|h| log_tail(&self.dir.join("run").join(format!("host-start-{h}.log"))))
+                    .collect();
+                return Err(EmbedError::NotReady {
+                    what: format!(
+                        "the taskers of every node (the vmd lists: {seen}){}",
+                        started.concat()
+                    ),
+                    within: TASKERS_START,
+                    log: self.dir.join("vmd.log"),
+                });
             }
             if Instant::now() > end {
                 let late = self.taskers.first().or(self.vmd.as_ref());
@@ -219,6 +361,12 @@ impl Embedded {
         }
     }
 
+    /// Why the vmd is no longer running, if it is not.
+    pub fn vmd_ended(&mut self) -> Option<String> {
+        let kid = self.vmd.as_mut()?;
+        check_running(kid).err().map(|e| e.to_string())
+    }
+
     /// The PIDs of the vmd and its taskers (the tests check they are gone).
     pub fn pids(&self) -> Vec<u32> {
         self.vmd
@@ -231,7 +379,12 @@ impl Embedded {
     /// Stops the taskers, then the vmd: SIGTERM, SIGKILL after a grace,
     /// reaped; removes the private directory.
     pub async fn stop(mut self) {
-        for kid in self.taskers.drain(..).chain(self.vmd.take()) {
+        for kid in self
+            .taskers
+            .drain(..)
+            .chain(self.vmd.take())
+            .chain(self.etcd.take())
+        {
             stop(kid).await;
         }
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -241,12 +394,48 @@ impl Embedded {
 impl Drop for Embedded {
     /// The last resort (a panic, an early return): SIGKILL, by PID.
     fn drop(&mut self) {
-        for kid in self.taskers.iter_mut().chain(self.vmd.as_mut()) {
+        for kid in self
+            .taskers
+            .iter_mut()
+            .chain(self.vmd.as_mut())
+            .chain(self.etcd.as_mut())
+        {
             let _ = kid.child.kill();
             let _ = kid.child.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A port free a moment ago on `addr` (0 if none could be bound: etcd then
+/// fails to listen and says so in its log).
+fn free_port(addr: &str) -> u16 {
+    std::net::TcpListener::bind((addr, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+/// Whether the etcd at `host_port` answers `/health` with true (plain
+/// HTTP/1.0, one second at most).
+fn etcd_healthy(host_port: &str) -> bool {
+    use std::io::{Read, Write};
+    use std::net::ToSocketAddrs;
+    let second = Duration::from_secs(1);
+    let Some(addr) = host_port.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+        return false;
+    };
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, second) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(second));
+    let _ = stream.set_write_timeout(Some(second));
+    if stream.write_all(b"GET /health HTTP/1.0\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.take(4096).read_to_string(&mut answer);
+    answer.contains("\"health\":\"true\"")
 }
 
 fn check_running(kid: &mut Kid) -> Result<(), EmbedError> {

@@ -2,12 +2,15 @@
 //! ([`spec`]) names the components; the run starts a vmd and its taskers
 //! if none answers ([`embedded`]), starts every component through the
 //! resource manager and follows them to the end ([`supervise`]).
-//! `--dry-run` prints the placement and starts nothing.
+//! `--dry-run` prints the placement and starts nothing. Inside a Slurm
+//! allocation of several nodes the embedded vmd spreads over them
+//! ([`allocation`]); `isthmus node` is what each other node runs.
 //!
 //! Exit codes: the first failing component's (a signal `s`: 128 + s), or
 //! 0; 2 for a bad file; 1 when a component could not be started or the
 //! vmd failed us; 130 after Ctrl-C; 124 when `[run] timeout` passed.
 
+pub mod allocation;
 pub mod detect;
 pub mod embedded;
 pub mod spec;
@@ -78,7 +81,14 @@ pub async fn main(addr: &str, file: &Path, dry_run: bool) -> i32 {
                 }
                 _ => Some(ranks.max(cpus)),
             };
-            let e = match embedded::Embedded::start(&impls, slots).await {
+            let role = match first_of_allocation() {
+                Ok(role) => role,
+                Err(e) => {
+                    eprintln!("isthmus: {e}");
+                    return EXIT_FAILED;
+                }
+            };
+            let e = match embedded::Embedded::start(&impls, slots, role).await {
                 Ok(e) => e,
                 Err(e) => {
                     eprintln!("isthmus: {e}");
@@ -109,6 +119,76 @@ pub async fn main(addr: &str, file: &Path, dry_run: bool) -> i32 {
         e.stop().await;
     }
     code
+}
+
+/// This run's role inside an allocation of several nodes (the first: an
+/// etcd on this node's address and the others started), else alone.
+fn first_of_allocation() -> Result<embedded::Role, allocation::AllocationError> {
+    let Some((nodes, this)) = allocation::several_nodes()? else {
+        return Ok(embedded::Role::Alone);
+    };
+    let addr = allocation::node_address(&this)?;
+    let job = std::env::var(isthmus_rm::slurm::JOB_ID).unwrap_or_default();
+    println!(
+        "== {} nodes ({}): an etcd on {this} at {addr}, the others started by srun",
+        nodes.len(),
+        nodes.join(" ")
+    );
+    Ok(embedded::Role::First {
+        addr,
+        prefix: format!("/isthmus/run/{job}-{}", uuid::Uuid::new_v4().simple()),
+        nodes,
+        this,
+    })
+}
+
+/// `isthmus node`: what the first node's run starts on each other node of
+/// the allocation (a job step): that node's vmd named `host` on the shared
+/// etcd and a tasker per implementation of `impls`, until SIGTERM or
+/// SIGINT (Slurm ends the step with the allocation, the first vmd's stop
+/// with its host) or the vmd's end; returns the exit code.
+pub async fn node_main(shared: allocation::Shared, host: String, impls: Vec<String>) -> i32 {
+    let mut wanted = BTreeSet::new();
+    for name in &impls {
+        match Impl::from_name(name) {
+            Some(i) => {
+                wanted.insert(i);
+            }
+            None => {
+                eprintln!("isthmus node: unknown implementation {name:?}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let mut interrupts = match Interrupts::install() {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("isthmus node: installing the signal handlers: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let role = embedded::Role::Started { shared, host };
+    let mut node = match embedded::Embedded::start(&wanted, None, role).await {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("isthmus node: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    println!("== node vmd at {} with its taskers", node.addr);
+    loop {
+        tokio::select! {
+            _ = interrupts.recv() => break,
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                if let Some(why) = node.vmd_ended() {
+                    eprintln!("isthmus node: {why}");
+                    break;
+                }
+            }
+        }
+    }
+    node.stop().await;
+    0
 }
 
 /// A console on the vmd at `addr`, if one answers within [`PROBE`].

@@ -60,7 +60,8 @@ impl Interrupts {
         })
     }
 
-    async fn recv(&mut self) {
+    /// Completes at the next SIGINT or SIGTERM.
+    pub async fn recv(&mut self) {
         tokio::select! {
             _ = self.int.recv() => {}
             _ = self.term.recv() => {}
