@@ -162,7 +162,16 @@ fn main() {
                 fortran::refusal(&mut fortran, &p);
             }
             Class::Bridge { body } => {
-                if let Some(small) = name.strip_suffix("_c") {
+                if let (Some(_), true) = (name.strip_suffix("_c"), line.own) {
+                    // A large-count call with arrays (the v/w collectives):
+                    // its module converts them itself. Its Fortran names
+                    // (`mpi_x_c_f08_`, which call `PMPI_X_c`) still refuse.
+                    bodies.push_str(&format!(
+                        "const _: *const () = crate::{body}::{name} as *const ();\n"
+                    ));
+                    fortran::refusal(&mut fortran, &p);
+                    continue;
+                } else if let Some(small) = name.strip_suffix("_c") {
                     let own = table.get(small).is_none_or(|l| l.own);
                     large_count::shell(&mut c_large, &p, body, small, own, line.merged);
                 } else {

@@ -143,6 +143,16 @@ both_ways_split!(nbcprogress_np5, "c/nbcprogress.c", 3, 2);
 // for MPI_IN_PLACE and a bad root.
 both_ways_split!(intercoll_np5, "c/intercoll.c", 3, 2);
 both_ways_split!(intercoll_np8, "c/intercoll.c", 4, 4);
+// The same and nbcprogress through the large-count (`_c`) forms of the
+// v/w collectives and (I)Reduce_scatter where mpi.h has them (MPICH's
+// side; tests/c/large_count_v.h), and a count past an int refused there.
+both_ways_split!(intercoll_large_count_np5, "c/large_count/intercoll.c", 3, 2);
+both_ways_split!(
+    nbcprogress_large_count_np4,
+    "c/large_count/nbcprogress.c",
+    2,
+    2
+);
 // MPICH's intracommunicator tests on the merge of an Isthmus
 // intercommunicator: MPICH's rank counts split evenly between the jobs.
 both_ways!(merged_allred3, "merged/allred3.c", 5);

@@ -12,7 +12,8 @@
 //! `split_type` give native communicators, groups in both jobs are refused
 //! with a message; `MPI_Irecv(MPI_ANY_SOURCE)` receives every message once,
 //! in each source's order; `MPI_Comm_split` and `MPI_Comm_create` of the
-//! Isthmus intercommunicator give intercommunicators between the subsets.
+//! Isthmus intercommunicator give intercommunicators between the subsets;
+//! the same through the large-count (`_c`) forms of the v/w collectives.
 
 #![cfg(test)]
 
@@ -25,6 +26,11 @@ use common::*;
 /// Job "a-…" (`a`, 2 ranks) and job "b-…" (the other implementation, 3
 /// ranks) merge with the given high flags; `a_first`: the expected order.
 fn merge(a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
+    merge_of("merge.c", a, high_a, high_b, a_first);
+}
+
+/// [`merge`] with the test program `source` (under tests/c).
+fn merge_of(source: &str, a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
     let dir = TempDir::new("merge");
     let vmd = Vmd::start("localhost", &[]);
     let tag = format!("{}-{}-{}", a.name(), u8::from(high_a), u8::from(high_b));
@@ -34,7 +40,7 @@ fn merge(a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
         if !program.exists() {
             build_c(
                 mpi,
-                &[crate_dir().join("tests/c/merge.c")],
+                &[crate_dir().join("tests/c").join(source)],
                 &program,
                 Linking::Linked,
             );
@@ -100,3 +106,18 @@ both_ways!(a_high_b_low, true, false, false);
 // Equal flags: the group whose name sorts first ("a-…") comes first.
 both_ways!(both_low, false, false, true);
 both_ways!(both_high, true, true, true);
+
+// The v/w collectives and Reduce_scatter of the merged communicators through
+// their large-count (`_c`) forms where mpi.h has them (MPICH's side;
+// tests/c/large_count_v.h).
+mod large_count {
+    use super::*;
+    #[test]
+    fn open_mpi_a_mpich_b() {
+        merge_of("large_count/merge.c", Mpi::OpenMpi, false, true, true);
+    }
+    #[test]
+    fn mpich_a_open_mpi_b() {
+        merge_of("large_count/merge.c", Mpi::Mpich, true, false, false);
+    }
+}

@@ -19,10 +19,15 @@
 //! The nonblocking forms of all of them (`nonblocking`: `MPI_Ibarrier`,
 //! `MPI_Ibcast`, `MPI_Igather(v)`, …) run the same algorithms as schedules
 //! advanced by every wait and test (`nbc`).
+//!
+//! The large-count (`_c`) forms of the ones with arrays (`large_count`) copy
+//! their `MPI_Count`/`MPI_Aint` arrays as ints and call the same bodies.
 
 mod alltoall;
 mod common;
 mod gather;
+#[cfg(isthmus_large_count)]
+mod large_count;
 mod nonblocking;
 mod reduce;
 mod scatter;
@@ -41,6 +46,12 @@ use common::{code, deliver, message, role_or_raise, with_local, Role};
 
 pub(crate) use alltoall::{alltoall, alltoallv, alltoallw};
 pub(crate) use gather::{allgather, allgatherv, gather, gatherv};
+#[cfg(isthmus_large_count)]
+pub(crate) use large_count::{
+    MPI_Allgatherv_c, MPI_Alltoallv_c, MPI_Alltoallw_c, MPI_Gatherv_c, MPI_Iallgatherv_c,
+    MPI_Ialltoallv_c, MPI_Ialltoallw_c, MPI_Igatherv_c, MPI_Ireduce_scatter_c, MPI_Iscatterv_c,
+    MPI_Reduce_scatter_c, MPI_Scatterv_c,
+};
 pub(crate) use nonblocking::{
     iallgather, iallgatherv, iallreduce, ialltoall, ialltoallv, ialltoallw, ibarrier, ibcast,
     igather, igatherv, ireduce, ireduce_scatter, ireduce_scatter_block, iscatter, iscatterv,
