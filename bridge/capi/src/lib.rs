@@ -50,6 +50,7 @@ pub mod comms;
 pub mod datatype;
 pub mod errors;
 pub mod finalize;
+pub mod intercomm_create;
 pub mod intercomm_split;
 // The standard ABI's first version has no Fortran (build.rs).
 mod env_list;

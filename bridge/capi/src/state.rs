@@ -311,6 +311,16 @@ pub fn is_isthmus(comm: MPI_Comm) -> bool {
     bridge_comm(comm).is_some() || merged_comm(comm).is_some()
 }
 
+/// The merged communicator of this process whose point-to-point context is
+/// `context` (`MPI_Intercomm_create`: the leader names its `peer_comm` so).
+pub fn merged_with_context(context: u64) -> Option<Arc<MergedComm>> {
+    let m = MERGED.read().unwrap_or_else(|p| p.into_inner());
+    m.as_ref()?
+        .values()
+        .find(|mc| mc.inter.context() == context)
+        .cloned()
+}
+
 pub fn add_merged(comm: MPI_Comm, c: MergedComm) {
     let mut m = MERGED.write().unwrap_or_else(|p| p.into_inner());
     if m.get_or_insert_with(HashMap::new)

@@ -79,8 +79,10 @@ fn merge_of(source: &str, a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
         "no refusal printed for MPI_Comm_create of groups in both jobs"
     );
     assert!(
-        out.contains("SPLIT across both jobs: ok") && out.contains("INTERCOMM splits: ok"),
-        "the splits spanning both jobs, or of the intercommunicator, did not run"
+        out.contains("SPLIT across both jobs: ok")
+            && out.contains("INTERCOMM splits: ok")
+            && out.contains("INTERCOMM_CREATE over merged: ok"),
+        "the splits spanning both jobs, of the intercommunicator, or the intercomm_create over the merged one did not run"
     );
 }
 

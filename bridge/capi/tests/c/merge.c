@@ -9,7 +9,8 @@
  * operation in the reductions, gathers, scatters, all-to-alls, prefixes;
  * in place where MPI allows it), point-to-point within and across the jobs
  * (blocking, nonblocking, every send mode, MPI_ANY_SOURCE) with statuses
- * naming merged ranks, dup and compare, splits into one job's communicators, and the
+ * naming merged ranks, dup and compare, splits into one job's communicators,
+ * MPI_Intercomm_create with the merged communicator as peer_comm, and the
  * refusals.
  * Prints "PASS merge rank R" per rank.
  */
@@ -769,6 +770,62 @@ static void intercomm_splits(MPI_Comm inter, int rsize)
         printf("INTERCOMM splits: ok\n");
 }
 
+/* MPI_Intercomm_create over the merged communicator m: each job's own
+ * communicator (a split by job) as local_comm, m as peer_comm, the leaders
+ * each job's first rank: an intercommunicator between the jobs (its
+ * collectives, point-to-point, its own merge). Then within one job (its
+ * ranks split by parity, the remote leader in the same job): the MPI's own
+ * call. */
+static void intercomm_create_over(MPI_Comm m, int mr, int n, int first, int rsize)
+{
+    MPI_Comm job, ic, mm, half;
+    int rc, flag = 0, rs = -1, s = -1, r = -1, sum = 0, v = rank + 1;
+    int mine = first ? 0 : rsize, theirs = first ? wsize : 0;
+    MPI_Comm_split(m, first ? 1 : 2, mr, &job);
+    rc = MPI_Intercomm_create(job, 0, m, theirs, 7, &ic);
+    CHECK(rc == MPI_SUCCESS, "intercomm_create over merged: rc %d", rc);
+    MPI_Comm_test_inter(ic, &flag);
+    MPI_Comm_remote_size(ic, &rs);
+    MPI_Comm_size(ic, &s);
+    MPI_Comm_rank(ic, &r);
+    CHECK(flag && rs == rsize && s == wsize && r == rank,
+          "intercomm_create over merged: inter %d, rank %d of %d, remote %d", flag, r, s, rs);
+    MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, ic);
+    CHECK(sum == rsize * (rsize + 1) / 2, "allreduce on the created intercomm: %d", sum);
+    if (rank == 0) {
+        int got = -1;
+        MPI_Sendrecv(&wsize, 1, MPI_INT, 0, 3, &got, 1, MPI_INT, 0, 3, ic, MPI_STATUS_IGNORE);
+        CHECK(got == rsize, "sendrecv on the created intercomm: %d", got);
+    }
+    MPI_Intercomm_merge(ic, !first, &mm);
+    MPI_Comm_size(mm, &s);
+    MPI_Comm_rank(mm, &r);
+    CHECK(s == n && r == mine + rank, "merge of the created intercomm: rank %d of %d", r, s);
+    sum = 0;
+    MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, mm);
+    CHECK(sum == wsize * (wsize + 1) / 2 + rsize * (rsize + 1) / 2, "allreduce on its merge: %d",
+          sum);
+    MPI_Comm_free(&mm);
+    MPI_Comm_free(&ic);
+    if (wsize >= 2) {
+        MPI_Comm_split(job, rank % 2, rank, &half);
+        rc = MPI_Intercomm_create(half, 0, m, mine + (rank % 2 == 0 ? 1 : 0), 8, &ic);
+        CHECK(rc == MPI_SUCCESS, "intercomm_create within a job over merged: rc %d", rc);
+        MPI_Comm_remote_size(ic, &rs);
+        CHECK(rs == (rank % 2 == 0 ? wsize / 2 : (wsize + 1) / 2),
+              "intercomm_create within a job: remote size %d", rs);
+        int one = 1;
+        sum = 0;
+        MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, ic);
+        CHECK(sum == rs, "allreduce within a job: %d", sum);
+        MPI_Comm_free(&ic);
+        MPI_Comm_free(&half);
+    }
+    MPI_Comm_free(&job);
+    if (rank == 0)
+        printf("INTERCOMM_CREATE over merged: ok\n");
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, rsize, mr = -1, n = -1, flag = 1, cmp = -1;
@@ -840,6 +897,7 @@ int main(int argc, char **argv)
         MPI_Comm_free(&job);
 
     spanning_splits(m, mr, n);
+    intercomm_create_over(m, mr, n, first, rsize);
 
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
