@@ -144,6 +144,12 @@ impl InterComm {
             .intercomm(context, local_rank, local_size, endpoints)
     }
 
+    /// The identity of the process (its engine) that is remote rank `rank`
+    /// (MPI groups name processes by it across communicators).
+    pub fn remote_process(&self, rank: u32) -> Option<uuid::Uuid> {
+        self.p2p.remote().get(rank as usize).map(|e| e.process)
+    }
+
     /// Context id of this intercomm.
     pub fn context(&self) -> u64 {
         self.p2p.context()

@@ -57,6 +57,7 @@ mod env_list;
 pub mod events;
 #[cfg(not(isthmus_mpi_abi))]
 pub mod fortran;
+pub mod group;
 mod info;
 #[cfg(isthmus_large_count)]
 pub mod large_count;

@@ -214,23 +214,17 @@ pub(crate) unsafe fn comm_test_inter(_mc: &MergedComm, _comm: MPI_Comm, flag: *m
     0
 }
 
-/// `MPI_Comm_group` on a merged communicator: refused, because its group
-/// holds the other job's processes, which this implementation's
-/// `MPI_Group` cannot name (the local handle's group would be a wrong answer).
+/// `MPI_Comm_group` on a merged communicator: an Isthmus group of both
+/// jobs' processes in the merged order (`crate::group`).
 ///
 /// # Safety
 /// As `MPI_Comm_group`.
 pub(crate) unsafe fn comm_group(
-    _mc: &MergedComm,
+    mc: &MergedComm,
     comm: MPI_Comm,
-    _group: *mut ffi::MPI_Group,
+    group: *mut ffi::MPI_Group,
 ) -> c_int {
-    let e = BridgeError::InvalidArgument(
-        "a merged Isthmus communicator's group holds processes of the other MPI job, which an \
-         MPI_Group of this implementation cannot name; MPI_Comm_rank and MPI_Comm_size answer"
-            .into(),
-    );
-    errors::fail(comm, "MPI_Comm_group", &e)
+    crate::group::comm_group_merged(mc, comm, group)
 }
 
 fn dup(mc: &MergedComm, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {

@@ -1,8 +1,9 @@
 //! `MPI_Comm_create`, `MPI_Comm_create_group` and `MPI_Comm_split_type` on
-//! a merged communicator. A group is an `MPI_Group` of this job's MPI,
-//! which names this job's processes only (`MPI_Comm_group` of a merged
-//! communicator is refused for that reason), so a group can only ever
-//! hold one job's ranks: the new communicator is that job's native one,
+//! a merged communicator. A group of both jobs' processes (an Isthmus
+//! group, `crate::group`: `MPI_Comm_group` of a merged communicator and
+//! what is made of it) makes `MPI_Comm_create` a merged split by the
+//! members' places. A native group is an `MPI_Group` of this job's MPI,
+//! which names this job's processes only: the new communicator is that job's native one,
 //! made from the merged communicator's handle (this job's ranks of it, in
 //! the merged order), at full native speed. `MPI_Comm_create` is collective
 //! over both jobs: the job the group does not name passes
@@ -19,7 +20,9 @@ use mpi::ffi;
 
 use super::coll::allgather;
 use super::comm::raise;
+use super::split::comm_split;
 use super::wire::{mpi, Fail};
+use crate::group::MPI_Group_size;
 use crate::mpi_glue::{comm_null, MPI_Comm};
 use crate::state::{MergedComm, Place};
 
@@ -36,8 +39,14 @@ pub(crate) unsafe fn comm_create(
     const CALL: &str = "MPI_Comm_create";
     let mut size: c_int = 0;
     // SAFETY: reads the program's group.
-    if let Err(f) = mpi(unsafe { ffi::PMPI_Group_size(group, &mut size) }) {
+    if let Err(f) = mpi(unsafe { MPI_Group_size(group, &mut size) }) {
         return raise(comm, CALL, f);
+    }
+    // An Isthmus group (of both jobs' processes) is told as -1 - size, so
+    // that every rank learns from the one exchange that the creation goes
+    // by the group's members' merged ranks (a split), whatever it was given.
+    if crate::group::isthmus(group).is_some() {
+        size = -1 - size;
     }
     let mut all = vec![0 as c_int; mc.size() as usize];
     // SAFETY: one int from each rank into `all`; MPI_INT on both sides.
@@ -56,6 +65,10 @@ pub(crate) unsafe fn comm_create(
     };
     if rc != 0 {
         return rc;
+    }
+    if all.iter().any(|&s| s < 0) {
+        // SAFETY: forwarded.
+        return unsafe { create_by_split(mc, comm, group, newcomm) };
     }
     let named = |remote: bool| {
         all.iter().enumerate().any(|(r, s)| {
@@ -86,6 +99,44 @@ pub(crate) unsafe fn comm_create(
         Ok(()) => 0,
         Err(f) => raise(comm, CALL, f),
     }
+}
+
+/// `MPI_Comm_create` where some rank gave an Isthmus group: each member's
+/// color is its group's first member's merged rank (groups given at
+/// different ranks are the same or disjoint, as MPI asks), its key its
+/// place in the group, and the merged split does the rest (a native
+/// communicator if the group is one job's, a merged one otherwise).
+///
+/// # Safety
+/// As `MPI_Comm_create`.
+unsafe fn create_by_split(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    group: ffi::MPI_Group,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    let ranks = match crate::group::merged_ranks(mc, group) {
+        Ok(r) => r,
+        Err(e) => {
+            // The others go on to the split: take part with no color.
+            // SAFETY: forwarded.
+            let rc = unsafe { comm_split(mc, comm, ffi::MPI_UNDEFINED as c_int, 0, newcomm) };
+            let _ = rc;
+            return raise(comm, "MPI_Comm_create", Fail::Bridge(e));
+        }
+    };
+    let me = mc.rank();
+    let (color, key) = match ranks.iter().position(|&r| r == me) {
+        Some(i) => (
+            ranks
+                .first()
+                .map_or(0, |&r| c_int::try_from(r).unwrap_or(0)),
+            c_int::try_from(i).unwrap_or(c_int::MAX),
+        ),
+        None => (ffi::MPI_UNDEFINED as c_int, 0),
+    };
+    // SAFETY: forwarded.
+    unsafe { comm_split(mc, comm, color, key, newcomm) }
 }
 
 /// `MPI_Comm_create_group` on a merged communicator: the group names this

@@ -826,6 +826,98 @@ static void intercomm_create_over(MPI_Comm m, int mr, int n, int first, int rsiz
         printf("INTERCOMM_CREATE over merged: ok\n");
 }
 
+/* Groups of both jobs: MPI_Comm_group of the merged communicator (the
+ * merged order), MPI_Comm_remote_group of the intercommunicator, the group
+ * calls on them and with this job's native world group, and
+ * MPI_Comm_create of the merged communicator with a group spanning both
+ * jobs (its even merged ranks). */
+static void groups_of_both(MPI_Comm m, MPI_Comm inter, int mr, int n, int first, int rsize)
+{
+    MPI_Group g, wg, rg, u, d, i, evens, pick;
+    int rc, gs = -1, gr = -1, res = -1, mine = first ? 0 : rsize, theirs = first ? wsize : 0;
+    int *all = malloc(sizeof(int) * (size_t) n), *to = malloc(sizeof(int) * (size_t) n);
+    CHECK(MPI_Comm_group(m, &g) == MPI_SUCCESS, "MPI_Comm_group of the merged communicator");
+    MPI_Group_size(g, &gs);
+    MPI_Group_rank(g, &gr);
+    CHECK(gs == n && gr == mr, "merged group: rank %d of %d", gr, gs);
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    for (int k = 0; k < wsize; k++)
+        all[k] = k;
+    MPI_Group_translate_ranks(wg, wsize, all, g, to);
+    for (int k = 0; k < wsize; k++)
+        CHECK(to[k] == mine + k, "world rank %d is merged rank %d", k, to[k]);
+    for (int k = 0; k < n; k++)
+        all[k] = k;
+    MPI_Group_translate_ranks(g, n, all, wg, to);
+    for (int k = 0; k < n; k++) {
+        int want = k >= mine && k < mine + wsize ? k - mine : MPI_UNDEFINED;
+        CHECK(to[k] == want, "merged rank %d is world rank %d, expected %d", k, to[k], want);
+    }
+    MPI_Group_compare(g, g, &res);
+    CHECK(res == MPI_IDENT, "compare(g, g) = %d", res);
+    MPI_Group_union(wg, g, &u);
+    MPI_Group_compare(g, u, &res);
+    CHECK(res == (first ? MPI_IDENT : MPI_SIMILAR), "compare(g, world + g) = %d", res);
+    MPI_Group_difference(g, wg, &d);
+    MPI_Group_size(d, &gs);
+    MPI_Group_rank(d, &gr);
+    CHECK(gs == rsize && gr == MPI_UNDEFINED, "g - world: rank %d of %d", gr, gs);
+    MPI_Group_intersection(g, wg, &i);
+    MPI_Group_compare(i, wg, &res);
+    CHECK(res == MPI_IDENT, "g & world = world: %d", res);
+    int range[1][3] = {{0, n - 1, 2}}, two[2] = {n - 1, 0};
+    MPI_Group_range_incl(g, 1, range, &evens);
+    MPI_Group_incl(g, 2, two, &pick);
+    MPI_Group_translate_ranks(pick, 2, (int[]) {0, 1}, g, to);
+    CHECK(to[0] == n - 1 && to[1] == 0, "incl(n-1, 0): %d %d", to[0], to[1]);
+    {
+        /* A rank twice or out of range: MPI_ERR_RANK (on MPI_COMM_SELF). */
+        MPI_Group bad = MPI_GROUP_NULL;
+        int cls = -1;
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+        rc = MPI_Group_incl(g, 2, (int[]) {0, 0}, &bad);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_RANK, "incl(0, 0): class %d", cls);
+        rc = MPI_Group_excl(g, 1, (int[]) {n}, &bad);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_RANK, "excl(n): class %d", cls);
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+    }
+    MPI_Comm c;
+    rc = MPI_Comm_create(m, evens, &c);
+    CHECK(rc == MPI_SUCCESS && (c != MPI_COMM_NULL) == (mr % 2 == 0), "create(evens): rc %d", rc);
+    if (c != MPI_COMM_NULL) {
+        int cs = -1, cr = -1, sum = 0;
+        MPI_Comm_size(c, &cs);
+        MPI_Comm_rank(c, &cr);
+        CHECK(cs == (n + 1) / 2 && cr == mr / 2, "create(evens): rank %d of %d", cr, cs);
+        MPI_Allreduce(&mr, &sum, 1, MPI_INT, MPI_SUM, c);
+        CHECK(sum == ((n - 1) / 2) * ((n - 1) / 2 + 1), "allreduce on create(evens): %d", sum);
+        MPI_Comm_free(&c);
+    }
+    CHECK(MPI_Comm_remote_group(inter, &rg) == MPI_SUCCESS, "MPI_Comm_remote_group");
+    MPI_Group_size(rg, &gs);
+    CHECK(gs == rsize, "remote group size %d", gs);
+    for (int k = 0; k < rsize; k++)
+        all[k] = k;
+    MPI_Group_translate_ranks(rg, rsize, all, g, to);
+    for (int k = 0; k < rsize; k++)
+        CHECK(to[k] == theirs + k, "remote rank %d is merged rank %d", k, to[k]);
+    MPI_Group_free(&rg);
+    MPI_Group_free(&pick);
+    MPI_Group_free(&evens);
+    MPI_Group_free(&i);
+    MPI_Group_free(&d);
+    MPI_Group_free(&u);
+    MPI_Group_free(&wg);
+    MPI_Group_free(&g);
+    CHECK(g == MPI_GROUP_NULL, "a freed group is not MPI_GROUP_NULL");
+    free(all);
+    free(to);
+    if (rank == 0)
+        printf("GROUPS of both jobs: ok\n");
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, rsize, mr = -1, n = -1, flag = 1, cmp = -1;
@@ -898,11 +990,11 @@ int main(int argc, char **argv)
 
     spanning_splits(m, mr, n);
     intercomm_create_over(m, mr, n, first, rsize);
+    groups_of_both(m, inter, mr, n, first, rsize);
 
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
     MPI_Request r;
-    MPI_Group g;
     MPI_Comm c;
     {
         /* Groups name one job's processes: MPI_Comm_create with the first
@@ -943,8 +1035,6 @@ int main(int argc, char **argv)
         MPI_Group_free(&evens);
         MPI_Group_free(&wg);
     }
-    rc = MPI_Comm_group(m, &g);
-    CHECK(rc != MPI_SUCCESS, "MPI_Comm_group on a merged communicator succeeded");
     rc = MPI_Send(&x, 1, MPI_INT, n, 0, m);
     CHECK(rc != MPI_SUCCESS, "a send to rank %d of %d succeeded", n, n);
 
