@@ -1,0 +1,179 @@
+//! `MPI_Comm_spawn` and the virtual machine's calls from Fortran, against a
+//! real vmd with a tasker per implementation (as tests/spawn.rs and
+//! tests/vmcalls.rs do for C): an Open MPI manager (`use mpi`) spawns MPICH
+//! workers (`use mpi_f08`) and an MPICH manager (`use mpi_f08`) spawns Open
+//! MPI workers (`use mpi`), each exchanging point-to-point, merging and
+//! disconnecting (tests/fortran/spawn.f90, spawn_f08.f90: plain MPI,
+//! libisthmus preloaded, the workers get theirs from their tasker); a
+//! missing command gives an error that names it (Open MPI's `use
+//! mpi_f08`); and the `isthmus_vm` module spawns a job, kills it and sees
+//! its exit (tests/fortran/vmcalls.f90).
+
+#![cfg(test)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::*;
+
+const GUARD: Duration = Duration::from_secs(120);
+
+/// `tests/fortran/<source>` built with `mpifort.<mpi>` (plain: no
+/// libisthmus linked), with `extra` arguments before the source.
+fn fortran(mpi: Mpi, source: &str, dir: &TempDir, extra: &[&str]) -> PathBuf {
+    let out = dir.0.join(format!(
+        "{}-{}",
+        source.trim_end_matches(".f90"),
+        mpi.name()
+    ));
+    let o = Command::new(format!("mpifort.{}", mpi.name()))
+        .args(["-O2", "-o"])
+        .arg(&out)
+        .args(extra)
+        .arg(crate_dir().join("tests/fortran").join(source))
+        .envs(mpi.env())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run mpifort.{}: {e}", mpi.name()));
+    assert!(
+        o.status.success(),
+        "mpifort.{} {source} failed:\n{}",
+        mpi.name(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn job(mpi: Mpi, program: &Path, args: &[&str]) -> Job {
+    Job {
+        mpi,
+        np: 1,
+        program: program.to_path_buf(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        env: vec![],
+        linking: Linking::Unmodified,
+    }
+}
+
+fn lines(o: &Output, prefix: &str) -> Vec<String> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A manager of `parent` (from `manager`) spawns two workers of `child`
+/// (from `worker`); both sides' checks pass and the workers are a job of
+/// the virtual machine of the child's implementation.
+fn manager_spawns_workers(parent: Mpi, manager: &str, child: Mpi, worker: &str) {
+    let dir = TempDir::new("fortran-spawn");
+    let m = Machine::start(&["openmpi", "mpich"]);
+    let manager = fortran(parent, manager, &dir, &[]);
+    let worker = fortran(child, worker, &dir, &[]);
+    let worker_s = worker.display().to_string();
+    let o = finish(
+        launch(&m.vmd, &job(parent, &manager, &["manager", &worker_s])),
+        GUARD,
+        "manager",
+    );
+    let jobs = m.jobs();
+    assert!(
+        o.status.success() && lines(&o, "PASS manager").len() == 1,
+        "{parent:?} Fortran manager spawning {child:?} Fortran workers\n{}\njobs:\n{jobs}",
+        text(&o)
+    );
+    assert!(
+        jobs.lines()
+            .any(|l| l.contains(&worker_s) && l.contains(child.name())),
+        "the workers are not a {child:?} job of the virtual machine:\n{jobs}"
+    );
+}
+
+#[test]
+fn an_open_mpi_fortran_manager_spawns_mpich_fortran_workers() {
+    manager_spawns_workers(Mpi::OpenMpi, "spawn.f90", Mpi::Mpich, "spawn_f08.f90");
+}
+
+#[test]
+fn an_mpich_fortran_manager_spawns_open_mpi_fortran_workers() {
+    manager_spawns_workers(Mpi::Mpich, "spawn_f08.f90", Mpi::OpenMpi, "spawn.f90");
+}
+
+/// A command that does not exist: every errcode is the returned code,
+/// intercomm is MPI_COMM_NULL, and the message names the call, the command
+/// and the reason.
+#[test]
+fn a_fortran_spawn_of_a_missing_command_says_so() {
+    let dir = TempDir::new("fortran-spawn-error");
+    let m = Machine::start(&["mpich"]);
+    let manager = fortran(Mpi::OpenMpi, "spawn_f08.f90", &dir, &[]);
+    let missing = dir.0.join("no-such-worker").display().to_string();
+    let o = finish(
+        launch(&m.vmd, &job(Mpi::OpenMpi, &manager, &["fail", &missing])),
+        GUARD,
+        "manager",
+    );
+    let errors = lines(&o, "SPAWN-ERROR same=1 null=1 ");
+    assert!(
+        o.status.success()
+            && lines(&o, "PASS fail").len() == 1
+            && errors.len() == 1
+            && errors.iter().all(|e| e.contains("MPI_Comm_spawn")
+                && e.contains(&missing)
+                && e.contains("No such file")),
+        "{}",
+        text(&o)
+    );
+}
+
+/// tests/fortran/vmcalls.f90 with the `isthmus_vm` module (compiled here
+/// with the program) and libisthmus linked.
+#[test]
+fn a_fortran_program_spawns_kills_and_sees_the_exit() {
+    let dir = TempDir::new("fortran-vmcalls");
+    let m = Machine::start(&["exec"]);
+    let mpi = Mpi::Mpich;
+    let lib = lib_dir(mpi);
+    let moddir = dir.0.join("mod");
+    std::fs::create_dir_all(&moddir).expect("module dir");
+    let program = fortran(
+        mpi,
+        "vmcalls.f90",
+        &dir,
+        &[
+            "-J",
+            &moddir.display().to_string(),
+            &crate_dir()
+                .join("fortran/isthmus_vm.f90")
+                .display()
+                .to_string(),
+            &format!("-L{}", lib.display()),
+            "-listhmus",
+            &format!("-Wl,-rpath,{}", lib.display()),
+        ],
+    );
+    let mut j = job(mpi, &program, &[]);
+    j.linking = Linking::Linked;
+    let o = finish(launch(&m.vmd, &j), GUARD, "vmcalls");
+    let all = format!("{}\njobs:\n{}", text(&o), m.jobs());
+    assert!(
+        o.status.success() && lines(&o, "PASS vmcalls").len() == 1,
+        "{all}"
+    );
+    let spawned = lines(&o, "SPAWNED job=").concat();
+    assert!(
+        lines(&o, "EVENT ").contains(&format!("job_exit job={spawned} state=4")),
+        "{all}"
+    );
+    let errors = lines(&o, "ERROR ");
+    assert!(
+        errors.len() == 1
+            && errors
+                .iter()
+                .all(|e| e.contains("Isthmus_Spawn") && e.contains("/no/such/program")),
+        "{all}"
+    );
+}
