@@ -3,8 +3,11 @@
 #   PREFIX/bin/vmd, PREFIX/bin/isthmus, PREFIX/bin/tasker  the daemon, the console, the launcher of jobs
 #   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus.so   the library, one per MPI implementation
 #   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus_f08.a  the isthmus_f08 module's code
+#   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus_vm.a   the isthmus_vm module's code (the
+#                                                      virtual machine's calls from Fortran)
 #   PREFIX/include/isthmus.h                           the C header
 #   PREFIX/include/isthmus/{openmpi,mpich}/isthmus_f08.mod  the use mpi_f08 module
+#   PREFIX/include/isthmus/{openmpi,mpich}/isthmus_vm.mod   the isthmus_vm module
 #   PREFIX/lib/pkgconfig/isthmus-{openmpi,mpich}.pc    so that, e.g.,
 #     mpicc.openmpi app.c $(pkg-config --cflags --libs isthmus-openmpi)
 #     mpifort.mpich app.f90 $(pkg-config --cflags --libs isthmus-mpich)
@@ -87,6 +90,21 @@ for impl in $(impls_installed); do
     exit 1
   else
     echo "install: $impl: no isthmus_f08 module (${impl_mpifort:-no Fortran wrapper}${impl_mpifort:+ cannot compile it})" >&2
+  fi
+
+  # The isthmus_vm module (no MPI module used: any mpifort compiles it).
+  # shellcheck disable=SC2086
+  if [ -n "$impl_mpifort" ] &&
+    env $impl_env "$impl_mpifort" -O2 -fPIC -c -J "$work/$impl" -o "$work/$impl/isthmus_vm.o" \
+      bridge/capi/fortran/isthmus_vm.f90 2>"$work/$impl/vm.err"; then
+    f08="$f08 -listhmus_vm"
+    rm -f "$libdir/libisthmus_vm.a"
+    ar rcs "$libdir/libisthmus_vm.a" "$work/$impl/isthmus_vm.o"
+    install -m 0644 "$work/$impl/isthmus_vm.mod" "$moddir/isthmus_vm.mod"
+  elif [ "$impl" = openmpi ] || [ "$impl" = mpich ]; then
+    echo "install: the isthmus_vm module does not compile with $impl_mpifort:" >&2
+    cat "$work/$impl/vm.err" >&2
+    exit 1
   fi
 
   name="$impl"

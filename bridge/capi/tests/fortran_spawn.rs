@@ -65,41 +65,59 @@ fn lines(o: &Output, prefix: &str) -> Vec<String> {
         .collect()
 }
 
-/// A manager of `parent` (from `manager`) spawns two workers of `child`
-/// (from `worker`); both sides' checks pass and the workers are a job of
-/// the virtual machine of the child's implementation.
-fn manager_spawns_workers(parent: Mpi, manager: &str, child: Mpi, worker: &str) {
+/// A manager of `parent` (from `manager`, in each of `roles`: `manager`,
+/// `multiple`) spawns two workers of `child` (from `worker`); both sides'
+/// checks pass and the workers are a job of the virtual machine of the
+/// child's implementation.
+fn manager_spawns_workers(parent: Mpi, manager: &str, roles: &[&str], child: Mpi, worker: &str) {
     let dir = TempDir::new("fortran-spawn");
     let m = Machine::start(&["openmpi", "mpich"]);
     let manager = fortran(parent, manager, &dir, &[]);
     let worker = fortran(child, worker, &dir, &[]);
     let worker_s = worker.display().to_string();
-    let o = finish(
-        launch(&m.vmd, &job(parent, &manager, &["manager", &worker_s])),
-        GUARD,
-        "manager",
-    );
+    for role in roles {
+        let o = finish(
+            launch(&m.vmd, &job(parent, &manager, &[role, &worker_s])),
+            GUARD,
+            "manager",
+        );
+        let jobs = m.jobs();
+        assert!(
+            o.status.success() && lines(&o, &format!("PASS {role}")).len() == 1,
+            "{parent:?} Fortran manager ({role}) spawning {child:?} Fortran workers\n{}\njobs:\n{jobs}",
+            text(&o)
+        );
+    }
     let jobs = m.jobs();
-    assert!(
-        o.status.success() && lines(&o, "PASS manager").len() == 1,
-        "{parent:?} Fortran manager spawning {child:?} Fortran workers\n{}\njobs:\n{jobs}",
-        text(&o)
-    );
-    assert!(
+    assert_eq!(
         jobs.lines()
-            .any(|l| l.contains(&worker_s) && l.contains(child.name())),
-        "the workers are not a {child:?} job of the virtual machine:\n{jobs}"
+            .filter(|l| l.contains(&worker_s) && l.contains(child.name()))
+            .count(),
+        roles.len(),
+        "the workers are not one {child:?} job of the virtual machine per spawn:\n{jobs}"
     );
 }
 
 #[test]
 fn an_open_mpi_fortran_manager_spawns_mpich_fortran_workers() {
-    manager_spawns_workers(Mpi::OpenMpi, "spawn.f90", Mpi::Mpich, "spawn_f08.f90");
+    manager_spawns_workers(
+        Mpi::OpenMpi,
+        "spawn.f90",
+        &["manager", "multiple"],
+        Mpi::Mpich,
+        "spawn_f08.f90",
+    );
 }
 
 #[test]
 fn an_mpich_fortran_manager_spawns_open_mpi_fortran_workers() {
-    manager_spawns_workers(Mpi::Mpich, "spawn_f08.f90", Mpi::OpenMpi, "spawn.f90");
+    manager_spawns_workers(
+        Mpi::Mpich,
+        "spawn_f08.f90",
+        &["manager"],
+        Mpi::OpenMpi,
+        "spawn.f90",
+    );
 }
 
 /// A command that does not exist: every errcode is the returned code,

@@ -5,6 +5,10 @@
 !       point-to-point both ways, MPI_Intercomm_merge and an Allreduce on
 !       it (which also sums the children's failed checks), disconnect.
 !       Prints "PASS manager".
+!   spawn multiple WORKER  the same with MPI_Comm_spawn_multiple of two
+!       commands, both WORKER, one rank each, with the same arguments in
+!       the rows of a (2, 3) argv array; errcodes in an array. Prints
+!       "PASS multiple".
 !   spawn worker ...       the child: MPI_Comm_get_parent, its arguments,
 !       the same exchanges, disconnect; get_parent is then MPI_COMM_NULL.
 ! spawn_f08.f90 is the same program in `use mpi_f08`.
@@ -14,18 +18,32 @@ program spawn
   integer :: ierr, inter, merged, mrank, bad, q, v, back, rank
   integer :: status(MPI_STATUS_SIZE), sums(2), mine(2)
   character(len=512) :: role, worker
-  character(len=16) :: argv(3)
+  character(len=16) :: argv(3), argvs(2, 3)
+  character(len=512) :: commands(2)
+  integer :: errcodes(2), infos(2), np(2)
 
   call MPI_Init(ierr)
   call get_command_argument(1, role)
   bad = 0
-  if (role == 'manager') then
+  if (role == 'manager' .or. role == 'multiple') then
     call get_command_argument(2, worker)
     argv(1) = 'worker'
     argv(2) = 'two words'
     argv(3) = ' '
-    call MPI_Comm_spawn(worker, argv, 2, MPI_INFO_NULL, 0, MPI_COMM_SELF, inter, &
-                        MPI_ERRCODES_IGNORE, ierr)
+    if (role == 'manager') then
+      call MPI_Comm_spawn(worker, argv, 2, MPI_INFO_NULL, 0, MPI_COMM_SELF, inter, &
+                          MPI_ERRCODES_IGNORE, ierr)
+    else
+      commands = worker
+      argvs(1, :) = argv
+      argvs(2, :) = argv
+      np = 1
+      infos = MPI_INFO_NULL
+      errcodes = -7
+      call MPI_Comm_spawn_multiple(2, commands, argvs, np, infos, 0, MPI_COMM_SELF, inter, &
+                                   errcodes, ierr)
+      if (any(errcodes /= MPI_SUCCESS)) bad = bad + 1
+    end if
     if (ierr /= MPI_SUCCESS .or. inter == MPI_COMM_NULL) then
       print '(a,i0)', 'FAIL manager: MPI_Comm_spawn returned ', ierr
       call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
@@ -59,9 +77,9 @@ program spawn
   if (sums(1) /= 6) bad = bad + 1
   call MPI_Comm_free(merged, ierr)
   call MPI_Comm_disconnect(inter, ierr)
-  if (role == 'manager') then
+  if (role == 'manager' .or. role == 'multiple') then
     if (sums(2) /= 0) print '(a,i0)', 'FAIL manager: the workers failed checks: ', sums(2)
-    if (bad == 0 .and. sums(2) == 0) print '(a)', 'PASS manager'
+    if (bad == 0 .and. sums(2) == 0) print '(a,a)', 'PASS ', trim(role)
   else
     call MPI_Comm_get_parent(inter, ierr)
     if (inter /= MPI_COMM_NULL) print '(a)', 'FAIL worker: a parent after the disconnect'
