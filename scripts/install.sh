@@ -60,6 +60,21 @@ install -m 0644 bridge/capi/include/isthmus.h "$prefix/include/isthmus.h"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# Compiles the Fortran module bridge/capi/fortran/$1.f90 with this
+# implementation's mpifort (if it has one) into $libdir/lib$1.a and
+# $moddir/$1.mod; its compiler's messages go to $work/$impl/$1.err.
+fortran_module() {
+  local m=$1
+  [ -n "$impl_mpifort" ] || return 1
+  mkdir -p "$work/$impl"
+  # shellcheck disable=SC2086
+  env $impl_env "$impl_mpifort" -O2 -fPIC -c -J "$work/$impl" -o "$work/$impl/$m.o" \
+    "bridge/capi/fortran/$m.f90" 2>"$work/$impl/$m.err" || return 1
+  rm -f "$libdir/lib$m.a"
+  ar rcs "$libdir/lib$m.a" "$work/$impl/$m.o"
+  install -m 0644 "$work/$impl/$m.mod" "$moddir/$m.mod"
+}
+
 for impl in $(impls_installed); do
   impl_load "$impl"
   lib="$ISTHMUS_ROOT/target/$impl/release/libisthmus.so"
@@ -73,37 +88,23 @@ for impl in $(impls_installed); do
   install -m 0755 "$lib" "$libdir/libisthmus.so"
 
   # The use mpi_f08 module, compiled by this implementation's mpifort
-  # (Debian's two must have it; another may have no Fortran this way).
-  mkdir -p "$work/$impl"
+  # (Debian's two must have it; another may have no Fortran this way), and
+  # the isthmus_vm module (no MPI module used: any mpifort compiles it).
   f08=""
-  # shellcheck disable=SC2086
-  if [ -n "$impl_mpifort" ] &&
-    env $impl_env "$impl_mpifort" -O2 -fPIC -c -J "$work/$impl" -o "$work/$impl/isthmus_f08.o" \
-      bridge/capi/fortran/isthmus_f08.f90 2>"$work/$impl/f08.err"; then
+  if fortran_module isthmus_f08; then
     f08="-listhmus_f08"
-    rm -f "$libdir/libisthmus_f08.a"
-    ar rcs "$libdir/libisthmus_f08.a" "$work/$impl/isthmus_f08.o"
-    install -m 0644 "$work/$impl/isthmus_f08.mod" "$moddir/isthmus_f08.mod"
   elif [ "$impl" = openmpi ] || [ "$impl" = mpich ]; then
     echo "install: the isthmus_f08 module does not compile with $impl_mpifort:" >&2
-    cat "$work/$impl/f08.err" >&2
+    cat "$work/$impl/isthmus_f08.err" >&2
     exit 1
   else
     echo "install: $impl: no isthmus_f08 module (${impl_mpifort:-no Fortran wrapper}${impl_mpifort:+ cannot compile it})" >&2
   fi
-
-  # The isthmus_vm module (no MPI module used: any mpifort compiles it).
-  # shellcheck disable=SC2086
-  if [ -n "$impl_mpifort" ] &&
-    env $impl_env "$impl_mpifort" -O2 -fPIC -c -J "$work/$impl" -o "$work/$impl/isthmus_vm.o" \
-      bridge/capi/fortran/isthmus_vm.f90 2>"$work/$impl/vm.err"; then
+  if fortran_module isthmus_vm; then
     f08="$f08 -listhmus_vm"
-    rm -f "$libdir/libisthmus_vm.a"
-    ar rcs "$libdir/libisthmus_vm.a" "$work/$impl/isthmus_vm.o"
-    install -m 0644 "$work/$impl/isthmus_vm.mod" "$moddir/isthmus_vm.mod"
   elif [ "$impl" = openmpi ] || [ "$impl" = mpich ]; then
     echo "install: the isthmus_vm module does not compile with $impl_mpifort:" >&2
-    cat "$work/$impl/vm.err" >&2
+    cat "$work/$impl/isthmus_vm.err" >&2
     exit 1
   fi
 

@@ -14,7 +14,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -55,14 +55,6 @@ fn job(mpi: Mpi, program: &Path, args: &[&str]) -> Job {
         env: vec![],
         linking: Linking::Unmodified,
     }
-}
-
-fn lines(o: &Output, prefix: &str) -> Vec<String> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix(prefix))
-        .map(str::to_string)
-        .collect()
 }
 
 /// A manager of `parent` (from `manager`, in each of `roles`: `manager`,
