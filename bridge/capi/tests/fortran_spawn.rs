@@ -1,9 +1,9 @@
 //! `MPI_Comm_spawn` and the virtual machine's calls from Fortran, against a
 //! real vmd with a tasker per implementation (as tests/spawn.rs and
-//! tests/vmcalls.rs do for C): an Open MPI manager (`use mpi`) spawns MPICH
-//! workers (`use mpi_f08`) and an MPICH manager (`use mpi_f08`) spawns Open
-//! MPI workers (`use mpi`), each exchanging point-to-point, merging and
-//! disconnecting (tests/fortran/spawn.f90, spawn_f08.f90: plain MPI,
+//! tests/vmcalls.rs do for C): Open MPI managers spawn MPICH workers and
+//! MPICH managers spawn Open MPI workers, in `use mpi` and `use mpi_f08`
+//! both sides (and `MPI_Comm_spawn_multiple` from Open MPI's `use mpi`),
+//! each exchanging point-to-point, merging and disconnecting (tests/fortran/spawn.f90, spawn_f08.f90: plain MPI,
 //! libisthmus preloaded, the workers get theirs from their tasker); a
 //! missing command gives an error that names it (Open MPI's `use
 //! mpi_f08`); and the `isthmus_vm` module spawns a job, kills it and sees
@@ -22,13 +22,17 @@ use common::*;
 const GUARD: Duration = Duration::from_secs(120);
 
 /// `tests/fortran/<source>` built with `mpifort.<mpi>` (plain: no
-/// libisthmus linked), with `extra` arguments before the source.
+/// libisthmus linked), with `extra` arguments before the source; once per
+/// directory.
 fn fortran(mpi: Mpi, source: &str, dir: &TempDir, extra: &[&str]) -> PathBuf {
     let out = dir.0.join(format!(
         "{}-{}",
         source.trim_end_matches(".f90"),
         mpi.name()
     ));
+    if out.exists() {
+        return out;
+    }
     let o = Command::new(format!("mpifort.{}", mpi.name()))
         .args(["-O2", "-o"])
         .arg(&out)
@@ -57,17 +61,22 @@ fn job(mpi: Mpi, program: &Path, args: &[&str]) -> Job {
     }
 }
 
-/// A manager of `parent` (from `manager`, in each of `roles`: `manager`,
-/// `multiple`) spawns two workers of `child` (from `worker`); both sides'
-/// checks pass and the workers are a job of the virtual machine of the
-/// child's implementation.
-fn manager_spawns_workers(parent: Mpi, manager: &str, roles: &[&str], child: Mpi, worker: &str) {
+/// Managers of `parent` spawn two workers of `child`, one run per
+/// `(manager source, role, worker source)`: role `manager` (MPI_Comm_spawn)
+/// or `multiple` (MPI_Comm_spawn_multiple, spawn.f90 only); both sides'
+/// checks pass and each run's workers are one job of the virtual machine
+/// of the child's implementation.
+fn managers_spawn_workers(parent: Mpi, child: Mpi, runs: &[(&str, &str, &str)]) {
     let dir = TempDir::new("fortran-spawn");
     let m = Machine::start(&["openmpi", "mpich"]);
-    let manager = fortran(parent, manager, &dir, &[]);
-    let worker = fortran(child, worker, &dir, &[]);
-    let worker_s = worker.display().to_string();
-    for role in roles {
+    for (manager, role, worker) in runs {
+        let what = format!(
+            "{parent:?} Fortran manager ({manager} {role}) spawning {child:?} Fortran workers ({worker})"
+        );
+        let manager = fortran(parent, manager, &dir, &[]);
+        let worker = fortran(child, worker, &dir, &[]);
+        let worker_s = worker.display().to_string();
+        let before = m.jobs().lines().filter(|l| l.contains(&worker_s)).count();
         let o = finish(
             launch(&m.vmd, &job(parent, &manager, &[role, &worker_s])),
             GUARD,
@@ -76,39 +85,43 @@ fn manager_spawns_workers(parent: Mpi, manager: &str, roles: &[&str], child: Mpi
         let jobs = m.jobs();
         assert!(
             o.status.success() && lines(&o, &format!("PASS {role}")).len() == 1,
-            "{parent:?} Fortran manager ({role}) spawning {child:?} Fortran workers\n{}\njobs:\n{jobs}",
+            "{what}\n{}\njobs:\n{jobs}",
             text(&o)
         );
+        let spawned: Vec<&str> = jobs.lines().filter(|l| l.contains(&worker_s)).collect();
+        assert!(
+            spawned.len() == before + 1 && spawned.iter().all(|l| l.contains(child.name())),
+            "{what}: not one more {child:?} job of the virtual machine:\n{jobs}"
+        );
     }
-    let jobs = m.jobs();
-    assert_eq!(
-        jobs.lines()
-            .filter(|l| l.contains(&worker_s) && l.contains(child.name()))
-            .count(),
-        roles.len(),
-        "the workers are not one {child:?} job of the virtual machine per spawn:\n{jobs}"
+}
+
+/// Open MPI's `use mpi` (MPI_Comm_spawn and _multiple) and `use mpi_f08`
+/// managers; MPICH's `use mpi_f08` and `use mpi` workers.
+#[test]
+fn open_mpi_fortran_managers_spawn_mpich_fortran_workers() {
+    managers_spawn_workers(
+        Mpi::OpenMpi,
+        Mpi::Mpich,
+        &[
+            ("spawn.f90", "manager", "spawn_f08.f90"),
+            ("spawn.f90", "multiple", "spawn_f08.f90"),
+            ("spawn_f08.f90", "manager", "spawn.f90"),
+        ],
     );
 }
 
+/// MPICH's `use mpi_f08` and `use mpi` managers; Open MPI's `use mpi` and
+/// `use mpi_f08` workers.
 #[test]
-fn an_open_mpi_fortran_manager_spawns_mpich_fortran_workers() {
-    manager_spawns_workers(
-        Mpi::OpenMpi,
-        "spawn.f90",
-        &["manager", "multiple"],
+fn mpich_fortran_managers_spawn_open_mpi_fortran_workers() {
+    managers_spawn_workers(
         Mpi::Mpich,
-        "spawn_f08.f90",
-    );
-}
-
-#[test]
-fn an_mpich_fortran_manager_spawns_open_mpi_fortran_workers() {
-    manager_spawns_workers(
-        Mpi::Mpich,
-        "spawn_f08.f90",
-        &["manager"],
         Mpi::OpenMpi,
-        "spawn.f90",
+        &[
+            ("spawn_f08.f90", "manager", "spawn.f90"),
+            ("spawn.f90", "manager", "spawn_f08.f90"),
+        ],
     );
 }
 
