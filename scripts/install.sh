@@ -91,22 +91,17 @@ for impl in $(impls_installed); do
   # (Debian's two must have it; another may have no Fortran this way), and
   # the isthmus_vm module (no MPI module used: any mpifort compiles it).
   f08=""
-  if fortran_module isthmus_f08; then
-    f08="-listhmus_f08"
-  elif [ "$impl" = openmpi ] || [ "$impl" = mpich ]; then
-    echo "install: the isthmus_f08 module does not compile with $impl_mpifort:" >&2
-    cat "$work/$impl/isthmus_f08.err" >&2
-    exit 1
-  else
-    echo "install: $impl: no isthmus_f08 module (${impl_mpifort:-no Fortran wrapper}${impl_mpifort:+ cannot compile it})" >&2
-  fi
-  if fortran_module isthmus_vm; then
-    f08="$f08 -listhmus_vm"
-  elif [ "$impl" = openmpi ] || [ "$impl" = mpich ]; then
-    echo "install: the isthmus_vm module does not compile with $impl_mpifort:" >&2
-    cat "$work/$impl/isthmus_vm.err" >&2
-    exit 1
-  fi
+  for m in isthmus_f08 isthmus_vm; do
+    if fortran_module "$m"; then
+      f08="${f08:+$f08 }-l$m"
+    elif [ "$impl" = openmpi ] || [ "$impl" = mpich ]; then
+      echo "install: the $m module does not compile with $impl_mpifort:" >&2
+      cat "$work/$impl/$m.err" >&2
+      exit 1
+    else
+      echo "install: $impl: no $m module (${impl_mpifort:-no Fortran wrapper}${impl_mpifort:+ cannot compile it})" >&2
+    fi
+  done
 
   name="$impl"
   case "$impl" in openmpi) name="Open MPI" ;; mpich) name="MPICH" ;; abi) name="MPI 5.0 standard ABI (mpicc_abi; MPICH 5, Intel MPI)" ;; esac
