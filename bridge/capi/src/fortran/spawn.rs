@@ -501,3 +501,44 @@ fortran_names!(
     (parent_comm: *mut Fint, ierror: *mut Fint),
     ierror
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fortran_strings_lose_their_blanks_and_stop_at_a_nul() {
+        let s = b"  ./worker   ";
+        // SAFETY: the array and its length.
+        let t = unsafe { fortran_text(s.as_ptr().cast(), s.len()) };
+        assert_eq!(t, "./worker");
+        let s = b"a b\0junk";
+        // SAFETY: as above.
+        assert_eq!(unsafe { fortran_text(s.as_ptr().cast(), s.len()) }, "a b");
+        // SAFETY: null is allowed.
+        assert_eq!(unsafe { fortran_text(std::ptr::null(), 4) }, "");
+        assert_eq!(length(0xdead_beef_0000_0007), 7);
+    }
+
+    #[test]
+    fn argv_ends_at_its_blank_entry_and_rows_are_read_by_stride() {
+        // character(len=4) :: argv(3) = ['one ', 'two ', '    ']
+        let argv = b"one two     ";
+        // SAFETY: three entries of 4 bytes, the last blank.
+        let args = unsafe { argv_entries(argv.as_ptr().cast(), 4, 1) };
+        assert_eq!(args, [c"one".to_owned(), c"two".to_owned()]);
+        // character(len=2) :: argvs(2, 3): column-major, row 2 is
+        // argvs(2, :) = ['b1', 'b2', '  '].
+        let argvs = b"a1b1a2b2    ";
+        // SAFETY: six entries of 2 bytes; row 2 starts at entry 1.
+        let row = unsafe { argv_entries(argvs.as_ptr().add(2).cast(), 2, 2) };
+        assert_eq!(row, [c"b1".to_owned(), c"b2".to_owned()]);
+        // A blank-only (or zero-filled) first entry: no arguments.
+        let none = [0u8; 8];
+        // SAFETY: two entries of 4 bytes.
+        assert!(unsafe { argv_entries(none.as_ptr().cast(), 4, 1) }.is_empty());
+        let c = c_argv(&args);
+        assert_eq!(c.len(), 3);
+        assert!(c.last().is_some_and(|p| p.is_null()));
+    }
+}
