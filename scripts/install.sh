@@ -3,8 +3,11 @@
 #   PREFIX/bin/vmd, PREFIX/bin/isthmus, PREFIX/bin/tasker  the daemon, the console, the launcher of jobs
 #   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus.so   the library, one per MPI implementation
 #   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus_f08.a  the isthmus_f08 module's code
+#   PREFIX/lib/isthmus/{openmpi,mpich}/libisthmus_vm.a   the isthmus_vm module's code (the
+#                                                      virtual machine's calls from Fortran)
 #   PREFIX/include/isthmus.h                           the C header
 #   PREFIX/include/isthmus/{openmpi,mpich}/isthmus_f08.mod  the use mpi_f08 module
+#   PREFIX/include/isthmus/{openmpi,mpich}/isthmus_vm.mod   the isthmus_vm module
 #   PREFIX/lib/pkgconfig/isthmus-{openmpi,mpich}.pc    so that, e.g.,
 #     mpicc.openmpi app.c $(pkg-config --cflags --libs isthmus-openmpi)
 #     mpifort.mpich app.f90 $(pkg-config --cflags --libs isthmus-mpich)
@@ -57,6 +60,21 @@ install -m 0644 bridge/capi/include/isthmus.h "$prefix/include/isthmus.h"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# Compiles the Fortran module bridge/capi/fortran/$1.f90 with this
+# implementation's mpifort (if it has one) into $libdir/lib$1.a and
+# $moddir/$1.mod; its compiler's messages go to $work/$impl/$1.err.
+fortran_module() {
+  local m=$1
+  [ -n "$impl_mpifort" ] || return 1
+  mkdir -p "$work/$impl"
+  # shellcheck disable=SC2086
+  env $impl_env "$impl_mpifort" -O2 -fPIC -c -J "$work/$impl" -o "$work/$impl/$m.o" \
+    "bridge/capi/fortran/$m.f90" 2>"$work/$impl/$m.err" || return 1
+  rm -f "$libdir/lib$m.a"
+  ar rcs "$libdir/lib$m.a" "$work/$impl/$m.o"
+  install -m 0644 "$work/$impl/$m.mod" "$moddir/$m.mod"
+}
+
 for impl in $(impls_installed); do
   impl_load "$impl"
   lib="$ISTHMUS_ROOT/target/$impl/release/libisthmus.so"
@@ -70,24 +88,20 @@ for impl in $(impls_installed); do
   install -m 0755 "$lib" "$libdir/libisthmus.so"
 
   # The use mpi_f08 module, compiled by this implementation's mpifort
-  # (Debian's two must have it; another may have no Fortran this way).
-  mkdir -p "$work/$impl"
+  # (Debian's two must have it; another may have no Fortran this way), and
+  # the isthmus_vm module (no MPI module used: any mpifort compiles it).
   f08=""
-  # shellcheck disable=SC2086
-  if [ -n "$impl_mpifort" ] &&
-    env $impl_env "$impl_mpifort" -O2 -fPIC -c -J "$work/$impl" -o "$work/$impl/isthmus_f08.o" \
-      bridge/capi/fortran/isthmus_f08.f90 2>"$work/$impl/f08.err"; then
-    f08="-listhmus_f08"
-    rm -f "$libdir/libisthmus_f08.a"
-    ar rcs "$libdir/libisthmus_f08.a" "$work/$impl/isthmus_f08.o"
-    install -m 0644 "$work/$impl/isthmus_f08.mod" "$moddir/isthmus_f08.mod"
-  elif [ "$impl" = openmpi ] || [ "$impl" = mpich ]; then
-    echo "install: the isthmus_f08 module does not compile with $impl_mpifort:" >&2
-    cat "$work/$impl/f08.err" >&2
-    exit 1
-  else
-    echo "install: $impl: no isthmus_f08 module (${impl_mpifort:-no Fortran wrapper}${impl_mpifort:+ cannot compile it})" >&2
-  fi
+  for m in isthmus_f08 isthmus_vm; do
+    if fortran_module "$m"; then
+      f08="${f08:+$f08 }-l$m"
+    elif [ "$impl" = openmpi ] || [ "$impl" = mpich ]; then
+      echo "install: the $m module does not compile with $impl_mpifort:" >&2
+      cat "$work/$impl/$m.err" >&2
+      exit 1
+    else
+      echo "install: $impl: no $m module (${impl_mpifort:-no Fortran wrapper}${impl_mpifort:+ cannot compile it})" >&2
+    fi
+  done
 
   name="$impl"
   case "$impl" in openmpi) name="Open MPI" ;; mpich) name="MPICH" ;; abi) name="MPI 5.0 standard ABI (mpicc_abi; MPICH 5, Intel MPI)" ;; esac

@@ -87,6 +87,10 @@ fn install_then_build_with_pkg_config() {
         "lib/isthmus/mpich/libisthmus.so",
         "include/isthmus/openmpi/isthmus_f08.mod",
         "include/isthmus/mpich/isthmus_f08.mod",
+        "include/isthmus/openmpi/isthmus_vm.mod",
+        "include/isthmus/mpich/isthmus_vm.mod",
+        "lib/isthmus/openmpi/libisthmus_vm.a",
+        "lib/isthmus/mpich/libisthmus_vm.a",
         "lib/pkgconfig/isthmus-openmpi.pc",
         "lib/pkgconfig/isthmus-mpich.pc",
     ] {
@@ -108,6 +112,10 @@ fn install_then_build_with_pkg_config() {
             &flags,
             &f08,
         );
+        // The virtual machine's calls from Fortran: the installed
+        // isthmus_vm module and its archive, through pkg-config alone.
+        let vm = dir.0.join(format!("vmcalls-{n}"));
+        build(&format!("mpifort.{n}"), &source("vmcalls.f90"), &flags, &vm);
         built.push((mpi, c, f, f08));
     }
 

@@ -30,14 +30,6 @@ fn build(mpi: Mpi, source: &str, name: &str, dir: &TempDir, linking: Linking) ->
     out
 }
 
-fn lines(o: &Output, prefix: &str) -> Vec<String> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix(prefix))
-        .map(str::to_string)
-        .collect()
-}
-
 fn calls_from(mpi: Mpi) {
     let dir = TempDir::new("vmcalls");
     let m = Machine::start(&["exec", "mpich", "openmpi"]);

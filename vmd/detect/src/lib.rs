@@ -50,11 +50,20 @@ fn mpi_home() -> PathBuf {
 
 /// Which implementation a program's needed libraries and run paths point to.
 fn from_libraries(needed: &[&str], run_paths: &[&str], home: &Path) -> &'static str {
-    let mpich = needed
-        .iter()
-        .any(|l| l.starts_with("libmpich.so") || l.starts_with("libmpi.so.12"));
+    // A Fortran program linked --as-needed may name only the Fortran
+    // binding's library (MPICH's libmpichfort/libmpifort, Open MPI's
+    // libmpi_mpifh, libmpi_usempi*, libmpi_usempif08).
+    let mpich = needed.iter().any(|l| {
+        l.starts_with("libmpich.so")
+            || l.starts_with("libmpi.so.12")
+            || l.starts_with("libmpichfort.so")
+            || l.starts_with("libmpifort.so")
+    });
     let openmpi = needed.iter().any(|l| {
-        l.starts_with("libmpi.so") || l.starts_with("libmpi_mpifh.so") || l.starts_with("libopen-")
+        l.starts_with("libmpi.so")
+            || l.starts_with("libmpi_mpifh.so")
+            || l.starts_with("libmpi_usempi")
+            || l.starts_with("libopen-")
     });
     if mpich || openmpi {
         for (name, implementation) in [
@@ -87,6 +96,13 @@ mod tests {
         assert_eq!(from(&["libmpich.so.12", "libc.so.6"], &[]), "mpich");
         assert_eq!(from(&["libmpi.so.12"], &[]), "mpich");
         assert_eq!(from(&["libc.so.6"], &[]), "exec");
+        // Fortran programs that name only their binding's library.
+        assert_eq!(
+            from(&["libmpichfort.so.12", "libgfortran.so.5"], &[]),
+            "mpich"
+        );
+        assert_eq!(from(&["libmpi_usempif08.so.40"], &[]), "openmpi");
+        assert_eq!(from(&["libmpi_usempi_ignore_tkr.so.40"], &[]), "openmpi");
         // Built by the wrappers of an implementation in a prefix.
         assert_eq!(
             from(&["libmpi.so.40"], &["/opt/isthmus/mpi/openmpi5/lib"]),

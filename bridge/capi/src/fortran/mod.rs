@@ -4,6 +4,9 @@
 //! `isthmus_intercomm_create` and its timeout form for `mpif.h`/`use mpi`
 //! code (`use mpi_f08` code gets them from `fortran/isthmus_f08.f90`).
 //!
+//! **Spawn** ([`spawn`]): `MPI_Comm_spawn(_multiple)`, `MPI_Init(_thread)`
+//! and `MPI_Comm_get_parent`, written by hand (hidden string lengths).
+//!
 //! **MPI's calls.** Open MPI's Fortran bindings (`mpi_send_` in
 //! `libmpi_mpifh`, which `mpif.h` and `use mpi` call, and `ompi_send_f`,
 //! which `use mpi_f08` calls) go to `PMPI_Send` directly, past the C
@@ -57,6 +60,7 @@ mod mpich_f08;
 mod ompi;
 mod ompi_coll;
 mod shared;
+mod spawn;
 
 use convert::{comm_f2c, get, next, no_next, open_mpi, put};
 

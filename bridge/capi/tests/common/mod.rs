@@ -455,6 +455,15 @@ pub fn run_pair(vmd: &Vmd, a: &Job, b: &Job, deadline: Duration) -> (Output, Out
     (oa, ob)
 }
 
+/// The lines of `o`'s standard output that start with `prefix`, without it.
+pub fn lines(o: &Output, prefix: &str) -> Vec<String> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .map(str::to_string)
+        .collect()
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "exit: {}\nstdout:\n{}\nstderr:\n{}",
