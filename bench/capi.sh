@@ -14,8 +14,12 @@
 # pair and the hog then share the cores, as coupled jobs on a busy node do.
 # ISTHMUS_WAIT in the environment reaches every Isthmus process.
 # Prints one table with ratios.
+# --matrix: every MPI implementation and every pairing of them beside each
+# one's native numbers instead (bench/capi-matrix.sh, which says more).
 # usage: bench/capi.sh [--contended] [lat_iters [bw_MiB]]
+#        bench/capi.sh --matrix [--contended] [--no-build] [lat_iters [bw_MiB]]
 set -euo pipefail
+if [ "${1:-}" = "--matrix" ]; then shift; exec bash "$(dirname "$0")/capi-matrix.sh" "$@"; fi
 . "$(dirname "$0")/../scripts/env.sh"
 CONTENDED=0
 if [ "${1:-}" = "--contended" ]; then CONTENDED=1; shift; fi
