@@ -91,12 +91,7 @@ job() {
 }
 
 start_vmd "$OUT" >&2
-echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" >&2
-if [ $CONTENDED = 1 ]; then
-  bash -c 'while :; do :; done' &
-  HOG_PID=$!
-  echo "contended: one CPU-bound process beside the pair (pid $HOG_PID)" >&2
-fi
+if [ $CONTENDED = 1 ]; then bench_start --contended; else bench_start; fi
 
 PAIRS=""
 {
@@ -120,7 +115,7 @@ PAIRS=""
     done
   done
 } 2>"$OUT/stderr" | grep '^RESULT' >"$OUT/results" || true
-if [ -n "$HOG_PID" ]; then kill "$HOG_PID"; wait "$HOG_PID" 2>/dev/null || true; HOG_PID=""; fi
+bench_stop_hog
 grep -E 'failed|timeout|Terminated' "$OUT/stderr" >&2 || true
 
 awk -v contended="$CONTENDED" -v impls="$IMPLS" '
