@@ -14,8 +14,12 @@
 # pair and the hog then share the cores, as coupled jobs on a busy node do.
 # ISTHMUS_WAIT in the environment reaches every Isthmus process.
 # Prints one table with ratios.
+# --matrix: every MPI implementation and every pairing of them beside each
+# one's native numbers instead (bench/capi-matrix.sh, which says more).
 # usage: bench/capi.sh [--contended] [lat_iters [bw_MiB]]
+#        bench/capi.sh --matrix [--contended] [--no-build] [lat_iters [bw_MiB]]
 set -euo pipefail
+if [ "${1:-}" = "--matrix" ]; then shift; exec bash "$(dirname "$0")/capi-matrix.sh" "$@"; fi
 . "$(dirname "$0")/../scripts/env.sh"
 CONTENDED=0
 if [ "${1:-}" = "--contended" ]; then CONTENDED=1; shift; fi
@@ -36,12 +40,7 @@ mpicc.mpich -O2 "${INC[@]}" -o "$OUT/pp-mpich" "$SRC" -L"$M" -listhmus -Wl,-rpat
 # The same source without the library (native mode only).
 mpicc.openmpi -O2 "${INC[@]}" -DNATIVE_ONLY -o "$OUT/pp-plain" "$SRC"
 start_vmd "$OUT" >&2
-echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" >&2
-if [ $CONTENDED = 1 ]; then
-  bash -c 'while :; do :; done' &
-  HOG_PID=$!
-  echo "contended: one CPU-bound process beside the pair (pid $HOG_PID)" >&2
-fi
+if [ $CONTENDED = 1 ]; then bench_start --contended; else bench_start; fi
 
 pair() { # pair OMPI_CMD... -- MPICH_CMD...: the Open MPI side prints RESULTs
   local a=() b=() seen=0
@@ -64,7 +63,7 @@ pair() { # pair OMPI_CMD... -- MPICH_CMD...: the Open MPI side prints RESULTs
   mpirun.openmpi --oversubscribe -n 2 "$OUT/pp-plain" native "$ITERS" "$BW"
   ISTHMUS_BENCH_LABEL=linked mpirun.openmpi --oversubscribe -n 2 -x ISTHMUS_BENCH_LABEL "$OUT/pp-ompi" native "$ITERS" "$BW"
 } 2>"$OUT/stderr" | grep '^RESULT' > "$OUT/results" || { cat "$OUT/stderr" >&2; exit 1; }
-if [ -n "$HOG_PID" ]; then kill "$HOG_PID"; wait "$HOG_PID" 2>/dev/null || true; HOG_PID=""; fi
+bench_stop_hog
 
 awk -v contended="$CONTENDED" '
   { split($2, n, "_"); kind = n[2]; size = n[3]; name = n[1]

@@ -57,6 +57,26 @@ start_vmd() {
   echo "vmd at $ISTHMUS_VMD"
 }
 
+# bench_start [--contended]: the benchmarks' opening: the load on stderr
+# and, with --contended, one CPU-bound process beside what they measure
+# (its PID in HOG_PID; bench_stop_hog stops it, by that PID).
+bench_start() {
+  HOG_PID=""
+  echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" >&2
+  if [ "${1:-}" = --contended ]; then
+    bash -c 'while :; do :; done' &
+    HOG_PID=$!
+    echo "contended: one CPU-bound process beside the pair (pid $HOG_PID)" >&2
+  fi
+}
+bench_stop_hog() {
+  if [ -n "${HOG_PID:-}" ]; then
+    kill "$HOG_PID" 2>/dev/null || true
+    wait "$HOG_PID" 2>/dev/null || true
+    HOG_PID=""
+  fi
+}
+
 # netns_hosts PREFIX NAME:ADDR...: one network namespace PREFIX-NAME per
 # host, each with loopback up and eth0 at ADDR/24, joined by a Linux bridge
 # in a namespace of its own (PREFIX-sw), so nothing is added to the root

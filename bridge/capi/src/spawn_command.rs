@@ -19,7 +19,7 @@ use crate::errors::Class;
 use crate::{env_list, info};
 
 /// Implementations a tasker may serve (as `isthmus_detect` names them).
-const KNOWN: &[&str] = &["openmpi", "mpich", "openmpi5", "mpich5", "impi"];
+const KNOWN: &[&str] = &["openmpi", "mpich", "openmpi5", "mpich5", "impi", "abi"];
 
 /// Why the root cannot spawn: the error class and the sentence.
 pub struct Refusal {

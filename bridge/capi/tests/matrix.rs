@@ -212,3 +212,80 @@ fn one_standard_abi_binary_runs_on_mpich_5_and_on_intel_mpi() {
         );
     }
 }
+
+/// The standard ABI through the resource manager (`isthmus run`, no vmd
+/// beforehand: it embeds one with a tasker per implementation): a program
+/// built with `mpicc_abi` is read from its binary as `abi`, started by the
+/// `abi` tasker on MPICH 5's runtime (its default), and exchanges with a
+/// Debian Open MPI job (tests/c/exchange.c's `mixed` scenario, two ranks
+/// each).
+#[test]
+fn isthmus_run_couples_a_standard_abi_program_with_open_mpi() {
+    let dir = TempDir::new("abi-run");
+    let program = |mpi: Mpi| {
+        let out = dir.0.join(format!("exchange-{}", mpi.name()));
+        build_c(
+            mpi,
+            &[crate_dir().join("tests/c/exchange.c")],
+            &out,
+            Linking::Linked,
+        );
+        out
+    };
+    let (abi, ompi) = (program(Mpi::Abi), program(Mpi::OpenMpi));
+    let file = dir.0.join("coupling.toml");
+    let component = |name: &str, program: &std::path::Path, me: &str, other: &str| {
+        format!(
+            "[[component]]\nname = \"{name}\"\nprogram = \"{}\"\nargs = [\"mixed\", \"{me}\", \"{other}\"]\nnp = 2\n",
+            program.display()
+        )
+    };
+    std::fs::write(
+        &file,
+        format!(
+            "[run]\ntimeout = 120\n{}{}",
+            component("abi", &abi, "abirun-a", "abirun-b"),
+            component("ompi", &ompi, "abirun-b", "abirun-a")
+        ),
+    )
+    .expect("write coupling.toml");
+    let isthmus = || {
+        let mut c = std::process::Command::new(isthmus_testkit::bin("isthmus"));
+        c.arg("--vmd")
+            .arg(format!("unix:{}", dir.0.join("no-vmd.sock").display()))
+            .arg("run")
+            // Cargo's names this test's flavour (Open MPI's): the jobs
+            // load their own.
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("ISTHMUS_ABI_RUNTIME")
+            .env("OMPI_MCA_btl_tcp_if_include", "lo")
+            .env("OMPI_MCA_oob_tcp_if_include", "lo")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c
+    };
+    let plan = isthmus()
+        .arg("--dry-run")
+        .arg(&file)
+        .output()
+        .expect("isthmus run --dry-run");
+    let table = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("abi ") && l.contains("abi*"))
+            && table
+                .lines()
+                .any(|l| l.starts_with("ompi ") && l.contains("openmpi*")),
+        "the implementations read from the binaries:\n{}",
+        text(&plan)
+    );
+    let child = isthmus().arg(&file).spawn().expect("start isthmus run");
+    let o = finish(child, Duration::from_secs(150), "isthmus run");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let passed = ["abi", "ompi"]
+        .iter()
+        .all(|c| (0..2).all(|r| out.contains(&format!("[{c}:{r}] PASS mixed rank {r}"))));
+    assert!(o.status.success() && passed, "isthmus run:\n{}", text(&o));
+}

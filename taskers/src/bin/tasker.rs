@@ -14,7 +14,9 @@ use isthmus_taskers::launcher;
     about = "Isthmus tasker: launches jobs of one implementation for its host's vmd"
 )]
 struct Args {
-    /// Implementation to serve: openmpi, mpich or exec.
+    /// Implementation to serve: openmpi, mpich, openmpi5, mpich5, impi, abi
+    /// (the MPI 5.0 standard ABI, on MPICH 5's runtime, or Intel MPI's with
+    /// ISTHMUS_ABI_RUNTIME=impi) or exec.
     #[arg(long = "impl")]
     implementation: String,
     /// The vmd of this host (default: $ISTHMUS_VMD, else the Unix socket in
@@ -45,13 +47,12 @@ fn main() -> anyhow::Result<()> {
     }
     isthmus_client::init_tracing();
     let args = Args::parse();
-    let Some(launcher) = launcher::by_name(&args.implementation) else {
-        eprintln!(
-            "tasker: unknown implementation {:?} (known: {})",
-            args.implementation,
-            launcher::NAMES.join(", ")
-        );
-        std::process::exit(2);
+    let launcher = match launcher::by_name(&args.implementation) {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("tasker: {why}");
+            std::process::exit(2);
+        }
     };
     if launcher.command() != "exec" && !launcher::installed(launcher.command()) {
         anyhow::bail!(

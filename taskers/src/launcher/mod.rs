@@ -2,10 +2,13 @@
 //! family lives in its own module behind [`Launcher`] (`spec`: the trait and
 //! what it is given and returns); [`by_name`] is the registry, and
 //! `prefixed` the implementations installed in a prefix of their own (the
-//! Python registry's Open MPI 5, MPICH 5 and Intel MPI, as scripts/mpi/).
+//! Python registry's Open MPI 5, MPICH 5 and Intel MPI, as scripts/mpi/),
+//! `abi` the MPI 5.0 standard ABI's programs on the runtime the tasker's
+//! `ISTHMUS_ABI_RUNTIME` chooses.
 
 use std::path::Path;
 
+pub mod abi;
 mod exec;
 mod mpich;
 mod openmpi;
@@ -17,18 +20,26 @@ pub use mpich::Mpich;
 pub use openmpi::OpenMpi;
 pub use spec::{JobSpec, Launcher, Start};
 
-/// The launchers this crate has, by implementation name.
-pub fn by_name(name: &str) -> Option<Box<dyn Launcher>> {
+/// The launcher of implementation `name`, or why there is none.
+pub fn by_name(name: &str) -> Result<Box<dyn Launcher>, String> {
     match name {
-        "openmpi" => Some(Box::new(OpenMpi::debian())),
-        "mpich" => Some(Box::new(Mpich::debian())),
-        "exec" => Some(Box::new(Exec)),
-        _ => prefixed::launcher(name),
+        "openmpi" => Ok(Box::new(OpenMpi::debian())),
+        "mpich" => Ok(Box::new(Mpich::debian())),
+        "exec" => Ok(Box::new(Exec)),
+        "abi" => Ok(Box::new(abi::launcher()?)),
+        _ => prefixed::launcher(name).ok_or_else(|| {
+            format!(
+                "unknown implementation {name:?} (known: {})",
+                NAMES.join(", ")
+            )
+        }),
     }
 }
 
 /// Every implementation name [`by_name`] knows.
-pub const NAMES: &[&str] = &["openmpi", "mpich", "exec", "openmpi5", "mpich5", "impi"];
+pub const NAMES: &[&str] = &[
+    "openmpi", "mpich", "exec", "openmpi5", "mpich5", "impi", "abi",
+];
 
 /// Whether `command` is an executable on `PATH` (or a path to one).
 pub fn installed(command: &str) -> bool {

@@ -14,6 +14,9 @@ pub struct Mpich {
     name: String,
     command: String,
     env: Vec<(String, String)>,
+    /// Path-list variables whose directory goes first in every rank's
+    /// value (the standard ABI's runtime library: `abi`).
+    prepend: Vec<(String, String)>,
 }
 
 impl Mpich {
@@ -28,7 +31,15 @@ impl Mpich {
             name: name.into(),
             command,
             env,
+            prepend: Vec::new(),
         }
+    }
+
+    /// The same, with `dir` first in every rank's `var` (a `:` list),
+    /// ahead of the job's own value.
+    pub fn with_prepended(mut self, var: &str, dir: String) -> Mpich {
+        self.prepend.push((var.into(), dir));
+        self
     }
 }
 
@@ -49,7 +60,16 @@ impl Launcher for Mpich {
         let mut args: Vec<OsString> = ["-prepend-rank", "-n"].iter().map(OsString::from).collect();
         args.push(job.np.to_string().into());
         for (k, v) in job.env {
-            args.extend(["-genv".into(), k.into(), v.into()]);
+            if !self.prepend.iter().any(|(var, _)| var == k) {
+                args.extend(["-genv".into(), k.into(), v.into()]);
+            }
+        }
+        for (var, dir) in &self.prepend {
+            let value = match job.env.get(var).filter(|v| !v.is_empty()) {
+                Some(more) => format!("{dir}:{more}"),
+                None => dir.clone(),
+            };
+            args.extend(["-genv".into(), var.into(), value.into()]);
         }
         args.extend(shim.iter().cloned());
         args.push(job.program.into());

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use super::{Launcher, Mpich, OpenMpi};
 
 /// Where implementation `name` is installed.
-fn prefix(name: &str) -> PathBuf {
+pub(super) fn prefix(name: &str) -> PathBuf {
     let over = format!("ISTHMUS_MPI_{}", name.to_uppercase());
     std::env::var_os(over)
         .map(PathBuf::from)

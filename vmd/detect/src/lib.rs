@@ -6,14 +6,19 @@
 //! finds them (`DT_RUNPATH`/`DT_RPATH`): a program built by the wrappers of
 //! an implementation installed in a prefix of its own (Open MPI 5, MPICH 5,
 //! Intel MPI under `$ISTHMUS_MPI_HOME/NAME`, as scripts/mpi/ installs them)
-//! carries that prefix's `lib` there, and is of that implementation.
+//! carries that prefix's `lib` there, and is of that implementation. A
+//! program of the MPI 5.0 standard ABI (`libmpi_abi.so.1`, built with
+//! `mpicc_abi`) is `abi` wherever its library lies: one binary runs on any
+//! implementation that speaks the ABI, and which one runs it is the `abi`
+//! tasker's choice (MPICH 5's by default, `ISTHMUS_ABI_RUNTIME=impi` for
+//! Intel MPI's), not the binary's.
 //!
 //! The ELF file is read by goblin, which checks every offset: a truncated
 //! or hostile file is an error, never a panic.
 //!
 //! Implementations are named as the resource manager and the taskers name
-//! them: `openmpi`, `mpich`, `openmpi5`, `mpich5`, `impi`, and `exec` for a
-//! program linked with no MPI.
+//! them: `openmpi`, `mpich`, `openmpi5`, `mpich5`, `impi`, `abi`, and
+//! `exec` for a program linked with no MPI.
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +55,11 @@ fn mpi_home() -> PathBuf {
 
 /// Which implementation a program's needed libraries and run paths point to.
 fn from_libraries(needed: &[&str], run_paths: &[&str], home: &Path) -> &'static str {
+    // Whatever its run path says (MPICH 5's `mpicc_abi` puts MPICH 5's
+    // `lib` there): the runtime is the tasker's to choose.
+    if needed.iter().any(|l| l.starts_with("libmpi_abi.so")) {
+        return "abi";
+    }
     // A Fortran program linked --as-needed may name only the Fortran
     // binding's library (MPICH's libmpichfort/libmpifort, Open MPI's
     // libmpi_mpifh, libmpi_usempi*, libmpi_usempif08).
@@ -119,6 +129,15 @@ mod tests {
             ),
             "impi"
         );
+        // The MPI 5.0 standard ABI, whichever implementation built it.
+        assert_eq!(
+            from(
+                &["libisthmus.so", "libmpi_abi.so.1"],
+                &["/opt/isthmus/mpi/mpich5/lib"]
+            ),
+            "abi"
+        );
+        assert_eq!(from(&["libmpi_abi.so.1"], &[]), "abi");
         // A run path alone makes no MPI program.
         assert_eq!(from(&["libc.so.6"], &["/opt/isthmus/mpi/impi/lib"]), "exec");
     }

@@ -13,7 +13,7 @@
 //! program = "build/ocean"     # a path with `/` is relative to cwd
 //! args = ["3"]
 //! np = 2
-//! impl = "openmpi"            # openmpi | mpich | openmpi5 | mpich5 | impi | exec; absent: read from the binary
+//! impl = "openmpi"            # openmpi | mpich | openmpi5 | mpich5 | impi | abi | exec; absent: read from the binary
 //! host = "node1"              # optional: run there
 //! env = { OMP_NUM_THREADS = "1" }
 //! cwd = "."                   # optional: relative to the file's directory
@@ -47,6 +47,9 @@ pub enum Impl {
     Openmpi5,
     Mpich5,
     Impi,
+    /// The MPI 5.0 standard ABI (`libmpi_abi.so.1`), run by the runtime
+    /// its tasker chooses (MPICH 5's unless `ISTHMUS_ABI_RUNTIME=impi`).
+    Abi,
     Exec,
 }
 
@@ -59,6 +62,7 @@ impl Impl {
             Impl::Openmpi5,
             Impl::Mpich5,
             Impl::Impi,
+            Impl::Abi,
             Impl::Exec,
         ]
         .into_iter()
@@ -73,6 +77,7 @@ impl Impl {
             Impl::Openmpi5 => "openmpi5",
             Impl::Mpich5 => "mpich5",
             Impl::Impi => "impi",
+            Impl::Abi => "abi",
             Impl::Exec => "exec",
         }
     }
