@@ -73,6 +73,8 @@ pub mod spawn;
 mod spawn_command;
 pub mod state;
 pub mod unsigned_ops;
+pub mod world;
+mod world_attrs;
 
 // Each `bridge` call of mpi-functions.txt has its body where the line says.
 include!(concat!(env!("OUT_DIR"), "/bodies.rs"));
