@@ -96,7 +96,9 @@ impl Part {
 
 /// The intercommunicator the world was merged from: kept for the life of
 /// the process (the world's contexts are derived from it).
-struct Joined(#[allow(dead_code)] MPI_Comm);
+struct Joined {
+    _inter: MPI_Comm,
+}
 // SAFETY: an MPI handle is only a name (see `parent::Parent`).
 unsafe impl Send for Joined {}
 static JOINED: Mutex<Option<Joined>> = Mutex::new(None);
@@ -159,7 +161,7 @@ pub fn join() -> c_int {
             return errors::raise(world(), code);
         }
     };
-    *JOINED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Joined(inter));
+    *JOINED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Joined { _inter: inter });
     match merge_world(&part, inter) {
         Ok(()) => 0,
         Err(Fail::Mpi(code)) => errors::raise(world(), code),
@@ -212,11 +214,12 @@ fn unregistered() -> Fail {
 fn smallest_tag_ub() -> Result<c_int, Fail> {
     let mut value: *const c_int = std::ptr::null();
     let mut flag: c_int = 0;
+    let tag_ub = crate::world_attrs::key(ffi::MPI_TAG_UB).unwrap_or(c_int::MAX);
     // SAFETY: the native world's predefined attribute; out-pointers ours.
     let rc = unsafe {
         ffi::PMPI_Comm_get_attr(
             world(),
-            ffi::MPI_TAG_UB as c_int,
+            tag_ub,
             (&mut value as *mut *const c_int).cast(),
             &mut flag,
         )

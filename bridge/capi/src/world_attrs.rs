@@ -33,6 +33,12 @@ pub fn set(world: MPI_Comm, appnum: c_int, universe_size: c_int, tag_ub: c_int) 
     });
 }
 
+/// A predefined keyval as MPI's calls take it (Open MPI's are small enum
+/// values, MPICH's fixed handles; both fit a `c_int`).
+pub fn key(k: u32) -> Option<c_int> {
+    c_int::try_from(k).ok()
+}
+
 /// The world's value of the predefined attribute `keyval` if `comm` is the
 /// joined world and `keyval` one the world answers itself.
 pub fn value(comm: MPI_Comm, keyval: c_int) -> Option<&'static c_int> {
@@ -40,14 +46,12 @@ pub fn value(comm: MPI_Comm, keyval: c_int) -> Option<&'static c_int> {
     if a.world != comm_key(comm) {
         return None;
     }
-    // The keyvals are small enum values or MPICH's fixed handles; both fit a c_int.
-    let key = |k: u32| c_int::try_from(k).ok();
     let k = Some(keyval);
-    if k == key(ffi::MPI_APPNUM as u32) {
+    if k == key(ffi::MPI_APPNUM) {
         Some(&a.appnum)
-    } else if k == key(ffi::MPI_UNIVERSE_SIZE as u32) {
+    } else if k == key(ffi::MPI_UNIVERSE_SIZE) {
         Some(&a.universe_size)
-    } else if k == key(ffi::MPI_TAG_UB as u32) {
+    } else if k == key(ffi::MPI_TAG_UB) {
         Some(&a.tag_ub)
     } else {
         None
