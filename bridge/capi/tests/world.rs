@@ -3,7 +3,7 @@
 //! and 2 MPICH ranks, each part started by its own launcher, both orders
 //! (Open MPI as part 0, then MPICH as part 0): rank/size, the world's
 //! attributes, a ring of point-to-point, collectives, dup, split, and the
-//! refusal of `MPI_Comm_group` on the world. A part alone fails at
+//! refusals of `MPI_Comm_group` and `MPI_Comm_connect` on the world. A part alone fails at
 //! `MPI_Init` after its deadline, naming the part that did not arrive.
 //! MPICH's own tests (tests/mpich/world/, unmodified, built with MPICH's
 //! own harness, tests/mpich/harness/) run on such a world, both orders.

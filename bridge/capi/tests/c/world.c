@@ -8,7 +8,8 @@
  * MPI_APPNUM / MPI_UNIVERSE_SIZE, a ring of point-to-point on
  * MPI_COMM_WORLD, Bcast/Allreduce/Allgather, a Comm_dup, a Comm_split of
  * the world (by parity: each half spans both parts) with an Allreduce on
- * it, and that MPI_Comm_group on the world is refused with a message.
+ * it, and that MPI_Comm_group and MPI_Comm_connect on the world are
+ * refused with a message.
  * Prints "PASS world rank R of N (appnum A)" per rank.
  */
 #include <stdlib.h>
@@ -108,6 +109,13 @@ int main(int argc, char **argv)
     CHECK(strstr(msg, "MPI_Comm_group") != NULL, "refusal message: %s", msg);
     if (rank == 0)
         printf("REFUSED MPI_Comm_group: %s\n", msg);
+    /* Connecting the world would meet for one part only: refused before
+     * the port is read. */
+    MPI_Comm ic;
+    rc = MPI_Comm_connect("isthmus-port:none", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &ic);
+    CHECK(rc != MPI_SUCCESS, "MPI_Comm_connect on the world succeeded");
+    MPI_Error_string(rc, msg, &len);
+    CHECK(strstr(msg, "MPI_Comm_connect") != NULL, "refusal message: %s", msg);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 
     printf("PASS world rank %d of %d (appnum %d)\n", rank, size, *appnum);
