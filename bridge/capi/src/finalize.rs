@@ -18,6 +18,9 @@ use crate::state;
 /// As `MPI_Finalize`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    // A world's parts finalize together (src/world.rs); its error, if any,
+    // went through the world's handler and is returned after finalizing.
+    let world = crate::world::leave();
     // Only a bridge this process opened: finalizing must not connect to a vmd.
     if let Some(b) = state::opened() {
         // No callback runs once MPI is gone.
@@ -25,5 +28,10 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         b.engine().shutdown();
     }
     // SAFETY: the program's call, passed on.
-    unsafe { ffi::PMPI_Finalize() }
+    let rc = unsafe { ffi::PMPI_Finalize() };
+    if world != 0 {
+        world
+    } else {
+        rc
+    }
 }

@@ -40,6 +40,10 @@
 //! with `MPI_Error_string` giving the bridge's message, and go through the
 //! communicator's error handler.
 //!
+//! [`world`]: with `ISTHMUS_WORLD` set, `MPI_Init` joins the parts of one
+//! `MPI_COMM_WORLD` across implementations and registers the world handle
+//! as a merged communicator.
+//!
 //! It sits in `bridge/` because it is the bridge's face for C and Fortran: a
 //! thin ABI over `isthmus-bridge`, with no data path of its own.
 
@@ -75,6 +79,8 @@ pub mod spawn;
 mod spawn_command;
 pub mod state;
 pub mod unsigned_ops;
+pub mod world;
+mod world_attrs;
 
 // Each `bridge` call of mpi-functions.txt has its body where the line says.
 include!(concat!(env!("OUT_DIR"), "/bodies.rs"));

@@ -42,7 +42,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     if rc != 0 {
         return rc;
     }
-    meet_parents()
+    after_init()
 }
 
 /// # Safety
@@ -59,7 +59,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     if rc != 0 {
         return rc;
     }
-    meet_parents()
+    after_init()
 }
 
 /// # Safety
@@ -90,6 +90,15 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
 fn world() -> MPI_Comm {
     // SAFETY: reading rsmpi's exported constant.
     unsafe { ffi::RSMPI_COMM_WORLD }
+}
+
+/// What `MPI_Init` does after the native one: meet the parents (a spawned
+/// job), then the other parts of the world (`crate::world`, `ISTHMUS_WORLD`).
+fn after_init() -> c_int {
+    match meet_parents() {
+        0 => crate::world::join(),
+        rc => rc,
+    }
 }
 
 /// Connects `MPI_COMM_WORLD` to the parents if this job was spawned.

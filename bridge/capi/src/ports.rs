@@ -28,7 +28,7 @@ use mpi::topology::SimpleCommunicator;
 
 use crate::errors::{self, Class};
 use crate::mpi_glue::{comm_null, MPI_Comm};
-use crate::state::{self, add_comm, bridge_comm, BridgeComm};
+use crate::state::{self, add_comm, BridgeComm};
 
 pub(crate) const PORT_PREFIX: &str = "isthmus-port:";
 /// Bytes of a port name as broadcast to the ranks (MPICH's MPI_MAX_PORT_NAME
@@ -160,7 +160,9 @@ unsafe fn meet(
     side: Side,
 ) -> c_int {
     let call = side.call();
-    if bridge_comm(comm).is_some() {
+    // A merged communicator (the world's too) lives in two jobs: its native
+    // handle would meet for one job only.
+    if state::is_isthmus(comm) {
         return errors::refuse(comm, call);
     }
     if newcomm.is_null() {

@@ -15,6 +15,7 @@
 //! own message (`errors::refuse_merged`).
 
 mod anysource;
+mod attr;
 mod coll;
 mod comm;
 mod create;
@@ -30,13 +31,14 @@ use mpi::ffi;
 
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 
+pub(crate) use attr::comm_get_attr;
 pub(crate) use coll::{
     allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, reduce_scatter,
     reduce_scatter_block, scan, scatter,
 };
 pub(crate) use comm::{
-    comm_dup, comm_dup_with_info, comm_group, comm_idup, comm_rank, comm_size, comm_test_inter,
-    forget, intercomm_merge, same_group,
+    adopt, comm_dup, comm_dup_with_info, comm_group, comm_idup, comm_rank, comm_size,
+    comm_test_inter, contexts, forget, intercomm_merge, native_side, same_group,
 };
 pub(crate) use create::{comm_create, comm_create_group, comm_split_type};
 pub(crate) use pt2pt::{
@@ -44,5 +46,6 @@ pub(crate) use pt2pt::{
 };
 pub(crate) use split::comm_split;
 pub(crate) use vcoll::{allgatherv, alltoallv, alltoallw, gatherv, scatterv};
+pub(crate) use wire::Fail;
 
 include!(concat!(env!("OUT_DIR"), "/shells_merged.rs"));

@@ -300,15 +300,25 @@ pub fn build_c_including(
     out: &Path,
     linking: Linking,
 ) {
+    let ours = [crate_dir().join("include"), crate_dir().join("tests/mtest")];
+    let all: Vec<PathBuf> = ours.into_iter().chain(include.iter().cloned()).collect();
+    build_c_searching(mpi, sources, &all, out, linking);
+}
+
+/// [`build_c`] searching exactly the folders `include` for headers (no
+/// Isthmus harness: MPICH's own `mpitest.h` must not be shadowed).
+pub fn build_c_searching(
+    mpi: Mpi,
+    sources: &[PathBuf],
+    include: &[PathBuf],
+    out: &Path,
+    linking: Linking,
+) {
     let lib = lib_dir(mpi);
     let mut cmd = Command::new(mpi.mpicc());
     cmd.envs(mpi.env())
         .args(["-O2", "-Wall", "-pthread", "-o"])
         .arg(out)
-        .arg("-I")
-        .arg(crate_dir().join("include"))
-        .arg("-I")
-        .arg(crate_dir().join("tests/mtest"))
         .args(
             include
                 .iter()
