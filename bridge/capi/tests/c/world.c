@@ -8,8 +8,10 @@
  * MPI_APPNUM / MPI_UNIVERSE_SIZE, a ring of point-to-point on
  * MPI_COMM_WORLD, Bcast/Allreduce/Allgather, a Comm_dup, a Comm_split of
  * the world (by parity: each half spans both parts) with an Allreduce on
- * it, and that MPI_Comm_group and MPI_Comm_connect on the world are
- * refused with a message.
+ * it, the world's group (rank, size, MPI_Comm_create of its odd ranks,
+ * spanning both parts), MPI_Intercomm_create between the parts with the
+ * world as peer_comm, and that MPI_Comm_connect on the world is refused
+ * with a message.
  * Prints "PASS world rank R of N (appnum A)" per rank.
  */
 #include <stdlib.h>
@@ -97,18 +99,53 @@ int main(int argc, char **argv)
     MPI_Comm_free(&half);
     MPI_Comm_free(&dup);
 
-    /* What the world refuses, with a message (its group would name the
-     * other implementation's processes). */
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Group g;
-    int rc = MPI_Comm_group(MPI_COMM_WORLD, &g);
+    /* The world's group names both parts' processes: rank and size as the
+     * world's; its odd ranks make a communicator spanning both parts
+     * (MPI_Comm_create); an intercommunicator between the two parts over
+     * the world (MPI_Intercomm_create, the world as peer_comm). */
+    MPI_Group g, odd;
+    int gs = -1, gr = -1, rc;
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
-    CHECK(rc != MPI_SUCCESS, "MPI_Comm_group on the world succeeded");
-    MPI_Error_string(rc, msg, &len);
-    CHECK(strstr(msg, "MPI_Comm_group") != NULL, "refusal message: %s", msg);
-    if (rank == 0)
-        printf("REFUSED MPI_Comm_group: %s\n", msg);
+    CHECK(MPI_Comm_group(MPI_COMM_WORLD, &g) == MPI_SUCCESS, "MPI_Comm_group on the world");
+    MPI_Group_size(g, &gs);
+    MPI_Group_rank(g, &gr);
+    CHECK(gs == size && gr == rank, "world group: rank %d of %d", gr, gs);
+    int range[1][3] = {{1, size - 1, 2}};
+    MPI_Group_range_incl(g, 1, range, &odd);
+    MPI_Comm oc;
+    CHECK(MPI_Comm_create(MPI_COMM_WORLD, odd, &oc) == MPI_SUCCESS, "create(odd)");
+    CHECK((oc != MPI_COMM_NULL) == (rank % 2 == 1), "create(odd) at rank %d", rank);
+    if (oc != MPI_COMM_NULL) {
+        int os = -1, orank = -1, osum = 0;
+        MPI_Comm_size(oc, &os);
+        MPI_Comm_rank(oc, &orank);
+        CHECK(os == size / 2 && orank == rank / 2, "create(odd): rank %d of %d", orank, os);
+        MPI_Allreduce(&rank, &osum, 1, MPI_INT, MPI_SUM, oc);
+        CHECK(osum == (size / 2) * (size / 2), "allreduce on create(odd): %d", osum);
+        MPI_Comm_free(&oc);
+    }
+    MPI_Group_free(&odd);
+    MPI_Group_free(&g);
+    {
+        /* Part 0 is world ranks [0, n0), part 1 the rest. */
+        MPI_Comm part, inter;
+        int mine = *appnum == 0 ? n0 : size - n0, other = *appnum == 0 ? n0 : 0;
+        MPI_Comm_split(MPI_COMM_WORLD, *appnum, rank, &part);
+        rc = MPI_Intercomm_create(part, 0, MPI_COMM_WORLD, other, 11, &inter);
+        CHECK(rc == MPI_SUCCESS, "intercomm_create over the world: rc %d", rc);
+        int rs = -1, isum = 0, want = 0;
+        MPI_Comm_remote_size(inter, &rs);
+        CHECK(rs == size - mine, "intercomm_create over the world: remote size %d", rs);
+        MPI_Allreduce(&rank, &isum, 1, MPI_INT, MPI_SUM, inter);
+        for (int r = 0; r < size; r++)
+            if ((r < n0) != (*appnum == 0))
+                want += r;
+        CHECK(isum == want, "allreduce over the parts' intercomm: %d, expected %d", isum, want);
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&part);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     /* Connecting the world would meet for one part only: refused before
      * the port is read. */
     MPI_Comm ic;
