@@ -7,6 +7,7 @@
 //! between the parts over the world, and the refusal of `MPI_Comm_connect`
 //! on the world. A part alone fails at
 //! `MPI_Init` after its deadline, naming the part that did not arrive.
+//! `isthmus run`'s MPMD form starts such a world.
 //! MPICH's own tests (tests/mpich/world/, unmodified, built with MPICH's
 //! own harness, tests/mpich/harness/) run on such a world, both orders.
 
@@ -87,6 +88,68 @@ fn one_world_open_mpi_first() {
 #[test]
 fn one_world_mpich_first() {
     world_c(Mpi::Mpich);
+}
+
+/// `isthmus run`'s MPMD form (no vmd running: it starts its own) runs
+/// world.c as one world of an Open MPI part and an MPICH part, their output
+/// tagged with world ranks; a part that fails makes the run fail.
+#[test]
+fn isthmus_run_mpmd_runs_one_world() {
+    let dir = TempDir::new("world-run");
+    let program = |mpi: Mpi| {
+        let p = dir.0.join(format!("world-{}", mpi.name()));
+        build_c(
+            mpi,
+            &[crate_dir().join("tests/c/world.c")],
+            &p,
+            Linking::Linked,
+        );
+        p
+    };
+    let (ompi, mpich) = (program(Mpi::OpenMpi), program(Mpi::Mpich));
+    let run = |sizes: [&str; 2]| {
+        let mut c = std::process::Command::new(isthmus_testkit::bin("isthmus"));
+        c.arg("--vmd")
+            .arg(format!("unix:{}", dir.0.join("no-vmd.sock").display()))
+            .args(["run", "-n", "2", "--impl", "openmpi"])
+            .arg(&ompi)
+            .args([
+                "2",
+                sizes[0],
+                ":",
+                "-n",
+                "2",
+                "-x",
+                "ISTHMUS_WORLD_TIMEOUT=60",
+            ])
+            .arg(&mpich)
+            .args(["2", sizes[1]])
+            // Cargo's names this test's flavour (Open MPI's): the jobs load
+            // their own.
+            .env_remove("LD_LIBRARY_PATH")
+            .env("OMPI_MCA_btl_tcp_if_include", "lo")
+            .env("OMPI_MCA_oob_tcp_if_include", "lo")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = c.spawn().expect("start isthmus run");
+        finish(child, Duration::from_secs(150), "isthmus run")
+    };
+    let o = run(["2", "2"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let tagged = |part: usize, r: usize| {
+        out.contains(&format!(
+            "[part{part}:{r}] PASS world rank {r} of 4 (appnum {part})"
+        ))
+    };
+    assert!(
+        o.status.success() && (0..2).all(|r| tagged(0, r)) && (2..4).all(|r| tagged(1, r)),
+        "isthmus run (MPMD):\n{}",
+        text(&o)
+    );
+    // The MPICH part told a wrong size checks it and fails: the run fails.
+    let o = run(["2", "3"]);
+    assert!(!o.status.success(), "a failing part, yet:\n{}", text(&o));
 }
 
 #[test]

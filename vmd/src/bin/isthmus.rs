@@ -139,13 +139,19 @@ enum Command {
     /// resource manager (and a vmd with its taskers if none answers), show
     /// their status and output, stop everything on Ctrl-C or the first
     /// failure; exit with the first failing component's status.
+    ///
+    /// Or `mpirun`'s MPMD form, `isthmus run -n 2 --impl openmpi ./a : -n 2
+    /// --impl mpich ./b`: the parts as one MPI_COMM_WORLD (each part's
+    /// options before its program: -n, --impl, --host, -x NAME=VALUE,
+    /// --wdir).
     Run {
-        /// The coupling file (`[[component]]` tables, `[run]`).
-        file: std::path::PathBuf,
         /// Print the placement (component, implementation, ranks, host)
         /// and start nothing.
         #[arg(long)]
         dry_run: bool,
+        /// The coupling file (`[[component]]` tables, `[run]`), or the parts.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        what: Vec<String>,
     },
     /// What `isthmus run` starts on each other node of a Slurm allocation
     /// (a job step): this node's vmd on the run's etcd and its taskers,
@@ -230,8 +236,8 @@ async fn main() {
     };
     let addr = cli.vmd.clone().unwrap_or_else(isthmus_client::default_addr);
     let result = match cli.command {
-        Some(Command::Run { file, dry_run }) => {
-            std::process::exit(isthmus_vmd::run::main(&addr, &file, dry_run).await)
+        Some(Command::Run { what, dry_run }) => {
+            std::process::exit(run_command(&addr, &what, dry_run).await)
         }
         Some(Command::Node {
             etcd,
@@ -390,13 +396,23 @@ async fn run(addr: &str, json: bool, cmd: Command) -> anyhow::Result<()> {
         Command::Node { .. } => {
             anyhow::bail!("`node` is for `isthmus run` to start, not interactive")
         }
-        Command::Run { file, dry_run } => {
-            let code = isthmus_vmd::run::main(addr, &file, dry_run).await;
+        Command::Run { what, dry_run } => {
+            let code = run_command(addr, &what, dry_run).await;
             if code != 0 {
-                anyhow::bail!("run {} ended with exit code {code}", file.display());
+                anyhow::bail!("run {} ended with exit code {code}", what.join(" "));
             }
             Ok(())
         }
+    }
+}
+
+/// `isthmus run FILE` or its MPMD form (more than one word); the exit code.
+async fn run_command(addr: &str, what: &[String], dry_run: bool) -> i32 {
+    match what {
+        [file] if !file.starts_with('-') => {
+            isthmus_vmd::run::main(addr, std::path::Path::new(file), dry_run).await
+        }
+        parts => isthmus_vmd::run::main_mpmd(addr, parts, dry_run).await,
     }
 }
 

@@ -13,6 +13,7 @@
 pub mod allocation;
 pub mod detect;
 pub mod embedded;
+pub mod mpmd;
 pub mod spec;
 pub mod supervise;
 
@@ -49,6 +50,33 @@ pub async fn main(addr: &str, file: &Path, dry_run: bool) -> i32 {
             return EXIT_USAGE;
         }
     };
+    run_plan(addr, &coupling, plan, dry_run).await
+}
+
+/// `isthmus run -n N [--impl I] PROGRAM ARGS : -n M ...` (`mpirun`'s MPMD
+/// form): the parts as one `MPI_COMM_WORLD` ([`mpmd`]); returns the exit
+/// code.
+pub async fn main_mpmd(addr: &str, words: &[String], dry_run: bool) -> i32 {
+    let coupling = match mpmd::parse(words) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("isthmus run: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let mut plan = match plan(&coupling, Path::new("the command line")) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("isthmus: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    mpmd::number_world_ranks(&mut plan);
+    run_plan(addr, &coupling, plan, dry_run).await
+}
+
+/// Runs a planned coupling (its `[run]` settings from `coupling`).
+async fn run_plan(addr: &str, coupling: &Coupling, plan: Vec<Planned>, dry_run: bool) -> i32 {
     if dry_run {
         print_placement(&plan);
         return 0;
@@ -234,6 +262,7 @@ fn plan(coupling: &Coupling, file: &Path) -> Result<Vec<Planned>, String> {
                 component: c.clone(),
                 implementation,
                 detected,
+                world_offset: None,
             })
         })
         .collect()

@@ -35,6 +35,9 @@ pub struct Planned {
     pub implementation: Impl,
     /// Read from the binary rather than given in the file.
     pub detected: bool,
+    /// A part of one `MPI_COMM_WORLD` (`isthmus run`'s MPMD form): its
+    /// ranks' output is tagged with their world rank, this plus the rank.
+    pub world_offset: Option<u32>,
 }
 
 /// Where a component stands.
@@ -255,7 +258,10 @@ impl Run<'_> {
             WatchEvent::Output {
                 rank, stream, line, ..
             } => {
-                let rank = rank.map_or("-".to_string(), |r| r.to_string());
+                let offset = self.plan.get(i).and_then(|p| p.world_offset);
+                let rank = rank.map_or("-".to_string(), |r| {
+                    offset.map_or(r, |o| o.saturating_add(r)).to_string()
+                });
                 let tagged = format!("[{}:{rank}] {line}", self.name(i));
                 match stream {
                     OutputStream::Stdout => println!("{tagged}"),
