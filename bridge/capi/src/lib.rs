@@ -44,6 +44,7 @@
 //! thin ABI over `isthmus-bridge`, with no data path of its own.
 
 pub mod api;
+pub mod appnum;
 pub mod coll;
 mod collbuf;
 pub mod comms;
@@ -51,6 +52,7 @@ pub mod datatype;
 pub mod errors;
 pub mod finalize;
 pub mod intercomm_split;
+pub mod join;
 // The standard ABI's first version has no Fortran (build.rs).
 mod env_list;
 pub mod events;
