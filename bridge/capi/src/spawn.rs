@@ -336,7 +336,8 @@ fn spawn(
                 let end = stop(outcome.job);
                 match died {
                     Some(died) => {
-                        let text = format!("{}: {died}; {end}", get(&outcome.message));
+                        // The reason first: error strings are cut (Open MPI's at 256 bytes).
+                        let text = format!("{died}: {}; {end}", get(&outcome.message));
                         message.failed(Class::Spawn, &text);
                     }
                     None => {
@@ -437,8 +438,8 @@ fn ended_early(job: JobId, commands: &[(String, i32)]) -> Option<String> {
                 first += i64::from((*np).max(0));
                 i64::from(rank) < first
             })
-            .map(|(c, _)| format!("{c:?}"))
-            .unwrap_or_else(|| "its command".into())
+            .map(|(c, _)| format!(" ({c:?})"))
+            .unwrap_or_default()
     };
     let how = |e: ExitStatus| match e {
         ExitStatus::Code(c) => format!("exited with code {c}"),
@@ -449,9 +450,14 @@ fn ended_early(job: JobId, commands: &[(String, i32)]) -> Option<String> {
         .iter()
         .find_map(|r| r.exit.filter(|e| !e.success()).map(|e| (r.rank, e)))
     {
+        // The command is said after the reason; name it here only when
+        // there are several.
+        let which = match commands.len() {
+            1 => String::new(),
+            _ => command_of(r),
+        };
         return Some(format!(
-            "rank {r} ({}) {} before it met its parents in MPI_Init",
-            command_of(r),
+            "rank {r}{which} {} before it met its parents in MPI_Init",
             how(e)
         ));
     }
