@@ -307,7 +307,7 @@ pub(crate) fn form_watched(
         .max(Duration::from_millis(1));
     let formed = match watch {
         None => bridge.intercomm_create_timeout(&handle, theirs, left),
-        Some(w) => wait_watched(&bridge, &handle, comm, theirs, left, w)?,
+        Some(w) => wait_watched(bridge, &handle, comm, theirs, left, w)?,
     };
     // Both sides have each other's table once creation returns: the groups
     // may go, the direct connections stay.
