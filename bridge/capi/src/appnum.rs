@@ -57,6 +57,28 @@ unsafe fn ours(comm: MPI_Comm, keyval: c_int, value: *mut c_void, flag: *mut c_i
     true
 }
 
+/// The MPI library's own attribute call (`PMPI_Comm_get_attr`, `PMPI_Attr_get`).
+type Lookup = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_int) -> c_int;
+
+/// Ours for `MPI_APPNUM` of a spawn's `MPI_COMM_WORLD`, else `theirs`.
+///
+/// # Safety
+/// As `MPI_Comm_get_attr`.
+unsafe fn get(
+    comm: MPI_Comm,
+    keyval: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+    theirs: Lookup,
+) -> c_int {
+    // SAFETY: the caller's pointers, checked there.
+    if unsafe { ours(comm, keyval, value, flag) } {
+        return 0;
+    }
+    // SAFETY: passed on as given.
+    unsafe { theirs(comm, keyval, value, flag) }
+}
+
 /// # Safety
 /// As `MPI_Comm_get_attr`.
 #[no_mangle]
@@ -66,12 +88,8 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     value: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    // SAFETY: the caller's pointers, checked there.
-    if unsafe { ours(comm, keyval, value, flag) } {
-        return 0;
-    }
-    // SAFETY: passed on as given.
-    unsafe { ffi::PMPI_Comm_get_attr(comm, keyval, value, flag) }
+    // SAFETY: forwarded.
+    unsafe { get(comm, keyval, value, flag, ffi::PMPI_Comm_get_attr) }
 }
 
 /// # Safety
@@ -83,10 +101,6 @@ pub unsafe extern "C" fn MPI_Attr_get(
     value: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    // SAFETY: the caller's pointers, checked there.
-    if unsafe { ours(comm, keyval, value, flag) } {
-        return 0;
-    }
-    // SAFETY: passed on as given.
-    unsafe { ffi::PMPI_Attr_get(comm, keyval, value, flag) }
+    // SAFETY: forwarded.
+    unsafe { get(comm, keyval, value, flag, ffi::PMPI_Attr_get) }
 }
