@@ -24,7 +24,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use isthmus_types::env::SPAWN_APPS;
+use isthmus_types::env::{SPAWN_APPNUM, SPAWN_APPS, SPAWN_PORT};
 use isthmus_types::job::RankCommands;
 
 /// Signals the shim passes on to the program.
@@ -53,18 +53,22 @@ fn signal_set() -> libc::sigset_t {
 /// The command this rank runs: `program args`, or, in a job whose ranks
 /// run different commands (`MPI_Comm_spawn_multiple`'s children,
 /// [`SPAWN_APPS`]), the one its rank falls in, with its working directory
-/// and variables. A rank the commands do not cover runs `program`.
+/// and variables. A rank the commands do not cover runs `program`. A
+/// spawned job's rank is told its command's index ([`SPAWN_APPNUM`]).
 fn command_of_rank(program: &OsString, args: &[OsString], rank: &str) -> Command {
     let commands = std::env::var(SPAWN_APPS)
         .ok()
         .map(|text| RankCommands::decode(&text));
-    let chosen = match (commands, rank.parse::<u32>()) {
-        (Some(Ok(commands)), Ok(r)) => commands.for_rank(r).cloned(),
+    let (chosen, appnum) = match (commands, rank.parse::<u32>()) {
+        (Some(Ok(commands)), Ok(r)) => match commands.index_of_rank(r) {
+            Some(i) => (commands.0.get(i).cloned(), i),
+            None => (None, 0),
+        },
         (Some(Err(e)), _) => {
             eprintln!("isthmus rank shim: {SPAWN_APPS} unreadable ({e}); running {program:?}");
-            None
+            (None, 0)
         }
-        _ => None,
+        _ => (None, 0),
     };
     let mut cmd = match chosen {
         Some(c) => {
@@ -82,6 +86,11 @@ fn command_of_rank(program: &OsString, args: &[OsString], rank: &str) -> Command
         }
     };
     cmd.env_remove(SPAWN_APPS);
+    // A spawn's child learns its command's index (its MPI_APPNUM): the
+    // launcher started one application, so its own MPI says 0 for all.
+    if std::env::var_os(SPAWN_PORT).is_some() {
+        cmd.env(SPAWN_APPNUM, appnum.to_string());
+    }
     cmd
 }
 

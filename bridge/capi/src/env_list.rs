@@ -26,6 +26,7 @@ pub const RESERVED: &[&str] = &[
     env::SPAWN_PORT,
     env::SPAWN_TIMEOUT,
     env::SPAWN_APPS,
+    env::SPAWN_APPNUM,
 ];
 
 /// Reads `text` (see the module's syntax); the error says which entry and why.

@@ -48,6 +48,7 @@
 //! thin ABI over `isthmus-bridge`, with no data path of its own.
 
 pub mod api;
+pub mod appnum;
 pub mod coll;
 mod collbuf;
 pub mod comms;
@@ -56,6 +57,7 @@ pub mod errors;
 pub mod finalize;
 pub mod intercomm_create;
 pub mod intercomm_split;
+pub mod join;
 // The standard ABI's first version has no Fortran (build.rs).
 mod env_list;
 pub mod events;

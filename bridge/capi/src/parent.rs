@@ -11,6 +11,9 @@
 //! gets the error through `MPI_COMM_WORLD`'s handler at `MPI_Init`: by
 //! default it aborts with the reason, so no child outlives a failed spawn.
 //! A job not started by a spawn finds no port and initialises as before.
+//! The spawn's variables are taken out of the environment once read (a
+//! process the child starts is no spawned child), and `MPI_APPNUM` is kept
+//! for `appnum`.
 
 use std::ffi::{c_char, c_int};
 use std::sync::Mutex;
@@ -101,6 +104,18 @@ fn after_init() -> c_int {
     }
 }
 
+/// Takes the spawn's variables out of this process's environment once read,
+/// so that a process the child starts (`system`, a nested launcher) is not
+/// taken for a spawned child meeting the same parents.
+fn forget_spawn_env() {
+    for var in [env::SPAWN_PORT, env::SPAWN_TIMEOUT, env::SPAWN_APPNUM] {
+        // MPI's own threads may read the environment meanwhile; glibc's
+        // unsetenv only moves pointers within `environ` (no string is
+        // freed), so a concurrent getenv sees the variable or not.
+        std::env::remove_var(var);
+    }
+}
+
 /// Connects `MPI_COMM_WORLD` to the parents if this job was spawned.
 fn meet_parents() -> c_int {
     let Ok(port) = std::env::var(env::SPAWN_PORT) else {
@@ -112,6 +127,8 @@ fn meet_parents() -> c_int {
         .filter(|s| s.is_finite() && *s > 0.0)
         .unwrap_or_else(default_timeout);
     let timeout = Duration::from_secs_f64(seconds.clamp(0.001, 1e7));
+    crate::appnum::keep_from_env();
+    forget_spawn_env();
     let call = "MPI_Init";
     match form(
         world(),

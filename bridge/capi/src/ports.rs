@@ -255,6 +255,29 @@ pub(crate) fn form(
     theirs: &str,
     timeout: Duration,
 ) -> Result<MPI_Comm, Failure> {
+    form_watched(comm, mine, theirs, timeout, None)
+}
+
+/// What a waiting side watches besides the other side (`MPI_Comm_spawn`'s
+/// parents: the children's job): its root calls `check` now and then, and
+/// a reason from it ends the wait on every rank of `comm`.
+pub(crate) struct Watch<'a> {
+    pub root: c_int,
+    pub check: &'a mut dyn FnMut() -> Option<String>,
+}
+
+/// How often the root of a watched wait calls its check.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// [`form`], while `watch` (if any) has nothing to say: when it has, every
+/// rank gives up together with `RemoteLost` naming `theirs`.
+pub(crate) fn form_watched(
+    comm: MPI_Comm,
+    mine: &str,
+    theirs: &str,
+    timeout: Duration,
+    watch: Option<Watch<'_>>,
+) -> Result<MPI_Comm, Failure> {
     let bridge = state::bridge().map_err(Failure::Bridge)?;
     let started = Instant::now();
     // The previous pair on this port is usually a moment from leaving:
@@ -284,7 +307,10 @@ pub(crate) fn form(
     let left = timeout
         .saturating_sub(started.elapsed())
         .max(Duration::from_millis(1));
-    let formed = bridge.intercomm_create_timeout(&handle, theirs, left);
+    let formed = match watch {
+        None => bridge.intercomm_create_timeout(&handle, theirs, left),
+        Some(w) => wait_watched(bridge, &handle, comm, theirs, left, w)?,
+    };
     // Both sides have each other's table once creation returns: the groups
     // may go, the direct connections stay.
     let gone = bridge.leave(handle);
@@ -307,6 +333,72 @@ pub(crate) fn form(
         },
     );
     Ok(newcomm)
+}
+
+/// Forms the intercommunicator without blocking, all ranks of `comm`
+/// deciding together (one `Allreduce` a round) whether every rank is done
+/// or the root's check gave a reason to stop.
+fn wait_watched(
+    bridge: &isthmus_bridge::Bridge,
+    handle: &isthmus_bridge::Handle,
+    comm: MPI_Comm,
+    theirs: &str,
+    timeout: Duration,
+    watch: Watch<'_>,
+) -> Result<Result<isthmus_bridge::InterComm, BridgeError>, Failure> {
+    let mut rank: c_int = 0;
+    // SAFETY: `comm` is the program's intracommunicator.
+    unsafe { ffi::PMPI_Comm_rank(comm, &mut rank) };
+    let mut pending = match bridge.intercomm_create_nonblocking(handle, theirs, timeout) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut done = None;
+    let mut checked = Instant::now();
+    let mut pause = Duration::from_micros(200);
+    loop {
+        if done.is_none() {
+            done = match pending.test() {
+                Ok(Some(inter)) => Some(Ok(inter)),
+                Ok(None) => None,
+                Err(e) => Some(Err(e)),
+            };
+        }
+        let mut stop = None;
+        if rank == watch.root && checked.elapsed() >= WATCH_EVERY {
+            checked = Instant::now();
+            stop = (watch.check)();
+        }
+        // [every rank done, no reason to stop], each the minimum over comm.
+        let mine: [c_int; 2] = [c_int::from(done.is_some()), c_int::from(stop.is_none())];
+        let mut all: [c_int; 2] = [0, 0];
+        // SAFETY: two ints each; `comm` as above.
+        let rc = unsafe {
+            ffi::PMPI_Allreduce(
+                mine.as_ptr().cast(),
+                all.as_mut_ptr().cast(),
+                2,
+                ffi::RSMPI_INT32_T,
+                ffi::RSMPI_MIN,
+                comm,
+            )
+        };
+        if rc != 0 {
+            return Err(Failure::Mpi(rc));
+        }
+        match (all, done.take()) {
+            ([1, _], Some(r)) => return Ok(r),
+            ([_, 0], _) => {
+                return Ok(Err(BridgeError::RemoteLost {
+                    group: theirs.to_string(),
+                    reason: stop.unwrap_or_else(|| "the root gave up waiting".into()),
+                }))
+            }
+            (_, d) => done = d,
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
 }
 
 /// # Safety

@@ -21,20 +21,23 @@
 //!
 //! Deadline: the info key `isthmus_timeout` (seconds), else
 //! `ISTHMUS_CONNECT_TIMEOUT`, else 300 s, for the children to start, reach
-//! `MPI_Init` and connect. Past it, or if any parent failed to connect, the
-//! root kills the job (and waits for its end), and every parent returns
-//! the same error. Every error fills `array_of_errcodes` with its code for
+//! `MPI_Init` and connect. Meanwhile the root asks the resource manager
+//! about the children's job (every 100 ms): a rank that ended (not with 0)
+//! or a job that ended before meeting its parents fails the spawn at once,
+//! naming the command and how it ended. Past the deadline, or if any
+//! parent failed to connect, the root kills the job (and waits for its
+//! end), and every parent returns the same error. Every error fills `array_of_errcodes` with its code for
 //! every child and goes through `comm`'s error handler.
 
 use std::ffi::{c_char, c_int};
 use std::time::{Duration, Instant};
 
-use isthmus_types::job::{JobId, JobState};
+use isthmus_types::job::{ExitStatus, JobId, JobState};
 use mpi::ffi;
 
 use crate::errors::{self, Class};
 use crate::mpi_glue::{comm_null, MPI_Comm};
-use crate::ports::{default_timeout, form, text, Failure, PORT_PREFIX};
+use crate::ports::{default_timeout, form_watched, text, Failure, Watch, PORT_PREFIX};
 use crate::spawn_command::{self, Command, Refusal};
 use crate::state::{self, is_isthmus};
 
@@ -248,8 +251,12 @@ fn spawn(
         return rc;
     }
     let mut outcome = Outcome::new();
+    // The root's commands and counts, to say whose rank died.
+    let mut commands = Vec::new();
     if rank == root {
-        start(&at_root(), &mut outcome);
+        let cmds = at_root();
+        commands = cmds.iter().map(|c| (c.command.clone(), c.np)).collect();
+        start(&cmds, &mut outcome);
     }
     let rc = bcast(&mut outcome, root, comm);
     if rc != 0 {
@@ -269,11 +276,24 @@ fn spawn(
     }
     let port = get(&outcome.port);
     let timeout = Duration::from_secs_f64(outcome.seconds.clamp(0.001, 1e7));
-    let formed = form(
+    // The root watches the children's job meanwhile: a child that dies
+    // before it meets its parents ends the wait at once, not at the deadline.
+    let mut died: Option<String> = None;
+    let job = outcome.job;
+    let mut check = || {
+        let why = ended_early(job, &commands);
+        died.clone_from(&why);
+        why
+    };
+    let formed = form_watched(
         comm,
         &format!("{port}/accept"),
         &format!("{port}/connect"),
         timeout,
+        Some(Watch {
+            root,
+            check: &mut check,
+        }),
     );
     // Every parent must have its side, or none keeps one.
     let mine: c_int = c_int::from(formed.is_ok());
@@ -314,14 +334,23 @@ fn spawn(
             let mut message = Outcome::new();
             if rank == root {
                 let end = stop(outcome.job);
-                let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
-                let text = format!(
-                    "{}: its {np} processes did not all reach MPI_Init and connect within \
-                     {:.1} s{why}; {end}",
-                    get(&outcome.message),
-                    outcome.seconds,
-                );
-                message.failed(Class::RemoteNotReady, &text);
+                match died {
+                    Some(died) => {
+                        // The reason first: error strings are cut (Open MPI's at 256 bytes).
+                        let text = format!("{died}: {}; {end}", get(&outcome.message));
+                        message.failed(Class::Spawn, &text);
+                    }
+                    None => {
+                        let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
+                        let text = format!(
+                            "{}: its {np} processes did not all reach MPI_Init and connect \
+                             within {:.1} s{why}; {end}",
+                            get(&outcome.message),
+                            outcome.seconds,
+                        );
+                        message.failed(Class::RemoteNotReady, &text);
+                    }
+                }
             }
             let rc = bcast(&mut message, root, comm);
             if rc != 0 {
@@ -393,6 +422,54 @@ fn start(cmds: &[Command], outcome: &mut Outcome) {
             &format!("cannot start {what}: the virtual machine refused: {e}"),
         ),
     }
+}
+
+/// Why the children's job can no longer meet its parents, if it cannot: a
+/// rank ended (not with 0) or the whole job did. Asked of the resource
+/// manager while the parents wait; `commands` (name, count, in rank order)
+/// say whose rank it was.
+fn ended_early(job: JobId, commands: &[(String, i32)]) -> Option<String> {
+    let j = state::opened()?.job(job).ok().flatten()?;
+    let command_of = |rank: u32| {
+        let mut first = 0i64;
+        commands
+            .iter()
+            .find(|(_, np)| {
+                first += i64::from((*np).max(0));
+                i64::from(rank) < first
+            })
+            .map(|(c, _)| format!(" ({c:?})"))
+            .unwrap_or_default()
+    };
+    let how = |e: ExitStatus| match e {
+        ExitStatus::Code(c) => format!("exited with code {c}"),
+        ExitStatus::Signal(s) => format!("was killed by signal {s}"),
+    };
+    if let Some((r, e)) = j
+        .ranks
+        .iter()
+        .find_map(|r| r.exit.filter(|e| !e.success()).map(|e| (r.rank, e)))
+    {
+        // The command is said after the reason; name it here only when
+        // there are several.
+        let which = match commands.len() {
+            1 => String::new(),
+            _ => command_of(r),
+        };
+        return Some(format!(
+            "rank {r}{which} {} before it met its parents in MPI_Init",
+            how(e)
+        ));
+    }
+    if j.state.is_final() {
+        let exit = j.exit.map(|e| format!(", its launcher {}", how(e)));
+        return Some(format!(
+            "the job ended ({:?}{}) before its processes met their parents in MPI_Init",
+            j.state,
+            exit.unwrap_or_default()
+        ));
+    }
+    None
 }
 
 /// Kills a spawned job and waits for its end; says how it ended.

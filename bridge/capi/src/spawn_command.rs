@@ -278,13 +278,31 @@ pub fn implementation(
     }
 }
 
+/// The parent's variables that describe its host, not the job: the
+/// children may be placed on another host, whose own (its tasker's
+/// environment, its vmd's `--data-addr`) they get instead. A program that
+/// wants them passed gives them in the info key `isthmus_env`.
+const HOST_SPECIFIC: &[&str] = &[
+    env::DATA_ADDR,
+    env::DATA_ADVERTISE,
+    env::RUNTIME_DIR,
+    env::TOKEN_FILE_ENV,
+    env::VMD_LISTEN,
+    env::ETCD,
+];
+
 /// What the children find in their environment: where and until when to
 /// meet their parents, the request for their implementation's libisthmus,
 /// and the parent's own `ISTHMUS_*` settings (log, waiting, limits), less
-/// those that belong to one process or job.
+/// those that belong to one process or job ([`env_list::RESERVED`]) or to
+/// the parent's host ([`HOST_SPECIFIC`]).
 fn children_env(port: &str, timeout: Duration) -> BTreeMap<String, String> {
     let mut vars: BTreeMap<String, String> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("ISTHMUS_") && !env_list::RESERVED.contains(&k.as_str()))
+        .filter(|(k, _)| {
+            k.starts_with("ISTHMUS_")
+                && !env_list::RESERVED.contains(&k.as_str())
+                && !HOST_SPECIFIC.contains(&k.as_str())
+        })
         .collect();
     vars.insert(env::SPAWN_PORT.into(), port.into());
     vars.insert(

@@ -2,7 +2,7 @@
 //! `ISTHMUS_WORLD` have met, `MPI_APPNUM` is the part's index,
 //! `MPI_UNIVERSE_SIZE` the world's size and `MPI_TAG_UB` the smallest of
 //! the parts' bounds. `src/world.rs` sets them at `MPI_Init`;
-//! `MPI_Comm_get_attr` on a merged communicator (src/merged/attr.rs) reads
+//! `MPI_Comm_get_attr` and `MPI_Attr_get` (src/appnum.rs) read
 //! them. A leaf, so that both may use it.
 
 use std::ffi::c_int;

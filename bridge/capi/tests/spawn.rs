@@ -53,7 +53,9 @@ fn passed(o: &Output, mode: &str, ranks: usize) -> bool {
 /// A manager of `parent` spawns 2 workers of `child` (the implementation
 /// read from the binary, or given as `isthmus_impl`), on MPI_COMM_SELF and
 /// from a two-rank job with rank 1 as root; every check on both sides
-/// passes, and the workers are jobs of the virtual machine that exited 0.
+/// passes (the workers' `MPI_APPNUM` is 0, they find no `ISTHMUS_SPAWN_*`
+/// left after `MPI_Init` and not the manager's `ISTHMUS_DATA_ADDR`), and
+/// the workers are jobs of the virtual machine that exited 0.
 fn manager_spawns_workers(parent: Mpi, child: Mpi) {
     let dir = TempDir::new("spawn");
     let m = Machine::start(&["openmpi", "mpich"]);
@@ -63,7 +65,15 @@ fn manager_spawns_workers(parent: Mpi, child: Mpi) {
     for (np, mode, implementation) in [(1, "self", None), (2, "world", Some(child.name()))] {
         let mut args = vec!["manager", worker, "2", mode];
         args.extend(implementation);
-        let job = manager_job(parent, &manager, np, &args, &[]);
+        // A host-specific variable of the parent's that the children
+        // must not get (they check).
+        let job = manager_job(
+            parent,
+            &manager,
+            np,
+            &args,
+            &[("ISTHMUS_DATA_ADDR", "127.0.0.1")],
+        );
         let o = finish(launch(&m.vmd, &job), GUARD, "manager");
         assert!(
             passed(&o, "manager", np),
@@ -298,4 +308,54 @@ fn an_open_mpi_manager_spawns_multiple_mpich_commands_as_one_job() {
 #[test]
 fn an_mpich_manager_spawns_multiple_open_mpi_commands_as_one_job() {
     spawn_multiple(Mpi::Mpich, Mpi::OpenMpi);
+}
+
+/// Children that exit with 3 before `MPI_Init`: the spawn fails as soon as
+/// the resource manager reports it — well before its long deadline — with
+/// an error naming the command and the exit status, and nothing is left.
+fn a_child_that_dies_before_mpi_init(parent: Mpi, child: Mpi) {
+    let dir = TempDir::new("spawn-dies");
+    let m = Machine::start(&["openmpi", "mpich"]);
+    let manager = program(parent, &dir);
+    let worker = program(child, &dir);
+    let worker_s = worker.display().to_string();
+    // Past GUARD: only the early notice lets the manager finish in time.
+    let job = manager_job(
+        parent,
+        &manager,
+        1,
+        &["fail", "600", &worker_s, "2"],
+        &[("SPAWN_TEST_CHILD", "exit3")],
+    );
+    let o = finish(launch(&m.vmd, &job), GUARD, "manager");
+    let errors = spawn_errors(&o);
+    let all = format!("{}\njobs:\n{}", text(&o), m.jobs());
+    assert!(passed(&o, "fail", 1) && errors.len() == 1, "{all}");
+    let message = &errors[0].1;
+    assert!(
+        message.contains("MPI_Comm_spawn")
+            && message.contains(&worker_s)
+            && message.contains("exited with code 3")
+            && message.contains("before it met its parents")
+            && !message.contains("did not all reach MPI_Init"),
+        "{all}"
+    );
+    let left = running(&worker);
+    assert!(left.is_empty(), "processes left behind: {left:?}\n{all}");
+    let jobs = m.jobs();
+    assert!(
+        jobs.lines()
+            .any(|l| l.contains(&worker_s) && (l.contains("failed") || l.contains("killed"))),
+        "{jobs}"
+    );
+}
+
+#[test]
+fn a_child_dying_before_mpi_init_fails_the_spawn_at_once_open_mpi_manager() {
+    a_child_that_dies_before_mpi_init(Mpi::OpenMpi, Mpi::Mpich);
+}
+
+#[test]
+fn a_child_dying_before_mpi_init_fails_the_spawn_at_once_mpich_manager() {
+    a_child_that_dies_before_mpi_init(Mpi::Mpich, Mpi::OpenMpi);
 }

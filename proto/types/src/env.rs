@@ -77,6 +77,10 @@ pub const SPAWN_TIMEOUT: &str = "ISTHMUS_SPAWN_TIMEOUT";
 /// command each rank runs, for the rank shim ([`crate::job::RankCommands`]).
 pub const SPAWN_APPS: &str = "ISTHMUS_SPAWN_APPS";
 
+/// In a rank of a spawned job: the index of the command it runs
+/// (`MPI_Comm_spawn_multiple`), its `MPI_APPNUM`; set by the rank shim.
+pub const SPAWN_APPNUM: &str = "ISTHMUS_SPAWN_APPNUM";
+
 /// The runtime directory: [`RUNTIME_DIR`], else `$XDG_RUNTIME_DIR/isthmus`,
 /// else `/tmp/isthmus-<uid>`.
 pub fn default_runtime_dir() -> PathBuf {

@@ -272,8 +272,14 @@ pub struct RankCommands(pub Vec<RankCommand>);
 impl RankCommands {
     /// The command of `rank`, if the commands cover it.
     pub fn for_rank(&self, rank: u32) -> Option<&RankCommand> {
+        self.index_of_rank(rank).and_then(|i| self.0.get(i))
+    }
+
+    /// The index of `rank`'s command (its `MPI_APPNUM`), if the commands
+    /// cover it.
+    pub fn index_of_rank(&self, rank: u32) -> Option<usize> {
         let mut first = 0u32;
-        self.0.iter().find(|c| {
+        self.0.iter().position(|c| {
             let end = first.saturating_add(c.np);
             let hit = rank >= first && rank < end;
             first = end;
@@ -401,6 +407,9 @@ mod tests {
         assert_eq!(back.for_rank(1).unwrap().program, "/bin/a");
         assert_eq!(back.for_rank(2).unwrap().program, "/bin/b");
         assert!(back.for_rank(3).is_none());
+        assert_eq!(back.index_of_rank(0), Some(0));
+        assert_eq!(back.index_of_rank(2), Some(1));
+        assert_eq!(back.index_of_rank(3), None);
         assert!(RankCommands::decode("1:1").is_err());
         assert!(RankCommands::decode("3:1").is_err());
     }

@@ -15,7 +15,6 @@
 //! own message (`errors::refuse_merged`).
 
 mod anysource;
-mod attr;
 mod coll;
 mod comm;
 mod create;
@@ -31,7 +30,6 @@ use mpi::ffi;
 
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 
-pub(crate) use attr::comm_get_attr;
 pub(crate) use coll::{
     allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, reduce_scatter,
     reduce_scatter_block, scan, scatter,

@@ -8,7 +8,9 @@
  *        Allreduce, Intercomm_merge (and an Allreduce on it), disconnect.
  *        Each manager rank prints "PASS manager rank <r>".
  *   spawn worker     the child: MPI_Comm_get_parent, the same exchanges,
- *        disconnect, get_parent is then MPI_COMM_NULL. Its verdict travels
+ *        MPI_APPNUM (its command's index), no ISTHMUS_SPAWN_* nor
+ *        ISTHMUS_DATA_ADDR left in its environment, disconnect,
+ *        get_parent is then MPI_COMM_NULL. Its verdict travels
  *        to the parents (its output goes to the virtual machine).
  *   spawn multiple WORKER
  *        MPI_Comm_spawn_multiple on MPI_COMM_SELF of two commands, both
@@ -22,9 +24,11 @@
  *        (commands of two implementations): prints a SPAWN-ERROR line as
  *        `fail` does, then "PASS mixed rank 0".
  *   spawn sleeper    a child that sleeps 120 s before MPI_Init.
+ *   spawn exit3      a child that exits with 3 before MPI_Init.
  *   spawn fail TIMEOUT COMMAND NP [COMMAND NP]...
  *        spawns that must fail (MPI_ERRORS_RETURN, info key isthmus_timeout
- *        TIMEOUT), one after the other in this process: for the i-th prints
+ *        TIMEOUT), one after the other in this process, the children run as
+ *        `sleeper` (or as $SPAWN_TEST_CHILD): for the i-th prints
  *        "SPAWN-ERROR i class=<c> same=<0|1> null=<0|1> <MPI_Error_string>"
  *        (same: every errcode is the returned code; null: intercomm is
  *        MPI_COMM_NULL; classes compare within the process only), then
@@ -112,6 +116,12 @@ static int manager(const char *worker, int np, const char *mode, const char *imp
     int root = comm == MPI_COMM_SELF ? 0 : size - 1;
     if (comm == MPI_COMM_SELF && rank != 0)
         return 0;
+    /* Not spawned: MPI_APPNUM is the launcher's (one specification: 0), or
+     * not set. */
+    int *appnum = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
+    CHECK(!flag || (appnum != NULL && *appnum == 0), "MPI_APPNUM of the manager is %d",
+          appnum ? *appnum : -1);
     MPI_Info info = MPI_INFO_NULL;
     if (impl) {
         MPI_Info_create(&info);
@@ -155,6 +165,23 @@ static int worker(int argc, char **argv)
     MPI_Comm_get_parent(&parent);
     CHECK(parent != MPI_COMM_NULL, "no parent");
     int bad = exchange(parent, 0);
+    /* MPI_APPNUM: the index of this rank's command (0 for MPI_Comm_spawn). */
+    int *appnum = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
+    int want = argc >= 3 && rank > 0 ? 1 : 0;
+    bad += !flag || appnum == NULL || *appnum != want;
+    if (!flag || appnum == NULL || *appnum != want)
+        fprintf(stderr, "worker rank %d: MPI_APPNUM flag %d value %d, want %d\n", rank, flag,
+                flag && appnum ? *appnum : -1, want);
+    /* The spawn's variables are gone once MPI_Init used them; the parent's
+     * host-specific ones never came. */
+    const char *gone[] = {"ISTHMUS_SPAWN_PORT", "ISTHMUS_SPAWN_TIMEOUT", "ISTHMUS_SPAWN_APPNUM",
+                          "ISTHMUS_DATA_ADDR"};
+    for (int i = 0; i < 4; i++)
+        if (getenv(gone[i]) != NULL) {
+            fprintf(stderr, "worker rank %d: %s is set\n", rank, gone[i]);
+            bad++;
+        }
     if (argc >= 3) {
         /* A child of `multiple`: rank 0 runs the first command, 1-2 the second. */
         const char *app = getenv("ISTHMUS_TEST_APP");
@@ -241,7 +268,8 @@ static int fail(int argc, char **argv)
     for (int c = 3; c + 1 < argc; c += 2) {
         const char *command = argv[c];
         int np = atoi(argv[c + 1]);
-        char *args[] = {"sleeper", NULL};
+        const char *child = getenv("SPAWN_TEST_CHILD");
+        char *args[] = {child ? (char *)child : "sleeper", NULL};
         int errcodes[16];
         MPI_Comm inter = MPI_COMM_WORLD;
         for (int i = 0; i < 16; i++)
@@ -268,6 +296,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 2 && strcmp(argv[1], "sleeper") == 0)
         sleep(120);
+    if (argc >= 2 && strcmp(argv[1], "exit3") == 0)
+        return 3;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
