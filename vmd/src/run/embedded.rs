@@ -303,9 +303,13 @@ impl Embedded {
             command.env("RUST_LOG", "warn");
         }
         // The client key came to `isthmus node` this way; its children
-        // get it as files (the vmd) or not at all.
+        // get it as files (the vmd) or not at all. Only the first node's
+        // vmd is given it, to pass on to the other nodes' steps.
         for name in run_tls::ENV {
-            command.env_remove(name);
+            let given = command.get_envs().any(|(k, v)| k == name && v.is_some());
+            if !given {
+                command.env_remove(name);
+            }
         }
         let child = command
             .stdin(Stdio::null())
