@@ -396,7 +396,7 @@ async fn a_dry_run_prints_the_placement_and_starts_nothing() {
         "{all}"
     );
     assert!(
-        rows.contains(&vec!["other", "openmpi", "1", "(most free)"]),
+        rows.contains(&vec!["other", "openmpi", "1", "(most-free)"]),
         "{all}"
     );
     std::thread::sleep(Duration::from_millis(300));

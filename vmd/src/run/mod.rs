@@ -344,7 +344,7 @@ fn print_placement(plan: &[Planned], hosts: &[HostDecl]) {
         let c = &p.component;
         let host = match expected.as_ref().and_then(|e| e.get(i)) {
             Some(h) => h.clone(),
-            None => c.host.clone().unwrap_or_else(|| "(most free)".into()),
+            None => c.host.clone().unwrap_or_else(|| "(most-free)".into()),
         };
         let implementation = if p.detected {
             format!("{}*", p.implementation)
