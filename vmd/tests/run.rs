@@ -396,7 +396,7 @@ async fn a_dry_run_prints_the_placement_and_starts_nothing() {
         "{all}"
     );
     assert!(
-        rows.contains(&vec!["other", "openmpi", "1", "(any)"]),
+        rows.contains(&vec!["other", "openmpi", "1", "(most-free)"]),
         "{all}"
     );
     std::thread::sleep(Duration::from_millis(300));
@@ -500,12 +500,17 @@ fn under_slurm_an_sbatch_script_runs_the_coupling_on_one_node() {
 }
 
 /// Inside a Slurm allocation of two nodes (network namespaces, a slurmd in
-/// each): `isthmus run` on the first node starts an etcd on its address
-/// and its vmd, which starts the second node's vmd and taskers as a job
-/// step (`isthmus node`); the Open MPI ocean runs on h1, the MPICH
-/// atmosphere on h2 (each launcher on its own node), and they couple over
-/// TCP between the namespaces. An `exec` component placed on h2 shows the
-/// network it ran in.
+/// each): `isthmus run` on the first node starts an etcd over TLS on its
+/// address and its vmd, which starts the second node's vmd and taskers as
+/// a job step (`isthmus node`); each vmd gets its node's address as its
+/// data address, so the Open MPI ocean on h1 and the MPICH atmosphere on
+/// h2 (each launcher on its own node) couple over TCP between the
+/// namespaces with nothing in their `env`. A component without a host
+/// goes to the node with the most free slots (h2, after the ocean took
+/// two of h1's), as the dry run said. An `exec` component on h2 shows the
+/// network it ran in and the Isthmus processes there; once the run has
+/// ended, a step on h2 finds none of them left (the run deleted the host:
+/// its vmd stopped, then its `isthmus node` and taskers).
 #[test]
 fn under_slurm_a_coupling_spreads_over_two_nodes() {
     let Some(hosts) = isthmus_testkit::netns::Hosts::for_test(2) else {
@@ -514,22 +519,37 @@ fn under_slurm_a_coupling_spreads_over_two_nodes() {
     if isthmus_testkit::slurm::Slurm::skipped() {
         return;
     }
-    let slurm = isthmus_testkit::slurm::Slurm::in_namespaces(&hosts, 3);
+    let slurm = isthmus_testkit::slurm::Slurm::in_namespaces(&hosts, 4);
     let dir = TempDir::new("run-slurm2");
     coupling_demo(&dir);
+    // The Isthmus processes in the network namespace of the caller (the
+    // nodes share the PID namespace): `isthmus <name> <pid>` lines.
+    write(
+        &dir,
+        "here.sh",
+        "me=$(readlink /proc/self/ns/net)\n\
+         for p in /proc/[0-9]*; do\n\
+         \x20 [ \"$(readlink $p/ns/net 2>/dev/null)\" = \"$me\" ] || continue\n\
+         \x20 c=$(cat $p/comm 2>/dev/null)\n\
+         \x20 case $c in vmd|tasker|isthmus|etcd) echo \"isthmus $c ${p#/proc/}\";; esac\n\
+         done\n",
+    );
+    // After the run: waits (20 s at most) until none is left on this node.
+    write(
+        &dir,
+        "left.sh",
+        "for i in $(seq 100); do\n\
+         \x20 left=$(sh here.sh)\n\
+         \x20 [ -z \"$left\" ] && break\n\
+         \x20 sleep 0.2\n\
+         done\n\
+         echo \"left on $SLURMD_NODENAME: ${left:-none}\"\n",
+    );
     let file = write(
         &dir,
         "two-nodes.toml",
         "[run]\n\
          timeout = 240\n\
-         [[component]]\n\
-         name = \"atmosphere\"\n\
-         program = \"build/atmosphere\"\n\
-         args = [\"3\"]\n\
-         np = 2\n\
-         impl = \"mpich\"\n\
-         host = \"h2\"\n\
-         env = { ISTHMUS_DATA_ADDR = \"0.0.0.0\" }\n\
          [[component]]\n\
          name = \"ocean\"\n\
          program = \"build/ocean\"\n\
@@ -537,11 +557,22 @@ fn under_slurm_a_coupling_spreads_over_two_nodes() {
          np = 2\n\
          impl = \"openmpi\"\n\
          host = \"h1\"\n\
-         env = { ISTHMUS_DATA_ADDR = \"0.0.0.0\" }\n\
+         [[component]]\n\
+         name = \"spread\"\n\
+         program = \"/bin/true\"\n\
+         np = 1\n\
+         impl = \"exec\"\n\
+         [[component]]\n\
+         name = \"atmosphere\"\n\
+         program = \"build/atmosphere\"\n\
+         args = [\"3\"]\n\
+         np = 2\n\
+         impl = \"mpich\"\n\
+         host = \"h2\"\n\
          [[component]]\n\
          name = \"where\"\n\
          program = \"/bin/sh\"\n\
-         args = [\"-c\", \"ip -4 -o addr show | grep -v ' lo '\"]\n\
+         args = [\"-c\", \"ip -4 -o addr show | grep -v ' lo '; sh here.sh\"]\n\
          np = 1\n\
          impl = \"exec\"\n\
          host = \"h2\"\n",
@@ -554,9 +585,12 @@ fn under_slurm_a_coupling_spreads_over_two_nodes() {
              export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n\
              export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo\n\
              echo \"job $SLURM_JOB_ID on $SLURMD_NODENAME, nodes $SLURM_JOB_NODELIST\"\n\
+             {isthmus} --vmd {nowhere} run --dry-run {file}\n\
              {isthmus} --vmd {nowhere} run {file}\n\
              code=$?\n\
              squeue -s -h -o 'step %i %j %N'\n\
+             srun --overlap -N1 -n1 -w h2 sh left.sh\n\
+             sh left.sh\n\
              exit $code\n",
             isthmus = bin("isthmus").display(),
             nowhere = nowhere(&dir),
@@ -566,7 +600,7 @@ fn under_slurm_a_coupling_spreads_over_two_nodes() {
     let output = dir.0.join("job.out");
     let workdir = dir.0.display().to_string();
     let code = slurm.sbatch_wait(
-        &["-N", "2", "-n", "6", "-J", "isthmus-two", "-D", &workdir],
+        &["-N", "2", "-n", "8", "-J", "isthmus-two", "-D", &workdir],
         &script,
         &output,
         GUARD * 2,
@@ -576,12 +610,26 @@ fn under_slurm_a_coupling_spreads_over_two_nodes() {
     let all = format!("exit {code}\n{out}\n{}", slurm.logs());
     assert_eq!(code, 0, "{all}");
     assert!(out.contains("on h1, nodes h[1-2]"), "{all}");
+    // The dry run read the allocation: the hostless component on h2.
+    let dry: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().take(4).collect())
+        .collect();
     assert!(
-        out.contains("== 2 nodes (h1 h2): an etcd on h1 at "),
+        dry.contains(&vec!["spread", "exec", "1", "h2+"]),
+        "the dry run did not place the hostless component on h2:\n{all}"
+    );
+    assert!(
+        out.contains("== 2 nodes (h1 h2): an etcd (TLS) on h1 at "),
         "{all}"
     );
     assert_coupled(&out, &all);
-    for (c, h) in [("atmosphere", "h2"), ("ocean", "h1"), ("where", "h2")] {
+    for (c, h) in [
+        ("atmosphere", "h2"),
+        ("ocean", "h1"),
+        ("spread", "h2"),
+        ("where", "h2"),
+    ] {
         let running = format!("== {c}: running (job ");
         let line = out
             .lines()
@@ -598,6 +646,17 @@ fn under_slurm_a_coupling_spreads_over_two_nodes() {
             .any(|l| l.starts_with("[where:0] ") && l.contains(&format!("inet {h2}/"))),
         "the exec component did not run in h2's network:\n{all}"
     );
+    // While the run ran, h2 had its vmd and taskers (what left.sh looks
+    // for); after it, nothing of them on either node.
+    for p in ["vmd", "tasker", "isthmus"] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&format!("[where:0] isthmus {p} "))),
+            "no {p} seen on h2 during the run:\n{all}"
+        );
+    }
+    assert!(out.contains("left on h2: none"), "{all}");
+    assert!(out.contains("left on h1: none"), "{all}");
     drop(slurm);
     drop(hosts);
 }

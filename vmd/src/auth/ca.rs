@@ -239,7 +239,8 @@ fn read(path: &Path) -> Result<String, CaError> {
     })
 }
 
-fn create_dir(dir: &Path) -> Result<(), CaError> {
+/// Creates `dir` (and its parents) mode 0700.
+pub fn create_dir(dir: &Path) -> Result<(), CaError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -250,7 +251,8 @@ fn create_dir(dir: &Path) -> Result<(), CaError> {
         })
 }
 
-fn write_private(path: &Path, content: &str) -> Result<(), CaError> {
+/// Writes `content` to a new file `path`, mode 0600 (replacing one there).
+pub fn write_private(path: &Path, content: &str) -> Result<(), CaError> {
     let io = |source| CaError::Io {
         path: path.to_path_buf(),
         source,

@@ -6,6 +6,7 @@
 //! ([`super::embedded`] for one node, again). No gRPC here: names,
 //! addresses and commands.
 
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::process::Command;
 
 use isthmus_rm::slurm::Allocation;
@@ -51,9 +52,11 @@ pub fn several_nodes() -> Result<Option<(Vec<String>, String)>, AllocationError>
     )))
 }
 
-/// The address the other nodes reach `node` at: its `NodeAddr` in Slurm's
-/// configuration (what slurmctld itself uses), else its name.
-pub fn node_address(node: &str) -> Result<String, AllocationError> {
+/// The IP address the other nodes reach `node` at: its `NodeAddr` in
+/// Slurm's configuration (what slurmctld itself uses), else its name,
+/// resolved (etcd listens and a vmd's `--data-addr` is an address, not a
+/// name).
+pub fn node_address(node: &str) -> Result<IpAddr, AllocationError> {
     let err = |why: String| AllocationError::Address {
         node: node.to_string(),
         why,
@@ -66,7 +69,20 @@ pub fn node_address(node: &str) -> Result<String, AllocationError> {
         return Err(err(String::from_utf8_lossy(&out.stderr).trim().to_string()));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    Ok(node_addr_of(&text).unwrap_or(node).to_string())
+    let name = node_addr_of(&text).unwrap_or(node);
+    if let Ok(ip) = name.parse::<IpAddr>() {
+        return Ok(ip);
+    }
+    let resolved = (name, 0)
+        .to_socket_addrs()
+        .map_err(|e| err(format!("resolving {name}: {e}")))?;
+    let all: Vec<IpAddr> = resolved.map(|a| a.ip()).collect();
+    // IPv4 first: what the MPI launchers' own address selection prefers.
+    all.iter()
+        .find(|a| a.is_ipv4())
+        .or(all.first())
+        .copied()
+        .ok_or_else(|| err(format!("{name} resolves to no address")))
 }
 
 /// `NodeAddr=` of one `scontrol show node -o` line.
@@ -82,7 +98,7 @@ fn node_addr_of(line: &str) -> Option<&str> {
 pub fn host_start(shared: &Shared, impls: &[Impl]) -> Result<String, AllocationError> {
     let exe = std::env::current_exe().map_err(AllocationError::Exe)?;
     let mut words = vec![
-        "exec srun --overlap --nodes=1 --ntasks=1 -w {host}".to_string(),
+        "exec srun --overlap --export=ALL --nodes=1 --ntasks=1 -w {host}".to_string(),
         quote(&exe.to_string_lossy()),
         "node --etcd".into(),
         quote(&shared.etcd),
@@ -94,6 +110,13 @@ pub fn host_start(shared: &Shared, impls: &[Impl]) -> Result<String, AllocationE
         words.push(format!("--impl {}", i.as_str()));
     }
     Ok(words.join(" "))
+}
+
+/// The address and port of an etcd client URL (`https://10.0.0.1:2379`,
+/// `http://[::1]:2379/`), if it has an IP address.
+pub fn etcd_socket(url: &str) -> Option<SocketAddr> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split('/').next()?.parse().ok()
 }
 
 /// One word for `sh -c`.
@@ -114,13 +137,25 @@ mod tests {
     }
 
     #[test]
+    fn the_etcd_socket_is_read_from_its_url() {
+        let a: SocketAddr = "10.0.0.1:2379".parse().unwrap();
+        assert_eq!(etcd_socket("https://10.0.0.1:2379"), Some(a));
+        assert_eq!(etcd_socket("http://10.0.0.1:2379/"), Some(a));
+        let v6: SocketAddr = "[::1]:2379".parse().unwrap();
+        assert_eq!(etcd_socket("https://[::1]:2379"), Some(v6));
+        assert_eq!(etcd_socket("https://etcd.example:2379"), None);
+    }
+
+    #[test]
     fn the_host_start_runs_isthmus_node_on_the_shared_etcd() {
         let shared = Shared {
             etcd: "http://10.0.0.1:2379".into(),
             prefix: "/isthmus/run/7".into(),
         };
         let cmd = host_start(&shared, &[Impl::Openmpi, Impl::Mpich]).unwrap();
-        assert!(cmd.starts_with("exec srun --overlap --nodes=1 --ntasks=1 -w {host} '"));
+        assert!(
+            cmd.starts_with("exec srun --overlap --export=ALL --nodes=1 --ntasks=1 -w {host} '")
+        );
         assert!(cmd.ends_with(
             " node --etcd 'http://10.0.0.1:2379' --etcd-prefix '/isthmus/run/7' --host-name {host} --impl openmpi --impl mpich"
         ));

@@ -6,10 +6,15 @@
 //! Ctrl-C reaches `isthmus run` alone, which then stops the components
 //! first and these last, by PID. Every wait has a deadline. Across the
 //! nodes of a Slurm allocation ([`super::allocation`]) the first node's
-//! also starts the etcd the nodes' vmds share, and each other node runs
-//! the same for itself (`isthmus node`), on that etcd.
+//! also starts the etcd the nodes' vmds share (TLS with client
+//! certificates of a CA the run makes, [`super::run_tls`]), each vmd
+//! gets its node's address as its data address, and each other node runs
+//! the same for itself (`isthmus node`), on that etcd; the first node's
+//! stop deletes the other hosts (their vmds stop, then their `isthmus
+//! node`).
 
 use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -20,6 +25,7 @@ use isthmus_client::Console;
 use tokio::time::Instant;
 
 use super::allocation::Shared;
+use super::run_tls::{self, RunTls};
 use super::spec::Impl;
 
 /// How long the vmd may take to listen.
@@ -31,6 +37,8 @@ const TASKERS_START: Duration = Duration::from_secs(60);
 const ETCD_START: Duration = Duration::from_secs(20);
 /// How long a child may take to stop after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long the other nodes' vmds may take to stop when the run ends.
+const NODES_STOP: Duration = Duration::from_secs(20);
 
 /// Why the embedded vmd could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +60,8 @@ pub enum EmbedError {
         within: Duration,
         log: PathBuf,
     },
+    #[error("the run's certificates: {0}")]
+    Tls(#[from] run_tls::TlsError),
     #[error("{what} exited at start ({status}){}", log_tail(log))]
     Exited {
         what: String,
@@ -89,23 +99,32 @@ pub struct Embedded {
     taskers: Vec<Kid>,
     /// The etcd the nodes share, started by the first node's run.
     etcd: Option<Kid>,
+    /// The other nodes of the allocation (the first node's run deletes
+    /// them, so that their vmds and taskers end with the run).
+    others: Vec<String>,
 }
 
 /// Where this run's vmd stands among the nodes of an allocation.
 pub enum Role {
     /// Alone (one host): its tables in memory.
     Alone,
-    /// The first node: starts an etcd on `addr`, and its vmd starts every
-    /// other node of `nodes` (by `host_start`, given the shared etcd).
+    /// The first node: starts an etcd on `addr` (this node's address, its
+    /// vmd's data address), and its vmd starts every other node of `nodes`
+    /// (by `host_start`, given the shared etcd).
     First {
-        addr: String,
+        addr: IpAddr,
         prefix: String,
         nodes: Vec<String>,
         this: String,
     },
-    /// A node the first one started: its vmd on the shared etcd, named
-    /// `host`.
-    Started { shared: Shared, host: String },
+    /// A node the first one started: its vmd on the shared etcd (the
+    /// client certificate from the environment, [`run_tls::from_env`]),
+    /// named `host`, its data address `addr`.
+    Started {
+        shared: Shared,
+        host: String,
+        addr: IpAddr,
+    },
 }
 
 /// A sibling binary of this `isthmus` (an install puts them together),
@@ -145,6 +164,7 @@ impl Embedded {
             vmd: None,
             taskers: Vec::new(),
             etcd: None,
+            others: Vec::new(),
         };
         let addr_file = me.dir.join("addr");
         let mut vmd = Command::new(sibling("vmd"));
@@ -166,8 +186,9 @@ impl Embedded {
                 nodes,
                 this,
             } => {
+                let tls = RunTls::create(&me.dir, addr)?;
                 let shared = Shared {
-                    etcd: me.start_etcd(&addr).await?,
+                    etcd: me.start_etcd(addr, &tls).await?,
                     prefix,
                 };
                 let ordered: Vec<Impl> = impls.iter().copied().collect();
@@ -179,12 +200,21 @@ impl Embedded {
                     }
                 })?;
                 vmd.args(["--etcd", &shared.etcd, "--etcd-prefix", &shared.prefix])
-                    .args(["--host-name", &this, "--host-start", &start]);
+                    .args(tls.client.vmd_args())
+                    .args(["--host-name", &this, "--host-start", &start])
+                    .args(["--data-addr", &addr.to_string()])
+                    // Through srun's environment to the other nodes' `isthmus
+                    // node` (no file system shared with them needed).
+                    .envs(tls.client.env());
+                me.others = nodes.iter().filter(|n| **n != this).cloned().collect();
                 hosts = nodes;
             }
-            Role::Started { shared, host } => {
+            Role::Started { shared, host, addr } => {
+                let client = run_tls::from_env(&me.dir)?;
                 vmd.args(["--etcd", &shared.etcd, "--etcd-prefix", &shared.prefix])
-                    .args(["--host-name", &host]);
+                    .args(client.vmd_args())
+                    .args(["--host-name", &host])
+                    .args(["--data-addr", &addr.to_string()]);
                 hosts.push(host);
             }
         }
@@ -217,17 +247,23 @@ impl Embedded {
     }
 
     /// Starts a one-member etcd listening on `addr` (a free port) for the
-    /// allocation's nodes, its data in the private directory; returns its
-    /// client URL once it answers healthy.
-    async fn start_etcd(&mut self, addr: &str) -> Result<String, EmbedError> {
-        let client = format!("http://{addr}:{}", free_port(addr));
-        let peer = format!("http://127.0.0.1:{}", free_port("127.0.0.1"));
+    /// allocation's nodes, over TLS with `tls`'s server certificate,
+    /// letting in only clients with a certificate of the run's CA; its
+    /// data in the private directory; returns its client URL once it
+    /// answers healthy (on a plain loopback metrics port: /health).
+    async fn start_etcd(&mut self, addr: IpAddr, tls: &RunTls) -> Result<String, EmbedError> {
+        let client = format!("https://{}", SocketAddr::new(addr, free_port(addr)));
+        let loopback = IpAddr::from([127, 0, 0, 1]);
+        let peer = format!("http://{}", SocketAddr::new(loopback, free_port(loopback)));
+        let metrics = SocketAddr::new(loopback, free_port(loopback));
         let mut etcd = Command::new("etcd");
         etcd.args(["--name", "isthmus-run"])
             .arg("--data-dir")
             .arg(self.dir.join("etcd"))
             .args(["--listen-client-urls", &client])
             .args(["--advertise-client-urls", &client])
+            .args(tls.etcd_args())
+            .args(["--listen-metrics-urls", &format!("http://{metrics}")])
             .args(["--listen-peer-urls", &peer])
             .args(["--initial-advertise-peer-urls", &peer])
             .args(["--initial-cluster", &format!("isthmus-run={peer}")])
@@ -235,10 +271,9 @@ impl Embedded {
         let kid = self.launch("the run's etcd", "etcd", etcd)?;
         let kid = self.etcd.insert(kid);
         let end = Instant::now() + ETCD_START;
-        let host_port = client.trim_start_matches("http://").to_string();
         loop {
-            let probe = host_port.clone();
-            let healthy = tokio::task::spawn_blocking(move || etcd_healthy(&probe))
+            let probe = metrics;
+            let healthy = tokio::task::spawn_blocking(move || etcd_healthy(probe))
                 .await
                 .unwrap_or(false);
             if healthy {
@@ -266,6 +301,15 @@ impl Embedded {
         let err = out.try_clone().map_err(spawn_err)?;
         if std::env::var_os("RUST_LOG").is_none() {
             command.env("RUST_LOG", "warn");
+        }
+        // The client key came to `isthmus node` this way; its children
+        // get it as files (the vmd) or not at all. Only the first node's
+        // vmd is given it, to pass on to the other nodes' steps.
+        for name in run_tls::ENV {
+            let given = command.get_envs().any(|(k, v)| k == name && v.is_some());
+            if !given {
+                command.env_remove(name);
+            }
         }
         let child = command
             .stdin(Stdio::null())
@@ -376,9 +420,12 @@ impl Embedded {
             .collect()
     }
 
-    /// Stops the taskers, then the vmd: SIGTERM, SIGKILL after a grace,
-    /// reaped; removes the private directory.
+    /// Stops the other nodes (deletes their hosts: their vmds stop, and
+    /// with them their `isthmus node`), the taskers, then the vmd and the
+    /// etcd: SIGTERM, SIGKILL after a grace, reaped; removes the private
+    /// directory.
     pub async fn stop(mut self) {
+        self.stop_others().await;
         for kid in self
             .taskers
             .drain(..)
@@ -388,6 +435,53 @@ impl Embedded {
             stop(kid).await;
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Embedded {
+    /// Deletes the other nodes' hosts through the vmd, all at once, each
+    /// within [`NODES_STOP`]; a node that does not stop is logged (its
+    /// `isthmus node` still ends when it finds the etcd gone).
+    async fn stop_others(&mut self) {
+        if self.others.is_empty() {
+            return;
+        }
+        let console = match tokio::time::timeout(
+            Duration::from_secs(5),
+            Console::connect(&self.addr),
+        )
+        .await
+        {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                eprintln!("isthmus: stopping the other nodes: {}", e.message());
+                return;
+            }
+            Err(_) => {
+                eprintln!("isthmus: stopping the other nodes: the vmd did not answer");
+                return;
+            }
+        };
+        let mut deletes = tokio::task::JoinSet::new();
+        for node in std::mem::take(&mut self.others) {
+            let console = console.clone();
+            deletes.spawn(async move {
+                let done = tokio::time::timeout(NODES_STOP, console.delete_host(&node)).await;
+                (node, done)
+            });
+        }
+        while let Some(joined) = deletes.join_next().await {
+            match joined {
+                Ok((_, Ok(Ok(_)))) => {}
+                Ok((node, Ok(Err(e)))) => {
+                    eprintln!("isthmus: stopping node {node}: {}", e.message())
+                }
+                Ok((node, Err(_))) => {
+                    eprintln!("isthmus: node {node} did not stop within {NODES_STOP:?}")
+                }
+                Err(e) => eprintln!("isthmus: stopping a node: {e}"),
+            }
+        }
     }
 }
 
@@ -409,22 +503,18 @@ impl Drop for Embedded {
 
 /// A port free a moment ago on `addr` (0 if none could be bound: etcd then
 /// fails to listen and says so in its log).
-fn free_port(addr: &str) -> u16 {
+fn free_port(addr: IpAddr) -> u16 {
     std::net::TcpListener::bind((addr, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap_or(0)
 }
 
-/// Whether the etcd at `host_port` answers `/health` with true (plain
-/// HTTP/1.0, one second at most).
-fn etcd_healthy(host_port: &str) -> bool {
+/// Whether the etcd whose metrics listen at `addr` answers `/health` with
+/// true (plain HTTP/1.0, one second at most).
+fn etcd_healthy(addr: SocketAddr) -> bool {
     use std::io::{Read, Write};
-    use std::net::ToSocketAddrs;
     let second = Duration::from_secs(1);
-    let Some(addr) = host_port.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
-        return false;
-    };
     let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, second) else {
         return false;
     };

@@ -14,6 +14,7 @@ pub mod allocation;
 pub mod detect;
 pub mod embedded;
 pub mod mpmd;
+pub mod run_tls;
 pub mod spec;
 pub mod supervise;
 
@@ -22,6 +23,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use isthmus_client::Console;
+use isthmus_types::host::HostDecl;
 
 use spec::{Coupling, Impl};
 use supervise::{Interrupts, Planned, EXIT_FAILED};
@@ -32,6 +34,10 @@ pub const EXIT_USAGE: i32 = 2;
 /// How long the configured vmd may take to answer before the run starts
 /// an embedded one.
 const PROBE: Duration = Duration::from_secs(3);
+/// How often `isthmus node` checks that the run's etcd still accepts
+/// connections, and how many checks in a row may fail before it stops.
+const ETCD_PROBE: Duration = Duration::from_secs(1);
+const ETCD_AWAY: u32 = 3;
 
 /// Runs the coupling in `file` against the vmd at `addr` (or an embedded
 /// one); returns the exit code.
@@ -78,7 +84,16 @@ pub async fn main_mpmd(addr: &str, words: &[String], dry_run: bool) -> i32 {
 /// Runs a planned coupling (its `[run]` settings from `coupling`).
 async fn run_plan(addr: &str, coupling: &Coupling, plan: Vec<Planned>, dry_run: bool) -> i32 {
     if dry_run {
-        print_placement(&plan);
+        // Inside an allocation the hosts are known before anything starts.
+        let hosts = match isthmus_rm::slurm::Allocation::from_env() {
+            Some(Ok(a)) => a.hosts,
+            Some(Err(e)) => {
+                eprintln!("isthmus: reading the Slurm allocation: {e}");
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+        print_placement(&plan, &hosts);
         return 0;
     }
     // Before anything starts, so that a Ctrl-C from here on stops it all.
@@ -158,7 +173,7 @@ fn first_of_allocation() -> Result<embedded::Role, allocation::AllocationError> 
     let addr = allocation::node_address(&this)?;
     let job = std::env::var(isthmus_rm::slurm::JOB_ID).unwrap_or_default();
     println!(
-        "== {} nodes ({}): an etcd on {this} at {addr}, the others started by srun",
+        "== {} nodes ({}): an etcd (TLS) on {this} at {addr}, the others started by srun",
         nodes.len(),
         nodes.join(" ")
     );
@@ -172,9 +187,11 @@ fn first_of_allocation() -> Result<embedded::Role, allocation::AllocationError> 
 
 /// `isthmus node`: what the first node's run starts on each other node of
 /// the allocation (a job step): that node's vmd named `host` on the shared
-/// etcd and a tasker per implementation of `impls`, until SIGTERM or
-/// SIGINT (Slurm ends the step with the allocation, the first vmd's stop
-/// with its host) or the vmd's end; returns the exit code.
+/// etcd, its data address the node's, and a tasker per implementation of
+/// `impls`, until the vmd ends (the run deletes the host when it ends),
+/// the run's etcd is gone (the run ended without deleting it), or SIGTERM
+/// or SIGINT (srun forwards them; Slurm ends the step with the
+/// allocation); returns the exit code.
 pub async fn node_main(shared: allocation::Shared, host: String, impls: Vec<String>) -> i32 {
     let mut wanted = BTreeSet::new();
     for name in &impls {
@@ -195,7 +212,15 @@ pub async fn node_main(shared: allocation::Shared, host: String, impls: Vec<Stri
             return EXIT_FAILED;
         }
     };
-    let role = embedded::Role::Started { shared, host };
+    let addr = match allocation::node_address(&host) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("isthmus node: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let etcd = allocation::etcd_socket(&shared.etcd);
+    let role = embedded::Role::Started { shared, host, addr };
     let mut node = match embedded::Embedded::start(&wanted, None, role).await {
         Ok(e) => e,
         Err(e) => {
@@ -203,7 +228,14 @@ pub async fn node_main(shared: allocation::Shared, host: String, impls: Vec<Stri
             return EXIT_FAILED;
         }
     };
-    println!("== node vmd at {} with its taskers", node.addr);
+    let pids: Vec<String> = node.pids().iter().map(u32::to_string).collect();
+    println!(
+        "== node vmd at {} (data address {addr}) with its taskers (pids {})",
+        node.addr,
+        pids.join(" ")
+    );
+    let mut etcd_away = 0;
+    let mut next_probe = tokio::time::Instant::now();
     loop {
         tokio::select! {
             _ = interrupts.recv() => break,
@@ -213,6 +245,23 @@ pub async fn node_main(shared: allocation::Shared, host: String, impls: Vec<Stri
                     break;
                 }
             }
+        }
+        if tokio::time::Instant::now() < next_probe {
+            continue;
+        }
+        next_probe = tokio::time::Instant::now() + ETCD_PROBE;
+        let reached = match etcd {
+            Some(a) => tokio::task::spawn_blocking(move || {
+                std::net::TcpStream::connect_timeout(&a, ETCD_PROBE).is_ok()
+            })
+            .await
+            .unwrap_or(false),
+            None => true,
+        };
+        etcd_away = if reached { 0 } else { etcd_away + 1 };
+        if etcd_away >= ETCD_AWAY {
+            eprintln!("isthmus node: the run's etcd is gone: the run ended");
+            break;
         }
     }
     node.stop().await;
@@ -268,14 +317,64 @@ fn plan(coupling: &Coupling, file: &Path) -> Result<Vec<Planned>, String> {
         .collect()
 }
 
-/// The dry run's table: what would start where.
-fn print_placement(plan: &[Planned]) {
+/// Where each component of `plan` goes, as the resource manager places
+/// them one after the other on `hosts` (the allocation's nodes and their
+/// slots, all with every implementation of the run): a named host, else
+/// the one with the most free slots (the first of equals, as placement
+/// breaks ties). `None` without hosts (outside an allocation: not known
+/// before the vmd answers); `(no room)` for a component that fits
+/// nowhere.
+fn expected_hosts(plan: &[Planned], hosts: &[HostDecl]) -> Option<Vec<String>> {
+    if hosts.is_empty() {
+        return None;
+    }
+    let mut free: Vec<(&str, i64)> = hosts
+        .iter()
+        .map(|h| (h.name.as_str(), i64::from(h.slots)))
+        .collect();
+    let placed = plan
+        .iter()
+        .map(|p| {
+            let np = i64::from(p.component.np);
+            let chosen = match &p.component.host {
+                Some(named) => free.iter_mut().find(|e| e.0 == named.as_str()),
+                None => free
+                    .iter_mut()
+                    .rev()
+                    .max_by_key(|(_, f)| *f)
+                    .filter(|(_, f)| *f >= np),
+            };
+            match chosen {
+                Some((name, f)) => {
+                    *f -= np;
+                    let how = if p.component.host.is_some() { "" } else { "+" };
+                    format!("{name}{how}")
+                }
+                None => p
+                    .component
+                    .host
+                    .clone()
+                    .unwrap_or_else(|| "(no room)".into()),
+            }
+        })
+        .collect();
+    Some(placed)
+}
+
+/// The dry run's table: what would start where (`hosts`: the
+/// allocation's, if any).
+fn print_placement(plan: &[Planned], hosts: &[HostDecl]) {
+    let expected = expected_hosts(plan, hosts);
     println!(
         "{:<20} {:<9} {:>5}  {:<16} PROGRAM",
         "COMPONENT", "IMPL", "NP", "HOST"
     );
-    for p in plan {
+    for (i, p) in plan.iter().enumerate() {
         let c = &p.component;
+        let host = match expected.as_ref().and_then(|e| e.get(i)) {
+            Some(h) => h.clone(),
+            None => c.host.clone().unwrap_or_else(|| "(most-free)".into()),
+        };
         let implementation = if p.detected {
             format!("{}*", p.implementation)
         } else {
@@ -288,13 +387,64 @@ fn print_placement(plan: &[Planned]) {
         }
         println!(
             "{:<20} {:<9} {:>5}  {:<16} {program}",
-            c.name,
-            implementation,
-            c.np,
-            c.host.as_deref().unwrap_or("(any)"),
+            c.name, implementation, c.np, host,
         );
     }
     if plan.iter().any(|p| p.detected) {
         println!("* read from the binary");
+    }
+    if expected.is_some() && plan.iter().any(|p| p.component.host.is_none()) {
+        println!("+ the allocation's node with the most free slots then");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(name: &str, np: u32, host: Option<&str>) -> Planned {
+        Planned {
+            component: spec::Component {
+                name: name.into(),
+                program: "/bin/true".into(),
+                args: Vec::new(),
+                np,
+                implementation: Some(Impl::Exec),
+                host: host.map(str::to_string),
+                env: Default::default(),
+                cwd: "/".into(),
+            },
+            implementation: Impl::Exec,
+            detected: false,
+        }
+    }
+
+    fn node(name: &str, slots: u32) -> HostDecl {
+        HostDecl {
+            name: name.into(),
+            slots,
+            offers: Vec::new(),
+            addr: String::new(),
+            peer_addr: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_dry_run_spreads_components_without_a_host_over_the_allocation() {
+        let nodes = [node("h1", 3), node("h2", 3)];
+        let plan = [
+            planned("a", 2, None),
+            planned("b", 2, None),
+            planned("c", 1, Some("h1")),
+            planned("d", 1, None),
+            planned("e", 2, None),
+        ];
+        // a: equals, the first; b: h2 (3 free against 1); c: named, h1
+        // full; d: h2's last slot; e: no room left.
+        assert_eq!(
+            expected_hosts(&plan, &nodes).unwrap(),
+            ["h1+", "h2+", "h1", "h2+", "(no room)"]
+        );
+        assert_eq!(expected_hosts(&plan, &[]), None);
     }
 }

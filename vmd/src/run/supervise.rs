@@ -210,7 +210,9 @@ impl Run<'_> {
             args: c.args.clone(),
             np: c.np,
             implementation: p.implementation.as_str().to_string(),
-            placement: c.host.clone().map_or(Placement::Any, Placement::Host),
+            // Without a host: the one with the most free slots, so that the
+            // components spread over the hosts (one host: that one).
+            placement: c.host.clone().map_or(Placement::MostFree, Placement::Host),
             env: c.env.clone(),
             cwd: c.cwd.display().to_string(),
             // Not sent: the vmd sets it from this caller's identity.
