@@ -1,7 +1,8 @@
 //! Issue 25: every MPI a cluster has. The smoke set — point-to-point with
 //! mixed native and bridge requests (tests/c/exchange.c), every predefined
 //! datatype at extreme values (tests/c/datatypes.c), MPICH's own `icsend`,
-//! `icbcast` and `icallreduce` (blocking, and with `-nonblocking=1`), and its `gather` on the merged communicator
+//! `icbcast` and `icallreduce` (blocking, and with `-nonblocking=1`), its `gather` on the merged communicator,
+//! and one `MPI_COMM_WORLD` of a part of each (tests/c/world.c)
 //! — between every two implementations of `ISTHMUS_MATRIX` (scripts/test.sh sets it to the installed ones: Debian's
 //! Open MPI 4.1 and MPICH 4.0, and Open MPI 5, MPICH 5 and Intel MPI from
 //! the Python registry), and between two jobs of each implementation that
@@ -95,7 +96,58 @@ fn icallreduce_nonblocking(a: Mpi, b: Mpi) -> Result<(), String> {
     run_conformance("coll/icallreduce.c", (2, 2), (a, b), &["-nonblocking=1"])
 }
 
-const SMOKE: [(&str, Smoke); 7] = [
+/// tests/c/world.c as one `MPI_COMM_WORLD` of a part of `a` (part 0, 2
+/// ranks) and a part of `b` (2 ranks), each started by its own launcher
+/// (`ISTHMUS_WORLD`, issue 19): point-to-point, collectives, splits, the
+/// world's group and an intercommunicator between the parts over it.
+fn one_world(a: Mpi, b: Mpi) -> Result<(), String> {
+    let dir = TempDir::new("matrix-world");
+    let vmd = Vmd::start("localhost", &[]);
+    let name = format!("mxw-{}-{}", a.name(), b.name());
+    let part = |mpi: Mpi, index: u32| {
+        let program = dir.0.join(format!("world-{}", mpi.name()));
+        if !program.exists() {
+            build_c(
+                mpi,
+                &[crate_dir().join("tests/c/world.c")],
+                &program,
+                Linking::Linked,
+            );
+        }
+        Job {
+            mpi,
+            np: 2,
+            program,
+            args: vec!["2".into(), "2".into()],
+            env: vec![
+                ("ISTHMUS_WORLD".into(), format!("{name}:{index}/2")),
+                ("ISTHMUS_WORLD_TIMEOUT".into(), "60".into()),
+            ],
+            linking: Linking::Linked,
+        }
+    };
+    let (oa, ob) = run_pair(&vmd, &part(a, 0), &part(b, 1), Duration::from_secs(120));
+    let passed = |o: &std::process::Output, ranks: [usize; 2], appnum: usize| {
+        let out = String::from_utf8_lossy(&o.stdout);
+        o.status.success()
+            && ranks
+                .iter()
+                .all(|r| out.contains(&format!("PASS world rank {r} of 4 (appnum {appnum})")))
+    };
+    if passed(&oa, [0, 1], 0) && passed(&ob, [2, 3], 1) {
+        Ok(())
+    } else {
+        Err(format!(
+            "world.c failed\npart 0 ({}):\n{}\npart 1 ({}):\n{}",
+            a.name(),
+            text(&oa),
+            b.name(),
+            text(&ob)
+        ))
+    }
+}
+
+const SMOKE: [(&str, Smoke); 8] = [
     ("p2p", point_to_point),
     ("datatypes", datatypes),
     ("icsend", icsend),
@@ -103,6 +155,7 @@ const SMOKE: [(&str, Smoke); 7] = [
     ("icallreduce", icallreduce),
     ("iallreduce", icallreduce_nonblocking),
     ("merge", merged_gather),
+    ("world", one_world),
 ];
 
 /// Every pairing of the matrix that Debian's pair's full suite does not

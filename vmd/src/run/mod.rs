@@ -416,6 +416,7 @@ mod tests {
             },
             implementation: Impl::Exec,
             detected: false,
+            world_offset: None,
         }
     }
 
