@@ -281,7 +281,17 @@ static void refused(void)
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
     expect_refused(MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &c),
                    "MPI_Comm_split_type");
-    expect_refused(MPI_Comm_remote_group(inter, &(MPI_Group){0}), "MPI_Comm_remote_group");
+    {
+        /* The remote group is an Isthmus group of the other job's ranks. */
+        MPI_Group g;
+        int gs = -1, gr = -1, rs = -1;
+        CHECK(MPI_Comm_remote_group(inter, &g) == MPI_SUCCESS, "MPI_Comm_remote_group");
+        MPI_Comm_remote_size(inter, &rs);
+        MPI_Group_size(g, &gs);
+        MPI_Group_rank(g, &gr);
+        CHECK(gs == rs && gr == MPI_UNDEFINED, "remote group: rank %d of %d", gr, gs);
+        MPI_Group_free(&g);
+    }
     expect_refused(MPI_Send_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Send_init");
     expect_refused(MPI_Recv_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Recv_init");
     (void) m;
