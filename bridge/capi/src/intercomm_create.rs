@@ -57,14 +57,20 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     tag: c_int,
     newintercomm: *mut MPI_Comm,
 ) -> c_int {
-    if crate::state::is_isthmus(local_comm) {
-        // An Isthmus local group spans two jobs: no MPI can hold it.
+    if bridge_comm(local_comm).is_some() {
+        // An intercommunicator is no local group (MPI asks for an intra-).
+        return errors::refuse(local_comm, CALL);
+    }
+    if merged_comm(local_comm).is_some() {
+        // Its group spans two jobs: an Isthmus intercommunicator's local
+        // group is one job's.
         return errors::fail(
             local_comm,
             CALL,
             &BridgeError::InvalidArgument(
-                "local_comm is an Isthmus communicator; give each job's own communicator \
-                 (e.g. a split of the merged communicator by job)"
+                "a local_comm spanning both jobs of a merged Isthmus communicator is not \
+                 supported yet; give each job's own communicator (e.g. a split of the merged \
+                 communicator by job)"
                     .into(),
             ),
         );
