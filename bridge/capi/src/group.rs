@@ -87,30 +87,61 @@ fn raise<T>(code: u32) -> Result<T, c_int> {
     Err(errors::raise(self_comm(), code as c_int))
 }
 
-/// The ranks of a native group's processes in this job's world.
-fn native_procs(g: MPI_Group) -> Result<Vec<Proc>, c_int> {
+/// Where each member of native group `g` sits in native group `to` (its
+/// rank there, or `MPI_UNDEFINED`), in `g`'s order.
+fn translate_all(g: MPI_Group, to: MPI_Group) -> Result<Vec<c_int>, c_int> {
     let mut n: c_int = 0;
-    // SAFETY: the program's group; an out-value.
+    // SAFETY: a native group; an out-value.
     check(unsafe { ffi::PMPI_Group_size(g, &mut n) })?;
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    let mut world = world_group()?;
     let from: Vec<c_int> = (0..n).collect();
-    let mut to = vec![0 as c_int; from.len()];
-    // SAFETY: `n` ranks in and out.
-    let rc =
-        unsafe { ffi::PMPI_Group_translate_ranks(g, n, from.as_ptr(), world, to.as_mut_ptr()) };
-    // SAFETY: our group.
-    unsafe { ffi::PMPI_Group_free(&mut world) };
-    check(rc)?;
-    to.iter()
-        .map(|&r| {
+    let mut ranks = vec![0 as c_int; from.len()];
+    if n > 0 {
+        // SAFETY: `n` ranks in and out.
+        check(unsafe {
+            ffi::PMPI_Group_translate_ranks(g, n, from.as_ptr(), to, ranks.as_mut_ptr())
+        })?;
+    }
+    Ok(ranks)
+}
+
+/// Where each member of native communicator `from` sits in native
+/// communicator `to`, in `from`'s order (`MPI_UNDEFINED` if not there).
+pub fn comm_ranks_in(from: MPI_Comm, to: MPI_Comm) -> Result<Vec<c_int>, c_int> {
+    // SAFETY: a constant of the MPI library.
+    let (mut a, mut b) = unsafe { (ffi::RSMPI_GROUP_NULL, ffi::RSMPI_GROUP_NULL) };
+    // SAFETY: native communicators; out-handles, freed below.
+    let r = check(unsafe { ffi::PMPI_Comm_group(from, &mut a) })
+        .and_then(|()| check(unsafe { ffi::PMPI_Comm_group(to, &mut b) }))
+        .and_then(|()| translate_all(a, b));
+    for g in [&mut a, &mut b] {
+        // SAFETY: reading a constant.
+        if *g != unsafe { ffi::RSMPI_GROUP_NULL } {
+            // SAFETY: our group.
+            unsafe { ffi::PMPI_Group_free(g) };
+        }
+    }
+    r
+}
+
+/// This job's processes as their ranks in its world say.
+fn local_procs(world_ranks: Vec<c_int>) -> Result<Vec<Proc>, c_int> {
+    world_ranks
+        .into_iter()
+        .map(|r| {
             u32::try_from(r)
                 .map(Proc::Local)
                 .or_else(|_| raise(ffi::MPI_ERR_GROUP))
         })
         .collect()
+}
+
+/// The ranks of a native group's processes in this job's world.
+fn native_procs(g: MPI_Group) -> Result<Vec<Proc>, c_int> {
+    let mut world = world_group()?;
+    let ranks = translate_all(g, world);
+    // SAFETY: our group.
+    unsafe { ffi::PMPI_Group_free(&mut world) };
+    local_procs(ranks?)
 }
 
 /// The processes of any group, Isthmus's or native.
@@ -121,11 +152,15 @@ fn procs(g: MPI_Group) -> Result<Arc<[Proc]>, c_int> {
     }
 }
 
-fn me() -> Result<Proc, c_int> {
+fn my_world_rank() -> Result<c_int, c_int> {
     let mut r: c_int = 0;
     // SAFETY: an out-value.
     check(unsafe { ffi::PMPI_Comm_rank(ffi::RSMPI_COMM_WORLD, &mut r) })?;
-    Ok(Proc::Local(u32::try_from(r).unwrap_or(0)))
+    Ok(r)
+}
+
+fn me() -> Result<Proc, c_int> {
+    Ok(Proc::Local(u32::try_from(my_world_rank()?).unwrap_or(0)))
 }
 
 /// A group of `procs`: `MPI_GROUP_EMPTY`, a native group when they are all
@@ -144,12 +179,10 @@ fn make(procs: Vec<Proc>) -> Result<MPI_Group, c_int> {
         .collect();
     let mut world = world_group()?;
     let mut out = world;
+    // An Isthmus group's handle: a real group of this MPI, the caller alone.
     let ranks = match &local {
         Some(ranks) => ranks.clone(),
-        None => match me()? {
-            Proc::Local(r) => vec![c_int::try_from(r).unwrap_or(0)],
-            Proc::Remote(_) => vec![0],
-        },
+        None => vec![my_world_rank()?],
     };
     let n = c_int::try_from(ranks.len()).unwrap_or(c_int::MAX);
     // SAFETY: `n` ranks of the world group; an out-handle.
@@ -184,20 +217,14 @@ fn give<T>(r: Result<T, c_int>, out: *mut T) -> c_int {
 /// The processes of a merged communicator, in its rank order.
 pub fn of_merged(mc: &MergedComm) -> Result<Vec<Proc>, BridgeError> {
     // SAFETY: reading a constant.
-    let mut g = unsafe { ffi::RSMPI_GROUP_NULL };
-    // SAFETY: the merged communicator's native side; an out-handle.
-    let rc = unsafe { ffi::PMPI_Comm_group(mc.native, &mut g) };
-    if rc != 0 {
-        return Err(BridgeError::InvalidArgument(format!(
-            "MPI_Comm_group failed ({rc})"
-        )));
-    }
-    let local = native_procs(g);
-    // SAFETY: our group.
-    unsafe { ffi::PMPI_Group_free(&mut g) };
-    let local = local.map_err(|rc| {
-        BridgeError::InvalidArgument(format!("MPI_Group_translate_ranks failed ({rc})"))
-    })?;
+    let world = unsafe { ffi::RSMPI_COMM_WORLD };
+    let local = comm_ranks_in(mc.native, world)
+        .and_then(local_procs)
+        .map_err(|rc| {
+            BridgeError::InvalidArgument(format!(
+                "this job's side of the communicator could not be read (MPI error {rc})"
+            ))
+        })?;
     (0..mc.size())
         .map(|r| match mc.place(r) {
             Some(Place::Local(i)) => local.get(i as usize).copied().ok_or_else(|| {

@@ -18,9 +18,7 @@
 //! its context among the merged communicators it belongs to. The native
 //! handle of the result is a duplicate of `local_comm`.
 
-use std::collections::hash_map::RandomState;
 use std::ffi::c_int;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use isthmus_bridge::{BridgeError, Source, Tag};
@@ -197,7 +195,7 @@ fn lead(
         Place::Remote(r) => r,
     };
     let mine = job_ranks(local_comm, &mc).map_err(fail)?;
-    let nonce = RandomState::new().hash_one((std::process::id(), &mine));
+    let nonce = uuid::Uuid::new_v4().as_u64_pair().0;
     // [nonce, members...] to the other leader, on peer_comm's
     // point-to-point context with the program's tag, as MPI's leaders do.
     let mut out = vec![nonce];
@@ -252,35 +250,13 @@ fn lead(
 /// Each member of `local_comm`'s rank in this job's side of `mc` (its
 /// native communicator), in `local_comm`'s order.
 fn job_ranks(local_comm: MPI_Comm, mc: &MergedComm) -> Result<Vec<u32>, BridgeError> {
-    let mpi = |rc: c_int, what: &str| {
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(BridgeError::InvalidArgument(format!(
-                "{what} failed (MPI error {rc})"
-            )))
-        }
-    };
-    // SAFETY: a constant of the MPI library.
-    let (mut a, mut b) = unsafe { (ffi::RSMPI_GROUP_NULL, ffi::RSMPI_GROUP_NULL) };
-    let mut n: c_int = 0;
-    // SAFETY: two native communicators; out-values.
-    unsafe {
-        mpi(ffi::PMPI_Comm_group(local_comm, &mut a), "MPI_Comm_group")?;
-        mpi(ffi::PMPI_Comm_group(mc.native, &mut b), "MPI_Comm_group")?;
-        mpi(ffi::PMPI_Group_size(a, &mut n), "MPI_Group_size")?;
-    }
-    let from: Vec<c_int> = (0..n).collect();
-    let mut to = vec![0 as c_int; from.len()];
-    // SAFETY: `n` ranks in, `n` out.
-    let rc = unsafe { ffi::PMPI_Group_translate_ranks(a, n, from.as_ptr(), b, to.as_mut_ptr()) };
-    // SAFETY: our groups.
-    unsafe {
-        ffi::PMPI_Group_free(&mut a);
-        ffi::PMPI_Group_free(&mut b);
-    }
-    mpi(rc, "MPI_Group_translate_ranks")?;
-    to.iter()
+    let ranks = crate::group::comm_ranks_in(local_comm, mc.native).map_err(|rc| {
+        BridgeError::InvalidArgument(format!(
+            "local_comm's group could not be read (MPI error {rc})"
+        ))
+    })?;
+    ranks
+        .iter()
         .map(|&r| u32::try_from(r).ok())
         .collect::<Option<Vec<u32>>>()
         .ok_or_else(|| {
