@@ -207,6 +207,20 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     ("coll/alltoallw1.c", 10),
     ("comm/dup.c", 2),
     ("comm/cmsplit.c", 4),
+    ("group/groupcreate.c", 4),
+    ("group/grouptest.c", 8),
+    ("group/grouptest2.c", 4),
+    ("group/gtranks.c", 8),
+    ("attr/attrt.c", 2),
+    ("attr/attrend.c", 4),
+    ("attr/attrend2.c", 5),
+    ("datatype/tresized.c", 2),
+    ("datatype/tresized2.c", 2),
+    ("datatype/sendrecvt2.c", 2),
+    ("datatype/sendrecvt4.c", 2),
+    ("datatype/tfree.c", 2),
+    ("datatype/subarray.c", 2),
+    ("datatype/dataalign.c", 2),
     ("pt2pt/sendrecv2.c", 2),
     ("pt2pt/large_tag.c", 2),
     // The shared suite's intracommunicator tests (tests/merged), whose
@@ -238,8 +252,13 @@ fn mpich_with_own_harness(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
             harness.join("util/mtest_common.c"),
             harness.join("util/mtest_thread.c"),
         ];
-        if std::fs::read_to_string(&src).is_ok_and(|t| t.contains("int run(const char *arg)")) {
+        let text = std::fs::read_to_string(&src).unwrap_or_default();
+        if text.contains("int run(const char *arg)") {
             sources.push(harness.join("util/run_mpitests.c"));
+        }
+        // MPICH's datatype tests that walk its list of types (libdtypes).
+        if text.contains("#include \"dtypes.h\"") {
+            sources.push(harness.join("util/dtypes.c"));
         }
         build_c_searching(
             mpi,
@@ -280,9 +299,17 @@ fn mpich_on_world(
     ))
 }
 
-/// The few of [`MPICH_ON_WORLD`] run by default (a collective, a split:
-/// some 20 s for both orders); the ignored test runs all.
-const MPICH_ON_WORLD_QUICK: &[&str] = &["coll/coll13.c", "comm/cmsplit.c", "merged/allred3.c"];
+/// The few of [`MPICH_ON_WORLD`] run by default (a collective, a split,
+/// datatypes and groups: some 30 s for both orders); the ignored test runs all.
+const MPICH_ON_WORLD_QUICK: &[&str] = &[
+    "coll/coll13.c",
+    "comm/cmsplit.c",
+    "merged/allred3.c",
+    // A receive's datatype freed while the receive is pending; empty
+    // groups freed by the program.
+    "datatype/tfree.c",
+    "group/grouptest2.c",
+];
 
 fn mpich_suite_on_world(first: Mpi, quick: bool) {
     let dir = TempDir::new("world-mpich");
