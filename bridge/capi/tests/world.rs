@@ -152,6 +152,83 @@ fn isthmus_run_mpmd_runs_one_world() {
     assert!(!o.status.success(), "a failing part, yet:\n{}", text(&o));
 }
 
+/// world_fail.c in `mode` as a world of 2 + 2 ranks, `first` as part 0.
+fn world_fail(mode: &str, first: Mpi) -> (std::process::Output, std::process::Output, String) {
+    let dir = TempDir::new("world-fail");
+    let vmd = Vmd::start("localhost", &[]);
+    let program = |mpi: Mpi| {
+        let p = dir.0.join(format!("world-fail-{}", mpi.name()));
+        if !p.exists() {
+            build_c(
+                mpi,
+                &[crate_dir().join("tests/c/world_fail.c")],
+                &p,
+                Linking::Linked,
+            );
+        }
+        p
+    };
+    let name = format!("world-fail-{mode}-{}", first.name());
+    let (a, b) = parts(&name, first, (2, 2), &program, &[mode.into()]);
+    // Never a hang: every part ends well within this.
+    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(60));
+    let both = format!(
+        "part 0 ({}):\n{}\npart 1 ({}):\n{}",
+        first.name(),
+        text(&oa),
+        first.other().name(),
+        text(&ob)
+    );
+    (oa, ob, both)
+}
+
+/// `MPI_Abort(MPI_COMM_WORLD, 7)` on the world's last rank ends both
+/// parts, part 0's ranks waiting in a receive within their own part that
+/// only an abort can end: the other part aborts through its own MPI, with
+/// the same error code.
+#[test]
+fn an_abort_ends_every_part() {
+    let (oa, ob, both) = world_fail("abort", Mpi::Mpich);
+    let err = String::from_utf8_lossy(&oa.stderr);
+    assert!(
+        oa.status.code() == Some(7)
+            && !ob.status.success()
+            && err.contains("called MPI_Abort with error code 7"),
+        "{both}"
+    );
+}
+
+/// A rank killed by a signal: the other part's calls involving it return
+/// an error naming it under `MPI_ERRORS_RETURN` (a receive from it, a send
+/// to it, an Allreduce on the world), and `MPI_Finalize` returns.
+#[test]
+fn a_killed_rank_is_reported_to_the_other_part() {
+    let (oa, ob, both) = world_fail("kill", Mpi::OpenMpi);
+    let out = String::from_utf8_lossy(&oa.stdout);
+    assert!(
+        oa.status.success()
+            && !ob.status.success()
+            && (0..2).all(|r| out.contains(&format!("PASS kill rank {r}\n")))
+            && out.contains("MPI_Recv: Isthmus: MPI_Recv: rank 3 of this communicator"),
+        "{both}"
+    );
+}
+
+/// Under the default `MPI_ERRORS_ARE_FATAL` the same receive aborts the
+/// other part, with the failed rank named.
+#[test]
+fn a_killed_rank_aborts_the_other_part_under_errors_are_fatal() {
+    let (oa, ob, both) = world_fail("fatal", Mpi::Mpich);
+    let err = String::from_utf8_lossy(&oa.stderr);
+    assert!(
+        !oa.status.success()
+            && !ob.status.success()
+            && err.contains("MPI_Recv: rank 3 of this communicator")
+            && err.contains("has failed"),
+        "{both}"
+    );
+}
+
 #[test]
 fn a_part_alone_fails_at_init_naming_the_missing_part() {
     let dir = TempDir::new("world-alone");
