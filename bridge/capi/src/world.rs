@@ -80,7 +80,9 @@ impl Part {
         }
         if parts != 2 {
             return Err(format!(
-                "{WORLD}={spec:?}: a world of {parts} parts; this version joins exactly 2"
+                "{WORLD}={spec:?}: a world of {parts} parts; this version joins exactly 2 \
+                 (the world is a merged communicator, which spans two jobs: one Isthmus \
+                 intercommunicator's two sides)"
             ));
         }
         Ok(Part {
