@@ -7,7 +7,12 @@
 //! between the parts over the world, and the refusal of `MPI_Comm_connect`
 //! on the world. A part alone fails at
 //! `MPI_Init` after its deadline, naming the part that did not arrive.
-//! `isthmus run`'s MPMD form starts such a world.
+//! `isthmus run`'s MPMD form starts such a world. Failures
+//! (tests/c/world_fail.c): an `MPI_Abort` in one part ends the other; a
+//! rank killed by a signal is reported to the other part (an error naming
+//! it, or an abort under `MPI_ERRORS_ARE_FATAL`), never a hang. Fortran
+//! (tests/fortran/world.F90) and mpi4py (tests/python/world.py) see the
+//! same world, both orders.
 //! MPICH's own tests (tests/mpich/world/, unmodified, built with MPICH's
 //! own harness, tests/mpich/harness/) run on such a world, both orders.
 
@@ -227,6 +232,116 @@ fn a_killed_rank_aborts_the_other_part_under_errors_are_fatal() {
             && err.contains("has failed"),
         "{both}"
     );
+}
+
+/// Runs the two parts `a` (part 0) and `b` of a world and checks that
+/// every rank printed `"{pass} R of 4"`.
+fn run_world_of(a: Job, b: Job, pass: &str) {
+    let vmd = Vmd::start("localhost", &[]);
+    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(120));
+    let both = format!("part 0:\n{}\npart 1:\n{}", text(&oa), text(&ob));
+    for (o, ranks) in [(&oa, [0, 1]), (&ob, [2, 3])] {
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success()
+                && ranks
+                    .iter()
+                    .all(|r| out.contains(&format!("{pass} {r} of 4"))),
+            "a part failed\n{both}"
+        );
+    }
+}
+
+/// A Fortran program (`use mpi`), built with each implementation's
+/// `mpifort` and linked with libisthmus, sees one world: size, rank, a
+/// send across the parts, an Allreduce; `first` as part 0 (Open MPI's
+/// Fortran calls `PMPI_*`: libisthmus's Fortran entry points carry them).
+fn fortran_world(first: Mpi) {
+    let dir = TempDir::new("world-fortran");
+    let program = |mpi: Mpi| {
+        let out = dir.0.join(format!("world-f-{}", mpi.name()));
+        let lib = lib_dir(mpi);
+        let o = std::process::Command::new(format!("mpifort.{}", mpi.name()))
+            .args(["-O2", "-o"])
+            .arg(&out)
+            .arg(crate_dir().join("tests/fortran/world.F90"))
+            .arg(format!("-L{}", lib.display()))
+            .arg("-listhmus")
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .arg("-Wl,--disable-new-dtags")
+            .output()
+            .expect("run mpifort");
+        assert!(
+            o.status.success(),
+            "mpifort.{}: {}",
+            mpi.name(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    let name = format!("world-fortran-{}", first.name());
+    let (a, b) = parts(&name, first, (2, 2), &program, &["2".into()]);
+    run_world_of(a, b, "PASS fortran world rank");
+}
+
+#[test]
+fn fortran_sees_one_world_open_mpi_first() {
+    fortran_world(Mpi::OpenMpi);
+}
+
+#[test]
+fn fortran_sees_one_world_mpich_first() {
+    fortran_world(Mpi::Mpich);
+}
+
+/// An mpi4py script (`MPI.COMM_WORLD`) under the preloaded libisthmus sees
+/// one world: size, rank, `MPI_APPNUM`, a send across, an Allreduce;
+/// `first` as part 0 (MPICH's mpi4py is the one scripts/install-deps.sh
+/// builds).
+fn mpi4py_world(first: Mpi) {
+    let mpi4py_mpich = std::env::var("ISTHMUS_MPI4PY_MPICH")
+        .unwrap_or_else(|_| "/opt/isthmus/mpi4py-mpich".into());
+    let part = |mpi: Mpi, index: u32| {
+        let mut env = vec![
+            (
+                "ISTHMUS_WORLD".into(),
+                format!("world-python-{}:{index}/2", first.name()),
+            ),
+            ("ISTHMUS_WORLD_TIMEOUT".into(), "60".into()),
+        ];
+        if mpi == Mpi::Mpich {
+            env.push(("PYTHONPATH".into(), mpi4py_mpich.clone()));
+        }
+        Job {
+            mpi,
+            np: 2,
+            program: PathBuf::from("/usr/bin/python3"),
+            args: vec![
+                crate_dir()
+                    .join("tests/python/world.py")
+                    .display()
+                    .to_string(),
+                "2".into(),
+            ],
+            env,
+            linking: Linking::Unmodified,
+        }
+    };
+    run_world_of(
+        part(first, 0),
+        part(first.other(), 1),
+        "PASS python world rank",
+    );
+}
+
+#[test]
+fn mpi4py_sees_one_world_mpich_first() {
+    mpi4py_world(Mpi::Mpich);
+}
+
+#[test]
+fn mpi4py_sees_one_world_open_mpi_first() {
+    mpi4py_world(Mpi::OpenMpi);
 }
 
 #[test]
