@@ -231,4 +231,16 @@ mod tests {
         bad[0] = 99;
         assert!(FrameHeader::decode(&bad).is_err());
     }
+
+    #[test]
+    fn an_abort_carries_its_error_code() {
+        let mut h = FrameHeader::control(FrameKind::Abort, 0, 0);
+        h.tag = -7;
+        let back = FrameHeader::decode(&h.encode()).unwrap();
+        assert_eq!((back.kind, back.tag), (FrameKind::Abort, -7));
+        // No payload: an ABORT that claims one is refused.
+        let mut bad = h;
+        bad.payload_len = 8;
+        assert!(FrameHeader::decode(&bad.encode()).is_err());
+    }
 }
