@@ -48,30 +48,49 @@ fn parts(
     (part(first, 0), part(first.other(), 1))
 }
 
-fn world_c(first: Mpi) {
-    let dir = TempDir::new("world");
+/// The C program `tests/c/<source>.c` run as world `name` of 2 + 2 ranks,
+/// `first` as part 0, within `deadline`: both parts' outputs and both
+/// printed for an assertion's message.
+fn run_c_world(
+    source: &str,
+    name: &str,
+    first: Mpi,
+    args: &[String],
+    deadline: Duration,
+) -> (std::process::Output, std::process::Output, String) {
+    let dir = TempDir::new(source);
     let vmd = Vmd::start("localhost", &[]);
     let program = |mpi: Mpi| {
-        let p = dir.0.join(format!("world-{}", mpi.name()));
+        let p = dir.0.join(format!("{source}-{}", mpi.name()));
         if !p.exists() {
             build_c(
                 mpi,
-                &[crate_dir().join("tests/c/world.c")],
+                &[crate_dir().join(format!("tests/c/{source}.c"))],
                 &p,
                 Linking::Linked,
             );
         }
         p
     };
-    let name = format!("world-c-{}", first.name());
-    let (a, b) = parts(&name, first, (2, 2), &program, &["2".into(), "2".into()]);
-    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(120));
+    let (a, b) = parts(name, first, (2, 2), &program, args);
+    let (oa, ob) = run_pair(&vmd, &a, &b, deadline);
     let both = format!(
         "part 0 ({}):\n{}\npart 1 ({}):\n{}",
         first.name(),
         text(&oa),
         first.other().name(),
         text(&ob)
+    );
+    (oa, ob, both)
+}
+
+fn world_c(first: Mpi) {
+    let (oa, ob, both) = run_c_world(
+        "world",
+        &format!("world-c-{}", first.name()),
+        first,
+        &["2".into(), "2".into()],
+        Duration::from_secs(120),
     );
     for (o, ranks, appnum) in [(&oa, [0, 1], 0), (&ob, [2, 3], 1)] {
         let out = String::from_utf8_lossy(&o.stdout);
@@ -157,34 +176,16 @@ fn isthmus_run_mpmd_runs_one_world() {
     assert!(!o.status.success(), "a failing part, yet:\n{}", text(&o));
 }
 
-/// world_fail.c in `mode` as a world of 2 + 2 ranks, `first` as part 0.
+/// world_fail.c in `mode` as a world of 2 + 2 ranks, `first` as part 0;
+/// never a hang: every part ends well within the deadline.
 fn world_fail(mode: &str, first: Mpi) -> (std::process::Output, std::process::Output, String) {
-    let dir = TempDir::new("world-fail");
-    let vmd = Vmd::start("localhost", &[]);
-    let program = |mpi: Mpi| {
-        let p = dir.0.join(format!("world-fail-{}", mpi.name()));
-        if !p.exists() {
-            build_c(
-                mpi,
-                &[crate_dir().join("tests/c/world_fail.c")],
-                &p,
-                Linking::Linked,
-            );
-        }
-        p
-    };
-    let name = format!("world-fail-{mode}-{}", first.name());
-    let (a, b) = parts(&name, first, (2, 2), &program, &[mode.into()]);
-    // Never a hang: every part ends well within this.
-    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(60));
-    let both = format!(
-        "part 0 ({}):\n{}\npart 1 ({}):\n{}",
-        first.name(),
-        text(&oa),
-        first.other().name(),
-        text(&ob)
-    );
-    (oa, ob, both)
+    run_c_world(
+        "world_fail",
+        &format!("world-fail-{mode}-{}", first.name()),
+        first,
+        &[mode.into()],
+        Duration::from_secs(60),
+    )
 }
 
 /// `MPI_Abort(MPI_COMM_WORLD, 7)` on the world's last rank ends both
