@@ -90,6 +90,56 @@ fn one_world_mpich_first() {
     world_c(Mpi::Mpich);
 }
 
+/// An intercommunicator between the world's even and odd ranks, each
+/// group spanning both parts (tests/c/mixedic.c), on a world of 2 + 3
+/// ranks: point-to-point, groups, dup, collectives, merge.
+fn mixedic(first: Mpi) {
+    let dir = TempDir::new("mixedic");
+    let vmd = Vmd::start("localhost", &[]);
+    let program = |mpi: Mpi| {
+        let p = dir.0.join(format!("mixedic-{}", mpi.name()));
+        if !p.exists() {
+            build_c(
+                mpi,
+                &[crate_dir().join("tests/c/mixedic.c")],
+                &p,
+                Linking::Linked,
+            );
+        }
+        p
+    };
+    let name = format!("mixedic-{}", first.name());
+    let (a, b) = parts(&name, first, (2, 3), &program, &[]);
+    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(120));
+    let both = format!(
+        "part 0 ({}):\n{}\npart 1 ({}):\n{}",
+        first.name(),
+        text(&oa),
+        first.other().name(),
+        text(&ob)
+    );
+    for (o, ranks) in [(&oa, 0..2), (&ob, 2..5)] {
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success()
+                && ranks
+                    .clone()
+                    .all(|r| out.contains(&format!("PASS mixedic world rank {r} of 5\n"))),
+            "a part failed\n{both}"
+        );
+    }
+}
+
+#[test]
+fn intercomm_of_groups_spanning_both_parts_open_mpi_first() {
+    mixedic(Mpi::OpenMpi);
+}
+
+#[test]
+fn intercomm_of_groups_spanning_both_parts_mpich_first() {
+    mixedic(Mpi::Mpich);
+}
+
 /// `isthmus run`'s MPMD form (no vmd running: it starts its own) runs
 /// world.c as one world of an Open MPI part and an MPICH part, their output
 /// tagged with world ranks; a part that fails makes the run fail.

@@ -237,6 +237,23 @@ fn dup(mc: &MergedComm, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
     )
 }
 
+/// A private merged duplicate of `comm` (collective over its ranks): the
+/// local group of a mixed intercommunicator (`crate::mixed`).
+pub fn private_dup(mc: &MergedComm, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
+    dup(mc, comm)
+}
+
+/// Registers a merged communicator made elsewhere (`crate::mixed`'s
+/// merge): `from` is duplicated as its handle and its private side.
+pub fn register_from(
+    from: MPI_Comm,
+    contexts: (InterComm, InterComm),
+    order: Order,
+    groups: (String, String),
+) -> Result<MPI_Comm, Fail> {
+    register((from, from), contexts, order, groups)
+}
+
 /// `MPI_Comm_dup` on a merged communicator: a merged communicator of the
 /// same order on new contexts (attributes copied natively).
 ///
