@@ -222,10 +222,13 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         // of its collectives is freed now, while MPI is sure to be up.
         if let Some(bc) = remove_comm(unsafe { *comm }) {
             bc.coll.free();
-        } else if !crate::merged::forget(unsafe { *comm }) {
+        } else {
             // SAFETY: as above. A merged communicator's private side, or a
             // mixed intercommunicator's.
-            crate::mixed::forget(unsafe { *comm });
+            let c = unsafe { *comm };
+            if !crate::merged::forget(c) {
+                crate::mixed::forget(c);
+            }
         }
     }
     // SAFETY: the program's argument, passed on.

@@ -137,10 +137,7 @@ pub fn create(
     };
     let (group, ours) = local_group(local_comm)?;
     let made = job_handle(peer, ours, &all, tag).and_then(|handle| {
-        finish(peer, &all, (rank, local.len()), nonces, handle, &group).map_err(|f| {
-            free(handle);
-            f
-        })
+        finish(peer, &all, (rank, local.len()), nonces, handle).inspect_err(|_| free(handle))
     });
     match made {
         Ok((handle, mx)) => {
@@ -169,7 +166,6 @@ fn finish(
     (rank, local_size): (u32, usize),
     (low, high): (u64, u64),
     handle: MPI_Comm,
-    _group: &LocalGroup,
 ) -> Result<(MPI_Comm, MixedInter), Fail> {
     let in_handle = crate::group::comm_ranks_in(peer.native, handle).map_err(Fail::Mpi)?;
     let mut me = None;
