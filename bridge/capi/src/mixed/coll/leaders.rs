@@ -8,9 +8,9 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::{code, extents, int, sendrecv};
 use crate::collbuf::{elements, times, Scratch};
 use crate::merged::Fail;
+use crate::mixed::coll::steps::{code, extents, int, sendrecv};
 use crate::mixed::local;
 use crate::mpi_glue::{byte, MPI_Comm, MPI_Datatype};
 use crate::state::MixedInter;

@@ -6,9 +6,9 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{code, extents, sendrecv};
 use crate::collbuf::elements;
 use crate::merged::Fail;
+use crate::mixed::coll::steps::{code, extents, sendrecv};
 use crate::mpi_glue::{proc_null, MPI_Comm, MPI_Datatype};
 use crate::state::MixedInter;
 
