@@ -387,20 +387,20 @@ fn peer_ranks(local_comm: MPI_Comm, peer: &MergedComm) -> Result<Vec<u32>, Bridg
         })
 }
 
-/// At every member, for a mixed intercommunicator: the two groups (ranks
-/// of `peer_comm`) from the leader, then `crate::mixed::create`.
-fn mixed_member(
+/// At every member: the two groups the leader found (`lists`, filled at
+/// the leader), broadcast over `local_comm`, and the merged `peer_comm`
+/// they are ranks of, found by its context.
+fn from_leader(
     local_comm: MPI_Comm,
     local_mc: Option<&Arc<MergedComm>>,
-    (local_leader, leader, tag): (c_int, bool, c_int),
+    (local_leader, leader): (c_int, bool),
     header: Header,
     mut lists: Vec<u32>,
-) -> Result<MPI_Comm, c_int> {
-    let [_, context, low, high, local_len, remote_len] = header;
+) -> Result<(Arc<MergedComm>, Vec<u32>), c_int> {
+    let [_, context, _, _, local_len, remote_len] = header;
     let fail = |e: BridgeError| errors::fail(local_comm, CALL, &e);
-    let (local_len, remote_len) = (local_len as usize, remote_len as usize);
     if !leader {
-        lists = vec![0; local_len + remote_len];
+        lists = vec![0; local_len as usize + remote_len as usize];
     }
     let n = c_int::try_from(lists.len())
         .map_err(|_| fail(BridgeError::InvalidArgument("groups too large".into())))?;
@@ -423,7 +423,21 @@ fn mixed_member(
                 .into(),
         )));
     };
-    let (mine, theirs) = lists.split_at(local_len.min(lists.len()));
+    Ok((mc, lists))
+}
+
+/// At every member, for a mixed intercommunicator: the two groups (ranks
+/// of `peer_comm`) from the leader, then `crate::mixed::create`.
+fn mixed_member(
+    local_comm: MPI_Comm,
+    local_mc: Option<&Arc<MergedComm>>,
+    (local_leader, leader, tag): (c_int, bool, c_int),
+    header: Header,
+    lists: Vec<u32>,
+) -> Result<MPI_Comm, c_int> {
+    let [_, _, low, high, local_len, _] = header;
+    let (mc, lists) = from_leader(local_comm, local_mc, (local_leader, leader), header, lists)?;
+    let (mine, theirs) = lists.split_at((local_len as usize).min(lists.len()));
     crate::mixed::create(
         local_comm,
         &mc,
@@ -441,34 +455,12 @@ fn member(
     local_leader: c_int,
     leader: bool,
     header: Header,
-    mut lists: Vec<u32>,
+    lists: Vec<u32>,
 ) -> Result<MPI_Comm, c_int> {
-    let [_, context, low, high, local_len, remote_len] = header;
+    let [_, _, low, high, local_len, remote_len] = header;
     let fail = |e: BridgeError| errors::fail(local_comm, CALL, &e);
     let (local_len, remote_len) = (local_len as usize, remote_len as usize);
-    if !leader {
-        lists = vec![0; local_len + remote_len];
-    }
-    let n = c_int::try_from(lists.len())
-        .map_err(|_| fail(BridgeError::InvalidArgument("groups too large".into())))?;
-    // SAFETY: `n` u32 from the leader to every member.
-    let rc = unsafe {
-        ffi::PMPI_Bcast(
-            lists.as_mut_ptr().cast(),
-            n,
-            ffi::RSMPI_UINT32_T,
-            local_leader,
-            local_comm,
-        )
-    };
-    if rc != 0 {
-        return Err(errors::raise(local_comm, rc));
-    }
-    let Some(mc) = merged_with_context(context as u64) else {
-        return Err(fail(BridgeError::InvalidArgument(
-            "this process is not in the leader's peer_comm (the merged communicator)".into(),
-        )));
-    };
+    let (mc, lists) = from_leader(local_comm, None, (local_leader, leader), header, lists)?;
     let (mut rank, mut size): (c_int, c_int) = (0, 0);
     // SAFETY: the program's communicator; out-values.
     unsafe {

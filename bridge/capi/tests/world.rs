@@ -43,23 +43,32 @@ fn parts(
     (part(first, 0), part(first.other(), 1))
 }
 
-fn world_c(first: Mpi) {
-    let dir = TempDir::new("world");
+/// Runs C program `source` (tests/c/) as a world of `np.0` + `np.1`
+/// ranks, `first` as part 0, with `args`; every rank r must print `pass(r)`.
+fn c_on_world(
+    source: &str,
+    first: Mpi,
+    np: (usize, usize),
+    args: &[String],
+    pass: &dyn Fn(usize) -> String,
+) {
+    let stem = source.trim_end_matches(".c");
+    let dir = TempDir::new(stem);
     let vmd = Vmd::start("localhost", &[]);
     let program = |mpi: Mpi| {
-        let p = dir.0.join(format!("world-{}", mpi.name()));
+        let p = dir.0.join(format!("{stem}-{}", mpi.name()));
         if !p.exists() {
             build_c(
                 mpi,
-                &[crate_dir().join("tests/c/world.c")],
+                &[crate_dir().join("tests/c").join(source)],
                 &p,
                 Linking::Linked,
             );
         }
         p
     };
-    let name = format!("world-c-{}", first.name());
-    let (a, b) = parts(&name, first, (2, 2), &program, &["2".into(), "2".into()]);
+    let name = format!("{stem}-c-{}", first.name());
+    let (a, b) = parts(&name, first, np, &program, args);
     let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(120));
     let both = format!(
         "part 0 ({}):\n{}\npart 1 ({}):\n{}",
@@ -68,16 +77,23 @@ fn world_c(first: Mpi) {
         first.other().name(),
         text(&ob)
     );
-    for (o, ranks, appnum) in [(&oa, [0, 1], 0), (&ob, [2, 3], 1)] {
+    for (o, ranks) in [(&oa, 0..np.0), (&ob, np.0..np.0 + np.1)] {
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(
-            o.status.success()
-                && ranks.iter().all(|r| out.contains(&format!(
-                    "PASS world rank {r} of 4 (appnum {appnum})\n"
-                ))),
+            o.status.success() && ranks.clone().all(|r| out.contains(&pass(r))),
             "a part failed\n{both}"
         );
     }
+}
+
+fn world_c(first: Mpi) {
+    let pass = |r: usize| {
+        format!(
+            "PASS world rank {r} of 4 (appnum {})\n",
+            usize::from(r >= 2)
+        )
+    };
+    c_on_world("world.c", first, (2, 2), &["2".into(), "2".into()], &pass);
 }
 
 #[test]
@@ -94,40 +110,8 @@ fn one_world_mpich_first() {
 /// group spanning both parts (tests/c/mixedic.c), on a world of 2 + 3
 /// ranks: point-to-point, groups, dup, collectives, merge.
 fn mixedic(first: Mpi) {
-    let dir = TempDir::new("mixedic");
-    let vmd = Vmd::start("localhost", &[]);
-    let program = |mpi: Mpi| {
-        let p = dir.0.join(format!("mixedic-{}", mpi.name()));
-        if !p.exists() {
-            build_c(
-                mpi,
-                &[crate_dir().join("tests/c/mixedic.c")],
-                &p,
-                Linking::Linked,
-            );
-        }
-        p
-    };
-    let name = format!("mixedic-{}", first.name());
-    let (a, b) = parts(&name, first, (2, 3), &program, &[]);
-    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(120));
-    let both = format!(
-        "part 0 ({}):\n{}\npart 1 ({}):\n{}",
-        first.name(),
-        text(&oa),
-        first.other().name(),
-        text(&ob)
-    );
-    for (o, ranks) in [(&oa, 0..2), (&ob, 2..5)] {
-        let out = String::from_utf8_lossy(&o.stdout);
-        assert!(
-            o.status.success()
-                && ranks
-                    .clone()
-                    .all(|r| out.contains(&format!("PASS mixedic world rank {r} of 5\n"))),
-            "a part failed\n{both}"
-        );
-    }
+    let pass = |r: usize| format!("PASS mixedic world rank {r} of 5\n");
+    c_on_world("mixedic.c", first, (2, 3), &[], &pass);
 }
 
 #[test]

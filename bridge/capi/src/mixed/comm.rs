@@ -9,8 +9,8 @@ use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
 use super::local;
-use crate::merged::{mpi, raise, Fail};
-use crate::mpi_glue::{comm_null, MPI_Comm, MPI_Request, Outcome};
+use crate::merged::{duplicate, free_native, mpi, Fail};
+use crate::mpi_glue::{comm_null, MPI_Comm, MPI_Request};
 use crate::state::{self, LocalGroup, Member, MixedColl, MixedInter, Order, Place};
 
 fn int(n: u32) -> c_int {
@@ -82,24 +82,10 @@ pub(crate) unsafe fn comm_remote_group(
     crate::group::comm_group_mixed(mx, comm, false, group, "MPI_Comm_remote_group")
 }
 
-fn dup_native(comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
-    let mut out = comm_null();
-    // SAFETY: a live communicator; an out-handle.
-    mpi(unsafe { ffi::PMPI_Comm_dup(comm, &mut out) })?;
-    Ok(out)
-}
-
-fn free_native(mut c: MPI_Comm) {
-    if c != comm_null() {
-        // SAFETY: a communicator of ours, freed once.
-        unsafe { ffi::PMPI_Comm_free(&mut c) };
-    }
-}
-
 /// A duplicate of the local group's communicator.
 fn dup_local(g: &LocalGroup) -> Result<LocalGroup, Fail> {
     match *g {
-        LocalGroup::Native(c) => dup_native(c).map(LocalGroup::Native),
+        LocalGroup::Native(c) => duplicate(c).map(LocalGroup::Native),
         LocalGroup::Merged(c) => {
             let mc = state::merged_comm(c).ok_or_else(|| {
                 Fail::Bridge(BridgeError::InvalidArgument(
@@ -116,8 +102,8 @@ fn dup_local(g: &LocalGroup) -> Result<LocalGroup, Fail> {
 fn dup(mx: &MixedInter, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
     let n = mx.derived.fetch_add(1, Ordering::Relaxed) + 1;
     let (inter, coll_inter) = crate::merged::contexts(mx.inter.derived(n)?)?;
-    let handle = dup_native(comm)?;
-    let native = match dup_native(mx.coll.native) {
+    let handle = duplicate(comm)?;
+    let native = match duplicate(mx.coll.native) {
         Ok(c) => c,
         Err(f) => {
             free_native(handle);
@@ -159,14 +145,8 @@ fn dup(mx: &MixedInter, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
 /// # Safety
 /// As `MPI_Comm_dup`.
 pub(crate) unsafe fn comm_dup(mx: &MixedInter, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    match dup(mx, comm) {
-        Ok(c) => {
-            // SAFETY: the program's out-pointer.
-            unsafe { *newcomm = c };
-            0
-        }
-        Err(f) => raise(comm, "MPI_Comm_dup", f),
-    }
+    // SAFETY: forwarded.
+    unsafe { crate::merged::give_comm(dup(mx, comm), comm, "MPI_Comm_dup", newcomm) }
 }
 
 /// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` (the info is not used).
@@ -193,22 +173,8 @@ pub(crate) unsafe fn comm_idup(
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let made = dup(mx, comm).and_then(|c| {
-        crate::requests::completed(Outcome::empty())
-            .map(|r| (c, r))
-            .map_err(Fail::Mpi)
-    });
-    match made {
-        Ok((c, r)) => {
-            // SAFETY: the program's out-pointers.
-            unsafe {
-                *newcomm = c;
-                *request = r;
-            }
-            0
-        }
-        Err(f) => raise(comm, "MPI_Comm_idup", f),
-    }
+    // SAFETY: forwarded.
+    unsafe { crate::merged::give_idup(dup(mx, comm), comm, newcomm, request) }
 }
 
 /// Forgets the mixed intercommunicator `comm` if it is one, freeing its
@@ -345,12 +311,6 @@ pub(crate) unsafe fn intercomm_merge(
         let e = BridgeError::InvalidArgument("newintracomm is NULL".into());
         return crate::errors::fail(comm, CALL, &e);
     }
-    match merge(mx, comm, high != 0) {
-        Ok(c) => {
-            // SAFETY: non-null, the program's out-pointer.
-            unsafe { *newintracomm = c };
-            0
-        }
-        Err(f) => raise(comm, CALL, f),
-    }
+    // SAFETY: non-null, the program's out-pointer.
+    unsafe { crate::merged::give_comm(merge(mx, comm, high != 0), comm, CALL, newintracomm) }
 }

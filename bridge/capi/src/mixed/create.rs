@@ -16,7 +16,7 @@ use std::ffi::c_int;
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use crate::merged::{mpi, Fail};
+use crate::merged::{duplicate, free_native, mpi, Fail};
 use crate::mpi_glue::{comm_null, MPI_Comm};
 use crate::state::{self, LocalGroup, Member, MergedComm, MixedColl, MixedInter, Order, Place};
 
@@ -49,20 +49,6 @@ fn union(peer: &MergedComm, local: &[u32], remote: &[u32]) -> Result<Vec<(u32, M
     Ok(all)
 }
 
-fn dup(comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
-    let mut out = comm_null();
-    // SAFETY: a live communicator; an out-handle.
-    mpi(unsafe { ffi::PMPI_Comm_dup(comm, &mut out) })?;
-    Ok(out)
-}
-
-fn free(mut c: MPI_Comm) {
-    if c != comm_null() {
-        // SAFETY: a communicator of ours, freed once.
-        unsafe { ffi::PMPI_Comm_free(&mut c) };
-    }
-}
-
 /// The local group's private intracommunicator and its native part (this
 /// job's members, in the group's order).
 fn local_group(local_comm: MPI_Comm) -> Result<(LocalGroup, MPI_Comm), Fail> {
@@ -72,7 +58,7 @@ fn local_group(local_comm: MPI_Comm) -> Result<(LocalGroup, MPI_Comm), Fail> {
             Ok((LocalGroup::Merged(c), c))
         }
         None => {
-            let c = dup(local_comm)?;
+            let c = duplicate(local_comm)?;
             Ok((LocalGroup::Native(c), c))
         }
     }
@@ -98,7 +84,7 @@ fn job_handle(
         return Err(bad("this process is not in its own group's list"));
     };
     let Some((their_first, Place::Local(leader))) = theirs else {
-        return dup(ours);
+        return duplicate(ours);
     };
     let leader = c_int::try_from(leader).map_err(|_| bad("rank too large"))?;
     let mut ic = comm_null();
@@ -110,7 +96,7 @@ fn job_handle(
     let high = c_int::from(my_first > their_first);
     // SAFETY: our native intercommunicator; an out-handle.
     let r = mpi(unsafe { ffi::PMPI_Intercomm_merge(ic, high, &mut handle) });
-    free(ic);
+    free_native(ic);
     r.map(|()| handle)
 }
 
@@ -137,7 +123,7 @@ pub fn create(
     };
     let (group, ours) = local_group(local_comm)?;
     let made = job_handle(peer, ours, &all, tag).and_then(|handle| {
-        finish(peer, &all, (rank, local.len()), nonces, handle).inspect_err(|_| free(handle))
+        finish(peer, &all, (rank, local.len()), nonces, handle).inspect_err(|_| free_native(handle))
     });
     match made {
         Ok((handle, mx)) => {
@@ -200,7 +186,7 @@ fn finish(
     let mut remote: Vec<&Member> = members.iter().filter(|m| !m.ours).collect();
     remote.sort_by_key(|m| m.rank);
     let peers = Order::of(remote.iter().map(|m| m.place).collect(), 0);
-    let native = dup(handle)?;
+    let native = duplicate(handle)?;
     let local_size = u32::try_from(local_size).map_err(|_| bad("groups too large"))?;
     Ok((
         handle,

@@ -8,22 +8,19 @@ use std::ffi::{c_int, c_void};
 use mpi::ffi;
 
 use crate::merged::{mpi, Fail};
-use crate::mpi_glue::{comm_null, MPI_Comm, MPI_Datatype};
+use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{self, LocalGroup};
 
 /// Frees a local group's communicator (its merged registration too).
 pub fn free(g: &LocalGroup) {
-    let mut c = match *g {
+    let c = match *g {
         LocalGroup::Native(c) => c,
         LocalGroup::Merged(c) => {
             crate::merged::forget(c);
             c
         }
     };
-    if c != comm_null() {
-        // SAFETY: our private communicator, freed once.
-        unsafe { ffi::PMPI_Comm_free(&mut c) };
-    }
+    crate::merged::free_native(c);
 }
 
 /// The group's handle and, when it spans both jobs, its merged state.
