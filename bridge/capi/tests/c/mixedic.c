@@ -9,7 +9,8 @@
  * Bcast, Reduce, Allreduce, Gather, Scatter, Allgather, Alltoall), and
  * MPI_Intercomm_merge (evens first), with an Allreduce and a ring on the
  * merge; and that an unsupported call (MPI_Comm_split on it) is refused
- * with a message naming it.
+ * with a message naming it, as is MPI_Intercomm_create of a half with a
+ * native peer_comm.
  *
  * Usage: mixedic — any world of at least 4 ranks.
  * Prints "PASS mixedic world rank R of N" per rank.
@@ -234,6 +235,16 @@ int main(int argc, char **argv)
     MPI_Error_string(rc, msg, &len);
     CHECK(rc != MPI_SUCCESS && strstr(msg, "MPI_Comm_split") && strstr(msg, "span both jobs"),
           "MPI_Comm_split on it: %d (%s)", rc, msg);
+
+    /* A half (spanning both parts) with a native peer_comm: refused at
+     * each leader with the reason, and at the other ranks too. */
+    MPI_Comm_set_errhandler(half, MPI_ERRORS_RETURN);
+    MPI_Comm bad = MPI_COMM_NULL;
+    rc = MPI_Intercomm_create(half, 0, MPI_COMM_SELF, 0, 32, &bad);
+    MPI_Error_string(rc, msg, &len);
+    CHECK(rc != MPI_SUCCESS && bad == MPI_COMM_NULL, "a native peer_comm: %d (%s)", rc, msg);
+    if (lrank == 0)
+        CHECK(strstr(msg, "peer_comm must be a merged"), "the leader's reason: %s", msg);
 
     MPI_Comm_free(&ic);
     MPI_Comm_free(&half);
