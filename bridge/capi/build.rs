@@ -140,22 +140,35 @@ fn main() {
             continue;
         };
         let p = Prototype::parse(name, params);
-        if line.merged && !name.ends_with("_c") {
-            bodies.push_str(&format!(
-                "const _: *const () = crate::merged::{} as *const ();\n",
-                p.short()
-            ));
-        }
-        match &line.class {
-            Class::Native if line.merged => {
-                shells::merged_shell(merged_shells(&mut c_shells), &p, false)
+        for (kind, named) in [("merged", line.merged), ("mixed", line.mixed)] {
+            if named && !name.ends_with("_c") {
+                bodies.push_str(&format!(
+                    "const _: *const () = crate::{kind}::{} as *const ();\n",
+                    p.short()
+                ));
             }
+        }
+        let plus = line.merged || line.mixed;
+        match &line.class {
+            Class::Native if plus => shells::merged_shell(
+                merged_shells(&mut c_shells),
+                &p,
+                false,
+                line.merged,
+                line.mixed,
+            ),
             Class::Native => {}
             Class::Refused => {
-                if let (true, Some(small)) = (line.merged, name.strip_suffix("_c")) {
-                    large_count::merged_shell(&mut c_large, &p, small);
-                } else if line.merged {
-                    shells::merged_shell(merged_shells(&mut c_shells), &p, true);
+                if let (true, Some(small)) = (plus, name.strip_suffix("_c")) {
+                    large_count::merged_shell(&mut c_large, &p, small, line.merged, line.mixed);
+                } else if plus {
+                    shells::merged_shell(
+                        merged_shells(&mut c_shells),
+                        &p,
+                        true,
+                        line.merged,
+                        line.mixed,
+                    );
                 } else {
                     refused::c_refusal(&mut c_refused, &p);
                 }
@@ -173,13 +186,20 @@ fn main() {
                     continue;
                 } else if let Some(small) = name.strip_suffix("_c") {
                     let own = table.get(small).is_none_or(|l| l.own);
-                    large_count::shell(&mut c_large, &p, body, small, own, line.merged);
+                    large_count::shell(
+                        &mut c_large,
+                        &p,
+                        body,
+                        (small, own),
+                        line.merged,
+                        line.mixed,
+                    );
                 } else {
                     if !line.own {
                         let out = c_shells
                             .entry(body.clone())
                             .or_insert_with(|| String::from(GENERATED));
-                        shells::shell(out, &p, body, line.merged);
+                        shells::shell(out, &p, body, line.merged, line.mixed);
                     }
                     bodies.push_str(&format!(
                         "const _: *const () = crate::{body}::{name} as *const ();\n"

@@ -10,7 +10,14 @@ use crate::table::Prototype;
 
 /// The shell of `p` (`MPI_X_c`), calling the body `crate::<body>::x` of
 /// `small` (`MPI_X`), or `MPI_X` itself where that is the module's `own`.
-pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool, merged: bool) {
+pub fn shell(
+    out: &mut String,
+    p: &Prototype,
+    body: &str,
+    (small, own): (&str, bool),
+    merged: bool,
+    mixed: bool,
+) {
     let name = &p.name;
     let (params, args) = typed(p);
     let counts = counts(p);
@@ -23,14 +30,19 @@ pub fn shell(out: &mut String, p: &Prototype, body: &str, small: &str, own: bool
     let mut on_merged = String::new();
     let (dispatch, convert, call) = if let Some(&c) = p.comms.first() {
         let comm = &p.params[c].1;
-        on_merged = if merged {
-            merged_block(p, small)
-        } else {
-            format!(
-                "if crate::state::merged_comm({comm}).is_some() {{\n        \
-                 return crate::errors::refuse_merged({comm}, \"{name}\");\n    }}\n    "
-            )
-        };
+        on_merged = [("merged", merged), ("mixed", mixed)]
+            .iter()
+            .map(|&(kind, named)| {
+                if named {
+                    kind_block(p, small, kind)
+                } else {
+                    format!(
+                        "if crate::state::{kind}_comm({comm}).is_some() {{\n        \
+                         return crate::errors::refuse_{kind}({comm}, \"{name}\");\n    }}\n    "
+                    )
+                }
+            })
+            .collect();
         let convert = counts_as_ints(&counts, comm, name, "    ");
         let call = if own {
             format!("crate::{body}::{small}({args})")
@@ -107,12 +119,12 @@ fn counts_as_ints(counts: &[&str], comm: &str, name: &str, indent: &str) -> Stri
         .collect()
 }
 
-/// On a merged communicator: the counts as ints, then the merged body of
-/// `small` (`MPI_X` of `MPI_X_c`).
-fn merged_block(p: &Prototype, small: &str) -> String {
+/// On a communicator of `kind` (`merged`, `mixed`): the counts as ints,
+/// then that kind's body of `small` (`MPI_X` of `MPI_X_c`).
+fn kind_block(p: &Prototype, small: &str, kind: &str) -> String {
     let name = &p.name;
     let [c, ..] = p.comms[..] else {
-        panic!("{name}: a merged large-count call needs a communicator");
+        panic!("{name}: a {kind} large-count call needs a communicator");
     };
     let comm = &p.params[c].1;
     let (_, args) = typed(p);
@@ -120,33 +132,39 @@ fn merged_block(p: &Prototype, small: &str) -> String {
     let short = short.trim_start_matches("mpi_");
     let convert = counts_as_ints(&counts(p), comm, name, "        ");
     format!(
-        "if let Some(mc) = crate::state::merged_comm({comm}) {{\n\
+        "if let Some(c) = crate::state::{kind}_comm({comm}) {{\n\
          {convert}        \
          // SAFETY: the program's arguments, the counts as ints.\n        \
-         return unsafe {{ crate::merged::{short}(&mc, {args}) }};\n    }}\n    "
+         return unsafe {{ crate::{kind}::{short}(&c, {args}) }};\n    }}\n    "
     )
 }
 
-/// The shell of a `refused` large-count call with a `+merged` line: the
-/// merged body of `small` on a merged communicator, the refusal on an
-/// Isthmus intercommunicator, `P{name}` elsewhere.
-pub fn merged_shell(out: &mut String, p: &Prototype, small: &str) {
+/// The shell of a `refused` large-count call with a `+merged` or `+mixed`
+/// line: that kind's body of `small` where a line names it, the refusal on
+/// any other Isthmus communicator, `P{name}` elsewhere.
+pub fn merged_shell(out: &mut String, p: &Prototype, small: &str, merged: bool, mixed: bool) {
     let name = &p.name;
     let [c, ..] = p.comms[..] else {
         panic!("{name}: a merged large-count call needs a communicator");
     };
     let comm = &p.params[c].1;
     let (params, args) = typed(p);
-    let block = merged_block(p, small);
+    let mut block = String::new();
+    if merged {
+        block += &kind_block(p, small, "merged");
+    }
+    if mixed {
+        block += &kind_block(p, small, "mixed");
+    }
     let _ = writeln!(
         out,
-        "/// `{name}`: `{small}` with a count that fits an `int` on a merged\n\
-         /// communicator, refused on an Isthmus intercommunicator, `P{name}`\n\
-         /// elsewhere (generated from mpi-functions.txt).\n\
+        "/// `{name}`: `{small}` with a count that fits an `int` where a\n\
+         /// `+merged`/`+mixed` line says, refused on any other Isthmus\n\
+         /// communicator, `P{name}` elsewhere (generated from mpi-functions.txt).\n\
          ///\n/// # Safety\n/// As `{name}`.\n\
          #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
          pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
-         {block}if bridge_comm({comm}).is_some() {{\n        \
+         {block}if crate::state::is_isthmus({comm}) {{\n        \
          return errors::refuse({comm}, \"{name}\");\n    }}\n    \
          // SAFETY: the program's arguments, passed on.\n    \
          unsafe {{ ffi::P{name}({args}) }}\n}}\n"

@@ -44,26 +44,38 @@ pub fn typed(p: &Prototype) -> (String, String) {
     (params.join(", "), args.join(", "))
 }
 
+/// On a communicator of `kind` (`merged` or `mixed`): its body
+/// `crate::<kind>::x` if `body` (a `+<kind>` line names the call), else
+/// that kind's refusal (`errors::refuse_<kind>`).
+fn kind_branch(p: &Prototype, kind: &str, body: bool) -> String {
+    let name = &p.name;
+    let comm = one_comm(p);
+    let (_, args) = typed(p);
+    let short = p.short();
+    if body {
+        format!(
+            "if let Some(c) = crate::state::{kind}_comm({comm}) {{\n        \
+             // SAFETY: the program's arguments; the body's contract is the call's.\n        \
+             return unsafe {{ crate::{kind}::{short}(&c, {args}) }};\n    }}\n    "
+        )
+    } else {
+        format!(
+            "if crate::state::{kind}_comm({comm}).is_some() {{\n        \
+             return crate::errors::refuse_{kind}({comm}, \"{name}\");\n    }}\n    "
+        )
+    }
+}
+
 /// The shell of `p`, whose body is in `module`; on a merged communicator
 /// it calls `crate::merged::x` if `merged` (a `+merged` line), else
-/// refuses with the merged communicator's own message.
-pub fn shell(out: &mut String, p: &Prototype, module: &str, merged: bool) {
+/// refuses with the merged communicator's own message; on a mixed
+/// intercommunicator likewise `crate::mixed::x` if `mixed`.
+pub fn shell(out: &mut String, p: &Prototype, module: &str, merged: bool, mixed: bool) {
     let name = &p.name;
     let comm = one_comm(p);
     let (params, args) = typed(p);
     let short = p.short();
-    let on_merged = if merged {
-        format!(
-            "if let Some(mc) = crate::state::merged_comm({comm}) {{\n        \
-             // SAFETY: the program's arguments; the body's contract is the call's.\n        \
-             return unsafe {{ crate::merged::{short}(&mc, {args}) }};\n    }}"
-        )
-    } else {
-        format!(
-            "if crate::state::merged_comm({comm}).is_some() {{\n        \
-             return crate::errors::refuse_merged({comm}, \"{name}\");\n    }}"
-        )
-    };
+    let on_merged = kind_branch(p, "merged", merged) + &kind_branch(p, "mixed", mixed);
     let _ = writeln!(
         out,
         "/// `{name}`: `{module}::{short}` on an Isthmus communicator, `P{name}`\n\
@@ -72,7 +84,7 @@ pub fn shell(out: &mut String, p: &Prototype, module: &str, merged: bool) {
          #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
          pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
          let Some(bc) = crate::state::bridge_comm({comm}) else {{\n    \
-         {on_merged}\n        \
+         {on_merged}    \
          // SAFETY: the program's arguments, passed on.\n        \
          return unsafe {{ mpi::ffi::P{name}({args}) }};\n    }};\n    \
          // SAFETY: the program's arguments; the body's contract is the call's.\n    \
@@ -80,34 +92,39 @@ pub fn shell(out: &mut String, p: &Prototype, module: &str, merged: bool) {
     );
 }
 
-/// The shell of a `native` or `refused` call with a `+merged` line (in
-/// `shells_merged.rs`): `crate::merged::x` on a merged communicator; on an
-/// Isthmus intercommunicator the refusal (`refused`) or `P{name}` on its
-/// local handle (`native`); `P{name}` on any other.
-pub fn merged_shell(out: &mut String, p: &Prototype, refused: bool) {
+/// The shell of a `native` or `refused` call with a `+merged` or `+mixed`
+/// line (in `shells_merged.rs`): `crate::merged::x` on a merged
+/// communicator and `crate::mixed::x` on a mixed intercommunicator where
+/// the lines say so; on any other Isthmus communicator the refusal
+/// (`refused`); `P{name}` otherwise (a `native` call on an Isthmus
+/// intercommunicator: on its local handle).
+pub fn merged_shell(out: &mut String, p: &Prototype, refused: bool, merged: bool, mixed: bool) {
     let name = &p.name;
     let comm = one_comm(p);
     let (params, args) = typed(p);
-    let short = p.short();
-    let on_bridge = if refused {
-        format!(
-            "if crate::state::bridge_comm({comm}).is_some() {{\n        \
+    let mut branches = String::new();
+    if merged {
+        branches += &kind_branch(p, "merged", true);
+    }
+    if mixed {
+        branches += &kind_branch(p, "mixed", true);
+    } else if !refused {
+        branches += &kind_branch(p, "mixed", false);
+    }
+    if refused {
+        branches += &format!(
+            "if crate::state::is_isthmus({comm}) {{\n        \
              return crate::errors::refuse({comm}, \"{name}\");\n    }}\n    "
-        )
-    } else {
-        String::new()
-    };
+        );
+    }
     let _ = writeln!(
         out,
-        "/// `{name}`: `merged::{short}` on a merged communicator (generated\n\
-         /// from mpi-functions.txt).\n\
+        "/// `{name}` on merged communicators and mixed intercommunicators\n\
+         /// (generated from mpi-functions.txt).\n\
          ///\n/// # Safety\n/// As `{name}`.\n\
          #[no_mangle]\n#[allow(clippy::too_many_arguments)] // MPI's own\n\
          pub unsafe extern \"C\" fn {name}({params}) -> c_int {{\n    \
-         if let Some(mc) = crate::state::merged_comm({comm}) {{\n        \
-         // SAFETY: the program's arguments; the body's contract is the call's.\n        \
-         return unsafe {{ {short}(&mc, {args}) }};\n    }}\n    \
-         {on_bridge}\
+         {branches}\
          // SAFETY: the program's arguments, passed on.\n    \
          unsafe {{ mpi::ffi::P{name}({args}) }}\n}}\n"
     );

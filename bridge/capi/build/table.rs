@@ -36,6 +36,9 @@ pub struct Line {
     /// A `+merged` line names it: `crate::merged::x` is its body on a
     /// merged communicator (`MPI_Intercomm_merge`'s).
     pub merged: bool,
+    /// A `+mixed` line names it: `crate::mixed::x` is its body on a mixed
+    /// intercommunicator (one whose groups span both jobs).
+    pub mixed: bool,
 }
 
 /// The table's lines by MPI name.
@@ -50,16 +53,21 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Line>, String> {
         let (Some(name), Some(class)) = (words.next(), words.next()) else {
             return Err(format!("line {}: a name and a class expected", n + 1));
         };
-        if class == "+merged" {
+        if class == "+merged" || class == "+mixed" {
             let line: &mut Line = lines
                 .get_mut(name)
-                .ok_or(format!("{name}: +merged before the call's own line"))?;
-            if line.own || line.merged || words.next().is_some() {
+                .ok_or(format!("{name}: {class} before the call's own line"))?;
+            let flag = if class == "+merged" {
+                &mut line.merged
+            } else {
+                &mut line.mixed
+            };
+            if line.own || *flag || words.next().is_some() {
                 return Err(format!(
-                    "{name}: +merged once, alone, and not for an `own` call (it dispatches itself)"
+                    "{name}: {class} once, alone, and not for an `own` call (it dispatches itself)"
                 ));
             }
-            line.merged = true;
+            *flag = true;
             continue;
         }
         let class = match class {
@@ -97,6 +105,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Line>, String> {
             own,
             fortran,
             merged: false,
+            mixed: false,
         };
         if lines.insert(name.to_string(), line).is_some() {
             return Err(format!("{name} is listed twice"));

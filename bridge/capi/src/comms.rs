@@ -67,6 +67,21 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     comm2: MPI_Comm,
     result: *mut c_int,
 ) -> c_int {
+    let (x1, x2) = (
+        crate::state::mixed_comm(comm1),
+        crate::state::mixed_comm(comm2),
+    );
+    if x1.is_some() || x2.is_some() {
+        let r = match (x1, x2) {
+            _ if comm1 == comm2 => ffi::MPI_IDENT,
+            // The same groups in the same order, another context.
+            (Some(a), Some(b)) if a.union == b.union && a.peers == b.peers => ffi::MPI_CONGRUENT,
+            _ => ffi::MPI_UNEQUAL,
+        };
+        // SAFETY: the program's out-pointer.
+        unsafe { *result = r as c_int };
+        return 0;
+    }
     let (m1, m2) = (
         crate::state::merged_comm(comm1),
         crate::state::merged_comm(comm2),
@@ -234,8 +249,12 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         if let Some(bc) = remove_comm(unsafe { *comm }) {
             bc.coll.free();
         } else {
-            // SAFETY: as above. A merged communicator's private side.
-            crate::merged::forget(unsafe { *comm });
+            // SAFETY: as above. A merged communicator's private side, or a
+            // mixed intercommunicator's.
+            let c = unsafe { *comm };
+            if !crate::merged::forget(c) {
+                crate::mixed::forget(c);
+            }
         }
     }
     // SAFETY: the program's argument, passed on.
@@ -253,7 +272,10 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
         remove_comm(unsafe { *comm })
     };
     // SAFETY: non-null when checked, the program's.
-    if !comm.is_null() && crate::merged::forget(unsafe { *comm }) {
+    if !comm.is_null()
+        // SAFETY: as above.
+        && (crate::merged::forget(unsafe { *comm }) || crate::mixed::forget(unsafe { *comm }))
+    {
         // The handle is an intracommunicator duplicate: free it.
         // SAFETY: as above.
         return unsafe { ffi::PMPI_Comm_free(comm) };

@@ -174,6 +174,9 @@ pub fn refuse(comm: MPI_Comm, call: &str) -> c_int {
     if crate::state::merged_comm(comm).is_some() {
         return refuse_merged(comm, call);
     }
+    if crate::state::mixed_comm(comm).is_some() {
+        return refuse_mixed(comm, call);
+    }
     let c = code(
         Class::Refused,
         &format!(
@@ -193,6 +196,21 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
              supported: rank, size, compare, dup, free, split, split_type, create(_group), \
              point-to-point, Barrier, Bcast, Reduce, Allreduce, Gather(v), \
              Scatter, Allgather(v), Alltoall(v), Reduce_scatter_block, Scan, Exscan"
+        ),
+    );
+    raise(comm, c)
+}
+
+/// Raises a refusal of `call` on a mixed intercommunicator (one whose
+/// groups span both jobs; `crate::mixed`).
+pub fn refuse_mixed(comm: MPI_Comm, call: &str) -> c_int {
+    let c = code(
+        Class::Refused,
+        &format!(
+            "{call} is not supported on an Isthmus intercommunicator whose groups span both \
+             jobs; supported: rank, size, remote_size, test_inter, group, remote_group, \
+             compare, dup, free, Intercomm_merge, point-to-point, Barrier, Bcast, Reduce, \
+             Allreduce, Gather, Scatter, Allgather, Alltoall"
         ),
     );
     raise(comm, c)

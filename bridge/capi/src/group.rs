@@ -215,26 +215,75 @@ fn give<T>(r: Result<T, c_int>, out: *mut T) -> c_int {
 
 /// The processes of a merged communicator, in its rank order.
 pub fn of_merged(mc: &MergedComm) -> Result<Vec<Proc>, BridgeError> {
+    let places = (0..mc.size())
+        .map(|r| {
+            mc.place(r).ok_or_else(|| {
+                BridgeError::InvalidArgument(format!("merged rank {r} out of range"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    of_places(mc.native, &mc.inter, &places)
+}
+
+/// The processes at `places`: `Local(r)`, rank r of native communicator
+/// `native` (this job's); `Remote(j)`, remote rank j of `inter`.
+pub fn of_places(
+    native: MPI_Comm,
+    inter: &isthmus_bridge::InterComm,
+    places: &[Place],
+) -> Result<Vec<Proc>, BridgeError> {
     // SAFETY: reading a constant.
     let world = unsafe { ffi::RSMPI_COMM_WORLD };
-    let local = comm_ranks_in(mc.native, world)
+    let local = comm_ranks_in(native, world)
         .and_then(local_procs)
         .map_err(|rc| {
             BridgeError::InvalidArgument(format!(
                 "this job's side of the communicator could not be read (MPI error {rc})"
             ))
         })?;
-    (0..mc.size())
-        .map(|r| match mc.place(r) {
-            Some(Place::Local(i)) => local.get(i as usize).copied().ok_or_else(|| {
+    places
+        .iter()
+        .map(|p| match *p {
+            Place::Local(i) => local.get(i as usize).copied().ok_or_else(|| {
                 BridgeError::InvalidArgument(format!("local rank {i} out of range"))
             }),
-            Some(Place::Remote(j)) => remote(&mc.inter, j),
-            None => Err(BridgeError::InvalidArgument(format!(
-                "merged rank {r} out of range"
-            ))),
+            Place::Remote(j) => remote(inter, j),
         })
         .collect()
+}
+
+/// The processes of an intracommunicator, merged or native, in rank order.
+pub fn of_comm(comm: MPI_Comm) -> Result<Vec<Proc>, BridgeError> {
+    if let Some(mc) = crate::state::merged_comm(comm) {
+        return of_merged(&mc);
+    }
+    // SAFETY: reading a constant.
+    let world = unsafe { ffi::RSMPI_COMM_WORLD };
+    comm_ranks_in(comm, world)
+        .and_then(local_procs)
+        .map_err(|rc| {
+            BridgeError::InvalidArgument(format!(
+                "the communicator's group could not be read (MPI error {rc})"
+            ))
+        })
+}
+
+/// `MPI_Comm_group` (`ours`) or `MPI_Comm_remote_group` of a mixed
+/// intercommunicator: its members of that group, in their group's order.
+pub fn comm_group_mixed(
+    mx: &crate::state::MixedInter,
+    comm: MPI_Comm,
+    ours: bool,
+    group: *mut MPI_Group,
+    call: &str,
+) -> c_int {
+    let mut members: Vec<_> = mx.union.iter().filter(|m| m.ours == ours).collect();
+    members.sort_by_key(|m| m.rank);
+    let places: Vec<Place> = members.iter().map(|m| m.place).collect();
+    let r = of_places(comm, &mx.inter, &places)
+        .map_err(|e| errors::fail(comm, call, &e))
+        .and_then(make);
+    give(r, group)
 }
 
 fn remote(inter: &isthmus_bridge::InterComm, j: u32) -> Result<Proc, BridgeError> {

@@ -71,6 +71,7 @@ pub mod large_count;
 pub mod local_side;
 pub mod machine;
 pub mod merged;
+pub mod mixed;
 pub mod mpi_glue;
 pub mod nbc;
 pub mod parent;

@@ -213,13 +213,31 @@ impl Order {
     }
     /// The order `places` (merged rank -> place; each job's ranks in their
     /// local order, each once).
+    ///
+    /// A merged communicator's places name each job's ranks 0, 1, ... in
+    /// order; a mixed intercommunicator's remote group (`MixedInter`) names
+    /// some of its handle's native ranks, in any order: the maps back are
+    /// indexed by the rank a place names, `u32::MAX` where none does.
     pub fn of(places: Vec<Place>, local_rank: u32) -> Order {
-        let (mut local, mut remote) = (Vec::new(), Vec::new());
+        let width = |local: bool| {
+            places
+                .iter()
+                .filter_map(|p| match (p, local) {
+                    (Place::Local(r), true) | (Place::Remote(r), false) => Some(*r as usize + 1),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let (mut local, mut remote) = (vec![u32::MAX; width(true)], vec![u32::MAX; width(false)]);
         for (m, p) in places.iter().enumerate() {
             let m = u32::try_from(m).unwrap_or(u32::MAX);
-            match p {
-                Place::Local(_) => local.push(m),
-                Place::Remote(_) => remote.push(m),
+            let slot = match p {
+                Place::Local(r) => local.get_mut(*r as usize),
+                Place::Remote(r) => remote.get_mut(*r as usize),
+            };
+            if let Some(slot) = slot {
+                *slot = m;
             }
         }
         Order {
@@ -295,6 +313,44 @@ impl MergedComm {
     }
 }
 
+/// What point-to-point on an Isthmus communicator whose ranks live in two
+/// jobs needs (`merged::pt2pt`): where each rank a call names lives — a
+/// merged communicator's own ranks, a mixed intercommunicator's remote
+/// group — and the intercommunicator to the other job's.
+pub trait Peers: Send + Sync {
+    /// The ranks a call names, as places (and back, for statuses).
+    fn order(&self) -> &Order;
+    /// The bridge to the ranks of the other job.
+    fn inter(&self) -> &InterComm;
+}
+
+impl Peers for MergedComm {
+    fn order(&self) -> &Order {
+        &self.order
+    }
+    fn inter(&self) -> &InterComm {
+        &self.inter
+    }
+}
+
+impl<T: Peers + ?Sized> Peers for Arc<T> {
+    fn order(&self) -> &Order {
+        (**self).order()
+    }
+    fn inter(&self) -> &InterComm {
+        (**self).inter()
+    }
+}
+
+/// The point-to-point side of `comm` if it is a merged communicator or a
+/// mixed intercommunicator (`merged::anysource` finds its receives' so).
+pub fn peers(comm: MPI_Comm) -> Option<Arc<dyn Peers>> {
+    if let Some(mc) = merged_comm(comm) {
+        return Some(mc);
+    }
+    mixed_comm(comm).map(|mx| mx as Arc<dyn Peers>)
+}
+
 static MERGED: RwLock<Option<HashMap<usize, Arc<MergedComm>>>> = RwLock::new(None);
 
 /// The merged communicator behind `comm`, if it is one (the same fast path
@@ -308,9 +364,9 @@ pub fn merged_comm(comm: MPI_Comm) -> Option<Arc<MergedComm>> {
     m.as_ref()?.get(&comm_key(comm)).cloned()
 }
 
-/// Is `comm` an Isthmus communicator of either kind?
+/// Is `comm` an Isthmus communicator of any kind?
 pub fn is_isthmus(comm: MPI_Comm) -> bool {
-    bridge_comm(comm).is_some() || merged_comm(comm).is_some()
+    bridge_comm(comm).is_some() || merged_comm(comm).is_some() || mixed_comm(comm).is_some()
 }
 
 /// The merged communicator of this process whose point-to-point context is
@@ -335,6 +391,120 @@ pub fn add_merged(comm: MPI_Comm, c: MergedComm) {
 
 pub fn remove_merged(comm: MPI_Comm) -> Option<Arc<MergedComm>> {
     let mut m = MERGED.write().unwrap_or_else(|p| p.into_inner());
+    let gone = m.as_mut()?.remove(&comm_key(comm));
+    if gone.is_some() {
+        COMM_COUNT.fetch_sub(1, Ordering::Relaxed);
+    }
+    gone
+}
+
+/// The local group of a mixed intercommunicator as an intracommunicator
+/// of its own, for the local steps of its collectives: a private native
+/// duplicate when the group is one job's, a private merged communicator
+/// (registered in the merged map) when it spans both.
+pub enum LocalGroup {
+    Native(MPI_Comm),
+    Merged(MPI_Comm),
+}
+
+/// A mixed intercommunicator (`MPI_Intercomm_create` whose local or remote
+/// group spans both jobs; `src/mixed/`): an intercommunicator whose remote
+/// group's ranks live in this job (reached natively on the handle, a
+/// native communicator of this job's processes of both groups) or in the
+/// other (reached over `inter`, an intercommunicator between this job's
+/// and the other job's processes of both groups).
+pub struct MixedInter {
+    /// The remote group's ranks as places: `Local(rank in the handle)` or
+    /// `Remote(rank in inter's remote group)`.
+    pub peers: Order,
+    pub inter: InterComm,
+    /// The collectives' point-to-point: the same places on a private
+    /// native duplicate of the handle and a context derived from `inter`.
+    pub coll: MixedColl,
+    /// This process's rank in its (local) group, and the group's size.
+    pub rank: u32,
+    pub local_size: u32,
+    pub local: LocalGroup,
+    /// Both groups' members in one order (`mixed::Union`), for the
+    /// groups, dup and merge.
+    pub union: Arc<[Member]>,
+    /// Names of the two groups' origin (the peer communicator's).
+    pub local_group: String,
+    pub remote_group: String,
+    /// How many communicators were derived from this one.
+    pub derived: AtomicU64,
+}
+
+/// The collectives' point-to-point side of a mixed intercommunicator.
+pub struct MixedColl {
+    pub peers: Order,
+    pub inter: InterComm,
+    pub native: MPI_Comm,
+}
+
+/// One process of a mixed intercommunicator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    /// In the calling process's own group (else in the remote one).
+    pub ours: bool,
+    /// Its rank in its group.
+    pub rank: u32,
+    /// Where it lives: `Local(rank in the handle)`, `Remote(rank in inter's remote group)`.
+    pub place: Place,
+}
+
+// SAFETY: the handles are MPI handles, process-wide values (see `Registered`).
+unsafe impl Send for MixedInter {}
+// SAFETY: as above; they are only read.
+unsafe impl Sync for MixedInter {}
+// SAFETY: as above.
+unsafe impl Send for MixedColl {}
+// SAFETY: as above.
+unsafe impl Sync for MixedColl {}
+
+impl Peers for MixedInter {
+    fn order(&self) -> &Order {
+        &self.peers
+    }
+    fn inter(&self) -> &InterComm {
+        &self.inter
+    }
+}
+
+impl Peers for MixedColl {
+    fn order(&self) -> &Order {
+        &self.peers
+    }
+    fn inter(&self) -> &InterComm {
+        &self.inter
+    }
+}
+
+static MIXED: RwLock<Option<HashMap<usize, Arc<MixedInter>>>> = RwLock::new(None);
+
+/// The mixed intercommunicator behind `comm`, if it is one (the same fast
+/// path as `bridge_comm`).
+#[inline]
+pub fn mixed_comm(comm: MPI_Comm) -> Option<Arc<MixedInter>> {
+    if COMM_COUNT.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let m = MIXED.read().unwrap_or_else(|p| p.into_inner());
+    m.as_ref()?.get(&comm_key(comm)).cloned()
+}
+
+pub fn add_mixed(comm: MPI_Comm, c: MixedInter) {
+    let mut m = MIXED.write().unwrap_or_else(|p| p.into_inner());
+    if m.get_or_insert_with(HashMap::new)
+        .insert(comm_key(comm), Arc::new(c))
+        .is_none()
+    {
+        COMM_COUNT.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+pub fn remove_mixed(comm: MPI_Comm) -> Option<Arc<MixedInter>> {
+    let mut m = MIXED.write().unwrap_or_else(|p| p.into_inner());
     let gone = m.as_mut()?.remove(&comm_key(comm));
     if gone.is_some() {
         COMM_COUNT.fetch_sub(1, Ordering::Relaxed);
@@ -390,5 +560,17 @@ mod tests {
                 assert_eq!(o.merged_rank(p), r);
             }
         }
+    }
+
+    #[test]
+    fn a_remote_group_may_name_native_ranks_in_any_order_with_gaps() {
+        let o = Order::of(vec![Place::Local(3), Place::Remote(1), Place::Local(0)], 1);
+        assert_eq!(o.size(), 3);
+        assert_eq!(o.merged_rank(Place::Local(3)), 0);
+        assert_eq!(o.merged_rank(Place::Local(0)), 2);
+        assert_eq!(o.merged_rank(Place::Remote(1)), 1);
+        assert_eq!(o.merged_rank(Place::Local(1)), u32::MAX);
+        assert_eq!(o.merged_rank(Place::Remote(0)), u32::MAX);
+        assert_eq!(o.merged_rank(Place::Local(9)), u32::MAX);
     }
 }

@@ -48,13 +48,14 @@ fn parts(
     (part(first, 0), part(first.other(), 1))
 }
 
-/// The C program `tests/c/<source>.c` run as world `name` of 2 + 2 ranks,
-/// `first` as part 0, within `deadline`: both parts' outputs and both
-/// printed for an assertion's message.
+/// The C program `tests/c/<source>.c` run as world `name` of `np.0` +
+/// `np.1` ranks, `first` as part 0, within `deadline`: both parts' outputs
+/// and both printed for an assertion's message.
 fn run_c_world(
     source: &str,
     name: &str,
     first: Mpi,
+    np: (usize, usize),
     args: &[String],
     deadline: Duration,
 ) -> (std::process::Output, std::process::Output, String) {
@@ -72,7 +73,7 @@ fn run_c_world(
         }
         p
     };
-    let (a, b) = parts(name, first, (2, 2), &program, args);
+    let (a, b) = parts(name, first, np, &program, args);
     let (oa, ob) = run_pair(&vmd, &a, &b, deadline);
     let both = format!(
         "part 0 ({}):\n{}\npart 1 ({}):\n{}",
@@ -84,24 +85,34 @@ fn run_c_world(
     (oa, ob, both)
 }
 
-fn world_c(first: Mpi) {
-    let (oa, ob, both) = run_c_world(
-        "world",
-        &format!("world-c-{}", first.name()),
-        first,
-        &["2".into(), "2".into()],
-        Duration::from_secs(120),
-    );
-    for (o, ranks, appnum) in [(&oa, [0, 1], 0), (&ob, [2, 3], 1)] {
+/// Runs C program `source` (tests/c/) as a world of `np.0` + `np.1`
+/// ranks, `first` as part 0, with `args`; every rank r must print `pass(r)`.
+fn c_on_world(
+    source: &str,
+    first: Mpi,
+    np: (usize, usize),
+    args: &[String],
+    pass: &dyn Fn(usize) -> String,
+) {
+    let name = format!("{source}-c-{}", first.name());
+    let (oa, ob, both) = run_c_world(source, &name, first, np, args, Duration::from_secs(120));
+    for (o, ranks) in [(&oa, 0..np.0), (&ob, np.0..np.0 + np.1)] {
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(
-            o.status.success()
-                && ranks.iter().all(|r| out.contains(&format!(
-                    "PASS world rank {r} of 4 (appnum {appnum})\n"
-                ))),
+            o.status.success() && ranks.clone().all(|r| out.contains(&pass(r))),
             "a part failed\n{both}"
         );
     }
+}
+
+fn world_c(first: Mpi) {
+    let pass = |r: usize| {
+        format!(
+            "PASS world rank {r} of 4 (appnum {})\n",
+            usize::from(r >= 2)
+        )
+    };
+    c_on_world("world", first, (2, 2), &["2".into(), "2".into()], &pass);
 }
 
 #[test]
@@ -112,6 +123,24 @@ fn one_world_open_mpi_first() {
 #[test]
 fn one_world_mpich_first() {
     world_c(Mpi::Mpich);
+}
+
+/// An intercommunicator between the world's even and odd ranks, each
+/// group spanning both parts (tests/c/mixedic.c), on a world of 2 + 3
+/// ranks: point-to-point, groups, dup, collectives, merge.
+fn mixedic(first: Mpi) {
+    let pass = |r: usize| format!("PASS mixedic world rank {r} of 5\n");
+    c_on_world("mixedic", first, (2, 3), &[], &pass);
+}
+
+#[test]
+fn intercomm_of_groups_spanning_both_parts_open_mpi_first() {
+    mixedic(Mpi::OpenMpi);
+}
+
+#[test]
+fn intercomm_of_groups_spanning_both_parts_mpich_first() {
+    mixedic(Mpi::Mpich);
 }
 
 /// `isthmus run`'s MPMD form (no vmd running: it starts its own) runs
@@ -183,6 +212,7 @@ fn world_fail(mode: &str, first: Mpi) -> (std::process::Output, std::process::Ou
         "world_fail",
         &format!("world-fail-{mode}-{}", first.name()),
         first,
+        (2, 2),
         &[mode.into()],
         Duration::from_secs(60),
     )
@@ -423,6 +453,16 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     ("merged/alltoall1.c", 4),
     ("merged/exscan.c", 4),
     ("merged/gather.c", 4),
+    // The shared suite's intercommunicator tests: MTestGetIntercomm's
+    // intercommunicators between parts of the world, one of whose groups
+    // spans both parts ("1, rest": a mixed intercommunicator).
+    ("coll/icbarrier.c", 4),
+    ("coll/icbcast.c", 4),
+    ("coll/icallreduce.c", 4),
+    ("coll/icgather.c", 4),
+    ("coll/icscatter.c", 4),
+    ("coll/icallgather.c", 4),
+    ("coll/icalltoall.c", 4),
 ];
 
 /// MPICH's `test` built for `mpi` with MPICH's own harness.

@@ -143,6 +143,9 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Gatherv_c";
+    if crate::state::mixed_comm(comm).is_some() {
+        return errors::refuse(comm, CALL);
+    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -191,6 +194,9 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Scatterv_c";
+    if crate::state::mixed_comm(comm).is_some() {
+        return errors::refuse(comm, CALL);
+    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -238,6 +244,9 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Allgatherv_c";
+    if crate::state::mixed_comm(comm).is_some() {
+        return errors::refuse(comm, CALL);
+    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -321,6 +330,9 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Alltoallv_c";
+    if crate::state::mixed_comm(comm).is_some() {
+        return errors::refuse(comm, CALL);
+    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -369,6 +381,9 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Alltoallw_c";
+    if crate::state::mixed_comm(comm).is_some() {
+        return errors::refuse(comm, CALL);
+    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -413,6 +428,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Reduce_scatter_c";
+    if crate::state::mixed_comm(comm).is_some() {
+        return errors::refuse(comm, CALL);
+    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -442,8 +460,8 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
 /// `None` and the MPI's own call elsewhere, a refusal on a merged
 /// communicator.
 fn nonblocking(comm: MPI_Comm, call: &str) -> Result<Option<Arc<BridgeComm>>, c_int> {
-    if merged_comm(comm).is_some() {
-        return Err(errors::refuse_merged(comm, call));
+    if merged_comm(comm).is_some() || crate::state::mixed_comm(comm).is_some() {
+        return Err(errors::refuse(comm, call));
     }
     Ok(bridge_comm(comm))
 }

@@ -38,7 +38,7 @@ use crate::mpi_glue::{
     MPI_Request, Outcome,
 };
 use crate::requests::Polled;
-use crate::state::{self, MergedComm, Place};
+use crate::state::{self, Peers, Place};
 
 /// Where a queued receive stands.
 enum State {
@@ -150,16 +150,17 @@ pub unsafe fn post(
 }
 
 /// A native receive's outcome, its source a merged rank.
-fn native_outcome(mc: &MergedComm, st: &crate::mpi_glue::MPI_Status, rc: c_int) -> Outcome {
+fn native_outcome(mc: &dyn Peers, st: &crate::mpi_glue::MPI_Status, rc: c_int) -> Outcome {
     let mut o = outcome_of(st, rc);
     if let Ok(local) = u32::try_from(o.source) {
-        o.source = c_int::try_from(mc.merged_rank(Place::Local(local))).unwrap_or(c_int::MAX);
+        o.source =
+            c_int::try_from(mc.order().merged_rank(Place::Local(local))).unwrap_or(c_int::MAX);
     }
     o
 }
 
 /// Cancels a native receive: `None` if the cancel took, else its outcome.
-fn cancel_native(mc: &MergedComm, mut req: MPI_Request) -> Option<Outcome> {
+fn cancel_native(mc: &dyn Peers, mut req: MPI_Request) -> Option<Outcome> {
     let mut st = empty_status();
     let mut cancelled: c_int = 0;
     // SAFETY: our native request, completed here either way.
@@ -178,7 +179,7 @@ fn cancel_native(mc: &MergedComm, mut req: MPI_Request) -> Option<Outcome> {
 
 /// Advances `s` one step (`earlier`: what the receives ahead of it that
 /// are still pending could match).
-fn advance(mc: &MergedComm, s: &mut Slot, earlier: &[Matches]) {
+fn advance(mc: &dyn Peers, s: &mut Slot, earlier: &[Matches]) {
     let tag = s.tag;
     let free = |from: u32, t: c_int| !earlier.iter().any(|m| m.takes(from, t));
     let next = match std::mem::replace(&mut s.state, State::Gone) {
@@ -190,7 +191,7 @@ fn advance(mc: &MergedComm, s: &mut Slot, earlier: &[Matches]) {
             if rc != 0 || done != 0 {
                 State::Done(Ok(native_outcome(mc, &st, rc)))
             } else {
-                match mc.inter.iprobe(Source::Any, tag_of(tag)) {
+                match mc.inter().iprobe(Source::Any, tag_of(tag)) {
                     Err(e) => State::Done(Err(e)),
                     Ok(Some(p)) if free(p.source, p.tag) => match cancel_native(mc, req) {
                         Some(o) => State::Done(Ok(o)),
@@ -200,7 +201,7 @@ fn advance(mc: &MergedComm, s: &mut Slot, earlier: &[Matches]) {
                 }
             }
         }
-        State::Waiting(r) => match mc.inter.iprobe(Source::Rank(r), tag_of(tag)) {
+        State::Waiting(r) => match mc.inter().iprobe(Source::Rank(r), tag_of(tag)) {
             Err(e) => State::Done(Err(e)),
             Ok(Some(p)) if free(r, p.tag) => take(mc, s, r, p.tag),
             Ok(_) => State::Waiting(r),
@@ -215,11 +216,11 @@ fn advance(mc: &MergedComm, s: &mut Slot, earlier: &[Matches]) {
 
 /// Posts the receive of the bridge message from `from` with `tag` (the
 /// earliest such one, which was probed).
-fn take(mc: &MergedComm, s: &Slot, from: u32, tag: c_int) -> State {
+fn take(mc: &dyn Peers, s: &Slot, from: u32, tag: c_int) -> State {
     let req = elements(s.count)
         .and_then(|n| datatype::capacity_bytes(n, s.dt.get()))
         .and_then(|max| {
-            mc.inter
+            mc.inter()
                 .irecv_bytes(Source::Rank(from), Tag::Value(tag), None, max)
         });
     match req {
@@ -229,18 +230,13 @@ fn take(mc: &MergedComm, s: &Slot, from: u32, tag: c_int) -> State {
 }
 
 /// A completed bridge receive, decoded into the program's buffer.
-fn received(
-    mc: &MergedComm,
-    s: &Slot,
-    req: RecvRequest,
-    from: u32,
-) -> Result<Outcome, BridgeError> {
+fn received(mc: &dyn Peers, s: &Slot, req: RecvRequest, from: u32) -> Result<Outcome, BridgeError> {
     let (bytes, st) = req.wait()?;
     let n = elements(s.count)?;
     // SAFETY: the program's buffer holds `count` elements of `dt` until
     // the receive completes, which is now.
     let mut o = unsafe { datatype::decode_received(&bytes, &st, s.buf, n, s.dt.get()) }?;
-    o.source = c_int::try_from(mc.merged_rank(Place::Remote(from))).unwrap_or(c_int::MAX);
+    o.source = c_int::try_from(mc.order().merged_rank(Place::Remote(from))).unwrap_or(c_int::MAX);
     Ok(o)
 }
 
@@ -269,8 +265,8 @@ fn walk(key: usize, upto: &Shared) {
     let mut earlier = Vec::new();
     for slot in list.iter() {
         let mut s = lock(slot);
-        if let Some(mc) = state::merged_comm(s.comm) {
-            advance(&mc, &mut s, &earlier);
+        if let Some(mc) = state::peers(s.comm) {
+            advance(&*mc, &mut s, &earlier);
         } else {
             s.state = State::Done(Err(BridgeError::InvalidArgument(
                 "the merged communicator was freed while the receive was pending".into(),
@@ -325,8 +321,8 @@ impl Polled for Queued {
         let mut q = queues();
         let mut s = lock(&self.slot);
         let cancelled = match std::mem::replace(&mut s.state, State::Gone) {
-            State::Native(req) => match state::merged_comm(s.comm) {
-                Some(mc) => match cancel_native(&mc, req) {
+            State::Native(req) => match state::peers(s.comm) {
+                Some(mc) => match cancel_native(&*mc, req) {
                     None => true,
                     Some(o) => {
                         s.state = State::Done(Ok(o));
@@ -343,11 +339,10 @@ impl Polled for Queued {
                     let o = r.and_then(|(bytes, st)| {
                         let n = elements(s.count)?;
                         // SAFETY: the program's buffer, until completion (now).
-                        let mut o = unsafe {
-                            datatype::decode_received(&bytes, &st, s.buf, n, s.dt.get())
-                        }?;
-                        if let Some(mc) = state::merged_comm(s.comm) {
-                            o.source = c_int::try_from(mc.merged_rank(Place::Remote(from)))
+                        let mut o =
+                            unsafe { datatype::decode_received(&bytes, &st, s.buf, n, s.dt.get()) }?;
+                        if let Some(mc) = state::peers(s.comm) {
+                            o.source = c_int::try_from(mc.order().merged_rank(Place::Remote(from)))
                                 .unwrap_or(c_int::MAX);
                         }
                         Ok(o)

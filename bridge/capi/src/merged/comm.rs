@@ -43,16 +43,19 @@ fn failed_rank(comm: MPI_Comm, remote: u32, reason: &str) -> String {
 }
 
 /// A native duplicate of `comm` (collective over this job's ranks of it).
-fn duplicate(comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
+pub fn duplicate(comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
     let mut dup = comm_null();
     // SAFETY: `comm` is live; `dup` an out-pointer.
     mpi(unsafe { ffi::PMPI_Comm_dup(comm, &mut dup) })?;
     Ok(dup)
 }
 
-fn free_native(mut c: MPI_Comm) {
-    // SAFETY: a duplicate of ours, freed once.
-    unsafe { ffi::PMPI_Comm_free(&mut c) };
+/// Frees a native communicator of ours (nothing for `MPI_COMM_NULL`).
+pub fn free_native(mut c: MPI_Comm) {
+    if c != comm_null() {
+        // SAFETY: a communicator of ours, freed once.
+        unsafe { ffi::PMPI_Comm_free(&mut c) };
+    }
 }
 
 /// The two contexts of a merged communicator from the intercomm context
@@ -258,19 +261,52 @@ fn dup(mc: &MergedComm, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
     )
 }
 
+/// A private merged duplicate of `comm` (collective over its ranks): the
+/// local group of a mixed intercommunicator (`crate::mixed`).
+pub fn private_dup(mc: &MergedComm, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
+    dup(mc, comm)
+}
+
+/// Registers a merged communicator made elsewhere (`crate::mixed`'s
+/// merge): `from` is duplicated as its handle and its private side.
+pub fn register_from(
+    from: MPI_Comm,
+    contexts: (InterComm, InterComm),
+    order: Order,
+    groups: (String, String),
+) -> Result<MPI_Comm, Fail> {
+    register((from, from), contexts, order, groups)
+}
+
 /// `MPI_Comm_dup` on a merged communicator: a merged communicator of the
 /// same order on new contexts (attributes copied natively).
 ///
 /// # Safety
 /// As `MPI_Comm_dup`.
 pub(crate) unsafe fn comm_dup(mc: &MergedComm, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    match dup(mc, comm) {
+    // SAFETY: forwarded.
+    unsafe { give_comm(dup(mc, comm), comm, "MPI_Comm_dup", newcomm) }
+}
+
+/// A call's new communicator into the program's `out`, or its failure
+/// raised on `comm` (merged communicators and mixed intercommunicators
+/// alike).
+///
+/// # Safety
+/// `out` is the program's out-pointer.
+pub unsafe fn give_comm(
+    made: Result<MPI_Comm, Fail>,
+    comm: MPI_Comm,
+    call: &str,
+    out: *mut MPI_Comm,
+) -> c_int {
+    match made {
         Ok(c) => {
             // SAFETY: the program's out-pointer.
-            unsafe { *newcomm = c };
+            unsafe { *out = c };
             0
         }
-        Err(f) => raise(comm, "MPI_Comm_dup", f),
+        Err(f) => raise(comm, call, f),
     }
 }
 
@@ -300,7 +336,23 @@ pub(crate) unsafe fn comm_idup(
     newcomm: *mut MPI_Comm,
     request: *mut crate::mpi_glue::MPI_Request,
 ) -> c_int {
-    let made = dup(mc, comm).and_then(|c| {
+    // SAFETY: forwarded.
+    unsafe { give_idup(dup(mc, comm), comm, newcomm, request) }
+}
+
+/// `MPI_Comm_idup`'s outputs from a duplicate made at the call: the new
+/// handle and a request complete at once (merged communicators and mixed
+/// intercommunicators alike), or the failure raised on `comm`.
+///
+/// # Safety
+/// `newcomm` and `request` are the program's out-pointers.
+pub unsafe fn give_idup(
+    made: Result<MPI_Comm, Fail>,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut crate::mpi_glue::MPI_Request,
+) -> c_int {
+    let made = made.and_then(|c| {
         crate::requests::completed(crate::mpi_glue::Outcome::empty())
             .map(|r| (c, r))
             .map_err(Fail::Mpi)

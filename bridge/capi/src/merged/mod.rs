@@ -36,7 +36,8 @@ pub(crate) use coll::{
 };
 pub(crate) use comm::{
     adopt, comm_dup, comm_dup_with_info, comm_group, comm_idup, comm_rank, comm_size,
-    comm_test_inter, contexts, forget, intercomm_merge, native_side, same_group,
+    comm_test_inter, contexts, duplicate, forget, free_native, give_comm, give_idup,
+    intercomm_merge, native_side, private_dup, raise, register_from, same_group,
 };
 pub(crate) use create::{comm_create, comm_create_group, comm_split_type};
 pub(crate) use pt2pt::{
@@ -44,6 +45,6 @@ pub(crate) use pt2pt::{
 };
 pub(crate) use split::comm_split;
 pub(crate) use vcoll::{allgatherv, alltoallv, alltoallw, gatherv, scatterv};
-pub(crate) use wire::Fail;
+pub(crate) use wire::{mpi, Fail};
 
 include!(concat!(env!("OUT_DIR"), "/shells_merged.rs"));

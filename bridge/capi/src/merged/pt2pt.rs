@@ -37,10 +37,10 @@ use crate::mpi_glue::{
 };
 use crate::pt2pt::{self, Mode};
 use crate::requests::{self, Op};
-use crate::state::{MergedComm, Place};
+use crate::state::{Peers, Place};
 
 /// A rank argument as a place, or MPI's `MPI_ERR_RANK`; `None` for `MPI_PROC_NULL`.
-fn place(mc: &MergedComm, rank: c_int, call: &str) -> Result<Option<Place>, Fail> {
+fn place(mc: &dyn Peers, rank: c_int, call: &str) -> Result<Option<Place>, Fail> {
     if rank == proc_null() {
         return Ok(None);
     }
@@ -51,7 +51,7 @@ fn place(mc: &MergedComm, rank: c_int, call: &str) -> Result<Option<Place>, Fail
     }
     u32::try_from(rank)
         .ok()
-        .and_then(|r| mc.place(r))
+        .and_then(|r| mc.order().place(r))
         .map(Some)
         .ok_or(Fail::Mpi(ffi::MPI_ERR_RANK as c_int))
 }
@@ -64,7 +64,7 @@ fn int(r: u32) -> c_int {
 ///
 /// # Safety
 /// `status` is null, `MPI_STATUS_IGNORE` or the program's status.
-unsafe fn translate(mc: &MergedComm, status: *mut MPI_Status) {
+unsafe fn translate(mc: &dyn Peers, status: *mut MPI_Status) {
     if status.is_null() || status == status_ignore() {
         return;
     }
@@ -72,7 +72,7 @@ unsafe fn translate(mc: &MergedComm, status: *mut MPI_Status) {
     let s = unsafe { &mut *status };
     if s.MPI_SOURCE >= 0 && s.MPI_SOURCE != proc_null() {
         let local = u32::try_from(s.MPI_SOURCE).unwrap_or(u32::MAX);
-        s.MPI_SOURCE = int(mc.merged_rank(Place::Local(local)));
+        s.MPI_SOURCE = int(mc.order().merged_rank(Place::Local(local)));
     }
 }
 
@@ -131,7 +131,7 @@ type NativeBlockingSend =
 /// As `MPI_Isend`; `buf` stays valid until the send completes.
 #[allow(clippy::too_many_arguments)] // MPI's own
 unsafe fn start_send(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     mode: Mode,
     buf: *const c_void,
     n: c_int,
@@ -156,7 +156,8 @@ unsafe fn start_send(
             // valid and unchanged until the request completes, which
             // (`requests`) is only with the bridge's; Sendrecv waits
             // before it returns.
-            let s = unsafe { pt2pt::bridge_isend(&mc.inter, mode, r, tag, (&sig, nn), enc.bytes) }?;
+            let s =
+                unsafe { pt2pt::bridge_isend(mc.inter(), mode, r, tag, (&sig, nn), enc.bytes) }?;
             Ok(Sending::Bridge(s))
         }
     }
@@ -179,7 +180,7 @@ fn finish_send(s: Sending) -> Result<(), Fail> {
 /// As `MPI_Send`.
 #[allow(clippy::too_many_arguments)] // MPI's own
 unsafe fn send_in(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     mode: Mode,
     call: &'static str,
     buf: *const c_void,
@@ -197,7 +198,7 @@ unsafe fn send_in(
             // SAFETY: forwarded.
             let (sig, nn, enc) = unsafe { datatype::encode(buf, n, dt) }?;
             Ok(pt2pt::bridge_send(
-                &mc.inter,
+                mc.inter(),
                 mode,
                 r,
                 tag,
@@ -220,7 +221,7 @@ macro_rules! send_body {
         /// As the MPI function.
         #[allow(clippy::too_many_arguments)] // MPI's own
         pub(crate) unsafe fn $body(
-            mc: &MergedComm,
+            mc: &dyn Peers,
             buf: *const c_void,
             n: c_int,
             dt: MPI_Datatype,
@@ -250,7 +251,7 @@ send_body!(irsend, "MPI_Irsend", Mode::Ready, isend_in, request);
 /// As `MPI_Isend`.
 #[allow(clippy::too_many_arguments)] // MPI's own
 unsafe fn isend_in(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     mode: Mode,
     call: &'static str,
     buf: *const c_void,
@@ -289,7 +290,7 @@ enum Found {
 /// One round of an `MPI_ANY_SOURCE` probe: native first, then the bridge.
 /// `take`: a native message found is taken (matched probe).
 fn probe_any(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     tag: c_int,
     comm: MPI_Comm,
     take: bool,
@@ -311,14 +312,14 @@ fn probe_any(
         }
     }
     Ok(mc
-        .inter
+        .inter()
         .iprobe(isthmus_bridge::Source::Any, tag_of(tag))?
         .map(Found::Bridge))
 }
 
 /// Rounds of [`probe_any`] until one finds a message, polling and then
 /// sleeping as `ISTHMUS_WAIT` says (`isthmus_bridge::wait`).
-fn wait_any(mc: &MergedComm, tag: c_int, comm: MPI_Comm, take: bool) -> Result<Found, Fail> {
+fn wait_any(mc: &dyn Peers, tag: c_int, comm: MPI_Comm, take: bool) -> Result<Found, Fail> {
     let mut backoff = Backoff::new();
     loop {
         if let Some(f) = probe_any(mc, tag, comm, take)? {
@@ -339,7 +340,7 @@ fn message_null() -> ffi::MPI_Message {
 /// As `MPI_Recv`.
 #[allow(clippy::too_many_arguments)] // MPI's own
 unsafe fn recv_from(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     buf: *mut c_void,
     n: c_int,
     dt: MPI_Datatype,
@@ -373,7 +374,7 @@ unsafe fn recv_from(
                 Ok(())
             }
             Found::Bridge(st) => {
-                let from = int(mc.merged_rank(Place::Remote(st.source)));
+                let from = int(mc.order().merged_rank(Place::Remote(st.source)));
                 // SAFETY: forwarded; the earliest message from that source
                 // with that tag is the one probed.
                 unsafe { recv_from(mc, buf, n, dt, from, st.tag, comm, status, call) }
@@ -397,11 +398,11 @@ unsafe fn recv_from(
             let nn = elements(n)?;
             let max = datatype::capacity_bytes(nn, dt)?;
             let (bytes, st) =
-                mc.inter
+                mc.inter()
                     .recv_bytes(isthmus_bridge::Source::Rank(r), tag_of(tag), None, max)?;
             // SAFETY: the program's buffer has room for `n` elements.
             let mut o = unsafe { datatype::decode_received(&bytes, &st, buf, nn, dt) }?;
-            o.source = int(mc.merged_rank(Place::Remote(r)));
+            o.source = int(mc.order().merged_rank(Place::Remote(r)));
             // SAFETY: the program's status (or ignore).
             unsafe { fill_status(status, &o) };
             Ok(())
@@ -413,12 +414,12 @@ unsafe fn recv_from(
 /// `MPI_ANY_SOURCE` receives (see `anysource`): `Some(None)` for any
 /// source, `Some(Some(r))` for rank r of the other job behind a pending
 /// one; `None` when it goes straight (this job's ranks, or an empty queue).
-fn queued(mc: &MergedComm, src: c_int, comm: MPI_Comm) -> Option<Option<u32>> {
+fn queued(mc: &dyn Peers, src: c_int, comm: MPI_Comm) -> Option<Option<u32>> {
     let busy = anysource::busy(comm);
     if src == any_source() {
         return busy.then_some(None);
     }
-    match u32::try_from(src).ok().and_then(|r| mc.place(r)) {
+    match u32::try_from(src).ok().and_then(|r| mc.order().place(r)) {
         Some(Place::Remote(r)) if busy => Some(Some(r)),
         _ => None,
     }
@@ -430,7 +431,7 @@ fn queued(mc: &MergedComm, src: c_int, comm: MPI_Comm) -> Option<Option<u32>> {
 /// As `MPI_Recv`.
 #[allow(clippy::too_many_arguments)] // MPI's own
 pub(crate) unsafe fn recv(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     buf: *mut c_void,
     n: c_int,
     dt: MPI_Datatype,
@@ -450,7 +451,7 @@ pub(crate) unsafe fn recv(
 /// As `MPI_Irecv`.
 #[allow(clippy::too_many_arguments)] // MPI's own
 pub(crate) unsafe fn irecv(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     buf: *mut c_void,
     n: c_int,
     dt: MPI_Datatype,
@@ -478,14 +479,14 @@ pub(crate) unsafe fn irecv(
                 let mut native = request_null();
                 // SAFETY: the program's buffer, on its handle.
                 mpi(unsafe { ffi::PMPI_Irecv(buf, n, dt, int(r), tag, comm, &mut native) })?;
-                let map = Some(mc.order.local_ranks().clone());
+                let map = Some(mc.order().local_ranks().clone());
                 requests::start_from(Op::Native(native), comm, CALL, map).map_err(Fail::Mpi)
             }
             Some(Place::Remote(r)) => {
                 let count = elements(n)?;
                 let max = datatype::capacity_bytes(count, dt)?;
                 let held = datatype::HeldType::hold(dt)?;
-                let req = mc.inter.irecv_bytes(
+                let req = mc.inter().irecv_bytes(
                     isthmus_bridge::Source::Rank(r),
                     tag_of(tag),
                     None,
@@ -497,7 +498,7 @@ pub(crate) unsafe fn irecv(
                     count,
                     dt: held,
                 };
-                let map = Some(mc.order.remote_ranks().clone());
+                let map = Some(mc.order().remote_ranks().clone());
                 requests::start_from(op, comm, CALL, map).map_err(Fail::Mpi)
             }
         }
@@ -519,7 +520,7 @@ pub(crate) unsafe fn irecv(
 /// As `MPI_Sendrecv`.
 #[allow(clippy::too_many_arguments)] // MPI's own
 pub(crate) unsafe fn sendrecv(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: MPI_Datatype,
@@ -561,9 +562,9 @@ pub(crate) unsafe fn sendrecv(
 }
 
 /// A bridge probe's status, the source as a merged rank.
-fn probed(mc: &MergedComm, r: u32, st: &Status) -> Outcome {
+fn probed(mc: &dyn Peers, r: u32, st: &Status) -> Outcome {
     let mut o = Outcome::received(st, i64::try_from(st.bytes).unwrap_or(i64::MAX));
-    o.source = int(mc.merged_rank(Place::Remote(r)));
+    o.source = int(mc.order().merged_rank(Place::Remote(r)));
     o
 }
 
@@ -572,7 +573,7 @@ fn probed(mc: &MergedComm, r: u32, st: &Status) -> Outcome {
 /// # Safety
 /// As `MPI_Probe`.
 pub(crate) unsafe fn probe(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     src: c_int,
     tag: c_int,
     comm: MPI_Comm,
@@ -612,7 +613,7 @@ pub(crate) unsafe fn probe(
         }
         Some(Place::Remote(r)) => {
             let st = mc
-                .inter
+                .inter()
                 .probe(isthmus_bridge::Source::Rank(r), tag_of(tag))?;
             // SAFETY: the program's status (or ignore).
             unsafe { fill_status(status, &probed(mc, r, &st)) };
@@ -627,7 +628,7 @@ pub(crate) unsafe fn probe(
 /// # Safety
 /// As `MPI_Iprobe`.
 pub(crate) unsafe fn iprobe(
-    mc: &MergedComm,
+    mc: &dyn Peers,
     src: c_int,
     tag: c_int,
     comm: MPI_Comm,
@@ -674,7 +675,7 @@ pub(crate) unsafe fn iprobe(
         }
         Some(Place::Remote(r)) => {
             let st = mc
-                .inter
+                .inter()
                 .iprobe(isthmus_bridge::Source::Rank(r), tag_of(tag))?;
             // SAFETY: the program's out-pointers.
             unsafe {
