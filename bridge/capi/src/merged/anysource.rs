@@ -339,8 +339,9 @@ impl Polled for Queued {
                     let o = r.and_then(|(bytes, st)| {
                         let n = elements(s.count)?;
                         // SAFETY: the program's buffer, until completion (now).
-                        let mut o =
-                            unsafe { datatype::decode_received(&bytes, &st, s.buf, n, s.dt.get()) }?;
+                        let mut o = unsafe {
+                            datatype::decode_received(&bytes, &st, s.buf, n, s.dt.get())
+                        }?;
                         if let Some(mc) = state::peers(s.comm) {
                             o.source = c_int::try_from(mc.order().merged_rank(Place::Remote(from)))
                                 .unwrap_or(c_int::MAX);
