@@ -82,8 +82,9 @@ fn merge_of(source: &str, a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
         out.contains("SPLIT across both jobs: ok")
             && out.contains("INTERCOMM splits: ok")
             && out.contains("INTERCOMM_CREATE over merged: ok")
-            && out.contains("GROUPS of both jobs: ok"),
-        "the splits spanning both jobs, of the intercommunicator, the intercomm_create over the merged one, or the groups of both jobs did not run"
+            && out.contains("GROUPS of both jobs: ok")
+            && out.contains("NONBLOCKING collectives on merged: ok"),
+        "the splits spanning both jobs, of the intercommunicator, the intercomm_create over the merged one, the groups of both jobs or the nonblocking collectives did not run"
     );
 }
 

@@ -581,6 +581,72 @@ static void point_to_point(MPI_Comm m, int mr, int n)
 
 /* The rank of merged rank `mr` in its color's communicator: by key, then
  * old rank (MPI_Comm_split's order); -1 for MPI_UNDEFINED. */
+/* The nonblocking collectives carried on a merged communicator:
+ * MPI_Ibarrier completed by polling MPI_Test alone, Ibcast from every
+ * root, Iallreduce (a sum, a non-commutative operation, in place) and
+ * Ireduce at every root (non-commutative, in place), several outstanding
+ * at once beside a native request and completed in reverse order by one
+ * MPI_Waitall; one not carried yet (MPI_Igather) is refused. */
+static void nonblocking_collectives(MPI_Comm m, int mr, int n)
+{
+    MPI_Request rq[6];
+    int flag = 0, polls = 0, i;
+    MPI_Ibarrier(m, &rq[0]);
+    while (!flag) {
+        MPI_Test(&rq[0], &flag, MPI_STATUS_IGNORE);
+        polls++;
+    }
+    CHECK(rq[0] == MPI_REQUEST_NULL, "ibarrier: request not freed");
+
+    MPI_Op op;
+    MPI_Datatype pair;
+    MPI_Op_create(first_last, 0, &op);
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    int mine[2] = {mr, mr}, fl[2], ip[2] = {mr, mr}, x = mr + 1, sum = -1;
+    for (int root = 0; root < n; root++) {
+        int v = root == mr ? 7000 + root : -1, red[2] = {-1, -1};
+        fl[0] = fl[1] = mr;
+        MPI_Ibcast(&v, 1, MPI_INT, root, m, &rq[0]);
+        MPI_Ireduce(mine, red, 1, pair, op, root, m, &rq[1]);
+        MPI_Ireduce(mr == root ? MPI_IN_PLACE : (void *) fl, mr == root ? fl : NULL, 1, pair, op,
+                    root, m, &rq[2]);
+        MPI_Waitall(3, rq, MPI_STATUSES_IGNORE);
+        CHECK(v == 7000 + root, "ibcast from %d: %d", root, v);
+        if (mr == root)
+            CHECK(red[0] == 0 && red[1] == n - 1 && fl[0] == 0 && fl[1] == n - 1,
+                  "ireduce at %d: (%d, %d), in place (%d, %d)", root, red[0], red[1], fl[0],
+                  fl[1]);
+    }
+    /* Outstanding together, beside a native exchange with a neighbour in
+     * this job (MPI_COMM_WORLD), completed in reverse order at once. */
+    int right = (rank + 1) % wsize, left = (rank + wsize - 1) % wsize, got = -1;
+    fl[0] = fl[1] = -1;
+    MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, m, &rq[5]);
+    MPI_Iallreduce(mine, fl, 1, pair, op, m, &rq[4]);
+    MPI_Iallreduce(MPI_IN_PLACE, ip, 1, pair, op, m, &rq[3]);
+    MPI_Ibarrier(m, &rq[2]);
+    MPI_Irecv(&got, 1, MPI_INT, left, 77, MPI_COMM_WORLD, &rq[1]);
+    MPI_Isend(&rank, 1, MPI_INT, right, 77, MPI_COMM_WORLD, &rq[0]);
+    MPI_Waitall(6, rq, MPI_STATUSES_IGNORE);
+    CHECK(sum == n * (n + 1) / 2, "iallreduce sum %d", sum);
+    CHECK(fl[0] == 0 && fl[1] == n - 1, "non-commutative iallreduce (%d, %d)", fl[0], fl[1]);
+    CHECK(ip[0] == 0 && ip[1] == n - 1, "in-place iallreduce (%d, %d)", ip[0], ip[1]);
+    CHECK(got == left, "native exchange beside them: %d", got);
+    for (i = 0; i < 6; i++)
+        CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed", i);
+    MPI_Type_free(&pair);
+    MPI_Op_free(&op);
+
+    MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
+    int all[64];
+    MPI_Request r = MPI_REQUEST_NULL;
+    expect_refused(MPI_Igather(&mr, 1, MPI_INT, all, 1, MPI_INT, 0, m, &r), "MPI_Igather");
+    MPI_Comm_set_errhandler(m, MPI_ERRORS_ARE_FATAL);
+    if (rank == 0)
+        printf("NONBLOCKING collectives on merged: ok (%d polls)\n", polls);
+}
+
 static int split_rank(const int *color, const int *key, int n, int mr, int *size)
 {
     int r = 0;
@@ -991,6 +1057,7 @@ int main(int argc, char **argv)
     spanning_splits(m, mr, n);
     intercomm_create_over(m, mr, n, first, rsize);
     groups_of_both(m, inter, mr, n, first, rsize);
+    nonblocking_collectives(m, mr, n);
 
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
