@@ -41,7 +41,9 @@ pub(crate) use comm::{
     comm_test_inter, contexts, forget, intercomm_merge, native_side, same_group,
 };
 pub(crate) use create::{comm_create, comm_create_group, comm_split_type};
-pub(crate) use nonblocking::{iallreduce, ibarrier, ibcast, ireduce};
+pub(crate) use nonblocking::{
+    iallgather, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, iscatter,
+};
 pub(crate) use pt2pt::{
     bsend, ibsend, iprobe, irecv, irsend, isend, issend, probe, recv, rsend, send, sendrecv, ssend,
 };

@@ -586,7 +586,9 @@ static void point_to_point(MPI_Comm m, int mr, int n)
  * root, Iallreduce (a sum, a non-commutative operation, in place) and
  * Ireduce at every root (non-commutative, in place), several outstanding
  * at once beside a native request and completed in reverse order by one
- * MPI_Waitall; one not carried yet (MPI_Igather) is refused. */
+ * MPI_Waitall; Igather, Iscatter at every root, Iallgather and Ialltoall
+ * (in place too, polled with MPI_Testall); one not carried yet (MPI_Iscan)
+ * is refused. */
 static void nonblocking_collectives(MPI_Comm m, int mr, int n)
 {
     MPI_Request rq[6];
@@ -638,10 +640,78 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n)
     MPI_Type_free(&pair);
     MPI_Op_free(&op);
 
+    /* The gathers, scatters and all-to-all: two ints per block (a block's
+     * value names its sender and receiver), in place too. */
+    int *a = malloc(sizeof(int) * 2 * (size_t) n), *b = malloc(sizeof(int) * 2 * (size_t) n);
+    int two[2] = {mr, -mr}, back[2];
+    CHECK(a && b, "malloc");
+    for (int root = 0; root < n; root++) {
+        for (i = 0; i < 2 * n; i++)
+            b[i] = -1;
+        if (mr == root)
+            for (i = 0; i < n; i++) {
+                a[2 * i] = 100 * root + i;
+                a[2 * i + 1] = -(100 * root + i);
+            }
+        back[0] = back[1] = -1;
+        MPI_Igather(two, 2, MPI_INT, b, 2, MPI_INT, root, m, &rq[0]);
+        MPI_Iscatter(a, 2, MPI_INT, back, 2, MPI_INT, root, m, &rq[1]);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        CHECK(back[0] == 100 * root + mr && back[1] == -(100 * root + mr),
+              "iscatter from %d: (%d, %d)", root, back[0], back[1]);
+        if (mr == root)
+            for (i = 0; i < n; i++)
+                CHECK(b[2 * i] == i && b[2 * i + 1] == -i, "igather at %d: [%d] = (%d, %d)", root,
+                      i, b[2 * i], b[2 * i + 1]);
+        if (mr == root) {
+            /* In place at the root: its own block already there. */
+            for (i = 0; i < 2 * n; i++)
+                b[i] = i / 2 == mr ? (i % 2 ? -mr : mr) : -1;
+            MPI_Igather(MPI_IN_PLACE, 2, MPI_INT, b, 2, MPI_INT, root, m, &rq[0]);
+        } else
+            MPI_Igather(two, 2, MPI_INT, NULL, 0, MPI_INT, root, m, &rq[0]);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        if (mr == root)
+            for (i = 0; i < n; i++)
+                CHECK(b[2 * i] == i && b[2 * i + 1] == -i, "in-place igather at %d: [%d]", root, i);
+    }
+    for (i = 0; i < 2 * n; i++)
+        b[i] = -1;
+    MPI_Iallgather(two, 2, MPI_INT, b, 2, MPI_INT, m, &rq[0]);
+    for (i = 0; i < n; i++) {
+        a[2 * i] = 1000 * mr + i;
+        a[2 * i + 1] = -(1000 * mr + i);
+    }
+    int *c = malloc(sizeof(int) * 2 * (size_t) n);
+    CHECK(c, "malloc");
+    MPI_Ialltoall(a, 2, MPI_INT, c, 2, MPI_INT, m, &rq[1]);
+    MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    for (i = 0; i < n; i++) {
+        CHECK(b[2 * i] == i && b[2 * i + 1] == -i, "iallgather [%d] = (%d, %d)", i, b[2 * i],
+              b[2 * i + 1]);
+        CHECK(c[2 * i] == 1000 * i + mr && c[2 * i + 1] == -(1000 * i + mr),
+              "ialltoall from %d: (%d, %d)", i, c[2 * i], c[2 * i + 1]);
+    }
+    MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, 2, MPI_INT, m, &rq[0]);
+    for (i = 0; i < 2 * n; i++)
+        b[i] = i / 2 == mr ? (i % 2 ? -mr : mr) : -1;
+    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, 2, MPI_INT, m, &rq[1]);
+    flag = 0;
+    while (!flag)
+        MPI_Testall(2, rq, &flag, MPI_STATUSES_IGNORE);
+    for (i = 0; i < n; i++) {
+        CHECK(a[2 * i] == 1000 * i + mr && a[2 * i + 1] == -(1000 * i + mr),
+              "in-place ialltoall from %d: (%d, %d)", i, a[2 * i], a[2 * i + 1]);
+        CHECK(b[2 * i] == i && b[2 * i + 1] == -i, "in-place iallgather [%d]", i);
+    }
+    free(a);
+    free(b);
+    free(c);
+
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
-    int all[64];
+    int s1 = 0, s2 = 0;
     MPI_Request r = MPI_REQUEST_NULL;
-    expect_refused(MPI_Igather(&mr, 1, MPI_INT, all, 1, MPI_INT, 0, m, &r), "MPI_Igather");
+    expect_refused(MPI_Iscan(&s1, &s2, 1, MPI_INT, MPI_SUM, m, &r), "MPI_Iscan");
     MPI_Comm_set_errhandler(m, MPI_ERRORS_ARE_FATAL);
     if (rank == 0)
         printf("NONBLOCKING collectives on merged: ok (%d polls)\n", polls);

@@ -10,20 +10,29 @@
 //! received to its job with `crate::nbc::share`.
 //!
 //! One file per algorithm: [`barrier`], [`bcast`], [`allreduce`],
-//! [`reduce`]; and [`setup`], what they share (the start of a schedule,
+//! [`reduce`], [`gather`], [`scatter`], [`allgather`], [`alltoall`] (the blocks between the jobs
+//! directly from rank to rank, beside a native all-to-all); and [`setup`], what they share (the start of a schedule,
 //! the leaders' exchange, messages and the `low op high` combination).
 //! They need each job's ranks contiguous in the merged order (the merge's
 //! own order, and a split's that keeps them so); on an order that
 //! interleaves the jobs they are refused with a message saying so.
 
+mod allgather;
 mod allreduce;
+mod alltoall;
 mod barrier;
 mod bcast;
+mod gather;
 mod reduce;
+mod scatter;
 mod setup;
 
+pub(crate) use allgather::iallgather;
 pub(crate) use allreduce::iallreduce;
+pub(crate) use alltoall::ialltoall;
 pub(crate) use barrier::ibarrier;
 pub(crate) use bcast::ibcast;
+pub(crate) use gather::igather;
 pub(crate) use reduce::ireduce;
+pub(crate) use scatter::iscatter;
 pub(crate) use setup::hidden_side;

@@ -7,10 +7,9 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{combine, decode, message, mpi, start, Call};
+use super::setup::{combine, decode, mpi, start, to_remote_root, Call, ToLeader};
 use crate::collbuf::{elements, int, Extents, LeaderRoom, Scratch};
 use crate::datatype;
-use crate::errors;
 use crate::merged::wire::root_place;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::nbc::{Fail, Next, Stage, Wait};
@@ -51,40 +50,13 @@ pub(crate) unsafe fn ireduce(
             match place.map_err(Fail::from)? {
                 Place::Remote(r) => {
                     // This job's result at its leader, then to the root.
-                    let mut room = LeaderRoom::new(me == 0, n, dt)?;
-                    let bc = std::sync::Arc::clone(bc);
-                    Ok(Stage::native(vec![], move |cx, _| {
-                        let at = room.ptr();
-                        let req =
-                            cx.issue(|c, q| ffi::PMPI_Ireduce(sendbuf, at, count, dt, nop, 0, c, q))?;
-                        Ok(Next::Stage(Stage::after(
-                            vec![Wait::Native(req)],
-                            move |_, a| {
-                                let rc = a.native_rc();
-                                let Some(at) = room.at_leader() else {
-                                    mpi(rc)?;
-                                    return Ok(Next::Done);
-                                };
-                                let msg = if rc == 0 {
-                                    message(at, count, dt)
-                                } else {
-                                    Err(isthmus_bridge::BridgeError::Protocol(format!(
-                                        "this job's own reduce failed: {}",
-                                        errors::error_string(rc)
-                                    )))
-                                };
-                                let sent = bc.inter.nbc_isend(r, seq, msg)?;
-                                Ok(Next::Stage(Stage::after(
-                                    vec![Wait::Send(sent)],
-                                    move |_, mut a| {
-                                        a.sent()?;
-                                        drop(room);
-                                        Ok(Next::Done)
-                                    },
-                                )))
-                            },
-                        )))
-                    }))
+                    let room = LeaderRoom::new(me == 0, n, dt)?;
+                    let native: ToLeader = Box::new(move |c, at, q| {
+                        // SAFETY: the program's send buffer; the room holds
+                        // `count` elements at the leader.
+                        ffi::PMPI_Ireduce(sendbuf, at, count, dt, nop, 0, c, q)
+                    });
+                    to_remote_root(sched, bc, room, count, dt, native, r, "reduce")
                 }
                 Place::Local(r) if r != me => {
                     let lr = int(r as usize)?;

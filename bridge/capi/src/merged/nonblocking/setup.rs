@@ -226,3 +226,131 @@ pub(super) unsafe fn combine(
         mpi(unsafe { ffi::PMPI_Reduce_local(theirs, mine, n, dt, nop) })
     }
 }
+
+/// The merged ranks of this job's and the other job's first ranks (each
+/// job's ranks contiguous, as [`start`] checks).
+pub(super) fn offsets(mc: &MergedComm) -> (usize, usize) {
+    let first = |v: &[u32]| v.first().copied().unwrap_or(0) as usize;
+    (
+        first(mc.order.local_ranks()),
+        first(mc.order.remote_ranks()),
+    )
+}
+
+/// Where a block from the other job goes: its sender (a rank of the
+/// other job), then `count` elements of `dt` at the address.
+pub(super) type Into = (u32, *mut c_void, usize, MPI_Datatype);
+
+/// A native step of every rank beside direct messages between the jobs:
+/// `sends` (a rank of the other job, its message) start at once, the
+/// receives of `recvs` are posted, the native step is issued in the
+/// operation's turn, and the operation ends when all have completed, each
+/// block decoded into its place once every send is done (so a send may
+/// read a buffer that a receive then overwrites, as `MPI_IN_PLACE` needs).
+/// Every send goes (a message that could not be made as the failure
+/// notice) and every receive is posted, so that no remote rank waits
+/// forever; the first error is the request's.
+pub(super) fn beside(
+    op: &Op,
+    bc: &Arc<BridgeComm>,
+    native: Native,
+    sends: Vec<(u32, Result<CollMessage<'_>, BridgeError>)>,
+    recvs: Vec<Into>,
+) -> Result<Stage, Fail> {
+    let seq = op.seq();
+    let mut waits = Vec::with_capacity(sends.len() + recvs.len() + 1);
+    let mut first_err = None;
+    for (dest, msg) in sends {
+        match bc.inter.nbc_isend(dest, seq, msg) {
+            Ok(s) => waits.push(Wait::Send(s)),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    for (source, _, n, dt) in &recvs {
+        let cap = datatype::capacity_bytes(*n, *dt)?;
+        waits.push(Wait::Recv(bc.inter.nbc_irecv(*source, seq, cap)?));
+    }
+    let bc = Arc::clone(bc);
+    Ok(Stage::native(vec![], move |cx, _| {
+        let req = cx.issue(native)?;
+        waits.push(Wait::Native(req));
+        Ok(Next::Stage(Stage::after(waits, move |_, mut a| {
+            let rc = a.native_rc();
+            let mut first = match first_err {
+                Some(e) => Err(Fail::Bridge(e)),
+                None => a.sent().map_err(Fail::from),
+            };
+            for (source, at, n, dt) in recvs {
+                let got = bc.inter.nbc_received(source, a.received());
+                // SAFETY: the block has room for its `n` elements and is
+                // the program's until the request completes (the calls'
+                // contract).
+                let put = got
+                    .map_err(Fail::from)
+                    .and_then(|g| unsafe { decode(&g, at, n, dt) });
+                if first.is_ok() {
+                    first = put;
+                }
+            }
+            mpi(rc)?;
+            first?;
+            Ok(Next::Done)
+        })))
+    }))
+}
+
+/// A native step to the job's leader: `(comm, at, request)` issues it,
+/// `at` the leader's room for its result (null elsewhere).
+pub(super) type ToLeader = Box<dyn FnOnce(MPI_Comm, *mut c_void, *mut MPI_Request) -> c_int>;
+
+/// The part of a job without the root: `native` leaves `count` elements
+/// of `dt` in `room` at the leader, which sends them to the root (rank
+/// `root` of the other job); a failed native step sends the failure
+/// notice instead, so that the root does not wait forever.
+pub(super) fn to_remote_root(
+    op: &Op,
+    bc: &Arc<BridgeComm>,
+    mut room: crate::collbuf::LeaderRoom,
+    count: c_int,
+    dt: MPI_Datatype,
+    native: ToLeader,
+    root: u32,
+    what: &'static str,
+) -> Result<Stage, Fail> {
+    let (bc, seq) = (Arc::clone(bc), op.seq());
+    Ok(Stage::native(vec![], move |cx, _| {
+        let at = room.ptr();
+        let req = cx.issue(|c, q| native(c, at, q))?;
+        Ok(Next::Stage(Stage::after(
+            vec![Wait::Native(req)],
+            move |_, a| {
+                let rc = a.native_rc();
+                let Some(at) = room.at_leader() else {
+                    mpi(rc)?;
+                    return Ok(Next::Done);
+                };
+                let msg = if rc == 0 {
+                    // SAFETY: the room holds the job's result, kept
+                    // until the send completes (it moves into the next stage).
+                    unsafe { message(at, count, dt) }
+                } else {
+                    Err(BridgeError::Protocol(format!(
+                        "this job's own step of the {what} failed: {}",
+                        errors::error_string(rc)
+                    )))
+                };
+                let sent = bc.inter.nbc_isend(root, seq, msg)?;
+                Ok(Next::Stage(Stage::after(
+                    vec![Wait::Send(sent)],
+                    move |_, mut a| {
+                        a.sent()?;
+                        drop(room);
+                        Ok(Next::Done)
+                    },
+                )))
+            },
+        )))
+    }))
+}
