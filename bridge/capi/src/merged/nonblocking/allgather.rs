@@ -36,10 +36,7 @@ pub(crate) unsafe fn iallgather(
         name: "MPI_Iallgather",
     };
     let (mine, theirs) = offsets(mc);
-    let (local, remote) = (
-        mc.order.local_ranks().len(),
-        mc.order.remote_ranks().len(),
-    );
+    let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
     // SAFETY: MPI_Iallgather's contract.
     unsafe {
         start(mc, call, |op, bc| {

@@ -40,10 +40,7 @@ pub(crate) unsafe fn igather(
     };
     let place = root_place(mc, root);
     let (mine, theirs) = offsets(mc);
-    let (local, remote) = (
-        mc.order.local_ranks().len(),
-        mc.order.remote_ranks().len(),
-    );
+    let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
     // SAFETY: MPI_Igather's contract.
     unsafe {
         start(mc, call, |op, bc| match place.map_err(Fail::from)? {
@@ -53,9 +50,11 @@ pub(crate) unsafe fn igather(
                 let native: ToLeader = Box::new(move |c, at, q| {
                     // SAFETY: the program's send buffer; the room holds
                     // every local rank's block at the leader.
-                    ffi::PMPI_Igather(sendbuf, sendcount, sendtype, at, sendcount, sendtype, 0, c, q)
+                    ffi::PMPI_Igather(
+                        sendbuf, sendcount, sendtype, at, sendcount, sendtype, 0, c, q,
+                    )
                 });
-                to_remote_root(op, bc, room, int(total)?, sendtype, native, r, "gather")
+                to_remote_root(op, bc, room, (int(total)?, sendtype), native, r, "gather")
             }
             Place::Local(r) => {
                 let lr = int(r as usize)?;

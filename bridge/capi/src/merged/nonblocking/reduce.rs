@@ -56,7 +56,7 @@ pub(crate) unsafe fn ireduce(
                         // `count` elements at the leader.
                         ffi::PMPI_Ireduce(sendbuf, at, count, dt, nop, 0, c, q)
                     });
-                    to_remote_root(sched, bc, room, count, dt, native, r, "reduce")
+                    to_remote_root(sched, bc, room, (count, dt), native, r, "reduce")
                 }
                 Place::Local(r) if r != me => {
                     let lr = int(r as usize)?;
@@ -64,10 +64,13 @@ pub(crate) unsafe fn ireduce(
                         let req = cx.issue(|c, q| {
                             ffi::PMPI_Ireduce(sendbuf, recvbuf, count, dt, nop, lr, c, q)
                         })?;
-                        Ok(Next::Stage(Stage::after(vec![Wait::Native(req)], |_, a| {
-                            mpi(a.native_rc())?;
-                            Ok(Next::Done)
-                        })))
+                        Ok(Next::Stage(Stage::after(
+                            vec![Wait::Native(req)],
+                            |_, a| {
+                                mpi(a.native_rc())?;
+                                Ok(Next::Done)
+                            },
+                        )))
                     }))
                 }
                 Place::Local(r) => {

@@ -306,15 +306,14 @@ pub(super) fn beside(
 pub(super) type ToLeader = Box<dyn FnOnce(MPI_Comm, *mut c_void, *mut MPI_Request) -> c_int>;
 
 /// The part of a job without the root: `native` leaves `count` elements
-/// of `dt` in `room` at the leader, which sends them to the root (rank
+/// of `dt` (`result`) in `room` at the leader, which sends them to the root (rank
 /// `root` of the other job); a failed native step sends the failure
 /// notice instead, so that the root does not wait forever.
 pub(super) fn to_remote_root(
     op: &Op,
     bc: &Arc<BridgeComm>,
     mut room: crate::collbuf::LeaderRoom,
-    count: c_int,
-    dt: MPI_Datatype,
+    (count, dt): (c_int, MPI_Datatype),
     native: ToLeader,
     root: u32,
     what: &'static str,
