@@ -30,7 +30,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
+use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 
 pub(crate) use coll::{
     allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, reduce_scatter,
@@ -42,7 +42,8 @@ pub(crate) use comm::{
 };
 pub(crate) use create::{comm_create, comm_create_group, comm_split_type};
 pub(crate) use nonblocking::{
-    iallgather, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, iscatter,
+    iallgather, iallreduce, ialltoall, ibarrier, ibcast, iexscan, igather, ireduce,
+    ireduce_scatter_block, iscan, iscatter,
 };
 pub(crate) use pt2pt::{
     bsend, ibsend, iprobe, irecv, irsend, isend, issend, probe, recv, rsend, send, sendrecv, ssend,

@@ -587,8 +587,9 @@ static void point_to_point(MPI_Comm m, int mr, int n)
  * Ireduce at every root (non-commutative, in place), several outstanding
  * at once beside a native request and completed in reverse order by one
  * MPI_Waitall; Igather, Iscatter at every root, Iallgather and Ialltoall
- * (in place too, polled with MPI_Testall); one not carried yet (MPI_Iscan)
- * is refused. */
+ * (in place too, polled with MPI_Testall), Iscan, Iexscan and
+ * Ireduce_scatter_block (non-commutative, in place); one not carried yet
+ * (MPI_Ireduce_scatter) is refused. */
 static void nonblocking_collectives(MPI_Comm m, int mr, int n)
 {
     MPI_Request rq[6];
@@ -637,6 +638,29 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n)
     CHECK(got == left, "native exchange beside them: %d", got);
     for (i = 0; i < 6; i++)
         CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed", i);
+    /* Prefixes and Ireduce_scatter_block, non-commutative and in place. */
+    int sc[2] = {-1, -1}, ex[2] = {-7, -7}, isc[2] = {mr, mr}, iex[2] = {mr, mr};
+    int *rsb = malloc(sizeof(int) * 2 * (size_t) n), blk[2] = {-1, -1};
+    CHECK(rsb, "malloc");
+    for (i = 0; i < n; i++)
+        rsb[2 * i] = rsb[2 * i + 1] = mr;
+    MPI_Iscan(mine, sc, 1, pair, op, m, &rq[0]);
+    MPI_Iexscan(mine, ex, 1, pair, op, m, &rq[1]);
+    MPI_Iscan(MPI_IN_PLACE, isc, 1, pair, op, m, &rq[2]);
+    MPI_Iexscan(MPI_IN_PLACE, iex, 1, pair, op, m, &rq[3]);
+    MPI_Ireduce_scatter_block(rsb, blk, 1, pair, op, m, &rq[4]);
+    MPI_Waitall(5, rq, MPI_STATUSES_IGNORE);
+    CHECK(sc[0] == 0 && sc[1] == mr && isc[0] == 0 && isc[1] == mr,
+          "iscan (%d, %d), in place (%d, %d)", sc[0], sc[1], isc[0], isc[1]);
+    if (mr > 0)
+        CHECK(ex[0] == 0 && ex[1] == mr - 1 && iex[0] == 0 && iex[1] == mr - 1,
+              "iexscan (%d, %d), in place (%d, %d)", ex[0], ex[1], iex[0], iex[1]);
+    CHECK(blk[0] == 0 && blk[1] == n - 1, "ireduce_scatter_block (%d, %d)", blk[0], blk[1]);
+    MPI_Ireduce_scatter_block(MPI_IN_PLACE, rsb, 1, pair, op, m, &rq[0]);
+    MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    CHECK(rsb[0] == 0 && rsb[1] == n - 1, "in-place ireduce_scatter_block (%d, %d)", rsb[0],
+          rsb[1]);
+    free(rsb);
     MPI_Type_free(&pair);
     MPI_Op_free(&op);
 
@@ -709,9 +733,12 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n)
     free(c);
 
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
-    int s1 = 0, s2 = 0;
+    int s1[64], s2 = 0, ones[64];
     MPI_Request r = MPI_REQUEST_NULL;
-    expect_refused(MPI_Iscan(&s1, &s2, 1, MPI_INT, MPI_SUM, m, &r), "MPI_Iscan");
+    for (i = 0; i < 64; i++)
+        ones[i] = 1;
+    expect_refused(MPI_Ireduce_scatter(s1, &s2, ones, MPI_INT, MPI_SUM, m, &r),
+                   "MPI_Ireduce_scatter");
     MPI_Comm_set_errhandler(m, MPI_ERRORS_ARE_FATAL);
     if (rank == 0)
         printf("NONBLOCKING collectives on merged: ok (%d polls)\n", polls);

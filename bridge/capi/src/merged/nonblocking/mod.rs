@@ -10,7 +10,8 @@
 //! received to its job with `crate::nbc::share`.
 //!
 //! One file per algorithm: [`barrier`], [`bcast`], [`allreduce`],
-//! [`reduce`], [`gather`], [`scatter`], [`allgather`], [`alltoall`] (the blocks between the jobs
+//! [`reduce`], [`reduce_scatter`] (its block form), [`prefix`] (scan and
+//! exscan), [`gather`], [`scatter`], [`allgather`], [`alltoall`] (the blocks between the jobs
 //! directly from rank to rank, beside a native all-to-all); and [`setup`], what they share (the start of a schedule,
 //! the leaders' exchange, messages and the `low op high` combination).
 //! They need each job's ranks contiguous in the merged order (the merge's
@@ -23,7 +24,9 @@ mod alltoall;
 mod barrier;
 mod bcast;
 mod gather;
+mod prefix;
 mod reduce;
+mod reduce_scatter;
 mod scatter;
 mod setup;
 
@@ -33,6 +36,8 @@ pub(crate) use alltoall::ialltoall;
 pub(crate) use barrier::ibarrier;
 pub(crate) use bcast::ibcast;
 pub(crate) use gather::igather;
+pub(crate) use prefix::{iexscan, iscan};
 pub(crate) use reduce::ireduce;
+pub(crate) use reduce_scatter::ireduce_scatter_block;
 pub(crate) use scatter::iscatter;
 pub(crate) use setup::hidden_side;
