@@ -193,7 +193,8 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
              supported: rank, size, compare, dup, free, split, split_type, create(_group), \
              point-to-point, Barrier, Bcast, Reduce, Allreduce, Gather(v), \
              Scatter, Allgather(v), Alltoall(v), Reduce_scatter_block, Scan, Exscan, \
-             and of the nonblocking collectives Ibarrier, Ibcast, Ireduce, Iallreduce"
+             and of the nonblocking collectives Ibarrier, Ibcast, Ireduce, Iallreduce, \
+             Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan, Ireduce_scatter_block"
         ),
     );
     raise(comm, c)

@@ -800,6 +800,13 @@ static void spanning_splits(MPI_Comm m, int mr, int n)
     collectives(s, sr, sn);
     point_to_point(s, sr, sn);
     {
+        /* The nonblocking collectives need each job's ranks together. */
+        MPI_Request r = MPI_REQUEST_NULL;
+        MPI_Comm_set_errhandler(s, MPI_ERRORS_RETURN);
+        expect_refused(MPI_Ibarrier(s, &r), "MPI_Ibarrier");
+        MPI_Comm_set_errhandler(s, MPI_ERRORS_ARE_FATAL);
+    }
+    {
         /* A split of the split: even and odd ranks, reversed; then a
          * duplicate of it. */
         int *c2 = malloc(sizeof(int) * (size_t) sn), *k2 = malloc(sizeof(int) * (size_t) sn);
