@@ -194,7 +194,7 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
              point-to-point, Barrier, Bcast, Reduce, Allreduce, Gather(v), \
              Scatter, Allgather(v), Alltoall(v), Reduce_scatter_block, Scan, Exscan, \
              and of the nonblocking collectives Ibarrier, Ibcast, Ireduce, Iallreduce, \
-             Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan, Ireduce_scatter_block"
+             Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan, Ireduce_scatter(_block)"
         ),
     );
     raise(comm, c)

@@ -15,9 +15,9 @@
 //! Isthmus intercommunicator give intercommunicators between the subsets;
 //! the nonblocking collectives (Ibarrier polled with MPI_Test alone, Ibcast,
 //! Ireduce, Igather, Iscatter at every root, Iallreduce, Iallgather,
-//! Ialltoall, Iscan, Iexscan, Ireduce_scatter_block; non-commutative and in
+//! Ialltoall, Iscan, Iexscan, Ireduce_scatter(_block); non-commutative and in
 //! place; several outstanding beside a native request), refused on a split
-//! that interleaves the jobs, Ireduce_scatter refused with a message;
+//! that interleaves the jobs, Igatherv refused with a message;
 //! the same through the large-count (`_c`) forms of the v/w collectives.
 
 #![cfg(test)]

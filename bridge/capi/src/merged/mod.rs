@@ -43,7 +43,7 @@ pub(crate) use comm::{
 pub(crate) use create::{comm_create, comm_create_group, comm_split_type};
 pub(crate) use nonblocking::{
     iallgather, iallreduce, ialltoall, ibarrier, ibcast, iexscan, igather, ireduce,
-    ireduce_scatter_block, iscan, iscatter,
+    ireduce_scatter, ireduce_scatter_block, iscan, iscatter,
 };
 pub(crate) use pt2pt::{
     bsend, ibsend, iprobe, irecv, irsend, isend, issend, probe, recv, rsend, send, sendrecv, ssend,

@@ -588,8 +588,8 @@ static void point_to_point(MPI_Comm m, int mr, int n)
  * at once beside a native request and completed in reverse order by one
  * MPI_Waitall; Igather, Iscatter at every root, Iallgather and Ialltoall
  * (in place too, polled with MPI_Testall), Iscan, Iexscan and
- * Ireduce_scatter_block (non-commutative, in place); one not carried yet
- * (MPI_Ireduce_scatter) is refused. */
+ * Ireduce_scatter(_block) (non-commutative, in place); one not carried
+ * yet (MPI_Igatherv) is refused. */
 static void nonblocking_collectives(MPI_Comm m, int mr, int n)
 {
     MPI_Request rq[6];
@@ -733,12 +733,32 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n)
     free(c);
 
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
-    int s1[64], s2 = 0, ones[64];
+    {
+        /* Ireduce_scatter: rank i keeps i % 2 + 1 ints of a sum. */
+        int counts[64], in[128], out[2] = {-1, -1}, total = 0, off = 0;
+        CHECK(n <= 64, "too many ranks");
+        for (i = 0; i < n; i++) {
+            counts[i] = i % 2 + 1;
+            if (i < mr)
+                off += counts[i];
+            total += counts[i];
+        }
+        for (i = 0; i < total; i++)
+            in[i] = mr + i;
+        MPI_Ireduce_scatter(in, out, counts, MPI_INT, MPI_SUM, m, &rq[0]);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        for (i = 0; i < counts[mr]; i++)
+            CHECK(out[i] == n * (n - 1) / 2 + n * (off + i), "ireduce_scatter item %d: %d", i,
+                  out[i]);
+    }
+    int s1[64], s2 = 0, ones[64], zeros[64];
     MPI_Request r = MPI_REQUEST_NULL;
-    for (i = 0; i < 64; i++)
+    for (i = 0; i < 64; i++) {
         ones[i] = 1;
-    expect_refused(MPI_Ireduce_scatter(s1, &s2, ones, MPI_INT, MPI_SUM, m, &r),
-                   "MPI_Ireduce_scatter");
+        zeros[i] = 0;
+    }
+    expect_refused(MPI_Igatherv(s1, 1, MPI_INT, &s2, ones, zeros, MPI_INT, 0, m, &r),
+                   "MPI_Igatherv");
     MPI_Comm_set_errhandler(m, MPI_ERRORS_ARE_FATAL);
     if (rank == 0)
         printf("NONBLOCKING collectives on merged: ok (%d polls)\n", polls);

@@ -10,7 +10,7 @@
 //! received to its job with `crate::nbc::share`.
 //!
 //! One file per algorithm: [`barrier`], [`bcast`], [`allreduce`],
-//! [`reduce`], [`reduce_scatter`] (its block form), [`prefix`] (scan and
+//! [`reduce`], [`reduce_scatter`] (and its block form), [`prefix`] (scan and
 //! exscan), [`gather`], [`scatter`], [`allgather`], [`alltoall`] (the blocks between the jobs
 //! directly from rank to rank, beside a native all-to-all); and [`setup`], what they share (the start of a schedule,
 //! the leaders' exchange, messages and the `low op high` combination).
@@ -38,6 +38,6 @@ pub(crate) use bcast::ibcast;
 pub(crate) use gather::igather;
 pub(crate) use prefix::{iexscan, iscan};
 pub(crate) use reduce::ireduce;
-pub(crate) use reduce_scatter::ireduce_scatter_block;
+pub(crate) use reduce_scatter::{ireduce_scatter, ireduce_scatter_block};
 pub(crate) use scatter::iscatter;
 pub(crate) use setup::hidden_side;
