@@ -195,7 +195,9 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
             "{call} is not supported on a merged Isthmus communicator (MPI_Intercomm_merge's); \
              supported: rank, size, compare, dup, free, split, split_type, create(_group), \
              point-to-point, Barrier, Bcast, Reduce, Allreduce, Gather(v), \
-             Scatter, Allgather(v), Alltoall(v), Reduce_scatter_block, Scan, Exscan"
+             Scatter, Allgather(v), Alltoall(v), Reduce_scatter_block, Scan, Exscan, \
+             and of the nonblocking collectives Ibarrier, Ibcast, Ireduce, Iallreduce, \
+             Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan, Ireduce_scatter(_block)"
         ),
     );
     raise(comm, c)
@@ -212,6 +214,15 @@ pub fn refuse_mixed(comm: MPI_Comm, call: &str) -> c_int {
              compare, dup, free, Intercomm_merge, point-to-point, Barrier, Bcast, Reduce, \
              Allreduce, Gather, Scatter, Allgather, Alltoall"
         ),
+    );
+    raise(comm, c)
+}
+
+/// Raises a refusal of `call` on a merged communicator, saying `why`.
+pub fn refuse_merged_because(comm: MPI_Comm, call: &str, why: &str) -> c_int {
+    let c = code(
+        Class::Refused,
+        &format!("{call} is not supported on this merged Isthmus communicator: {why}"),
     );
     raise(comm, c)
 }

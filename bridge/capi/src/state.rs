@@ -178,6 +178,10 @@ pub struct MergedComm {
     pub derived: AtomicU64,
     /// Where each merged rank lives.
     pub order: Order,
+    /// The side of its nonblocking collectives: a bridge communicator of
+    /// its own between the two jobs' parts, on a context of its own
+    /// (`merged::nonblocking`), never seen by the program.
+    pub nbc: Arc<BridgeComm>,
 }
 
 // SAFETY: `native` is an MPI handle, a process-wide value (see `Registered`).

@@ -218,7 +218,7 @@ fn merge_world(part: &Part, inter: MPI_Comm) -> Result<(), Fail> {
         (merged_inter, coll),
         order,
         (bc.local_group.clone(), bc.remote_group.clone()),
-    );
+    )?;
     let tag_ub = smallest_tag_ub()?;
     crate::world_attrs::set(
         world(),

@@ -157,6 +157,8 @@ both_ways_split!(
 // intercommunicator: MPICH's rank counts split evenly between the jobs.
 both_ways!(merged_allred3, "merged/allred3.c", 5);
 both_ways!(merged_alltoall1, "merged/alltoall1.c", 4);
+// MPI_Ialltoall (and MPI_Wait) on the merged communicator, in place too.
+both_ways!(merged_alltoall1_nb, "merged/alltoall1.c", 4, NB);
 both_ways!(merged_gather, "merged/gather.c", 2);
 both_ways!(merged_exscan, "merged/exscan.c", 5);
 // MPICH's intracommunicator tests kept in tests/mpich/merged (copies of

@@ -13,6 +13,11 @@
 //! with a message; `MPI_Irecv(MPI_ANY_SOURCE)` receives every message once,
 //! in each source's order; `MPI_Comm_split` and `MPI_Comm_create` of the
 //! Isthmus intercommunicator give intercommunicators between the subsets;
+//! the nonblocking collectives (Ibarrier polled with MPI_Test alone, Ibcast,
+//! Ireduce, Igather, Iscatter at every root, Iallreduce, Iallgather,
+//! Ialltoall, Iscan, Iexscan, Ireduce_scatter(_block); non-commutative and in
+//! place; several outstanding beside a native request), refused on a split
+//! that interleaves the jobs, Igatherv refused with a message;
 //! the same through the large-count (`_c`) forms of the v/w collectives.
 
 #![cfg(test)]
@@ -82,8 +87,9 @@ fn merge_of(source: &str, a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
         out.contains("SPLIT across both jobs: ok")
             && out.contains("INTERCOMM splits: ok")
             && out.contains("INTERCOMM_CREATE over merged: ok")
-            && out.contains("GROUPS of both jobs: ok"),
-        "the splits spanning both jobs, of the intercommunicator, the intercomm_create over the merged one, or the groups of both jobs did not run"
+            && out.contains("GROUPS of both jobs: ok")
+            && out.contains("NONBLOCKING collectives on merged: ok"),
+        "the splits spanning both jobs, of the intercommunicator, the intercomm_create over the merged one, the groups of both jobs or the nonblocking collectives did not run"
     );
 }
 

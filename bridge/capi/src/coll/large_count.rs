@@ -753,6 +753,25 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
 ) -> c_int {
     const CALL: &str = "MPI_Ireduce_scatter_c";
     done((|| {
+        if let Some(mc) = merged_comm(comm) {
+            // SAFETY: an entry per rank of the merged communicator.
+            let counts =
+                unsafe { Ints::read(recvcounts, Some(mc.size() as usize), "a count", comm, CALL) }?;
+            // SAFETY: the program's arguments, the counts as ints (read at
+            // the call by the body).
+            return Ok(unsafe {
+                crate::merged::ireduce_scatter(
+                    &mc,
+                    sendbuf,
+                    recvbuf,
+                    counts.ptr(),
+                    datatype,
+                    op,
+                    comm,
+                    request,
+                )
+            });
+        }
         let Some(bc) = nonblocking(comm, CALL)? else {
             // SAFETY: the program's arguments, passed on.
             return Ok(unsafe {

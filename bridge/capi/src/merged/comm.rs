@@ -78,10 +78,14 @@ fn register(
 ) -> Result<MPI_Comm, Fail> {
     let handle = duplicate(from)?;
     match duplicate(side) {
-        Ok(native) => {
-            adopt(handle, native, contexts, order, groups);
-            Ok(handle)
-        }
+        Ok(native) => match adopt(handle, native, contexts, order, groups) {
+            Ok(()) => Ok(handle),
+            Err(e) => {
+                free_native(native);
+                free_native(handle);
+                Err(e.into())
+            }
+        },
         Err(f) => {
             free_native(handle);
             Err(f)
@@ -91,14 +95,16 @@ fn register(
 
 /// Registers `handle` (this job's ranks of it, in the merged order) as a
 /// merged communicator with its private native side `native` (a duplicate
-/// of it), its contexts and its order.
+/// of it), its contexts and its order, with the side of its nonblocking
+/// collectives (`super::nonblocking`).
 pub fn adopt(
     handle: MPI_Comm,
     native: MPI_Comm,
     (inter, coll): (InterComm, InterComm),
     order: Order,
     groups: (String, String),
-) {
+) -> Result<(), BridgeError> {
+    let nbc = super::nonblocking::hidden_side(&coll, (&groups.0, &groups.1))?;
     state::add_merged(
         handle,
         MergedComm {
@@ -110,8 +116,10 @@ pub fn adopt(
             remote_group: groups.1,
             derived: Default::default(),
             order,
+            nbc,
         },
     );
+    Ok(())
 }
 
 /// A private native duplicate of `comm` (the collectives' native side).
@@ -376,6 +384,7 @@ pub unsafe fn give_idup(
 pub fn forget(comm: MPI_Comm) -> bool {
     match state::remove_merged(comm) {
         Some(mc) => {
+            mc.nbc.coll.free();
             free_native(mc.native);
             true
         }

@@ -7,7 +7,8 @@
 //! messages between the jobs and `crate::collbuf`'s local buffers; `vcoll`
 //! for the v-variants; `ordered` for the reductions whose order matters on
 //! a split's interleaved order) and point-to-point (`pt2pt`, with
-//! `anysource`'s queue of `MPI_ANY_SOURCE` receives), the splits (`split`:
+//! `anysource`'s queue of `MPI_ANY_SOURCE` receives), the nonblocking collectives (`nonblocking`, as schedules of
+//! `crate::nbc`), the splits (`split`:
 //! one job's native communicators, or new merged ones) and the
 //! communicators made from groups (`create`). build.rs generates the dispatch: on a
 //! merged communicator a `+merged` call reaches its body here, any other
@@ -18,6 +19,7 @@ mod anysource;
 mod coll;
 mod comm;
 mod create;
+mod nonblocking;
 mod ordered;
 mod pt2pt;
 mod split;
@@ -28,7 +30,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
+use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 
 pub(crate) use coll::{
     allgather, allreduce, alltoall, barrier, bcast, exscan, gather, reduce, reduce_scatter,
@@ -40,6 +42,10 @@ pub(crate) use comm::{
     intercomm_merge, native_side, private_dup, raise, register_from, same_group,
 };
 pub(crate) use create::{comm_create, comm_create_group, comm_split_type};
+pub(crate) use nonblocking::{
+    iallgather, iallreduce, ialltoall, ibarrier, ibcast, iexscan, igather, ireduce,
+    ireduce_scatter, ireduce_scatter_block, iscan, iscatter,
+};
 pub(crate) use pt2pt::{
     bsend, ibsend, iprobe, irecv, irsend, isend, issend, probe, recv, rsend, send, sendrecv, ssend,
 };

@@ -103,7 +103,7 @@ fn spanning(mc: &MergedComm, handle: MPI_Comm, members: &[u32], key: &[u8]) -> R
         ctx,
         Order::of(places, me),
         (mc.local_group.clone(), mc.remote_group.clone()),
-    );
+    )?;
     Ok(())
 }
 

@@ -581,6 +581,189 @@ static void point_to_point(MPI_Comm m, int mr, int n)
 
 /* The rank of merged rank `mr` in its color's communicator: by key, then
  * old rank (MPI_Comm_split's order); -1 for MPI_UNDEFINED. */
+/* The nonblocking collectives carried on a merged communicator:
+ * MPI_Ibarrier completed by polling MPI_Test alone, Ibcast from every
+ * root, Iallreduce (a sum, a non-commutative operation, in place) and
+ * Ireduce at every root (non-commutative, in place), several outstanding
+ * at once beside a native request and completed in reverse order by one
+ * MPI_Waitall; Igather, Iscatter at every root, Iallgather and Ialltoall
+ * (in place too, polled with MPI_Testall), Iscan, Iexscan and
+ * Ireduce_scatter(_block) (non-commutative, in place); one not carried
+ * yet (MPI_Igatherv) is refused. */
+static void nonblocking_collectives(MPI_Comm m, int mr, int n)
+{
+    MPI_Request rq[6];
+    int flag = 0, polls = 0, i;
+    MPI_Ibarrier(m, &rq[0]);
+    while (!flag) {
+        MPI_Test(&rq[0], &flag, MPI_STATUS_IGNORE);
+        polls++;
+    }
+    CHECK(rq[0] == MPI_REQUEST_NULL, "ibarrier: request not freed");
+
+    MPI_Op op;
+    MPI_Datatype pair;
+    MPI_Op_create(first_last, 0, &op);
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    int mine[2] = {mr, mr}, fl[2], ip[2] = {mr, mr}, x = mr + 1, sum = -1;
+    for (int root = 0; root < n; root++) {
+        int v = root == mr ? 7000 + root : -1, red[2] = {-1, -1};
+        fl[0] = fl[1] = mr;
+        MPI_Ibcast(&v, 1, MPI_INT, root, m, &rq[0]);
+        MPI_Ireduce(mine, red, 1, pair, op, root, m, &rq[1]);
+        MPI_Ireduce(mr == root ? MPI_IN_PLACE : (void *) fl, mr == root ? fl : NULL, 1, pair, op,
+                    root, m, &rq[2]);
+        MPI_Waitall(3, rq, MPI_STATUSES_IGNORE);
+        CHECK(v == 7000 + root, "ibcast from %d: %d", root, v);
+        if (mr == root)
+            CHECK(red[0] == 0 && red[1] == n - 1 && fl[0] == 0 && fl[1] == n - 1,
+                  "ireduce at %d: (%d, %d), in place (%d, %d)", root, red[0], red[1], fl[0],
+                  fl[1]);
+    }
+    /* Outstanding together, beside a native exchange with a neighbour in
+     * this job (MPI_COMM_WORLD), completed in reverse order at once. */
+    int right = (rank + 1) % wsize, left = (rank + wsize - 1) % wsize, got = -1;
+    fl[0] = fl[1] = -1;
+    MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, m, &rq[5]);
+    MPI_Iallreduce(mine, fl, 1, pair, op, m, &rq[4]);
+    MPI_Iallreduce(MPI_IN_PLACE, ip, 1, pair, op, m, &rq[3]);
+    MPI_Ibarrier(m, &rq[2]);
+    MPI_Irecv(&got, 1, MPI_INT, left, 77, MPI_COMM_WORLD, &rq[1]);
+    MPI_Isend(&rank, 1, MPI_INT, right, 77, MPI_COMM_WORLD, &rq[0]);
+    MPI_Waitall(6, rq, MPI_STATUSES_IGNORE);
+    CHECK(sum == n * (n + 1) / 2, "iallreduce sum %d", sum);
+    CHECK(fl[0] == 0 && fl[1] == n - 1, "non-commutative iallreduce (%d, %d)", fl[0], fl[1]);
+    CHECK(ip[0] == 0 && ip[1] == n - 1, "in-place iallreduce (%d, %d)", ip[0], ip[1]);
+    CHECK(got == left, "native exchange beside them: %d", got);
+    for (i = 0; i < 6; i++)
+        CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed", i);
+    /* Prefixes and Ireduce_scatter_block, non-commutative and in place. */
+    int sc[2] = {-1, -1}, ex[2] = {-7, -7}, isc[2] = {mr, mr}, iex[2] = {mr, mr};
+    int *rsb = malloc(sizeof(int) * 2 * (size_t) n), blk[2] = {-1, -1};
+    CHECK(rsb, "malloc");
+    for (i = 0; i < n; i++)
+        rsb[2 * i] = rsb[2 * i + 1] = mr;
+    MPI_Iscan(mine, sc, 1, pair, op, m, &rq[0]);
+    MPI_Iexscan(mine, ex, 1, pair, op, m, &rq[1]);
+    MPI_Iscan(MPI_IN_PLACE, isc, 1, pair, op, m, &rq[2]);
+    MPI_Iexscan(MPI_IN_PLACE, iex, 1, pair, op, m, &rq[3]);
+    MPI_Ireduce_scatter_block(rsb, blk, 1, pair, op, m, &rq[4]);
+    MPI_Waitall(5, rq, MPI_STATUSES_IGNORE);
+    CHECK(sc[0] == 0 && sc[1] == mr && isc[0] == 0 && isc[1] == mr,
+          "iscan (%d, %d), in place (%d, %d)", sc[0], sc[1], isc[0], isc[1]);
+    if (mr > 0)
+        CHECK(ex[0] == 0 && ex[1] == mr - 1 && iex[0] == 0 && iex[1] == mr - 1,
+              "iexscan (%d, %d), in place (%d, %d)", ex[0], ex[1], iex[0], iex[1]);
+    CHECK(blk[0] == 0 && blk[1] == n - 1, "ireduce_scatter_block (%d, %d)", blk[0], blk[1]);
+    MPI_Ireduce_scatter_block(MPI_IN_PLACE, rsb, 1, pair, op, m, &rq[0]);
+    MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    CHECK(rsb[0] == 0 && rsb[1] == n - 1, "in-place ireduce_scatter_block (%d, %d)", rsb[0],
+          rsb[1]);
+    free(rsb);
+    MPI_Type_free(&pair);
+    MPI_Op_free(&op);
+
+    /* The gathers, scatters and all-to-all: two ints per block (a block's
+     * value names its sender and receiver), in place too. */
+    int *a = malloc(sizeof(int) * 2 * (size_t) n), *b = malloc(sizeof(int) * 2 * (size_t) n);
+    int two[2] = {mr, -mr}, back[2];
+    CHECK(a && b, "malloc");
+    for (int root = 0; root < n; root++) {
+        for (i = 0; i < 2 * n; i++)
+            b[i] = -1;
+        if (mr == root)
+            for (i = 0; i < n; i++) {
+                a[2 * i] = 100 * root + i;
+                a[2 * i + 1] = -(100 * root + i);
+            }
+        back[0] = back[1] = -1;
+        MPI_Igather(two, 2, MPI_INT, b, 2, MPI_INT, root, m, &rq[0]);
+        MPI_Iscatter(a, 2, MPI_INT, back, 2, MPI_INT, root, m, &rq[1]);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        CHECK(back[0] == 100 * root + mr && back[1] == -(100 * root + mr),
+              "iscatter from %d: (%d, %d)", root, back[0], back[1]);
+        if (mr == root)
+            for (i = 0; i < n; i++)
+                CHECK(b[2 * i] == i && b[2 * i + 1] == -i, "igather at %d: [%d] = (%d, %d)", root,
+                      i, b[2 * i], b[2 * i + 1]);
+        if (mr == root) {
+            /* In place at the root: its own block already there. */
+            for (i = 0; i < 2 * n; i++)
+                b[i] = i / 2 == mr ? (i % 2 ? -mr : mr) : -1;
+            MPI_Igather(MPI_IN_PLACE, 2, MPI_INT, b, 2, MPI_INT, root, m, &rq[0]);
+        } else
+            MPI_Igather(two, 2, MPI_INT, NULL, 0, MPI_INT, root, m, &rq[0]);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        if (mr == root)
+            for (i = 0; i < n; i++)
+                CHECK(b[2 * i] == i && b[2 * i + 1] == -i, "in-place igather at %d: [%d]", root, i);
+    }
+    for (i = 0; i < 2 * n; i++)
+        b[i] = -1;
+    MPI_Iallgather(two, 2, MPI_INT, b, 2, MPI_INT, m, &rq[0]);
+    for (i = 0; i < n; i++) {
+        a[2 * i] = 1000 * mr + i;
+        a[2 * i + 1] = -(1000 * mr + i);
+    }
+    int *c = malloc(sizeof(int) * 2 * (size_t) n);
+    CHECK(c, "malloc");
+    MPI_Ialltoall(a, 2, MPI_INT, c, 2, MPI_INT, m, &rq[1]);
+    MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    for (i = 0; i < n; i++) {
+        CHECK(b[2 * i] == i && b[2 * i + 1] == -i, "iallgather [%d] = (%d, %d)", i, b[2 * i],
+              b[2 * i + 1]);
+        CHECK(c[2 * i] == 1000 * i + mr && c[2 * i + 1] == -(1000 * i + mr),
+              "ialltoall from %d: (%d, %d)", i, c[2 * i], c[2 * i + 1]);
+    }
+    MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, 2, MPI_INT, m, &rq[0]);
+    for (i = 0; i < 2 * n; i++)
+        b[i] = i / 2 == mr ? (i % 2 ? -mr : mr) : -1;
+    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, 2, MPI_INT, m, &rq[1]);
+    flag = 0;
+    while (!flag)
+        MPI_Testall(2, rq, &flag, MPI_STATUSES_IGNORE);
+    for (i = 0; i < n; i++) {
+        CHECK(a[2 * i] == 1000 * i + mr && a[2 * i + 1] == -(1000 * i + mr),
+              "in-place ialltoall from %d: (%d, %d)", i, a[2 * i], a[2 * i + 1]);
+        CHECK(b[2 * i] == i && b[2 * i + 1] == -i, "in-place iallgather [%d]", i);
+    }
+    free(a);
+    free(b);
+    free(c);
+
+    MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
+    {
+        /* Ireduce_scatter: rank i keeps i % 2 + 1 ints of a sum. */
+        int counts[64], in[128], out[2] = {-1, -1}, total = 0, off = 0;
+        CHECK(n <= 64, "too many ranks");
+        for (i = 0; i < n; i++) {
+            counts[i] = i % 2 + 1;
+            if (i < mr)
+                off += counts[i];
+            total += counts[i];
+        }
+        for (i = 0; i < total; i++)
+            in[i] = mr + i;
+        MPI_Ireduce_scatter(in, out, counts, MPI_INT, MPI_SUM, m, &rq[0]);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        for (i = 0; i < counts[mr]; i++)
+            CHECK(out[i] == n * (n - 1) / 2 + n * (off + i), "ireduce_scatter item %d: %d", i,
+                  out[i]);
+    }
+    int s1[64], s2 = 0, ones[64], zeros[64];
+    MPI_Request r = MPI_REQUEST_NULL;
+    for (i = 0; i < 64; i++) {
+        ones[i] = 1;
+        zeros[i] = 0;
+    }
+    expect_refused(MPI_Igatherv(s1, 1, MPI_INT, &s2, ones, zeros, MPI_INT, 0, m, &r),
+                   "MPI_Igatherv");
+    MPI_Comm_set_errhandler(m, MPI_ERRORS_ARE_FATAL);
+    if (rank == 0)
+        printf("NONBLOCKING collectives on merged: ok (%d polls)\n", polls);
+}
+
 static int split_rank(const int *color, const int *key, int n, int mr, int *size)
 {
     int r = 0;
@@ -636,6 +819,13 @@ static void spanning_splits(MPI_Comm m, int mr, int n)
     MPI_Comm_size(s, &sn);
     collectives(s, sr, sn);
     point_to_point(s, sr, sn);
+    {
+        /* The nonblocking collectives need each job's ranks together. */
+        MPI_Request r = MPI_REQUEST_NULL;
+        MPI_Comm_set_errhandler(s, MPI_ERRORS_RETURN);
+        expect_refused(MPI_Ibarrier(s, &r), "MPI_Ibarrier");
+        MPI_Comm_set_errhandler(s, MPI_ERRORS_ARE_FATAL);
+    }
     {
         /* A split of the split: even and odd ranks, reversed; then a
          * duplicate of it. */
@@ -991,6 +1181,7 @@ int main(int argc, char **argv)
     spanning_splits(m, mr, n);
     intercomm_create_over(m, mr, n, first, rsize);
     groups_of_both(m, inter, mr, n, first, rsize);
+    nonblocking_collectives(m, mr, n);
 
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
