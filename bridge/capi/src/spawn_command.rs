@@ -318,7 +318,7 @@ fn abi_runtime(implementation: String, env: &mut BTreeMap<String, String>) -> St
 /// built for one implementation's own ABI, or for a library of neither.
 #[cfg(isthmus_mpi_abi)]
 fn own_abi_runtime() -> Option<&'static str> {
-    let mut buf = vec![0 as std::ffi::c_char; 8192];
+    let mut buf: Vec<std::ffi::c_char> = vec![0; 8192];
     let mut len: std::ffi::c_int = 0;
     // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING (8192 in
     // mpi_abi.h) characters; MPI writes at most that many and `len`.
