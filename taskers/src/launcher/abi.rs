@@ -13,8 +13,9 @@
 
 use std::ffi::OsString;
 
+use super::mpich::Mpich;
 use super::prefixed::prefix;
-use super::{JobSpec, Launcher, Mpich, Start};
+use super::spec::{JobSpec, Launcher, Start};
 
 /// The environment variable (the tasker's, or a job's) that chooses the runtime.
 pub const RUNTIME_VAR: &str = "ISTHMUS_ABI_RUNTIME";
@@ -116,7 +117,8 @@ impl Launcher for Abi {
     /// checked its default's launcher when it started).
     fn check(&self, job: &JobSpec<'_>) -> Result<(), String> {
         let (runtime, l) = self.for_job(job)?;
-        if runtime != self.default.0 && !super::installed(l.command()) {
+        let installed = crate::program::resolve(l.command(), std::path::Path::new("/"), None);
+        if runtime != self.default.0 && installed.is_err() {
             return Err(format!(
                 "the job asks for the standard ABI on {runtime}, which is not installed here \
                  ({} not found)",
@@ -142,7 +144,6 @@ impl Launcher for Abi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launcher::{JobSpec, Launcher};
     use std::collections::BTreeMap;
     use std::ffi::OsString;
     use std::path::Path;
