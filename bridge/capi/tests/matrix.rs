@@ -7,7 +7,10 @@
 //! workers through the `abi` tasker, on the runtime asked for). The
 //! point-to-point and spawn cells also check that every job ran on its own
 //! MPI library (`MPI_Get_library_version`): the standard ABI's binaries on
-//! the runtime of their column
+//! the runtime of their column. On chosen rows only (`runs`, for CI's
+//! time): mpi4py (tests/python/exchange.py, the registry environments'
+//! binary wheel) and Fortran (`mpif.h`, Intel MPI's `mpif90`: the only
+//! registry Fortran gfortran can use) against Debian's other family
 //! — between every two implementations of `ISTHMUS_MATRIX` (scripts/test.sh sets it to the installed ones: Debian's
 //! Open MPI 4.1 and MPICH 4.0, and Open MPI 5, MPICH 5 and Intel MPI from
 //! the Python registry), and between two jobs of each implementation that
