@@ -174,6 +174,9 @@ impl Jobs {
             np: l.np,
             env: &env,
         };
+        if let Err(msg) = self.launcher.check(&spec) {
+            return self.refuse(job, RefusalKind::FailedPrecondition, msg).await;
+        }
         let plan = self.launcher.plan(&spec, &self.shim);
         self.send(JobReport::Accepted { job }).await;
         // Its ranks run as its owner (this tasker's uid, or the one it

@@ -18,8 +18,23 @@ use mpi::ffi;
 use crate::errors::Class;
 use crate::{env_list, info};
 
-/// Implementations a tasker may serve (as `isthmus_detect` names them).
-const KNOWN: &[&str] = &["openmpi", "mpich", "openmpi5", "mpich5", "impi", "abi"];
+/// Implementations a tasker may serve (as `isthmus_detect` names them),
+/// and the standard ABI on a named runtime (`abi-<runtime>`, info key
+/// `isthmus_impl` only: the `abi` tasker's job on that runtime).
+const KNOWN: &[&str] = &[
+    "openmpi",
+    "mpich",
+    "openmpi5",
+    "mpich5",
+    "impi",
+    "abi",
+    "abi-mpich5",
+    "abi-impi",
+];
+
+/// The job variable with which the `abi` tasker runs a job on a runtime
+/// other than its default (taskers/src/launcher/abi.rs).
+const ABI_RUNTIME: &str = "ISTHMUS_ABI_RUNTIME";
 
 /// Why the root cannot spawn: the error class and the sentence.
 pub struct Refusal {
@@ -89,6 +104,7 @@ pub fn spec(cmd: &Command, port: &str, timeout: Duration) -> Result<SpawnSpec, R
         .map_err(|why| refuse(Class::Spawn, format!("cannot start {what}: {why}")))?;
     let mut env = given_env(cmd)?;
     env.extend(children_env(port, timeout));
+    let implementation = abi_runtime(implementation, &mut env);
     let placement = match info::value(cmd.info, "host") {
         Some(h) if !h.trim().is_empty() => Placement::Host(h.trim().to_string()),
         _ => Placement::Any,
@@ -276,6 +292,58 @@ pub fn implementation(
             "cannot tell its MPI implementation: {e} (give the info key isthmus_impl)"
         )),
     }
+}
+
+/// The standard ABI's children run on the runtime `implementation` names
+/// (`abi-impi`: the info key's choice), else, when this process is itself
+/// a standard-ABI program, on its own runtime (a parent on Intel MPI's
+/// `libmpi_abi.so.1` has children on it too), else on the `abi` tasker's
+/// default: the choice goes in the job's environment ([`ABI_RUNTIME`]).
+/// Returns the implementation the resource manager is asked for.
+fn abi_runtime(implementation: String, env: &mut BTreeMap<String, String>) -> String {
+    if let Some(runtime) = implementation.strip_prefix("abi-") {
+        env.insert(ABI_RUNTIME.into(), runtime.into());
+        return "abi".into();
+    }
+    if implementation == "abi" {
+        if let Some(runtime) = own_abi_runtime() {
+            env.insert(ABI_RUNTIME.into(), runtime.into());
+        }
+    }
+    implementation
+}
+
+/// The runtime this standard-ABI program runs on, from the first words of
+/// `MPI_Get_library_version` (Intel MPI's or MPICH's); None in a flavour
+/// built for one implementation's own ABI, or for a library of neither.
+#[cfg(isthmus_mpi_abi)]
+fn own_abi_runtime() -> Option<&'static str> {
+    let mut buf: Vec<std::ffi::c_char> = vec![0; 8192];
+    let mut len: std::ffi::c_int = 0;
+    // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING (8192 in
+    // mpi_abi.h) characters; MPI writes at most that many and `len`.
+    let rc = unsafe { ffi::MPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    if rc != 0 {
+        return None;
+    }
+    let text: Vec<u8> = buf
+        .iter()
+        .take(usize::try_from(len).unwrap_or(0))
+        .map(|c| *c as u8)
+        .collect();
+    let text = String::from_utf8_lossy(&text);
+    if text.starts_with("Intel(R) MPI Library") {
+        Some("impi")
+    } else if text.starts_with("MPICH") {
+        Some("mpich5")
+    } else {
+        None
+    }
+}
+
+#[cfg(not(isthmus_mpi_abi))]
+fn own_abi_runtime() -> Option<&'static str> {
+    None
 }
 
 /// The parent's variables that describe its host, not the job: the

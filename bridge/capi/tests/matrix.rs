@@ -3,8 +3,14 @@
 //! datatype at extreme values (tests/c/datatypes.c), MPICH's own `icsend`,
 //! `icallreduce` (blocking, and with `-nonblocking=1`; Bcast is in the world's test), its `gather` on the merged communicator,
 //! one `MPI_COMM_WORLD` of a part of each (tests/c/world.c), and a manager
-//! of one spawning workers of the other (tests/c/spawn.c; not for the
-//! standard ABI, "n/a")
+//! of one spawning workers of the other (tests/c/spawn.c; standard-ABI
+//! workers through the `abi` tasker, on the runtime asked for). The
+//! point-to-point and spawn cells also check that every job ran on its own
+//! MPI library (`MPI_Get_library_version`): the standard ABI's binaries on
+//! the runtime of their column. On chosen rows only (`runs`, for CI's
+//! time): mpi4py (tests/python/exchange.py, the registry environments'
+//! binary wheel) and Fortran (`mpif.h`, Intel MPI's `mpif90`: the only
+//! registry Fortran gfortran can use) against Debian's other family
 //! — between every two implementations of `ISTHMUS_MATRIX` (scripts/test.sh sets it to the installed ones: Debian's
 //! Open MPI 4.1 and MPICH 4.0, and Open MPI 5, MPICH 5 and Intel MPI from
 //! the Python registry), and between two jobs of each implementation that
@@ -59,10 +65,25 @@ fn point_to_point(a: Mpi, b: Mpi) -> Result<(), String> {
         let out = String::from_utf8_lossy(&o.stdout);
         o.status.success() && (0..2).all(|r| out.contains(&format!("PASS mixed rank {r}")))
     };
-    if passed(&oa) && passed(&ob) {
+    if !(passed(&oa) && passed(&ob)) {
+        return Err(format!("A:\n{}\nB:\n{}", text(&oa), text(&ob)));
+    }
+    ran_on(&oa, a, "LIBRARY ")?;
+    ran_on(&ob, b, "LIBRARY ")
+}
+
+/// The library line (after `prefix`) that `o`'s program printed is
+/// `mpi`'s, or why not.
+fn ran_on(o: &std::process::Output, mpi: Mpi, prefix: &str) -> Result<(), String> {
+    let found = lines(o, prefix);
+    if !found.is_empty() && found.iter().all(|l| mpi.is_library(l)) {
         Ok(())
     } else {
-        Err(format!("A:\n{}\nB:\n{}", text(&oa), text(&ob)))
+        Err(format!(
+            "not {}'s MPI library: {prefix}{found:?}\n{}",
+            mpi.name(),
+            text(o)
+        ))
     }
 }
 
@@ -148,14 +169,23 @@ fn one_world(a: Mpi, b: Mpi) -> Result<(), String> {
 /// `MPI_Comm_spawn` across the pairing (tests/c/spawn.c): a one-rank
 /// manager of `a` (libisthmus preloaded) spawns two workers of `b` through
 /// the virtual machine (a tasker of each, giving the workers their own
-/// libisthmus); they exchange, merge and disconnect.
+/// libisthmus, the info key `isthmus_impl` naming `b`); they exchange,
+/// merge and disconnect, and each side must have run on its own MPI
+/// library. Standard-ABI workers go to the `abi` tasker, on the runtime
+/// the key names (`abi`: the tasker's, MPICH 5's; `abi-impi`: Intel's);
+/// between the two standard-ABI runs the manager is the Intel one and names
+/// none: its children run on the parent's runtime.
 fn spawn(a: Mpi, b: Mpi) -> Result<(), String> {
     let dir = TempDir::new("matrix-spawn");
-    let mut impls = vec![a.name(), b.name()];
+    let (manager_mpi, worker_mpi, key) = match (a.is_abi(), b.is_abi()) {
+        (true, true) => (Mpi::AbiImpi, Mpi::AbiImpi, None),
+        _ => (a, b, Some(b.name())),
+    };
+    let mut impls = vec![manager_mpi.tasker(), worker_mpi.tasker()];
     impls.dedup();
     let m = Machine::start(&impls);
     let program = |mpi: Mpi| {
-        let out = dir.0.join(format!("spawn-{}", mpi.name()));
+        let out = dir.0.join(format!("spawn-{}", mpi.flavour()));
         if !out.exists() {
             build_c(
                 mpi,
@@ -166,18 +196,19 @@ fn spawn(a: Mpi, b: Mpi) -> Result<(), String> {
         }
         out
     };
-    let (manager, worker) = (program(a), program(b));
+    let (manager, worker) = (program(manager_mpi), program(worker_mpi));
+    let mut args = vec![
+        "manager".to_string(),
+        worker.display().to_string(),
+        "2".into(),
+        "self".into(),
+    ];
+    args.extend(key.map(str::to_string));
     let job = Job {
-        mpi: a,
+        mpi: manager_mpi,
         np: 1,
         program: manager,
-        args: vec![
-            "manager".into(),
-            worker.display().to_string(),
-            "2".into(),
-            "self".into(),
-            b.name().into(),
-        ],
+        args,
         env: vec![],
         linking: Linking::Unmodified,
     };
@@ -186,20 +217,144 @@ fn spawn(a: Mpi, b: Mpi) -> Result<(), String> {
         Duration::from_secs(180),
         "spawn manager",
     );
-    if o.status.success() && String::from_utf8_lossy(&o.stdout).contains("PASS manager rank 0") {
+    if !(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("PASS manager rank 0")) {
+        return Err(format!(
+            "the {} manager spawning {} workers failed\n{}\njobs:\n{}",
+            manager_mpi.name(),
+            worker_mpi.name(),
+            text(&o),
+            m.jobs()
+        ));
+    }
+    ran_on(&o, manager_mpi, "LIBRARY ")?;
+    ran_on(&o, worker_mpi, "CHILD-LIBRARY ")
+}
+
+/// mpi4py on both sides (tests/python/exchange.py's `buffers`, two ranks a
+/// job, the isthmus package over the preloaded libisthmus): the registry's
+/// implementations' mpi4py is the binary wheel in their environment, which
+/// loads that environment's MPI library.
+fn python(a: Mpi, b: Mpi) -> Result<(), String> {
+    let vmd = Vmd::start("localhost", &[]);
+    let (ga, gb) = (
+        format!("mxpa-{}-{}", a.name(), b.name()),
+        format!("mxpb-{}-{}", a.name(), b.name()),
+    );
+    let job = |mpi: Mpi, me: &str, other: &str| {
+        python_script(mpi, 2, "exchange.py", &[me, other, "buffers"])
+    };
+    let (oa, ob) = run_pair(
+        &vmd,
+        &job(a, &ga, &gb),
+        &job(b, &gb, &ga),
+        Duration::from_secs(120),
+    );
+    let passed = |o: &std::process::Output| {
+        let out = String::from_utf8_lossy(&o.stdout);
+        o.status.success() && (0..2).all(|r| out.contains(&format!("PASS buffers rank {r}")))
+    };
+    if !(passed(&oa) && passed(&ob)) {
+        return Err(format!("A:\n{}\nB:\n{}", text(&oa), text(&ob)));
+    }
+    ran_on(&oa, a, "LIBRARY ")?;
+    ran_on(&ob, b, "LIBRARY ")
+}
+
+/// A Fortran program of `b` (tests/fortran/exchange.F90 with `mpif.h`, the
+/// only binding a registry implementation offers gfortran: Intel MPI's)
+/// exchanging with the C program of `a` (tests/fortran/exchange.c), two
+/// ranks each.
+fn fortran(a: Mpi, b: Mpi) -> Result<(), String> {
+    let dir = TempDir::new("matrix-fortran");
+    let sources = crate_dir().join("tests/fortran");
+    let mpifort = b
+        .mpifort()
+        .ok_or_else(|| format!("{} has no Fortran wrapper", b.name()))?;
+    let program = dir.0.join(format!("fortran-{}", b.name()));
+    let lib = lib_dir(b);
+    let o = std::process::Command::new(&mpifort)
+        .envs(b.env())
+        .args([
+            "-O2",
+            "-DUSE_MPIF_H",
+            "-fallow-argument-mismatch",
+            "-w",
+            "-o",
+        ])
+        .arg(&program)
+        .arg(sources.join("exchange.F90"))
+        .arg(format!("-L{}", lib.display()))
+        .arg("-listhmus")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", mpifort.display()))?;
+    if !o.status.success() {
+        return Err(format!("{} failed:\n{}", mpifort.display(), text(&o)));
+    }
+    let peer = dir.0.join(format!("c-{}", a.name()));
+    build_c(a, &[sources.join("exchange.c")], &peer, Linking::Linked);
+    let vmd = Vmd::start("localhost", &[]);
+    let tag = format!("mxf-{}-{}", a.name(), b.name());
+    let (gc, gf) = (format!("{tag}-c"), format!("{tag}-f"));
+    let job = |mpi: Mpi, program: &std::path::Path, me: &str, other: &str| Job {
+        mpi,
+        np: 2,
+        program: program.to_path_buf(),
+        args: vec![me.into(), other.into()],
+        env: vec![],
+        linking: Linking::Linked,
+    };
+    let (oc, of) = run_pair(
+        &vmd,
+        &job(a, &peer, &gc, &gf),
+        &job(b, &program, &gf, &gc),
+        Duration::from_secs(120),
+    );
+    let passed = |o: &std::process::Output, says: &str| {
+        let out = String::from_utf8_lossy(&o.stdout);
+        o.status.success()
+            && (0..2).all(|r| out.contains(&format!("{says} rank {r}: all checks passed")))
+    };
+    if passed(&oc, "c") && passed(&of, "fortran") {
         Ok(())
     } else {
         Err(format!(
-            "the {} manager spawning {} workers failed\n{}\njobs:\n{}",
+            "C ({}):\n{}\nFortran ({}):\n{}",
             a.name(),
+            text(&oc),
             b.name(),
-            text(&o),
-            m.jobs()
+            text(&of)
         ))
     }
 }
 
-const SMOKE: [(&str, Smoke); 8] = [
+/// Whether the matrix runs `feature` between `a` and `b`; the others are
+/// "–" in the table. The costly cells run where they say something the
+/// full suite and the other rows do not (CI's time is bounded): mpi4py and
+/// Fortran between each registry implementation that has them and the
+/// Debian one of the other family; a standard-ABI spawn with Debian's MPICH
+/// asking for Intel's runtime, and between the two runtimes (the parent's
+/// runtime for its children; the `abi` tasker's default runtime is
+/// `isthmus_run_couples_a_standard_abi_program_with_open_mpi`'s).
+fn runs(feature: &str, a: Mpi, b: Mpi) -> bool {
+    let debian = |m: Mpi| matches!(m, Mpi::OpenMpi | Mpi::Mpich);
+    let other_family = debian(a) && !debian(b) && !b.is_abi() && a.family() != b.family();
+    let wanted = std::env::var("ISTHMUS_MATRIX_FEATURES")
+        .map(|list| list.split_whitespace().any(|f| f == feature))
+        .unwrap_or(true);
+    wanted
+        && match feature {
+            "python" => other_family,
+            "fortran" => other_family && b.mpifort().is_some(),
+            "spawn" if a.is_abi() || b.is_abi() => matches!(
+                (a, b),
+                (Mpi::Mpich, Mpi::AbiImpi) | (Mpi::Abi, Mpi::AbiImpi)
+            ),
+            _ => true,
+        }
+}
+
+const SMOKE: [(&str, Smoke); 10] = [
     ("p2p", point_to_point),
     ("datatypes", datatypes),
     ("icsend", icsend),
@@ -208,6 +363,8 @@ const SMOKE: [(&str, Smoke); 8] = [
     ("merge", merged_gather),
     ("world", one_world),
     ("spawn", spawn),
+    ("python", python),
+    ("fortran", fortran),
 ];
 
 /// Every pairing of the matrix that Debian's pair's full suite does not
@@ -245,10 +402,8 @@ fn row(a: Mpi, b: Mpi) -> (String, Vec<String>) {
     let mut line = format!("{:<20}", format!("{} ⇄ {}", a.name(), b.name()));
     let mut failures = Vec::new();
     for (feature, smoke) in SMOKE {
-        // The standard ABI's programs have no tasker of their own
-        // libisthmus here (the abi launcher picks a runtime): no spawn.
-        if feature == "spawn" && (a.is_abi() || b.is_abi()) {
-            line.push_str(&format!(" {:<12}", "n/a"));
+        if !runs(feature, a, b) {
+            line.push_str(&format!(" {:<12}", "–"));
             continue;
         }
         let cell = match smoke(a, b) {
@@ -271,6 +426,15 @@ fn row(a: Mpi, b: Mpi) -> (String, Vec<String>) {
 /// the pairings' order.
 #[test]
 fn every_pairing_passes_the_smoke_set() {
+    // ISTHMUS_MATRIX_FEATURES="p2p spawn" runs those cells only: each must be one.
+    if let Ok(list) = std::env::var("ISTHMUS_MATRIX_FEATURES") {
+        for f in list.split_whitespace() {
+            assert!(
+                SMOKE.iter().any(|(name, _)| *name == f),
+                "ISTHMUS_MATRIX_FEATURES: unknown feature {f}"
+            );
+        }
+    }
     let impls = Mpi::matrix();
     let pairs = pairings(&impls);
     let workers = std::env::var("ISTHMUS_MATRIX_JOBS")

@@ -1,7 +1,8 @@
 //! The `isthmus` Python package with mpi4py, run under the preloaded
 //! library: Debian's mpi4py (built with Open MPI) and an mpi4py built with
 //! MPICH (by scripts/install-deps.sh, in `ISTHMUS_MPI4PY_MPICH`, default
-//! /opt/isthmus/mpi4py-mpich). A Python job forms an Isthmus
+//! /opt/isthmus/mpi4py-mpich); `common::python_script` says which (the
+//! registry's implementations' mpi4py runs in tests/matrix.rs). A Python job forms an Isthmus
 //! intercommunicator with a C job of MPICH (buffer API) and with another
 //! Python job, of the same or the other implementation (buffer and pickle
 //! APIs); and mpi4py's own Open_port/Publish_name/Accept meet an unmodified
@@ -11,57 +12,9 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use common::*;
-
-/// Debian's interpreter, where python3-mpi4py is installed.
-const PYTHON: &str = "/usr/bin/python3";
-
-/// `PYTHONPATH` for a Python job of `mpi`: the isthmus package, and for
-/// MPICH the mpi4py built with it (Debian's, for Open MPI, is on the
-/// interpreter's own path).
-fn python_path(mpi: Mpi) -> String {
-    let package = crate_dir().join("python").display().to_string();
-    match mpi {
-        Mpi::OpenMpi => package,
-        // The Python tests run on Debian's two.
-        Mpi::OpenMpi5 | Mpi::Mpich5 | Mpi::Impi | Mpi::Abi | Mpi::AbiImpi => {
-            panic!("no mpi4py for {} here", mpi.name())
-        }
-        Mpi::Mpich => {
-            let dir = std::env::var_os("ISTHMUS_MPI4PY_MPICH")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/opt/isthmus/mpi4py-mpich"));
-            assert!(
-                dir.join("mpi4py").is_dir(),
-                "no mpi4py built with MPICH in {} — scripts/install-deps.sh builds it",
-                dir.display()
-            );
-            format!("{}:{package}", dir.display())
-        }
-    }
-}
-
-/// A Python job of `mpi` running `script` (in tests/python) with `args`,
-/// under that implementation's library, preloaded.
-fn python_script(mpi: Mpi, np: usize, script: &str, args: &[&str]) -> Job {
-    let mut all = vec![crate_dir()
-        .join("tests/python")
-        .join(script)
-        .display()
-        .to_string()];
-    all.extend(args.iter().map(|a| a.to_string()));
-    Job {
-        mpi,
-        np,
-        program: PathBuf::from(PYTHON),
-        args: all,
-        env: vec![("PYTHONPATH".into(), python_path(mpi))],
-        linking: Linking::Unmodified,
-    }
-}
 
 fn python_job(mpi: Mpi, group: &str, peer: &str, mode: &str, np: usize) -> Job {
     python_script(mpi, np, "exchange.py", &[group, peer, mode])

@@ -4,7 +4,7 @@
 //! `prefixed` the implementations installed in a prefix of their own (the
 //! Python registry's Open MPI 5, MPICH 5 and Intel MPI, as scripts/mpi/),
 //! `abi` the MPI 5.0 standard ABI's programs on the runtime the tasker's
-//! `ISTHMUS_ABI_RUNTIME` chooses.
+//! `ISTHMUS_ABI_RUNTIME` (or the job's own) chooses.
 
 use std::path::Path;
 

@@ -34,6 +34,11 @@ pub trait Launcher: Send + Sync {
     fn command(&self) -> &str;
     /// The variable in which the launcher tells each process its rank.
     fn rank_variable(&self) -> &'static str;
+    /// Whether this launcher can start `job` here: a sentence saying why
+    /// not (the job is then refused, before any process starts).
+    fn check(&self, _job: &JobSpec<'_>) -> Result<(), String> {
+        Ok(())
+    }
     /// The processes to start. `shim` is the command prefix that runs a rank
     /// under the rank shim; it goes before the program.
     fn plan(&self, job: &JobSpec<'_>, shim: &[OsString]) -> Vec<Start>;

@@ -592,6 +592,15 @@ int main(int argc, char **argv)
     const char *scenario = argv[1], *group = argv[2], *peer = argv[3];
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0) {
+        /* The MPI library this job really runs on (tests/matrix.rs checks
+         * it: the standard ABI's binaries run on two). */
+        char version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(version, &len);
+        version[strcspn(version, "\n")] = '\0';
+        printf("LIBRARY %s\n", version);
+    }
     left = strcmp(group, peer) < 0;
     rc = Isthmus_Register(group, MPI_COMM_WORLD, &handle);
     CHECK(rc == MPI_SUCCESS, "register");

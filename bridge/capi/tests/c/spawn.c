@@ -6,6 +6,8 @@
  *        IMPL, if given, goes in the info key isthmus_impl. Then with the
  *        children: point-to-point both ways, Bcast with MPI_ROOT both ways,
  *        Allreduce, Intercomm_merge (and an Allreduce on it), disconnect.
+ *        The root prints "LIBRARY <its MPI library>" and "CHILD-LIBRARY
+ *        <the first child's>" (MPI_Get_library_version's first line).
  *        Each manager rank prints "PASS manager rank <r>".
  *   spawn worker     the child: MPI_Comm_get_parent, the same exchanges,
  *        MPI_APPNUM (its command's index), no ISTHMUS_SPAWN_* nor
@@ -44,6 +46,18 @@
 #include "check.h"
 
 static int rank, size;
+
+/* The first line of MPI_Get_library_version, cut to fit LIBRARY_LINE (the
+ * implementations' MPI_MAX_LIBRARY_VERSION_STRING differ). */
+#define LIBRARY_LINE 256
+static void library_line(char line[LIBRARY_LINE])
+{
+    static char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    version[strcspn(version, "\n")] = '\0';
+    snprintf(line, LIBRARY_LINE, "%s", version);
+}
 
 /* What both sides do on the intercommunicator; `parent` is 1 on the
  * managers' side. Returns the number of failed checks (children report it). */
@@ -141,7 +155,8 @@ static int manager(const char *worker, int np, const char *mode, const char *imp
     CHECK(rsize == np, "remote size %d, spawned %d", rsize, np);
     int bad = exchange(inter, 1);
     CHECK(bad == 0, "%d checks failed with the children", bad);
-    /* Each child's own verdict. */
+    /* Each child's own verdict, and the MPI library the first one runs on
+     * (tests/matrix.rs checks both sides'). */
     int lrank;
     MPI_Comm_rank(inter, &lrank);
     if (lrank == 0) {
@@ -150,6 +165,11 @@ static int manager(const char *worker, int np, const char *mode, const char *imp
             MPI_Recv(&theirs, 1, MPI_INT, q, 9, inter, MPI_STATUS_IGNORE);
             CHECK(theirs == 0, "child %d reports %d failed checks", q, theirs);
         }
+        char mine[LIBRARY_LINE], theirs[LIBRARY_LINE];
+        library_line(mine);
+        MPI_Recv(theirs, LIBRARY_LINE, MPI_CHAR, 0, 10, inter, MPI_STATUS_IGNORE);
+        theirs[LIBRARY_LINE - 1] = '\0';
+        printf("LIBRARY %s\nCHILD-LIBRARY %s\n", mine, theirs);
     }
     MPI_Comm_disconnect(&inter);
     CHECK(inter == MPI_COMM_NULL, "disconnect left a handle");
@@ -191,6 +211,12 @@ static int worker(int argc, char **argv)
     }
     int lrank;
     MPI_Comm_rank(parent, &lrank);
+    if (argc < 3 && lrank == 0) {
+        /* A child of `manager`: its MPI library, for the manager to print. */
+        char mine[LIBRARY_LINE];
+        library_line(mine);
+        MPI_Send(mine, (int)strlen(mine) + 1, MPI_CHAR, 0, 10, parent);
+    }
     MPI_Send(&bad, 1, MPI_INT, 0, 9, parent);
     MPI_Comm_disconnect(&parent);
     MPI_Comm_get_parent(&parent);

@@ -78,6 +78,12 @@ impl Mpi {
         }
     }
 
+    /// The tasker that starts its jobs (`tasker --impl`): both standard-ABI
+    /// runs have the `abi` one, whose runtime a job may choose.
+    pub fn tasker(self) -> &'static str {
+        self.flavour()
+    }
+
     /// A run of the MPI 5.0 standard ABI.
     pub fn is_abi(self) -> bool {
         matches!(self, Mpi::Abi | Mpi::AbiImpi)
@@ -155,6 +161,39 @@ impl Mpi {
                 ]
             }
             _ => vec![],
+        }
+    }
+
+    /// Whether `library` (the first line of `MPI_Get_library_version`, as
+    /// the test programs print it after `LIBRARY `) is this
+    /// implementation's: the standard ABI's runs must load the runtime
+    /// they name (MPICH 5's or Intel's `libmpi_abi.so.1`), not whichever a
+    /// run path points to.
+    pub fn is_library(self, library: &str) -> bool {
+        let mpich = |major: &str| {
+            library
+                .strip_prefix("MPICH Version:")
+                .is_some_and(|v| v.trim_start().starts_with(major))
+        };
+        match self {
+            Mpi::OpenMpi => library.starts_with("Open MPI v4."),
+            Mpi::OpenMpi5 => library.starts_with("Open MPI v5."),
+            Mpi::Mpich => mpich("4."),
+            Mpi::Mpich5 | Mpi::Abi => mpich("5."),
+            Mpi::Impi | Mpi::AbiImpi => library.starts_with("Intel(R) MPI Library"),
+        }
+    }
+
+    /// Its Fortran compiler wrapper, where it has one that gfortran can use:
+    /// Debian's two, and Intel MPI's `mpif90` for `mpif.h` only (its
+    /// `mpi.mod` and `mpi_f08.mod` are Intel ifx 2024's, which gfortran
+    /// cannot read). The registry's Open MPI 5 and MPICH 5 have no Fortran
+    /// wrapper nor library; the standard ABI's first version has no Fortran.
+    pub fn mpifort(self) -> Option<PathBuf> {
+        match (self, self.prefix()) {
+            (Mpi::OpenMpi | Mpi::Mpich, _) => Some(format!("mpifort.{}", self.name()).into()),
+            (Mpi::Impi, Some(p)) => Some(p.join("bin/mpif90")),
+            _ => None,
         }
     }
 
@@ -381,6 +420,56 @@ fn loads_mpi_from(program: &Path, prefix: &Path) {
         program.display(),
         prefix.display()
     );
+}
+
+/// The Python interpreter whose mpi4py runs on `mpi`: Debian's (its
+/// python3-mpi4py is Open MPI's; MPICH's is on [`python_path`]), or, for an
+/// implementation from the Python registry, its environment's, with
+/// mpi4py's binary wheel (scripts/install-mpis.sh).
+pub fn python(mpi: Mpi) -> PathBuf {
+    match (mpi, mpi.prefix()) {
+        (Mpi::Abi | Mpi::AbiImpi, _) => panic!("no mpi4py for {} here", mpi.name()),
+        (_, Some(prefix)) => prefix.join("bin/python3"),
+        (_, None) => PathBuf::from("/usr/bin/python3"),
+    }
+}
+
+/// `PYTHONPATH` for a Python job of `mpi`: the isthmus package, and for
+/// Debian's MPICH the mpi4py built with it (the others' is on their
+/// interpreter's own path).
+pub fn python_path(mpi: Mpi) -> String {
+    let package = crate_dir().join("python").display().to_string();
+    if mpi != Mpi::Mpich {
+        return package;
+    }
+    let dir = std::env::var_os("ISTHMUS_MPI4PY_MPICH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/isthmus/mpi4py-mpich"));
+    assert!(
+        dir.join("mpi4py").is_dir(),
+        "no mpi4py built with MPICH in {} — scripts/install-deps.sh builds it",
+        dir.display()
+    );
+    format!("{}:{package}", dir.display())
+}
+
+/// A Python job of `mpi` running `script` (in tests/python) with `args`,
+/// under that implementation's library, preloaded.
+pub fn python_script(mpi: Mpi, np: usize, script: &str, args: &[&str]) -> Job {
+    let mut all = vec![crate_dir()
+        .join("tests/python")
+        .join(script)
+        .display()
+        .to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    Job {
+        mpi,
+        np,
+        program: python(mpi),
+        args: all,
+        env: vec![("PYTHONPATH".into(), python_path(mpi))],
+        linking: Linking::Unmodified,
+    }
 }
 
 /// One job: a program run by its implementation's launcher.

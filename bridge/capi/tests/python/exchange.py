@@ -13,7 +13,8 @@ Open MPI as an MPI_INT, which Isthmus refuses as a type mismatch.)
 MODE merge: with a Python peer, Merge() (the left job first), the merged
 size and rank, Allreduce with MPI.SUM and with a Python-defined
 non-commutative operation, Split by job.
-Prints "PASS <mode> rank <r>", and "VENDOR <MPI implementation>" on rank 0.
+Prints "PASS <mode> rank <r>", and "VENDOR <MPI implementation>" and
+"LIBRARY <the first line of MPI.Get_library_version()>" on rank 0.
 """
 import sys
 from array import array
@@ -27,6 +28,7 @@ world = MPI.COMM_WORLD
 rank = world.Get_rank()
 if rank == 0:
     print(f"VENDOR {MPI.get_vendor()[0]}", flush=True)
+    print(f"LIBRARY {MPI.Get_library_version().splitlines()[0]}", flush=True)
 handle = isthmus.register(group, world)
 inter = isthmus.intercomm_create(handle, peer, timeout=120)
 assert inter.Is_inter(), "not an intercommunicator"
