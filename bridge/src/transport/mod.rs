@@ -27,8 +27,12 @@ pub(crate) use incoming::{FrameHandler, FrameReader, InConn};
 pub(crate) use link::{Link, PeerLost, Queued, TryInline};
 pub(crate) use outgoing::OutConn;
 pub(crate) use poller::Poller;
+pub use shm::cma::{
+    DEFAULT_THRESHOLD as DEFAULT_SINGLE_COPY_THRESHOLD, ENV as SINGLE_COPY_ENV,
+    THRESHOLD_ENV as SINGLE_COPY_THRESHOLD_ENV,
+};
 pub use shm::LocalTransport;
-pub(crate) use shm::{offer, send_offer, Offer};
+pub(crate) use shm::{cma::ReadError, offer, send_offer, Offer, PeerMemory};
 pub(crate) use socket::{unix_addr, Stream};
 
 /// The acceptor's reader of an admitted connection: the socket, or (if a
