@@ -446,9 +446,9 @@ fn a_single_copy_address_outside_the_sender_fails_that_receive_only() {
     let said = loop {
         let mut line = String::new();
         assert!(p.out.read_line(&mut line).unwrap() > 0, "peer ended");
-        match line.trim() {
-            l @ ("UNMAPPED" | "NO-SINGLE-COPY") => break l.to_owned(),
-            _ => {}
+        let l = line.trim();
+        if l == "UNMAPPED" || l == "NO-SINGLE-COPY" {
+            break l.to_owned();
         }
     };
     if said == "NO-SINGLE-COPY" {

@@ -425,6 +425,7 @@ impl Shared {
     /// wait for its DATA (or discard it if the match failed) and send CTS.
     pub(crate) fn rts_matched(self: &Arc<Self>, peer: Uuid, rts: FrameHeader, p: PostedRecv) {
         if let Some(reason) = self.failures.reason(peer) {
+            self.rendezvous.take_offer(peer, rts.seq);
             p.done.complete(Err(BridgeError::PeerFailed {
                 rank: rts.source,
                 reason,
@@ -443,12 +444,17 @@ impl Shared {
     }
 
     fn await_data(self: &Arc<Self>, peer: Uuid, rts: FrameHeader, recv: Option<PostedRecv>) {
-        let recv = match self.rendezvous.take_offer(peer, rts.seq) {
-            Some(offer) if rts.single_copy() => match self.read_offer(peer, &rts, offer, recv) {
+        let offer = if rts.single_copy() {
+            self.rendezvous.take_offer(peer, rts.seq)
+        } else {
+            None
+        };
+        let recv = match offer {
+            Some(offer) => match self.read_offer(peer, &rts, offer, recv) {
                 None => return,
                 Some(recv) => recv,
             },
-            _ => recv,
+            None => recv,
         };
         self.rendezvous.add_recv(
             peer,
