@@ -23,7 +23,7 @@
 //! receiver's own connection) echoes the RTS's seq; DATA echoes it too and
 //! carries the payload. CREDIT returns eager credit: `count` bytes.
 //! Single copy (between two processes of one host whose shared-memory
-//! connection allows it, see `transport::shm::cma`): an RTS with the
+//! connection allows it, see `transport::cma`): an RTS with the
 //! SINGLE_COPY flag is followed by 8 bytes, the address (u64 LE) in the
 //! sender's memory of the message's `payload len` contiguous bytes; the
 //! receiver, once matched, reads them itself (`process_vm_readv`) and

@@ -6,7 +6,7 @@
 //! holds the two waiting sides: sends waiting for their CTS, by sequence
 //! number, and matched receives waiting for their DATA, by (peer, sequence).
 //!
-//! Single copy (see `frame` and `transport::shm::cma`): the RTS carries
+//! Single copy (see `frame` and `transport::cma`): the RTS carries
 //! the payload's address in the sender's memory; until a receive matches
 //! it, that offer waits here, by (peer, sequence). The receiver then reads
 //! the payload itself and its single-copy CTS completes the send: no DATA.

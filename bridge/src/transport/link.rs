@@ -21,7 +21,7 @@ use crate::frame::FrameHeader;
 use crate::held::Held;
 use crate::payload::Payload;
 
-use super::shm::PeerMemory;
+use super::cma::PeerMemory;
 
 /// What a connection tells its owner (the engine) when the peer is lost.
 pub(crate) trait PeerLost: Send + Sync + 'static {
@@ -80,7 +80,7 @@ pub(crate) trait Link: Send + Sync {
     /// Hand a frame to the link's own writer (independent progress).
     fn enqueue(&self, q: Queued) -> Result<()>;
     /// Whether a message of `len` bytes may go by single copy: announced
-    /// with its address, read by the peer from our memory (see `shm::cma`).
+    /// with its address, read by the peer from our memory (see `cma`).
     fn single_copy(&self, len: usize) -> bool;
 }
 
@@ -135,7 +135,7 @@ pub(crate) trait Inbound: Read + Send {
     /// The peer's first frame was not SHM: drop what was offered.
     fn decline(&mut self) {}
     /// The peer's memory, if this path lets us read its large messages
-    /// from there (single copy, see `shm::cma`).
+    /// from there (single copy, see `cma`).
     fn peer_memory(&self) -> Option<Arc<PeerMemory>> {
         None
     }

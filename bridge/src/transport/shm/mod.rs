@@ -21,13 +21,12 @@
 //! connector's frames to the acceptor; the peer's own connection to us
 //! has its own ring, so each pair of processes has one ring per direction.
 //!
-//! Large messages may skip the ring (single copy, see `cma`): the SHM
+//! Large messages may skip the ring (single copy, see `transport::cma`): the SHM
 //! frame carries the address of the connector's probe word (`count`; 0
 //! when the connector does not use single copy), and the acceptor that
 //! can read it sets the ring's single-copy word and keeps the connector's
 //! [`PeerMemory`] with the reader ([`Inbound::peer_memory`]).
 
-pub(crate) mod cma;
 mod ring;
 mod segment;
 
@@ -41,11 +40,11 @@ use std::os::unix::fs::MetadataExt;
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use tracing::debug;
 
-pub(crate) use cma::PeerMemory;
 pub(crate) use ring::SingleCopyGate;
 use ring::{Ring, RingReader, RingWriter};
 use segment::Segment;
 
+use super::cma::{self, PeerMemory};
 use super::link::{Inbound, Outbound};
 use super::socket::{SocketIn, Stream};
 

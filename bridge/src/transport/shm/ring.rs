@@ -11,7 +11,7 @@
 //! `space_seq` (the writer waits on a futex for space: the reader bumps
 //! and wakes it), `doorbell_at` (when the writer rang: the reader, once
 //! awake, tells `wait` how long its wake-up took), `single_copy` (set by
-//! the reader once it may read the writer's memory, see `cma`: the
+//! the reader once it may read the writer's memory, see `transport::cma`: the
 //! writer's [`SingleCopyGate`] reads it).
 //!
 //! Either side that finds nothing to do polls the ring first, as long as
@@ -80,7 +80,7 @@ impl Ring {
         })
     }
 
-    /// The reader may read the writer's memory (see `cma`).
+    /// The reader may read the writer's memory (see `transport::cma`).
     pub(crate) fn allow_single_copy(&self) {
         self.word32(SINGLE_COPY).store(1, Ordering::Release);
     }

@@ -30,10 +30,9 @@
 
 use std::io;
 use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
 
 use tracing::debug;
-
-use super::super::socket::Stream;
 
 /// The environment variable that turns single copy off (`off`) or on (`on`, the default).
 pub const ENV: &str = "ISTHMUS_SHM_CMA";
@@ -84,14 +83,11 @@ pub(crate) struct PeerMemory {
 }
 
 impl PeerMemory {
-    /// The connector of `sock` advertised its probe word at `addr`: a
+    /// The connector of `sock` (a Unix socket) advertised its probe word at `addr`: a
     /// [`PeerMemory`] if it runs under our uid and reading that word gives
     /// the word back; None (logged at debug level) otherwise.
-    pub(crate) fn probe(sock: &Stream, addr: u64) -> Option<PeerMemory> {
-        let Stream::Unix(s) = sock else {
-            return None;
-        };
-        let cred = match rustix::net::sockopt::socket_peercred(s) {
+    pub(crate) fn probe(sock: impl AsFd, addr: u64) -> Option<PeerMemory> {
+        let cred = match rustix::net::sockopt::socket_peercred(sock) {
             Ok(c) => c,
             Err(e) => {
                 debug!(error = %e, "single copy off: no credentials of the peer");
