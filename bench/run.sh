@@ -3,7 +3,7 @@
 # default) in turn and prints its table; bench/README.md says what each
 # measures and where its program lives.
 #   usage: bench/run.sh [--list] [NAME...]
-#   NAMEs: groups rm bridge capi coll connect spawn hosts-data pingpong
+#   NAMEs: groups rm bridge capi coll world connect spawn hosts-data pingpong
 # `hosts-data` needs root (network namespaces) and is skipped without it
 # unless named. Arguments for one benchmark go to its own driver:
 # bench/<name>.sh or the program itself.
@@ -11,7 +11,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 cd "$ISTHMUS_ROOT"
 
-ALL=(groups rm bridge capi coll connect spawn hosts-data pingpong)
+ALL=(groups rm bridge capi coll world connect spawn hosts-data pingpong)
 describe() {
   case "$1" in
     groups) echo "group service vs PVM 3.4's group server (vmd/src/bin/groups-bench.rs)" ;;
@@ -19,6 +19,7 @@ describe() {
     bridge) echo "Open MPI<->MPICH through the bridge vs connect/accept and sockets (bench/bridge.sh)" ;;
     capi) echo "the C library's ping-pong vs the Rust API and native traffic (bench/capi.sh)" ;;
     coll) echo "collectives on an Isthmus intercommunicator and its merge vs Open MPI's own (bench/coll.sh)" ;;
+    world) echo "one MPI_COMM_WORLD of Open MPI + MPICH ranks vs one Open MPI job (bench/world.sh)" ;;
     connect) echo "time to connect through Isthmus vs ompi-server; mpi4py ping-pong (bench/connect.sh)" ;;
     spawn) echo "spawn-to-first-message through Isthmus vs Open MPI's own MPI_Comm_spawn (bench/spawn.sh)" ;;
     hosts-data) echo "the bridge between two network namespaces vs raw TCP, root only (bench/hosts-data.sh)" ;;
@@ -32,7 +33,7 @@ run() {
     groups | rm)
       build_with openmpi build --release -q -p isthmus-vmd --bins
       "$ISTHMUS_TARGET_OPENMPI/release/$1-bench" ;;
-    bridge | capi | coll | connect | spawn | hosts-data) bash "bench/$1.sh" ;;
+    bridge | capi | coll | world | connect | spawn | hosts-data) bash "bench/$1.sh" ;;
     pingpong) build_with openmpi run --release -q -p isthmus-bridge --example pingpong_bench ;;
   esac
 }

@@ -51,6 +51,29 @@ done
 # on Intel MPI's libmpi_abi.so too: the same binaries, one more column.
 case " $matrix " in *" abi "*) case " $matrix " in *" impi "*) matrix="$matrix abi-impi" ;; esac ;; esac
 export ISTHMUS_MATRIX="$matrix"
-phase "tests"
-build_with openmpi test --release --workspace --no-fail-fast -- --test-threads=2
+phase "tests: build"
+build_with openmpi test --release --workspace --no-run
+# libisthmus's tests (MPI jobs, two or four at a time; ~9 min) and the
+# rest of the workspace's (the vmd, taskers, groups, the bridge in Rust;
+# ~4 min) run side by side: cargo runs one test binary at a time, and the
+# rest would otherwise wait behind the matrix. Each stream's lines are
+# prefixed with its name; the step fails if either does.
+phase "tests: run (capi and rest side by side)"
+tests() { # NAME CARGO-ARGS…: one stream, its lines prefixed with NAME
+  local name=$1
+  shift
+  build_with openmpi test --release --no-fail-fast "$@" -- --test-threads=2 2>&1 |
+    sed -u "s/^/[$name] /"
+  return "${PIPESTATUS[0]}"
+}
+tests capi -p isthmus-capi &
+capi=$!
+rest=0
+tests rest --workspace --exclude isthmus-capi || rest=$?
+capi_status=0
+wait "$capi" || capi_status=$?
+if [ "$rest" -ne 0 ] || [ "$capi_status" -ne 0 ]; then
+  phase "tests failed (capi: exit $capi_status, rest: exit $rest)"
+  exit 1
+fi
 phase "done"

@@ -5,7 +5,7 @@
 //! ```text
 //! off size field
 //!  0   1   kind         1 EAGER, 2 SYNC_EAGER (ssend), 3 SYNC_ACK, 4 BYE,
-//!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT, 9 SHM
+//!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT, 9 SHM, 10 ABORT
 //!  1   1   wire format  0 raw LE, 1 raw BE, 2 external32
 //!  2   1   flags        bit 0 SINGLE_COPY (RTS and CTS only, see below)
 //!  3   1   reserved (0)
@@ -31,6 +31,8 @@
 //! them (or discarded the message) and 1 if the read failed: no DATA
 //! follows either way, and the send completes. A plain CTS to such an RTS
 //! (the receiver may not read the sender's memory) asks for DATA as usual.
+//! ABORT ("the sender's program called `MPI_Abort`": end this process
+//! too) carries the program's error code as its tag.
 //! The connection handshake that precedes the frames is in `handshake`.
 //! Right after the handshake the acceptor sends one CREDIT frame on the
 //! accepted socket: the connector's initial window if it admitted the
@@ -76,6 +78,9 @@ pub(crate) enum FrameKind {
     Credit = 8,
     /// First frame only: the frames that follow go through the shared-memory ring.
     Shm = 9,
+    /// The sender's program aborted (`MPI_Abort`) with the error code in
+    /// `tag`: the receiver ends too (see `Engine::on_abort`).
+    Abort = 10,
 }
 
 impl FrameKind {
@@ -146,6 +151,7 @@ impl FrameHeader {
             7 => FrameKind::Data,
             8 => FrameKind::Credit,
             9 => FrameKind::Shm,
+            10 => FrameKind::Abort,
             k => return Err(BridgeError::Protocol(format!("unknown frame kind {k}"))),
         };
         let format = WireFormat::from_u8(b[1])
@@ -272,5 +278,17 @@ mod tests {
         let mut unknown = rts.encode();
         unknown[2] = 2;
         assert!(FrameHeader::decode(&unknown).is_err());
+    }
+
+    #[test]
+    fn an_abort_carries_its_error_code() {
+        let mut h = FrameHeader::control(FrameKind::Abort, 0, 0);
+        h.tag = -7;
+        let back = FrameHeader::decode(&h.encode()).unwrap();
+        assert_eq!((back.kind, back.tag), (FrameKind::Abort, -7));
+        // No payload: an ABORT that claims one is refused.
+        let mut bad = h;
+        bad.payload_len = 8;
+        assert!(FrameHeader::decode(&bad.encode()).is_err());
     }
 }

@@ -117,6 +117,11 @@
 //!   peer, since nothing more can arrive from it, but not ANY_SOURCE ones
 //!   while other remote ranks remain: a job whose ranks finish at different
 //!   times is not a failure.
+//! * Abort: [`Engine::abort_peers`] sends an ABORT frame (the program's
+//!   error code) on the control lane to each named peer and waits until
+//!   it is written; the receiver calls the handler set by
+//!   [`Engine::on_abort`] (libisthmus: its MPI's own `PMPI_Abort`), on
+//!   the thread that read the frame.
 //! * Contexts: messages for a context id not (yet) registered are kept until
 //!   its [`InterComm`] is created (at most 256 such contexts, each for at most
 //!   [`EngineConfig::early_context_age`]); after an InterComm is dropped, late
@@ -238,10 +243,11 @@ pub use address::{Locality, Route, Transport};
 pub use coll::{shares as coll_shares, BcastRole, Message as CollMessage, Share as CollShare};
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
-    Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE, DEFAULT_ADMISSION_TIMEOUT,
-    DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW, DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_FINALIZE_TIMEOUT,
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_LOCAL_TRANSPORT,
-    DEFAULT_SEND_BUFFER_LIMIT, DEFAULT_UNEXPECTED_LIMIT,
+    AbortHandler, Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE,
+    DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW,
+    DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_FINALIZE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_LOCAL_TRANSPORT, DEFAULT_SEND_BUFFER_LIMIT,
+    DEFAULT_UNEXPECTED_LIMIT,
 };
 pub use error::{BridgeError, Result};
 pub use format::WireFormat;

@@ -456,6 +456,58 @@ fn byte_order() {
     println!("byte order / RawBe / external32 fast path: ok");
 }
 
+/// A type of absolute addresses sent from and received at `MPI_BOTTOM` (a
+/// null buffer), in both wire formats: the elements land at their
+/// addresses (MPICH's MPI_Pack/MPI_Unpack refuse a null buffer; the layer
+/// goes around it).
+fn at_bottom() {
+    let src: [i32; 4] = [7, -8, 9, i32::MIN];
+    let mut dst = [0i32; 4];
+    let hindexed = |a: &[i32; 4]| {
+        let disps: Vec<ffi::MPI_Aint> = [3usize, 1]
+            .iter()
+            .map(|&i| std::ptr::addr_of!(a[i]) as ffi::MPI_Aint)
+            .collect();
+        let mut ty = i32::equivalent_datatype().as_raw();
+        // SAFETY: two displacements; an out-handle, committed, freed below.
+        unsafe {
+            ffi::MPI_Type_create_hindexed_block(
+                2,
+                1,
+                disps.as_ptr(),
+                i32::equivalent_datatype().as_raw(),
+                &mut ty,
+            );
+            ffi::MPI_Type_commit(&mut ty);
+        }
+        ty
+    };
+    let (mut sty, mut rty) = (hindexed(&src), hindexed(&dst));
+    let info = datatype_info(sty).unwrap();
+    // SAFETY: `sty` holds the absolute addresses of `src`'s elements.
+    let enc = unsafe { encode_raw_with(&info, sty, 1, std::ptr::null()) }.unwrap();
+    // SAFETY: as above.
+    let external = unsafe { pack_external32(sty, 1, std::ptr::null()) }.unwrap();
+    for (format, bytes) in [
+        (enc.format, enc.bytes.to_vec()),
+        (WireFormat::External32, external),
+    ] {
+        dst = [0; 4];
+        let rinfo = datatype_info(rty).unwrap();
+        // SAFETY: `rty` holds the absolute addresses of `dst`'s elements.
+        let n = unsafe { decode_raw_with(&rinfo, rty, format, &bytes, 1, std::ptr::null_mut()) }
+            .unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(dst, [0, -8, 0, i32::MIN], "{format:?}");
+    }
+    // SAFETY: our types.
+    unsafe {
+        ffi::MPI_Type_free(&mut sty);
+        ffi::MPI_Type_free(&mut rty);
+    }
+    println!("MPI_BOTTOM with absolute addresses: ok");
+}
+
 fn is_mpich() -> bool {
     mpi::environment::library_version()
         .unwrap_or_default()
@@ -475,5 +527,6 @@ fn datatype_layer() {
     strided_vector();
     mismatches();
     byte_order();
+    at_bottom();
     drop(universe);
 }

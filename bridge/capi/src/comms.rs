@@ -76,6 +76,17 @@ pub unsafe extern "C" fn MPI_Comm_compare(
             _ if comm1 == comm2 => ffi::MPI_IDENT,
             // The same two groups in the same order, another context.
             (Some(a), Some(b)) if crate::merged::same_group(&a, &b) => ffi::MPI_CONGRUENT,
+            // Otherwise by their members, as MPI defines it (a split or a
+            // create of the same processes in another order is similar).
+            (Some(a), Some(b)) => {
+                match (crate::group::of_merged(&a), crate::group::of_merged(&b)) {
+                    (Ok(x), Ok(y)) => members_compared(&x, &y),
+                    (Err(e), _) | (_, Err(e)) => {
+                        return errors::fail(comm1, "MPI_Comm_compare", &e)
+                    }
+                }
+            }
+            // A merged communicator spans two jobs, a native one one job.
             _ => ffi::MPI_UNEQUAL,
         };
         // SAFETY: the program's out-pointer.
@@ -102,6 +113,21 @@ pub unsafe extern "C" fn MPI_Comm_compare(
     // SAFETY: the program's out-pointer.
     unsafe { *result = r as c_int };
     0
+}
+
+/// `MPI_Comm_compare` of two communicators' members (different contexts):
+/// congruent in the same order, similar as the same set, else unequal.
+fn members_compared(a: &[crate::group::Proc], b: &[crate::group::Proc]) -> u32 {
+    if a == b {
+        return ffi::MPI_CONGRUENT;
+    }
+    let set =
+        |v: &[crate::group::Proc]| v.iter().copied().collect::<std::collections::HashSet<_>>();
+    if a.len() == b.len() && set(a) == set(b) {
+        ffi::MPI_SIMILAR
+    } else {
+        ffi::MPI_UNEQUAL
+    }
 }
 
 /// Duplicates a bridge communicator: the local handle natively

@@ -166,10 +166,9 @@ fn me() -> Result<Proc, c_int> {
 /// A group of `procs`: `MPI_GROUP_EMPTY`, a native group when they are all
 /// this job's, an Isthmus group otherwise.
 fn make(procs: Vec<Proc>) -> Result<MPI_Group, c_int> {
-    if procs.is_empty() {
-        // SAFETY: reading a constant.
-        return Ok(unsafe { ffi::RSMPI_GROUP_EMPTY });
-    }
+    // An empty group comes from the implementation's own constructor (an
+    // include of no ranks): Open MPI counts references even on
+    // MPI_GROUP_EMPTY, and the program frees what a constructor gave it.
     let local: Option<Vec<c_int>> = procs
         .iter()
         .map(|p| match p {

@@ -47,6 +47,7 @@
 //! It sits in `bridge/` because it is the bridge's face for C and Fortran: a
 //! thin ABI over `isthmus-bridge`, with no data path of its own.
 
+pub mod abort;
 pub mod api;
 pub mod appnum;
 pub mod coll;
@@ -73,6 +74,7 @@ pub mod merged;
 pub mod mpi_glue;
 pub mod nbc;
 pub mod parent;
+mod peer_abort;
 pub mod ports;
 pub mod pt2pt;
 pub mod refused;

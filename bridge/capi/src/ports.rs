@@ -316,6 +316,45 @@ pub(crate) fn form_watched(
     let gone = bridge.leave(handle);
     let inter = formed.map_err(Failure::Bridge)?;
     gone.map_err(Failure::Bridge)?;
+    adopt_formed(comm, inter, mine, theirs)
+}
+
+/// [`form`], keeping `mine` registered (the caller leaves it): while it is,
+/// the other side's processes are told of this one's death by the vmd
+/// (`MEMBER_DIED`), and this one of theirs (a world, `crate::world`).
+pub(crate) fn form_keeping(
+    comm: MPI_Comm,
+    mine: &str,
+    theirs: &str,
+    timeout: Duration,
+) -> Result<(MPI_Comm, isthmus_bridge::Handle), Failure> {
+    let bridge = state::bridge().map_err(Failure::Bridge)?;
+    let mut own = comm_null();
+    // SAFETY: `comm` is the program's live communicator.
+    let rc = unsafe { ffi::PMPI_Comm_dup(comm, &mut own) };
+    if rc != 0 {
+        return Err(Failure::Mpi(rc));
+    }
+    // SAFETY: `own` is our own live intracommunicator; rsmpi frees it
+    // when `c` drops (the bridge keeps its own duplicate).
+    let c = unsafe { SimpleCommunicator::from_raw(own) };
+    let handle = bridge.register(mine, &c).map_err(Failure::Bridge)?;
+    match bridge.intercomm_create_timeout(&handle, theirs, timeout) {
+        Ok(inter) => Ok((adopt_formed(comm, inter, mine, theirs)?, handle)),
+        Err(e) => {
+            let _ = bridge.leave(handle);
+            Err(Failure::Bridge(e))
+        }
+    }
+}
+
+/// Registers a formed intercommunicator under a new duplicate of `comm`.
+fn adopt_formed(
+    comm: MPI_Comm,
+    inter: isthmus_bridge::InterComm,
+    mine: &str,
+    theirs: &str,
+) -> Result<MPI_Comm, Failure> {
     let mut newcomm = comm_null();
     // SAFETY: as above.
     let rc = unsafe { ffi::PMPI_Comm_dup(comm, &mut newcomm) };

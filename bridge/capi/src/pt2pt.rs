@@ -338,6 +338,7 @@ fn irecv_on(
         .map_err(|_| BridgeError::InvalidArgument(format!("count {count} is negative")))
         .map_err(fail)?;
     let max = datatype::capacity_bytes(n, dt).map_err(fail)?;
+    let held = datatype::HeldType::hold(dt).map_err(fail)?;
     let req = bc
         .inter
         .irecv_bytes(source(src).map_err(fail)?, tag_of(tag), None, max)
@@ -347,7 +348,7 @@ fn irecv_on(
             req,
             buf,
             count: n,
-            dt,
+            dt: held,
         },
         comm,
         "MPI_Irecv",
@@ -752,11 +753,15 @@ pub unsafe extern "C" fn MPI_Imrecv(
     };
     // SAFETY: the program's out-pointer.
     unsafe { *message = message_null() };
+    let held = match datatype::HeldType::hold(datatype) {
+        Ok(h) => h,
+        Err(e) => return errors::fail(t.comm, "MPI_Imrecv", &e),
+    };
     let op = Op::Recv {
         req: t.req,
         buf,
         count: usize::try_from(count).unwrap_or(0),
-        dt: datatype,
+        dt: held,
     };
     out_request(requests::start(op, t.comm, "MPI_Imrecv"), request)
 }

@@ -33,7 +33,7 @@ use crate::datatype::decode_received;
 use crate::errors;
 use crate::mpi_glue::{
     comm_null, fill_status, request_key, request_null, status_ignore, statuses_ignore, MPI_Comm,
-    MPI_Datatype, MPI_Request, MPI_Status, Outcome,
+    MPI_Request, MPI_Status, Outcome,
 };
 use crate::state::{self, BridgeComm};
 
@@ -58,7 +58,8 @@ pub enum Op {
         req: RecvRequest,
         buf: *mut c_void,
         count: usize,
-        dt: MPI_Datatype,
+        /// Held until the receive decodes (the program may free it).
+        dt: crate::datatype::HeldType,
     },
     /// A native request of a merged communicator (`merged::pt2pt`), whose
     /// status must name a merged rank: completed with `PMPI_Wait`/`PMPI_Test`
@@ -321,7 +322,7 @@ fn finish(key: usize, e: Entry, block: bool) -> bool {
             r.wait().and_then(|(bytes, st)| {
                 // SAFETY: `buf` addresses `count` elements of `dt`, as the
                 // program promised MPI_Irecv until the request completes.
-                unsafe { decode_received(&bytes, &st, buf, count, dt) }
+                unsafe { decode_received(&bytes, &st, buf, count, dt.get()) }
             })
         }
         Op::Native(mut native) => {
@@ -922,7 +923,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
                         if let Ok((bytes, st)) = r {
                             // SAFETY: the buffer stays the program's until
                             // the receive completes, which is now.
-                            let _ = unsafe { decode_received(&bytes, &st, buf, count, dt) };
+                            let _ = unsafe { decode_received(&bytes, &st, buf, count, dt.get()) };
                         }
                         None
                     }
@@ -995,7 +996,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
                     // Too late: it matched. Complete it as a receive.
                     let o = r.and_then(|(bytes, st)| {
                         // SAFETY: the buffer is the program's until completion.
-                        unsafe { decode_received(&bytes, &st, buf, count, dt) }
+                        unsafe { decode_received(&bytes, &st, buf, count, dt.get()) }
                     });
                     let o = o.unwrap_or_else(|err| {
                         let code = errors::code_of(call, &err);

@@ -35,6 +35,8 @@ pub fn bridge() -> Result<&'static Bridge, BridgeError> {
     }
     init_logging();
     let b = Bridge::connect()?;
+    // A peer's MPI_Abort ends this process too.
+    b.engine().on_abort(crate::peer_abort::handler());
     Ok(BRIDGE.get_or_init(|| b))
 }
 

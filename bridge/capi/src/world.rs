@@ -21,6 +21,13 @@
 //! (`crate::world_attrs`). `MPI_Finalize` is a barrier over the world
 //! before the native finalize ([`leave`]).
 //!
+//! Failures: the part stays registered until `MPI_Finalize`, so the vmd
+//! tells the other part's processes when one of this part's dies (its
+//! session ends: the kernel closes its socket), and the bridge fails every
+//! operation involving it (`MPI_ERRORS_RETURN`: an error naming the world
+//! rank, see `merged::comm::raise`; by default: printed, abort). A part's
+//! `MPI_Abort` tells every process of the other part (`crate::abort`).
+//!
 //! Two parts for now; a different count is refused at `MPI_Init`.
 
 use std::ffi::c_int;
@@ -33,7 +40,7 @@ use mpi::ffi;
 use crate::errors::{self, Class};
 use crate::merged::{adopt, contexts, native_side, Fail};
 use crate::mpi_glue::MPI_Comm;
-use crate::ports::{form, Failure};
+use crate::ports::{form_keeping, Failure};
 use crate::state::{self, Order};
 
 /// `NAME:INDEX/PARTS`: this job's part of a world.
@@ -73,7 +80,9 @@ impl Part {
         }
         if parts != 2 {
             return Err(format!(
-                "{WORLD}={spec:?}: a world of {parts} parts; this version joins exactly 2"
+                "{WORLD}={spec:?}: a world of {parts} parts; this version joins exactly 2 \
+                 (the world is a merged communicator, which spans two jobs: one Isthmus \
+                 intercommunicator's two sides)"
             ));
         }
         Ok(Part {
@@ -95,9 +104,15 @@ impl Part {
 }
 
 /// The intercommunicator the world was merged from: kept for the life of
-/// the process (the world's contexts are derived from it).
+/// the process (the world's contexts are derived from it); the part's
+/// registration, kept until `MPI_Finalize` so that the vmd reports a
+/// process of this part that dies to the other part (`MEMBER_DIED`: its
+/// operations involving that process fail instead of waiting); and the
+/// other part's processes (`MPI_Abort` tells them, `crate::abort`).
 struct Joined {
     _inter: MPI_Comm,
+    handle: Option<isthmus_bridge::Handle>,
+    others: Vec<uuid::Uuid>,
 }
 // SAFETY: an MPI handle is only a name (see `parent::Parent`).
 unsafe impl Send for Joined {}
@@ -132,7 +147,7 @@ pub fn join() -> c_int {
         }
     };
     let wait = timeout();
-    let inter = match form(
+    let (inter, handle) = match form_keeping(
         world(),
         &part.group(part.index),
         &part.group(part.other()),
@@ -161,7 +176,18 @@ pub fn join() -> c_int {
             return errors::raise(world(), code);
         }
     };
-    *JOINED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Joined { _inter: inter });
+    let others = state::bridge_comm(inter)
+        .map(|bc| {
+            (0..bc.inter.remote_size())
+                .filter_map(|r| bc.inter.remote_process(r))
+                .collect()
+        })
+        .unwrap_or_default();
+    *JOINED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Joined {
+        _inter: inter,
+        handle: Some(handle),
+        others,
+    });
     match merge_world(&part, inter) {
         Ok(()) => 0,
         Err(Fail::Mpi(code)) => errors::raise(world(), code),
@@ -258,14 +284,33 @@ fn smallest_tag_ub() -> Result<c_int, Fail> {
 /// so that no part finalizes while another still talks to it. 0 when this
 /// job is no part of a world.
 pub fn leave() -> c_int {
-    if JOINED.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
-        return 0;
-    }
-    match state::merged_comm(world()) {
+    let handle = match JOINED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        None => return 0,
+        Some(j) => j.handle.take(),
+    };
+    let rc = match state::merged_comm(world()) {
         // SAFETY: the world, registered at MPI_Init.
         Some(mc) => unsafe { crate::merged::barrier(&mc, world()) },
         None => 0,
+    };
+    // Leaving in order, so that this part's end is no death to the other
+    // (collective over this part, whose ranks all got here).
+    if let (Some(h), Some(b)) = (handle, state::opened()) {
+        if let Err(e) = b.leave(h) {
+            tracing::debug!(error = %e, "leaving the world's group");
+        }
     }
+    rc
+}
+
+/// The other part's processes, if this job is a part of a world.
+pub fn other_processes() -> Vec<uuid::Uuid> {
+    JOINED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|j| j.others.clone())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -240,36 +240,70 @@ fn pairings(impls: &[Mpi]) -> Vec<(Mpi, Mpi)> {
     out
 }
 
+/// One row of the matrix: the pairing's cells, and the failures' reasons.
+fn row(a: Mpi, b: Mpi) -> (String, Vec<String>) {
+    let mut line = format!("{:<20}", format!("{} ⇄ {}", a.name(), b.name()));
+    let mut failures = Vec::new();
+    for (feature, smoke) in SMOKE {
+        // The standard ABI's programs have no tasker of their own
+        // libisthmus here (the abi launcher picks a runtime): no spawn.
+        if feature == "spawn" && (a.is_abi() || b.is_abi()) {
+            line.push_str(&format!(" {:<12}", "n/a"));
+            continue;
+        }
+        let cell = match smoke(a, b) {
+            Ok(()) => "✔".to_string(),
+            Err(why) => {
+                let first = why.lines().next().unwrap_or("").to_string();
+                failures.push(format!("{} ⇄ {} {feature}: {why}", a.name(), b.name()));
+                format!("✘ {first}")
+            }
+        };
+        line.push_str(&format!(" {cell:<12}"));
+    }
+    line.push('\n');
+    (line, failures)
+}
+
+/// Rows run two at a time (`ISTHMUS_MATRIX_JOBS` to change): each cell
+/// has its own vmd, directory and group names, and a cell mostly waits on
+/// launchers, so two rows share the machine's cores well; the table keeps
+/// the pairings' order.
 #[test]
 fn every_pairing_passes_the_smoke_set() {
     let impls = Mpi::matrix();
     let pairs = pairings(&impls);
+    let workers = std::env::var("ISTHMUS_MATRIX_JOBS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(2)
+        .clamp(1, pairs.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let rows = std::sync::Mutex::new(vec![None; pairs.len()]);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(a, b)) = pairs.get(i) else { break };
+                let done = row(a, b);
+                rows.lock().expect("the rows' lock")[i] = Some(done);
+            });
+        }
+    });
     let mut table = format!("{:<20}", "pairing");
     for (feature, _) in SMOKE {
         table.push_str(&format!(" {feature:<12}"));
     }
     table.push('\n');
     let mut failures = Vec::new();
-    for &(a, b) in &pairs {
-        table.push_str(&format!("{:<20}", format!("{} ⇄ {}", a.name(), b.name())));
-        for (feature, smoke) in SMOKE {
-            // The standard ABI's programs have no tasker of their own
-            // libisthmus here (the abi launcher picks a runtime): no spawn.
-            if feature == "spawn" && (a.is_abi() || b.is_abi()) {
-                table.push_str(&format!(" {:<12}", "n/a"));
-                continue;
-            }
-            let cell = match smoke(a, b) {
-                Ok(()) => "✔".to_string(),
-                Err(why) => {
-                    let first = why.lines().next().unwrap_or("").to_string();
-                    failures.push(format!("{} ⇄ {} {feature}: {why}", a.name(), b.name()));
-                    format!("✘ {first}")
-                }
-            };
-            table.push_str(&format!(" {cell:<12}"));
-        }
-        table.push('\n');
+    for (line, why) in rows
+        .into_inner()
+        .expect("the rows' lock")
+        .into_iter()
+        .flatten()
+    {
+        table.push_str(&line);
+        failures.extend(why);
     }
     println!(
         "MPI matrix ({} implementations: {}):\n{table}",

@@ -7,7 +7,12 @@
 //! between the parts over the world, and the refusal of `MPI_Comm_connect`
 //! on the world. A part alone fails at
 //! `MPI_Init` after its deadline, naming the part that did not arrive.
-//! `isthmus run`'s MPMD form starts such a world.
+//! `isthmus run`'s MPMD form starts such a world. Failures
+//! (tests/c/world_fail.c): an `MPI_Abort` in one part ends the other; a
+//! rank killed by a signal is reported to the other part (an error naming
+//! it, or an abort under `MPI_ERRORS_ARE_FATAL`), never a hang. Fortran
+//! (tests/fortran/world.F90) and mpi4py (tests/python/world.py) see the
+//! same world, both orders.
 //! MPICH's own tests (tests/mpich/world/, unmodified, built with MPICH's
 //! own harness, tests/mpich/harness/) run on such a world, both orders.
 
@@ -43,30 +48,49 @@ fn parts(
     (part(first, 0), part(first.other(), 1))
 }
 
-fn world_c(first: Mpi) {
-    let dir = TempDir::new("world");
+/// The C program `tests/c/<source>.c` run as world `name` of 2 + 2 ranks,
+/// `first` as part 0, within `deadline`: both parts' outputs and both
+/// printed for an assertion's message.
+fn run_c_world(
+    source: &str,
+    name: &str,
+    first: Mpi,
+    args: &[String],
+    deadline: Duration,
+) -> (std::process::Output, std::process::Output, String) {
+    let dir = TempDir::new(source);
     let vmd = Vmd::start("localhost", &[]);
     let program = |mpi: Mpi| {
-        let p = dir.0.join(format!("world-{}", mpi.name()));
+        let p = dir.0.join(format!("{source}-{}", mpi.name()));
         if !p.exists() {
             build_c(
                 mpi,
-                &[crate_dir().join("tests/c/world.c")],
+                &[crate_dir().join(format!("tests/c/{source}.c"))],
                 &p,
                 Linking::Linked,
             );
         }
         p
     };
-    let name = format!("world-c-{}", first.name());
-    let (a, b) = parts(&name, first, (2, 2), &program, &["2".into(), "2".into()]);
-    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(120));
+    let (a, b) = parts(name, first, (2, 2), &program, args);
+    let (oa, ob) = run_pair(&vmd, &a, &b, deadline);
     let both = format!(
         "part 0 ({}):\n{}\npart 1 ({}):\n{}",
         first.name(),
         text(&oa),
         first.other().name(),
         text(&ob)
+    );
+    (oa, ob, both)
+}
+
+fn world_c(first: Mpi) {
+    let (oa, ob, both) = run_c_world(
+        "world",
+        &format!("world-c-{}", first.name()),
+        first,
+        &["2".into(), "2".into()],
+        Duration::from_secs(120),
     );
     for (o, ranks, appnum) in [(&oa, [0, 1], 0), (&ob, [2, 3], 1)] {
         let out = String::from_utf8_lossy(&o.stdout);
@@ -152,6 +176,175 @@ fn isthmus_run_mpmd_runs_one_world() {
     assert!(!o.status.success(), "a failing part, yet:\n{}", text(&o));
 }
 
+/// world_fail.c in `mode` as a world of 2 + 2 ranks, `first` as part 0;
+/// never a hang: every part ends well within the deadline.
+fn world_fail(mode: &str, first: Mpi) -> (std::process::Output, std::process::Output, String) {
+    run_c_world(
+        "world_fail",
+        &format!("world-fail-{mode}-{}", first.name()),
+        first,
+        &[mode.into()],
+        Duration::from_secs(60),
+    )
+}
+
+/// `MPI_Abort(MPI_COMM_WORLD, 7)` on the world's last rank ends both
+/// parts, part 0's ranks waiting in a receive within their own part that
+/// only an abort can end: the other part aborts through its own MPI, with
+/// the same error code.
+#[test]
+fn an_abort_ends_every_part() {
+    let (oa, ob, both) = world_fail("abort", Mpi::Mpich);
+    let err = String::from_utf8_lossy(&oa.stderr);
+    assert!(
+        oa.status.code() == Some(7)
+            && !ob.status.success()
+            && err.contains("called MPI_Abort with error code 7"),
+        "{both}"
+    );
+}
+
+/// A rank killed by a signal: the other part's calls involving it return
+/// an error naming it under `MPI_ERRORS_RETURN` (a receive from it, a send
+/// to it, an Allreduce on the world), and `MPI_Finalize` returns.
+#[test]
+fn a_killed_rank_is_reported_to_the_other_part() {
+    let (oa, ob, both) = world_fail("kill", Mpi::OpenMpi);
+    let out = String::from_utf8_lossy(&oa.stdout);
+    assert!(
+        oa.status.success()
+            && !ob.status.success()
+            && (0..2).all(|r| out.contains(&format!("PASS kill rank {r}\n")))
+            && out.contains("MPI_Recv: Isthmus: MPI_Recv: rank 3 of this communicator"),
+        "{both}"
+    );
+}
+
+/// Under the default `MPI_ERRORS_ARE_FATAL` the same receive aborts the
+/// other part, with the failed rank named.
+#[test]
+fn a_killed_rank_aborts_the_other_part_under_errors_are_fatal() {
+    let (oa, ob, both) = world_fail("fatal", Mpi::Mpich);
+    let err = String::from_utf8_lossy(&oa.stderr);
+    assert!(
+        !oa.status.success()
+            && !ob.status.success()
+            && err.contains("MPI_Recv: rank 3 of this communicator")
+            && err.contains("has failed"),
+        "{both}"
+    );
+}
+
+/// Runs the two parts `a` (part 0) and `b` of a world and checks that
+/// every rank printed `"{pass} R of 4"`.
+fn run_world_of(a: Job, b: Job, pass: &str) {
+    let vmd = Vmd::start("localhost", &[]);
+    let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(120));
+    let both = format!("part 0:\n{}\npart 1:\n{}", text(&oa), text(&ob));
+    for (o, ranks) in [(&oa, [0, 1]), (&ob, [2, 3])] {
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success()
+                && ranks
+                    .iter()
+                    .all(|r| out.contains(&format!("{pass} {r} of 4"))),
+            "a part failed\n{both}"
+        );
+    }
+}
+
+/// A Fortran program (`use mpi`), built with each implementation's
+/// `mpifort` and linked with libisthmus, sees one world: size, rank, a
+/// send across the parts, an Allreduce; `first` as part 0 (Open MPI's
+/// Fortran calls `PMPI_*`: libisthmus's Fortran entry points carry them).
+fn fortran_world(first: Mpi) {
+    let dir = TempDir::new("world-fortran");
+    let program = |mpi: Mpi| {
+        let out = dir.0.join(format!("world-f-{}", mpi.name()));
+        let lib = lib_dir(mpi);
+        let o = std::process::Command::new(format!("mpifort.{}", mpi.name()))
+            .args(["-O2", "-o"])
+            .arg(&out)
+            .arg(crate_dir().join("tests/fortran/world.F90"))
+            .arg(format!("-L{}", lib.display()))
+            .arg("-listhmus")
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .arg("-Wl,--disable-new-dtags")
+            .output()
+            .expect("run mpifort");
+        assert!(
+            o.status.success(),
+            "mpifort.{}: {}",
+            mpi.name(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    let name = format!("world-fortran-{}", first.name());
+    let (a, b) = parts(&name, first, (2, 2), &program, &["2".into()]);
+    run_world_of(a, b, "PASS fortran world rank");
+}
+
+#[test]
+fn fortran_sees_one_world_open_mpi_first() {
+    fortran_world(Mpi::OpenMpi);
+}
+
+#[test]
+fn fortran_sees_one_world_mpich_first() {
+    fortran_world(Mpi::Mpich);
+}
+
+/// An mpi4py script (`MPI.COMM_WORLD`) under the preloaded libisthmus sees
+/// one world: size, rank, `MPI_APPNUM`, a send across, an Allreduce;
+/// `first` as part 0 (MPICH's mpi4py is the one scripts/install-deps.sh
+/// builds).
+fn mpi4py_world(first: Mpi) {
+    let mpi4py_mpich = std::env::var("ISTHMUS_MPI4PY_MPICH")
+        .unwrap_or_else(|_| "/opt/isthmus/mpi4py-mpich".into());
+    let part = |mpi: Mpi, index: u32| {
+        let mut env = vec![
+            (
+                "ISTHMUS_WORLD".into(),
+                format!("world-python-{}:{index}/2", first.name()),
+            ),
+            ("ISTHMUS_WORLD_TIMEOUT".into(), "60".into()),
+        ];
+        if mpi == Mpi::Mpich {
+            env.push(("PYTHONPATH".into(), mpi4py_mpich.clone()));
+        }
+        Job {
+            mpi,
+            np: 2,
+            program: PathBuf::from("/usr/bin/python3"),
+            args: vec![
+                crate_dir()
+                    .join("tests/python/world.py")
+                    .display()
+                    .to_string(),
+                "2".into(),
+            ],
+            env,
+            linking: Linking::Unmodified,
+        }
+    };
+    run_world_of(
+        part(first, 0),
+        part(first.other(), 1),
+        "PASS python world rank",
+    );
+}
+
+#[test]
+fn mpi4py_sees_one_world_mpich_first() {
+    mpi4py_world(Mpi::Mpich);
+}
+
+#[test]
+fn mpi4py_sees_one_world_open_mpi_first() {
+    mpi4py_world(Mpi::OpenMpi);
+}
+
 #[test]
 fn a_part_alone_fails_at_init_naming_the_missing_part() {
     let dir = TempDir::new("world-alone");
@@ -207,6 +400,20 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     ("coll/alltoallw1.c", 10),
     ("comm/dup.c", 2),
     ("comm/cmsplit.c", 4),
+    ("group/groupcreate.c", 4),
+    ("group/grouptest.c", 8),
+    ("group/grouptest2.c", 4),
+    ("group/gtranks.c", 8),
+    ("attr/attrt.c", 2),
+    ("attr/attrend.c", 4),
+    ("attr/attrend2.c", 5),
+    ("datatype/tresized.c", 2),
+    ("datatype/tresized2.c", 2),
+    ("datatype/sendrecvt2.c", 2),
+    ("datatype/sendrecvt4.c", 2),
+    ("datatype/tfree.c", 2),
+    ("datatype/subarray.c", 2),
+    ("datatype/dataalign.c", 2),
     ("pt2pt/sendrecv2.c", 2),
     ("pt2pt/large_tag.c", 2),
     // The shared suite's intracommunicator tests (tests/merged), whose
@@ -238,8 +445,13 @@ fn mpich_with_own_harness(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
             harness.join("util/mtest_common.c"),
             harness.join("util/mtest_thread.c"),
         ];
-        if std::fs::read_to_string(&src).is_ok_and(|t| t.contains("int run(const char *arg)")) {
+        let text = std::fs::read_to_string(&src).unwrap_or_default();
+        if text.contains("int run(const char *arg)") {
             sources.push(harness.join("util/run_mpitests.c"));
+        }
+        // MPICH's datatype tests that walk its list of types (libdtypes).
+        if text.contains("#include \"dtypes.h\"") {
+            sources.push(harness.join("util/dtypes.c"));
         }
         build_c_searching(
             mpi,
@@ -280,9 +492,17 @@ fn mpich_on_world(
     ))
 }
 
-/// The few of [`MPICH_ON_WORLD`] run by default (a collective, a split:
-/// some 20 s for both orders); the ignored test runs all.
-const MPICH_ON_WORLD_QUICK: &[&str] = &["coll/coll13.c", "comm/cmsplit.c", "merged/allred3.c"];
+/// The few of [`MPICH_ON_WORLD`] run by default (a collective, a split,
+/// datatypes and groups: some 30 s for both orders); the ignored test runs all.
+const MPICH_ON_WORLD_QUICK: &[&str] = &[
+    "coll/coll13.c",
+    "comm/cmsplit.c",
+    "merged/allred3.c",
+    // A receive's datatype freed while the receive is pending; empty
+    // groups freed by the program.
+    "datatype/tfree.c",
+    "group/grouptest2.c",
+];
 
 fn mpich_suite_on_world(first: Mpi, quick: bool) {
     let dir = TempDir::new("world-mpich");

@@ -25,6 +25,50 @@ pub(crate) fn external32_size(dt: ffi::MPI_Datatype, count: usize) -> Result<usi
     usize::try_from(size).map_err(|_| DatatypeError::Overflow)
 }
 
+/// `count` elements of `dt` at `MPI_BOTTOM` (a null buffer: `dt` holds
+/// absolute addresses), as one element of a type displaced by minus a real
+/// address, given with that address: MPICH's `MPI_Pack`/`MPI_Unpack` refuse
+/// a null buffer, which MPI allows.
+struct AtBottom {
+    ty: ffi::MPI_Datatype,
+}
+
+/// The address the [`AtBottom`] type is given with.
+static BOTTOM_ANCHOR: u8 = 0;
+
+impl AtBottom {
+    fn new(dt: ffi::MPI_Datatype, count: usize) -> Result<Self> {
+        let blocks = to_count(count)?;
+        let anchor = std::ptr::addr_of!(BOTTOM_ANCHOR) as usize;
+        let disp = -(ffi::MPI_Aint::try_from(anchor).map_err(|_| DatatypeError::Overflow)?);
+        let mut ty = dt;
+        // SAFETY: one block of `blocks` elements of the live type `dt`; `ty`
+        // an out-handle, committed before use and freed on drop.
+        mpi_call("MPI_Type_create_struct", unsafe {
+            ffi::MPI_Type_create_struct(1, &blocks, &disp, &dt, &mut ty)
+        })?;
+        // Freed on drop, committed or not.
+        let mut made = Self { ty };
+        // SAFETY: our new type.
+        mpi_call("MPI_Type_commit", unsafe {
+            ffi::MPI_Type_commit(&mut made.ty)
+        })?;
+        Ok(made)
+    }
+
+    /// The buffer to give with [`AtBottom::ty`]: the anchor's address.
+    fn base() -> *mut c_void {
+        std::ptr::addr_of!(BOTTOM_ANCHOR) as *mut c_void
+    }
+}
+
+impl Drop for AtBottom {
+    fn drop(&mut self) {
+        // SAFETY: our type, freed once.
+        unsafe { ffi::MPI_Type_free(&mut self.ty) };
+    }
+}
+
 /// Largest element count per MPI_Pack/MPI_Unpack call (their sizes are `int`).
 fn chunk_elems(elem_size: usize) -> usize {
     (c_int::MAX as usize / elem_size.max(1)).max(1)
@@ -39,6 +83,15 @@ pub(crate) unsafe fn native_pack(
     count: usize,
     ptr: *const c_void,
 ) -> Result<Vec<u8>> {
+    if ptr.is_null() && count > 0 {
+        let b = AtBottom::new(dt, count)?;
+        let size = data_size_per_elem
+            .checked_mul(count)
+            .ok_or(DatatypeError::Overflow)?;
+        // SAFETY: the caller's absolute addresses, described by `b.ty`
+        // relative to the anchor.
+        return unsafe { native_pack(size, size, b.ty, 1, AtBottom::base()) };
+    }
     let total = data_size_per_elem
         .checked_mul(count)
         .ok_or(DatatypeError::Overflow)?;
@@ -84,6 +137,14 @@ pub(crate) unsafe fn native_unpack(
     count: usize,
     out: *mut c_void,
 ) -> Result<()> {
+    if out.is_null() && count > 0 {
+        let b = AtBottom::new(dt, count)?;
+        let size = data_size_per_elem
+            .checked_mul(count)
+            .ok_or(DatatypeError::Overflow)?;
+        // SAFETY: as for `native_pack`'s MPI_BOTTOM case.
+        return unsafe { native_unpack(size, size, b.ty, bytes, 1, AtBottom::base()) };
+    }
     let per = chunk_elems(data_size_per_elem);
     let mut done = 0;
     let mut off = 0usize;
@@ -125,6 +186,11 @@ pub unsafe fn pack_external32(
     count: usize,
     ptr: *const c_void,
 ) -> Result<Vec<u8>> {
+    if ptr.is_null() && count > 0 {
+        let b = AtBottom::new(dt, count)?;
+        // SAFETY: as for `native_pack`'s MPI_BOTTOM case.
+        return unsafe { pack_external32(b.ty, 1, AtBottom::base()) };
+    }
     let size = external32_size(dt, count)?;
     let mut out = vec![0u8; size];
     let mut position: ffi::MPI_Aint = 0;
@@ -159,6 +225,11 @@ pub unsafe fn unpack_external32(
     let mut position: ffi::MPI_Aint = 0;
     if count == 0 {
         return Ok(());
+    }
+    if out.is_null() {
+        let b = AtBottom::new(dt, count)?;
+        // SAFETY: as for `native_pack`'s MPI_BOTTOM case.
+        return unsafe { unpack_external32(b.ty, bytes, 1, AtBottom::base()) };
     }
     // SAFETY: input is a live slice of its stated length; the caller guarantees writable room for `count` elements at `out`.
     mpi_call("MPI_Unpack_external", unsafe {

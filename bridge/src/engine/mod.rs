@@ -25,10 +25,11 @@ use crate::handshake::Identity;
 use crate::held::SendBudget;
 use crate::ledger::Ledger;
 
+use crate::sync::lock;
 use crate::transport::{self, LocalTransport, Poller, Stream};
 pub(crate) use shared::Shared;
-pub use shared::Undelivered;
 use shared::{spawn, Limits};
+pub use shared::{AbortHandler, Undelivered};
 
 /// How long an incoming connection from a process that no remote table names
 /// yet may wait for one (the remote job may form its intercommunicator first).
@@ -436,6 +437,23 @@ impl Engine {
     /// How peers reach this engine (publish `endpoint().encode()`).
     pub fn endpoint(&self) -> Endpoint {
         self.shared.endpoint.clone()
+    }
+
+    /// What to do when a peer's program aborts (`MPI_Abort`, an ABORT frame
+    /// from a process of a remote group we were given): `handler` is called
+    /// with the peer and the program's error code, on the thread that read
+    /// the frame. Without one the abort is only logged.
+    pub fn on_abort(&self, handler: AbortHandler) {
+        *lock(&self.shared.on_abort) = Some(handler);
+    }
+
+    /// Tells each of `peers` (processes of remote groups this engine was
+    /// given) that this process's program aborts with `code`, over the data
+    /// connections, and waits until each notice is written or `timeout`
+    /// passes. Returns the peers not reached, with why.
+    pub fn abort_peers(&self, peers: &[Uuid], code: i32, timeout: Duration) -> Vec<(Uuid, String)> {
+        self.shared
+            .abort_peers(peers, code, std::time::Instant::now() + timeout)
     }
 
     /// Report that a peer process died (called by the group-service layer).

@@ -35,6 +35,10 @@ use crate::rendezvous::{PendingData, Rendezvous, SingleCopyOffer};
 use crate::request::RecvProgress;
 use crate::ssend_waiters::SsendWaiters;
 use crate::sync::lock;
+
+/// What a process does when a peer's program aborts: called with the peer
+/// and the program's error code, on the thread that read the frame.
+pub type AbortHandler = Arc<dyn Fn(Uuid, i32) + Send + Sync>;
 use crate::transport::{
     self, FrameHandler, FrameReader, InConn, Link, OutConn, PeerLost, PeerMemory, Poller, Queued,
     ReadError, Stream,
@@ -112,6 +116,8 @@ pub(crate) struct Shared {
     /// Messages lost with peers that failed or left before taking them
     /// (reported by the shutdown's flush).
     lost: Mutex<Vec<Undelivered>>,
+    /// What to do when a peer's program aborts (an ABORT frame).
+    pub(crate) on_abort: Mutex<Option<AbortHandler>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -151,6 +157,7 @@ impl Shared {
             peers: Mutex::new(HashMap::new()),
             owed: Mutex::new(HashMap::new()),
             lost: Mutex::new(Vec::new()),
+            on_abort: Mutex::new(None),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -581,6 +588,49 @@ impl Shared {
         self.conns.wake_all_readers();
     }
 
+    /// Sends ABORT with `code` to each of `peers` (processes of remote groups
+    /// we were given) and waits until each frame is written or `deadline`
+    /// passes. Returns the peers it did not reach, with why.
+    pub(crate) fn abort_peers(
+        self: &Arc<Self>,
+        peers: &[Uuid],
+        code: i32,
+        deadline: Instant,
+    ) -> Vec<(Uuid, String)> {
+        let mut waiting = Vec::new();
+        let mut missed = Vec::new();
+        for &p in peers {
+            let Some(ep) = lock(&self.peers).get(&p).cloned() else {
+                missed.push((p, "its endpoint is unknown here".to_string()));
+                continue;
+            };
+            let mut hdr = FrameHeader::control(FrameKind::Abort, 0, 0);
+            hdr.tag = code;
+            let done = Completion::new(Arc::clone(&self.any));
+            let sent = self.conn(&ep, 0).and_then(|c| {
+                c.enqueue(Queued {
+                    hdr,
+                    payload: Payload::none(),
+                    dest_rank: 0,
+                    done: Some(Arc::clone(&done)),
+                    held: None,
+                })
+            });
+            match sent {
+                Ok(()) => waiting.push((p, done)),
+                Err(e) => missed.push((p, e.to_string())),
+            }
+        }
+        for (p, done) in waiting {
+            match done.wait_until(Some(deadline)) {
+                Some(Ok(())) => {}
+                Some(Err(e)) => missed.push((p, e.to_string())),
+                None => missed.push((p, "not written before the deadline".to_string())),
+            }
+        }
+        missed
+    }
+
     /// Tell the sender of a matched SYNC_EAGER that its ssend may complete.
     pub(crate) fn send_sync_ack(self: &Arc<Self>, ctx: &Ctx, hdr: &FrameHeader) {
         let Some(ep) = ctx.remote_endpoint(hdr.source) else {
@@ -876,6 +926,13 @@ impl FrameHandler for Shared {
             FrameKind::Credit => {
                 if let Some(c) = self.conns.outgoing(peer) {
                     c.add_credit(hdr.count);
+                }
+            }
+            FrameKind::Abort => {
+                let handler = lock(&self.on_abort).clone();
+                warn!(%peer, code = hdr.tag, "the peer's program aborted");
+                if let Some(h) = handler {
+                    h(peer, hdr.tag);
                 }
             }
             k => {

@@ -467,7 +467,9 @@ fn read_frame<H: FrameHandler>(
         FrameKind::Eager | FrameKind::SyncEager | FrameKind::Rts | FrameKind::Data => {
             owner.message(peer, hdr, &mut r.rd)
         }
-        FrameKind::SyncAck | FrameKind::Cts | FrameKind::Credit => owner.control(peer, hdr),
+        FrameKind::SyncAck | FrameKind::Cts | FrameKind::Credit | FrameKind::Abort => {
+            owner.control(peer, hdr)
+        }
         FrameKind::Bye => {
             r.saw_bye = true;
             Ok(())

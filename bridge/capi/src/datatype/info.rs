@@ -32,7 +32,7 @@ fn combiner(dt: MPI_Datatype) -> Option<c_int> {
 
 /// Whether `dt` is predefined. `MPI_COMBINER_NAMED` is 0 in Open MPI and 1
 /// in MPICH: read it from a type known to be predefined.
-fn is_named(dt: MPI_Datatype) -> bool {
+pub(super) fn is_named(dt: MPI_Datatype) -> bool {
     static NAMED: OnceLock<Option<c_int>> = OnceLock::new();
     // SAFETY: reading rsmpi's exported constant.
     let named = *NAMED.get_or_init(|| combiner(unsafe { ffi::RSMPI_INT32_T }));

@@ -4,6 +4,7 @@
 //! alike (and the collectives to come). The description of an MPI datatype
 //! is `info`'s.
 
+mod held;
 mod info;
 
 use std::ffi::{c_int, c_void};
@@ -15,6 +16,7 @@ use isthmus_bridge::datatype::{
 use isthmus_bridge::{BridgeError, Status, TypeSig, WireFormat};
 use mpi::ffi;
 
+pub use held::HeldType;
 pub use info::info_of;
 
 use crate::mpi_glue::{MPI_Datatype, Outcome};

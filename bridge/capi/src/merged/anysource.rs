@@ -58,7 +58,8 @@ enum State {
 struct Slot {
     buf: *mut c_void,
     count: c_int,
-    dt: MPI_Datatype,
+    /// Held until the receive decodes (the program may free it).
+    dt: crate::datatype::HeldType,
     tag: c_int,
     comm: MPI_Comm,
     state: State,
@@ -115,6 +116,8 @@ pub unsafe fn post(
     from: Option<u32>,
     tag: c_int,
 ) -> Result<Box<dyn Polled>, c_int> {
+    let held = crate::datatype::HeldType::hold(dt)
+        .map_err(|e| crate::errors::fail(comm, "MPI_Irecv", &e))?;
     let state = match from {
         Some(r) => State::Waiting(r),
         None => {
@@ -130,7 +133,7 @@ pub unsafe fn post(
     let slot = Arc::new(Mutex::new(Slot {
         buf,
         count,
-        dt,
+        dt: held,
         tag,
         comm,
         state,
@@ -214,7 +217,7 @@ fn advance(mc: &MergedComm, s: &mut Slot, earlier: &[Matches]) {
 /// earliest such one, which was probed).
 fn take(mc: &MergedComm, s: &Slot, from: u32, tag: c_int) -> State {
     let req = elements(s.count)
-        .and_then(|n| datatype::capacity_bytes(n, s.dt))
+        .and_then(|n| datatype::capacity_bytes(n, s.dt.get()))
         .and_then(|max| {
             mc.inter
                 .irecv_bytes(Source::Rank(from), Tag::Value(tag), None, max)
@@ -236,7 +239,7 @@ fn received(
     let n = elements(s.count)?;
     // SAFETY: the program's buffer holds `count` elements of `dt` until
     // the receive completes, which is now.
-    let mut o = unsafe { datatype::decode_received(&bytes, &st, s.buf, n, s.dt) }?;
+    let mut o = unsafe { datatype::decode_received(&bytes, &st, s.buf, n, s.dt.get()) }?;
     o.source = c_int::try_from(mc.merged_rank(Place::Remote(from))).unwrap_or(c_int::MAX);
     Ok(o)
 }
@@ -340,8 +343,9 @@ impl Polled for Queued {
                     let o = r.and_then(|(bytes, st)| {
                         let n = elements(s.count)?;
                         // SAFETY: the program's buffer, until completion (now).
-                        let mut o =
-                            unsafe { datatype::decode_received(&bytes, &st, s.buf, n, s.dt) }?;
+                        let mut o = unsafe {
+                            datatype::decode_received(&bytes, &st, s.buf, n, s.dt.get())
+                        }?;
                         if let Some(mc) = state::merged_comm(s.comm) {
                             o.source = c_int::try_from(mc.merged_rank(Place::Remote(from)))
                                 .unwrap_or(c_int::MAX);

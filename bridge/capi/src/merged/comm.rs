@@ -17,7 +17,28 @@ use crate::state::{self, BridgeComm, MergedComm, Order};
 pub fn raise(comm: MPI_Comm, call: &str, f: Fail) -> c_int {
     match f {
         Fail::Mpi(rc) => errors::raise(comm, rc),
+        Fail::Bridge(BridgeError::PeerFailed { rank, reason }) => {
+            let code = errors::code(
+                errors::Class::PeerFailed,
+                &format!("{call}: {}", failed_rank(comm, rank, &reason)),
+            );
+            errors::raise(comm, code)
+        }
         Fail::Bridge(e) => errors::fail(comm, call, &e),
+    }
+}
+
+/// A failed process of the other job, named by its rank in `comm` (the
+/// bridge names it by its rank in the other job).
+fn failed_rank(comm: MPI_Comm, remote: u32, reason: &str) -> String {
+    let merged = state::merged_comm(comm)
+        .and_then(|mc| mc.order.remote_ranks().get(remote as usize).copied());
+    match merged {
+        Some(r) => format!(
+            "rank {r} of this communicator (rank {remote} of the other job) has failed \
+             (a process is dead when its connection closes): {reason}"
+        ),
+        None => format!("rank {remote} of the other job has failed: {reason}"),
     }
 }
 

@@ -484,6 +484,7 @@ pub(crate) unsafe fn irecv(
             Some(Place::Remote(r)) => {
                 let count = elements(n)?;
                 let max = datatype::capacity_bytes(count, dt)?;
+                let held = datatype::HeldType::hold(dt)?;
                 let req = mc.inter.irecv_bytes(
                     isthmus_bridge::Source::Rank(r),
                     tag_of(tag),
@@ -494,7 +495,7 @@ pub(crate) unsafe fn irecv(
                     req,
                     buf,
                     count,
-                    dt,
+                    dt: held,
                 };
                 let map = Some(mc.order.remote_ranks().clone());
                 requests::start_from(op, comm, CALL, map).map_err(Fail::Mpi)

@@ -124,10 +124,18 @@ pub fn leader_step(
     step: impl FnOnce() -> Result<(), Fail>,
 ) -> Result<(), Fail> {
     let mut result = Ok(());
+    // 0: done; 1: failed; 2 + r: the other job's rank r has failed (so
+    // that every rank's error names it).
     let mut failed: c_int = 0;
     if leader {
         result = step();
-        failed = c_int::from(result.is_err());
+        failed = match &result {
+            Ok(()) => 0,
+            Err(Fail::Bridge(BridgeError::PeerFailed { rank, .. })) => {
+                c_int::try_from(*rank).map_or(1, |r| r.saturating_add(2))
+            }
+            Err(_) => 1,
+        };
     }
     // SAFETY: one int, on the communicator's private native side.
     mpi(unsafe {
@@ -142,7 +150,12 @@ pub fn leader_step(
             )
         })
     })?;
-    if failed != 0 && result.is_ok() {
+    if failed >= 2 && result.is_ok() {
+        result = Err(Fail::Bridge(BridgeError::PeerFailed {
+            rank: u32::try_from(failed - 2).unwrap_or(u32::MAX),
+            reason: "this job's leader found it gone".into(),
+        }));
+    } else if failed != 0 && result.is_ok() {
         result = Err(Fail::Bridge(BridgeError::Protocol(
             "this job's leader could not exchange with the other job's leader".into(),
         )));
