@@ -3,7 +3,9 @@
 # this machine:
 #   - C ping-pong over an Isthmus intercommunicator, Open MPI <-> MPICH,
 #     over shared memory (the default on one host) and over the Unix
-#     socket (ISTHMUS_TRANSPORT=socket);
+#     socket (ISTHMUS_TRANSPORT=socket), and over shared memory without
+#     single copy (ISTHMUS_SHM_CMA=off: every byte through the ring; the
+#     default moves messages from 64 KiB up with process_vm_readv);
 #   - the Rust API's ping-pong over the bridge, Open MPI <-> MPICH;
 #   - two Open MPI jobs joined by MPI_Comm_connect/accept (the reference);
 #   - native intra-job ping-pong (Open MPI, 2 ranks: its shared memory)
@@ -57,6 +59,8 @@ pair() { # pair OMPI_CMD... -- MPICH_CMD...: the Open MPI side prints RESULTs
   pair "$OUT/pp-ompi" capi-a capi-b first "$ITERS" "$BW" -- "$OUT/pp-mpich" capi-b capi-a second "$ITERS" "$BW"
   ISTHMUS_TRANSPORT=socket ISTHMUS_BENCH_LABEL=capisock \
     pair "$OUT/pp-ompi" sock-a sock-b first "$ITERS" "$BW" -- "$OUT/pp-mpich" sock-b sock-a second "$ITERS" "$BW"
+  ISTHMUS_SHM_CMA=off ISTHMUS_BENCH_LABEL=capiring \
+    pair "$OUT/pp-ompi" ring-a ring-b first "$ITERS" "$BW" -- "$OUT/pp-mpich" ring-b ring-a second "$ITERS" "$BW"
   pair "$O/pingpong" --group rs-a --peer rs-b --first --iters "$ITERS" --bw-mib "$BW" -- \
        "$M/pingpong" --group rs-b --peer rs-a --iters "$ITERS" --bw-mib "$BW"
   bash bench/reference/ompi_connect_accept.sh "$ITERS" "$BW"
@@ -80,10 +84,10 @@ awk -v contended="$CONTENDED" '
     split("0 8 1024", L, " ")
     for (i = 1; i <= 3; i++) { s = L[i]
       printf f, s, lat("capi", s), lat("capisock", s), lat("bridge", s), r(lat("capi", s), lat("bridge", s)), lat("ompi", s), r(lat("capi", s), lat("ompi", s)), r(lat("capisock", s), lat("ompi", s)), lat("native", s), lat("linked", s), r(lat("linked", s), lat("native", s)) }
-    f = "%-8s %8s %8s %8s %7s %9s %7s %8s %8s %7s %8s %8s\n"
-    printf "\nbandwidth, MB/s                 targets: C/c-a ≥ 1.0, C/nat ≥ 0.5, C/Rust ≥ 0.95\n"
-    printf f, "size", "C", "C sock", "Rust", "C/Rust", "OMPI c/a", "C/c-a", "sock/c-a", "native", "C/nat", "linked", "lnk/nat"
+    f = "%-8s %8s %8s %8s %7s %8s %7s %9s %7s %8s %8s %7s %8s %8s\n"
+    printf "\nbandwidth, MB/s                 targets: C/c-a ≥ 1.0, C/nat ≥ 0.5, C/Rust ≥ 0.95; C ring = ISTHMUS_SHM_CMA=off\n"
+    printf f, "size", "C", "C sock", "Rust", "C/Rust", "C ring", "C/ring", "OMPI c/a", "C/c-a", "sock/c-a", "native", "C/nat", "linked", "lnk/nat"
     split("65536 1048576 4194304", B, " ")
     for (i = 1; i <= 3; i++) { s = B[i]
-      printf f, s, bw("capi", s), bw("capisock", s), bw("bridge", s), r(bw("capi", s), bw("bridge", s)), bw("ompi", s), r(bw("capi", s), bw("ompi", s)), r(bw("capisock", s), bw("ompi", s)), bw("native", s), r(bw("capi", s), bw("native", s)), bw("linked", s), r(bw("linked", s), bw("native", s)) }
+      printf f, s, bw("capi", s), bw("capisock", s), bw("bridge", s), r(bw("capi", s), bw("bridge", s)), bw("capiring", s), r(bw("capi", s), bw("capiring", s)), bw("ompi", s), r(bw("capi", s), bw("ompi", s)), r(bw("capisock", s), bw("ompi", s)), bw("native", s), r(bw("capi", s), bw("native", s)), bw("linked", s), r(bw("linked", s), bw("native", s)) }
   }' "$OUT/results"

@@ -75,6 +75,10 @@ pub struct Route {
     /// carries wake-ups and tells that the peer is gone); see
     /// `ISTHMUS_TRANSPORT`.
     pub shared_memory: bool,
+    /// Large messages to the peer go by single copy: on shared memory, the
+    /// peer said it may read them from our memory (`ISTHMUS_SHM_CMA`).
+    /// Known once the peer read our first frame.
+    pub single_copy: bool,
 }
 
 /// The kind of socket of a data connection.

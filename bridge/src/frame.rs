@@ -7,7 +7,8 @@
 //!  0   1   kind         1 EAGER, 2 SYNC_EAGER (ssend), 3 SYNC_ACK, 4 BYE,
 //!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT, 9 SHM, 10 ABORT
 //!  1   1   wire format  0 raw LE, 1 raw BE, 2 external32
-//!  2   2   reserved (0)
+//!  2   1   flags        bit 0 SINGLE_COPY (RTS and CTS only, see below)
+//!  3   1   reserved (0)
 //!  4   4   source rank  (u32, rank of the sender in ITS local group)
 //!  8   8   context id   (u64, the intercomm)
 //! 16   4   tag          (i32)
@@ -21,6 +22,15 @@
 //! length in `payload len` but NO payload; CTS (receiver → sender, on the
 //! receiver's own connection) echoes the RTS's seq; DATA echoes it too and
 //! carries the payload. CREDIT returns eager credit: `count` bytes.
+//! Single copy (between two processes of one host whose shared-memory
+//! connection allows it, see `transport::cma`): an RTS with the
+//! SINGLE_COPY flag is followed by 8 bytes, the address (u64 LE) in the
+//! sender's memory of the message's `payload len` contiguous bytes; the
+//! receiver, once matched, reads them itself (`process_vm_readv`) and
+//! answers a CTS with the SINGLE_COPY flag, whose `count` is 0 if it read
+//! them (or discarded the message) and 1 if the read failed: no DATA
+//! follows either way, and the send completes. A plain CTS to such an RTS
+//! (the receiver may not read the sender's memory) asks for DATA as usual.
 //! ABORT ("the sender's program called `MPI_Abort`": end this process
 //! too) carries the program's error code as its tag.
 //! The connection handshake that precedes the frames is in `handshake`.
@@ -41,6 +51,10 @@ use crate::format::WireFormat;
 pub(crate) const HEADER_LEN: usize = 56;
 /// `seq` of the CREDIT frame that says "admission pending: the grant follows".
 pub(crate) const GRANT_FOLLOWS: u64 = 1;
+/// Header flag: a single-copy RTS (an address follows) or its CTS (read done).
+pub(crate) const SINGLE_COPY: u8 = 1;
+/// Bytes after a single-copy RTS's header: the payload's address.
+pub(crate) const SINGLE_COPY_TRAILER: usize = 8;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +98,8 @@ impl FrameKind {
 pub(crate) struct FrameHeader {
     pub kind: FrameKind,
     pub format: WireFormat,
+    /// [`SINGLE_COPY`] or 0.
+    pub flags: u8,
     pub source: u32,
     pub context: u64,
     pub tag: i32,
@@ -98,6 +114,7 @@ impl FrameHeader {
         FrameHeader {
             kind,
             format: WireFormat::RawLe,
+            flags: 0,
             source: 0,
             context,
             tag: 0,
@@ -112,6 +129,7 @@ impl FrameHeader {
         let mut b = [0u8; HEADER_LEN];
         b[0] = self.kind as u8;
         b[1] = self.format as u8;
+        b[2] = self.flags;
         b[4..8].copy_from_slice(&self.source.to_le_bytes());
         b[8..16].copy_from_slice(&self.context.to_le_bytes());
         b[16..20].copy_from_slice(&self.tag.to_le_bytes());
@@ -145,9 +163,18 @@ impl FrameHeader {
                 .map(u64::from_le_bytes)
                 .ok_or_else(|| BridgeError::Protocol(format!("no 8-byte field at {o}")))
         };
+        let flags = b[2];
+        if flags & !SINGLE_COPY != 0
+            || (flags != 0 && !matches!(kind, FrameKind::Rts | FrameKind::Cts))
+        {
+            return Err(BridgeError::Protocol(format!(
+                "{kind:?} frame with flags {flags:#x}"
+            )));
+        }
         let hdr = FrameHeader {
             kind,
             format,
+            flags,
             source: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
             context: u64_at(8)?,
             tag: i32::from_le_bytes([b[16], b[17], b[18], b[19]]),
@@ -168,6 +195,11 @@ impl FrameHeader {
     /// The SHM frame (see [`FrameKind::Shm`]).
     pub(crate) fn shm() -> Self {
         FrameHeader::control(FrameKind::Shm, 0, 0)
+    }
+
+    /// Whether this is a single-copy RTS or CTS (see the module's doc).
+    pub(crate) fn single_copy(&self) -> bool {
+        self.flags & SINGLE_COPY != 0
     }
 
     /// A CREDIT frame returning (or granting) `bytes` of eager credit.
@@ -218,6 +250,7 @@ mod tests {
         let h = FrameHeader {
             kind: FrameKind::SyncEager,
             format: WireFormat::External32,
+            flags: 0,
             source: 7,
             context: 0xdead_beef_0000_0001,
             tag: -1,
@@ -230,6 +263,21 @@ mod tests {
         let mut bad = h.encode();
         bad[0] = 99;
         assert!(FrameHeader::decode(&bad).is_err());
+        let mut flagged = h.encode();
+        flagged[2] = SINGLE_COPY;
+        assert!(
+            FrameHeader::decode(&flagged).is_err(),
+            "SINGLE_COPY on SYNC_EAGER"
+        );
+        let rts = FrameHeader {
+            kind: FrameKind::Rts,
+            flags: SINGLE_COPY,
+            ..h
+        };
+        assert_eq!(FrameHeader::decode(&rts.encode()).unwrap(), rts);
+        let mut unknown = rts.encode();
+        unknown[2] = 2;
+        assert!(FrameHeader::decode(&unknown).is_err());
     }
 
     #[test]

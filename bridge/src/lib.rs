@@ -255,6 +255,6 @@ pub use intercomm::InterComm;
 pub use machine::{Delivery, Subscription};
 pub use matching::{Source, Status, Tag};
 pub use request::{wait_all, wait_any, RecvRequest, Request, SendRequest, TypedRecvRequest};
-pub use transport::LocalTransport;
+pub use transport::{LocalTransport, DEFAULT_SINGLE_COPY_THRESHOLD};
 pub use vm::{Bridge, Handle, PendingInterComm, DEFAULT_CONNECT_TIMEOUT};
 pub use wire::{TypeSig, WireType};

@@ -16,9 +16,10 @@ use std::ops::Deref;
 /// and unchanged until the completion of the send that carries it is set.
 /// The bridge sets that completion only after the last read through the
 /// pointer: a frame's writer completes it once the frame is written (or
-/// dropped unwritten), and every path that fails the send first takes the
-/// payload out of the tables the writer reads from (see `rendezvous` and
-/// `transport::outgoing`).
+/// dropped unwritten), a single-copy send once the receiver said it read
+/// the bytes from our memory (see `p2p::send`), and every path that fails
+/// the send first takes the payload out of the tables the writer reads
+/// from (see `rendezvous` and `transport::outgoing`).
 pub(crate) struct Lent {
     ptr: *const u8,
     len: usize,

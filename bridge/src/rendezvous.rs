@@ -5,8 +5,14 @@
 //! follows (DATA), straight into the matched receive's buffer. This module
 //! holds the two waiting sides: sends waiting for their CTS, by sequence
 //! number, and matched receives waiting for their DATA, by (peer, sequence).
+//!
+//! Single copy (see `frame` and `transport::cma`): the RTS carries
+//! the payload's address in the sender's memory; until a receive matches
+//! it, that offer waits here, by (peer, sequence). The receiver then reads
+//! the payload itself and its single-copy CTS completes the send: no DATA.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
@@ -18,6 +24,7 @@ use crate::held::Held;
 use crate::matching::{PostedRecv, Status};
 use crate::payload::Payload;
 use crate::sync::lock;
+use crate::transport::PeerMemory;
 
 /// A send whose RTS went out and that waits for the CTS.
 pub(crate) struct PendingSend {
@@ -33,6 +40,16 @@ pub(crate) struct PendingSend {
     pub held: Option<Held>,
     /// Owned: completed once DATA was written. Caller: completed at CTS.
     pub done: Arc<Completion<()>>,
+    /// A single-copy send of the blocked caller's memory: set before `done`
+    /// completes if the receiver read the payload itself (no DATA to write).
+    pub read_by_peer: Option<Arc<AtomicBool>>,
+}
+
+/// Where a single-copy announcement's payload is in the sender's memory,
+/// and that memory if this process may read it.
+pub(crate) struct SingleCopyOffer {
+    pub addr: u64,
+    pub mem: Option<Arc<PeerMemory>>,
 }
 
 /// A matched receive (or a matched message to discard) waiting for DATA.
@@ -56,6 +73,9 @@ pub(crate) struct Sends {
 pub(crate) struct Rendezvous {
     sends: Mutex<Sends>,
     recvs: Mutex<HashMap<(Uuid, u64), PendingData>>,
+    /// Single-copy announcements not matched yet (as many as the
+    /// announcements a peer may have held, see `ledger`).
+    offers: Mutex<HashMap<(Uuid, u64), SingleCopyOffer>>,
 }
 
 impl Rendezvous {
@@ -121,6 +141,16 @@ impl Rendezvous {
         lock(&self.recvs).insert((peer, seq), p);
     }
 
+    /// A single-copy announcement `seq` from `peer` (before it is matched or discarded).
+    pub(crate) fn add_offer(&self, peer: Uuid, seq: u64, o: SingleCopyOffer) {
+        lock(&self.offers).insert((peer, seq), o);
+    }
+
+    /// The offer of the single-copy announcement `seq` from `peer`, now matched or discarded.
+    pub(crate) fn take_offer(&self, peer: Uuid, seq: u64) -> Option<SingleCopyOffer> {
+        lock(&self.offers).remove(&(peer, seq))
+    }
+
     /// DATA for `seq` arrived from `peer`.
     pub(crate) fn take_recv(&self, peer: Uuid, seq: u64) -> Option<PendingData> {
         lock(&self.recvs).remove(&(peer, seq))
@@ -130,6 +160,7 @@ impl Rendezvous {
     /// many of the failed sends held their payload here (a blocking send
     /// of those may have returned already: their loss must be reported).
     pub(crate) fn peer_gone(&self, peer: Uuid, reason: &str) -> usize {
+        lock(&self.offers).retain(|(p, _), _| *p != peer);
         let sends: Vec<PendingSend> = {
             let mut s = lock(&self.sends);
             s.handing_over.remove(&peer);
@@ -166,6 +197,7 @@ impl Rendezvous {
 
     /// The engine stops: fail everything.
     pub(crate) fn shut_down(&self) {
+        lock(&self.offers).clear();
         let sends: Vec<PendingSend> = {
             let mut s = lock(&self.sends);
             s.handing_over.clear();

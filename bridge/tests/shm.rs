@@ -4,7 +4,10 @@
 //! socket (`ISTHMUS_TRANSPORT`, default `shm`). Both directions, every
 //! size class, many senders at once, a peer killed in the middle of a
 //! message, and a peer that scribbles over its ring; every way of waiting
-//! (`ISTHMUS_WAIT`), and a bad value of it.
+//! (`ISTHMUS_WAIT`), and a bad value of it. Large messages single-copy
+//! (`ISTHMUS_SHM_CMA`): the same bytes with it on and off, a peer killed
+//! while one is read from its memory, and a peer that advertises memory it
+//! does not have.
 
 #![cfg(test)]
 
@@ -113,12 +116,15 @@ fn shm_child() {
                     buf[..*len] == message(i as u64, *len)[..],
                     "message {i} corrupted"
                 );
+                if i == 1 {
+                    // The parent read our first message (and our SHM frame,
+                    // which says whether it may read our memory) before it
+                    // sent this one.
+                    let r = e.route_to(parent_id).unwrap();
+                    say(format_args!("ROUTE {} {}", r.shared_memory, r.single_copy));
+                }
                 c.send_bytes(0, st.tag, &sig, *len as u64, &buf[..*len])
                     .unwrap();
-                if i == 0 {
-                    let r = e.route_to(parent_id).unwrap();
-                    say(format_args!("ROUTE {}", r.shared_memory));
-                }
             }
         }
         // Many messages of mixed sizes, in order, to rank 0.
@@ -136,6 +142,45 @@ fn shm_child() {
             loop {
                 c.send_bytes(0, 7, &sig, STREAM_LEN as u64, &m).unwrap();
             }
+        }
+        // A single-copy message whose memory is unmapped before the
+        // receiver reads it (a sender advertising memory it does not
+        // have), then an ordinary large message: we live on.
+        "unmapped" => {
+            let len = 1 << 20;
+            c.send_bytes(0, 1, &sig, 8, &message(0, 8)).unwrap();
+            let mut one = [0u8; 8];
+            c.recv_bytes_into_timeout(Source::Rank(0), Tag::Any, None, &mut one, T)
+                .unwrap();
+            if !e.route_to(parent_id).unwrap().single_copy {
+                say("NO-SINGLE-COPY");
+                return;
+            }
+            // SAFETY: a fresh private anonymous mapping of `len` bytes.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(p, libc::MAP_FAILED);
+            // SAFETY: the mapping above, `len` bytes, ours alone.
+            unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) }
+                .copy_from_slice(&message(1, len));
+            // SAFETY: the memory is valid now; breaking the promise to keep
+            // it until the request completes is this test's point (only
+            // the receiver's read sees it, and fails).
+            let req = unsafe { c.isend_lent(0, 2, &sig, len as u64, p.cast(), len) }.unwrap();
+            // SAFETY: unmapping our own mapping; nothing of ours refers to it.
+            assert_eq!(unsafe { libc::munmap(p, len) }, 0);
+            say("UNMAPPED");
+            req.wait_timeout(T).unwrap();
+            c.send_bytes(0, 3, &sig, len as u64, &message(3, len))
+                .unwrap();
         }
         // One message, then (told to) scribble over the ring's head and die.
         "corrupt" => {
@@ -185,6 +230,7 @@ fn spawn_peer(me: &Engine, mode: &str, rank: u32, size: u32, env: &[(&str, &str)
         // Whatever the test process was started with (`env` may override).
         .env("ISTHMUS_TRANSPORT", "shm")
         .env("ISTHMUS_WAIT", "adaptive")
+        .env("ISTHMUS_SHM_CMA", "on")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
     for (k, v) in env {
@@ -211,6 +257,7 @@ fn engine() -> Arc<Engine> {
     mpi();
     Engine::start(EngineConfig {
         local_transport: LocalTransport::Shm,
+        single_copy: Some(DEFAULT_SINGLE_COPY_THRESHOLD),
         ..EngineConfig::new("testhost")
     })
     .unwrap()
@@ -230,9 +277,21 @@ fn echo_waiting(
     expect_shm: bool,
     peer_waits: WaitMode,
 ) -> Vec<String> {
+    echo_with(env, ours, true, expect_shm, peer_waits)
+}
+
+/// [`echo_waiting`], our engine allowing single copy or not (`ours_cma`).
+fn echo_with(
+    env: &[(&str, &str)],
+    ours: LocalTransport,
+    ours_cma: bool,
+    expect_shm: bool,
+    peer_waits: WaitMode,
+) -> Vec<String> {
     mpi();
     let e = Engine::start(EngineConfig {
         local_transport: ours,
+        single_copy: ours_cma.then_some(DEFAULT_SINGLE_COPY_THRESHOLD),
         ..EngineConfig::new("testhost")
     })
     .unwrap();
@@ -253,14 +312,32 @@ fn echo_waiting(
             buf[..*len] == m[..],
             "echo of message {i} ({len} bytes) corrupted"
         );
-        if i == 0 {
-            assert_eq!(e.route_to(p.ep.process).unwrap().shared_memory, expect_shm);
-            assert_eq!(line_from(&mut p.out, "ROUTE "), expect_shm.to_string());
+        if i == 1 {
+            let r = e.route_to(p.ep.process).unwrap();
+            assert_eq!(r.shared_memory, expect_shm);
+            let single = expect_shm && single_copy_expected(ours_cma, env);
+            assert_eq!(r.single_copy, single, "single copy to the peer");
+            assert_eq!(
+                line_from(&mut p.out, "ROUTE "),
+                format!("{expect_shm} {single}"),
+                "the peer's route (shared memory, single copy)"
+            );
         }
     }
     drop(c);
     finish(p);
     before
+}
+
+/// Whether single copy should be on between this engine and a peer
+/// started with `env`: both allow it (`ISTHMUS_SHM_CMA`), and the kernel
+/// lets a process read a process of its uid (`ISTHMUS_TEST_NO_CMA=1` says
+/// it does not, e.g. under a seccomp policy without `process_vm_readv`).
+fn single_copy_expected(ours: bool, env: &[(&str, &str)]) -> bool {
+    let peer_off = env
+        .iter()
+        .any(|(k, v)| *k == "ISTHMUS_SHM_CMA" && *v == "off");
+    ours && !peer_off && std::env::var_os("ISTHMUS_TEST_NO_CMA").is_none()
 }
 
 /// Each way of waiting carries every size class both ways between two
@@ -327,6 +404,80 @@ fn either_side_choosing_the_socket_keeps_the_socket() {
     );
 }
 
+/// Single copy on or off, on either side: every size class (those around
+/// the 64 KiB threshold, 1 MiB, 4 MiB + 3) arrives the same both ways, and
+/// single copy is on only when both ends allow it.
+#[test]
+fn single_copy_on_and_off_carry_the_same_bytes() {
+    let wait = WaitMode::DEFAULT;
+    for (peer, ours) in [("on", true), ("off", true), ("on", false)] {
+        echo_with(
+            &[("ISTHMUS_SHM_CMA", peer)],
+            LocalTransport::Shm,
+            ours,
+            true,
+            wait,
+        );
+    }
+    // A threshold above a message keeps it on the ring (1 MiB eager).
+    echo_with(
+        &[("ISTHMUS_SHM_CMA_THRESHOLD", "2M")],
+        LocalTransport::Shm,
+        true,
+        true,
+        wait,
+    );
+}
+
+/// A peer that advertises, for a single-copy message, memory it does not
+/// have (unmapped after the send): the receive fails with an error that
+/// says so, the sender's request completes, and both go on — the next
+/// large message arrives intact.
+#[test]
+fn a_single_copy_address_outside_the_sender_fails_that_receive_only() {
+    let e = engine();
+    let mut p = spawn_peer(&e, "unmapped", 0, 1, &[]);
+    let c = e.intercomm(CONTEXT, 0, 1, vec![p.ep.clone()]).unwrap();
+    let sig = u8::type_sig().unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    c.recv_bytes_into_timeout(Source::Rank(0), Tag::Value(1), None, &mut buf, T)
+        .unwrap();
+    c.send_bytes(0, 1, &sig, 8, &message(0, 8)).unwrap();
+    let said = loop {
+        let mut line = String::new();
+        assert!(p.out.read_line(&mut line).unwrap() > 0, "peer ended");
+        let l = line.trim();
+        if l == "UNMAPPED" || l == "NO-SINGLE-COPY" {
+            break l.to_owned();
+        }
+    };
+    if said == "NO-SINGLE-COPY" {
+        assert!(
+            std::env::var_os("ISTHMUS_TEST_NO_CMA").is_some(),
+            "single copy is off between two processes of one uid"
+        );
+        return;
+    }
+    assert_eq!(said, "UNMAPPED");
+    let err = c
+        .recv_bytes_into_timeout(Source::Rank(0), Tag::Value(2), None, &mut buf, T)
+        .unwrap_err();
+    match &err {
+        BridgeError::Protocol(m) => assert!(
+            m.contains("could not be read from the address") && m.contains("Bad address"),
+            "{m}"
+        ),
+        other => panic!("expected a protocol error, got {other}"),
+    }
+    let st = c
+        .recv_bytes_into_timeout(Source::Rank(0), Tag::Value(3), None, &mut buf, T)
+        .unwrap();
+    assert_eq!(st.bytes as usize, buf.len());
+    assert!(buf == message(3, buf.len()), "the next message corrupted");
+    drop(c);
+    finish(p);
+}
+
 /// Three peer processes send at once, mixed sizes (eager, rendezvous),
 /// two through rings and one over the socket (it sets
 /// `ISTHMUS_TRANSPORT=socket`), each waiting its own way (`ISTHMUS_WAIT`);
@@ -384,12 +535,18 @@ fn ordering_with_many_senders_over_rings_and_a_socket_at_once() {
 }
 
 /// A peer streaming 16 MiB messages is killed (SIGKILL) while it writes
-/// one into the ring: what arrived whole is intact, then receives fail
-/// with PeerFailed within the deadline — no hang, no torn message.
+/// one into the ring, or (single copy) while we read one from its memory:
+/// what arrived whole is intact, then receives fail with PeerFailed
+/// within the deadline — no hang, no torn message.
 #[test]
 fn a_peer_killed_in_the_middle_of_a_message_fails_the_receive() {
+    killed_in_the_middle("off");
+    killed_in_the_middle("on");
+}
+
+fn killed_in_the_middle(single_copy: &str) {
     let e = engine();
-    let mut p = spawn_peer(&e, "stream", 0, 1, &[]);
+    let mut p = spawn_peer(&e, "stream", 0, 1, &[("ISTHMUS_SHM_CMA", single_copy)]);
     let c = e.intercomm(CONTEXT, 0, 1, vec![p.ep.clone()]).unwrap();
     let mut buf = vec![0u8; STREAM_LEN];
     let whole = message(1, STREAM_LEN);

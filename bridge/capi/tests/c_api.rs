@@ -2,7 +2,8 @@
 //! implementation (tests/c/exchange.c): mixed native and bridge requests,
 //! intercommunicator Barrier and Bcast,
 //! refusals with clear errors, a killed rank giving an error and not a
-//! hang, and the same program linked at build time or preloaded.
+//! hang, the same program linked at build time or preloaded, and large
+//! messages over shared memory with single copy on and off.
 
 #![cfg(test)]
 
@@ -181,6 +182,63 @@ fn pending_sends_bounded(a: (Mpi, Linking), b: (Mpi, Linking)) {
         2,
         "{out}"
     );
+}
+
+/// Issue 18, item 1's single copy, in C: messages around the 64 KiB
+/// threshold, 1 MiB, 4 MiB + 3 and a non-contiguous vector, both ways
+/// between an Open MPI and an MPICH job on this host (`large`), with
+/// `ISTHMUS_SHM_CMA` as `cma` says; the log shows whether the rings allow
+/// single copy. (The same bytes with it off: `bridge/tests/shm.rs`, whose
+/// processes cost less to start.)
+fn large_messages(a: (Mpi, Linking), b: (Mpi, Linking), cma: &str) {
+    let dir = TempDir::new("capi");
+    let vmd = Vmd::start("localhost", &[]);
+    let scenario = "large";
+    let env = vec![
+        ("ISTHMUS_SHM_CMA".to_owned(), cma.to_owned()),
+        ("ISTHMUS_TRANSPORT".to_owned(), "shm".to_owned()),
+        (
+            "ISTHMUS_LOG".to_owned(),
+            "isthmus_bridge::transport::shm=debug".to_owned(),
+        ),
+    ];
+    let job = |(mpi, linking): (Mpi, Linking), me: &str, other: &str| Job {
+        mpi,
+        np: 2,
+        program: program(mpi, linking, &dir),
+        args: vec![scenario.into(), me.into(), other.into()],
+        env: env.clone(),
+        linking,
+    };
+    let (oa, ob) = run_pair(
+        &vmd,
+        &job(a, "a-large", "b-large"),
+        &job(b, "b-large", "a-large"),
+        Duration::from_secs(120),
+    );
+    assert!(
+        passed(&oa, scenario) && passed(&ob, scenario),
+        "large messages between {a:?} and {b:?}, ISTHMUS_SHM_CMA={cma}\nA:\n{}\nB:\n{}",
+        text(&oa),
+        text(&ob)
+    );
+    let want = format!("single_copy={}", cma == "on");
+    for o in [&oa, &ob] {
+        let log = String::from_utf8_lossy(&o.stderr);
+        let switched: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("data connection switched to shared memory"))
+            .collect();
+        assert!(
+            !switched.is_empty() && switched.iter().all(|l| l.contains(&want)),
+            "every ring should say {want}:\n{log}"
+        );
+    }
+}
+
+#[test]
+fn large_messages_single_copy_open_mpi_with_mpich() {
+    large_messages(OMPI, MPICH, "on");
 }
 
 #[test]

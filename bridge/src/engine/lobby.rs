@@ -369,7 +369,11 @@ fn admit(shared: &Arc<Shared>, poll: &Poll, mut g: Guest) {
 fn first_credit(shared: &Shared, g: &mut Guest, hdr: &FrameHeader) -> io::Result<()> {
     g.notified = true;
     let bytes = hdr.encode();
-    g.offer = transport::offer(&g.stream, shared.limits.local_transport);
+    g.offer = transport::offer(
+        &g.stream,
+        shared.limits.local_transport,
+        shared.limits.single_copy.is_some(),
+    );
     let sent = match &g.offer {
         Some(o) => match transport::send_offer(&g.stream, &bytes, o) {
             Ok(n) => n,

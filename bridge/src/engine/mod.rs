@@ -150,6 +150,12 @@ pub struct EngineConfig {
     /// Shared memory is used on a connection only when both ends allow it.
     /// `ISTHMUS_TRANSPORT` (`shm` or `socket`).
     pub local_transport: LocalTransport,
+    /// On shared memory, messages of at least this many bytes go by single
+    /// copy (the receiver reads them from the sender's memory with
+    /// `process_vm_readv`) where the kernel lets the receiver; None: never.
+    /// `ISTHMUS_SHM_CMA` (`on`, the default, or `off`) and
+    /// `ISTHMUS_SHM_CMA_THRESHOLD` (64 KiB by default).
+    pub single_copy: Option<usize>,
 }
 
 impl EngineConfig {
@@ -196,6 +202,10 @@ impl EngineConfig {
             listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
             advertise: Vec::new(),
             local_transport: env_transport(),
+            single_copy: env_single_copy(env(
+                transport::SINGLE_COPY_THRESHOLD_ENV,
+                transport::DEFAULT_SINGLE_COPY_THRESHOLD as u64,
+            )),
         }
     }
 
@@ -223,6 +233,23 @@ fn env_transport() -> LocalTransport {
         warn!(variable = LocalTransport::ENV, value = %v, "not 'shm' or 'socket'; using the default");
         DEFAULT_LOCAL_TRANSPORT
     })
+}
+
+/// `ISTHMUS_SHM_CMA`: the single-copy threshold `threshold` (at least 1
+/// byte), or None when it says `off`.
+fn env_single_copy(threshold: u64) -> Option<usize> {
+    let on = match std::env::var(transport::SINGLE_COPY_ENV) {
+        Err(_) => true,
+        Ok(v) => match v.trim() {
+            "on" => true,
+            "off" => false,
+            _ => {
+                warn!(variable = transport::SINGLE_COPY_ENV, value = %v, "not 'on' or 'off'; using 'on'");
+                true
+            }
+        },
+    };
+    on.then(|| usize::try_from(threshold.max(1)).unwrap_or(usize::MAX))
 }
 
 /// What carries frames on one host unless `ISTHMUS_TRANSPORT` says otherwise.
@@ -336,6 +363,7 @@ impl Engine {
             early_context_age: config.early_context_age,
             finalize_timeout: config.finalize_timeout,
             local_transport: config.local_transport,
+            single_copy: config.single_copy,
         };
         let ledger = Ledger::new(config.unexpected_limit, config.eager_window);
         let (admission, lobby_poll) = Admission::new(config.admission_per_source)
@@ -400,7 +428,10 @@ impl Engine {
     /// How the outgoing data connection to `process` reached it (transport,
     /// our address, the address dialled), if one is open.
     pub fn route_to(&self, process: Uuid) -> Option<Route> {
-        self.shared.conns.outgoing(process).map(|c| c.route.clone())
+        self.shared.conns.outgoing(process).map(|c| Route {
+            single_copy: c.single_copy_allowed(),
+            ..c.route.clone()
+        })
     }
 
     /// How peers reach this engine (publish `endpoint().encode()`).

@@ -6,6 +6,7 @@
 //! bookkeeping that spans several of them; the tables know nothing of each other.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,15 +23,15 @@ use crate::contexts::{ContextTable, Destination};
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::failures::FailureSet;
-use crate::frame::{discard_payload, FrameHeader, FrameKind};
+use crate::frame::{discard_payload, FrameHeader, FrameKind, SINGLE_COPY, SINGLE_COPY_TRAILER};
 use crate::handshake::Identity;
 use crate::held::SendBudget;
 use crate::ledger::{Ledger, FRAME_COST, MAX_UNEXPECTED_RTS};
 use crate::matching::{
-    check_match, read_into, status_of, Arrived, Ctx, Delivery, PostedRecv, RecvOutcome,
+    check_match, read_into, status_of, Arrived, Ctx, Delivery, PostedRecv, RecvOutcome, Target,
 };
 use crate::payload::Payload;
-use crate::rendezvous::{PendingData, Rendezvous};
+use crate::rendezvous::{PendingData, Rendezvous, SingleCopyOffer};
 use crate::request::RecvProgress;
 use crate::ssend_waiters::SsendWaiters;
 use crate::sync::lock;
@@ -39,7 +40,8 @@ use crate::sync::lock;
 /// and the program's error code, on the thread that read the frame.
 pub type AbortHandler = Arc<dyn Fn(Uuid, i32) + Send + Sync>;
 use crate::transport::{
-    self, FrameHandler, FrameReader, InConn, Link, OutConn, PeerLost, Poller, Queued, Stream,
+    self, FrameHandler, FrameReader, InConn, Link, OutConn, PeerLost, PeerMemory, Poller, Queued,
+    ReadError, Stream,
 };
 
 /// The protocol limits of an engine (see `EngineConfig`).
@@ -54,6 +56,8 @@ pub(crate) struct Limits {
     pub finalize_timeout: Duration,
     /// What carries frames to processes of this host (`ISTHMUS_TRANSPORT`).
     pub local_transport: transport::LocalTransport,
+    /// The smallest message moved by single copy on shared memory; None: off.
+    pub single_copy: Option<usize>,
 }
 
 /// What an orderly shutdown could not deliver to one peer process.
@@ -351,6 +355,7 @@ impl Shared {
             ep,
             self.limits.handshake_timeout,
             self.limits.local_transport,
+            self.limits.single_copy,
         )?;
         let route = &conn.route;
         info!(
@@ -427,6 +432,7 @@ impl Shared {
     /// wait for its DATA (or discard it if the match failed) and send CTS.
     pub(crate) fn rts_matched(self: &Arc<Self>, peer: Uuid, rts: FrameHeader, p: PostedRecv) {
         if let Some(reason) = self.failures.reason(peer) {
+            self.rendezvous.take_offer(peer, rts.seq);
             p.done.complete(Err(BridgeError::PeerFailed {
                 rank: rts.source,
                 reason,
@@ -445,6 +451,18 @@ impl Shared {
     }
 
     fn await_data(self: &Arc<Self>, peer: Uuid, rts: FrameHeader, recv: Option<PostedRecv>) {
+        let offer = if rts.single_copy() {
+            self.rendezvous.take_offer(peer, rts.seq)
+        } else {
+            None
+        };
+        let recv = match offer {
+            Some(offer) => match self.read_offer(peer, &rts, offer, recv) {
+                None => return,
+                Some(recv) => recv,
+            },
+            None => recv,
+        };
         self.rendezvous.add_recv(
             peer,
             rts.seq,
@@ -463,6 +481,56 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// A single-copy announcement was matched by `recv` (None: discarded):
+    /// read its payload from the sender's memory into the receive's
+    /// target, complete the receive and tell the sender (single-copy CTS).
+    /// Returns the receive back (Some) when it must go the usual way
+    /// instead: we may not read that process, so a plain CTS asks for DATA.
+    fn read_offer(
+        self: &Arc<Self>,
+        peer: Uuid,
+        rts: &FrameHeader,
+        offer: SingleCopyOffer,
+        recv: Option<PostedRecv>,
+    ) -> Option<Option<PostedRecv>> {
+        let Some(mem) = offer.mem else {
+            return Some(recv);
+        };
+        let mut answer = FrameHeader::control(FrameKind::Cts, rts.context, rts.seq);
+        answer.flags = SINGLE_COPY;
+        if let Some(p) = recv {
+            match read_single_copy(&mem, offer.addr, rts, &p) {
+                Ok(v) => p.done.complete(Ok((v, status_of(rts)))),
+                Err(ReadError::NotAllowed(e)) => {
+                    debug!(%peer, error = %e, "single-copy read refused; asking for DATA");
+                    return Some(Some(p));
+                }
+                Err(ReadError::Gone(e)) => {
+                    // Its socket's end fails the rest; this receive fails now.
+                    p.done.complete(Err(BridgeError::PeerFailed {
+                        rank: rts.source,
+                        reason: format!("reading the message from its memory failed: {e}"),
+                    }));
+                    return None;
+                }
+                Err(ReadError::Failed(e)) => {
+                    warn!(%peer, source = rts.source, seq = rts.seq, error = %e,
+                        "a single-copy message could not be read from its sender's memory");
+                    p.done.complete(Err(BridgeError::Protocol(format!(
+                        "the {}-byte message from rank {} could not be read from the \
+                         address {:#x} its sender advertised in its memory: {e}",
+                        rts.payload_len, rts.source, offer.addr
+                    ))));
+                    answer.count = 1;
+                }
+            }
+        }
+        if let Err(e) = self.send_control(peer, answer) {
+            debug!(%peer, error = %e, "could not answer a single-copy announcement");
+        }
+        None
     }
 
     /// Throw away a message nobody will receive (its context was retired or
@@ -676,8 +744,28 @@ impl Shared {
         }
     }
 
-    /// RTS from `peer`: matched now (CTS goes out) or held where probes see it.
-    fn announcement(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
+    /// RTS from `peer`: matched now (CTS goes out) or held where probes
+    /// see it. A single-copy RTS's address is read first and its offer
+    /// kept until then (see `rendezvous`).
+    fn announcement(
+        self: &Arc<Self>,
+        peer: Uuid,
+        hdr: FrameHeader,
+        rd: &mut FrameReader,
+    ) -> Result<()> {
+        if hdr.single_copy() {
+            let mut addr = [0u8; SINGLE_COPY_TRAILER];
+            rd.read_exact(&mut addr)
+                .map_err(|e| BridgeError::PeerFailed {
+                    rank: hdr.source,
+                    reason: format!("receiving a message failed: {e}"),
+                })?;
+            let offer = SingleCopyOffer {
+                addr: u64::from_le_bytes(addr),
+                mem: rd.peer_memory(),
+            };
+            self.rendezvous.add_offer(peer, hdr.seq, offer);
+        }
         let (dest, evicted) = self.contexts.for_incoming(
             hdr.context,
             || self.is_shutting_down(),
@@ -747,8 +835,10 @@ impl Shared {
         }
     }
 
-    /// CTS from `peer`: send the payload of the announcement it answers.
-    fn cleared(self: &Arc<Self>, peer: Uuid, seq: u64) {
+    /// CTS from `peer`: send the payload of the announcement it answers
+    /// (a single-copy CTS: the peer read it already; the send completes).
+    fn cleared(self: &Arc<Self>, peer: Uuid, cts: FrameHeader) {
+        let seq = cts.seq;
         let Some(p) = self.rendezvous.cleared(peer, seq) else {
             debug!(%peer, seq, "CTS for an unknown or withdrawn rendezvous send");
             return;
@@ -756,6 +846,26 @@ impl Shared {
         let conn = self.conns.outgoing(peer);
         if let Some(c) = &conn {
             c.rts_answered();
+        }
+        if cts.single_copy() {
+            let r = if !p.rts.single_copy() {
+                Err(BridgeError::Protocol(
+                    "the receiver said it read a message announced without its address".into(),
+                ))
+            } else {
+                if cts.count != 0 {
+                    debug!(%peer, seq, "the receiver could not read this message from our memory");
+                }
+                if let Some(f) = &p.read_by_peer {
+                    f.store(true, Ordering::Release);
+                }
+                Ok(())
+            };
+            // The peer is done with our memory: the payload may go.
+            drop(p.payload);
+            p.done.complete(r);
+            self.rendezvous.handed_over(peer);
+            return;
         }
         let Some(payload) = p.payload else {
             // The blocked caller writes DATA from its own memory.
@@ -765,6 +875,7 @@ impl Shared {
         };
         let data = FrameHeader {
             kind: FrameKind::Data,
+            flags: 0,
             ..p.rts
         };
         let r = match conn {
@@ -800,7 +911,7 @@ impl FrameHandler for Shared {
     fn message(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()> {
         match hdr.kind {
             FrameKind::Eager | FrameKind::SyncEager => self.eager(peer, hdr, rd),
-            FrameKind::Rts => self.announcement(peer, hdr),
+            FrameKind::Rts => self.announcement(peer, hdr, rd),
             FrameKind::Data => self.payload(peer, hdr, rd),
             k => Err(BridgeError::Protocol(format!(
                 "{k:?} is not a message frame"
@@ -811,7 +922,7 @@ impl FrameHandler for Shared {
     fn control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
         match hdr.kind {
             FrameKind::SyncAck => self.ssends.acked(peer, hdr.seq),
-            FrameKind::Cts => self.cleared(peer, hdr.seq),
+            FrameKind::Cts => self.cleared(peer, hdr),
             FrameKind::Credit => {
                 if let Some(c) = self.conns.outgoing(peer) {
                     c.add_credit(hdr.count);
@@ -851,6 +962,46 @@ impl RecvProgress for Shared {
         deadline: Option<Instant>,
     ) -> Option<Result<RecvOutcome>> {
         self.wait_from(peer, done, deadline)
+    }
+}
+
+/// Read a matched single-copy message (`rts`, at `addr` in the sender)
+/// into the receive's target: the caller's buffer, or a new vector. The
+/// length is the announced one, which the match checked against the
+/// target's capacity (checked again here: never past the buffer).
+fn read_single_copy(
+    mem: &PeerMemory,
+    addr: u64,
+    rts: &FrameHeader,
+    p: &PostedRecv,
+) -> std::result::Result<Option<Vec<u8>>, ReadError> {
+    let too_big = || {
+        ReadError::Failed(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "a {}-byte message for a {}-byte receive",
+                rts.payload_len,
+                p.target.capacity()
+            ),
+        ))
+    };
+    let len = usize::try_from(rts.payload_len).map_err(|_| too_big())?;
+    match &p.target {
+        Target::Borrowed(b) => {
+            if len > b.len {
+                return Err(too_big());
+            }
+            // SAFETY: RawBuf invariant — the receive's owner waits for its
+            // completion, which is set only after this read; `len <= b.len`.
+            let dst = unsafe { std::slice::from_raw_parts_mut(b.ptr, len) };
+            mem.read(addr, dst).map(|()| None)
+        }
+        Target::Owned { max_bytes } => {
+            if len > *max_bytes {
+                return Err(too_big());
+            }
+            mem.read_vec(addr, len).map(Some)
+        }
     }
 }
 

@@ -146,6 +146,7 @@ impl Channel {
         let hdr = FrameHeader {
             kind,
             format: sig.format,
+            flags: 0,
             source: self.local_rank,
             context: self.ctx.id,
             tag,

@@ -9,7 +9,14 @@
 //! request completes once its bytes were written, so what the sender holds
 //! for a receiver that does not receive is the program's own buffer; the
 //! number of such waiting sends has a bound (`held`).
+//! On a link that allows it (shared memory, the receiver may read our
+//! memory: `Link::single_copy`), a message from the single-copy threshold
+//! up goes as a single-copy rendezvous: its RTS carries the payload's
+//! address and the receiver reads it from there; the payload (the caller's
+//! memory, or the request's owned or lent bytes) stays where it is until
+//! the receiver's answer, which completes the send.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +25,7 @@ use uuid::Uuid;
 use super::{timeout_err, Channel};
 use crate::completion::Completion;
 use crate::error::{BridgeError, Result};
-use crate::frame::{FrameHeader, FrameKind};
+use crate::frame::{FrameHeader, FrameKind, SINGLE_COPY};
 use crate::held::Held;
 use crate::ledger::FRAME_COST;
 use crate::payload::{Payload, SendBytes};
@@ -45,6 +52,9 @@ impl Channel {
     ) -> Result<()> {
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = self.shared.link(ep, dest)?;
+        if conn.single_copy(payload.len()) {
+            return self.rendezvous_blocking(&*conn, hdr, ep.process, dest, payload, None);
+        }
         if payload.len() <= self.shared.limits.eager_limit {
             conn.wait_granted();
         }
@@ -82,18 +92,26 @@ impl Channel {
     }
 
     /// Register a rendezvous send before its RTS goes out: `hdr` becomes
-    /// the announcement; the returned completion is completed at the CTS
-    /// (the blocked caller's memory, `payload` None) or once DATA was
-    /// written (a payload owned or lent to the request).
+    /// the announcement (a single-copy one with `single_copy`); the
+    /// returned completion is completed at the CTS (the blocked caller's
+    /// memory, `payload` None) or once DATA was written (a payload owned or
+    /// lent to the request), or at a single-copy CTS. For the blocked
+    /// caller's single-copy send, the flag that says the receiver read it.
     fn announce(
         &self,
         hdr: &mut FrameHeader,
         peer: Uuid,
         dest: u32,
         payload: Option<(Payload, Option<Held>)>,
-    ) -> Arc<Completion<()>> {
+        single_copy: bool,
+    ) -> (Arc<Completion<()>>, Option<Arc<AtomicBool>>) {
         hdr.kind = FrameKind::Rts;
+        if single_copy {
+            hdr.flags = SINGLE_COPY;
+        }
         let done = Completion::new(Arc::clone(&self.shared.any));
+        let read_by_peer =
+            (single_copy && payload.is_none()).then(|| Arc::new(AtomicBool::new(false)));
         let (payload, held) = payload.map_or((None, None), |(p, h)| (Some(p), h));
         self.shared.rendezvous.add_send(
             hdr.seq,
@@ -104,14 +122,18 @@ impl Channel {
                 payload,
                 held,
                 done: Arc::clone(&done),
+                read_by_peer: read_by_peer.clone(),
             },
         );
-        done
+        (done, read_by_peer)
     }
 
     /// Rendezvous from the caller's memory: RTS, wait for the CTS (reading
     /// the peer's connection ourselves), then DATA. On timeout the payload is
-    /// copied into the pending send, so the message still goes out once matched.
+    /// copied into the pending send, so the message still goes out once
+    /// matched. Single copy (without a timeout only: the receiver reads the
+    /// caller's memory, which must stay until its answer): RTS with the
+    /// address, and the receiver's answer ends the send.
     fn rendezvous_blocking(
         &self,
         conn: &dyn Link,
@@ -122,13 +144,21 @@ impl Channel {
         timeout: Option<Duration>,
     ) -> Result<()> {
         let shared = &self.shared;
-        let done = self.announce(&mut hdr, peer, dest, None);
-        if let Err(e) = conn.write_blocking(shared.as_ref(), &hdr, &[], dest) {
+        let single_copy = timeout.is_none() && conn.single_copy(payload.len());
+        let (done, read_by_peer) = self.announce(&mut hdr, peer, dest, None, single_copy);
+        let trailer = (payload.as_ptr() as u64).to_le_bytes();
+        let rts_payload: &[u8] = if single_copy { &trailer } else { &[] };
+        if let Err(e) = conn.write_blocking(shared.as_ref(), &hdr, rts_payload, dest) {
             shared.rendezvous.remove_send(hdr.seq);
             return Err(e);
         }
         let cleared = match shared.wait_from(Some(peer), &done, deadline_of(timeout)) {
             Some(r) => r,
+            None if single_copy => {
+                // The receiver may read our memory until it answers: no detaching.
+                done.wait_until(None)
+                    .unwrap_or(Err(BridgeError::EngineShutDown))
+            }
             None => {
                 let held = shared.budget.take(payload.len());
                 if shared.rendezvous.detach_caller(hdr.seq, payload, held) {
@@ -140,8 +170,12 @@ impl Channel {
             }
         };
         cleared?;
+        if read_by_peer.is_some_and(|f| f.load(Ordering::Acquire)) {
+            return Ok(());
+        }
         let data = FrameHeader {
             kind: FrameKind::Data,
+            flags: 0,
             ..hdr
         };
         conn.write_blocking(shared.as_ref(), &data, payload, dest)
@@ -160,12 +194,16 @@ impl Channel {
         held: Option<Held>,
     ) -> Result<SendRequest> {
         let shared = &self.shared;
-        let done = self.announce(&mut hdr, peer, dest, Some((payload, held)));
-        let r = match conn.write_inline(shared.as_ref(), &hdr, &[], dest, false) {
+        // The payload's bytes do not move with it (a vector's heap, or lent memory).
+        let single_copy = conn.single_copy(payload.len());
+        let trailer = (payload.as_ptr() as u64).to_le_bytes();
+        let rts_payload: &[u8] = if single_copy { &trailer } else { &[] };
+        let (done, _) = self.announce(&mut hdr, peer, dest, Some((payload, held)), single_copy);
+        let r = match conn.write_inline(shared.as_ref(), &hdr, rts_payload, dest, false) {
             Ok(TryInline::Done) => Ok(()),
             Ok(TryInline::Busy) => conn.enqueue(Queued {
                 hdr,
-                payload: Payload::none(),
+                payload: rts_payload.to_vec().into(),
                 dest_rank: dest,
                 done: None,
                 held: None,
@@ -206,7 +244,7 @@ impl Channel {
         let shared = &self.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
         let conn = shared.link(ep, dest)?;
-        if !self.eager_ok(&*conn, payload.len()) {
+        if conn.single_copy(payload.len()) || !self.eager_ok(&*conn, payload.len()) {
             // A CTS means "matched": rendezvous is synchronous by itself.
             return self.rendezvous_blocking(&*conn, hdr, ep.process, dest, payload, timeout);
         }
@@ -246,7 +284,7 @@ impl Channel {
         let shared = &self.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::Eager)?;
         let conn = shared.link(ep, dest)?;
-        if !self.eager_ok(&*conn, payload.len()) {
+        if conn.single_copy(payload.len()) || !self.eager_ok(&*conn, payload.len()) {
             let held = self.pending_share(&payload)?;
             return self.rendezvous_nonblocking(
                 &*conn,
@@ -290,7 +328,7 @@ impl Channel {
         let shared = &self.shared;
         let (hdr, ep) = self.header(dest, tag, sig, count, payload.len(), FrameKind::SyncEager)?;
         let conn = shared.link(ep, dest)?;
-        if !self.eager_ok(&*conn, payload.len()) {
+        if conn.single_copy(payload.len()) || !self.eager_ok(&*conn, payload.len()) {
             let held = self.pending_share(&payload)?;
             let payload = payload.into_payload();
             return self.rendezvous_nonblocking(&*conn, hdr, ep.process, dest, payload, held);

@@ -25,13 +25,17 @@ pub(crate) struct Dialed {
     pub grant_reader: Option<Stream>,
 }
 
-/// Connect to `ep` (see `socket::connect` for where and how), within `timeout`.
+/// Connect to `ep` (see `socket::connect` for where and how), within
+/// `timeout`; `single_copy`: the smallest message we would let the peer
+/// read from our memory (None: never), if the connection goes through
+/// shared memory.
 pub(crate) fn dial(
     me: &Endpoint,
     identity: &Identity,
     ep: &Endpoint,
     timeout: Duration,
     local: LocalTransport,
+    single_copy: Option<usize>,
 ) -> Result<Dialed> {
     let (mut stream, mut route) = socket::connect(me, identity, ep, timeout)?;
     let io_err = |e: std::io::Error| BridgeError::Connect {
@@ -58,15 +62,17 @@ pub(crate) fn dial(
         .try_clone()
         .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
     let ring = match offered {
-        Some(fd) => shm::accept_offer(&mut stream, fd, local).map_err(io_err)?,
+        Some(fd) => {
+            shm::accept_offer(&mut stream, fd, local, single_copy.is_some()).map_err(io_err)?
+        }
         None => None,
     };
-    let out: Box<dyn Outbound> = match ring {
-        Some(w) => {
+    let (out, single_copy): (Box<dyn Outbound>, _) = match ring {
+        Some(a) => {
             route.shared_memory = true;
-            w
+            (a.writer, single_copy.map(|t| (a.gate, t)))
         }
-        None => Box::new(stream),
+        None => (Box::new(stream), None),
     };
     let conn = OutConn::new(
         ep.process,
@@ -75,6 +81,7 @@ pub(crate) fn dial(
         route,
         credit,
         grant_reader.is_some(),
+        single_copy,
     );
     Ok(Dialed {
         conn,

@@ -458,7 +458,7 @@ fn read_frame<H: FrameHandler>(
         if !first {
             return Err("SHM frame after other frames".to_owned());
         }
-        return r.rd.upgrade().map_err(|e| format!("{e}"));
+        return r.rd.upgrade(hdr.count).map_err(|e| format!("{e}"));
     }
     if first {
         r.rd.decline();

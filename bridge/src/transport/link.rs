@@ -21,6 +21,8 @@ use crate::frame::FrameHeader;
 use crate::held::Held;
 use crate::payload::Payload;
 
+use super::cma::PeerMemory;
+
 /// What a connection tells its owner (the engine) when the peer is lost.
 pub(crate) trait PeerLost: Send + Sync + 'static {
     /// Writing to (or reading from) `peer` failed: fail everything that involves it.
@@ -77,6 +79,9 @@ pub(crate) trait Link: Send + Sync {
     ) -> Result<TryInline>;
     /// Hand a frame to the link's own writer (independent progress).
     fn enqueue(&self, q: Queued) -> Result<()>;
+    /// Whether a message of `len` bytes may go by single copy: announced
+    /// with its address, read by the peer from our memory (see `cma`).
+    fn single_copy(&self, len: usize) -> bool;
 }
 
 /// The sending half of a connection's byte path: whole frames, in order.
@@ -118,8 +123,10 @@ pub(crate) trait Inbound: Read + Send {
     /// when bytes come. Returns [`Inbound::ready`] (then do not block).
     fn arm(&mut self) -> bool;
     /// The peer asked to carry what follows on the faster path this
-    /// connection offered it (the SHM frame); an error if none was offered.
-    fn upgrade(&mut self) -> io::Result<()> {
+    /// connection offered it (the SHM frame, whose `count`, `probe`, is
+    /// where the peer's single-copy probe word is, 0 for none); an error
+    /// if none was offered.
+    fn upgrade(&mut self, _probe: u64) -> io::Result<()> {
         Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "SHM frame on a connection that offered no shared memory",
@@ -127,4 +134,9 @@ pub(crate) trait Inbound: Read + Send {
     }
     /// The peer's first frame was not SHM: drop what was offered.
     fn decline(&mut self) {}
+    /// The peer's memory, if this path lets us read its large messages
+    /// from there (single copy, see `cma`).
+    fn peer_memory(&self) -> Option<Arc<PeerMemory>> {
+        None
+    }
 }

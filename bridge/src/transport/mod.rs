@@ -11,9 +11,11 @@
 //! sits behind `link`'s [`Outbound`]/[`Inbound`]: `socket` (Unix in the
 //! abstract namespace on the same host and locality, TCP otherwise; the
 //! handshake and credit grant run on it always) and `shm` (a shared-memory
-//! ring between two processes of one host, set up over the Unix socket).
+//! ring between two processes of one host, set up over the Unix socket),
+//! with `cma` beside it (large messages read from the sender's memory).
 //! [`accepted`] is the acceptor's side of choosing the path.
 
+mod cma;
 mod connect;
 mod incoming;
 mod link;
@@ -22,6 +24,11 @@ mod poller;
 mod shm;
 mod socket;
 
+pub(crate) use cma::{PeerMemory, ReadError};
+pub use cma::{
+    DEFAULT_THRESHOLD as DEFAULT_SINGLE_COPY_THRESHOLD, ENV as SINGLE_COPY_ENV,
+    THRESHOLD_ENV as SINGLE_COPY_THRESHOLD_ENV,
+};
 pub(crate) use connect::{dial, Dialed};
 pub(crate) use incoming::{FrameHandler, FrameReader, InConn};
 pub(crate) use link::{Link, PeerLost, Queued, TryInline};

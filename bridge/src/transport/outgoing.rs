@@ -26,6 +26,7 @@ use crate::ledger::MAX_UNEXPECTED_RTS;
 use crate::sync::{cv_wait, lock};
 
 use super::link::{Link, Outbound, PeerLost, Queued, TryInline};
+use super::shm::SingleCopyGate;
 use super::socket::{read_grant, Grant, Stream};
 
 struct OutState {
@@ -69,6 +70,9 @@ pub(crate) struct OutConn {
     /// The socket (a clone), to shut it down from outside and to see it
     /// close; frames go through `stream` (the socket or shared memory).
     shutdown_handle: Stream,
+    /// On shared memory: whether the peer may read our memory, and the
+    /// smallest message it reads there (see `Link::single_copy`).
+    single_copy: Option<(SingleCopyGate, usize)>,
 }
 
 impl OutConn {
@@ -81,6 +85,7 @@ impl OutConn {
         route: Route,
         credit: u64,
         grant_pending: bool,
+        single_copy: Option<(SingleCopyGate, usize)>,
     ) -> Arc<OutConn> {
         Arc::new(OutConn {
             peer,
@@ -100,7 +105,15 @@ impl OutConn {
             cv: Condvar::new(),
             writer_cv: Condvar::new(),
             shutdown_handle,
+            single_copy,
         })
+    }
+
+    /// Whether the peer may read our large messages from our memory.
+    pub(crate) fn single_copy_allowed(&self) -> bool {
+        self.single_copy
+            .as_ref()
+            .is_some_and(|(gate, _)| gate.open())
     }
 
     fn failed_err(reason: &str, dest_rank: u32) -> BridgeError {
@@ -459,6 +472,12 @@ impl Link for OutConn {
                 Err(Self::failed_err(&reason, dest_rank))
             }
         }
+    }
+
+    fn single_copy(&self, len: usize) -> bool {
+        self.single_copy
+            .as_ref()
+            .is_some_and(|(gate, threshold)| len >= *threshold && gate.open())
     }
 
     /// Hand a frame to the writer thread.

@@ -259,6 +259,7 @@ fn attempt(
                 local: String::new(),
                 remote: (*path).to_string(),
                 shared_memory: false,
+                single_copy: false,
             };
             (Stream::Unix(s), route)
         }
@@ -270,6 +271,7 @@ fn attempt(
                 local: s.local_addr().map(|a| a.to_string()).unwrap_or_default(),
                 remote: addr.to_string(),
                 shared_memory: false,
+                single_copy: false,
             };
             (Stream::Tcp(s), route)
         }

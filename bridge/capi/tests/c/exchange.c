@@ -29,6 +29,13 @@
  *            types from each rank of either job reaches every remote rank
  *            intact, leaves the root's group untouched, an empty one too; a bad root is
  *            MPI_ERR_ROOT at every rank, a too-small receive a truncation.
+ *   large    messages around the shared-memory single-copy threshold
+ *            (64 KiB), of 1 MiB and 4 MiB + 3, and a non-contiguous
+ *            vector of ints (packed 1.2 MB, received as a vector too),
+ *            sent with MPI_Send, MPI_Isend and MPI_Ssend; each rank of the
+ *            first job (by group name) sends to the same rank of the
+ *            other, which checks every byte and sends it back; the gaps of
+ *            the vectors stay untouched (run with ISTHMUS_SHM_CMA on and off).
  *   killed   the second job's rank 1 dies mid-exchange; the first job's
  *            ranks must get an error (ERRORS_RETURN: printed; default
  *            handler: the job aborts with the message), not hang.
@@ -580,6 +587,81 @@ static void pending_bound(void)
           "a message past the %d started ones arrived", started);
 }
 
+/* Byte j of large message i. */
+static unsigned char large_byte(int i, size_t j)
+{
+    return (unsigned char)(i * 131 + j / 7 + j % 251);
+}
+
+static void large(void)
+{
+    enum { NV = 300000, TAG = 40 };
+    static const size_t sizes[] = {65535, 65536, 65537, 1 << 20, (4 << 20) + 3};
+    const int n = (int)(sizeof sizes / sizeof sizes[0]);
+    CHECK(rsize == size, "the large scenario wants jobs of equal size");
+    unsigned char *buf = malloc((4 << 20) + 3), *want = malloc((4 << 20) + 3);
+    int *vec = malloc(2 * NV * sizeof(int));
+    CHECK(buf && want && vec, "malloc");
+    for (int i = 0; i < n; i++) {
+        size_t len = sizes[i];
+        for (size_t j = 0; j < len; j++)
+            want[j] = large_byte(i, j);
+        MPI_Status st;
+        int count;
+        for (int turn = 0; turn < 2; turn++) {
+            if (turn == !left) {
+                /* Our turn to send: the pattern first, the echo after. */
+                memcpy(buf, want, len);
+                MPI_Request req;
+                if (i % 3 == 0) {
+                    CHECK(MPI_Send(buf, (int)len, MPI_BYTE, rank, TAG + i, inter) == MPI_SUCCESS,
+                          "send %zu", len);
+                } else if (i % 3 == 1) {
+                    CHECK(MPI_Isend(buf, (int)len, MPI_BYTE, rank, TAG + i, inter, &req) ==
+                              MPI_SUCCESS,
+                          "isend %zu", len);
+                    CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait %zu", len);
+                } else {
+                    CHECK(MPI_Ssend(buf, (int)len, MPI_BYTE, rank, TAG + i, inter) ==
+                              MPI_SUCCESS,
+                          "ssend %zu", len);
+                }
+            } else {
+                memset(buf, 0, len);
+                CHECK(MPI_Recv(buf, (int)len, MPI_BYTE, rank, TAG + i, inter, &st) == MPI_SUCCESS,
+                      "recv %zu", len);
+                MPI_Get_count(&st, MPI_BYTE, &count);
+                CHECK((size_t)count == len, "message %d: %d bytes, not %zu", i, count, len);
+                CHECK(!memcmp(buf, want, len), "message %d (%zu bytes) corrupted", i, len);
+            }
+        }
+    }
+    /* Every other int of 2*NV: sent packed, received into the same layout. */
+    MPI_Datatype every_other;
+    MPI_Type_vector(NV, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    for (int turn = 0; turn < 2; turn++) {
+        if (turn == !left) {
+            for (int j = 0; j < 2 * NV; j++)
+                vec[j] = j % 2 ? -1 : j * 7 + rank;
+            CHECK(MPI_Send(vec, 1, every_other, rank, TAG + 99, inter) == MPI_SUCCESS,
+                  "vector send");
+        } else {
+            for (int j = 0; j < 2 * NV; j++)
+                vec[j] = -2;
+            CHECK(MPI_Recv(vec, 1, every_other, rank, TAG + 99, inter, MPI_STATUS_IGNORE) ==
+                      MPI_SUCCESS,
+                  "vector recv");
+            for (int j = 0; j < 2 * NV; j++)
+                CHECK(vec[j] == (j % 2 ? -2 : j * 7 + rank), "vector int %d is %d", j, vec[j]);
+        }
+    }
+    MPI_Type_free(&every_other);
+    free(buf);
+    free(want);
+    free(vec);
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, provided;
@@ -626,6 +708,8 @@ int main(int argc, char **argv)
         isend_flood();
     else if (!strcmp(scenario, "pendingbound"))
         pending_bound();
+    else if (!strcmp(scenario, "large"))
+        large();
     else if (!strcmp(scenario, "killed-return"))
         killed(1);
     else if (!strcmp(scenario, "killed-fatal"))

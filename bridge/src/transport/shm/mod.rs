@@ -20,9 +20,17 @@
 //! A connection is one direction (see `outgoing`): its ring carries the
 //! connector's frames to the acceptor; the peer's own connection to us
 //! has its own ring, so each pair of processes has one ring per direction.
+//!
+//! Large messages may skip the ring (single copy, see `transport::cma`): the SHM
+//! frame carries the address of the connector's probe word (`count`; 0
+//! when the connector does not use single copy), and the acceptor that
+//! can read it sets the ring's single-copy word and keeps the connector's
+//! [`PeerMemory`] with the reader ([`Inbound::peer_memory`]).
 
 mod ring;
 mod segment;
+
+use std::sync::Arc;
 
 use std::io::{self, IoSlice, Read};
 use std::mem::MaybeUninit;
@@ -32,9 +40,11 @@ use std::os::unix::fs::MetadataExt;
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use tracing::debug;
 
+pub(crate) use ring::SingleCopyGate;
 use ring::{Ring, RingReader, RingWriter};
 use segment::Segment;
 
+use super::cma::{self, PeerMemory};
 use super::link::{Inbound, Outbound};
 use super::socket::{SocketIn, Stream};
 
@@ -88,15 +98,19 @@ fn same_ipc_namespace(sock: &Stream) -> bool {
 /// A segment offered to a connector (acceptor side), until it answers.
 pub(crate) struct Offer {
     seg: Segment,
+    /// We read the connector's memory if it lets us (`ISTHMUS_SHM_CMA`).
+    single_copy: bool,
 }
 
-/// Acceptor: a segment to offer on this accepted connection, if any.
-pub(crate) fn offer(sock: &Stream, mode: LocalTransport) -> Option<Offer> {
+/// Acceptor: a segment to offer on this accepted connection, if any;
+/// `single_copy`: whether we would read the connector's large messages
+/// from its memory.
+pub(crate) fn offer(sock: &Stream, mode: LocalTransport, single_copy: bool) -> Option<Offer> {
     if mode != LocalTransport::Shm || !same_ipc_namespace(sock) {
         return None;
     }
     match Segment::create(RING) {
-        Ok(seg) => Some(Offer { seg }),
+        Ok(seg) => Some(Offer { seg, single_copy }),
         Err(e) => {
             debug!(error = %e, "cannot create a shared-memory segment; staying on the socket");
             None
@@ -128,14 +142,23 @@ pub(crate) fn send_offer(sock: &Stream, bytes: &[u8], offer: &Offer) -> io::Resu
     }
 }
 
+/// The connector's ring: its writer, and whether the acceptor may read
+/// our memory (single copy).
+pub(crate) struct Accepted {
+    pub writer: Box<dyn Outbound>,
+    pub gate: SingleCopyGate,
+}
+
 /// Connector: the peer offered `fd`. If we allow shared memory, map it,
-/// tell the peer (one SHM frame on the socket) and return the writer that
-/// puts our frames into the ring; otherwise None (stay on the socket).
+/// tell the peer (one SHM frame on the socket, with our probe word's
+/// address if `single_copy`) and return the writer that puts our frames
+/// into the ring; otherwise None (stay on the socket).
 pub(crate) fn accept_offer(
     sock: &mut Stream,
     fd: OwnedFd,
     mode: LocalTransport,
-) -> io::Result<Option<Box<dyn Outbound>>> {
+    single_copy: bool,
+) -> io::Result<Option<Accepted>> {
     if mode != LocalTransport::Shm {
         return Ok(None);
     }
@@ -147,28 +170,38 @@ pub(crate) fn accept_offer(
         }
     };
     let doorbell = sock.try_clone()?;
-    super::socket::write_frame(sock, &crate::frame::FrameHeader::shm(), &[])?;
-    Ok(Some(Box::new(RingWriter::new(Ring::new(seg), doorbell))))
+    let mut shm = crate::frame::FrameHeader::shm();
+    if single_copy {
+        shm.count = cma::probe_address();
+    }
+    super::socket::write_frame(sock, &shm, &[])?;
+    let ring = Ring::new(seg);
+    let gate = ring.single_copy_gate();
+    Ok(Some(Accepted {
+        writer: Box::new(RingWriter::new(ring, doorbell)),
+        gate,
+    }))
 }
 
 /// The acceptor's reader of a connection it offered a segment on: the
 /// socket until the connector's SHM frame, then the ring.
 pub(crate) enum Offered {
-    Socket(SocketIn, Option<Segment>),
-    Ring(RingReader),
+    Socket(SocketIn, Option<Offer>),
+    /// The ring, and the connector's memory if we may read it.
+    Ring(RingReader, Option<Arc<PeerMemory>>),
     /// Only while switching.
     Switching,
 }
 
 impl Offered {
     pub(crate) fn new(sock: Stream, offer: Offer) -> Offered {
-        Offered::Socket(SocketIn::new(sock), Some(offer.seg))
+        Offered::Socket(SocketIn::new(sock), Some(offer))
     }
 
     fn inner(&mut self) -> Option<&mut dyn Inbound> {
         match self {
             Offered::Socket(s, _) => Some(s),
-            Offered::Ring(r) => Some(r),
+            Offered::Ring(r, _) => Some(r),
             Offered::Switching => None,
         }
     }
@@ -184,7 +217,7 @@ impl Inbound for Offered {
     fn fd(&self) -> RawFd {
         match self {
             Offered::Socket(s, _) => s.fd(),
-            Offered::Ring(r) => r.fd(),
+            Offered::Ring(r, _) => r.fd(),
             Offered::Switching => -1,
         }
     }
@@ -201,20 +234,37 @@ impl Inbound for Offered {
         self.inner().is_none_or(|i| i.arm())
     }
     fn decline(&mut self) {
-        if let Offered::Socket(_, seg) = self {
-            *seg = None;
+        if let Offered::Socket(_, offer) = self {
+            *offer = None;
         }
     }
-    fn upgrade(&mut self) -> io::Result<()> {
+    fn peer_memory(&self) -> Option<Arc<PeerMemory>> {
+        match self {
+            Offered::Ring(_, mem) => mem.clone(),
+            _ => None,
+        }
+    }
+    fn upgrade(&mut self, probe: u64) -> io::Result<()> {
         match std::mem::replace(self, Offered::Switching) {
-            Offered::Socket(s, Some(seg)) => {
+            Offered::Socket(s, Some(offer)) => {
                 // Bytes buffered past the SHM frame are doorbells: dropped.
                 let sock = s.into_stream();
+                let ring = Ring::new(offer.seg);
+                let mem = if offer.single_copy && probe != 0 {
+                    PeerMemory::probe(&sock, probe).map(Arc::new)
+                } else {
+                    debug!("single copy off on this connection (ISTHMUS_SHM_CMA)");
+                    None
+                };
+                if mem.is_some() {
+                    ring.allow_single_copy();
+                }
                 debug!(
                     fd = sock.as_raw_fd(),
+                    single_copy = mem.is_some(),
                     "data connection switched to shared memory"
                 );
-                *self = Offered::Ring(RingReader::new(Ring::new(seg), sock));
+                *self = Offered::Ring(RingReader::new(ring, sock), mem);
                 Ok(())
             }
             other => {

@@ -10,7 +10,9 @@
 //! socket: the writer rings a doorbell byte), `writer_waiting` and
 //! `space_seq` (the writer waits on a futex for space: the reader bumps
 //! and wakes it), `doorbell_at` (when the writer rang: the reader, once
-//! awake, tells `wait` how long its wake-up took).
+//! awake, tells `wait` how long its wake-up took), `single_copy` (set by
+//! the reader once it may read the writer's memory, see `transport::cma`: the
+//! writer's [`SingleCopyGate`] reads it).
 //!
 //! Either side that finds nothing to do polls the ring first, as long as
 //! `crate::wait` says (`ISTHMUS_WAIT`: never sleeping, about a wake-up's
@@ -27,6 +29,7 @@
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rustix::net::{RecvFlags, SendFlags};
@@ -44,6 +47,7 @@ const READER_SLEEPING: usize = 128;
 const WRITER_WAITING: usize = 192;
 const SPACE_SEQ: usize = 256;
 const DOORBELL_AT: usize = 320;
+const SINGLE_COPY: usize = 384;
 
 /// The longest a side polls the ring between looks at its socket (the
 /// peer's end), its wake-up eventfd and its deadline (`poll` mode; an
@@ -55,14 +59,30 @@ const SPACE_RECHECK: Duration = Duration::from_millis(1);
 
 /// The ring over a mapped segment.
 pub(crate) struct Ring {
-    seg: Segment,
+    seg: Arc<Segment>,
     mask: u64,
 }
 
 impl Ring {
     pub(crate) fn new(seg: Segment) -> Ring {
         let mask = seg.ring_len() as u64 - 1;
-        Ring { seg, mask }
+        Ring {
+            seg: Arc::new(seg),
+            mask,
+        }
+    }
+
+    /// The writer's view of the ring's single-copy word.
+    pub(crate) fn single_copy_gate(&self) -> SingleCopyGate {
+        SingleCopyGate(Ring {
+            seg: Arc::clone(&self.seg),
+            mask: self.mask,
+        })
+    }
+
+    /// The reader may read the writer's memory (see `transport::cma`).
+    pub(crate) fn allow_single_copy(&self) {
+        self.word32(SINGLE_COPY).store(1, Ordering::Release);
     }
 
     fn cap(&self) -> u64 {
@@ -178,6 +198,17 @@ fn reader_gone() -> io::Error {
         io::ErrorKind::BrokenPipe,
         "the peer closed its connection while we waited for ring space",
     )
+}
+
+/// The connector's side of the single-copy word: whether the reader said
+/// it may read our memory (a peer that sets it falsely only makes our
+/// large messages go by rendezvous, which it answers as it likes anyway).
+pub(crate) struct SingleCopyGate(Ring);
+
+impl SingleCopyGate {
+    pub(crate) fn open(&self) -> bool {
+        self.0.word32(SINGLE_COPY).load(Ordering::Acquire) == 1
+    }
 }
 
 /// The connector's side: frames into the ring, a doorbell byte on the
@@ -502,7 +533,7 @@ impl Inbound for RingReader {
     fn arm(&mut self) -> bool {
         self.sleep_armed()
     }
-    fn upgrade(&mut self) -> io::Result<()> {
+    fn upgrade(&mut self, _probe: u64) -> io::Result<()> {
         Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "a second switch to shared memory",
