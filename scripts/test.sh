@@ -51,8 +51,12 @@ done
 # on Intel MPI's libmpi_abi.so too: the same binaries, one more column.
 case " $matrix " in *" abi "*) case " $matrix " in *" impi "*) matrix="$matrix abi-impi" ;; esac ;; esac
 export ISTHMUS_MATRIX="$matrix"
+# Built as the two streams select them: cargo unifies dependencies'
+# features over the packages selected, so `--workspace` alone would build
+# a third set neither stream runs.
 phase "tests: build"
-build_with openmpi test --release --workspace --no-run
+build_with openmpi test --release --no-run -p isthmus-capi
+build_with openmpi test --release --no-run --workspace --exclude isthmus-capi
 # libisthmus's tests (MPI jobs, two or four at a time; ~9 min) and the
 # rest of the workspace's (the vmd, taskers, groups, the bridge in Rust;
 # ~4 min) run side by side: cargo runs one test binary at a time, and the

@@ -2,7 +2,8 @@
 //! coupling files that leave `impl` out, and for `MPI_Comm_spawn` in
 //! libisthmus (the command's implementation). The shared libraries an ELF program names
 //! (`DT_NEEDED`: Open MPI's `libmpi.so.40`, MPICH's `libmpich.so.12` or its
-//! `libmpi.so.12` alias; neither: a plain program, `exec`), and where it
+//! `libmpi.so.12` alias; only `libisthmus.so`: the one libisthmus it finds
+//! names it; neither: a plain program, `exec`), and where it
 //! finds them (`DT_RUNPATH`/`DT_RPATH`): a program built by the wrappers of
 //! an implementation installed in a prefix of its own (Open MPI 5, MPICH 5,
 //! Intel MPI under `$ISTHMUS_MPI_HOME/NAME`, as scripts/mpi/ installs them)
@@ -42,7 +43,39 @@ pub fn implementation_of(program: &Path) -> Result<&'static str, String> {
     for p in elf.runpaths.iter().chain(elf.rpaths.iter()) {
         paths.extend(p.split(':'));
     }
-    Ok(from_libraries(&elf.libraries, &paths, &mpi_home()))
+    let home = mpi_home();
+    let found = from_libraries(&elf.libraries, &paths, &home);
+    if found != "exec" {
+        return Ok(found);
+    }
+    // Linked with libisthmus and `--as-needed` (Debian's default), a
+    // program that calls only what libisthmus exports names no MPI library
+    // of its own: libisthmus names it.
+    Ok(through_libisthmus(&elf.libraries, &paths, &home).unwrap_or(found))
+}
+
+/// The implementation of the `libisthmus.so` that `needed` names, found in
+/// `run_paths` (the program's `DT_RUNPATH`/`DT_RPATH`, as the loader looks),
+/// then in `LD_LIBRARY_PATH`'s directories.
+fn through_libisthmus(needed: &[&str], run_paths: &[&str], home: &Path) -> Option<&'static str> {
+    let name = needed.iter().find(|l| l.starts_with("libisthmus.so"))?;
+    let ld_path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    let dirs = run_paths.iter().copied().chain(ld_path.split(':'));
+    let lib = dirs
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())?;
+    let len = std::fs::metadata(&lib).ok()?.len();
+    if len > MAX_BINARY {
+        return None;
+    }
+    let bytes = std::fs::read(&lib).ok()?;
+    let elf = Elf::parse(&bytes).ok()?;
+    let mut paths: Vec<&str> = Vec::new();
+    for p in elf.runpaths.iter().chain(elf.rpaths.iter()) {
+        paths.extend(p.split(':'));
+    }
+    Some(from_libraries(&elf.libraries, &paths, home)).filter(|i| *i != "exec")
 }
 
 /// Where scripts/install-mpis.sh puts the implementations of the Python
