@@ -405,7 +405,7 @@ fn either_side_choosing_the_socket_keeps_the_socket() {
 }
 
 /// Single copy on or off, on either side: every size class (those around
-/// the 64 KiB threshold, 1 MiB, 4 MiB + 3) arrives the same both ways, and
+/// the 64 KiB eager limit, 1 MiB, 4 MiB + 3) arrives the same both ways, and
 /// single copy is on only when both ends allow it.
 #[test]
 fn single_copy_on_and_off_carry_the_same_bytes() {

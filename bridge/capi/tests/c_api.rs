@@ -184,8 +184,8 @@ fn pending_sends_bounded(a: (Mpi, Linking), b: (Mpi, Linking)) {
     );
 }
 
-/// Issue 18, item 1's single copy, in C: messages around the 64 KiB
-/// threshold, 1 MiB, 4 MiB + 3 and a non-contiguous vector, both ways
+/// Issue 18, item 1's single copy, in C: messages around the 64 KiB eager
+/// limit, 1 MiB (single copy from 512 KiB), 4 MiB + 3 and a non-contiguous vector, both ways
 /// between an Open MPI and an MPICH job on this host (`large`), with
 /// `ISTHMUS_SHM_CMA` as `cma` says; the log shows whether the rings allow
 /// single copy. (The same bytes with it off: `bridge/tests/shm.rs`, whose

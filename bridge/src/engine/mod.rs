@@ -154,7 +154,7 @@ pub struct EngineConfig {
     /// copy (the receiver reads them from the sender's memory with
     /// `process_vm_readv`) where the kernel lets the receiver; None: never.
     /// `ISTHMUS_SHM_CMA` (`on`, the default, or `off`) and
-    /// `ISTHMUS_SHM_CMA_THRESHOLD` (64 KiB by default).
+    /// `ISTHMUS_SHM_CMA_THRESHOLD` (512 KiB by default).
     pub single_copy: Option<usize>,
 }
 
