@@ -5,7 +5,7 @@
 #     over shared memory (the default on one host) and over the Unix
 #     socket (ISTHMUS_TRANSPORT=socket), and over shared memory without
 #     single copy (ISTHMUS_SHM_CMA=off: every byte through the ring; the
-#     default moves messages from 64 KiB up with process_vm_readv);
+#     default moves messages from 512 KiB up with process_vm_readv);
 #   - the Rust API's ping-pong over the bridge, Open MPI <-> MPICH;
 #   - two Open MPI jobs joined by MPI_Comm_connect/accept (the reference);
 #   - native intra-job ping-pong (Open MPI, 2 ranks: its shared memory)
