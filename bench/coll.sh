@@ -8,6 +8,8 @@
 # the merged communicator (MPI_Intercomm_merge) beside MPI_COMM_WORLD of
 # that Open MPI job. Prints one table per size of job with the ratios.
 # The program is bridge/capi/bench/coll.c. usage: bench/coll.sh [iters]
+# ISTHMUS_BENCH_COLL_RANKS="1 2" picks the ranks per job (default "2 4";
+# on a two-core machine 1+1 is the only size that is not oversubscribed).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 ITERS=${1:-200}
@@ -26,7 +28,7 @@ mpicc.openmpi -O2 "${INC[@]}" -DNATIVE_ONLY -o "$OUT/coll-plain" "$SRC"
 start_vmd "$OUT" >&2
 echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" >&2
 
-for np in 2 4; do
+for np in ${ISTHMUS_BENCH_COLL_RANKS:-2 4}; do
   echo "== $np+$np ranks" >&2
   {
     mpiexec.mpich -n "$np" -genv ISTHMUS_VMD "$ISTHMUS_VMD" "$OUT/coll-mpich" isthmus "b$np" "a$np" "$ITERS" >/dev/null &

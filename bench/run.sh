@@ -3,15 +3,15 @@
 # default) in turn and prints its table; bench/README.md says what each
 # measures and where its program lives.
 #   usage: bench/run.sh [--list] [NAME...]
-#   NAMEs: groups rm bridge capi coll world connect spawn hosts-data pingpong
-# `hosts-data` needs root (network namespaces) and is skipped without it
+#   NAMEs: groups rm bridge capi coll world world-hosts connect spawn hosts-data pingpong
+# `world-hosts` and `hosts-data` need root (network namespaces) and are skipped without it
 # unless named. Arguments for one benchmark go to its own driver:
 # bench/<name>.sh or the program itself.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 cd "$ISTHMUS_ROOT"
 
-ALL=(groups rm bridge capi coll world connect spawn hosts-data pingpong)
+ALL=(groups rm bridge capi coll world world-hosts connect spawn hosts-data pingpong)
 describe() {
   case "$1" in
     groups) echo "group service vs PVM 3.4's group server (vmd/src/bin/groups-bench.rs)" ;;
@@ -20,6 +20,7 @@ describe() {
     capi) echo "the C library's ping-pong vs the Rust API and native traffic (bench/capi.sh)" ;;
     coll) echo "collectives on an Isthmus intercommunicator and its merge vs Open MPI's own (bench/coll.sh)" ;;
     world) echo "one MPI_COMM_WORLD of Open MPI + MPICH ranks vs one Open MPI job (bench/world.sh)" ;;
+    world-hosts) echo "the same across two network namespaces, root only (bench/world.sh --hosts)" ;;
     connect) echo "time to connect through Isthmus vs ompi-server; mpi4py ping-pong (bench/connect.sh)" ;;
     spawn) echo "spawn-to-first-message through Isthmus vs Open MPI's own MPI_Comm_spawn (bench/spawn.sh)" ;;
     hosts-data) echo "the bridge between two network namespaces vs raw TCP, root only (bench/hosts-data.sh)" ;;
@@ -34,6 +35,7 @@ run() {
       build_with openmpi build --release -q -p isthmus-vmd --bins
       "$ISTHMUS_TARGET_OPENMPI/release/$1-bench" ;;
     bridge | capi | coll | world | connect | spawn | hosts-data) bash "bench/$1.sh" ;;
+    world-hosts) bash bench/world.sh --hosts ;;
     pingpong) build_with openmpi run --release -q -p isthmus-bridge --example pingpong_bench ;;
   esac
 }
@@ -45,8 +47,8 @@ fi
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for n in "${ALL[@]}"; do
-    if [ "$n" = hosts-data ] && [ "$(id -u)" -ne 0 ]; then
-      echo "bench: skipping hosts-data (needs root for network namespaces)" >&2
+    if { [ "$n" = hosts-data ] || [ "$n" = world-hosts ]; } && [ "$(id -u)" -ne 0 ]; then
+      echo "bench: skipping $n (needs root for network namespaces)" >&2
       continue
     fi
     names+=("$n")

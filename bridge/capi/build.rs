@@ -106,6 +106,13 @@ fn main() {
     if header.contains("MPI_Send_c") {
         println!("cargo:rustc-cfg=isthmus_large_count");
     }
+    // MPI 4.0's calls without large counts (MPI_Comm_idup_with_info,
+    // MPI_Barrier_init, ...): MPICH 4 and Open MPI 5 have them, Open MPI 4.1
+    // does not (Open MPI 5 has no large-count calls: not the same test).
+    println!("cargo::rustc-check-cfg=cfg(isthmus_mpi4)");
+    if header.contains("MPI_Comm_idup_with_info") {
+        println!("cargo:rustc-cfg=isthmus_mpi4");
+    }
     // The MPI 5.0 standard ABI (mpi_abi.h: MPICH 5's mpicc_abi): one
     // libisthmus for every implementation that speaks it. Its first version
     // has no Fortran (no MPI_Fint, no c2f/f2c): libisthmus has none either.
@@ -126,7 +133,16 @@ fn main() {
     let mut c_large = String::from(GENERATED);
     let mut bodies = String::from(GENERATED);
     let mut fortran = String::from(GENERATED);
-    let mut c_shells: BTreeMap<String, String> = BTreeMap::new();
+    // Every module with a `bridge` call gets its shells file, empty where
+    // the implementation's mpi.h has none of its calls (MPI 4's
+    // MPI_Isendrecv in Open MPI 4.1).
+    let mut c_shells: BTreeMap<String, String> = table
+        .values()
+        .filter_map(|l| match &l.class {
+            Class::Bridge { body } => Some((body.clone(), String::from(GENERATED))),
+            _ => None,
+        })
+        .collect();
     let mut seen = BTreeSet::new();
     for cap in proto.captures_iter(&header) {
         let (name, params) = (&cap[1], cap[2].trim());

@@ -10,6 +10,7 @@
 //! [`Engine::intercomm`] is defined here, so the engine does not depend on
 //! intercommunicators.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,10 +20,12 @@ use crate::endpoint::Endpoint;
 use crate::engine::Engine;
 use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
+use crate::lending::SendScope;
 use crate::matching::{Source, Status, Tag};
 use crate::p2p::Channel;
 use crate::payload::{Lent, SendBytes};
 use crate::request::{RecvRequest, SendRequest, TypedRecvRequest};
+use crate::transport::SingleCopyStats;
 use crate::wire::{TypeSig, WireType};
 
 /// An intercommunicator. `Send + Sync`; dropping it unregisters its contexts.
@@ -142,6 +145,35 @@ impl InterComm {
             .collect::<Result<Vec<_>>>()?;
         self.engine
             .intercomm(context, local_rank, local_size, endpoints)
+    }
+
+    /// An intercommunicator on a context derived from `key` alone (every
+    /// side passes the same key, e.g. the port both met on) whose remote group is the remote
+    /// groups of `parts`, one after the other, and in which this process is
+    /// rank `local_rank` of `local_size` (`MPI_Comm_spawn_multiple` across
+    /// implementations: the parents met each part of the children's world
+    /// on its own, and the children's local group is their whole world).
+    /// The peers' connections are already admitted by `parts`, so no
+    /// message is exchanged.
+    pub fn joined(
+        parts: &[&InterComm],
+        key: &[u8],
+        local_rank: u32,
+        local_size: u32,
+    ) -> Result<InterComm> {
+        let first = parts
+            .first()
+            .ok_or_else(|| BridgeError::InvalidArgument("no intercommunicator to join".into()))?;
+        let remote = parts
+            .iter()
+            .flat_map(|p| p.p2p.remote().iter().cloned())
+            .collect();
+        let mut k = b"\x1fjoined\x1f".to_vec();
+        k.extend_from_slice(key);
+        let context = crate::hash::fnv1a64(&k, crate::hash::FNV_OFFSET);
+        first
+            .engine
+            .intercomm(context, local_rank, local_size, remote)
     }
 
     /// The identity of the process (its engine) that is remote rank `rank`
@@ -445,6 +477,41 @@ impl InterComm {
             buf.len() as u64,
             T::encode(buf)?.into(),
         )
+    }
+
+    /// Typed non-blocking send of a buffer lent for `scope` ([`send_scope`]):
+    /// nothing is copied; the request refers to `buf` until it completes,
+    /// and the scope does not end before it did. To a process of this host
+    /// over shared memory, a message from the single-copy threshold up is
+    /// read by the receiver straight out of `buf` (as `MPI_Isend`'s). A
+    /// type whose wire bytes are not its memory (external32) is encoded
+    /// into a vector the request owns, as [`InterComm::isend`] does.
+    pub fn isend_scoped<'scope, T: WireType>(
+        &self,
+        scope: &'scope SendScope<'scope, '_>,
+        dest: u32,
+        tag: i32,
+        buf: &'scope [T],
+    ) -> Result<SendRequest> {
+        let bytes = match T::encode(buf)? {
+            // SAFETY: `b` is `buf`'s memory, borrowed (shared, so unchanged)
+            // for `'scope`, and `scope` waits for this send's completion
+            // (registered below, before anything can end the scope) before
+            // `'scope` ends: the memory stays valid and unchanged until the
+            // request completed, as `Lent::new` requires.
+            Cow::Borrowed(b) => SendBytes::Lent(unsafe { Lent::new(b.as_ptr(), b.len()) }),
+            Cow::Owned(v) => SendBytes::Owned(v),
+        };
+        let req = self
+            .p2p
+            .isend(dest, tag, &T::type_sig()?, buf.len() as u64, bytes)?;
+        scope.started(Arc::clone(&req.done));
+        Ok(req)
+    }
+
+    /// How many messages went by single copy in this process (engine-wide).
+    pub fn single_copy_stats(&self) -> SingleCopyStats {
+        self.engine.single_copy_stats()
     }
 
     /// Typed non-blocking synchronous send.

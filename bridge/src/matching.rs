@@ -138,6 +138,9 @@ pub(crate) struct CtxState {
     /// Remote ranks known to have failed, with the reason.
     /// (`true`: it left in order, BYE; `false`: it failed).
     pub failed_ranks: Vec<(u32, String, bool)>,
+    /// Its channel was dropped while receives were posted: it stays
+    /// registered until they have matched (see [`Ctx::defer_retire`]).
+    pub retiring: bool,
 }
 
 /// Matching state of one context id.
@@ -199,6 +202,7 @@ impl Ctx {
                 posted: VecDeque::new(),
                 unexpected: VecDeque::new(),
                 failed_ranks: Vec::new(),
+                retiring: false,
             }),
             arrived: Condvar::new(),
         })
@@ -290,11 +294,30 @@ impl Ctx {
         None
     }
 
+    /// Its channel is dropped (`MPI_Comm_free`): true when receives are
+    /// still posted, which then keep the context registered until they
+    /// have matched ([`Ctx::retire_due`]), as MPI's free leaves pending
+    /// operations to complete (MPICH's `comm/cmfree`: an `MPI_Irecv`, the
+    /// communicator freed, then the wait). A receive cancelled or failed
+    /// meanwhile leaves the context registered until the engine stops.
+    pub(crate) fn defer_retire(&self) -> bool {
+        let mut st = lock(&self.state);
+        st.retiring = !st.posted.is_empty();
+        st.retiring
+    }
+
+    /// A deferred retirement's receives have all matched: retire it now.
+    pub(crate) fn retire_due(&self) -> bool {
+        let st = lock(&self.state);
+        st.retiring && st.posted.is_empty()
+    }
+
     /// The intercomm was dropped: forget its remote group and fail what is
     /// posted; returns what was queued (the caller discards it).
     pub(crate) fn retire(&self) -> Vec<Arrived> {
         let (posted, unexpected) = {
             let mut st = lock(&self.state);
+            st.retiring = false;
             st.registration = None;
             (
                 st.posted.drain(..).collect::<Vec<_>>(),

@@ -6,8 +6,11 @@
 //! message, and a peer that scribbles over its ring; every way of waiting
 //! (`ISTHMUS_WAIT`), and a bad value of it. Large messages single-copy
 //! (`ISTHMUS_SHM_CMA`): the same bytes with it on and off, a peer killed
-//! while one is read from its memory, and a peer that advertises memory it
-//! does not have.
+//! while one is read from its memory, a peer that advertises memory it
+//! does not have, and a sender that exited before its message was read
+//! (its pid taken by another process when we may: an error, never that
+//! process's bytes). The Rust API's large sends go by single copy too
+//! (`send_scope`, counted by `single_copy_stats`).
 
 #![cfg(test)]
 
@@ -85,6 +88,10 @@ fn shm_child() {
         return;
     };
     let mode = std::env::var("SHM_MODE").unwrap();
+    if mode == "impostor" {
+        impostor();
+        return;
+    }
     let rank: u32 = std::env::var("SHM_RANK").unwrap().parse().unwrap();
     let size: u32 = std::env::var("SHM_SIZE").unwrap().parse().unwrap();
     if std::env::var_os("SHM_LOG").is_some() {
@@ -182,6 +189,84 @@ fn shm_child() {
             c.send_bytes(0, 3, &sig, len as u64, &message(3, len))
                 .unwrap();
         }
+        // A single-copy announcement, then exit while a child of ours keeps
+        // our descriptors (the connection, the ring) open, so that the
+        // receiver sees no end of the connection: only the pid is gone.
+        "exits" => {
+            let len = EXITED_LEN;
+            c.send_bytes(0, 1, &sig, 8, &message(0, 8)).unwrap();
+            let mut one = [0u8; 8];
+            c.recv_bytes_into_timeout(Source::Rank(0), Tag::Any, None, &mut one, T)
+                .unwrap();
+            if !e.route_to(parent_id).unwrap().single_copy {
+                say("NO-SINGLE-COPY");
+                return;
+            }
+            // SAFETY: a fresh private anonymous mapping of `len` bytes at an
+            // address nothing else uses (checked below).
+            let p = unsafe {
+                libc::mmap(
+                    EXITED_ADDR as *mut libc::c_void,
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                    -1,
+                    0,
+                )
+            };
+            assert_eq!(p as usize, EXITED_ADDR);
+            // SAFETY: the mapping above, `len` bytes, ours alone.
+            unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) }
+                .copy_from_slice(&message(2, len));
+            // SAFETY: the mapping stays until this process ends.
+            let req = unsafe { c.isend_lent(0, 2, &sig, len as u64, p.cast(), len) }.unwrap();
+            // It never completes: we exit before the receiver reads it.
+            std::mem::forget(req);
+            // Written after the announcement: once it is, so is the announcement.
+            c.send_bytes(0, 3, &sig, 8, &message(3, 8)).unwrap();
+            // SAFETY: fork; the child only reads its stdin and exits
+            // (async-signal-safe calls), keeping our descriptors open.
+            let keeper = unsafe { libc::fork() };
+            if keeper == 0 {
+                let mut b = [0u8; 1];
+                loop {
+                    // SAFETY: reading into our one-byte buffer.
+                    if unsafe { libc::read(0, b.as_mut_ptr().cast(), 1) } <= 0 {
+                        // SAFETY: ends the child at once.
+                        unsafe { libc::_exit(0) };
+                    }
+                }
+            }
+            say(format_args!("EXITING {keeper}"));
+            // SAFETY: ends the process at once, without a BYE.
+            unsafe { libc::_exit(0) };
+        }
+        // Large messages through the Rust API: received with the typed
+        // blocking receive, sent back with the typed blocking send; then
+        // how many went by single copy here.
+        "scoped" => {
+            let mut buf = vec![0u8; SCOPED_LEN];
+            // A first exchange opens both connections (and says whether
+            // each side may read the other's memory).
+            c.recv_timeout(Source::Rank(0), Tag::Value(50), &mut buf[..8], T)
+                .unwrap();
+            c.send(0, 50, &buf[..8]).unwrap();
+            for i in 0..SCOPED_COUNT {
+                let st = c
+                    .recv_timeout(Source::Rank(0), Tag::Value(i as i32), &mut buf, T)
+                    .unwrap();
+                assert_eq!(st.bytes as usize, SCOPED_LEN);
+                assert!(buf == message(i, SCOPED_LEN), "message {i} corrupted");
+            }
+            for i in 0..SCOPED_COUNT {
+                c.send(0, 100 + i as i32, &message(i, SCOPED_LEN)).unwrap();
+            }
+            let s = e.single_copy_stats();
+            say(format_args!(
+                "STATS {} {} {}",
+                s.sent, s.received, s.received_bytes
+            ));
+        }
         // One message, then (told to) scribble over the ring's head and die.
         "corrupt" => {
             c.send_bytes(0, 7, &sig, 8, &message(0, 8)).unwrap();
@@ -211,6 +296,80 @@ fn shm_child() {
     drop(c);
     drop(e);
     say("DONE");
+}
+
+/// Where the "exits" peer's single-copy message is, and an impostor's bytes.
+const EXITED_ADDR: usize = 0x3f00_0000_0000;
+const EXITED_LEN: usize = 1 << 20;
+/// What an impostor's memory holds.
+const IMPOSTOR_BYTE: u8 = 0xee;
+/// Messages of the Rust API's single-copy test.
+const SCOPED_COUNT: u64 = 4;
+const SCOPED_LEN: usize = 1 << 20;
+
+/// An impostor: maps `SHM_LEN` bytes of [`IMPOSTOR_BYTE`] at `SHM_ADDR`,
+/// says READY and lives until its stdin closes.
+fn impostor() {
+    let addr: usize = std::env::var("SHM_ADDR").unwrap().parse().unwrap();
+    let len: usize = std::env::var("SHM_LEN").unwrap().parse().unwrap();
+    // SAFETY: a fresh private anonymous mapping where nothing of ours is (NOREPLACE).
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    assert_eq!(p as usize, addr);
+    // SAFETY: the mapping above, `len` bytes, ours alone.
+    unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) }.fill(IMPOSTOR_BYTE);
+    say("READY");
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest);
+}
+
+/// A process holding another's pid (see [`impostor_at`]).
+struct Impostor {
+    child: Child,
+    /// Kept open until it ends (its harness prints to it).
+    out: BufReader<ChildStdout>,
+    stdin: ChildStdin,
+}
+
+/// A process of ours with pid `pid` (which must be free) holding
+/// [`IMPOSTOR_BYTE`]s at `addr`: the next pid is set through
+/// `/proc/sys/kernel/ns_last_pid` (root only), retried while other
+/// processes of the host take it first. None when we may not set it or
+/// the pid stays taken.
+fn impostor_at(pid: u32, addr: usize, len: usize) -> Option<Impostor> {
+    for _ in 0..50 {
+        if std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).is_err() {
+            return None;
+        }
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "shm_child", "--ignored", "--nocapture"])
+            .env("SHM_PEER", "")
+            .env("SHM_MODE", "impostor")
+            .env("SHM_ADDR", addr.to_string())
+            .env("SHM_LEN", len.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if child.id() != pid {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            continue;
+        }
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let stdin = child.stdin.take().unwrap();
+        line_from(&mut out, "READY");
+        return Some(Impostor { child, out, stdin });
+    }
+    None
 }
 
 struct Peer {
@@ -324,6 +483,27 @@ fn echo_with(
             );
         }
     }
+    // Every message from the threshold up went by single copy when it is
+    // on (the peer's threshold for its sends, ours for ours), none otherwise.
+    let single = expect_shm && single_copy_expected(ours_cma, env);
+    let from = |t: usize| SIZES.iter().filter(|&&l| l >= t).count() as u64;
+    let peer_threshold = env
+        .iter()
+        .find(|(k, _)| *k == "ISTHMUS_SHM_CMA_THRESHOLD")
+        .map_or(DEFAULT_SINGLE_COPY_THRESHOLD, |(_, v)| {
+            v.strip_suffix('M').unwrap().parse::<usize>().unwrap() << 20
+        });
+    let stats = e.single_copy_stats();
+    let (sent, received) = if single {
+        (from(DEFAULT_SINGLE_COPY_THRESHOLD), from(peer_threshold))
+    } else {
+        (0, 0)
+    };
+    assert_eq!(
+        (stats.sent, stats.received),
+        (sent, received),
+        "messages by single copy (sent, received)"
+    );
     drop(c);
     finish(p);
     before
@@ -572,6 +752,141 @@ fn killed_in_the_middle(single_copy: &str) {
     assert!(started.elapsed() < T, "the failure took the whole deadline");
     let _ = p.child.wait();
     drop(p.stdin);
+}
+
+/// A sender whose single-copy message waits unmatched exits, its
+/// connection kept open by a child (so nothing tells the receiver it
+/// died), and — when we may set the next pid — another process of ours
+/// gets its pid with other bytes at the message's address: the receive
+/// that matches the message fails with PeerFailed, and the buffer holds
+/// nothing of that process (the pidfd taken at the handshake says the
+/// sender exited; reading by pid alone delivered the impostor's bytes).
+#[test]
+fn a_single_copy_receive_whose_sender_exited_is_an_error_never_data() {
+    let e = engine();
+    let mut p = spawn_peer(&e, "exits", 0, 1, &[]);
+    let c = e.intercomm(CONTEXT, 0, 1, vec![p.ep.clone()]).unwrap();
+    let sig = u8::type_sig().unwrap();
+    let mut buf = vec![0u8; EXITED_LEN];
+    c.recv_bytes_into_timeout(Source::Rank(0), Tag::Value(1), None, &mut buf, T)
+        .unwrap();
+    c.send_bytes(0, 1, &sig, 8, &message(0, 8)).unwrap();
+    let said = loop {
+        let mut line = String::new();
+        assert!(p.out.read_line(&mut line).unwrap() > 0, "peer ended");
+        let l = line.trim();
+        if l.starts_with("EXITING ") || l == "NO-SINGLE-COPY" {
+            break l.to_owned();
+        }
+    };
+    if said == "NO-SINGLE-COPY" {
+        assert!(
+            std::env::var_os("ISTHMUS_TEST_NO_CMA").is_some(),
+            "single copy is off between two processes of one uid"
+        );
+        return;
+    }
+    let pid = p.child.id();
+    assert!(p.child.wait().unwrap().success());
+    // The message written after the announcement: the announcement is here.
+    let st = c
+        .recv_bytes_into_timeout(Source::Rank(0), Tag::Value(3), None, &mut buf, T)
+        .unwrap();
+    assert_eq!(st.bytes, 8);
+    let impostor = impostor_at(pid, EXITED_ADDR, EXITED_LEN);
+    eprintln!(
+        "the sender's pid {pid} {}",
+        if impostor.is_some() {
+            "now belongs to an impostor with other bytes at the message's address"
+        } else {
+            "could not be given to another process (not root?): it stays free"
+        }
+    );
+    buf.fill(1);
+    let r = c.recv_bytes_into_timeout(Source::Rank(0), Tag::Value(2), None, &mut buf, T);
+    let stolen = buf
+        .windows(64)
+        .any(|w| w.iter().all(|&b| b == IMPOSTOR_BYTE));
+    match r {
+        Err(BridgeError::PeerFailed { reason, .. }) => {
+            if impostor.is_some() {
+                assert!(reason.contains("exited"), "{reason}");
+            }
+        }
+        Err(other) => panic!("expected PeerFailed, got {other}"),
+        Ok(st) => panic!(
+            "a {}-byte message from an exited sender was delivered{}",
+            st.bytes,
+            if stolen {
+                ", holding the impostor's bytes"
+            } else {
+                ""
+            }
+        ),
+    }
+    assert!(!stolen, "the impostor's bytes are in the receive buffer");
+    if let Some(mut i) = impostor {
+        drop(i.stdin);
+        assert!(i.child.wait().unwrap().success());
+        drop(i.out);
+    }
+    // Our end of the pipe closes: the keeper of the sender's descriptors exits.
+    drop(p.stdin);
+    drop(c);
+}
+
+/// The Rust API's large messages between two processes of one host go by
+/// single copy, both ways, intact: nonblocking sends that lend their
+/// buffer for a scope (`send_scope`, `isend_scoped`: a window of them, as
+/// a bandwidth benchmark posts) and typed blocking sends, received by
+/// typed blocking receives; the engines' counters say each went so.
+#[test]
+fn the_rust_api_sends_large_messages_by_single_copy() {
+    let e = engine();
+    let mut p = spawn_peer(&e, "scoped", 0, 1, &[]);
+    let c = e.intercomm(CONTEXT, 0, 1, vec![p.ep.clone()]).unwrap();
+    let mut ping = [7u8; 8];
+    c.send(0, 50, &ping).unwrap();
+    c.recv_timeout(Source::Rank(0), Tag::Value(50), &mut ping, T)
+        .unwrap();
+    let before = e.single_copy_stats();
+    let msgs: Vec<Vec<u8>> = (0..SCOPED_COUNT).map(|i| message(i, SCOPED_LEN)).collect();
+    send_scope(|s| {
+        let reqs = msgs
+            .iter()
+            .enumerate()
+            .map(|(i, m)| c.isend_scoped(s, 0, i as i32, m))
+            .collect::<Result<Vec<_>>>()
+            .unwrap();
+        for r in wait_all(reqs) {
+            r.unwrap();
+        }
+    });
+    let mut buf = vec![0u8; SCOPED_LEN];
+    for i in 0..SCOPED_COUNT {
+        let st = c
+            .recv_timeout(Source::Rank(0), Tag::Value(100 + i as i32), &mut buf, T)
+            .unwrap();
+        assert_eq!(st.bytes as usize, SCOPED_LEN);
+        assert!(buf == msgs[i as usize], "message {i} back corrupted");
+    }
+    let after = e.single_copy_stats();
+    let peer = line_from(&mut p.out, "STATS ");
+    let (n, bytes) = if single_copy_expected(true, &[]) {
+        (SCOPED_COUNT, SCOPED_COUNT * SCOPED_LEN as u64)
+    } else {
+        (0, 0)
+    };
+    assert_eq!(
+        after.sent - before.sent,
+        n,
+        "our sends read from our memory"
+    );
+    assert_eq!(after.received - before.received, n, "messages we read");
+    assert_eq!(after.received_bytes - before.received_bytes, bytes);
+    assert_eq!(peer, format!("{n} {n} {bytes}"), "the peer's counts");
+    drop(c);
+    finish(p);
 }
 
 /// A peer that scribbles over its ring's producer index (as a broken or

@@ -192,6 +192,34 @@ pub fn bridge(out: &mut String, p: &Prototype, fortran: &Fortran) {
             gfortran_name(out, name, &f, &ompi, &params, &types, &args, "ierror");
         }
     }
+    if fortran.pass {
+        // Fortran 77 and `use mpi` have no large-count calls.
+        let legacy = !name.ends_with("_c");
+        let pmpi_defined = fortran.ompi && fortran.pmpi;
+        let mut names = Vec::new();
+        if legacy && !fortran.ompi {
+            names.push(format!("ompi_{short}_f"));
+            names.push(format!("{lower}_"));
+        }
+        if legacy && !pmpi_defined {
+            names.push(format!("p{lower}_"));
+        }
+        if !fortran.f08 {
+            names.push(format!("{lower}_f08_"));
+        }
+        for f in names {
+            head(
+                out,
+                &format!(
+                    "A Fortran name of `{name}` whose call reaches the C entry point: passed on."
+                ),
+                &f,
+                &params,
+            );
+            out.push_str(&pass_on(&f, &types, &args, "ierror"));
+            out.push_str("}\n");
+        }
+    }
     if fortran.f08 {
         let f08 = format!("{lower}_f08_");
         head(

@@ -24,6 +24,9 @@ pub struct Fortran {
     pub f08: bool,
     /// Every Fortran name refuses (the C call is carried, Fortran's is not).
     pub refused: bool,
+    /// Every Fortran name the others do not define passes the call on (the
+    /// names the call once refused, kept for programs linked to them).
+    pub pass: bool,
 }
 
 pub struct Line {
@@ -90,11 +93,17 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Line>, String> {
                 "pmpi" => fortran.pmpi = true,
                 "f08" => fortran.f08 = true,
                 "refused" => fortran.refused = true,
+                "pass" => fortran.pass = true,
                 other => return Err(format!("{name}: unknown Fortran name family {other:?}")),
             }
         }
         if !matches!(class, Class::Bridge { .. })
-            && (own || fortran.ompi || fortran.pmpi || fortran.f08 || fortran.refused)
+            && (own
+                || fortran.ompi
+                || fortran.pmpi
+                || fortran.f08
+                || fortran.refused
+                || fortran.pass)
         {
             return Err(format!(
                 "{name}: only bridge calls list `own` or Fortran names"

@@ -1,26 +1,28 @@
 ! The virtual machine's calls of isthmus.h for Fortran (mpif.h, use mpi
 ! and use mpi_f08 code alike): spawn, kill and signal a job, list jobs and
-! hosts, add and delete hosts, and notifications taken with
-! isthmus_event_next. Thin wrappers over the C calls (bind(C)): Fortran
+! hosts, add and delete hosts, and notifications, taken with
+! isthmus_event_next or passed to a callback of the program
+! (isthmus_subscribe_callback). Thin wrappers over the C calls (bind(C)): Fortran
 ! strings lose their trailing blanks and get a NUL; an absent or blank
 ! optional string is C's NULL. Every call's ierror (optional) is the C
 ! call's MPI error code (MPI_SUCCESS is 0): a failure is raised on
 ! MPI_COMM_SELF first, as in C, so set MPI_ERRORS_RETURN on it to get the
 ! code back; MPI_Error_string names the call and the reason.
-! Isthmus_Subscribe_callback has no Fortran form (a callback on a thread of
-! the library): poll with isthmus_event_next.
+! A program that asks for neither form is never interrupted: no signal,
+! no callback.
 !
 ! It uses no MPI module: build it with the implementation's mpifort (or
 ! the gfortran it wraps) and link libisthmus.so of that implementation.
 module isthmus_vm
   use, intrinsic :: iso_c_binding, only : c_char, c_int, c_int64_t, c_long_long, c_double, &
-                                          c_null_char, c_ptr, c_null_ptr, c_loc
+                                          c_null_char, c_ptr, c_null_ptr, c_loc, c_funptr, &
+                                          c_funloc
   implicit none
   private
   public :: isthmus_spawn, isthmus_kill, isthmus_signal, isthmus_jobs, isthmus_hosts, &
             isthmus_add_host, isthmus_delete_host, isthmus_subscribe, isthmus_event_next, &
-            isthmus_unsubscribe, isthmus_string
-  public :: isthmus_job_info, isthmus_host_info, isthmus_event
+            isthmus_unsubscribe, isthmus_string, isthmus_subscribe_callback
+  public :: isthmus_job_info, isthmus_host_info, isthmus_event, isthmus_event_function
 
   !> A job of the virtual machine (Isthmus_Job).
   integer, parameter, public :: ISTHMUS_JOB_KIND = c_int64_t
@@ -63,6 +65,22 @@ module isthmus_vm
     character(kind=c_char) :: group(256)
     character(kind=c_char) :: reason(512)
   end type isthmus_event
+
+  abstract interface
+    !> A notification callback (Isthmus_Event_function), for
+    !> isthmus_subscribe_callback: a bind(C) subroutine of the program,
+    !> called with each event of the subscription and the subscription's
+    !> `arg`, in order, on a thread of the library (one per subscription;
+    !> not the program's). It must be safe on that thread: it may record
+    !> the event (in VOLATILE variables, say, which the program reads) and
+    !> call isthmus_unsubscribe; it may call MPI only if MPI was initialised
+    !> with MPI_THREAD_MULTIPLE. The event is valid during the call only.
+    subroutine isthmus_event_function(event, arg) bind(C)
+      import :: isthmus_event, c_ptr
+      type(isthmus_event), intent(in) :: event
+      type(c_ptr), value :: arg
+    end subroutine isthmus_event_function
+  end interface
 
   interface
     integer(c_int) function c_spawn(program, argv, ranks, implementation, host, env, job) &
@@ -118,6 +136,16 @@ module isthmus_vm
       type(c_ptr), value :: jobs, group
       integer(c_int), intent(out) :: subscription
     end function c_subscribe
+
+    integer(c_int) function c_subscribe_callback(kinds, jobs, njobs, group, callback, arg, &
+                                                 subscription) &
+        bind(C, name="Isthmus_Subscribe_callback")
+      import :: c_int, c_ptr, c_funptr
+      integer(c_int), value :: kinds, njobs
+      type(c_ptr), value :: jobs, group, arg
+      type(c_funptr), value :: callback
+      integer(c_int), intent(out) :: subscription
+    end function c_subscribe_callback
 
     integer(c_int) function c_event_next(subscription, timeout, event) &
         bind(C, name="Isthmus_Event_next")
@@ -292,7 +320,8 @@ contains
 
   !> Subscribes to the kinds in `kinds` (ISTHMUS_EVENT_* summed): of the
   !> jobs in `jobs` only (absent or empty: every job of this user), of
-  !> group `group` only (absent or blank: every group).
+  !> group `group` only (absent or blank: every group); the events are
+  !> taken with isthmus_event_next.
   subroutine isthmus_subscribe(kinds, subscription, jobs, group, ierror)
     integer, intent(in) :: kinds
     integer, intent(out) :: subscription
@@ -303,20 +332,56 @@ contains
     type(c_text), target :: g_t
     type(c_ptr) :: p
     integer(c_int) :: rc, n, s
-    n = 0
-    p = c_null_ptr
-    if (present(jobs)) then
-      n = int(size(jobs), c_int)
-      ! A contiguous copy: `jobs` may be a strided section.
-      allocate(copy(n))
-      copy(:) = jobs(:)
-      if (n > 0) p = c_loc(copy(1))
-    end if
+    call jobs_of(jobs, copy, p, n)
     s = -1
     rc = c_subscribe(int(kinds, c_int), p, n, ptr_of(group, g_t), s)
     subscription = s
     if (present(ierror)) ierror = rc
   end subroutine isthmus_subscribe
+
+  !> Subscribes as isthmus_subscribe does, but each event is passed to
+  !> `callback` (see isthmus_event_function) with `arg` (absent: a null
+  !> pointer), on a thread of the library, until isthmus_unsubscribe (which
+  !> returns once that thread has stopped, unless called from the callback)
+  !> or MPI_Finalize. isthmus_event_next does not take these events.
+  subroutine isthmus_subscribe_callback(kinds, callback, subscription, jobs, group, arg, ierror)
+    integer, intent(in) :: kinds
+    procedure(isthmus_event_function) :: callback
+    integer, intent(out) :: subscription
+    integer(c_int64_t), intent(in), optional :: jobs(:)
+    character(len=*), intent(in), optional :: group
+    type(c_ptr), intent(in), optional :: arg
+    integer, optional, intent(out) :: ierror
+    integer(c_int64_t), allocatable, target :: copy(:)
+    type(c_text), target :: g_t
+    type(c_ptr) :: p, a
+    integer(c_int) :: rc, n, s
+    call jobs_of(jobs, copy, p, n)
+    a = c_null_ptr
+    if (present(arg)) a = arg
+    s = -1
+    rc = c_subscribe_callback(int(kinds, c_int), p, n, ptr_of(group, g_t), c_funloc(callback), &
+                              a, s)
+    subscription = s
+    if (present(ierror)) ierror = rc
+  end subroutine isthmus_subscribe_callback
+
+  !> An optional list of jobs as C's array and count: a contiguous copy
+  !> (`jobs` may be a strided section), kept in `copy`, which must outlive
+  !> the call; a null pointer and 0 when absent.
+  subroutine jobs_of(jobs, copy, p, n)
+    integer(c_int64_t), intent(in), optional :: jobs(:)
+    integer(c_int64_t), allocatable, target, intent(inout) :: copy(:)
+    type(c_ptr), intent(out) :: p
+    integer(c_int), intent(out) :: n
+    n = 0
+    p = c_null_ptr
+    if (.not. present(jobs)) return
+    n = int(size(jobs), c_int)
+    allocate(copy(n))
+    copy(:) = jobs(:)
+    if (n > 0) p = c_loc(copy(1))
+  end subroutine jobs_of
 
   !> The next event of the subscription, waiting up to `timeout` seconds
   !> (0: only look); event%kind is ISTHMUS_EVENT_NONE if none came.

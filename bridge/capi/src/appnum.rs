@@ -26,12 +26,23 @@ static APPNUM: AtomicI32 = AtomicI32::new(-1);
 /// spawn). Called by `MPI_Init` of a spawned job, before it clears the
 /// spawn's variables.
 pub(crate) fn keep_from_env() {
-    let n = std::env::var(env::SPAWN_APPNUM)
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok())
-        .filter(|n| *n >= 0)
-        .unwrap_or(0);
+    let read = |var: &str| {
+        std::env::var(var)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+            .filter(|n| *n >= 0)
+            .unwrap_or(0)
+    };
+    // The second part of a spawned world counts its commands from its
+    // first one's index in the call.
+    let n = read(env::SPAWN_APPNUM).saturating_add(read(env::SPAWN_APPNUM_BASE));
     APPNUM.store(n, Ordering::SeqCst);
+}
+
+/// This spawned child's `MPI_APPNUM`, once kept (`keep_from_env`).
+pub(crate) fn spawned() -> Option<c_int> {
+    let n = APPNUM.load(Ordering::SeqCst);
+    (n >= 0).then_some(n)
 }
 
 /// Answers for `MPI_APPNUM` of `MPI_COMM_WORLD` in a spawn's child.
@@ -57,6 +68,21 @@ unsafe fn ours(comm: MPI_Comm, keyval: c_int, value: *mut c_void, flag: *mut c_i
         *flag = 1;
     }
     true
+}
+
+/// The value this library answers itself for the predefined attribute
+/// `keyval` (C's) of `comm`: a world's `MPI_APPNUM`, `MPI_UNIVERSE_SIZE`
+/// and `MPI_TAG_UB`, a spawn's child's `MPI_APPNUM`; `None` for every
+/// other, which is the MPI library's. For the Fortran bindings
+/// (`crate::fortran`), which read attributes past the C entry points.
+pub(crate) fn own_value(comm: MPI_Comm, keyval: c_int) -> Option<c_int> {
+    if let Some(v) = crate::world_attrs::value(comm, keyval) {
+        return Some(*v);
+    }
+    // SAFETY: reading rsmpi's exported constant.
+    let world = unsafe { ffi::RSMPI_COMM_WORLD };
+    let n = APPNUM.load(Ordering::SeqCst);
+    (keyval == ffi::MPI_APPNUM as c_int && comm == world && n >= 0).then_some(n)
 }
 
 /// The MPI library's own attribute call (`PMPI_Comm_get_attr`, `PMPI_Attr_get`).

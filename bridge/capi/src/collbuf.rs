@@ -23,6 +23,46 @@ pub(crate) fn elements(n: c_int) -> Result<usize, BridgeError> {
     usize::try_from(n).map_err(|_| BridgeError::InvalidArgument(format!("count {n} is negative")))
 }
 
+/// Whether `dt` holds no bytes (`contiguous(0, …)`), so that any number of
+/// its elements is an empty message.
+fn has_no_bytes(dt: MPI_Datatype) -> bool {
+    // An argument MPI does not read (the receive type at a root sending in
+    // place) may be MPI_DATATYPE_NULL, whose MPI_Type_size would raise an
+    // error through the program's handler: not asked.
+    // SAFETY: reading rsmpi's predefined handle.
+    if dt == unsafe { ffi::RSMPI_DATATYPE_NULL } {
+        return false;
+    }
+    let mut size: c_int = 0;
+    // SAFETY: reads the handle, writes one int; an invalid handle gives an
+    // error code, left for the call itself to report.
+    let rc = unsafe { ffi::PMPI_Type_size(dt, &mut size) };
+    rc == 0 && size == 0
+}
+
+/// A count as the job's own nonblocking v-collectives are given it: 0 for
+/// a type of no bytes. MPI matches such elements with an empty receive
+/// (both type signatures are empty), but Open MPI 4.1's `MPI_Ialltoallv`
+/// (libnbc) posts a receive for a non-zero count of a zero-size type that
+/// the peer's zero count never sends, and waits forever (MPICH's
+/// `coll/alltoallw_zeros`; the blocking forms are fine).
+pub(crate) fn native_count(count: c_int, dt: MPI_Datatype) -> c_int {
+    if count != 0 && has_no_bytes(dt) {
+        0
+    } else {
+        count
+    }
+}
+
+/// [`native_count`] of every count of a v-collective's array.
+pub(crate) fn native_counts(counts: &[c_int], dt: MPI_Datatype) -> Vec<c_int> {
+    if counts.iter().any(|&c| c != 0) && has_no_bytes(dt) {
+        vec![0; counts.len()]
+    } else {
+        counts.to_vec()
+    }
+}
+
 /// A number of elements as MPI's int count, refused if it does not fit.
 pub(crate) fn int(n: usize) -> Result<c_int, BridgeError> {
     c_int::try_from(n)
@@ -189,11 +229,35 @@ pub(crate) struct Scratch {
     true_lb: isize,
 }
 
+/// The most scratch memory a thread keeps for its next collectives
+/// (bytes, per buffer).
+const SPARE_BYTES: usize = 16 << 20;
+/// How many freed scratch buffers a thread keeps (a merged reduction
+/// holds two at once).
+const SPARES: usize = 2;
+
+thread_local! {
+    /// The scratch buffers this thread freed last, kept so that the next
+    /// collective's do not fault in fresh pages (a megabyte is 256 page
+    /// faults, more than the copy into it costs).
+    static SPARE: std::cell::RefCell<Vec<Vec<u128>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Scratch {
     pub(crate) fn new(count: usize, e: &Extents) -> Result<Scratch, BridgeError> {
-        let bytes = e.span(count)?;
+        let words = e.span(count)?.div_ceil(16);
+        let mut mem = SPARE
+            .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        match mem.get_mut(..words) {
+            // Zeroed as a fresh one is: warm pages, no faults.
+            Some(reused) => reused.fill(0),
+            None => mem = vec![0u128; words],
+        }
         Ok(Scratch {
-            mem: vec![0u128; bytes.div_ceil(16)],
+            mem,
             true_lb: e.true_lb,
         })
     }
@@ -227,6 +291,25 @@ impl Scratch {
             .cast::<u8>()
             .wrapping_offset(-self.true_lb)
             .cast()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let mem = std::mem::take(&mut self.mem);
+        if mem.len() * 16 > SPARE_BYTES {
+            return;
+        }
+        let _ = SPARE.try_with(|s| {
+            if let Ok(mut spares) = s.try_borrow_mut() {
+                // Kept smallest first, so that `pop` takes the largest.
+                spares.push(mem);
+                spares.sort_by_key(Vec::len);
+                if spares.len() > SPARES {
+                    spares.remove(0);
+                }
+            }
+        });
     }
 }
 

@@ -14,8 +14,7 @@ use std::sync::atomic::Ordering;
 use mpi::ffi;
 
 use crate::errors;
-use crate::mpi_glue::{MPI_Comm, MPI_Request, Outcome};
-use crate::requests;
+use crate::mpi_glue::{MPI_Comm, MPI_Request};
 use crate::state::{add_comm, bridge_comm, remove_comm, BridgeComm};
 
 /// `MPI_Comm_test_inter` on an Isthmus communicator: an intercommunicator.
@@ -194,24 +193,85 @@ pub(crate) unsafe fn comm_dup(bc: &BridgeComm, comm: MPI_Comm, newcomm: *mut MPI
     }
 }
 
-/// `MPI_Comm_dup_with_info` on an Isthmus communicator: as `MPI_Comm_dup`
-/// (the info is not used by the bridge).
+/// `MPI_Comm_dup_with_info` on an Isthmus communicator: as `MPI_Comm_dup`,
+/// the new handle with the hints of `info` (the bridge uses none).
 ///
 /// # Safety
 /// As `MPI_Comm_dup_with_info`.
 pub(crate) unsafe fn comm_dup_with_info(
     bc: &BridgeComm,
     comm: MPI_Comm,
-    _info: ffi::MPI_Info,
+    info: ffi::MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { comm_dup(bc, comm, newcomm) }
+    const CALL: &str = "MPI_Comm_dup_with_info";
+    let mut c = match dup(bc, comm, CALL) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Err(f) = crate::idup::set_hints(c, info) {
+        if let Some(bc) = remove_comm(c) {
+            bc.coll.free();
+        }
+        // SAFETY: our duplicate, never handed out.
+        unsafe { ffi::PMPI_Comm_free(&mut c) };
+        return crate::merged::raise(comm, CALL, f);
+    }
+    // SAFETY: the program's out-pointer.
+    unsafe { *newcomm = c };
+    0
 }
 
-/// `MPI_Comm_idup`: the duplicate is made at the call (the local part is a
-/// native, collective dup; the bridge part needs no message), and the
-/// request is complete at once.
+/// `MPI_Comm_idup(_with_info)`: the bridge context derived at the call (in
+/// `dup`'s order: no message), the job's own nonblocking duplicate of the
+/// local handle, registered when the request completes (`crate::idup`).
+///
+/// # Safety
+/// As `MPI_Comm_idup_with_info` (`info` may be MPI_INFO_NULL).
+unsafe fn idup(
+    bc: &BridgeComm,
+    comm: MPI_Comm,
+    info: ffi::MPI_Info,
+    (newcomm, request): (*mut MPI_Comm, *mut MPI_Request),
+    call: &'static str,
+) -> c_int {
+    let n = bc.derived.fetch_add(1, Ordering::Relaxed) + 1;
+    let inter = match bc.inter.derived(n) {
+        Ok(i) => i,
+        Err(e) => return errors::fail(comm, call, &e),
+    };
+    let (local_group, remote_group) = (bc.local_group.clone(), bc.remote_group.clone());
+    let finish = move |made: &[MPI_Comm]| match *made {
+        [handle] => {
+            add_comm(
+                handle,
+                BridgeComm {
+                    inter,
+                    local_group,
+                    remote_group,
+                    derived: Default::default(),
+                    coll: Default::default(),
+                },
+            );
+            Ok(handle)
+        }
+        _ => Err(crate::idup::wrong_count(made.len())),
+    };
+    // SAFETY: forwarded.
+    unsafe {
+        crate::idup::start(
+            comm,
+            call,
+            &[comm],
+            info,
+            Box::new(finish),
+            newcomm,
+            request,
+        )
+    }
+}
+
+/// `MPI_Comm_idup` on an Isthmus communicator (see `idup`).
 ///
 /// # Safety
 /// As `MPI_Comm_idup`.
@@ -221,20 +281,33 @@ pub(crate) unsafe fn comm_idup(
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let c = match dup(bc, comm, "MPI_Comm_idup") {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    match requests::completed(Outcome::empty()) {
-        Ok(r) => {
-            // SAFETY: the program's out-pointers.
-            unsafe {
-                *newcomm = c;
-                *request = r;
-            }
-            0
-        }
-        Err(code) => code,
+    // SAFETY: reading rsmpi's exported constant.
+    let none = unsafe { ffi::RSMPI_INFO_NULL };
+    // SAFETY: forwarded.
+    unsafe { idup(bc, comm, none, (newcomm, request), "MPI_Comm_idup") }
+}
+
+/// `MPI_Comm_idup_with_info` on an Isthmus communicator (see `idup`).
+///
+/// # Safety
+/// As `MPI_Comm_idup_with_info`.
+#[cfg(isthmus_mpi4)]
+pub(crate) unsafe fn comm_idup_with_info(
+    bc: &BridgeComm,
+    comm: MPI_Comm,
+    info: ffi::MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        idup(
+            bc,
+            comm,
+            info,
+            (newcomm, request),
+            "MPI_Comm_idup_with_info",
+        )
     }
 }
 

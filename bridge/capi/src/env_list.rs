@@ -27,6 +27,7 @@ pub const RESERVED: &[&str] = &[
     env::SPAWN_TIMEOUT,
     env::SPAWN_APPS,
     env::SPAWN_APPNUM,
+    env::SPAWN_APPNUM_BASE,
 ];
 
 /// Reads `text` (see the module's syntax); the error says which entry and why.

@@ -194,7 +194,7 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
         &format!(
             "{call} is not supported on a merged Isthmus communicator (MPI_Intercomm_merge's); \
              supported: rank, size, compare, dup, free, split, split_type, create(_group), \
-             point-to-point, Barrier, Bcast, Reduce, Allreduce, Gather(v), \
+             point-to-point (matched probes and Sendrecv_replace too), Barrier, Bcast, Reduce, Allreduce, Gather(v), \
              Scatter, Allgather(v), Alltoall(v), Reduce_scatter_block, Scan, Exscan, \
              and of the nonblocking collectives Ibarrier, Ibcast, Ireduce, Iallreduce, \
              Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan, Ireduce_scatter(_block)"
@@ -211,9 +211,20 @@ pub fn refuse_mixed(comm: MPI_Comm, call: &str) -> c_int {
         &format!(
             "{call} is not supported on an Isthmus intercommunicator whose groups span both \
              jobs; supported: rank, size, remote_size, test_inter, group, remote_group, \
-             compare, dup, free, Intercomm_merge, point-to-point, Barrier, Bcast, Reduce, \
-             Allreduce, Gather, Scatter, Allgather, Alltoall"
+             compare, dup, free, split, create, Intercomm_merge, point-to-point (matched \
+             probes and Sendrecv_replace too), Barrier, Bcast, Reduce, Allreduce, Gather(v), \
+             Scatter(v), Allgather(v), Alltoall(v,w), Reduce_scatter(_block), their \
+             nonblocking and persistent forms"
         ),
+    );
+    raise(comm, c)
+}
+
+/// Raises a refusal of `call` on a mixed intercommunicator, saying `why`.
+pub fn refuse_mixed_because(comm: MPI_Comm, call: &str, why: &str) -> c_int {
+    let c = code(
+        Class::Refused,
+        &format!("{call} is not supported on this mixed Isthmus intercommunicator: {why}"),
     );
     raise(comm, c)
 }

@@ -55,9 +55,11 @@ mod collbuf;
 pub mod comms;
 pub mod datatype;
 pub mod errors;
+mod failed_requests;
 pub mod finalize;
 pub mod intercomm_create;
 pub mod intercomm_split;
+pub mod isendrecv;
 pub mod join;
 // The standard ABI's first version has no Fortran (build.rs).
 mod env_list;
@@ -65,6 +67,7 @@ pub mod events;
 #[cfg(not(isthmus_mpi_abi))]
 pub mod fortran;
 pub mod group;
+pub mod idup;
 mod info;
 #[cfg(isthmus_large_count)]
 pub mod large_count;
@@ -73,10 +76,13 @@ pub mod machine;
 pub mod merged;
 pub mod mixed;
 pub mod mpi_glue;
+mod narrow_sum;
 pub mod nbc;
 pub mod parent;
 mod peer_abort;
+pub mod persist;
 pub mod ports;
+mod probed_types;
 pub mod pt2pt;
 pub mod refused;
 pub mod requests;

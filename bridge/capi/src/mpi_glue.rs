@@ -115,7 +115,11 @@ pub unsafe fn fill_status(status: *mut MPI_Status, o: &Outcome) {
     let s = unsafe { &mut *status };
     s.MPI_SOURCE = o.source;
     s.MPI_TAG = o.tag;
-    s.MPI_ERROR = o.error;
+    // MPI leaves the error field alone but in a failure (a single
+    // completion never sets it; MPI_ERR_IN_STATUS's callers set every one).
+    if o.error != 0 {
+        s.MPI_ERROR = o.error;
+    }
     // SAFETY: `status` is a valid status; the count is set in bytes, the
     // unit both implementations keep, so MPI_Get_count(status, type) divides
     // by the type's size as for a native receive.
@@ -123,6 +127,22 @@ pub unsafe fn fill_status(status: *mut MPI_Status, o: &Outcome) {
         ffi::PMPI_Status_set_elements_x(status, byte(), o.bytes as ffi::MPI_Count);
         ffi::PMPI_Status_set_cancelled(status, c_int::from(o.cancelled));
     }
+}
+
+/// Copies a status MPI filled into the program's `status` (unless ignore
+/// or null), keeping the program's error field as MPI's single completions do.
+///
+/// # Safety
+/// `status` is null, `MPI_STATUS_IGNORE`, or points to a writable `MPI_Status`.
+pub unsafe fn copy_status_keeping_error(status: *mut MPI_Status, st: &MPI_Status) {
+    if status.is_null() || status == status_ignore() {
+        return;
+    }
+    // SAFETY: the caller guarantees a writable status.
+    let s = unsafe { &mut *status };
+    let error = s.MPI_ERROR;
+    *s = *st;
+    s.MPI_ERROR = error;
 }
 
 /// A status to be filled by MPI.

@@ -8,6 +8,7 @@
 //! the bridge opens.
 
 use std::ffi::c_int;
+use std::io::Write as _;
 use std::sync::Arc;
 
 use isthmus_bridge::AbortHandler;
@@ -19,10 +20,14 @@ use mpi::ffi;
 /// launcher and exit).
 pub fn handler() -> AbortHandler {
     Arc::new(|peer, code: c_int| {
-        eprintln!(
+        // One write: `eprintln!` writes its pieces one by one, and the
+        // launcher may kill this process between two of them once a
+        // sibling that read the same notice has aborted.
+        let line = format!(
             "Isthmus: process {peer}, of a communicator this process shares, called \
-             MPI_Abort with error code {code}: aborting this process too"
+             MPI_Abort with error code {code}: aborting this process too\n"
         );
+        let _ = std::io::stderr().write_all(line.as_bytes());
         // SAFETY: MPI is initialized (the engine runs between MPI_Init and
         // MPI_Finalize); the native world is MPI's predefined handle.
         unsafe { ffi::PMPI_Abort(ffi::RSMPI_COMM_WORLD, code) };

@@ -278,6 +278,19 @@ pub(crate) fn form_watched(
     timeout: Duration,
     watch: Option<Watch<'_>>,
 ) -> Result<MPI_Comm, Failure> {
+    let inter = form_inter(comm, mine, theirs, timeout, watch)?;
+    adopt_formed(comm, inter, mine, theirs)
+}
+
+/// [`form_watched`]'s bridge intercommunicator, not yet registered under
+/// a handle (`MPI_Comm_spawn_multiple` across implementations joins two).
+pub(crate) fn form_inter(
+    comm: MPI_Comm,
+    mine: &str,
+    theirs: &str,
+    timeout: Duration,
+    watch: Option<Watch<'_>>,
+) -> Result<isthmus_bridge::InterComm, Failure> {
     let bridge = state::bridge().map_err(Failure::Bridge)?;
     let started = Instant::now();
     // The previous pair on this port is usually a moment from leaving:
@@ -316,7 +329,7 @@ pub(crate) fn form_watched(
     let gone = bridge.leave(handle);
     let inter = formed.map_err(Failure::Bridge)?;
     gone.map_err(Failure::Bridge)?;
-    adopt_formed(comm, inter, mine, theirs)
+    Ok(inter)
 }
 
 /// [`form`], keeping `mine` registered (the caller leaves it): while it is,

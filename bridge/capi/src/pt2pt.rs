@@ -539,11 +539,58 @@ pub(crate) unsafe fn iprobe(
 /// neither implementation uses for its own messages (Open MPI's are
 /// pointers, MPICH's carry kind bits above 2^26), so `MPI_Mrecv` knows
 /// ours from theirs.
-struct Taken {
-    req: isthmus_bridge::RecvRequest,
+/// Besides the bridge's, native messages of a merged communicator or a
+/// mixed intercommunicator (`merged::mprobe`), kept here so that their
+/// statuses name the communicator's ranks (`sources`: the native or bridge
+/// source `s` is reported as `sources[s]`).
+pub(crate) struct Taken {
+    kind: TakenKind,
     comm: MPI_Comm,
+    sources: Option<Arc<[u32]>>,
 }
-// SAFETY: the communicator handle is a process-wide value; the request is Send.
+
+enum TakenKind {
+    Bridge(isthmus_bridge::RecvRequest),
+    Native(ffi::MPI_Message),
+}
+
+impl Taken {
+    /// A message taken off the bridge's queue, its source reported through `sources`.
+    pub(crate) fn bridge(
+        req: isthmus_bridge::RecvRequest,
+        comm: MPI_Comm,
+        sources: Option<Arc<[u32]>>,
+    ) -> Taken {
+        Taken {
+            kind: TakenKind::Bridge(req),
+            comm,
+            sources,
+        }
+    }
+
+    /// A native message (the MPI's matched probe's), its source reported
+    /// through `sources`.
+    pub(crate) fn native(msg: ffi::MPI_Message, comm: MPI_Comm, sources: Arc<[u32]>) -> Taken {
+        Taken {
+            kind: TakenKind::Native(msg),
+            comm,
+            sources: Some(sources),
+        }
+    }
+}
+
+/// The source `s` as a taken message's communicator names it.
+fn named(sources: &Option<Arc<[u32]>>, s: c_int) -> c_int {
+    match (sources, usize::try_from(s)) {
+        (Some(map), Ok(i)) => map
+            .get(i)
+            .and_then(|&r| c_int::try_from(r).ok())
+            .unwrap_or(s),
+        _ => s,
+    }
+}
+// SAFETY: the communicator and message handles are process-wide values;
+// the request is Send.
 unsafe impl Send for Taken {}
 
 static TAKEN: std::sync::Mutex<Option<std::collections::HashMap<usize, Taken>>> =
@@ -566,20 +613,35 @@ fn key_of(m: ffi::MPI_Message) -> usize {
 /// from its source with its tag: messages do not overtake) and returns
 /// its handle.
 fn take(bc: &BridgeComm, comm: MPI_Comm, st: &Status) -> Result<ffi::MPI_Message, BridgeError> {
-    let req = bc.inter.irecv_bytes(
+    let req = take_bridge(&bc.inter, st)?;
+    Ok(keep(Taken::bridge(req, comm, None)))
+}
+
+/// Posts the receive that takes the bridge message `st` describes off the
+/// queue (the next one from its source with its tag: messages do not
+/// overtake).
+pub(crate) fn take_bridge(
+    ic: &isthmus_bridge::InterComm,
+    st: &Status,
+) -> Result<isthmus_bridge::RecvRequest, BridgeError> {
+    ic.irecv_bytes(
         isthmus_bridge::Source::Rank(st.source),
         isthmus_bridge::Tag::Value(st.tag),
         None,
         usize::try_from(st.bytes).unwrap_or(usize::MAX),
-    )?;
+    )
+}
+
+/// Keeps a taken message until its `MPI_Mrecv`/`MPI_Imrecv`; its handle.
+pub(crate) fn keep(t: Taken) -> ffi::MPI_Message {
     // Odd, so never an aligned pointer; small, so never an MPICH handle.
     let key = (NEXT_MESSAGE.fetch_add(2, std::sync::atomic::Ordering::Relaxed) % (1 << 24)) | 1;
     TAKEN
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .get_or_insert_with(Default::default)
-        .insert(key, Taken { req, comm });
-    Ok(message_of(key))
+        .insert(key, t);
+    message_of(key)
 }
 
 /// Whether `m` is a message `MPI_Mprobe`/`MPI_Improbe` took from the bridge.
@@ -713,15 +775,30 @@ pub unsafe extern "C" fn MPI_Mrecv(
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Mrecv(buf, count, datatype, message, status) };
     };
-    let n = usize::try_from(count).unwrap_or(0);
-    let r = t.req.wait().and_then(|(bytes, st)| {
-        // SAFETY: `buf` holds `count` elements of `datatype` (MPI_Mrecv's contract).
-        unsafe { datatype::decode_received(&bytes, &st, buf, n, datatype) }
-    });
     // SAFETY: the program's out-pointer.
     unsafe { *message = message_null() };
+    let n = usize::try_from(count).unwrap_or(0);
+    let r = match t.kind {
+        TakenKind::Bridge(req) => req.wait().and_then(|(bytes, st)| {
+            // SAFETY: `buf` holds `count` elements of `datatype` (MPI_Mrecv's contract).
+            unsafe { datatype::decode_received(&bytes, &st, buf, n, datatype) }
+        }),
+        TakenKind::Native(mut msg) => {
+            let mut st = crate::mpi_glue::empty_status();
+            // SAFETY: the program's buffer; the MPI's message, taken once.
+            let rc = unsafe { ffi::PMPI_Mrecv(buf, count, datatype, &mut msg, &mut st) };
+            if rc != 0 {
+                return errors::raise(t.comm, rc);
+            }
+            st.MPI_SOURCE = named(&t.sources, st.MPI_SOURCE);
+            // SAFETY: the program's status (or ignore).
+            unsafe { crate::mpi_glue::copy_status_keeping_error(status, &st) };
+            return 0;
+        }
+    };
     match r {
-        Ok(o) => {
+        Ok(mut o) => {
+            o.source = named(&t.sources, o.source);
             // SAFETY: the program's status (or ignore).
             unsafe { fill_status(status, &o) };
             0
@@ -753,17 +830,34 @@ pub unsafe extern "C" fn MPI_Imrecv(
     };
     // SAFETY: the program's out-pointer.
     unsafe { *message = message_null() };
-    let held = match datatype::HeldType::hold(datatype) {
-        Ok(h) => h,
-        Err(e) => return errors::fail(t.comm, "MPI_Imrecv", &e),
+    let op = match t.kind {
+        TakenKind::Bridge(req) => {
+            let held = match datatype::HeldType::hold(datatype) {
+                Ok(h) => h,
+                Err(e) => return errors::fail(t.comm, "MPI_Imrecv", &e),
+            };
+            Op::Recv {
+                req,
+                buf,
+                count: usize::try_from(count).unwrap_or(0),
+                dt: held,
+            }
+        }
+        TakenKind::Native(mut msg) => {
+            let mut native = crate::mpi_glue::request_null();
+            // SAFETY: the program's buffer (MPI's rule: valid until the
+            // request completes); the MPI's message, taken once.
+            let rc = unsafe { ffi::PMPI_Imrecv(buf, count, datatype, &mut msg, &mut native) };
+            if rc != 0 {
+                return errors::raise(t.comm, rc);
+            }
+            Op::Native(native)
+        }
     };
-    let op = Op::Recv {
-        req: t.req,
-        buf,
-        count: usize::try_from(count).unwrap_or(0),
-        dt: held,
-    };
-    out_request(requests::start(op, t.comm, "MPI_Imrecv"), request)
+    out_request(
+        requests::start_from(op, t.comm, "MPI_Imrecv", t.sources),
+        request,
+    )
 }
 
 include!(concat!(env!("OUT_DIR"), "/shells_pt2pt.rs"));

@@ -20,6 +20,7 @@
 //! return `MPI_ERR_IN_STATUS` with the code in the status; either way it
 //! goes through the communicator's error handler first.
 
+use crate::failed_requests::{record_failure, take_failure, Failure};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -99,17 +100,6 @@ unsafe impl Send for Entry {}
 
 static PENDING: Mutex<Option<HashMap<usize, Entry>>> = Mutex::new(None);
 static PENDING_COUNT: AtomicUsize = AtomicUsize::new(0);
-
-/// Bridge requests that failed and whose error was not reported yet, by
-/// request key: (code, communicator).
-struct Failure {
-    code: c_int,
-    comm: MPI_Comm,
-}
-// SAFETY: see `Entry`.
-unsafe impl Send for Failure {}
-static FAILED: Mutex<Option<HashMap<usize, Failure>>> = Mutex::new(None);
-static FAILED_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 fn pending() -> std::sync::MutexGuard<'static, Option<HashMap<usize, Entry>>> {
     PENDING.lock().unwrap_or_else(|p| p.into_inner())
@@ -243,7 +233,10 @@ fn progress() {
         }
         // SAFETY: the schedule's generalized request, not yet completed.
         unsafe { ffi::PMPI_Grequest_complete(f.req) };
-        crate::nbc::retire(f.key);
+        if crate::nbc::retire(f.key) {
+            // The last one: what the program freed meanwhile goes now.
+            crate::nbc::deferred::flush();
+        }
     }
 }
 
@@ -479,34 +472,6 @@ fn advance(reqs: &[MPI_Request]) -> bool {
     all
 }
 
-/// The error of a finished bridge request not yet reported (and forgets it).
-fn take_failure(key: usize) -> Option<Failure> {
-    if FAILED_COUNT.load(Ordering::Relaxed) == 0 {
-        return None;
-    }
-    let f = FAILED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_mut()?
-        .remove(&key);
-    if f.is_some() {
-        FAILED_COUNT.fetch_sub(1, Ordering::Relaxed);
-    }
-    f
-}
-
-fn record_failure(key: usize, f: Failure) {
-    let fresh = FAILED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .insert(key, f)
-        .is_none();
-    if fresh {
-        FAILED_COUNT.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
 /// Snapshots the keys of `reqs` (MPI overwrites finished ones with null).
 fn keys_of(reqs: &[MPI_Request]) -> Vec<(usize, usize)> {
     reqs.iter()
@@ -595,8 +560,7 @@ unsafe fn reported(key: usize, status: *mut MPI_Status) -> Option<c_int> {
 
 /// # Safety
 /// As `MPI_Wait`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+unsafe fn wait_ops(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     if nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Wait(request, status) };
@@ -607,7 +571,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
         loop {
             let mut flag = 0;
             // SAFETY: forwarded contract; `flag` is ours.
-            let rc = unsafe { MPI_Test(request, &mut flag, status) };
+            let rc = unsafe { test_ops(request, &mut flag, status) };
             if rc != 0 || flag != 0 {
                 return rc;
             }
@@ -634,18 +598,13 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
 /// program).
 fn nothing_of_ours() -> bool {
     PENDING_COUNT.load(Ordering::Relaxed) == 0
-        && FAILED_COUNT.load(Ordering::Relaxed) == 0
+        && crate::failed_requests::none()
         && crate::nbc::idle()
 }
 
 /// # Safety
 /// As `MPI_Test`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Test(
-    request: *mut MPI_Request,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-) -> c_int {
+unsafe fn test_ops(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     if request.is_null() || nothing_of_ours() {
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Test(request, flag, status) };
@@ -673,8 +632,7 @@ pub unsafe extern "C" fn MPI_Test(
 
 /// # Safety
 /// As `MPI_Waitall`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitall(
+unsafe fn waitall_ops(
     count: c_int,
     requests: *mut MPI_Request,
     statuses: *mut MPI_Status,
@@ -689,7 +647,7 @@ pub unsafe extern "C" fn MPI_Waitall(
         loop {
             let mut flag = 0;
             // SAFETY: forwarded contract; `flag` is ours.
-            let rc = unsafe { MPI_Testall(count, requests, &mut flag, statuses) };
+            let rc = unsafe { testall_ops(count, requests, &mut flag, statuses) };
             if rc != 0 || flag != 0 {
                 return rc;
             }
@@ -736,8 +694,7 @@ pub unsafe extern "C" fn MPI_Waitall(
 
 /// # Safety
 /// As `MPI_Testall`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testall(
+unsafe fn testall_ops(
     count: c_int,
     requests: *mut MPI_Request,
     flag: *mut c_int,
@@ -763,8 +720,7 @@ pub unsafe extern "C" fn MPI_Testall(
 
 /// # Safety
 /// As `MPI_Waitany`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitany(
+unsafe fn waitany_ops(
     count: c_int,
     requests: *mut MPI_Request,
     index: *mut c_int,
@@ -778,7 +734,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     loop {
         let mut flag = 0;
         // SAFETY: forwarded contract; `flag` is ours.
-        let rc = unsafe { MPI_Testany(count, requests, index, &mut flag, status) };
+        let rc = unsafe { testany_ops(count, requests, index, &mut flag, status) };
         if rc != 0 || flag != 0 {
             return rc;
         }
@@ -788,8 +744,7 @@ pub unsafe extern "C" fn MPI_Waitany(
 
 /// # Safety
 /// As `MPI_Testany`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testany(
+unsafe fn testany_ops(
     count: c_int,
     requests: *mut MPI_Request,
     index: *mut c_int,
@@ -821,8 +776,7 @@ pub unsafe extern "C" fn MPI_Testany(
 
 /// # Safety
 /// As `MPI_Waitsome`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Waitsome(
+unsafe fn waitsome_ops(
     incount: c_int,
     requests: *mut MPI_Request,
     outcount: *mut c_int,
@@ -836,7 +790,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
     let mut backoff = Backoff::new();
     loop {
         // SAFETY: forwarded contract.
-        let rc = unsafe { MPI_Testsome(incount, requests, outcount, indices, statuses) };
+        let rc = unsafe { testsome_ops(incount, requests, outcount, indices, statuses) };
         // SAFETY: out-pointer set by MPI.
         if rc != 0 || unsafe { *outcount } != 0 {
             return rc;
@@ -847,8 +801,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
 
 /// # Safety
 /// As `MPI_Testsome`.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Testsome(
+unsafe fn testsome_ops(
     incount: c_int,
     requests: *mut MPI_Request,
     outcount: *mut c_int,
@@ -891,6 +844,9 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    // A persistent request of ours: its operation's state (an inactive
+    // one's, MPI_REQUEST_NULL's: complete, with an empty status).
+    let request = crate::persist::table::stand_in(request).unwrap_or(request);
     progress();
     let key = request_key(request);
     if let Some(e) = take(key) {
@@ -905,6 +861,18 @@ pub unsafe extern "C" fn MPI_Request_get_status(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
     if !request.is_null() {
+        // A persistent request of ours: its operation, if active, is freed
+        // as a nonblocking one is (it completes on its own), then the
+        // program's handle.
+        // SAFETY: non-null, the program's.
+        if let Some(active) = crate::persist::table::remove(unsafe { *request }) {
+            if let Some(mut op) = active {
+                // SAFETY: the operation's request, ours.
+                unsafe { MPI_Request_free(&mut op) };
+            }
+            // SAFETY: the program's handle, an inactive native request.
+            return unsafe { ffi::PMPI_Request_free(request) };
+        }
         // SAFETY: non-null, the program's.
         let key = request_key(unsafe { *request });
         if let Some(e) = take(key) {
@@ -962,6 +930,16 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
     if request.is_null() {
         // SAFETY: passed on, MPI reports it.
         return unsafe { ffi::PMPI_Cancel(request) };
+    }
+    // A persistent request of ours: its operation, if active (an inactive
+    // one has nothing to cancel).
+    // SAFETY: non-null, the program's.
+    if let Some(mut op) = crate::persist::table::stand_in(unsafe { *request }) {
+        if op == request_null() {
+            return 0;
+        }
+        // SAFETY: the operation's request, ours.
+        return unsafe { MPI_Cancel(&mut op) };
     }
     // SAFETY: non-null, the program's.
     let key = request_key(unsafe { *request });
@@ -1051,5 +1029,162 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
             put_back(key, Entry { op, ..e });
             0
         }
+    }
+}
+
+// ------------------------------------------------- persistent requests
+
+/// Runs `f` on the `count` requests at `requests` with each persistent
+/// request of ours (`persist::table`) replaced by its operation (by
+/// `MPI_REQUEST_NULL` while inactive, which every wait and test completes
+/// at once with an empty status, as MPI does an inactive persistent
+/// request); then puts the program's handles back, those whose operation
+/// completed now inactive. Without persistent requests, `f` on `requests`.
+///
+/// # Safety
+/// `requests` addresses `count` requests (or is null); `f` is a wait or
+/// test over that many.
+unsafe fn with_stand_ins(
+    requests: *mut MPI_Request,
+    count: c_int,
+    f: impl FnOnce(*mut MPI_Request) -> c_int,
+) -> c_int {
+    if !crate::persist::table::any() || requests.is_null() {
+        return f(requests);
+    }
+    // SAFETY: the caller's contract.
+    let reqs = unsafe { slice(requests, count) };
+    let stand: Vec<Option<MPI_Request>> = reqs
+        .iter()
+        .map(|r| crate::persist::table::stand_in(*r))
+        .collect();
+    if stand.iter().all(Option::is_none) {
+        return f(requests);
+    }
+    let mut ops: Vec<MPI_Request> = reqs
+        .iter()
+        .zip(&stand)
+        .map(|(r, s)| s.unwrap_or(*r))
+        .collect();
+    let rc = f(ops.as_mut_ptr());
+    for ((r, s), op) in reqs.iter_mut().zip(&stand).zip(&ops) {
+        if s.is_some() {
+            crate::persist::table::settle(*r, *op);
+        } else {
+            *r = *op;
+        }
+    }
+    rc
+}
+
+/// # Safety
+/// As `MPI_Wait`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    // SAFETY: one request of the program's; forwarded.
+    unsafe { with_stand_ins(request, 1, |r| wait_ops(r, status)) }
+}
+
+/// # Safety
+/// As `MPI_Test`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe { with_stand_ins(request, 1, |r| test_ops(r, flag, status)) }
+}
+
+/// # Safety
+/// As `MPI_Waitall`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: the program's `count` requests; forwarded.
+    unsafe { with_stand_ins(requests, count, |r| waitall_ops(count, r, statuses)) }
+}
+
+/// # Safety
+/// As `MPI_Testall`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe { with_stand_ins(requests, count, |r| testall_ops(count, r, flag, statuses)) }
+}
+
+/// # Safety
+/// As `MPI_Waitany`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe { with_stand_ins(requests, count, |r| waitany_ops(count, r, index, status)) }
+}
+
+/// # Safety
+/// As `MPI_Testany`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        with_stand_ins(requests, count, |r| {
+            testany_ops(count, r, index, flag, status)
+        })
+    }
+}
+
+/// # Safety
+/// As `MPI_Waitsome`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        with_stand_ins(requests, incount, |r| {
+            waitsome_ops(incount, r, outcount, indices, statuses)
+        })
+    }
+}
+
+/// # Safety
+/// As `MPI_Testsome`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: as above.
+    unsafe {
+        with_stand_ins(requests, incount, |r| {
+            testsome_ops(incount, r, outcount, indices, statuses)
+        })
     }
 }

@@ -14,10 +14,15 @@
 //! `MPI_Comm_spawn_multiple` is the same with several commands of one
 //! implementation: one job of all their ranks, in which each rank's shim
 //! starts its own command (`spawn_command::spec_of_all`), so the children
-//! share one `MPI_COMM_WORLD` as MPI says. Commands of two implementations
-//! are refused (no MPI makes one `MPI_COMM_WORLD` across two); so are
-//! commands whose `host` keys differ. The deadline is the first command's
-//! info's.
+//! share one `MPI_COMM_WORLD` as MPI says (commands whose `host` keys
+//! differ are refused). Commands of two implementations are two jobs, the
+//! two parts of one world (`spawn_command::specs_of_parts`, `crate::world`:
+//! part 0 the first implementation in the call's order; interleaved
+//! implementations and three of them are refused): the parents meet each
+//! part on its own (`{port}/accept/<part>`) and join the two into one
+//! mixed intercommunicator whose remote group is the whole world
+//! (`mixed::spawned`). Either job failing to start, or dying before the
+//! meeting, kills both. The deadline is the first command's info's.
 //!
 //! Deadline: the info key `isthmus_timeout` (seconds), else
 //! `ISTHMUS_CONNECT_TIMEOUT`, else 300 s, for the children to start, reach
@@ -32,12 +37,14 @@
 use std::ffi::{c_char, c_int};
 use std::time::{Duration, Instant};
 
+use isthmus_bridge::InterComm;
 use isthmus_types::job::{ExitStatus, JobId, JobState};
 use mpi::ffi;
 
 use crate::errors::{self, Class};
+use crate::merged::Fail;
 use crate::mpi_glue::{comm_null, MPI_Comm};
-use crate::ports::{default_timeout, form_watched, text, Failure, Watch, PORT_PREFIX};
+use crate::ports::{default_timeout, form_inter, form_watched, text, Failure, Watch, PORT_PREFIX};
 use crate::spawn_command::{self, Command, Refusal};
 use crate::state::{self, is_isthmus};
 
@@ -65,7 +72,9 @@ struct Outcome {
     /// Index in [`CLASSES`] of the error, or -1: started.
     class: i32,
     np: i32,
-    job: u64,
+    /// How many jobs (1, or 2: the parts of the children's world).
+    parts: i32,
+    jobs: [u64; 2],
     seconds: f64,
     port: [u8; PORT_BYTES],
     message: [u8; MESSAGE_BYTES],
@@ -76,7 +85,8 @@ impl Outcome {
         Outcome {
             class: -1,
             np: 0,
-            job: 0,
+            parts: 0,
+            jobs: [0; 2],
             seconds: 0.0,
             port: [0; PORT_BYTES],
             message: [0; MESSAGE_BYTES],
@@ -251,12 +261,17 @@ fn spawn(
         return rc;
     }
     let mut outcome = Outcome::new();
-    // The root's commands and counts, to say whose rank died.
-    let mut commands = Vec::new();
+    // The root's commands and counts per job, to say whose rank died.
+    let mut commands: Vec<Vec<(String, i32)>> = Vec::new();
     if rank == root {
         let cmds = at_root();
-        commands = cmds.iter().map(|c| (c.command.clone(), c.np)).collect();
-        start(&cmds, &mut outcome);
+        let all: Vec<(String, i32)> = cmds.iter().map(|c| (c.command.clone(), c.np)).collect();
+        let first = start(&cmds, &mut outcome).min(all.len());
+        let (a, b) = all.split_at(first);
+        commands = [a.to_vec(), b.to_vec()]
+            .into_iter()
+            .filter(|c| !c.is_empty())
+            .collect();
     }
     let rc = bcast(&mut outcome, root, comm);
     if rc != 0 {
@@ -279,22 +294,30 @@ fn spawn(
     // The root watches the children's job meanwhile: a child that dies
     // before it meets its parents ends the wait at once, not at the deadline.
     let mut died: Option<String> = None;
-    let job = outcome.job;
+    let parts = usize::try_from(outcome.parts).unwrap_or(1).clamp(1, 2);
+    let jobs: Vec<JobId> = outcome.jobs.iter().take(parts).copied().collect();
     let mut check = || {
-        let why = ended_early(job, &commands);
+        let why = jobs
+            .iter()
+            .zip(&commands)
+            .find_map(|(job, commands)| ended_early(*job, commands));
         died.clone_from(&why);
         why
     };
-    let formed = form_watched(
-        comm,
-        &format!("{port}/accept"),
-        &format!("{port}/connect"),
-        timeout,
-        Some(Watch {
-            root,
-            check: &mut check,
-        }),
-    );
+    let formed = if parts == 2 {
+        form_world(comm, &port, timeout, root, &mut check)
+    } else {
+        form_watched(
+            comm,
+            &format!("{port}/accept"),
+            &format!("{port}/connect"),
+            timeout,
+            Some(Watch {
+                root,
+                check: &mut check,
+            }),
+        )
+    };
     // Every parent must have its side, or none keeps one.
     let mine: c_int = c_int::from(formed.is_ok());
     let mut all: c_int = 0;
@@ -333,7 +356,7 @@ fn spawn(
             };
             let mut message = Outcome::new();
             if rank == root {
-                let end = stop(outcome.job);
+                let end = jobs.iter().map(|j| stop(*j)).collect::<Vec<_>>().join("; ");
                 match died {
                     Some(died) => {
                         // The reason first: error strings are cut (Open MPI's at 256 bytes).
@@ -342,11 +365,12 @@ fn spawn(
                     }
                     None => {
                         let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
+                        // The reason first, as above.
                         let text = format!(
-                            "{}: its {np} processes did not all reach MPI_Init and connect \
-                             within {:.1} s{why}; {end}",
-                            get(&outcome.message),
+                            "its {np} processes did not all reach MPI_Init and connect within \
+                             {:.1} s{why}; {end}: {}",
                             outcome.seconds,
+                            get(&outcome.message),
                         );
                         message.failed(Class::RemoteNotReady, &text);
                     }
@@ -370,10 +394,11 @@ fn spawn(
     }
 }
 
-/// The root's part: checks the commands, opens the port, starts the job.
-/// On success `outcome` holds the port, deadline, job and (in `message`)
-/// the commands' description for later errors.
-fn start(cmds: &[Command], outcome: &mut Outcome) {
+/// The root's part: checks the commands, opens the port, starts the job
+/// (or the two parts of the children's world). On success `outcome` holds
+/// the port, deadline, jobs and (in `message`) the commands' description
+/// for later errors. Returns how many commands the first job runs.
+fn start(cmds: &[Command], outcome: &mut Outcome) -> usize {
     outcome.np = cmds.iter().fold(0i32, |n, c| n.saturating_add(c.np.max(0)));
     let info = cmds
         .first()
@@ -383,11 +408,22 @@ fn start(cmds: &[Command], outcome: &mut Outcome) {
     outcome.seconds = seconds;
     let timeout = Duration::from_secs_f64(seconds.clamp(0.001, 1e7));
     let port = format!("{PORT_PREFIX}{}", uuid::Uuid::new_v4().simple());
-    let spec = match spawn_command::spec_of_all(cmds, &port, timeout) {
+    let (specs, in_first) = match spawn_command::specs_of_parts(cmds, &port, timeout) {
         Ok(s) => s,
-        Err(Refusal { class, message }) => return outcome.failed(class, &message),
+        Err(Refusal { class, message }) => {
+            outcome.failed(class, &message);
+            return cmds.len();
+        }
     };
-    let implementation = spec.implementation.clone();
+    let first = specs
+        .first()
+        .map(|s| s.implementation.clone())
+        .unwrap_or_default();
+    let implementation = specs
+        .iter()
+        .map(|s| s.implementation.as_str())
+        .collect::<Vec<_>>()
+        .join(" + ");
     // Error strings are bounded (Open MPI's at 256 bytes): the commands as
     // given and their implementation say which.
     let commands = cmds
@@ -399,29 +435,104 @@ fn start(cmds: &[Command], outcome: &mut Outcome) {
     let bridge = match state::bridge() {
         Ok(b) => b,
         Err(e) => {
-            return outcome.failed(
+            outcome.failed(
                 Class::Vm,
                 &format!("cannot start {what}: no vmd reachable ({e})"),
-            )
+            );
+            return in_first;
         }
     };
-    match bridge.spawn_job(spec) {
-        Ok(spawned) => {
-            outcome.job = spawned.job;
-            put(&mut outcome.port, &port);
-            put(
-                &mut outcome.message,
-                &format!(
-                    "{commands} ({}, job {} on {})",
-                    implementation, spawned.job, spawned.host
-                ),
-            );
+    let mut started: Vec<String> = Vec::with_capacity(specs.len());
+    let parts = specs.len();
+    for (i, spec) in specs.into_iter().enumerate() {
+        let implementation = spec.implementation.clone();
+        match bridge.spawn_job(spec) {
+            Ok(spawned) => {
+                if let Some(slot) = outcome.jobs.get_mut(i) {
+                    *slot = spawned.job;
+                }
+                started.push(format!(
+                    "{implementation}, job {} on {}",
+                    spawned.job, spawned.host
+                ));
+            }
+            Err(e) => {
+                // The part already started goes too: no process is left.
+                let ended = outcome
+                    .jobs
+                    .iter()
+                    .take(i)
+                    .map(|j| format!("; the {} job {j}: {}", first, stop(*j)))
+                    .collect::<String>();
+                outcome.failed(
+                    Class::Spawn,
+                    // The reason first: error strings are cut (Open MPI's at 256 bytes).
+                    &format!(
+                        "the virtual machine refused its {implementation} job: {e}{ended}; \
+                         the commands: {what}"
+                    ),
+                );
+                return in_first;
+            }
         }
-        Err(e) => outcome.failed(
-            Class::Spawn,
-            &format!("cannot start {what}: the virtual machine refused: {e}"),
-        ),
     }
+    outcome.parts = i32::try_from(parts).unwrap_or(1);
+    put(&mut outcome.port, &port);
+    put(
+        &mut outcome.message,
+        &format!("{commands} ({})", started.join("; ")),
+    );
+    in_first
+}
+
+/// The parents' side of a spawn whose children are a world of two parts:
+/// meets each part on its own port groups, then joins the two into one
+/// mixed intercommunicator whose remote group is the whole world, part 0's
+/// ranks first (`mixed::spawned`). The deadline covers both meetings;
+/// `check` watches both jobs.
+fn form_world(
+    comm: MPI_Comm,
+    port: &str,
+    timeout: Duration,
+    root: c_int,
+    check: &mut dyn FnMut() -> Option<String>,
+) -> Result<MPI_Comm, Failure> {
+    let started = Instant::now();
+    let mut inters = Vec::with_capacity(2);
+    for part in 0..2 {
+        let left = timeout
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_millis(1));
+        inters.push(form_inter(
+            comm,
+            &format!("{port}/accept/{part}"),
+            &format!("{port}/connect/{part}"),
+            left,
+            Some(Watch {
+                root,
+                check: &mut *check,
+            }),
+        )?);
+    }
+    let (mut rank, mut size): (c_int, c_int) = (0, 0);
+    // SAFETY: the program's intracommunicator; out-values.
+    unsafe {
+        ffi::PMPI_Comm_rank(comm, &mut rank);
+        ffi::PMPI_Comm_size(comm, &mut size);
+    }
+    let count = |n: c_int| u32::try_from(n).unwrap_or(0);
+    let parts: Vec<&InterComm> = inters.iter().collect();
+    let inter = InterComm::joined(&parts, port.as_bytes(), count(rank), count(size))
+        .map_err(Failure::Bridge)?;
+    crate::mixed::spawned::parents(
+        comm,
+        inter,
+        (format!("{port}/accept"), format!("{port}/connect")),
+    )
+    .map_err(|f| match f {
+        Fail::Mpi(code) => Failure::Mpi(code),
+        Fail::Bridge(e) => Failure::Bridge(e),
+    })
 }
 
 /// Why the children's job can no longer meet its parents, if it cannot: a

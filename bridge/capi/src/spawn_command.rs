@@ -137,8 +137,9 @@ fn given_env(cmd: &Command) -> Result<BTreeMap<String, String>, Refusal> {
     }
 }
 
-/// The spawn spec for several commands (`MPI_Comm_spawn_multiple`): one
-/// job of their one implementation, on their one host, whose launcher
+/// The spawn spec for several commands of one implementation
+/// (`MPI_Comm_spawn_multiple`, or one part of its children's world,
+/// [`specs_of_parts`]): one job of their one implementation, on their one host, whose launcher
 /// starts the first command's program on every rank and whose rank shims
 /// start each rank's own command instead ([`RankCommands`] in
 /// [`env::SPAWN_APPS`]).
@@ -172,9 +173,8 @@ pub fn spec_of_all(cmds: &[Command], port: &str, timeout: Duration) -> Result<Sp
         return Err(refuse(
             Class::Spawn,
             format!(
-                "the commands' MPI implementations differ: {} and {}; the children of one call \
-                 share one MPI_COMM_WORLD, which no MPI makes across two implementations (spawn \
-                 each implementation's commands with a call of its own)",
+                "one job's commands are of one MPI implementation, not {} and {} \
+                 (specs_of_parts gives each implementation a job of its own)",
                 named(0),
                 named(i)
             ),
@@ -212,6 +212,93 @@ pub fn spec_of_all(cmds: &[Command], port: &str, timeout: Duration) -> Result<Sp
         env,
         ..first.clone()
     })
+}
+
+/// The jobs a spawn starts: one job of every command when they are of one
+/// implementation ([`spec_of_all`]); when they are of two, two jobs, the
+/// two parts of one world (`crate::world`: `ISTHMUS_WORLD=<name>:<i>/2`,
+/// part 0 the first implementation in the call's order), whose
+/// `MPI_COMM_WORLD` lists the commands' processes in the call's order.
+/// That order needs each implementation's commands together: commands
+/// that interleave implementations, or of three implementations, are
+/// refused with the reason. Also returns how many commands the first job
+/// runs.
+pub fn specs_of_parts(
+    cmds: &[Command],
+    port: &str,
+    timeout: Duration,
+) -> Result<(Vec<SpawnSpec>, usize), Refusal> {
+    let specs = cmds
+        .iter()
+        .map(|c| spec(c, port, timeout))
+        .collect::<Result<Vec<_>, _>>()?;
+    let implementations: Vec<&str> = specs.iter().map(|s| s.implementation.as_str()).collect();
+    // Where each run of one implementation begins.
+    let starts: Vec<usize> = (0..implementations.len())
+        .filter(|&i| i == 0 || implementations.get(i) != implementations.get(i - 1))
+        .collect();
+    let mut distinct = implementations.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let named = |i: usize| {
+        let c = cmds.get(i).map(|c| c.command.as_str()).unwrap_or_default();
+        format!(
+            "{} ({c:?})",
+            implementations.get(i).copied().unwrap_or_default()
+        )
+    };
+    if distinct.len() > 2 {
+        return Err(refuse(
+            Class::Spawn,
+            format!(
+                "the commands are of {} MPI implementations ({}); their children share one \
+                 MPI_COMM_WORLD, a world of two parts at most (one per implementation: spawn \
+                 the others with a call of their own)",
+                distinct.len(),
+                distinct.join(", ")
+            ),
+        ));
+    }
+    let split = match starts.as_slice() {
+        [_] | [] => return spec_of_all(cmds, port, timeout).map(|s| (vec![s], cmds.len())),
+        [_, k] => *k,
+        [_, k, l, ..] => {
+            return Err(refuse(
+                Class::Spawn,
+                // The reason first: error strings are cut (Open MPI's at 256 bytes).
+                format!(
+                    "the commands interleave MPI implementations: their children's \
+                     MPI_COMM_WORLD is a world of one part per implementation, each part's \
+                     ranks together, so it cannot follow the call's order (give each \
+                     implementation's commands one after the other): {}, then {}, then {}",
+                    named(0),
+                    named(*k),
+                    named(*l)
+                ),
+            ));
+        }
+    };
+    let (first, second) = cmds.split_at(split.min(cmds.len()));
+    let world = format!(
+        "spawn-{}",
+        port.trim_start_matches(crate::ports::PORT_PREFIX)
+    );
+    let mut parts = Vec::with_capacity(2);
+    for (index, (part, base)) in [(first, 0), (second, split)].into_iter().enumerate() {
+        let mut s = spec_of_all(part, port, timeout)?;
+        s.env
+            .insert(crate::world::WORLD.into(), format!("{world}:{index}/2"));
+        s.env.insert(
+            crate::world::WORLD_TIMEOUT.into(),
+            format!("{:.3}", timeout.as_secs_f64()),
+        );
+        if base > 0 {
+            s.env
+                .insert(env::SPAWN_APPNUM_BASE.into(), base.to_string());
+        }
+        parts.push(s);
+    }
+    Ok((parts, split))
 }
 
 /// The program `command` names: a path (relative to `wdir`), else the first
@@ -370,6 +457,8 @@ fn children_env(port: &str, timeout: Duration) -> BTreeMap<String, String> {
             k.starts_with("ISTHMUS_")
                 && !env_list::RESERVED.contains(&k.as_str())
                 && !HOST_SPECIFIC.contains(&k.as_str())
+                // A world is one job's (a parent's own world is not its children's).
+                && k != crate::world::WORLD
         })
         .collect();
     vars.insert(env::SPAWN_PORT.into(), port.into());

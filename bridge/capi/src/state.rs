@@ -425,6 +425,10 @@ pub struct MixedInter {
     /// The collectives' point-to-point: the same places on a private
     /// native duplicate of the handle and a context derived from `inter`.
     pub coll: MixedColl,
+    /// The side of its nonblocking collectives (`mixed::nonblocking`): a
+    /// bridge communicator on a context derived from `coll.inter`, whose
+    /// sequence numbers, turns and native duplicate the schedules use.
+    pub nbc: Arc<BridgeComm>,
     /// This process's rank in its (local) group, and the group's size.
     pub rank: u32,
     pub local_size: u32,
@@ -437,6 +441,9 @@ pub struct MixedInter {
     pub remote_group: String,
     /// How many communicators were derived from this one.
     pub derived: AtomicU64,
+    /// Its processes are in three jobs (`MPI_Comm_spawn_multiple` across
+    /// implementations, `mixed::spawned`): no merge.
+    pub three_jobs: bool,
 }
 
 /// The collectives' point-to-point side of a mixed intercommunicator.

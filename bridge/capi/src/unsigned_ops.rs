@@ -8,17 +8,18 @@
 //! program's own, unless it is `MPI_MAX`/`MPI_MIN` on a predefined unsigned
 //! integer type that the local MPI failed a probe on at first use
 //! (`PMPI_Reduce_local` of MAX(top bit, 1) on that type), in which case it
-//! is Isthmus's own (commutative, made with `PMPI_Op_create` once).
+//! is Isthmus's own (commutative, made with `PMPI_Op_create` once); the
+//! same for `MPI_SUM` on 8- and 16-bit integers (`narrow_sum`).
 
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use isthmus_bridge::datatype::BasicType;
 use mpi::ffi;
 
 use crate::datatype::info_of;
 use crate::mpi_glue::MPI_Datatype;
+use crate::probed_types::ProbedTypes;
 
 /// Isthmus's own MAX and MIN, made once where the local MPI needs them.
 #[derive(Clone, Copy)]
@@ -39,7 +40,7 @@ static FIXED: OnceLock<Option<Fixed>> = OnceLock::new();
 
 /// Per predefined unsigned type (by handle): whether the local MPI's MAX on
 /// it is right.
-static PROBED: Mutex<Option<HashMap<usize, bool>>> = Mutex::new(None);
+static PROBED: ProbedTypes = ProbedTypes::new();
 
 /// The width in bytes of an unsigned integer basic type, else None.
 fn unsigned_width(b: BasicType) -> Option<usize> {
@@ -62,44 +63,43 @@ fn width_of(dt: MPI_Datatype) -> Option<usize> {
 /// Whether the local MPI's MAX on `dt`, `width` bytes of unsigned
 /// integer, is right: MAX(top bit, 1) must be the top bit.
 fn local_max_is_right(dt: MPI_Datatype, width: usize) -> bool {
-    let key = dt.0 as usize;
-    let mut probed = PROBED.lock().unwrap_or_else(|p| p.into_inner());
-    let probed = probed.get_or_insert_with(HashMap::new);
-    if let Some(&right) = probed.get(&key) {
-        return right;
-    }
-    // Little-endian (x86-64): the top bit of a `width`-byte integer is bit 7
-    // of its byte `width - 1`.
-    let mut top = [0u8; 8];
-    let mut inout = [0u8; 8];
-    if let Some(b) = top.get_mut(width.clamp(1, 8) - 1) {
-        *b = 0x80;
-    }
-    inout[0] = 1;
-    // SAFETY: one element of `dt` (at most 8 bytes) in each buffer, both
-    // valid for the call; MPI is initialized (we are inside a collective).
-    let rc = unsafe {
-        ffi::PMPI_Reduce_local(
-            top.as_ptr().cast(),
-            inout.as_mut_ptr().cast(),
-            1,
-            dt,
-            ffi::RSMPI_MAX,
-        )
-    };
-    let right = rc != 0 || inout == top;
-    if !right {
-        tracing::info!(
-            "this MPI computes MPI_MAX/MPI_MIN on an unsigned type as signed: \
-             Isthmus's reductions use their own"
-        );
-    }
-    probed.insert(key, right);
-    right
+    PROBED.verdict(dt, || {
+        // Little-endian (x86-64): the top bit of a `width`-byte integer is bit 7
+        // of its byte `width - 1`.
+        let mut top = [0u8; 8];
+        let mut inout = [0u8; 8];
+        if let Some(b) = top.get_mut(width.clamp(1, 8) - 1) {
+            *b = 0x80;
+        }
+        inout[0] = 1;
+        // SAFETY: one element of `dt` (at most 8 bytes) in each buffer, both
+        // valid for the call; MPI is initialized (we are inside a collective).
+        let rc = unsafe {
+            ffi::PMPI_Reduce_local(
+                top.as_ptr().cast(),
+                inout.as_mut_ptr().cast(),
+                1,
+                dt,
+                ffi::RSMPI_MAX,
+            )
+        };
+        let right = rc != 0 || inout == top;
+        if !right {
+            tracing::info!(
+                "this MPI computes MPI_MAX/MPI_MIN on an unsigned type as signed: \
+                 Isthmus's reductions use their own"
+            );
+        }
+        right
+    })
 }
 
 /// The operation the native steps of a reduction of `dt` with `op` use.
 pub(crate) fn native_op(op: ffi::MPI_Op, dt: MPI_Datatype) -> ffi::MPI_Op {
+    // The other predefined operation a Debian MPI gets wrong.
+    if let Some(sum) = crate::narrow_sum::replacement(op, dt) {
+        return sum;
+    }
     // SAFETY: reading MPI's predefined handles, constant after MPI_Init.
     let (max, min) = unsafe { (ffi::RSMPI_MAX, ffi::RSMPI_MIN) };
     if op != max && op != min {

@@ -220,12 +220,10 @@ fn merge_world(part: &Part, inter: MPI_Comm) -> Result<(), Fail> {
         (bc.local_group.clone(), bc.remote_group.clone()),
     )?;
     let tag_ub = smallest_tag_ub()?;
-    crate::world_attrs::set(
-        world(),
-        c_int::try_from(part.index).unwrap_or(c_int::MAX),
-        size,
-        tag_ub,
-    );
+    // A spawned world's processes have their command's index (`appnum`).
+    let appnum = crate::appnum::spawned()
+        .unwrap_or_else(|| c_int::try_from(part.index).unwrap_or(c_int::MAX));
+    crate::world_attrs::set(world(), appnum, size, tag_ub);
     Ok(())
 }
 

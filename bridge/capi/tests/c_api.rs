@@ -316,7 +316,6 @@ fn refused_calls_fail_with_a_message_naming_them() {
     let (oa, _) = both_pass("refused", OMPI, MPICH);
     let out = String::from_utf8_lossy(&oa.stdout);
     for call in [
-        "MPI_Send_init",
         "MPI_Cart_create",
         "MPI_Comm_split_type",
         "MPI_Win_create",
@@ -431,9 +430,9 @@ fn every_refused_function_of_both_mpi_h_gives_its_clear_error() {
     ] {
         let (calls, names) = every_refused_call(mpi, &dir);
         // A floor that says the generator found the table's refusals (Open
-        // MPI 4.1 has 50 once the nonblocking v/w forms are carried).
+        // MPI 4.1 has 39 once persistent requests are carried).
         assert!(
-            names.len() > 40,
+            names.len() > 30,
             "{}: only {} refused calls found",
             mpi.name(),
             names.len()

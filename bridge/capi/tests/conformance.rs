@@ -136,11 +136,24 @@ both_ways_split!(redscatinter_nb_np8, "mpich/coll/redscatinter.c", 4, 4, NB);
 // a native exchange, completed by polling MPI_Testall; MPI's argument errors.
 both_ways_split!(nbcprogress_np4, "c/nbcprogress.c", 2, 2);
 both_ways_split!(nbcprogress_np5, "c/nbcprogress.c", 3, 2);
+// Persistent requests (tests/c/persist.c): point-to-point in every mode
+// restarted many times beside native persistent requests, inactive
+// requests, cancel and free; MPI_Isendrecv(_replace); the persistent
+// collectives (MPICH's side; Open MPI 4.1's issues the nonblocking forms);
+// on the merge too (a ring within and across the jobs, Allreduce, Scan).
+both_ways_split!(persist_np4, "c/persist.c", 2, 2);
+both_ways_split!(persist_np5, "c/persist.c", 3, 2);
 // Isthmus's own, on the same harness (tests/c/intercoll.c): extreme values
 // of MPI_SUM on long and MPI_MAX on double through MPI_Allreduce, a
 // non-commutative user op through MPI_Reduce, Reduce_scatter(_block),
 // Gather of a vector type, Scatter of long, Alltoallv/w, and MPI's errors
 // for MPI_IN_PLACE and a bad root.
+// Nonblocking duplication and partial elements (tests/c/idup_partial.c):
+// idups posted in opposite orders on two communicators (a blocking one
+// deadlocks), one completed by MPI_Test alone, dup/idup_with_info; messages
+// that end inside a receive element, each job receiving, converted, with
+// MPI's statuses (MPI_UNDEFINED count, the basics as elements).
+both_ways_split!(idup_partial_np4, "c/idup_partial.c", 2, 2);
 both_ways_split!(intercoll_np5, "c/intercoll.c", 3, 2);
 both_ways_split!(intercoll_np8, "c/intercoll.c", 4, 4);
 // The same and nbcprogress through the large-count (`_c`) forms of the

@@ -72,16 +72,7 @@ fn build_fortran(mpi: Mpi, binding: Binding, dir: &Path) -> PathBuf {
                 .arg(sources().join("exchange.F90"));
         }
         Binding::F08 => {
-            let moddir = dir.join(format!("mod-{}", mpi.name()));
-            std::fs::create_dir_all(&moddir).expect("module dir");
-            let object = moddir.join("isthmus_f08.o");
-            let mut m = Command::new(&mpifort);
-            m.args(["-O2", "-c", "-J"])
-                .arg(&moddir)
-                .arg("-o")
-                .arg(&object)
-                .arg(crate_dir().join("fortran/isthmus_f08.f90"));
-            run(m, &format!("{mpifort} isthmus_f08.f90"));
+            let (moddir, object) = isthmus_f08_module(mpi, dir);
             cmd.arg("-I")
                 .arg(&moddir)
                 .arg(sources().join("exchange_f08.f90"))
@@ -91,6 +82,25 @@ fn build_fortran(mpi: Mpi, binding: Binding, dir: &Path) -> PathBuf {
     cmd.args(link_args(mpi));
     run(cmd, &format!("{mpifort} ({binding:?})"));
     out
+}
+
+/// The `isthmus_f08` module built with `mpifort.<mpi>` into `dir`: its
+/// module directory and object file.
+fn isthmus_f08_module(mpi: Mpi, dir: &Path) -> (PathBuf, PathBuf) {
+    let mpifort = format!("mpifort.{}", mpi.name());
+    let moddir = dir.join(format!("mod-{}", mpi.name()));
+    let object = moddir.join("isthmus_f08.o");
+    if !object.exists() {
+        std::fs::create_dir_all(&moddir).expect("module dir");
+        let mut m = Command::new(&mpifort);
+        m.args(["-O2", "-c", "-J"])
+            .arg(&moddir)
+            .arg("-o")
+            .arg(&object)
+            .arg(crate_dir().join("fortran/isthmus_f08.f90"));
+        run(m, &format!("{mpifort} isthmus_f08.f90"));
+    }
+    (moddir, object)
 }
 
 fn build_c_peer(mpi: Mpi, dir: &Path) -> PathBuf {
@@ -224,8 +234,9 @@ fn openmpi_fortran_with_mpich_fortran() {
     pair("f-both", a, b);
 }
 
-/// Calls Isthmus refuses (most collectives, split, persistent
-/// requests) made from Fortran on an Isthmus communicator return a refusal
+/// Calls Isthmus refuses (the nonblocking scans, `split_type`,
+/// topologies, files, `MPI_Intercomm_create` with an intercommunicator as
+/// `local_comm`) made from Fortran on an Isthmus communicator return a refusal
 /// naming the call, and still work on ordinary communicators, while
 /// `MPI_Barrier`, `MPI_Bcast`, `MPI_Allreduce`, `MPI_Gather` (with MPI's
 /// intercommunicator results) and `MPI_Intercomm_merge` (with the merged
@@ -349,40 +360,58 @@ fn fortran_collectives(first: Mpi) {
         run(cmd, &format!("mpifort.{} collectives.f90", mpi.name()));
         program
     };
+    stages_pass(
+        "fcoll",
+        (first, build(first)),
+        (first.other(), build(first.other())),
+        "collectives",
+        &[
+            "blocking v and w",
+            "nonblocking",
+            "split and create",
+            "all checks",
+        ],
+    );
+}
+
+/// Runs `a` and `b` (an implementation and a program each, 2 ranks) against
+/// each other as the groups `<name>-a` and `<name>-b` (their program's
+/// arguments) and checks that every rank of both printed
+/// "`<says>` rank R: `<stage>` passed" for every stage, and no "FAILED".
+fn stages_pass(name: &str, a: (Mpi, PathBuf), b: (Mpi, PathBuf), says: &str, stages: &[&str]) {
     let vmd = Vmd::start("localhost", &[]);
-    let job = |mpi: Mpi, me: &str, other: &str| Job {
-        mpi,
+    let (ga, gb) = (format!("{name}-a"), format!("{name}-b"));
+    let job = |(mpi, program): &(Mpi, PathBuf), me: &str, other: &str| Job {
+        mpi: *mpi,
         np: 2,
-        program: build(mpi),
+        program: program.clone(),
         args: vec![me.into(), other.into()],
         env: vec![],
         linking: Linking::Linked,
     };
     let (oa, ob) = run_pair(
         &vmd,
-        &job(first, "fcoll-a", "fcoll-b"),
-        &job(first.other(), "fcoll-b", "fcoll-a"),
-        Duration::from_secs(120),
+        &job(&a, &ga, &gb),
+        &job(&b, &gb, &ga),
+        Duration::from_secs(180),
     );
     let both = format!(
-        "A ({}):\n{}\nB ({}):\n{}",
-        first.name(),
+        "A ({} {}):\n{}\nB ({} {}):\n{}",
+        a.0.name(),
+        a.1.display(),
         text(&oa),
-        first.other().name(),
+        b.0.name(),
+        b.1.display(),
         text(&ob)
     );
     for o in [&oa, &ob] {
         assert!(o.status.success(), "a job failed\n{both}");
         let out = String::from_utf8_lossy(&o.stdout);
+        assert!(!out.contains("FAILED"), "{both}");
         for r in 0..2 {
-            for what in [
-                "blocking v and w",
-                "nonblocking",
-                "split and create",
-                "all checks",
-            ] {
+            for what in stages {
                 assert!(
-                    out.contains(&format!("collectives rank {r}: {what} passed")),
+                    out.contains(&format!("{says} rank {r}: {what} passed")),
                     "rank {r} did not pass {what}\n{both}"
                 );
             }
@@ -398,4 +427,81 @@ fn fortran_collectives_openmpi_roots_with_mpich() {
 #[test]
 fn fortran_collectives_mpich_roots_with_openmpi() {
     fortran_collectives(Mpi::Mpich);
+}
+
+/// tests/fortran/persist.F90 built for `mpi` with `binding` (MPICH's with
+/// its MPI 4 calls: Open MPI 4.1 has no `MPI_Isendrecv` nor persistent
+/// collectives).
+fn build_persist(mpi: Mpi, binding: Binding, dir: &Path) -> PathBuf {
+    let out = dir.join(format!("persist-{}-{binding:?}", mpi.name()));
+    let mpifort = format!("mpifort.{}", mpi.name());
+    let mut cmd = Command::new(&mpifort);
+    cmd.args(["-O2", "-o"]).arg(&out);
+    if mpi == Mpi::Mpich {
+        cmd.arg("-DHAVE_MPI4");
+    }
+    match binding {
+        Binding::UseMpi => {}
+        Binding::MpifH => {
+            cmd.args(["-DUSE_MPIF_H", "-fallow-argument-mismatch", "-w"]);
+        }
+        Binding::F08 => {
+            let (moddir, object) = isthmus_f08_module(mpi, dir);
+            cmd.arg("-DUSE_F08").arg("-I").arg(&moddir).arg(&object);
+        }
+    }
+    cmd.arg(sources().join("persist.F90")).args(link_args(mpi));
+    run(cmd, &format!("{mpifort} persist.F90 ({binding:?})"));
+    out
+}
+
+/// Issue 17, item 5 (tests/fortran/persist.F90): what works from C on an
+/// Isthmus communicator works from Fortran. Persistent point-to-point in
+/// every mode restarted many times, `MPI_Startall`/`MPI_Waitall` mixing
+/// native and Isthmus requests, `MPI_Isendrecv(_replace)` and persistent
+/// collectives (MPICH's side; Open MPI 4.1's issues the nonblocking forms),
+/// the group calls on a merged communicator and `MPI_Comm_create` of a
+/// group of both jobs, `MPI_Comm_split` and `MPI_Comm_create` of the
+/// intercommunicator and
+/// `MPI_Intercomm_create` over the merged communicator. Open MPI's
+/// bindings and MPICH's `use mpi_f08` call `PMPI_*` directly for these:
+/// the interposed Fortran names carry them. `a` is side 1 (its group name
+/// sorts first: the broadcast's root, the merged order's first ranks).
+fn fortran_persist(a: (Mpi, Binding), b: (Mpi, Binding)) {
+    let dir = TempDir::new("fortran-persist");
+    stages_pass(
+        "fpersist",
+        (a.0, build_persist(a.0, a.1, &dir.0)),
+        (b.0, build_persist(b.0, b.1, &dir.0)),
+        "persist",
+        &[
+            "halo",
+            "modes",
+            "isendrecv",
+            "persistent collective",
+            "groups",
+            "split and intercomm_create",
+            "all checks",
+        ],
+    );
+}
+
+#[test]
+fn fortran_persist_openmpi_use_mpi_with_mpich_f08() {
+    fortran_persist((Mpi::OpenMpi, Binding::UseMpi), (Mpi::Mpich, Binding::F08));
+}
+
+#[test]
+fn fortran_persist_mpich_use_mpi_with_openmpi_f08() {
+    fortran_persist((Mpi::Mpich, Binding::UseMpi), (Mpi::OpenMpi, Binding::F08));
+}
+
+#[test]
+fn fortran_persist_openmpi_f08_with_mpich_mpif_h() {
+    fortran_persist((Mpi::OpenMpi, Binding::F08), (Mpi::Mpich, Binding::MpifH));
+}
+
+#[test]
+fn fortran_persist_mpich_f08_with_openmpi_mpif_h() {
+    fortran_persist((Mpi::Mpich, Binding::F08), (Mpi::OpenMpi, Binding::MpifH));
 }

@@ -54,7 +54,13 @@ fn pkg_config(prefix: &Path, mpi: Mpi) -> Vec<String> {
 
 /// `compiler source $(pkg-config ...) -o out` — the README's line.
 fn build(compiler: &str, source: &Path, flags: &[String], out: &Path) {
-    let o = Command::new(compiler)
+    // In the output's directory: a Fortran source's modules (`.mod`) are
+    // written where the compiler runs, not into the source tree.
+    let mut cmd = Command::new(compiler);
+    if let Some(dir) = out.parent() {
+        cmd.current_dir(dir);
+    }
+    let o = cmd
         .arg(source)
         .args(flags)
         .arg("-o")

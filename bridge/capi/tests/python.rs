@@ -6,7 +6,9 @@
 //! intercommunicator with a C job of MPICH (buffer API) and with another
 //! Python job, of the same or the other implementation (buffer and pickle
 //! APIs); and mpi4py's own Open_port/Publish_name/Accept meet an unmodified
-//! C program of MPICH, or mpi4py of the other implementation, that connects.
+//! C program of MPICH, or mpi4py of the other implementation, that connects;
+//! mpi4py's `Spawn` of workers of the other implementation, and its
+//! `Spawn_multiple` of an Open MPI and an MPICH command from two ranks.
 
 #![cfg(test)]
 
@@ -309,4 +311,103 @@ fn mpi4py_on_open_mpi_spawns_mpi4py_workers_on_mpich() {
 #[test]
 fn mpi4py_on_mpich_spawns_mpi4py_workers_on_open_mpi() {
     mpi4py_spawns_across(Mpi::Mpich);
+}
+
+/// mpi4py's `MPI.COMM_WORLD.Spawn_multiple` on two ranks of `parent`
+/// (rank 1 the root) of one rank of an Open MPI command and two of an
+/// MPICH command, each order (tests/c/spawn.c workers, vm.py `cross`):
+/// both parents get the intercommunicator whose remote group is the
+/// children's one world; point-to-point both ways, Bcast both ways,
+/// Allreduce, Merge refused (three jobs), Disconnect; the children ran on
+/// their own libraries, as one exited job of each implementation.
+fn mpi4py_spawns_multiple_across(parent: Mpi) {
+    let dir = TempDir::new("python-spawn-cross");
+    let m = Machine::start(&["mpich", "openmpi"]);
+    let (ompi, mpich) = (
+        spawn_program(Mpi::OpenMpi, &dir),
+        spawn_program(Mpi::Mpich, &dir),
+    );
+    for (a, b) in [(Mpi::OpenMpi, Mpi::Mpich), (Mpi::Mpich, Mpi::OpenMpi)] {
+        // A copy per order, so that each order's jobs are told apart.
+        let copy = |which: &str, mpi: Mpi| {
+            let w = dir
+                .0
+                .join(format!("worker-{which}-{}-{}", a.name(), b.name()));
+            let from = if mpi == Mpi::OpenMpi { &ompi } else { &mpich };
+            std::fs::copy(from, &w).expect("copy worker");
+            w.display().to_string()
+        };
+        let (wa, wb) = (copy("a", a), copy("b", b));
+        let job = python_script(parent, 2, "vm.py", &["cross", &wa, &wb]);
+        let o = finish(launch(&m.vmd, &job), Duration::from_secs(180), "cross");
+        let all = format!(
+            "mpi4py on {parent:?} spawning {a:?} + {b:?}:\n{}\njobs:\n{}",
+            text(&o),
+            m.jobs()
+        );
+        assert!(passed(&o, "cross", 2) && ran_on(&o, parent), "{all}");
+        children_were_one_world(&m, &o, (a, &wa), (b, &wb), &all);
+    }
+}
+
+#[test]
+fn mpi4py_on_open_mpi_spawns_multiple_across_both_implementations() {
+    mpi4py_spawns_multiple_across(Mpi::OpenMpi);
+}
+
+#[test]
+fn mpi4py_on_mpich_spawns_multiple_across_both_implementations() {
+    mpi4py_spawns_multiple_across(Mpi::Mpich);
+}
+
+/// mpi4py's `MPI.Comm.Join` on `python` with tests/c/join.c of the other
+/// implementation (tests/python/join.py): the Python job listens or
+/// connects as `python_listens` says, they join over that socket, exchange
+/// both ways, Allreduce, Bcast each way, find the socket still usable and
+/// disconnect.
+fn mpi4py_joins_c_across(python: Mpi, python_listens: bool) {
+    let dir = TempDir::new("python-join");
+    let vmd = Vmd::start("localhost", &[]);
+    let c = python.other();
+    let program = dir.0.join(format!("join-{}", c.name()));
+    build_c(
+        c,
+        &[
+            crate_dir().join("tests/c/join.c"),
+            crate_dir().join("tests/c/join_socket.c"),
+        ],
+        &program,
+        Linking::Unmodified,
+    );
+    let file = dir.0.join("port").display().to_string();
+    let (py_mode, c_mode) = match python_listens {
+        true => ("listen", "connect"),
+        false => ("connect", "listen"),
+    };
+    let py = python_script(python, 1, "join.py", &[py_mode, &file]);
+    let peer = Job {
+        mpi: c,
+        np: 1,
+        program,
+        args: vec![c_mode.into(), file.clone()],
+        env: vec![],
+        linking: Linking::Unmodified,
+    };
+    let (op, oc) = run_pair(&vmd, &py, &peer, Duration::from_secs(180));
+    assert!(
+        passed(&op, "join", 1) && passed(&oc, "join", 1) && ran_on(&op, python),
+        "mpi4py on {python:?} ({py_mode}):\n{}\nC on {c:?} ({c_mode}):\n{}",
+        text(&op),
+        text(&oc)
+    );
+}
+
+#[test]
+fn mpi4py_on_open_mpi_listens_and_joins_c_on_mpich() {
+    mpi4py_joins_c_across(Mpi::OpenMpi, true);
+}
+
+#[test]
+fn mpi4py_on_mpich_connects_and_joins_c_on_open_mpi() {
+    mpi4py_joins_c_across(Mpi::Mpich, false);
 }

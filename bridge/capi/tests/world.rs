@@ -11,8 +11,12 @@
 //! (tests/c/world_fail.c): an `MPI_Abort` in one part ends the other; a
 //! rank killed by a signal is reported to the other part (an error naming
 //! it, or an abort under `MPI_ERRORS_ARE_FATAL`), never a hang. Fortran
-//! (tests/fortran/world.F90) and mpi4py (tests/python/world.py) see the
-//! same world, both orders.
+//! (tests/fortran/world.F90 with `use mpi` and with `mpif.h`,
+//! tests/fortran/world_f08.f90 with `use mpi_f08`) and mpi4py
+//! (tests/python/world.py) see the same world, both orders; the same
+//! failures from Fortran (tests/fortran/world_fail.F90, `use mpi`: Open
+//! MPI's Fortran `MPI_Abort` calls `PMPI_Abort`, which libisthmus
+//! interposes) and mpi4py (tests/python/world_fail.py), both orders.
 //! MPICH's own tests (tests/mpich/world/, unmodified, built with MPICH's
 //! own harness, tests/mpich/harness/) run on such a world, both orders.
 
@@ -21,6 +25,7 @@
 mod common;
 
 use std::path::PathBuf;
+use std::process::Output;
 use std::time::Duration;
 
 use common::*;
@@ -58,7 +63,7 @@ fn run_c_world(
     np: (usize, usize),
     args: &[String],
     deadline: Duration,
-) -> (std::process::Output, std::process::Output, String) {
+) -> (Output, Output, String) {
     let dir = TempDir::new(source);
     let vmd = Vmd::start("localhost", &[]);
     let program = |mpi: Mpi| {
@@ -125,9 +130,27 @@ fn one_world_mpich_first() {
     world_c(Mpi::Mpich);
 }
 
+/// Operations and datatypes freed between a nonblocking collective's start
+/// and its wait (tests/c/nbc_free.c), on a world of 2 + 2 ranks.
+fn nbc_free(first: Mpi) {
+    let pass = |r: usize| format!("PASS nbc_free world rank {r} of 4\n");
+    c_on_world("nbc_free", first, (2, 2), &[], &pass);
+}
+
+#[test]
+fn handles_freed_during_a_nonblocking_collective_open_mpi_first() {
+    nbc_free(Mpi::OpenMpi);
+}
+
+#[test]
+fn handles_freed_during_a_nonblocking_collective_mpich_first() {
+    nbc_free(Mpi::Mpich);
+}
+
 /// An intercommunicator between the world's even and odd ranks, each
 /// group spanning both parts (tests/c/mixedic.c), on a world of 2 + 3
-/// ranks: point-to-point, groups, dup, collectives, merge.
+/// ranks: point-to-point, groups, dup, collectives, merge, matched probes,
+/// Sendrecv_replace, split.
 fn mixedic(first: Mpi) {
     let pass = |r: usize| format!("PASS mixedic world rank {r} of 5\n");
     c_on_world("mixedic", first, (2, 3), &[], &pass);
@@ -207,7 +230,7 @@ fn isthmus_run_mpmd_runs_one_world() {
 
 /// world_fail.c in `mode` as a world of 2 + 2 ranks, `first` as part 0;
 /// never a hang: every part ends well within the deadline.
-fn world_fail(mode: &str, first: Mpi) -> (std::process::Output, std::process::Output, String) {
+fn world_fail(mode: &str, first: Mpi) -> (Output, Output, String) {
     run_c_world(
         "world_fail",
         &format!("world-fail-{mode}-{}", first.name()),
@@ -218,6 +241,42 @@ fn world_fail(mode: &str, first: Mpi) -> (std::process::Output, std::process::Ou
     )
 }
 
+/// Runs the failing world of parts `a` (part 0) and `b`; never a hang:
+/// every part ends well within the deadline.
+fn world_fail_of(a: &Job, b: &Job) -> (Output, Output, String) {
+    let vmd = Vmd::start("localhost", &[]);
+    let (oa, ob) = run_pair(&vmd, a, b, Duration::from_secs(60));
+    let both = format!("part 0:\n{}\npart 1:\n{}", text(&oa), text(&ob));
+    (oa, ob, both)
+}
+
+/// The world's last rank (part 1) aborted with code 7 while part 0's ranks
+/// waited in a receive that only an abort can end: part 0 aborted through
+/// its own MPI, with the same code (nothing else in part 0 exits with 7).
+/// Its ranks say why on stderr, but a launcher may drop what its ranks
+/// wrote last when one of them aborts (Hydra did here, now and then, its
+/// own "application called MPI_Abort" line too): not asserted.
+fn assert_aborted_with_7(oa: &Output, ob: &Output, both: &str) {
+    assert!(
+        oa.status.code() == Some(7) && !ob.status.success(),
+        "{both}"
+    );
+}
+
+/// The world's last rank (part 1) was killed: part 0's ranks each printed
+/// `"{pass} R"` (their receive from it, send to it and Allreduce failed,
+/// naming it) and finalized.
+fn assert_kill_reported(oa: &Output, ob: &Output, both: &str, pass: &str) {
+    let out = String::from_utf8_lossy(&oa.stdout);
+    assert!(
+        oa.status.success()
+            && !ob.status.success()
+            && (0..2).all(|r| out.contains(&format!("{pass} {r}\n")))
+            && out.contains("MPI_Recv: Isthmus: MPI_Recv: rank 3 of this communicator"),
+        "{both}"
+    );
+}
+
 /// `MPI_Abort(MPI_COMM_WORLD, 7)` on the world's last rank ends both
 /// parts, part 0's ranks waiting in a receive within their own part that
 /// only an abort can end: the other part aborts through its own MPI, with
@@ -225,13 +284,7 @@ fn world_fail(mode: &str, first: Mpi) -> (std::process::Output, std::process::Ou
 #[test]
 fn an_abort_ends_every_part() {
     let (oa, ob, both) = world_fail("abort", Mpi::Mpich);
-    let err = String::from_utf8_lossy(&oa.stderr);
-    assert!(
-        oa.status.code() == Some(7)
-            && !ob.status.success()
-            && err.contains("called MPI_Abort with error code 7"),
-        "{both}"
-    );
+    assert_aborted_with_7(&oa, &ob, &both);
 }
 
 /// A rank killed by a signal: the other part's calls involving it return
@@ -240,14 +293,7 @@ fn an_abort_ends_every_part() {
 #[test]
 fn a_killed_rank_is_reported_to_the_other_part() {
     let (oa, ob, both) = world_fail("kill", Mpi::OpenMpi);
-    let out = String::from_utf8_lossy(&oa.stdout);
-    assert!(
-        oa.status.success()
-            && !ob.status.success()
-            && (0..2).all(|r| out.contains(&format!("PASS kill rank {r}\n")))
-            && out.contains("MPI_Recv: Isthmus: MPI_Recv: rank 3 of this communicator"),
-        "{both}"
-    );
+    assert_kill_reported(&oa, &ob, &both, "PASS kill rank");
 }
 
 /// Under the default `MPI_ERRORS_ARE_FATAL` the same receive aborts the
@@ -283,46 +329,125 @@ fn run_world_of(a: Job, b: Job, pass: &str) {
     }
 }
 
-/// A Fortran program (`use mpi`), built with each implementation's
-/// `mpifort` and linked with libisthmus, sees one world: size, rank, a
-/// send across the parts, an Allreduce; `first` as part 0 (Open MPI's
-/// Fortran calls `PMPI_*`: libisthmus's Fortran entry points carry them).
-fn fortran_world(first: Mpi) {
+/// The Fortran program `tests/fortran/<source>` built with `mpi`'s
+/// `mpifort` (with `-D<define>` for each of `defines`) and linked with
+/// libisthmus (Open MPI's Fortran calls `PMPI_*`: libisthmus's Fortran
+/// entry points carry them).
+fn fortran_program(dir: &TempDir, source: &str, defines: &[&str], mpi: Mpi) -> PathBuf {
+    let stem = source.split('.').next().unwrap_or(source);
+    let out = dir
+        .0
+        .join(format!("{stem}{}-{}", defines.join("-"), mpi.name()));
+    if out.exists() {
+        return out;
+    }
+    let lib = lib_dir(mpi);
+    let o = std::process::Command::new(format!("mpifort.{}", mpi.name()))
+        .args(["-O2", "-o"])
+        .arg(&out)
+        .args(defines.iter().map(|d| format!("-D{d}")))
+        .arg(crate_dir().join("tests/fortran").join(source))
+        .arg(format!("-L{}", lib.display()))
+        .arg("-listhmus")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-Wl,--disable-new-dtags")
+        .output()
+        .expect("run mpifort");
+    assert!(
+        o.status.success(),
+        "mpifort.{} {source}: {}",
+        mpi.name(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// A Fortran program sees one world: size, rank, a send across the parts,
+/// an Allreduce (world.F90: `use mpi`, or `mpif.h` with USE_MPIF_H;
+/// world_f08.f90: `use mpi_f08`, and `MPI_APPNUM`); `first` as part 0.
+fn fortran_world(first: Mpi, source: &str, defines: &[&str], pass: &str) {
     let dir = TempDir::new("world-fortran");
-    let program = |mpi: Mpi| {
-        let out = dir.0.join(format!("world-f-{}", mpi.name()));
-        let lib = lib_dir(mpi);
-        let o = std::process::Command::new(format!("mpifort.{}", mpi.name()))
-            .args(["-O2", "-o"])
-            .arg(&out)
-            .arg(crate_dir().join("tests/fortran/world.F90"))
-            .arg(format!("-L{}", lib.display()))
-            .arg("-listhmus")
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .arg("-Wl,--disable-new-dtags")
-            .output()
-            .expect("run mpifort");
-        assert!(
-            o.status.success(),
-            "mpifort.{}: {}",
-            mpi.name(),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        out
-    };
-    let name = format!("world-fortran-{}", first.name());
+    let program = |mpi: Mpi| fortran_program(&dir, source, defines, mpi);
+    let name = format!(
+        "world-fortran-{}{}-{}",
+        source.replace('.', "-"),
+        defines.join("-"),
+        first.name()
+    );
     let (a, b) = parts(&name, first, (2, 2), &program, &["2".into()]);
-    run_world_of(a, b, "PASS fortran world rank");
+    run_world_of(a, b, pass);
 }
 
 #[test]
 fn fortran_sees_one_world_open_mpi_first() {
-    fortran_world(Mpi::OpenMpi);
+    fortran_world(Mpi::OpenMpi, "world.F90", &[], "PASS fortran world rank");
 }
 
 #[test]
 fn fortran_sees_one_world_mpich_first() {
-    fortran_world(Mpi::Mpich);
+    fortran_world(Mpi::Mpich, "world.F90", &[], "PASS fortran world rank");
+}
+
+#[test]
+fn fortran_mpif_h_sees_one_world_open_mpi_first() {
+    let pass = "PASS fortran world rank";
+    fortran_world(Mpi::OpenMpi, "world.F90", &["USE_MPIF_H"], pass);
+}
+
+#[test]
+fn fortran_mpif_h_sees_one_world_mpich_first() {
+    let pass = "PASS fortran world rank";
+    fortran_world(Mpi::Mpich, "world.F90", &["USE_MPIF_H"], pass);
+}
+
+#[test]
+fn fortran_f08_sees_one_world_open_mpi_first() {
+    fortran_world(Mpi::OpenMpi, "world_f08.f90", &[], "PASS f08 world rank");
+}
+
+#[test]
+fn fortran_f08_sees_one_world_mpich_first() {
+    fortran_world(Mpi::Mpich, "world_f08.f90", &[], "PASS f08 world rank");
+}
+
+/// tests/fortran/world_fail.F90 (`use mpi`) in `mode` as a world of 2 + 2
+/// ranks, `first` as part 0; never a hang.
+fn fortran_world_fail(mode: &str, first: Mpi) -> (Output, Output, String) {
+    let dir = TempDir::new("world-fortran-fail");
+    let program = |mpi: Mpi| fortran_program(&dir, "world_fail.F90", &[], mpi);
+    let name = format!("world-fortran-fail-{mode}-{}", first.name());
+    let (a, b) = parts(&name, first, (2, 2), &program, &[mode.into()]);
+    world_fail_of(&a, &b)
+}
+
+/// `MPI_Abort(MPI_COMM_WORLD, 7, ierr)` from Fortran on the world's last
+/// rank ends both parts. MPICH first: the abort is Open MPI's Fortran
+/// binding's, which calls `PMPI_Abort` past the C entry point (libisthmus
+/// interposes its Fortran names).
+#[test]
+fn a_fortran_abort_ends_every_part_mpich_first() {
+    let (oa, ob, both) = fortran_world_fail("abort", Mpi::Mpich);
+    assert_aborted_with_7(&oa, &ob, &both);
+}
+
+#[test]
+fn a_fortran_abort_ends_every_part_open_mpi_first() {
+    let (oa, ob, both) = fortran_world_fail("abort", Mpi::OpenMpi);
+    assert_aborted_with_7(&oa, &ob, &both);
+}
+
+/// A rank killed by a signal: from Fortran, the other part's receive, send
+/// and Allreduce involving it return an error naming it.
+#[test]
+fn a_killed_rank_is_reported_to_fortran_open_mpi_first() {
+    let (oa, ob, both) = fortran_world_fail("kill", Mpi::OpenMpi);
+    assert_kill_reported(&oa, &ob, &both, "PASS fortran kill rank");
+}
+
+#[test]
+fn a_killed_rank_is_reported_to_fortran_mpich_first() {
+    let (oa, ob, both) = fortran_world_fail("kill", Mpi::Mpich);
+    assert_kill_reported(&oa, &ob, &both, "PASS fortran kill rank");
 }
 
 /// An mpi4py script (`MPI.COMM_WORLD`) under the preloaded libisthmus sees
@@ -330,39 +455,43 @@ fn fortran_sees_one_world_mpich_first() {
 /// `first` as part 0 (MPICH's mpi4py is the one scripts/install-deps.sh
 /// builds).
 fn mpi4py_world(first: Mpi) {
-    let mpi4py_mpich = std::env::var("ISTHMUS_MPI4PY_MPICH")
-        .unwrap_or_else(|_| "/opt/isthmus/mpi4py-mpich".into());
-    let part = |mpi: Mpi, index: u32| {
-        let mut env = vec![
-            (
-                "ISTHMUS_WORLD".into(),
-                format!("world-python-{}:{index}/2", first.name()),
-            ),
-            ("ISTHMUS_WORLD_TIMEOUT".into(), "60".into()),
-        ];
-        if mpi == Mpi::Mpich {
-            env.push(("PYTHONPATH".into(), mpi4py_mpich.clone()));
-        }
-        Job {
-            mpi,
-            np: 2,
-            program: PathBuf::from("/usr/bin/python3"),
-            args: vec![
-                crate_dir()
-                    .join("tests/python/world.py")
-                    .display()
-                    .to_string(),
-                "2".into(),
-            ],
-            env,
-            linking: Linking::Unmodified,
-        }
-    };
+    let name = format!("world-python-{}", first.name());
+    let part = |mpi: Mpi, index: u32| mpi4py_part(mpi, index, &name, "world.py", "2");
     run_world_of(
         part(first, 0),
         part(first.other(), 1),
         "PASS python world rank",
     );
+}
+
+/// Part `index` of world `name`: 2 ranks of `mpi` running
+/// tests/python/`script` with `arg` under the preloaded libisthmus (MPICH's
+/// mpi4py is the one scripts/install-deps.sh builds).
+fn mpi4py_part(mpi: Mpi, index: u32, name: &str, script: &str, arg: &str) -> Job {
+    let mut env = vec![
+        ("ISTHMUS_WORLD".into(), format!("{name}:{index}/2")),
+        ("ISTHMUS_WORLD_TIMEOUT".into(), "60".into()),
+    ];
+    if mpi == Mpi::Mpich {
+        let mpi4py_mpich = std::env::var("ISTHMUS_MPI4PY_MPICH")
+            .unwrap_or_else(|_| "/opt/isthmus/mpi4py-mpich".into());
+        env.push(("PYTHONPATH".into(), mpi4py_mpich));
+    }
+    Job {
+        mpi,
+        np: 2,
+        program: PathBuf::from("/usr/bin/python3"),
+        args: vec![
+            crate_dir()
+                .join("tests/python")
+                .join(script)
+                .display()
+                .to_string(),
+            arg.into(),
+        ],
+        env,
+        linking: Linking::Unmodified,
+    }
 }
 
 #[test]
@@ -373,6 +502,41 @@ fn mpi4py_sees_one_world_mpich_first() {
 #[test]
 fn mpi4py_sees_one_world_open_mpi_first() {
     mpi4py_world(Mpi::OpenMpi);
+}
+
+/// tests/python/world_fail.py in `mode` as a world of 2 + 2 ranks, `first`
+/// as part 0, under the preloaded libisthmus; never a hang.
+fn mpi4py_world_fail(mode: &str, first: Mpi) -> (Output, Output, String) {
+    let name = format!("world-python-fail-{mode}-{}", first.name());
+    let part = |mpi: Mpi, index: u32| mpi4py_part(mpi, index, &name, "world_fail.py", mode);
+    world_fail_of(&part(first, 0), &part(first.other(), 1))
+}
+
+/// `comm.Abort(7)` from mpi4py on the world's last rank ends both parts.
+#[test]
+fn an_mpi4py_abort_ends_every_part_mpich_first() {
+    let (oa, ob, both) = mpi4py_world_fail("abort", Mpi::Mpich);
+    assert_aborted_with_7(&oa, &ob, &both);
+}
+
+#[test]
+fn an_mpi4py_abort_ends_every_part_open_mpi_first() {
+    let (oa, ob, both) = mpi4py_world_fail("abort", Mpi::OpenMpi);
+    assert_aborted_with_7(&oa, &ob, &both);
+}
+
+/// A rank killed by a signal: mpi4py's receive, send and Allreduce
+/// involving it raise `MPI.Exception` naming it.
+#[test]
+fn a_killed_rank_is_reported_to_mpi4py_open_mpi_first() {
+    let (oa, ob, both) = mpi4py_world_fail("kill", Mpi::OpenMpi);
+    assert_kill_reported(&oa, &ob, &both, "PASS python kill rank");
+}
+
+#[test]
+fn a_killed_rank_is_reported_to_mpi4py_mpich_first() {
+    let (oa, ob, both) = mpi4py_world_fail("kill", Mpi::Mpich);
+    assert_kill_reported(&oa, &ob, &both, "PASS python kill rank");
 }
 
 #[test]
@@ -428,8 +592,132 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     ("coll/redscat.c", 4),
     ("coll/red_scat_block.c", 4),
     ("coll/alltoallw1.c", 10),
+    // Blocks of contiguous(0, MPI_INT) against zero MPI_INT, in place too.
+    ("coll/alltoallw_zeros.c", 5),
+    // Every nonblocking collective, the v/w ones, in place, an operation
+    // freed before the wait.
+    ("coll/nonblocking.c", 4),
+    ("coll/nonblocking2.c", 4),
+    ("coll/nonblocking3.c", 4),
+    // The rest of MPICH's coll/testlist that needs no topology, RMA, I/O,
+    // dynamic processes or GPU, at its rank counts (4 where it says more
+    // than 8), each 1-5 s a run (with its build) unless said:
+    // reductions (predefined and user operations, derived and float types,
+    // MPI_Reduce_local, commutativity), all-to-all, gathers, scatters,
+    // Reduce_scatter(_block), the optional-type operation tests, Iallreduce,
+    // Ibarrier, and the -nonblocking variants.
+    ("coll/allred4.c", 4),
+    ("coll/allred5.c", 5),
+    ("coll/allred5.c", 4),
+    ("coll/allred6.c", 4),
+    ("coll/allred6.c", 7),
+    ("coll/allred_derived.c", 4),
+    ("coll/allred_float.c", 4),
+    ("coll/reduce_local.c", 2),
+    ("coll/op_commutative.c", 2),
+    ("merged/red3.c", 4),
+    ("coll/red4.c", 4),
+    ("merged/alltoall1.c", 8),
+    ("coll/alltoallv.c", 4),
+    ("coll/alltoallv0.c", 4),
+    ("merged/alltoallw2.c", 4),
+    ("coll/alltoallw_zeros.c", 2),
+    ("coll/alltoallw_zeros.c", 8),
+    ("coll/allgather2.c", 4),
+    ("coll/allgather3.c", 4),
+    ("coll/allgatherv2.c", 4),
+    ("coll/allgatherv3.c", 4),
+    // 9 s (MPI_Allgatherv over MTest's communicators, growing counts).
+    ("coll/allgatherv4.c", 4),
+    ("coll/allgather_struct.c", 4),
+    ("coll/bcasttest.c", 8),
+    ("coll/bcastzerotype.c", 4),
+    ("coll/bcastzerotype.c", 5),
+    ("coll/coll5.c", 4),
+    ("coll/coll6.c", 5),
+    ("coll/coll7.c", 2),
+    ("coll/coll7.c", 5),
+    ("coll/coll8.c", 4),
+    ("coll/coll9.c", 4),
+    ("coll/coll10.c", 4),
+    ("coll/coll12.c", 4),
+    ("coll/longuser.c", 4),
+    ("coll/redscat.c", 6),
+    ("coll/redscat2.c", 4),
+    ("coll/redscat2.c", 5),
+    ("coll/redscat3.c", 8),
+    ("coll/red_scat_block.c", 5),
+    ("coll/red_scat_block.c", 8),
+    ("coll/red_scat_block2.c", 4),
+    ("coll/red_scat_block2.c", 5),
+    ("coll/redscatblk3.c", 8),
+    ("coll/redscatblk3.c", 4),
+    ("coll/nonblocking.c", 5),
+    ("coll/nonblocking2.c", 5),
+    ("coll/gather2.c", 4),
+    ("coll/scattern.c", 4),
+    ("coll/scatter2.c", 4),
+    ("coll/scatter3.c", 4),
+    ("coll/opland.c", 4),
+    ("coll/oplor.c", 4),
+    ("coll/oplxor.c", 4),
+    ("coll/oplxor.c", 5),
+    ("coll/opband.c", 4),
+    ("coll/opbor.c", 4),
+    ("coll/opbxor.c", 4),
+    ("coll/opbxor.c", 5),
+    ("coll/opmin.c", 4),
+    ("coll/opminloc.c", 4),
+    ("coll/opmax.c", 5),
+    ("coll/opmaxloc.c", 5),
+    ("coll/uoplong.c", 4),
+    ("coll/iallred.c", 2),
+    ("coll/ibarrier.c", 2),
+    ("merged/alltoall1.c -nonblocking=1", 8),
+    ("coll/coll2.c -nonblocking=1", 5),
+    ("coll/redscat.c -nonblocking=1", 4),
+    ("coll/redscat.c -nonblocking=1", 8),
+    ("coll/redscat3.c -nonblocking=1", 8),
+    // Over MPICH's pool of datatypes (harness/dtpools): 9-12 s with
+    // dtpools' build, 3 s a run.
+    ("coll/allred.c -count=10", 4),
+    ("coll/allred.c -count=10", 7),
+    // 8- and 16-bit MPI_SUMs that wrap, which Debian's Open MPI 4.1 alone
+    // saturates (mpirun -n 2 fails: MPI_INT8_T; -n 4: also MPI_UINT8_T,
+    // MPI_UNSIGNED_CHAR): the world's native steps use Isthmus's own sum
+    // there (narrow_sum.rs).
+    ("coll/allred.c -count=100", 4),
+    ("coll/op_coll.c", 4),
+    // Left out of coll/testlist, and why:
+    // - allred3 (4), exscan (10), gather (4): already above as merged/
+    //   (the shared suite's copies, the same files).
+    // - allred2 (4): passes both orders but takes 14-17 s (dtpools' build).
+    // - reduce (3, 5, 10): Debian's MPICH 4.0.2 alone crashes in it
+    //   (mpiexec.mpich -n 2: an in-place MPI_Reduce of 2048 ints on a
+    //   reversed communicator segfaults at MPI_IN_PLACE's address); on a
+    //   world the same crash in the MPICH part's native communicators.
+    // - nonblocking3 (5): on 2 + 3 ranks, either order, not done within
+    //   60 s (a schedule stops: the other part's ranks then fail it; 4
+    //   ranks pass, above). Not found.
+    // - the ic* tests at 7 ranks and with -nonblocking at 8: the same tests
+    //   as at 4 and 5 above; they pass, 1.2-5 s a run, but 12 of the 52
+    //   runs took 7-36 s (most near 30-35 s, like a timeout: icbcast,
+    //   icbarrier, icallgather(v), icalltoall(v) among them, either order;
+    //   not found).
+    // - scatterv (4): MPI_Cart_create on the world (topologies).
+    // - gather_big (8): 1 GiB per rank, 8 GiB at the root (MPICH's testlist
+    //   says mem=20.1); the kernel kills a rank on this machine.
+    // - opprod, opsum: Open MPI 4.1's mpi.h refuses MPI_Errhandler_set.
+    // - coll_large (MPI_Op_create_c) and the p_* persistent collectives
+    //   (MPI_Bcast_init, ...): not in Open MPI 4.1's mpi.h.
+    // - neighb_*, ring_neighbor_alltoall: topologies; the *_gpu tests: GPU;
+    //   bcasttest 16/32 with MPICH's CVARs: topology-aware algorithms.
     ("comm/dup.c", 2),
     ("comm/cmsplit.c", 4),
+    // A receive pending on a communicator the program freed (1020 splits
+    // of the world in cmfree.c).
+    ("comm/cmfree.c", 4),
+    ("comm/cmfree2.c", 2),
     ("group/groupcreate.c", 4),
     ("group/grouptest.c", 8),
     ("group/grouptest2.c", 4),
@@ -448,6 +736,88 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     ("datatype/dataalign.c", 2),
     ("pt2pt/sendrecv2.c", 2),
     ("pt2pt/large_tag.c", 2),
+    // Persistent requests on the world: inactive ones (empty statuses from
+    // Test and Wait), to and from MPI_PROC_NULL, Startall across the parts.
+    ("pt2pt/inactivereq.c", 2),
+    // The rest of MPICH's pt2pt/testlist that needs no RMA, threads or
+    // dynamic processes; tests MPICH runs on 1 rank run on 2 (each part
+    // one), 2-5 s a run (with its build) unless said: Sendrecv, Isend and
+    // Irecv, ANY_SOURCE/ANY_TAG, MPI_BOTTOM, buffered sends (fragmented,
+    // aligned, pending at detach), requests freed, cancelled, generalized,
+    // null and inactive ones, probes, huge messages (underflow,
+    // ANY_SOURCE, dup'ed communicator, Ssend), partitioned-style receives,
+    // persistent Ssend.
+    ("pt2pt/sendrecv3.c", 2),
+    ("pt2pt/sendall.c", 4),
+    ("pt2pt/send_tests.c", 3),
+    ("pt2pt/anyall.c", 2),
+    ("pt2pt/eagerdt.c", 2),
+    ("pt2pt/bottom.c", 2),
+    ("pt2pt/bsend1.c", 2),
+    ("pt2pt/bsend2.c", 2),
+    ("pt2pt/bsend3.c", 2),
+    ("pt2pt/bsend4.c", 2),
+    ("pt2pt/bsend5.c", 4),
+    ("pt2pt/bsendalign.c", 2),
+    ("pt2pt/isendself.c", 2),
+    ("pt2pt/isendirecv.c", 4),
+    ("pt2pt/bsendfrag.c", 2),
+    ("pt2pt/icsend.c", 4),
+    ("pt2pt/icsend.c -randomize=1", 4),
+    ("pt2pt/icprobe.c", 4),
+    ("pt2pt/icprobe.c -randomize=1", 4),
+    ("pt2pt/rqstatus.c", 2),
+    ("pt2pt/rqfree.c", 4),
+    ("pt2pt/greq1.c", 2),
+    ("pt2pt/probe_unexp.c", 4),
+    ("pt2pt/probenull.c", 2),
+    ("pt2pt/recvnull.c", 2),
+    ("pt2pt/rcancel.c", 2),
+    ("pt2pt/cancelanysrc.c", 2),
+    ("pt2pt/isendselfprobe.c", 2),
+    ("pt2pt/waittestnull.c", 2),
+    ("pt2pt/waitany_null.c", 2),
+    ("pt2pt/big_count_status.c", 2),
+    ("pt2pt/many_isend.c", 3),
+    ("pt2pt/manylmt.c", 2),
+    ("pt2pt/huge_underflow.c", 2),
+    // 4-8 s.
+    ("pt2pt/huge_anysrc.c", 2),
+    ("pt2pt/huge_dupcomm.c", 2),
+    ("pt2pt/huge_ssend.c", 2),
+    ("pt2pt/multi_psend_derived.c", 2),
+    ("pt2pt/dtype_send.c", 2),
+    ("pt2pt/recv_any.c", 2),
+    // recv_any.c with -DTEST_NB, as MPICH's Makefile.am builds it (the
+    // wrapper is ours: the runner passes no compiler flags).
+    ("pt2pt/irecv_any.c", 2),
+    ("pt2pt/precv_anysrc.c", 2),
+    ("pt2pt/precv_anysrc_exp.c", 2),
+    ("pt2pt/pssend.c", 2),
+    // Over MPICH's pool of datatypes (harness/dtpools): 9-10 s with its build.
+    (
+        "pt2pt/sendself.c -type=MPI_C_DOUBLE_COMPLEX -sendcnt=8192 -recvcnt=8192 -seed=47 -testsize=100",
+        2,
+    ),
+    // Left out of pt2pt/testlist, and why:
+    // - sendflood (8): 100 000 rounds of a message from each rank to rank 0
+    //   and one back, 23 s with Open MPI first; with MPICH first some 4.5 ms
+    //   a round (7 min: slow, not stuck, with `-p` it counts on), where Open
+    //   MPI's rank 0 takes 0.2 ms. Not found why (8 ranks on two cores).
+    // - bsendpending (2): passes both orders, 11 s; tests/conformance.rs
+    //   runs it between two jobs (merged/bsendpending.c).
+    // - mprobe_self_free (1): Debian's MPICH 4.0.2 alone aborts in it (UCX's
+    //   tag_rndv.h assertion, mpiexec.mpich -n 1 and -n 2).
+    // - sendrecv3 -isendrecv, isendrecv, isendrecv_replace, bsend_iflush,
+    //   pt2pt_large (MPI_Send_c): not in Open MPI 4.1's mpi.h (with
+    //   -isendrecv the Open MPI part would skip what the MPICH part runs).
+    // - scancel, scancel2, pscancel, cancelrecv, scancel_unmatch,
+    //   issendselfcancel: marked xfail in MPICH's own testlist (sends
+    //   cannot be cancelled, see ARCHITECTURE.md).
+    // - large_message (6.5 GB), pt2pt_large -option=1/2: memory.
+    // - sendrecv2's MPICH CVAR variants: MPICH's own transports' settings.
+    // - sendrecv1, pingping, pipeline (the dtpools testlist): not in
+    //   pt2pt/testlist.
     // The shared suite's intracommunicator tests (tests/merged), whose
     // MTestGetIntracomm loop makes communicators from the world's group
     // and intercommunicators over the world, merged again.
@@ -465,16 +835,76 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     ("coll/icscatter.c", 4),
     ("coll/icallgather.c", 4),
     ("coll/icalltoall.c", 4),
+    ("coll/icreduce.c", 5),
+    ("coll/icgatherv.c", 5),
+    ("coll/icscatterv.c", 5),
+    ("coll/icallgatherv.c", 5),
+    ("coll/icalltoallv.c", 5),
+    ("coll/icalltoallw.c", 5),
+    ("coll/redscatinter.c", 8),
+    ("coll/redscatbkinter.c", 8),
+    // The same with their nonblocking forms (`MPI_I*` then `MPI_Wait`,
+    // MPICH's `-nonblocking` variants through mpicolltest.h).
+    ("coll/icbarrier.c -nonblocking=1", 4),
+    ("coll/icbcast.c -nonblocking=1", 4),
+    ("coll/icallreduce.c -nonblocking=1", 4),
+    ("coll/icreduce.c -nonblocking=1", 5),
+    ("coll/icgather.c -nonblocking=1", 4),
+    ("coll/icscatter.c -nonblocking=1", 4),
+    ("coll/icallgather.c -nonblocking=1", 4),
+    ("coll/icalltoall.c -nonblocking=1", 4),
+    ("coll/icgatherv.c -nonblocking=1", 5),
+    ("coll/icscatterv.c -nonblocking=1", 5),
+    ("coll/icallgatherv.c -nonblocking=1", 5),
+    ("coll/icalltoallv.c -nonblocking=1", 5),
+    ("coll/icalltoallw.c -nonblocking=1", 5),
+    ("coll/redscatinter.c -nonblocking=1", 8),
+    ("comm/icsplit.c", 8),
+    ("comm/iccreate.c", 8),
+    // Matched probes on the world's MPI_COMM_WORLD (a merged communicator).
+    ("pt2pt/mprobe.c", 2),
+    // MPI_Comm_idup that does not block: idups posted in orders a blocking
+    // duplication deadlocks on (overlapping communicators; create_group and
+    // idup in opposite orders), several outstanding at once.
+    ("comm/comm_idup_overlap.c", 2),
+    ("comm/comm_create_group_idup.c", 4),
+    ("comm/comm_idup.c", 4),
+    ("comm/comm_idup_mul.c", 2),
+    ("comm/dup_with_info.c", 4),
+    // (suitecomm sweep; each about 5 s for both orders under load ~2)
+    ("comm/comm_info.c", 6),
+    ("comm/dupic.c", 4),
+    ("comm/commname.c", 4),
+    ("comm/ic1.c", 4),
+    ("comm/comm_idup_comm.c", 6),
+    // Left out: comm/comm_idup_iallreduce, comm/comm_idup_isend and
+    // comm/comm_idup_nb (6 ranks) hang in the Open MPI first order, not yet fixed (the first posts an
+    // idup and an Iallreduce on different communicators in opposite orders
+    // at rank 0 and the others, then one Waitall); comm/idup_with_info
+    // (Open MPI 4.1's mpi.h lacks MPI_Comm_idup_with_info); comm/ctxsplit
+    // (10 000 splits, too slow for CI).
+    // Messages that end inside a receive element (MPI_Get_elements).
+    ("datatype/getpartelm.c", 2),
 ];
 
 /// MPICH's `test` built for `mpi` with MPICH's own harness.
 fn mpich_with_own_harness(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
     let here = crate_dir().join("tests/mpich");
     let harness = here.join("harness");
-    // Kept here (tests/mpich/world), or in the shared suite (its tests/).
-    let src = Some(here.join("world").join(test))
-        .filter(|p| p.exists())
-        .unwrap_or_else(|| suite_dir().join("tests").join(test));
+    // Kept here (tests/mpich/world, or tests/mpich beside the other
+    // drivers' copies), in the shared suite (its tests/), or in a tree of
+    // MPICH's test/mpi named by ISTHMUS_MPICH_TEST_DIR (trying more of
+    // MPICH's suite: see `chosen_tests`).
+    let from_tree = std::env::var_os("ISTHMUS_MPICH_TEST_DIR").map(|d| PathBuf::from(d).join(test));
+    let src = [
+        Some(here.join("world").join(test)),
+        Some(here.join(test)),
+        from_tree,
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.exists())
+    .unwrap_or_else(|| suite_dir().join("tests").join(test));
     let out = dir.0.join(format!(
         "{}-{}",
         test.replace('/', "_").trim_end_matches(".c"),
@@ -495,13 +925,25 @@ fn mpich_with_own_harness(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
         if text.contains("#include \"dtypes.h\"") {
             sources.push(harness.join("util/dtypes.c"));
         }
-        build_c_searching(
-            mpi,
-            &sources,
-            &[harness.join("include")],
-            &out,
-            Linking::Linked,
-        );
+        let mut include = vec![harness.join("include")];
+        // MPICH's tests over its pool of datatypes (dtpools), by their
+        // `mtest_dtp.h` or dtpools' own header.
+        if text.contains("#include \"mtest_dtp.h\"") || text.contains("#include \"dtpools.h\"") {
+            let dtpools = harness.join("dtpools");
+            sources.extend(
+                [
+                    "dtpools.c",
+                    "dtpools_attr.c",
+                    "dtpools_custom.c",
+                    "dtpools_desc.c",
+                    "dtpools_init_verify.c",
+                    "dtpools_misc.c",
+                ]
+                .map(|f| dtpools.join("src").join(f)),
+            );
+            include.push(dtpools.join("include"));
+        }
+        build_c_searching(mpi, &sources, &include, &out, Linking::Linked);
     }
     out
 }
@@ -514,10 +956,30 @@ fn mpich_on_world(
     dir: &TempDir,
     vmd: &Vmd,
 ) -> Result<(), String> {
-    let program = |mpi: Mpi| mpich_with_own_harness(test, mpi, dir);
-    let name = format!("world-{}-{}", test.replace(['/', '.'], "-"), first.name());
-    let (a, b) = parts(&name, first, (ranks / 2, ranks - ranks / 2), &program, &[]);
-    let (oa, ob) = run_pair(vmd, &a, &b, Duration::from_secs(120));
+    // "dir/test.c -arg=1 ...": the test's source, then its arguments.
+    let mut words = test.split_whitespace();
+    let source = words.next().unwrap_or(test);
+    let args: Vec<String> = words.map(str::to_string).collect();
+    let program = |mpi: Mpi| mpich_with_own_harness(source, mpi, dir);
+    let name = format!(
+        "world-{}-{}",
+        test.replace(['/', '.', ' ', '='], "-"),
+        first.name()
+    );
+    let (a, b) = parts(
+        &name,
+        first,
+        (ranks / 2, ranks - ranks / 2),
+        &program,
+        &args,
+    );
+    // ISTHMUS_WORLD_DEADLINE (seconds) shortens a sweep's wait for a hang.
+    let deadline = std::env::var("ISTHMUS_WORLD_DEADLINE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120);
+    let (oa, ob) = run_pair_or_stop(vmd, &a, &b, Duration::from_secs(deadline))
+        .map_err(|e| format!("{test} ({} first): {e}", first.name()))?;
     // MTest_Finalize (or run_mpitests.c's main) prints on world rank 0,
     // which is part 0's.
     if oa.status.success()
@@ -534,6 +996,48 @@ fn mpich_on_world(
     ))
 }
 
+/// Runs jobs `a` and `b` together: their outputs, or, past `deadline` (a
+/// hang), an error with what they printed, both launchers stopped (SIGTERM,
+/// which each forwards to its ranks, then SIGKILL) so that the next test
+/// of a sweep runs on a quiet machine.
+fn run_pair_or_stop(
+    vmd: &Vmd,
+    a: &Job,
+    b: &Job,
+    deadline: Duration,
+) -> Result<(Output, Output), String> {
+    let mut children = [launch(vmd, a), launch(vmd, b)];
+    let started = std::time::Instant::now();
+    while started.elapsed() < deadline {
+        if children
+            .iter_mut()
+            .all(|c| matches!(c.try_wait(), Ok(Some(_))))
+        {
+            let [ca, cb] = children;
+            let out = |c: std::process::Child| c.wait_with_output().expect("collect output");
+            return Ok((out(ca), out(cb)));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for c in &children {
+        // SAFETY: kill(2) on our own child's pid; it cannot touch memory.
+        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let printed: Vec<String> = children
+        .into_iter()
+        .map(|mut c| {
+            let _ = c.kill();
+            text(&c.wait_with_output().expect("collect output"))
+        })
+        .collect();
+    Err(format!(
+        "did not finish within {deadline:?} (stopped)\npart 0:\n{}\npart 1:\n{}",
+        printed.first().map_or("", String::as_str),
+        printed.get(1).map_or("", String::as_str)
+    ))
+}
+
 /// The few of [`MPICH_ON_WORLD`] run by default (a collective, a split,
 /// datatypes and groups: some 30 s for both orders); the ignored test runs all.
 const MPICH_ON_WORLD_QUICK: &[&str] = &[
@@ -544,25 +1048,67 @@ const MPICH_ON_WORLD_QUICK: &[&str] = &[
     // groups freed by the program.
     "datatype/tfree.c",
     "group/grouptest2.c",
+    // Empty type signatures (Open MPI 4.1's Ialltoallv waits forever on
+    // them, see collbuf::native_count).
+    "coll/alltoallw_zeros.c",
+    // A communicator freed with a receive pending on it.
+    "comm/cmfree2.c",
+    // The nonblocking v/w collectives, in place too.
+    "coll/nonblocking.c",
+    // Nonblocking duplication in opposite orders; a partial element.
+    "comm/comm_idup_overlap.c",
+    "datatype/getpartelm.c",
 ];
+
+/// The tests to run: ISTHMUS_WORLD_TESTS (a comma-separated list) names
+/// some of [`MPICH_ON_WORLD`], or any test of MPICH's suite as `dir/test.c:N`
+/// (N ranks; its source from ISTHMUS_MPICH_TEST_DIR, a copy of MPICH's
+/// test/mpi); without it, the quick list or the whole one.
+fn chosen_tests(quick: bool) -> Vec<(String, usize)> {
+    let Ok(only) = std::env::var("ISTHMUS_WORLD_TESTS") else {
+        return MPICH_ON_WORLD
+            .iter()
+            .filter(|t| !quick || MPICH_ON_WORLD_QUICK.contains(&t.0))
+            .map(|&(t, n)| (t.to_string(), n))
+            .collect();
+    };
+    only.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| match x.split_once(':') {
+            Some((t, n)) => (
+                t.to_string(),
+                n.parse().expect("ISTHMUS_WORLD_TESTS: test.c:RANKS"),
+            ),
+            None => {
+                let n = MPICH_ON_WORLD.iter().find(|t| t.0 == x).map(|t| t.1);
+                (
+                    x.to_string(),
+                    n.expect("ISTHMUS_WORLD_TESTS: not in the list; give test.c:RANKS"),
+                )
+            }
+        })
+        .collect()
+}
 
 fn mpich_suite_on_world(first: Mpi, quick: bool) {
     let dir = TempDir::new("world-mpich");
     let vmd = Vmd::start("localhost", &[]);
     let mut failed = Vec::new();
-    // ISTHMUS_WORLD_TESTS (a comma-separated list) runs only those.
-    let only = std::env::var("ISTHMUS_WORLD_TESTS").ok();
-    let chosen = |t: &&(&str, usize)| {
-        only.as_ref()
-            .map_or(!quick || MPICH_ON_WORLD_QUICK.contains(&t.0), |o| {
-                o.split(',').any(|x| x == t.0)
-            })
-    };
-    for &(test, ranks) in MPICH_ON_WORLD.iter().filter(chosen) {
-        match mpich_on_world((test, ranks), first, &dir, &vmd) {
-            Ok(()) => println!("PASS {test} ({} first)", first.name()),
+    for (test, ranks) in chosen_tests(quick) {
+        let test = test.as_str();
+        let started = std::time::Instant::now();
+        // A test that cannot be built fails alone, not the rest of a sweep.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            mpich_on_world((test, ranks), first, &dir, &vmd)
+        }))
+        .unwrap_or_else(|_| Err(format!("{test} ({} first): panicked", first.name())));
+        // The time of the run (and of building the test the first time),
+        // to keep the list within CI's time.
+        let took = started.elapsed().as_secs_f64();
+        match result {
+            Ok(()) => println!("PASS {test} ({} first) {took:.1} s", first.name()),
             Err(e) => {
-                println!("FAIL {test} ({} first)\n{e}", first.name());
+                println!("FAIL {test} ({} first) {took:.1} s\n{e}", first.name());
                 failed.push(e)
             }
         }
@@ -581,7 +1127,7 @@ fn mpich_tests_on_a_world_mpich_first() {
 }
 
 #[test]
-#[ignore = "the whole list, both orders: some 3 minutes"]
+#[ignore = "the whole list, both orders: some 22 minutes on the shared two-core machine; scripts/test.sh runs it in a stream of its own"]
 fn mpich_tests_on_a_world_all() {
     mpich_suite_on_world(Mpi::OpenMpi, false);
     mpich_suite_on_world(Mpi::Mpich, false);

@@ -8,7 +8,7 @@
 
 use mpi::topology::Communicator;
 
-use super::common::{exchange_and_share, Message, Share, TAG_ALLREDUCE};
+use super::common::{exchange_and_share, exchange_and_share_into, Message, Share, TAG_ALLREDUCE};
 use crate::error::Result;
 use crate::intercomm::InterComm;
 use crate::matching::Status;
@@ -31,4 +31,15 @@ pub(super) fn allreduce<C: Communicator>(
         Share::Whole,
         "allreduce",
     )
+}
+
+/// [`allreduce`] into `buf`, every rank's room for the other group's
+/// result (the leader's `reduced` must lie elsewhere).
+pub(super) fn allreduce_into<C: Communicator>(
+    ic: &InterComm,
+    local: &C,
+    reduced: Option<Result<Message<'_>>>,
+    buf: &mut [u8],
+) -> Result<Status> {
+    exchange_and_share_into(ic, local, TAG_ALLREDUCE, reduced, buf, "allreduce")
 }

@@ -17,7 +17,8 @@ use mpi::datatype::Equivalence;
 use mpi::topology::Communicator;
 
 use super::common::{
-    recv_checked, send_or_notice, share_received, BcastRole, Message, Share, TAG_BCAST,
+    recv_checked, recv_checked_into, send_or_notice, share_received, share_received_into,
+    BcastRole, Message, Share, TAG_BCAST,
 };
 use crate::error::{BridgeError, Result};
 use crate::intercomm::{recv_typed_on, send_typed_on, InterComm};
@@ -86,4 +87,20 @@ pub(super) fn bcast_recv_bytes<C: Communicator>(
 ) -> Result<(Vec<u8>, Status)> {
     let got = (ic.rank() == 0).then(|| recv_checked(ic, root, TAG_BCAST, max_bytes));
     share_received(local, root, got, max_bytes, Share::Whole, "bcast")
+}
+
+/// [`bcast_recv_bytes`] into `buf`, every receiving rank's room for the
+/// root's message.
+pub(super) fn bcast_recv_into<C: Communicator>(
+    ic: &InterComm,
+    local: &C,
+    root: u32,
+    buf: &mut [u8],
+) -> Result<Status> {
+    let got = if ic.rank() == 0 {
+        Some(recv_checked_into(ic, root, TAG_BCAST, buf))
+    } else {
+        None
+    };
+    share_received_into(local, root, got, buf, "bcast")
 }

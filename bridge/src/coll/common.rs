@@ -7,6 +7,7 @@
 //! every rank of its job (whole, or a share each).
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
 use mpi::topology::Communicator;
 use mpi::Count;
@@ -16,6 +17,7 @@ use crate::format::WireFormat;
 use crate::intercomm::InterComm;
 use crate::matching::{Source, Status, Tag};
 use crate::native;
+use crate::payload::{Lent, SendBytes};
 use crate::request::SendRequest;
 use crate::wire::TypeSig;
 
@@ -88,18 +90,64 @@ pub enum Share<'a> {
     Counts(&'a [u64]),
 }
 
+/// A blocking collective's send under way. A message the caller encoded
+/// into memory it borrows (`Cow::Borrowed`: the program's own buffer of a
+/// contiguous predefined type) is lent to the send, not copied: on this
+/// host the receiver of a large one reads it straight out of that memory
+/// (single copy), as an `MPI_Isend`'s. The borrow (`'a`) outlives the
+/// guard, and the guard waits for the send when dropped, so the memory
+/// stays valid and unchanged until the request completed (`Lent`'s
+/// contract). Nothing forgets a `CollSend` (`mem::forget` would break
+/// that): it lives only inside this module's algorithms.
+pub(super) struct CollSend<'a> {
+    req: Option<SendRequest>,
+    lent: PhantomData<&'a [u8]>,
+}
+
+impl CollSend<'_> {
+    /// Waits for the send to complete.
+    pub(super) fn wait(mut self) -> Result<()> {
+        self.req.take().map_or(Ok(()), SendRequest::wait)
+    }
+}
+
+impl Drop for CollSend<'_> {
+    fn drop(&mut self) {
+        // An error path that did not wait: the outcome is not reported
+        // (the caller returns its own error), but the lent memory must not
+        // be released before the send is done with it.
+        if let Some(req) = self.req.take() {
+            let _ = req.wait();
+        }
+    }
+}
+
 /// Starts sending `msg` to remote rank `dest`, or, when the caller's part
 /// failed (`msg` is an error), the failure notice in its place; the
 /// caller's error is returned then, once the notice is on its way.
-pub(super) fn isend_or_notice(
+pub(super) fn isend_or_notice<'a>(
     ic: &InterComm,
     dest: u32,
     tag: i32,
-    msg: Result<Message<'_>>,
-) -> Result<SendRequest> {
+    msg: Result<Message<'a>>,
+) -> Result<CollSend<'a>> {
     let ch = ic.coll_channel();
     match msg {
-        Ok(m) => ch.isend(dest, tag, &m.sig, m.count, m.bytes.into()),
+        Ok(m) => {
+            let bytes = match m.bytes {
+                // SAFETY: `b` is borrowed for `'a`, which the returned
+                // guard does not outlive, and the guard waits for the
+                // request before it goes (see `CollSend`): the memory stays
+                // valid and, shared, unchanged until the send completed.
+                Cow::Borrowed(b) => SendBytes::Lent(unsafe { Lent::new(b.as_ptr(), b.len()) }),
+                Cow::Owned(v) => SendBytes::Owned(v),
+            };
+            let req = ch.isend(dest, tag, &m.sig, m.count, bytes)?;
+            Ok(CollSend {
+                req: Some(req),
+                lent: PhantomData,
+            })
+        }
         Err(e) => {
             let sig = TypeSig {
                 signature: 0,
@@ -195,6 +243,27 @@ pub(super) fn recv_checked(
         .coll_channel()
         .irecv(Source::Rank(source), Tag::Any, None, max_bytes)?
         .wait()?;
+    Ok((bytes, check_tag(source, tag, st)?))
+}
+
+/// [`recv_checked`] into the caller's memory (`buf`, the room for the
+/// whole message): no buffer of ours in between, and on this host a large
+/// message lent by its sender is read straight into `buf` (single copy).
+pub(super) fn recv_checked_into(
+    ic: &InterComm,
+    source: u32,
+    tag: i32,
+    buf: &mut [u8],
+) -> Result<Status> {
+    let st = ic
+        .coll_channel()
+        .recv_into(Source::Rank(source), Tag::Any, None, buf, None)?;
+    check_tag(source, tag, st)
+}
+
+/// A received collective message's tag says it is the operation's data:
+/// not the failure notice, not another operation's.
+fn check_tag(source: u32, tag: i32, st: Status) -> Result<Status> {
     if st.tag == tag + NOTICE {
         return Err(BridgeError::Protocol(format!(
             "remote rank {source} could not do its part of this collective operation"
@@ -207,7 +276,7 @@ pub(super) fn recv_checked(
             st.tag
         )));
     }
-    Ok((bytes, st))
+    Ok(st)
 }
 
 /// Every rank of the job returns the leader's outcome (`leader`, meaningful
@@ -237,56 +306,76 @@ const HEADER_OK: u64 = 0;
 const HEADER_TRUNCATED: u64 = 1;
 /// The header the leader broadcasts when its receive failed.
 const LEADER_FAILED_HEADER: [u64; 7] = [LEADER_FAILED, 0, 0, 0, 0, 0, 0];
+/// Last word of the header: the message's bytes follow it in the same
+/// broadcast (see [`INLINE_BYTES`]).
+const HEADER_INLINE: u64 = 1;
+/// Bytes of the header's seven words.
+const HEADER_BYTES: usize = 7 * 8;
+/// A message of at most this many bytes travels inside the header's own
+/// native broadcast, which every rank makes at this fixed size (the
+/// leader alone knows the message's length beforehand): one native
+/// collective instead of two (a broadcast or scatter after the header),
+/// the fixed cost of a small allreduce, allgather or bcast.
+const INLINE_BYTES: usize = 1024;
 
-/// Hands the message the leader received (`got`, at local rank 0 only; a
-/// message of remote rank `source`, of at most `max_bytes` at the leader)
-/// to every rank of its job as `share` says. The leader broadcasts how its
-/// receive went (outcome, element count, byte length, signature, format,
-/// tag), then the bytes (natively, as bytes: no datatype is needed here);
-/// every rank returns its part with a status to check against its own type
-/// and decode. A failure at the leader is an error at every rank (a
-/// truncation as a truncation), never a rank left waiting.
-pub(super) fn share_received<C: Communicator>(
+/// The header a leader broadcasts for how its receive went: `Ok((len,
+/// status))` for a message of `len` bytes (inline when at most
+/// [`INLINE_BYTES`]), or the receive's error.
+fn header_of(got: std::result::Result<(usize, &Status), &BridgeError>) -> [u64; 7] {
+    match got {
+        // The native broadcast or scatter counts bytes in a C int.
+        Ok((len, _)) if i32::try_from(len).is_err() => LEADER_FAILED_HEADER,
+        Ok((len, st)) => [
+            HEADER_OK,
+            st.count,
+            st.bytes,
+            st.signature,
+            u64::from(st.format.to_u8()),
+            u64::from(st.tag as u32),
+            u64::from(len <= INLINE_BYTES) * HEADER_INLINE,
+        ],
+        Err(BridgeError::Truncated { message_bytes, .. }) => {
+            [HEADER_TRUNCATED, 0, *message_bytes, 0, 0, 0, 0]
+        }
+        Err(_) => LEADER_FAILED_HEADER,
+    }
+}
+
+fn too_big(what: &str) -> BridgeError {
+    BridgeError::InvalidArgument(format!(
+        "{what}: a message of 2 GiB or more cannot be passed on in the job"
+    ))
+}
+
+/// The header's native broadcast: the leader's `header` (None at the
+/// other ranks) and, when it says so, the message's bytes (`inline`, at
+/// the leader) in the same broadcast. Every rank returns the whole
+/// message's status and, for an inline message, its bytes; or the error
+/// the header carries (at every rank alike).
+fn share_header<C: Communicator>(
     local: &C,
     source: u32,
-    got: Option<Result<(Vec<u8>, Status)>>,
+    header: Option<[u64; 7]>,
+    inline: Option<&[u8]>,
     max_bytes: usize,
-    share: Share<'_>,
     what: &str,
-) -> Result<(Vec<u8>, Status)> {
-    let mut header = LEADER_FAILED_HEADER;
-    let mut mine = None;
-    let mut result = Ok(());
-    if let Some(r) = got {
-        header = match &r {
-            // The native broadcast or scatter counts bytes in a C int.
-            Ok((bytes, _)) if i32::try_from(bytes.len()).is_err() => LEADER_FAILED_HEADER,
-            Ok((_, st)) => [
-                HEADER_OK,
-                st.count,
-                st.bytes,
-                st.signature,
-                u64::from(st.format.to_u8()),
-                u64::from(st.tag as u32),
-                0,
-            ],
-            Err(BridgeError::Truncated { message_bytes, .. }) => {
-                [HEADER_TRUNCATED, 0, *message_bytes, 0, 0, 0, 0]
-            }
-            Err(_) => LEADER_FAILED_HEADER,
-        };
-        match r {
-            Ok(m) if header[0] == HEADER_OK => mine = Some(m),
-            Ok(_) => {
-                result = Err(BridgeError::InvalidArgument(format!(
-                    "{what}: a message of 2 GiB or more cannot be passed on in the job"
-                )))
-            }
-            Err(e) => result = Err(e),
+) -> Result<(Status, Option<Vec<u8>>)> {
+    let mut header = header.unwrap_or(LEADER_FAILED_HEADER);
+    let mut wire = vec![0u8; HEADER_BYTES + INLINE_BYTES];
+    for (w, word) in wire.chunks_exact_mut(8).zip(header.iter()) {
+        w.copy_from_slice(&word.to_le_bytes());
+    }
+    if let (Some(bytes), HEADER_INLINE) = (inline, header[6]) {
+        if let Some(room) = wire.get_mut(HEADER_BYTES..HEADER_BYTES + bytes.len()) {
+            room.copy_from_slice(bytes);
         }
     }
-    native::bcast(local, 0, &mut header[..])?;
-    result?;
+    native::bcast(local, 0, &mut wire[..])?;
+    for (word, w) in header.iter_mut().zip(wire.chunks_exact(8)) {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(w);
+        *word = u64::from_le_bytes(le);
+    }
     match header[0] {
         HEADER_OK => {}
         HEADER_TRUNCATED => {
@@ -313,15 +402,119 @@ pub(super) fn share_received<C: Communicator>(
         signature: header[3],
         format,
     };
+    if header[6] != HEADER_INLINE {
+        return Ok((whole, None));
+    }
+    let len = byte_len(header[2], what)?;
+    let bytes = wire
+        .get(HEADER_BYTES..HEADER_BYTES.saturating_add(len))
+        .ok_or_else(|| {
+            BridgeError::Protocol(format!(
+                "{what}: the leader said {len} bytes came inline, more than {INLINE_BYTES}"
+            ))
+        })?;
+    Ok((whole, Some(bytes.to_vec())))
+}
+
+/// [`share_received`] of a whole message (`Share::Whole`) that the leader
+/// received into `buf` (`got`: its status, at local rank 0 only), the room
+/// every rank has for it: the header's broadcast, then the bytes natively
+/// into every other rank's `buf` — no buffer of ours in between. Returns
+/// the message's status (its bytes are `buf`'s first `status.bytes`).
+pub(super) fn share_received_into<C: Communicator>(
+    local: &C,
+    source: u32,
+    got: Option<Result<Status>>,
+    buf: &mut [u8],
+    what: &str,
+) -> Result<Status> {
+    let mut result = Ok(());
+    let header = got.map(|r| {
+        let header = header_of(
+            r.as_ref()
+                .map(|st| (byte_len(st.bytes, what).unwrap_or(usize::MAX), st)),
+        );
+        if let Err(e) = r {
+            result = Err(e);
+        } else if header[0] != HEADER_OK {
+            result = Err(too_big(what));
+        }
+        header
+    });
+    let leader = header.is_some();
+    let len = header.map_or(0, |h| h[2]);
+    let inline = buf.get(..byte_len(len, what)?);
+    let (whole, wire) = share_header(local, source, header, inline, buf.len(), what)?;
+    result?;
+    let room = buf.len();
+    let len = byte_len(whole.bytes, what)?;
+    let Some(mine) = buf.get_mut(..len) else {
+        // This rank's buffer is smaller than the message (its count
+        // differs from the leader's): it still takes its part in the
+        // native broadcast, so that the rest of the job does not wait for
+        // it, and then reports the truncation.
+        if wire.is_none() {
+            native::bcast(local, 0, &mut vec![0u8; len][..])?;
+        }
+        return Err(BridgeError::Truncated {
+            message_bytes: whole.bytes,
+            buffer_bytes: room as u64,
+        });
+    };
+    match wire {
+        Some(bytes) if !leader => mine.copy_from_slice(&bytes),
+        Some(_) => {}
+        None if !mine.is_empty() => native::bcast(local, 0, mine)?,
+        None => {}
+    }
+    Ok(whole)
+}
+
+/// Hands the message the leader received (`got`, at local rank 0 only; a
+/// message of remote rank `source`, of at most `max_bytes` at the leader)
+/// to every rank of its job as `share` says. The leader broadcasts how its
+/// receive went (outcome, element count, byte length, signature, format,
+/// tag, inline flag) and, when the message is small, its bytes in the same
+/// broadcast; otherwise the bytes follow (natively, as bytes: no datatype
+/// is needed here). Every rank returns its part with a status to check
+/// against its own type and decode. A failure at the leader is an error at
+/// every rank (a truncation as a truncation), never a rank left waiting.
+pub(super) fn share_received<C: Communicator>(
+    local: &C,
+    source: u32,
+    got: Option<Result<(Vec<u8>, Status)>>,
+    max_bytes: usize,
+    share: Share<'_>,
+    what: &str,
+) -> Result<(Vec<u8>, Status)> {
+    let mut mine = None;
+    let mut result = Ok(());
+    let header = got.map(|r| {
+        let header = header_of(r.as_ref().map(|(bytes, st)| (bytes.len(), st)));
+        match r {
+            Ok(m) if header[0] == HEADER_OK => mine = Some(m),
+            Ok(_) => result = Err(too_big(what)),
+            Err(e) => result = Err(e),
+        }
+        header
+    });
+    let inline = mine.as_ref().map(|(bytes, _)| &bytes[..]);
+    let (whole, wire) = share_header(local, source, header, inline, max_bytes, what)?;
+    result?;
+    // The bytes came with the header: every rank has the whole message.
+    let inline = wire.map(|bytes| mine.take().map_or(bytes, |m| m.0));
     // Every rank checks the split alike (same header, same counts), so
     // either all pass on or all return the same error.
     let counts = split(&whole, local.size(), share, what)?;
     let Some(counts) = counts else {
+        if let Some(bytes) = inline {
+            return Ok((bytes, whole));
+        }
         let (mut bytes, st) = match mine {
             Some(m) => m,
-            None => (vec![0u8; byte_len(header[2], what)?], whole),
+            None => (vec![0u8; byte_len(whole.bytes, what)?], whole),
         };
-        if header[2] > 0 {
+        if whole.bytes > 0 {
             native::bcast(local, 0, &mut bytes[..])?;
         }
         return Ok((bytes, st));
@@ -329,12 +522,22 @@ pub(super) fn share_received<C: Communicator>(
     let elem = whole.bytes.checked_div(whole.count).unwrap_or(0);
     let rank = local.rank() as usize;
     let my_count = counts.get(rank).copied().unwrap_or(0);
-    let mut part = vec![0u8; byte_len(my_count * elem, what)?];
     let st = Status {
         count: my_count,
         bytes: my_count * elem,
         ..whole
     };
+    if let Some(bytes) = inline {
+        let before: u64 = counts.iter().take(rank).sum();
+        let from = byte_len(before * elem, what)?;
+        let part = bytes
+            .get(from..from.saturating_add(byte_len(my_count * elem, what)?))
+            .ok_or_else(|| {
+                BridgeError::Protocol(format!("{what}: a share past the end of the message"))
+            })?;
+        return Ok((part.to_vec(), st));
+    }
+    let mut part = vec![0u8; byte_len(my_count * elem, what)?];
     match mine {
         Some((bytes, _)) => {
             // Fit in an int: the whole message does (checked above).
@@ -422,4 +625,27 @@ pub(super) fn exchange_and_share<C: Communicator>(
         sent.and(got)
     });
     share_received(local, 0, got, max_bytes, share, what)
+}
+
+/// [`exchange_and_share`] of a whole message into `buf`, every rank's room
+/// for the other group's message (see [`share_received_into`]). The
+/// leader's own message (`mine`) must not be in `buf`.
+pub(super) fn exchange_and_share_into<C: Communicator>(
+    ic: &InterComm,
+    local: &C,
+    tag: i32,
+    mine: Option<Result<Message<'_>>>,
+    buf: &mut [u8],
+    what: &str,
+) -> Result<Status> {
+    let got = match mine {
+        Some(m) => {
+            let sent = isend_or_notice(ic, 0, tag, m);
+            let got = recv_checked_into(ic, 0, tag, buf);
+            let sent = sent.and_then(CollSend::wait);
+            Some(sent.and(got))
+        }
+        None => None,
+    };
+    share_received_into(local, 0, got, buf, what)
 }

@@ -106,6 +106,24 @@ impl InterComm {
         check_root(self, root)?;
         bcast_inter_remote_send_local_bcast::bcast_recv_bytes(self, local, root, max_bytes)
     }
+
+    /// [`InterComm::bcast_recv_bytes`] into `buf` (the caller's room for
+    /// the root's message, its size the most that may come): the leader
+    /// receives straight into it (on this host, a large message of a root
+    /// that lent its buffer in a single copy) and the rest of the job gets
+    /// it by a native broadcast into theirs. Returns the message's status;
+    /// its bytes are `buf`'s first `status.bytes`, to check and convert in
+    /// place.
+    pub fn bcast_recv_into<C: Communicator>(
+        &self,
+        local: &C,
+        root: u32,
+        buf: &mut [u8],
+    ) -> Result<Status> {
+        check_local(self, local)?;
+        check_root(self, root)?;
+        bcast_inter_remote_send_local_bcast::bcast_recv_into(self, local, root, buf)
+    }
 }
 
 /// The untyped rooted and reducing collectives (local–global–local): the
@@ -191,6 +209,19 @@ impl InterComm {
     ) -> Result<(Vec<u8>, Status)> {
         check_local(self, local)?;
         allreduce_inter_reduce_exchange_bcast::allreduce(self, local, reduced, max_bytes)
+    }
+
+    /// [`InterComm::allreduce_bytes`] into `buf` (as
+    /// [`InterComm::bcast_recv_into`]); the leader's `reduced` must not lie
+    /// in `buf`, which the other group's result overwrites while it is sent.
+    pub fn allreduce_into<C: Communicator>(
+        &self,
+        local: &C,
+        reduced: Option<Result<Message<'_>>>,
+        buf: &mut [u8],
+    ) -> Result<Status> {
+        check_local(self, local)?;
+        allreduce_inter_reduce_exchange_bcast::allreduce_into(self, local, reduced, buf)
     }
 
     /// `MPI_Allgather`: the leader's gathered data goes to the other group;

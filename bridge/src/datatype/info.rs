@@ -63,6 +63,9 @@ pub struct TypeInfo {
     pub external32_by_swapping: bool,
     /// Per-element byte-swap program: (unit, bytes) segments in typemap order.
     pub(crate) swap_program: Vec<(usize, usize)>,
+    /// The native size of every basic type in `runs` (a message that ends
+    /// inside an element is cut by them, `partial`).
+    pub(crate) basic_sizes: std::collections::BTreeMap<BasicType, usize>,
 }
 
 impl TypeInfo {
@@ -120,7 +123,10 @@ impl TypeInfo {
         format: WireFormat,
         capacity: usize,
     ) -> Result<usize> {
-        if count == 0 {
+        // No bytes: the message's type signature is empty (a count of 0, or
+        // elements of a type with no basic elements, `contiguous(0, …)`),
+        // and the empty sequence matches any receive, which gets nothing.
+        if count == 0 || bytes == 0 {
             return Ok(0);
         }
         let packed_message = hash_runs(&[Run {
@@ -189,7 +195,7 @@ impl TypeInfo {
     }
 
     /// Whether this is `MPI_PACKED` (or a contiguous run of it).
-    fn is_packed(&self) -> bool {
+    pub(crate) fn is_packed(&self) -> bool {
         matches!(
             self.runs[..],
             [Run {
@@ -241,7 +247,10 @@ impl TypeInfo {
         capacity: usize,
         rule: MatchRule,
     ) -> Result<usize> {
-        let n = if msg.signature == self.signature {
+        let n = if msg.count == 0 || msg.signature == hash_runs(&[]) {
+            // An empty type signature (see `match_wire`).
+            0
+        } else if msg.signature == self.signature {
             usize::try_from(msg.count).map_err(|_| DatatypeError::Overflow)?
         } else if rule == MatchRule::BasicSequence
             && msg.root_signature == self.root_signature
@@ -327,7 +336,7 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
         return Err(DatatypeError::NotInitialized);
     }
     let flat = signature::flatten_with_sizes(dt)?;
-    let runs = flat.runs;
+    let (runs, basic_sizes) = (flat.runs, flat.sizes);
     let signature = hash_runs(&runs);
     let (root, root_reps_per_elem) = primitive_root(&runs);
     let basic_count_per_elem = basic_count(&runs);
@@ -342,7 +351,7 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
     let mut by_swapping = true;
     for r in &runs {
         let count = usize::try_from(r.count).map_err(|_| DatatypeError::Overflow)?;
-        let Some(&size) = flat.sizes.get(&r.basic) else {
+        let Some(&size) = basic_sizes.get(&r.basic) else {
             by_swapping = false;
             continue;
         };
@@ -399,6 +408,7 @@ fn compute_info(dt: ffi::MPI_Datatype, extent: usize) -> Result<TypeInfo> {
         external32_size_per_elem,
         external32_by_swapping: by_swapping,
         swap_program: program,
+        basic_sizes,
     })
 }
 
@@ -484,6 +494,7 @@ mod tests {
             external32_size_per_elem: data,
             external32_by_swapping: true,
             swap_program: vec![(size, data)],
+            basic_sizes: runs.iter().map(|r| (r.basic, size)).collect(),
             runs,
         }
     }
@@ -508,6 +519,29 @@ mod tests {
         );
         assert_eq!(s.match_wire(three.signature, 2, 72, N, 6).unwrap(), 6);
         assert_eq!(three.match_wire(s.signature, 6, 72, N, 2).unwrap(), 2);
+    }
+
+    #[test]
+    fn an_empty_message_matches_any_receive() {
+        // MPICH's coll/alltoallw_zeros: one `contiguous(0, MPI_INT)` sent,
+        // zero MPI_INT received (both type signatures empty)
+        let int = info(&[(Int, 1)], 4);
+        let empty = info(&[], 4);
+        assert_eq!(int.match_wire(empty.signature, 1, 0, N, 0).unwrap(), 0);
+        assert_eq!(int.match_wire(int.signature, 0, 0, N, 0).unwrap(), 0);
+        let msg = MessageSig {
+            signature: empty.signature,
+            count: 3,
+            root_signature: empty.root_signature,
+            root_reps: 0,
+        };
+        assert_eq!(
+            int.match_message(&msg, 0, MatchRule::BasicSequence)
+                .unwrap(),
+            0
+        );
+        // an element of a non-empty type still needs its bytes
+        assert!(int.match_wire(int.signature, 1, 4, N, 0).is_err());
     }
 
     #[test]
@@ -562,5 +596,55 @@ mod tests {
         ));
         // an empty message matches any receive
         assert_eq!(float.match_wire(int.signature, 0, 0, N, 0).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_message_that_ends_inside_an_element_is_a_prefix_cut_on_a_basic() {
+        use crate::datatype::Partial;
+        let int = info(&[(Int, 1)], 4);
+        let pair = info(&[(Int, 2)], 4);
+        // 5 MPI_INT into contiguous(2, MPI_INT): 2 pairs and one int
+        assert!(matches!(
+            pair.match_wire(int.signature, 5, 20, N, 3),
+            Err(DatatypeError::PartialElement { .. })
+        ));
+        let p = pair.match_partial(int.signature, 5, 20, N, 3).unwrap();
+        assert_eq!(
+            p,
+            Partial {
+                whole: 2,
+                rest_bytes: 4,
+                rest_basics: 1
+            }
+        );
+        assert_eq!(p.bytes(&pair), 20);
+        // ... but not into 2 pairs: the third is needed
+        assert!(matches!(
+            pair.match_partial(int.signature, 5, 20, N, 2),
+            Err(DatatypeError::Truncated { incoming: 3, .. })
+        ));
+        // struct {int, 17 chars} into struct {int, 256 chars} (one size
+        // for every basic here: 4 bytes)
+        let small = info(&[(Int, 1), (Char, 17)], 4);
+        let big = info(&[(Int, 1), (Char, 256)], 4);
+        let p = big.match_partial(small.signature, 1, 72, N, 1).unwrap();
+        assert_eq!((p.whole, p.rest_bytes, p.rest_basics), (0, 72, 18));
+        // two of them: the second element's int is no char
+        assert!(big.match_partial(small.signature, 2, 144, N, 1).is_err());
+        // a message that is no prefix: refused
+        let float = info(&[(F32, 1)], 4);
+        assert!(pair.match_partial(float.signature, 3, 12, N, 3).is_err());
+        // ending inside a basic: refused
+        assert!(pair.match_partial(int.signature, 1, 6, N, 3).is_err());
+        // packed data is cut by the basics' sizes, in this host's order only
+        let packed = info(&[(Packed, 1)], 1);
+        let p = big.match_partial(packed.signature, 12, 12, N, 1).unwrap();
+        assert_eq!((p.whole, p.rest_basics), (0, 3));
+        assert!(matches!(
+            big.match_partial(packed.signature, 12, 12, WireFormat::External32, 1),
+            Err(DatatypeError::PackedNotNative { .. })
+        ));
+        // whole elements are not partial
+        assert!(pair.match_partial(int.signature, 4, 16, N, 3).is_err());
     }
 }

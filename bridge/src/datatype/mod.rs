@@ -127,6 +127,7 @@ mod codec;
 mod error;
 mod info;
 mod pack;
+mod partial;
 mod signature;
 mod swap;
 
@@ -139,4 +140,5 @@ pub use codec::{
 pub use error::{DatatypeError, Result};
 pub use info::{datatype_info, type_info, MatchRule, MessageSig, TypeInfo};
 pub use pack::{pack_external32, unpack_external32};
+pub use partial::{decode_partial, Partial};
 pub use signature::{hash_runs, Run};

@@ -26,7 +26,7 @@ use crate::held::SendBudget;
 use crate::ledger::Ledger;
 
 use crate::sync::lock;
-use crate::transport::{self, LocalTransport, Poller, Stream};
+use crate::transport::{self, LocalTransport, Poller, SingleCopyStats, Stream};
 pub(crate) use shared::Shared;
 use shared::{spawn, Limits};
 pub use shared::{AbortHandler, Undelivered};
@@ -88,8 +88,13 @@ pub const DEFAULT_FINALIZE_TIMEOUT: Duration = Duration::from_secs(300);
 /// one host that may all connect before we formed our intercommunicator.
 /// `ISTHMUS_ADMISSION_PER_SOURCE`.
 pub const DEFAULT_ADMISSION_PER_SOURCE: usize = 128;
-/// Default deadline of a data-connection handshake.
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default deadline of a data-connection handshake: 30 s. A stranger who
+/// connects and says nothing holds a descriptor that long (bounded per
+/// source by the admission limit); a rank that is merely slow — a two-core
+/// host running two jobs and their launchers — must not fail its connect
+/// (10 s did, under CI's load, between two network namespaces).
+/// `ISTHMUS_HANDSHAKE_TIMEOUT` (seconds).
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default age after which messages for a context nobody registered are dropped.
 pub const DEFAULT_EARLY_CONTEXT_AGE: Duration = Duration::from_secs(120);
 
@@ -162,8 +167,8 @@ impl EngineConfig {
     /// Defaults (see the `DEFAULT_*` constants), overridden by `ISTHMUS_EAGER_LIMIT`,
     /// `ISTHMUS_LARGE_EAGER_LIMIT`, `ISTHMUS_EAGER_WINDOW`,
     /// `ISTHMUS_UNEXPECTED_LIMIT`, `ISTHMUS_ADMISSION_PER_SOURCE`,
-    /// `ISTHMUS_SEND_BUFFER_LIMIT`, `ISTHMUS_MAX_PENDING_SENDS` and
-    /// `ISTHMUS_FINALIZE_TIMEOUT` when set.
+    /// `ISTHMUS_SEND_BUFFER_LIMIT`, `ISTHMUS_MAX_PENDING_SENDS`,
+    /// `ISTHMUS_FINALIZE_TIMEOUT` and `ISTHMUS_HANDSHAKE_TIMEOUT` when set.
     pub fn new(host: impl Into<String>) -> Self {
         let env = |name: &str, default: u64| {
             std::env::var(name).ok().map_or(default, |v| match parse_size(&v) {
@@ -188,7 +193,7 @@ impl EngineConfig {
             .unwrap_or(usize::MAX),
             eager_window: env("ISTHMUS_EAGER_WINDOW", DEFAULT_EAGER_WINDOW),
             unexpected_limit: env("ISTHMUS_UNEXPECTED_LIMIT", DEFAULT_UNEXPECTED_LIMIT),
-            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            handshake_timeout: env_seconds("ISTHMUS_HANDSHAKE_TIMEOUT", DEFAULT_HANDSHAKE_TIMEOUT),
             admission_per_source: env(
                 "ISTHMUS_ADMISSION_PER_SOURCE",
                 DEFAULT_ADMISSION_PER_SOURCE as u64,
@@ -432,6 +437,12 @@ impl Engine {
             single_copy: c.single_copy_allowed(),
             ..c.route.clone()
         })
+    }
+
+    /// How many messages went by single copy (read from the sender's
+    /// memory, `transport::cma`) since the engine started, each way.
+    pub fn single_copy_stats(&self) -> SingleCopyStats {
+        self.shared.single_copies.get()
     }
 
     /// How peers reach this engine (publish `endpoint().encode()`).

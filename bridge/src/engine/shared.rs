@@ -32,7 +32,7 @@ use crate::matching::{
 };
 use crate::payload::Payload;
 use crate::rendezvous::{PendingData, Rendezvous, SingleCopyOffer};
-use crate::request::RecvProgress;
+use crate::request::{RecvProgress, SendProgress};
 use crate::ssend_waiters::SsendWaiters;
 use crate::sync::lock;
 
@@ -41,7 +41,7 @@ use crate::sync::lock;
 pub type AbortHandler = Arc<dyn Fn(Uuid, i32) + Send + Sync>;
 use crate::transport::{
     self, FrameHandler, FrameReader, InConn, Link, OutConn, PeerLost, PeerMemory, Poller, Queued,
-    ReadError, Stream,
+    ReadError, SingleCopyCounts, Stream,
 };
 
 /// The protocol limits of an engine (see `EngineConfig`).
@@ -118,6 +118,8 @@ pub(crate) struct Shared {
     lost: Mutex<Vec<Undelivered>>,
     /// What to do when a peer's program aborts (an ABORT frame).
     pub(crate) on_abort: Mutex<Option<AbortHandler>>,
+    /// Messages moved by single copy, both ways (`Engine::single_copy_stats`).
+    pub(crate) single_copies: SingleCopyCounts,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -158,6 +160,7 @@ impl Shared {
             owed: Mutex::new(HashMap::new()),
             lost: Mutex::new(Vec::new()),
             on_abort: Mutex::new(None),
+            single_copies: SingleCopyCounts::default(),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -502,7 +505,10 @@ impl Shared {
         answer.flags = SINGLE_COPY;
         if let Some(p) = recv {
             match read_single_copy(&mem, offer.addr, rts, &p) {
-                Ok(v) => p.done.complete(Ok((v, status_of(rts)))),
+                Ok(v) => {
+                    self.single_copies.received(rts.payload_len);
+                    p.done.complete(Ok((v, status_of(rts))));
+                }
                 Err(ReadError::NotAllowed(e)) => {
                     debug!(%peer, error = %e, "single-copy read refused; asking for DATA");
                     return Some(Some(p));
@@ -738,6 +744,9 @@ impl Shared {
                     if hdr.kind == FrameKind::SyncEager {
                         self.send_sync_ack(&ctx, &hdr);
                     }
+                    if ctx.retire_due() {
+                        self.retire_context(&ctx);
+                    }
                 }
                 Ok(())
             }
@@ -789,6 +798,9 @@ impl Shared {
                 if let Some(p) = ctx.announce(hdr, peer) {
                     self.ledger.rts_done(peer);
                     self.rts_matched(peer, hdr, p);
+                    if ctx.retire_due() {
+                        self.retire_context(&ctx);
+                    }
                 }
             }
         }
@@ -855,6 +867,8 @@ impl Shared {
             } else {
                 if cts.count != 0 {
                     debug!(%peer, seq, "the receiver could not read this message from our memory");
+                } else {
+                    self.single_copies.sent();
                 }
                 if let Some(f) = &p.read_by_peer {
                     f.store(true, Ordering::Release);
@@ -964,6 +978,37 @@ impl RecvProgress for Shared {
         self.wait_from(peer, done, deadline)
     }
 }
+
+impl SendProgress for Shared {
+    fn wait_send(
+        self: Arc<Self>,
+        peer: Uuid,
+        done: &Completion<()>,
+        deadline: Option<Instant>,
+    ) -> Option<Result<()>> {
+        // In steps: when the receiver may not read our memory it asks for
+        // DATA instead, and the writer thread completes the send, which a
+        // thread reading the connection would not notice until the next
+        // frame came.
+        loop {
+            let step = Instant::now() + SEND_WAIT_STEP;
+            let until = match deadline {
+                Some(d) if d <= step => d,
+                _ => step,
+            };
+            if let Some(r) = self.wait_from(Some(peer), done, Some(until)) {
+                return Some(r);
+            }
+            if until != step {
+                return None;
+            }
+        }
+    }
+}
+
+/// How long a single-copy send's wait reads the receiver's connection
+/// before it looks whether another thread completed the send.
+const SEND_WAIT_STEP: Duration = Duration::from_millis(1);
 
 /// Read a matched single-copy message (`rts`, at `addr` in the sender)
 /// into the receive's target: the caller's buffer, or a new vector. The

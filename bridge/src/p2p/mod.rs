@@ -38,7 +38,10 @@ pub(crate) struct Channel {
 
 impl Drop for Channel {
     fn drop(&mut self) {
-        self.shared.retire_context(&self.ctx);
+        // With receives posted, the last of them to match retires it.
+        if !self.ctx.defer_retire() {
+            self.shared.retire_context(&self.ctx);
+        }
     }
 }
 

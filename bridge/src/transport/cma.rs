@@ -22,17 +22,27 @@
 //! dead sender makes it fail (ESRCH), and either is an error on that one
 //! receive. What is read from a lying sender is its own memory, which a
 //! process of the same uid allowed to ptrace it could read anyway.
-//! Limit: the pid comes from the socket's credentials at the handshake;
-//! had the peer died and its pid been reused by another process of the
-//! same uid before the read, the read would take that process's bytes
-//! (the peer's death closes its socket, which fails the receive as soon
-//! as it is read; pidfds would close that window).
+//!
+//! Which process is read: `process_vm_readv` takes a pid, and a pid can
+//! name another process once its owner died and was reaped. So at the
+//! handshake, right after SO_PEERCRED gives the connector's pid, we take
+//! a pidfd of it (`pidfd_open`) and then check that the socket's peer is
+//! still connected: the connector's death would have closed it, so the
+//! pidfd names the connector and not a process that got its pid since.
+//! After every read we look at the pidfd (poll, zero timeout): readable
+//! means the process exited, its pid may be someone else's by now, so
+//! the bytes are discarded and the receive fails as the peer's death
+//! fails it (`ReadError::Gone`). While the pidfd says it lives, the pid
+//! was its own for the whole read. A kernel without pidfds (ENOSYS,
+//! before Linux 5.3) gets no single copy at all (logged once).
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Once;
 
-use tracing::debug;
+use tracing::{debug, warn};
 
 /// The environment variable that turns single copy off (`off`) or on (`on`, the default).
 pub const ENV: &str = "ISTHMUS_SHM_CMA";
@@ -53,6 +63,46 @@ static PROBE_WORD: u64 = 0x4973_7468_6d75_7343; // "IsthmusC"
 /// The address of [`PROBE_WORD`] in this process (for our SHM frame).
 pub(crate) fn probe_address() -> u64 {
     std::ptr::addr_of!(PROBE_WORD) as u64
+}
+
+/// How many messages went by single copy in this process, both ways
+/// (`Engine::single_copy_stats`): what a test or a benchmark reads to see
+/// which path large messages took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SingleCopyStats {
+    /// Our sends that a receiver read from our memory (their answer said so).
+    pub sent: u64,
+    /// Messages we read from a sender's memory into a receive.
+    pub received: u64,
+    /// Bytes of those received messages.
+    pub received_bytes: u64,
+}
+
+/// The counters behind [`SingleCopyStats`].
+#[derive(Debug, Default)]
+pub(crate) struct SingleCopyCounts {
+    sent: AtomicU64,
+    received: AtomicU64,
+    received_bytes: AtomicU64,
+}
+
+impl SingleCopyCounts {
+    pub(crate) fn sent(&self) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn received(&self, bytes: u64) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        self.received_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> SingleCopyStats {
+        SingleCopyStats {
+            sent: self.sent.load(Ordering::Relaxed),
+            received: self.received.load(Ordering::Relaxed),
+            received_bytes: self.received_bytes.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// Why a read of the peer's memory failed.
@@ -83,6 +133,53 @@ impl std::fmt::Display for ReadError {
 #[derive(Debug)]
 pub(crate) struct PeerMemory {
     pid: libc::pid_t,
+    /// A pidfd of that process, taken at the handshake: it tells whether
+    /// `pid` is still that process (see the module's comment).
+    pidfd: OwnedFd,
+}
+
+/// A pidfd of process `pid` (`pidfd_open`, Linux ≥ 5.3).
+fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags (0) and returns a new
+    // descriptor or -1; nothing of ours is passed by reference.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd =
+        i32::try_from(fd).map_err(|_| io::Error::other(format!("pidfd_open returned {fd}")))?;
+    // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether any of `events` is pending on `fd` now (poll, zero timeout).
+fn pending(fd: impl AsFd, events: libc::c_short) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd: fd.as_fd().as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd of ours, a zero timeout.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        if n >= 0 {
+            return Ok(n > 0 && p.revents != 0);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Logs, once per process, that the kernel has no pidfds.
+fn no_pidfds(e: &io::Error) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        warn!(error = %e, "single copy (process_vm_readv) off: this kernel has no pidfd_open \
+            (Linux 5.3 or later), without which a peer's pid cannot be told from another \
+            process that got it after the peer died; large messages go through the ring");
+    });
 }
 
 impl PeerMemory {
@@ -90,6 +187,7 @@ impl PeerMemory {
     /// [`PeerMemory`] if it runs under our uid and reading that word gives
     /// the word back; None (logged at debug level) otherwise.
     pub(crate) fn probe(sock: impl AsFd, addr: u64) -> Option<PeerMemory> {
+        let sock = sock.as_fd();
         let cred = match rustix::net::sockopt::socket_peercred(sock) {
             Ok(c) => c,
             Err(e) => {
@@ -106,9 +204,32 @@ impl PeerMemory {
             );
             return None;
         }
-        let mem = PeerMemory {
-            pid: cred.pid.as_raw_nonzero().get(),
+        let pid = cred.pid.as_raw_nonzero().get();
+        let pidfd = match pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                no_pidfds(&e);
+                return None;
+            }
+            Err(e) => {
+                debug!(pid, error = %e, "single copy off: no pidfd of the peer");
+                return None;
+            }
         };
+        // Taken after the credentials: if the connector had died between
+        // them, its socket would be closed (and the pid maybe another's).
+        match pending(sock, libc::POLLHUP | libc::POLLRDHUP) {
+            Ok(false) => {}
+            Ok(true) => {
+                debug!(pid, "single copy off: the peer closed its connection");
+                return None;
+            }
+            Err(e) => {
+                debug!(pid, error = %e, "single copy off: cannot poll the peer's socket");
+                return None;
+            }
+        }
+        let mem = PeerMemory { pid, pidfd };
         let mut word = [0u8; 8];
         match mem.read_into(addr, word.as_mut_ptr(), word.len()) {
             Ok(()) if u64::from_ne_bytes(word) == PROBE_WORD => {
@@ -132,9 +253,34 @@ impl PeerMemory {
         }
     }
 
-    /// Read `dst.len()` bytes at `addr` in the peer into `dst`.
+    /// Read `dst.len()` bytes at `addr` in the peer into `dst`. If the
+    /// peer exited meanwhile, what was read (maybe another process's
+    /// bytes) is wiped and the read fails (`Gone`).
     pub(crate) fn read(&self, addr: u64, dst: &mut [u8]) -> Result<(), ReadError> {
-        self.read_into(addr, dst.as_mut_ptr(), dst.len())
+        let r = self.read_into(addr, dst.as_mut_ptr(), dst.len());
+        if let Err(ReadError::Gone(_)) = &r {
+            dst.fill(0);
+        }
+        r
+    }
+
+    /// `Gone` once the peer exited (its pidfd is readable): from then on
+    /// its pid may name another process.
+    fn still_alive(&self) -> Result<(), ReadError> {
+        match pending(&self.pidfd, libc::POLLIN) {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(ReadError::Gone(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "process {} exited (its pidfd says so); what was read from its pid is discarded",
+                    self.pid
+                ),
+            ))),
+            Err(e) => Err(ReadError::Gone(io::Error::new(
+                e.kind(),
+                format!("cannot tell whether process {} still lives: {e}", self.pid),
+            ))),
+        }
     }
 
     /// Read `len` bytes at `addr` in the peer into a new vector (allocation
@@ -195,6 +341,9 @@ impl PeerMemory {
                     _ => ReadError::Failed(e),
                 });
             }
+            // Read from the peer only if the pid was still the peer's
+            // during the read (its pidfd not yet readable: not exited).
+            self.still_alive()?;
             if n == 0 {
                 return Err(ReadError::Failed(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -212,8 +361,10 @@ mod tests {
     use super::*;
 
     fn me() -> PeerMemory {
+        let pid = std::process::id() as libc::pid_t;
         PeerMemory {
-            pid: std::process::id() as libc::pid_t,
+            pid,
+            pidfd: pidfd_open(pid).unwrap(),
         }
     }
 

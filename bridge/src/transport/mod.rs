@@ -24,9 +24,9 @@ mod poller;
 mod shm;
 mod socket;
 
-pub(crate) use cma::{PeerMemory, ReadError};
+pub(crate) use cma::{PeerMemory, ReadError, SingleCopyCounts};
 pub use cma::{
-    DEFAULT_THRESHOLD as DEFAULT_SINGLE_COPY_THRESHOLD, ENV as SINGLE_COPY_ENV,
+    SingleCopyStats, DEFAULT_THRESHOLD as DEFAULT_SINGLE_COPY_THRESHOLD, ENV as SINGLE_COPY_ENV,
     THRESHOLD_ENV as SINGLE_COPY_THRESHOLD_ENV,
 };
 pub(crate) use connect::{dial, Dialed};

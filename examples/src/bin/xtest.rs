@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
 use clap::Parser;
-use isthmus_bridge::{BcastRole, Bridge, BridgeError, InterComm, Source, Tag};
+use isthmus_bridge::{
+    send_scope, wait_all, BcastRole, Bridge, BridgeError, InterComm, Source, Tag,
+};
 use mpi::collective::CommunicatorCollectives;
 use mpi::datatype::{MutView, UserDatatype, View};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -175,6 +177,7 @@ fn scenario(args: &Args, universe: &mpi::environment::Universe) -> anyhow::Resul
         "ordering" => ordering(&inter, rank, a)?,
         "ssend" => ssend(&inter, rank, a)?,
         "big" => big(&inter, rank, a)?,
+        "singlecopy" => singlecopy(&inter, rank, a)?,
         "coll" => coll(&inter, &world, rank, a)?,
         "datatypes" => datatypes(&inter, rank, a)?,
         "mismatch" => mismatch(&inter, rank, a)?,
@@ -734,6 +737,89 @@ fn big(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
         );
         ic.send(0, 2, &make(2))?;
     }
+    Ok(())
+}
+
+/// "singlecopy": large messages between the rank 0s of two jobs of this
+/// host through the Rust API — a window of nonblocking sends lending their
+/// buffers (`send_scope`, `isend_scoped`) and a blocking send, each way,
+/// received by typed blocking receives — arrive intact, and each engine
+/// says it moved every one by single copy (read from the sender's memory;
+/// none when the kernel does not allow it, which `ISTHMUS_TEST_NO_CMA`
+/// must then say). Prints `SINGLECOPY sent=N received=N`.
+fn singlecopy(ic: &InterComm, rank: u32, a: bool) -> anyhow::Result<()> {
+    const LEN: usize = 1 << 20;
+    const N: u64 = 4;
+    if rank != 0 {
+        return Ok(());
+    }
+    let make = |i: u64, from_a: bool| {
+        let salt = (i as u8).wrapping_mul(7).wrapping_add(u8::from(from_a));
+        (0..LEN)
+            .map(|j| (j as u8).wrapping_mul(31).wrapping_add(salt))
+            .collect::<Vec<u8>>()
+    };
+    // A first exchange opens both data connections (and settles whether
+    // each side may read the other's memory).
+    let mut one = [0u8; 1];
+    if a {
+        ic.send(0, 9, &[1u8])?;
+        ic.recv(Source::Rank(0), Tag::Value(9), &mut one)?;
+    } else {
+        ic.recv(Source::Rank(0), Tag::Value(9), &mut one)?;
+        ic.send(0, 9, &[1u8])?;
+    }
+    let before = ic.single_copy_stats();
+    let mine: Vec<Vec<u8>> = (0..N).map(|i| make(i, a)).collect();
+    let send_all = || -> anyhow::Result<()> {
+        send_scope(|s| {
+            let reqs = mine
+                .iter()
+                .zip(10..)
+                .map(|(m, tag)| ic.isend_scoped(s, 0, tag, m))
+                .collect::<Result<Vec<_>, _>>()?;
+            wait_all(reqs).into_iter().collect::<Result<Vec<_>, _>>()
+        })?;
+        ic.send(0, 20, &make(N, a))?;
+        Ok(())
+    };
+    let mut buf = vec![0u8; LEN];
+    let mut recv_all = || -> anyhow::Result<()> {
+        for (i, tag) in (0..=N).zip((10..).take(N as usize).chain([20])) {
+            let st = ic.recv(Source::Rank(0), Tag::Value(tag), &mut buf)?;
+            ensure!(
+                st.count as usize == LEN && buf == make(i, !a),
+                "1 MiB message {i} (tag {tag}) arrived damaged"
+            );
+        }
+        Ok(())
+    };
+    if a {
+        send_all()?;
+        recv_all()?;
+    } else {
+        recv_all()?;
+        send_all()?;
+    }
+    let after = ic.single_copy_stats();
+    let route = ic
+        .route(0)?
+        .context("no data connection to the other rank 0")?;
+    let expected = if route.single_copy {
+        N + 1
+    } else {
+        ensure!(
+            std::env::var_os("ISTHMUS_TEST_NO_CMA").is_some(),
+            "single copy is off between two processes of one host and uid ({route:?})"
+        );
+        0
+    };
+    let (sent, received) = (after.sent - before.sent, after.received - before.received);
+    println!("SINGLECOPY sent={sent} received={received}");
+    ensure!(
+        sent == expected && received == expected,
+        "{sent} sends and {received} receives went by single copy, not {expected} each"
+    );
     Ok(())
 }
 

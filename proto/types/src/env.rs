@@ -81,6 +81,11 @@ pub const SPAWN_APPS: &str = "ISTHMUS_SPAWN_APPS";
 /// (`MPI_Comm_spawn_multiple`), its `MPI_APPNUM`; set by the rank shim.
 pub const SPAWN_APPNUM: &str = "ISTHMUS_SPAWN_APPNUM";
 
+/// In a spawned job that is the second part of its children's world
+/// (`MPI_Comm_spawn_multiple` of commands of two implementations): the
+/// index of its first command in the call, added to [`SPAWN_APPNUM`].
+pub const SPAWN_APPNUM_BASE: &str = "ISTHMUS_SPAWN_APPNUM_BASE";
+
 /// The runtime directory: [`RUNTIME_DIR`], else `$XDG_RUNTIME_DIR/isthmus`,
 /// else `/tmp/isthmus-<uid>`.
 pub fn default_runtime_dir() -> PathBuf {

@@ -12,11 +12,9 @@
 //!
 //! The arrays are read only where MPI says they are significant (a rooted
 //! call's at its root), with the length MPI gives them: the remote group's
-//! size on an intercommunicator (the local group's for `Reduce_scatter`'s
-//! counts), the communicator's size on a merged one. The nonblocking bodies
-//! read their arrays at the call, so the copies may end with it. The
-//! nonblocking forms are refused on a merged communicator, as the ordinary
-//! ones are.
+//! size on an intercommunicator, plain or mixed (the local group's for
+//! `Reduce_scatter`'s counts), the communicator's size on a merged one. The nonblocking bodies
+//! read their arrays at the call, so the copies may end with it.
 
 use std::ffi::{c_int, c_void};
 use std::fmt::Display;
@@ -27,45 +25,51 @@ use mpi::ffi;
 
 use crate::errors;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::state::{bridge_comm, merged_comm, BridgeComm, MergedComm};
+use crate::state::{bridge_comm, merged_comm, BridgeComm, MergedComm, MixedInter};
 
 /// Which kind of Isthmus communicator a call was given.
-enum Side {
+pub(crate) enum Side {
     Inter(Arc<BridgeComm>),
     Merged(Arc<MergedComm>),
+    Mixed(Arc<MixedInter>),
 }
 
 impl Side {
-    fn of(comm: MPI_Comm) -> Option<Side> {
+    pub(crate) fn of(comm: MPI_Comm) -> Option<Side> {
         if let Some(mc) = merged_comm(comm) {
             return Some(Side::Merged(mc));
+        }
+        if let Some(mx) = crate::state::mixed_comm(comm) {
+            return Some(Side::Mixed(mx));
         }
         bridge_comm(comm).map(Side::Inter)
     }
 
     /// The length of an array with one entry per rank the call exchanges
     /// with: the remote group, or the whole merged communicator.
-    fn peers(&self) -> usize {
+    pub(crate) fn peers(&self) -> usize {
         match self {
             Side::Inter(bc) => bc.inter.remote_size() as usize,
             Side::Merged(mc) => mc.size() as usize,
+            Side::Mixed(mx) => mx.peers.size() as usize,
         }
     }
 
     /// `Reduce_scatter`'s counts: one per rank of the group that gets the
     /// result's blocks (the local group on an intercommunicator).
-    fn receivers(&self) -> usize {
+    pub(crate) fn receivers(&self) -> usize {
         match self {
             Side::Inter(bc) => bc.inter.local_size() as usize,
             Side::Merged(mc) => mc.size() as usize,
+            Side::Mixed(mx) => mx.local_size as usize,
         }
     }
 
     /// A rooted call's arrays' length where they are significant (at the
     /// root), `None` elsewhere.
-    fn at_root(&self, root: c_int) -> Option<usize> {
+    pub(crate) fn at_root(&self, root: c_int) -> Option<usize> {
         let is_root = match self {
-            Side::Inter(_) => root == ffi::MPI_ROOT,
+            Side::Inter(_) | Side::Mixed(_) => root == ffi::MPI_ROOT,
             Side::Merged(mc) => i64::from(root) == i64::from(mc.rank()),
         };
         is_root.then(|| self.peers())
@@ -88,7 +92,7 @@ fn small<T: Copy + Display + TryInto<c_int>>(
 }
 
 /// An array of the program's as ints, kept for the length of the call.
-struct Ints(Option<Vec<c_int>>);
+pub(crate) struct Ints(Option<Vec<c_int>>);
 
 impl Ints {
     /// `n` entries of `array` as ints; nothing where the array is not
@@ -96,7 +100,7 @@ impl Ints {
     ///
     /// # Safety
     /// `array`, if not null, has `n` entries (the call's contract).
-    unsafe fn read<T: Copy + Display + TryInto<c_int>>(
+    pub(crate) unsafe fn read<T: Copy + Display + TryInto<c_int>>(
         array: *const T,
         n: Option<usize>,
         what: &str,
@@ -115,13 +119,23 @@ impl Ints {
             .map(|v| Ints(Some(v)))
     }
 
-    fn ptr(&self) -> *const c_int {
+    /// A count of the call's as an int, or the error raised on `comm`.
+    pub(crate) fn small<T: Copy + Display + TryInto<c_int>>(
+        value: T,
+        what: &str,
+        comm: MPI_Comm,
+        call: &str,
+    ) -> Result<c_int, c_int> {
+        small(value, what, comm, call)
+    }
+
+    pub(crate) fn ptr(&self) -> *const c_int {
         self.0.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
     }
 }
 
 /// The value a call returns, whether its conversion failed or its body ran.
-fn done(r: Result<c_int, c_int>) -> c_int {
+pub(crate) fn done(r: Result<c_int, c_int>) -> c_int {
     r.unwrap_or_else(|code| code)
 }
 
@@ -143,9 +157,6 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Gatherv_c";
-    if crate::state::mixed_comm(comm).is_some() {
-        return errors::refuse(comm, CALL);
-    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -171,6 +182,9 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
                 Side::Merged(mc) => crate::merged::gatherv(
                     mc, sendbuf, sendcount, sendtype, recvbuf, c, d, recvtype, root, comm,
                 ),
+                Side::Mixed(mx) => crate::mixed::gatherv(
+                    mx, sendbuf, sendcount, sendtype, recvbuf, c, d, recvtype, root, comm,
+                ),
             }
         })
     })())
@@ -194,9 +208,6 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Scatterv_c";
-    if crate::state::mixed_comm(comm).is_some() {
-        return errors::refuse(comm, CALL);
-    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -222,6 +233,9 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
                 Side::Merged(mc) => crate::merged::scatterv(
                     mc, sendbuf, c, d, sendtype, recvbuf, recvcount, recvtype, root, comm,
                 ),
+                Side::Mixed(mx) => crate::mixed::scatterv(
+                    mx, sendbuf, c, d, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                ),
             }
         })
     })())
@@ -244,9 +258,6 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Allgatherv_c";
-    if crate::state::mixed_comm(comm).is_some() {
-        return errors::refuse(comm, CALL);
-    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -272,6 +283,9 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
                 Side::Merged(mc) => crate::merged::allgatherv(
                     mc, sendbuf, sendcount, sendtype, recvbuf, c, d, recvtype, comm,
                 ),
+                Side::Mixed(mx) => crate::mixed::allgatherv(
+                    mx, sendbuf, sendcount, sendtype, recvbuf, c, d, recvtype, comm,
+                ),
             }
         })
     })())
@@ -280,17 +294,17 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
 /// The four arrays of an all-to-all as ints (the send ones not read when
 /// the send buffer is `MPI_IN_PLACE`, which MPI allows on a merged
 /// communicator).
-struct AllToAll {
-    sendcounts: Ints,
-    sdispls: Ints,
-    recvcounts: Ints,
-    rdispls: Ints,
+pub(crate) struct AllToAll {
+    pub(crate) sendcounts: Ints,
+    pub(crate) sdispls: Ints,
+    pub(crate) recvcounts: Ints,
+    pub(crate) rdispls: Ints,
 }
 
 impl AllToAll {
     /// # Safety
     /// Each array not null has an entry per peer (the call's contract).
-    unsafe fn read(
+    pub(crate) unsafe fn read(
         side: &Side,
         in_place: bool,
         arrays: [(*const ffi::MPI_Count, *const ffi::MPI_Aint); 2],
@@ -330,9 +344,6 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Alltoallv_c";
-    if crate::state::mixed_comm(comm).is_some() {
-        return errors::refuse(comm, CALL);
-    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -358,6 +369,9 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
                 Side::Merged(mc) => crate::merged::alltoallv(
                     mc, sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm,
                 ),
+                Side::Mixed(mx) => crate::mixed::alltoallv(
+                    mx, sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm,
+                ),
             }
         })
     })())
@@ -381,9 +395,6 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Alltoallw_c";
-    if crate::state::mixed_comm(comm).is_some() {
-        return errors::refuse(comm, CALL);
-    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -409,6 +420,9 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
                 Side::Merged(mc) => crate::merged::alltoallw(
                     mc, sendbuf, sc, sd, sendtypes, recvbuf, rc, rd, recvtypes, comm,
                 ),
+                Side::Mixed(mx) => crate::mixed::alltoallw(
+                    mx, sendbuf, sc, sd, sendtypes, recvbuf, rc, rd, recvtypes, comm,
+                ),
             }
         })
     })())
@@ -428,9 +442,6 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
     comm: MPI_Comm,
 ) -> c_int {
     const CALL: &str = "MPI_Reduce_scatter_c";
-    if crate::state::mixed_comm(comm).is_some() {
-        return errors::refuse(comm, CALL);
-    }
     let Some(side) = Side::of(comm) else {
         // SAFETY: the program's arguments, passed on.
         return unsafe {
@@ -451,19 +462,12 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
                 Side::Merged(mc) => {
                     crate::merged::reduce_scatter(mc, sendbuf, recvbuf, c, datatype, op, comm)
                 }
+                Side::Mixed(mx) => {
+                    crate::mixed::reduce_scatter(mx, sendbuf, recvbuf, c, datatype, op, comm)
+                }
             }
         })
     })())
-}
-
-/// The intercommunicator of a nonblocking call, or the code it returns:
-/// `None` and the MPI's own call elsewhere, a refusal on a merged
-/// communicator.
-fn nonblocking(comm: MPI_Comm, call: &str) -> Result<Option<Arc<BridgeComm>>, c_int> {
-    if merged_comm(comm).is_some() || crate::state::mixed_comm(comm).is_some() {
-        return Err(errors::refuse(comm, call));
-    }
-    Ok(bridge_comm(comm))
 }
 
 /// `MPI_Igatherv_c`.
@@ -486,7 +490,7 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
 ) -> c_int {
     const CALL: &str = "MPI_Igatherv_c";
     done((|| {
-        let Some(bc) = nonblocking(comm, CALL)? else {
+        let Some(side) = Side::of(comm) else {
             // SAFETY: the program's arguments, passed on.
             return Ok(unsafe {
                 ffi::PMPI_Igatherv_c(
@@ -495,7 +499,6 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
                 )
             });
         };
-        let side = Side::Inter(bc.clone());
         let sendcount = small(sendcount, "sendcount", comm, CALL)?;
         let n = side.at_root(root);
         // SAFETY: significant arrays have an entry per peer.
@@ -505,19 +508,47 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
         // SAFETY: the program's arguments, the arrays as ints (read at the
         // call by the body).
         Ok(unsafe {
-            crate::coll::igatherv(
-                &bc,
-                sendbuf,
-                sendcount,
-                sendtype,
-                recvbuf,
-                counts.ptr(),
-                displs.ptr(),
-                recvtype,
-                root,
-                comm,
-                request,
-            )
+            match &side {
+                Side::Merged(mc) => crate::merged::igatherv(
+                    mc,
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    counts.ptr(),
+                    displs.ptr(),
+                    recvtype,
+                    root,
+                    comm,
+                    request,
+                ),
+                Side::Inter(bc) => crate::coll::igatherv(
+                    bc,
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    counts.ptr(),
+                    displs.ptr(),
+                    recvtype,
+                    root,
+                    comm,
+                    request,
+                ),
+                Side::Mixed(mx) => crate::mixed::igatherv(
+                    mx,
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    counts.ptr(),
+                    displs.ptr(),
+                    recvtype,
+                    root,
+                    comm,
+                    request,
+                ),
+            }
         })
     })())
 }
@@ -542,7 +573,7 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
 ) -> c_int {
     const CALL: &str = "MPI_Iscatterv_c";
     done((|| {
-        let Some(bc) = nonblocking(comm, CALL)? else {
+        let Some(side) = Side::of(comm) else {
             // SAFETY: the program's arguments, passed on.
             return Ok(unsafe {
                 ffi::PMPI_Iscatterv_c(
@@ -551,7 +582,6 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
                 )
             });
         };
-        let side = Side::Inter(bc.clone());
         let recvcount = small(recvcount, "recvcount", comm, CALL)?;
         let n = side.at_root(root);
         // SAFETY: significant arrays have an entry per peer.
@@ -561,19 +591,47 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
         // SAFETY: the program's arguments, the arrays as ints (read at the
         // call by the body).
         Ok(unsafe {
-            crate::coll::iscatterv(
-                &bc,
-                sendbuf,
-                counts.ptr(),
-                displs.ptr(),
-                sendtype,
-                recvbuf,
-                recvcount,
-                recvtype,
-                root,
-                comm,
-                request,
-            )
+            match &side {
+                Side::Merged(mc) => crate::merged::iscatterv(
+                    mc,
+                    sendbuf,
+                    counts.ptr(),
+                    displs.ptr(),
+                    sendtype,
+                    recvbuf,
+                    recvcount,
+                    recvtype,
+                    root,
+                    comm,
+                    request,
+                ),
+                Side::Inter(bc) => crate::coll::iscatterv(
+                    bc,
+                    sendbuf,
+                    counts.ptr(),
+                    displs.ptr(),
+                    sendtype,
+                    recvbuf,
+                    recvcount,
+                    recvtype,
+                    root,
+                    comm,
+                    request,
+                ),
+                Side::Mixed(mx) => crate::mixed::iscatterv(
+                    mx,
+                    sendbuf,
+                    counts.ptr(),
+                    displs.ptr(),
+                    sendtype,
+                    recvbuf,
+                    recvcount,
+                    recvtype,
+                    root,
+                    comm,
+                    request,
+                ),
+            }
         })
     })())
 }
@@ -597,7 +655,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
 ) -> c_int {
     const CALL: &str = "MPI_Iallgatherv_c";
     done((|| {
-        let Some(bc) = nonblocking(comm, CALL)? else {
+        let Some(side) = Side::of(comm) else {
             // SAFETY: the program's arguments, passed on.
             return Ok(unsafe {
                 ffi::PMPI_Iallgatherv_c(
@@ -607,7 +665,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
             });
         };
         let sendcount = small(sendcount, "sendcount", comm, CALL)?;
-        let n = Some(bc.inter.remote_size() as usize);
+        let n = Some(side.peers());
         // SAFETY: an entry per remote rank.
         let counts = unsafe { Ints::read(recvcounts, n, "a count", comm, CALL) }?;
         // SAFETY: as the counts.
@@ -615,18 +673,44 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
         // SAFETY: the program's arguments, the arrays as ints (read at the
         // call by the body).
         Ok(unsafe {
-            crate::coll::iallgatherv(
-                &bc,
-                sendbuf,
-                sendcount,
-                sendtype,
-                recvbuf,
-                counts.ptr(),
-                displs.ptr(),
-                recvtype,
-                comm,
-                request,
-            )
+            match &side {
+                Side::Merged(mc) => crate::merged::iallgatherv(
+                    mc,
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    counts.ptr(),
+                    displs.ptr(),
+                    recvtype,
+                    comm,
+                    request,
+                ),
+                Side::Inter(bc) => crate::coll::iallgatherv(
+                    bc,
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    counts.ptr(),
+                    displs.ptr(),
+                    recvtype,
+                    comm,
+                    request,
+                ),
+                Side::Mixed(mx) => crate::mixed::iallgatherv(
+                    mx,
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    counts.ptr(),
+                    displs.ptr(),
+                    recvtype,
+                    comm,
+                    request,
+                ),
+            }
         })
     })())
 }
@@ -651,7 +735,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
 ) -> c_int {
     const CALL: &str = "MPI_Ialltoallv_c";
     done((|| {
-        let Some(bc) = nonblocking(comm, CALL)? else {
+        let Some(side) = Side::of(comm) else {
             // SAFETY: the program's arguments, passed on.
             return Ok(unsafe {
                 ffi::PMPI_Ialltoallv_c(
@@ -660,26 +744,53 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
                 )
             });
         };
-        let side = Side::Inter(bc.clone());
         let arrays = [(sendcounts, sdispls), (recvcounts, rdispls)];
         // SAFETY: MPI_Ialltoallv_c's arrays.
         let a = unsafe { AllToAll::read(&side, false, arrays, comm, CALL) }?;
         // SAFETY: the program's arguments, the arrays as ints (read at the
         // call by the body).
         Ok(unsafe {
-            crate::coll::ialltoallv(
-                &bc,
-                sendbuf,
-                a.sendcounts.ptr(),
-                a.sdispls.ptr(),
-                sendtype,
-                recvbuf,
-                a.recvcounts.ptr(),
-                a.rdispls.ptr(),
-                recvtype,
-                comm,
-                request,
-            )
+            match &side {
+                Side::Merged(mc) => crate::merged::ialltoallv(
+                    mc,
+                    sendbuf,
+                    a.sendcounts.ptr(),
+                    a.sdispls.ptr(),
+                    sendtype,
+                    recvbuf,
+                    a.recvcounts.ptr(),
+                    a.rdispls.ptr(),
+                    recvtype,
+                    comm,
+                    request,
+                ),
+                Side::Inter(bc) => crate::coll::ialltoallv(
+                    bc,
+                    sendbuf,
+                    a.sendcounts.ptr(),
+                    a.sdispls.ptr(),
+                    sendtype,
+                    recvbuf,
+                    a.recvcounts.ptr(),
+                    a.rdispls.ptr(),
+                    recvtype,
+                    comm,
+                    request,
+                ),
+                Side::Mixed(mx) => crate::mixed::ialltoallv(
+                    mx,
+                    sendbuf,
+                    a.sendcounts.ptr(),
+                    a.sdispls.ptr(),
+                    sendtype,
+                    recvbuf,
+                    a.recvcounts.ptr(),
+                    a.rdispls.ptr(),
+                    recvtype,
+                    comm,
+                    request,
+                ),
+            }
         })
     })())
 }
@@ -704,7 +815,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
 ) -> c_int {
     const CALL: &str = "MPI_Ialltoallw_c";
     done((|| {
-        let Some(bc) = nonblocking(comm, CALL)? else {
+        let Some(side) = Side::of(comm) else {
             // SAFETY: the program's arguments, passed on.
             return Ok(unsafe {
                 ffi::PMPI_Ialltoallw_c(
@@ -713,26 +824,53 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
                 )
             });
         };
-        let side = Side::Inter(bc.clone());
         let arrays = [(sendcounts, sdispls), (recvcounts, rdispls)];
         // SAFETY: MPI_Ialltoallw_c's arrays.
         let a = unsafe { AllToAll::read(&side, false, arrays, comm, CALL) }?;
         // SAFETY: the program's arguments, the arrays as ints (read at the
         // call by the body).
         Ok(unsafe {
-            crate::coll::ialltoallw(
-                &bc,
-                sendbuf,
-                a.sendcounts.ptr(),
-                a.sdispls.ptr(),
-                sendtypes,
-                recvbuf,
-                a.recvcounts.ptr(),
-                a.rdispls.ptr(),
-                recvtypes,
-                comm,
-                request,
-            )
+            match &side {
+                Side::Merged(mc) => crate::merged::ialltoallw(
+                    mc,
+                    sendbuf,
+                    a.sendcounts.ptr(),
+                    a.sdispls.ptr(),
+                    sendtypes,
+                    recvbuf,
+                    a.recvcounts.ptr(),
+                    a.rdispls.ptr(),
+                    recvtypes,
+                    comm,
+                    request,
+                ),
+                Side::Inter(bc) => crate::coll::ialltoallw(
+                    bc,
+                    sendbuf,
+                    a.sendcounts.ptr(),
+                    a.sdispls.ptr(),
+                    sendtypes,
+                    recvbuf,
+                    a.recvcounts.ptr(),
+                    a.rdispls.ptr(),
+                    recvtypes,
+                    comm,
+                    request,
+                ),
+                Side::Mixed(mx) => crate::mixed::ialltoallw(
+                    mx,
+                    sendbuf,
+                    a.sendcounts.ptr(),
+                    a.sdispls.ptr(),
+                    sendtypes,
+                    recvbuf,
+                    a.recvcounts.ptr(),
+                    a.rdispls.ptr(),
+                    recvtypes,
+                    comm,
+                    request,
+                ),
+            }
         })
     })())
 }
@@ -753,26 +891,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
 ) -> c_int {
     const CALL: &str = "MPI_Ireduce_scatter_c";
     done((|| {
-        if let Some(mc) = merged_comm(comm) {
-            // SAFETY: an entry per rank of the merged communicator.
-            let counts =
-                unsafe { Ints::read(recvcounts, Some(mc.size() as usize), "a count", comm, CALL) }?;
-            // SAFETY: the program's arguments, the counts as ints (read at
-            // the call by the body).
-            return Ok(unsafe {
-                crate::merged::ireduce_scatter(
-                    &mc,
-                    sendbuf,
-                    recvbuf,
-                    counts.ptr(),
-                    datatype,
-                    op,
-                    comm,
-                    request,
-                )
-            });
-        }
-        let Some(bc) = nonblocking(comm, CALL)? else {
+        let Some(side) = Side::of(comm) else {
             // SAFETY: the program's arguments, passed on.
             return Ok(unsafe {
                 ffi::PMPI_Ireduce_scatter_c(
@@ -780,22 +899,24 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
                 )
             });
         };
-        let n = Some(bc.inter.local_size() as usize);
-        // SAFETY: an entry per local rank.
+        let n = Some(side.receivers());
+        // SAFETY: an entry per rank that gets a block.
         let counts = unsafe { Ints::read(recvcounts, n, "a count", comm, CALL) }?;
+        let c = counts.ptr();
         // SAFETY: the program's arguments, the counts as ints (read at the
         // call by the body).
         Ok(unsafe {
-            crate::coll::ireduce_scatter(
-                &bc,
-                sendbuf,
-                recvbuf,
-                counts.ptr(),
-                datatype,
-                op,
-                comm,
-                request,
-            )
+            match &side {
+                Side::Merged(mc) => crate::merged::ireduce_scatter(
+                    mc, sendbuf, recvbuf, c, datatype, op, comm, request,
+                ),
+                Side::Inter(bc) => crate::coll::ireduce_scatter(
+                    bc, sendbuf, recvbuf, c, datatype, op, comm, request,
+                ),
+                Side::Mixed(mx) => crate::mixed::ireduce_scatter(
+                    mx, sendbuf, recvbuf, c, datatype, op, comm, request,
+                ),
+            }
         })
     })())
 }

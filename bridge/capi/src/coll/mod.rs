@@ -46,6 +46,9 @@ use common::{code, deliver, message, role_or_raise, with_local, Role};
 
 pub(crate) use alltoall::{alltoall, alltoallv, alltoallw};
 pub(crate) use gather::{allgather, allgatherv, gather, gatherv};
+/// What the persistent `_c` forms (`persist::large_count`) convert with.
+#[cfg(isthmus_large_count)]
+pub(crate) use large_count::{done, AllToAll, Ints, Side};
 #[cfg(isthmus_large_count)]
 pub(crate) use large_count::{
     MPI_Allgatherv_c, MPI_Alltoallv_c, MPI_Alltoallw_c, MPI_Gatherv_c, MPI_Iallgatherv_c,
@@ -96,6 +99,15 @@ pub(crate) unsafe fn bcast(
             }
             Role::From(root) => {
                 let n = elements(count).map_err(fail)?;
+                // SAFETY: the receiving buffer has room for `count` elements.
+                let raw = unsafe { datatype::raw_target(buffer, n, datatype) };
+                if let Some(target) = raw.map_err(fail)? {
+                    // A predefined type: straight into the program's buffer.
+                    return target
+                        .recv(|bytes| bc.inter.bcast_recv_into(local, root, bytes))
+                        .map(drop)
+                        .map_err(fail);
+                }
                 let max = datatype::capacity_bytes(n, datatype).map_err(fail)?;
                 let got = bc.inter.bcast_recv_bytes(local, root, max).map_err(fail)?;
                 // SAFETY: the receiving buffer has room for `count` elements.

@@ -97,6 +97,36 @@ pub(crate) unsafe fn allreduce(
     code(with_local(bc, comm, |local| {
         check_not_in_place(comm, CALL, &[sendbuf, recvbuf])?;
         let n = elements(count).map_err(fail)?;
+        // SAFETY: recvbuf has room for `count` elements (MPI_Allreduce's contract).
+        let raw = unsafe { datatype::raw_target(recvbuf, n, datatype) };
+        if let Some(target) = raw.map_err(fail)? {
+            // A predefined type: the leader reduces into scratch, and the
+            // other group's result lands straight in every rank's recvbuf.
+            let mut room = LeaderRoom::new(bc.inter.rank() == 0, n, datatype).map_err(fail)?;
+            // SAFETY: the program's buffers and handles; the room has space
+            // for `count` elements at the leader (the local root).
+            let rc = unsafe {
+                isthmus_bridge::native::run(|req| {
+                    ffi::PMPI_Ireduce(
+                        sendbuf,
+                        room.ptr(),
+                        count,
+                        datatype,
+                        native_op(op, datatype),
+                        0,
+                        local.as_raw(),
+                        req,
+                    )
+                })
+            };
+            // SAFETY: the room holds the local result at the leader when `rc` is 0.
+            let mine = room
+                .at_leader()
+                .map(|at| unsafe { made(rc, "MPI_Reduce", at, n, datatype) });
+            let got = target.recv(|bytes| bc.inter.allreduce_into(local, mine, bytes));
+            outcome(comm, CALL, rc, Ok(()))?;
+            return got.map(drop).map_err(fail);
+        }
         let max = datatype::capacity_bytes(n, datatype).map_err(fail)?;
         // The leader reduces into its own recvbuf, which the other group's
         // result overwrites once the local one has been sent.

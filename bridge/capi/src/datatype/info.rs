@@ -22,7 +22,7 @@ fn key(dt: MPI_Datatype) -> usize {
     dt.0 as usize
 }
 
-fn combiner(dt: MPI_Datatype) -> Option<c_int> {
+pub(crate) fn combiner(dt: MPI_Datatype) -> Option<c_int> {
     let (mut ni, mut na, mut nd, mut combiner): (c_int, c_int, c_int, c_int) = (0, 0, 0, -1);
     // SAFETY: PMPI_Type_get_envelope only reads the handle and writes the
     // four out-parameters.
@@ -32,7 +32,7 @@ fn combiner(dt: MPI_Datatype) -> Option<c_int> {
 
 /// Whether `dt` is predefined. `MPI_COMBINER_NAMED` is 0 in Open MPI and 1
 /// in MPICH: read it from a type known to be predefined.
-pub(super) fn is_named(dt: MPI_Datatype) -> bool {
+pub(crate) fn is_named(dt: MPI_Datatype) -> bool {
     static NAMED: OnceLock<Option<c_int>> = OnceLock::new();
     // SAFETY: reading rsmpi's exported constant.
     let named = *NAMED.get_or_init(|| combiner(unsafe { ffi::RSMPI_INT32_T }));

@@ -11,13 +11,15 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use isthmus_bridge::datatype::{
-    decode_raw_with, encode_raw_with, raw_to_native_in_place, Encoded, TypeInfo,
+    decode_partial, decode_raw_with, encode_raw_with, raw_to_native_in_place, DatatypeError,
+    Encoded, TypeInfo,
 };
 use isthmus_bridge::{BridgeError, Status, TypeSig, WireFormat};
 use mpi::ffi;
 
 pub use held::HeldType;
 pub use info::info_of;
+pub(crate) use info::{combiner, is_named};
 
 use crate::mpi_glue::{MPI_Datatype, Outcome};
 
@@ -79,7 +81,24 @@ pub unsafe fn decode_received(
     dt: MPI_Datatype,
 ) -> Result<Outcome, BridgeError> {
     let info = info_of(dt)?;
-    let n = info.match_wire(st.signature, st.count, st.bytes, st.format, count)?;
+    let n = match info.match_wire(st.signature, st.count, st.bytes, st.format, count) {
+        Ok(n) => n,
+        Err(
+            e @ (DatatypeError::PartialElement { .. } | DatatypeError::SignatureMismatch { .. }),
+        ) => {
+            // Perhaps a message that ends inside a receive element (MPI
+            // allows it); if not, the first verdict stands.
+            let p = info
+                .match_partial(st.signature, st.count, st.bytes, st.format, count)
+                .map_err(|_| e)?;
+            // SAFETY: forwarded from this function's contract; the message
+            // fills fewer than `count` elements.
+            unsafe { decode_partial(&info, dt, st.format, bytes, p, buf) }?;
+            let received = i64::try_from(p.bytes(&info)).unwrap_or(i64::MAX);
+            return Ok(Outcome::received(st, received));
+        }
+        Err(e) => return Err(e.into()),
+    };
     if n > 0 {
         // SAFETY: forwarded from this function's contract; n <= count.
         unsafe { decode_raw_with(&info, dt, st.format, bytes, n, buf) }?;

@@ -37,6 +37,12 @@ pub(super) fn group_f2c(f: Fint) -> ffi::MPI_Group {
     unsafe { ffi::RSMPI_Group_f2c(f) }
 }
 
+pub(super) fn group_c2f(c: ffi::MPI_Group) -> Fint {
+    // SAFETY: `c` is a group MPI (or this library) gave us, or
+    // MPI_GROUP_NULL.
+    unsafe { ffi::RSMPI_Group_c2f(c) }
+}
+
 pub(super) fn type_f2c(f: Fint) -> ffi::MPI_Datatype {
     // SAFETY: as for communicators.
     unsafe { ffi::RSMPI_Type_f2c(f) }
@@ -118,6 +124,11 @@ pub(super) fn buffer(buf: *const c_void) -> *const c_void {
     }
 }
 
+/// A Fortran receive buffer as C sees it ([`buffer`]).
+pub(super) fn buffer_mut(buf: *mut c_void) -> *mut c_void {
+    buffer(buf).cast_mut()
+}
+
 /// A Fortran operation handle as C's.
 pub(super) fn op_f2c(f: Fint) -> mpi::ffi::MPI_Op {
     // SAFETY: as for communicators.
@@ -187,13 +198,76 @@ pub(super) unsafe fn with_filled_status(
 }
 // ------------------------------------------------------------ passing on
 
-/// The next definition of `name` after this library (MPICH's own Fortran
-/// binding), looked up once.
+/// The next definition of `name` after this library (the MPI library's
+/// own Fortran binding), looked up once: after this library in the
+/// process's lookup order or, when the program's link dropped the MPI's
+/// Fortran library (`--as-needed`, as Debian's linker does, drops it when
+/// libisthmus defines every Fortran call the program makes), in that
+/// library, loaded now (`fortran_library`).
 pub(super) fn next(cell: &OnceLock<usize>, name: &std::ffi::CStr) -> usize {
     *cell.get_or_init(|| {
         // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name only looks
         // the name up.
-        unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
+        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize };
+        if p != 0 {
+            return p;
+        }
+        match fortran_library() {
+            0 => 0,
+            // SAFETY: a handle dlopen gave; the name is NUL-terminated.
+            h => unsafe { libc::dlsym(h as *mut c_void, name.as_ptr()) as usize },
+        }
+    })
+}
+
+/// The MPI library's Fortran binding (MPICH's `libmpichfort`, as Debian
+/// names it, or `libmpifort`; Open MPI's `libmpi_mpifh`), loaded once: a
+/// handle, or 0 when none is found. Looked for first beside the C library
+/// that defines `PMPI_Init` (an MPI in a prefix of its own), then by the
+/// loader's search.
+fn fortran_library() -> usize {
+    static H: OnceLock<usize> = OnceLock::new();
+    *H.get_or_init(|| {
+        // Never the other implementation's: it would bring its C library.
+        const OMPI: &[&str] = &["libmpi_mpifh.so.40"];
+        const MPICH: &[&str] = &["libmpichfort.so.12", "libmpifort.so.12"];
+        let names = if open_mpi() { OMPI } else { MPICH };
+        let mut info: libc::Dl_info = libc::Dl_info {
+            dli_fname: std::ptr::null(),
+            dli_fbase: std::ptr::null_mut(),
+            dli_sname: std::ptr::null(),
+            dli_saddr: std::ptr::null_mut(),
+        };
+        // SAFETY: dladdr reads the address of an MPI function and fills
+        // `info`, whose file name (if any) is a NUL-terminated string the
+        // loader owns.
+        let c_library = unsafe {
+            let found = libc::dladdr(ffi::PMPI_Init as *const c_void, &mut info) != 0;
+            (found && !info.dli_fname.is_null()).then(|| {
+                std::ffi::CStr::from_ptr(info.dli_fname)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+        };
+        let dir = c_library
+            .as_deref()
+            .and_then(|f| std::path::Path::new(f).parent().map(|d| d.to_path_buf()));
+        let beside = names
+            .iter()
+            .filter_map(|n| Some(dir.as_ref()?.join(n).to_string_lossy().into_owned()));
+        let bare = names.iter().map(|n| (*n).to_owned());
+        for candidate in beside.chain(bare) {
+            let Ok(c) = std::ffi::CString::new(candidate) else {
+                continue;
+            };
+            // SAFETY: dlopen of a NUL-terminated path; the library stays
+            // loaded for the process's life (never closed).
+            let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+            if !h.is_null() {
+                return h as usize;
+            }
+        }
+        0
     })
 }
 

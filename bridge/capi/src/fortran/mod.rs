@@ -5,7 +5,14 @@
 //! code (`use mpi_f08` code gets them from `fortran/isthmus_f08.f90`).
 //!
 //! **Spawn** ([`spawn`]): `MPI_Comm_spawn(_multiple)`, `MPI_Init(_thread)`
-//! and `MPI_Comm_get_parent`, written by hand (hidden string lengths).
+//! and `MPI_Comm_get_parent`, written by hand (hidden string lengths), and
+//! `MPI_Comm_join` beside them (Open MPI's bindings and MPICH's `use
+//! mpi_f08` call `PMPI_Comm_join`, past the C entry point).
+//!
+//! **Attributes** ([`attrs`]): `MPI_Comm_get_attr` and `MPI_Attr_get` for
+//! the attributes libisthmus answers itself (a world's `MPI_APPNUM`, …):
+//! both implementations' Fortran bindings read attributes inside the
+//! library, past the C entry point.
 //!
 //! **MPI's calls.** Open MPI's Fortran bindings (`mpi_send_` in
 //! `libmpi_mpifh`, which `mpif.h` and `use mpi` call, and `ompi_send_f`,
@@ -54,7 +61,29 @@ macro_rules! int {
     };
 }
 
+/// Calls the next definition of `$name` (the MPI library's own) with the
+/// same arguments, or puts the error in `$ierror` when there is none.
+/// (`spawn` and `attrs`; `next`, `no_next`, `put` and `OnceLock` in scope.)
+macro_rules! pass_on {
+    ($name:literal, $ierror:expr, ($($a:ident: $t:ty),*)) => {{
+        static NEXT: OnceLock<usize> = OnceLock::new();
+        match next(&NEXT, $name) {
+            // SAFETY: the program's ierror (or null).
+            0 => unsafe { put($ierror, no_next(&$name.to_string_lossy())) },
+            p => {
+                // SAFETY: the MPI library's own definition of this very
+                // Fortran call, whose arguments are passed on unchanged.
+                let f: unsafe extern "C" fn($($t),*) = unsafe { std::mem::transmute(p) };
+                // SAFETY: as above.
+                unsafe { f($($a),*) }
+            }
+        }
+    }};
+}
+
+mod attrs;
 mod convert;
+mod groups;
 pub mod isthmus;
 mod mpich_f08;
 mod ompi;

@@ -21,11 +21,42 @@ use crate::requests;
 // bindings, and which write their outputs back only on success in both,
 // have one body, Open MPI's. (MPICH's `use mpi_f08` MPI_Finalize goes to
 // the internal PMPIR_Finalize past the C one: interposed so that completed
-// sends are delivered first.)
+// sends are delivered first. Its MPI_Abort goes to PMPI_Abort: interposed
+// so that the other jobs are told.)
 pub(super) use super::ompi::{
-    barrier, cancel, comm_create, comm_disconnect, comm_dup, comm_free, comm_split, finalize,
-    ibarrier, intercomm_merge,
+    abort, barrier, cancel, comm_create, comm_disconnect, comm_dup, comm_free, comm_remote_group,
+    comm_split, finalize, group_compare, group_difference, group_excl, group_free, group_incl,
+    group_intersection, group_range_excl, group_range_incl, group_rank, group_size,
+    group_translate_ranks, group_union, ibarrier, intercomm_create, intercomm_merge, start,
+    startall,
 };
+
+/// `MPI_Barrier_init` for MPICH's `use mpi_f08` (which calls
+/// `PMPI_Barrier_init`): the persistent barrier of an Isthmus
+/// communicator. (MPI 4: Open MPI 4.1 has none.)
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+#[cfg(isthmus_mpi4)]
+pub(super) unsafe fn barrier_init(
+    comm: *const Fint,
+    info: *const Fint,
+    request: *mut Fint,
+) -> c_int {
+    let mut r = crate::mpi_glue::request_null();
+    // SAFETY: converted handles, our request.
+    let rc = unsafe {
+        crate::persist::MPI_Barrier_init(
+            comm_f2c(int!(comm)),
+            mpi::ffi::RSMPI_Info_f2c(int!(info)),
+            &mut r,
+        )
+    };
+    // SAFETY: the program's request (MPICH writes its outputs whatever
+    // the call answered).
+    unsafe { put(request, request_c2f(r)) };
+    rc
+}
 
 /// MPICH's `use mpi_f08` binding: its statuses are C statuses, passed on
 /// as they are, and the outputs are written back whatever the call

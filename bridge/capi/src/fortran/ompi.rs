@@ -11,11 +11,13 @@ use std::ffi::{c_int, c_void};
 use super::convert::*;
 use super::shared::{shared_bodies, Binding};
 use crate::mpi_glue::{comm_null, statuses_ignore, MPI_Comm, MPI_Status};
-use crate::{comms, intercomm_split, merged, pt2pt, requests};
+use crate::{comms, intercomm_split, merged, persist, pt2pt, requests};
 
 // The collectives' bodies have a room of their own; the generated shells
 // call them as `ompi::x`, like every other body.
 pub(super) use super::ompi_coll::*;
+// So do the group calls' (`groups`).
+pub(super) use super::groups::*;
 
 /// Open MPI's Fortran binding: its statuses are integer arrays, and the
 /// outputs are written back only when the call succeeded.
@@ -92,18 +94,21 @@ blocking_send!(ssend, pt2pt::MPI_Ssend);
 blocking_send!(rsend, pt2pt::MPI_Rsend);
 blocking_send!(bsend, pt2pt::MPI_Bsend);
 
-/// The body of a nonblocking send `$f` that calls the C `$c`.
-macro_rules! nonblocking_send {
-    ($f:ident, $c:path) => {
+/// The bodies of the calls of one shape (buffer, count, datatype, peer,
+/// tag, communicator, request out) that hand back a request: `$f` calls
+/// the C `$c` with the buffer as `$to_c` gives it (`buffer` for a send's,
+/// `buffer_mut` for a receive's).
+macro_rules! request_call {
+    ($buf:ty, $to_c:ident: $($f:ident: $c:path),*) => {$(
         #[doc = concat!("`", stringify!($c), "` for Open MPI's Fortran.")]
         ///
         /// # Safety
         /// As the Fortran call: every argument a reference (or null).
         pub(super) unsafe fn $f(
-            buf: *const c_void,
+            buf: $buf,
             count: *const Fint,
             datatype: *const Fint,
-            dest: *const Fint,
+            peer: *const Fint,
             tag: *const Fint,
             comm: *const Fint,
             request: *mut Fint,
@@ -112,10 +117,10 @@ macro_rules! nonblocking_send {
             // SAFETY: the program's buffer, converted handles, our request.
             let rc = unsafe {
                 $c(
-                    buffer(buf),
+                    $to_c(buf),
                     int!(count),
                     type_f2c(int!(datatype)),
-                    int!(dest),
+                    int!(peer),
                     int!(tag),
                     comm_f2c(int!(comm)),
                     &mut r,
@@ -127,13 +132,27 @@ macro_rules! nonblocking_send {
             }
             rc
         }
-    };
+    )*};
 }
 
-nonblocking_send!(isend, pt2pt::MPI_Isend);
-nonblocking_send!(issend, pt2pt::MPI_Issend);
-nonblocking_send!(irsend, pt2pt::MPI_Irsend);
-nonblocking_send!(ibsend, pt2pt::MPI_Ibsend);
+request_call!(*const c_void, buffer:
+    isend: pt2pt::MPI_Isend,
+    issend: pt2pt::MPI_Issend,
+    irsend: pt2pt::MPI_Irsend,
+    ibsend: pt2pt::MPI_Ibsend,
+    // The persistent calls have the nonblocking ones' arguments: the
+    // request handed back is the program's persistent request
+    // (`crate::persist`).
+    send_init: persist::MPI_Send_init,
+    ssend_init: persist::MPI_Ssend_init,
+    rsend_init: persist::MPI_Rsend_init,
+    bsend_init: persist::MPI_Bsend_init
+);
+
+request_call!(*mut c_void, buffer_mut:
+    irecv: pt2pt::MPI_Irecv,
+    recv_init: persist::MPI_Recv_init
+);
 
 // ------------------------------------------------------------ receives, probes
 
@@ -155,7 +174,7 @@ pub(super) unsafe fn recv(
         with_status(status, |st| {
             // SAFETY: the program's buffer, converted handles.
             pt2pt::MPI_Recv(
-                buffer(buf) as *mut c_void,
+                buffer_mut(buf),
                 int!(count),
                 type_f2c(int!(datatype)),
                 int!(source),
@@ -165,39 +184,6 @@ pub(super) unsafe fn recv(
             )
         })
     }
-}
-
-/// `MPI_Irecv` for Open MPI's Fortran.
-///
-/// # Safety
-/// As the Fortran call: every argument a reference (or null).
-pub(super) unsafe fn irecv(
-    buf: *mut c_void,
-    count: *const Fint,
-    datatype: *const Fint,
-    source: *const Fint,
-    tag: *const Fint,
-    comm: *const Fint,
-    request: *mut Fint,
-) -> c_int {
-    let mut r = crate::mpi_glue::request_null();
-    // SAFETY: the program's buffer, converted handles, our request.
-    let rc = unsafe {
-        pt2pt::MPI_Irecv(
-            buffer(buf) as *mut c_void,
-            int!(count),
-            type_f2c(int!(datatype)),
-            int!(source),
-            int!(tag),
-            comm_f2c(int!(comm)),
-            &mut r,
-        )
-    };
-    if rc == 0 {
-        // SAFETY: the program's request argument.
-        unsafe { put(request, request_c2f(r)) };
-    }
-    rc
 }
 
 /// `MPI_Sendrecv` for Open MPI's Fortran.
@@ -287,6 +273,43 @@ pub(super) unsafe fn cancel(request: *const Fint) -> c_int {
     let mut r = unsafe { request_f2c(int!(request)) };
     // SAFETY: our request copy.
     unsafe { requests::MPI_Cancel(&mut r) }
+}
+
+/// `MPI_Start` for Open MPI's Fortran (and MPICH's `use mpi_f08`): a
+/// persistent request of an Isthmus communicator issues its stored call.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn start(request: *mut Fint) -> c_int {
+    // SAFETY: a Fortran argument, passed by reference.
+    let mut r = unsafe { request_f2c(int!(request)) };
+    // SAFETY: our request copy.
+    let rc = unsafe { persist::MPI_Start(&mut r) };
+    if rc == 0 {
+        // SAFETY: the program's request.
+        unsafe { put(request, request_c2f(r)) };
+    }
+    rc
+}
+
+/// `MPI_Startall` for Open MPI's Fortran (and MPICH's `use mpi_f08`): the
+/// array may mix native persistent requests and Isthmus ones.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn startall(count: *const Fint, requests: *mut Fint) -> c_int {
+    // SAFETY: Fortran passes `count` and an array of `count` requests.
+    let mut c = match unsafe { requests_f2c(int!(count), requests, "MPI_Startall") } {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    // SAFETY: our array of requests.
+    let rc = unsafe { persist::MPI_Startall(c.len() as c_int, c.as_mut_ptr()) };
+    if rc == 0 {
+        // SAFETY: the program's array.
+        unsafe { requests_c2f(&c, requests) };
+    }
+    rc
 }
 
 // ------------------------------------------------------------ communicators
@@ -383,6 +406,35 @@ pub(super) unsafe fn comm_create(
     }
 }
 
+/// `MPI_Intercomm_create` for Open MPI's Fortran (and MPICH's `use
+/// mpi_f08`), so that a merged `peer_comm` (or `local_comm`) reaches the
+/// interposed call.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn intercomm_create(
+    local_comm: *const Fint,
+    local_leader: *const Fint,
+    peer_comm: *const Fint,
+    remote_leader: *const Fint,
+    tag: *const Fint,
+    newintercomm: *mut Fint,
+) -> c_int {
+    // SAFETY: converted handles, the program's integers, our out-handle.
+    unsafe {
+        new_comm(newintercomm, |c| {
+            crate::intercomm_create::MPI_Intercomm_create(
+                comm_f2c(int!(local_comm)),
+                int!(local_leader),
+                comm_f2c(int!(peer_comm)),
+                int!(remote_leader),
+                int!(tag),
+                c,
+            )
+        })
+    }
+}
+
 /// `MPI_Comm_free` for Open MPI's Fortran.
 ///
 /// # Safety
@@ -409,6 +461,21 @@ pub(super) unsafe fn comm_free(comm: *mut Fint) -> c_int {
 pub(super) unsafe fn finalize() -> c_int {
     // SAFETY: the program's call, passed on to this library's own.
     unsafe { crate::finalize::MPI_Finalize() }
+}
+
+// Open MPI's Fortran `MPI_Abort` (and MPICH's `use mpi_f08` one) goes to
+// `PMPI_Abort` directly: without this, an abort from Fortran would end only
+// this job, not the other jobs' processes (a world's other part, the remote
+// side of an Isthmus communicator), see `crate::abort`.
+/// `MPI_Abort` for Open MPI's Fortran (and MPICH's `use mpi_f08`).
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn abort(comm: *mut Fint, errorcode: *mut Fint) -> c_int {
+    // SAFETY: Fortran arguments, passed by reference.
+    let (c, code) = unsafe { (comm_f2c(int!(comm)), int!(errorcode)) };
+    // SAFETY: the program's call, passed on to this library's own.
+    unsafe { crate::abort::MPI_Abort(c, code) }
 }
 
 /// `MPI_Comm_disconnect` for Open MPI's Fortran.

@@ -1,6 +1,8 @@
 //! Fortran's side of `MPI_Comm_spawn` through the virtual machine: the
 //! parents' `MPI_Comm_spawn` and `MPI_Comm_spawn_multiple`, and the
-//! children's `MPI_Init`, `MPI_Init_thread` and `MPI_Comm_get_parent`.
+//! children's `MPI_Init`, `MPI_Init_thread` and `MPI_Comm_get_parent`; and
+//! the other dynamic-process call whose bindings go past the C entry
+//! point, `MPI_Comm_join` (`crate::join`).
 //!
 //! Open MPI's Fortran bindings (`ompi_comm_spawn_f`, which `use mpi_f08`
 //! calls, and `mpi_comm_spawn_`, which `mpif.h` and `use mpi` call) and
@@ -29,7 +31,7 @@ use mpi::ffi;
 
 use super::convert::{comm_c2f, comm_f2c, get, next, no_next, open_mpi, put, symbol, Fint};
 use crate::mpi_glue::{comm_null, MPI_Comm};
-use crate::{parent, spawn};
+use crate::{join, parent, spawn};
 
 /// Entries read at most from one Fortran `argv` that has no blank entry.
 const MAX_ARGS: usize = 4096;
@@ -308,26 +310,23 @@ unsafe fn get_parent(parent_comm: *mut Fint) -> c_int {
     rc
 }
 
-// ------------------------------------------------------------ entry points
-
-/// Calls the next definition of `$name` (the MPI library's own) with the
-/// same arguments, or puts the error in `$ierror` when there is none.
-macro_rules! pass_on {
-    ($name:literal, $ierror:expr, ($($a:ident: $t:ty),*)) => {{
-        static NEXT: OnceLock<usize> = OnceLock::new();
-        match next(&NEXT, $name) {
-            // SAFETY: the program's ierror (or null).
-            0 => unsafe { put($ierror, no_next(&$name.to_string_lossy())) },
-            p => {
-                // SAFETY: the MPI library's own definition of this very
-                // Fortran call, whose arguments are passed on unchanged.
-                let f: unsafe extern "C" fn($($t),*) = unsafe { std::mem::transmute(p) };
-                // SAFETY: as above.
-                unsafe { f($($a),*) }
-            }
-        }
-    }};
+/// `MPI_Comm_join` from Fortran: the descriptor is a Fortran `INTEGER`;
+/// this library's C `MPI_Comm_join` (an Isthmus intercommunicator across
+/// implementations), `intercomm` written back as a Fortran handle
+/// (`MPI_COMM_NULL` on failure, as in C).
+///
+/// # Safety
+/// As the Fortran call: `fd` and `intercomm` Fortran integers (or null).
+unsafe fn comm_join(fd: *const Fint, intercomm: *mut Fint) -> c_int {
+    let mut c: MPI_Comm = comm_null();
+    // SAFETY: the program's integer; our out-handle.
+    let rc = unsafe { join::MPI_Comm_join(int!(fd), &mut c) };
+    // SAFETY: the program's integer.
+    unsafe { put(intercomm, comm_c2f(c)) };
+    rc
 }
+
+// ------------------------------------------------------------ entry points
 
 /// Defines the Fortran names of one call: `$ompi` (Open MPI's own body),
 /// `$gfortran` names (Open MPI: the same body; MPICH: passed on, they call
@@ -499,6 +498,21 @@ fortran_names!(
     ],
     f08: mpi_comm_get_parent_f08_: c"mpi_comm_get_parent_f08_",
     (parent_comm: *mut Fint, ierror: *mut Fint),
+    ierror
+);
+
+macro_rules! join_body {
+    ($fd:ident, $intercomm:ident, $ierror:ident) => {
+        comm_join($fd, $intercomm)
+    };
+}
+
+fortran_names!(
+    "`MPI_Comm_join` (an Isthmus intercommunicator over a connected socket)", join_body,
+    ompi: ompi_comm_join_f,
+    gfortran: [mpi_comm_join_: c"mpi_comm_join_", pmpi_comm_join_: c"pmpi_comm_join_"],
+    f08: mpi_comm_join_f08_: c"mpi_comm_join_f08_",
+    (fd: *const Fint, intercomm: *mut Fint, ierror: *mut Fint),
     ierror
 );
 

@@ -27,7 +27,7 @@ use super::comm::raise;
 use super::ordered;
 use super::vcoll;
 use super::wire::{
-    complete, copy, leader_step, mpi, post, recv, root_place, send, Fail, TAG_ALLGATHER,
+    complete, copy, leader_step, mpi, post, recv, root_place, send, send_lent, Fail, TAG_ALLGATHER,
     TAG_ALLTOALL, TAG_BARRIER, TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_REDUCE_ROOT, TAG_SCAN,
     TAG_SCATTER,
 };
@@ -188,8 +188,9 @@ unsafe fn reduce_to_leaders(
     let mut out = None;
     leader_step(mc.native, leader(mc), || {
         let mut theirs = Scratch::new(nn, &e)?;
-        // SAFETY: both scratch buffers hold `n` elements.
-        let sent = unsafe { send(&mc.coll, 0, TAG_REDUCE, mine.ptr(), nn, dt) }?;
+        // SAFETY: both scratch buffers hold `n` elements; `mine` is not
+        // touched before `sent` is waited for or dropped.
+        let sent = unsafe { send_lent(&mc.coll, 0, TAG_REDUCE, mine.ptr(), nn, dt) }?;
         // SAFETY: as above.
         unsafe { recv(&mc.coll, 0, TAG_REDUCE, theirs.ptr(), nn, dt) }?;
         sent.wait()?;

@@ -318,23 +318,76 @@ pub unsafe fn give_comm(
     }
 }
 
-/// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` (the info is not used).
+/// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup`, the new handle with the
+/// hints of `info` (the bridge uses none).
 ///
 /// # Safety
 /// As `MPI_Comm_dup_with_info`.
 pub(crate) unsafe fn comm_dup_with_info(
     mc: &MergedComm,
     comm: MPI_Comm,
-    _info: ffi::MPI_Info,
+    info: ffi::MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
+    let made = dup(mc, comm).and_then(|c| {
+        crate::idup::set_hints(c, info)
+            .map(|()| c)
+            .inspect_err(|_| {
+                forget(c);
+                free_native(c);
+            })
+    });
     // SAFETY: forwarded.
-    unsafe { comm_dup(mc, comm, newcomm) }
+    unsafe { give_comm(made, comm, "MPI_Comm_dup_with_info", newcomm) }
 }
 
-/// `MPI_Comm_idup` on a merged communicator: the duplicate is made at the
-/// call (native duplicates and derived contexts, no bridge message), the
-/// request complete at once.
+/// A merged duplicate of `comm` made without blocking (`crate::idup`): its
+/// contexts are derived now (in the order of the calls, as `dup`'s); the
+/// native communicators to duplicate (the handle, the private side); and
+/// what registers the duplicates of those two as the new communicator.
+pub fn dup_later(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+) -> Result<([MPI_Comm; 2], crate::idup::Finish), BridgeError> {
+    let n = mc.derived.fetch_add(1, Ordering::Relaxed) + 1;
+    let contexts = contexts(mc.inter.derived(n)?)?;
+    let (order, groups) = (
+        mc.order.clone(),
+        (mc.local_group.clone(), mc.remote_group.clone()),
+    );
+    let finish = move |made: &[MPI_Comm]| match *made {
+        [handle, native] => {
+            adopt(handle, native, contexts, order, groups)?;
+            Ok(handle)
+        }
+        _ => Err(crate::idup::wrong_count(made.len())),
+    };
+    Ok(([comm, mc.native], Box::new(finish)))
+}
+
+/// `MPI_Comm_idup(_with_info)` on a merged communicator: the job's own
+/// nonblocking duplicates of the handle and the private side, registered
+/// when the request completes (`crate::idup`).
+///
+/// # Safety
+/// As `MPI_Comm_idup_with_info` (`info` may be MPI_INFO_NULL).
+unsafe fn idup(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    info: ffi::MPI_Info,
+    (newcomm, request): (*mut MPI_Comm, *mut crate::mpi_glue::MPI_Request),
+    call: &'static str,
+) -> c_int {
+    match dup_later(mc, comm) {
+        // SAFETY: forwarded.
+        Ok((natives, finish)) => unsafe {
+            crate::idup::start(comm, call, &natives, info, finish, newcomm, request)
+        },
+        Err(e) => errors::fail(comm, call, &e),
+    }
+}
+
+/// `MPI_Comm_idup` on a merged communicator (see `idup`).
 ///
 /// # Safety
 /// As `MPI_Comm_idup`.
@@ -344,37 +397,33 @@ pub(crate) unsafe fn comm_idup(
     newcomm: *mut MPI_Comm,
     request: *mut crate::mpi_glue::MPI_Request,
 ) -> c_int {
+    // SAFETY: reading rsmpi's exported constant.
+    let none = unsafe { ffi::RSMPI_INFO_NULL };
     // SAFETY: forwarded.
-    unsafe { give_idup(dup(mc, comm), comm, newcomm, request) }
+    unsafe { idup(mc, comm, none, (newcomm, request), "MPI_Comm_idup") }
 }
 
-/// `MPI_Comm_idup`'s outputs from a duplicate made at the call: the new
-/// handle and a request complete at once (merged communicators and mixed
-/// intercommunicators alike), or the failure raised on `comm`.
+/// `MPI_Comm_idup_with_info` on a merged communicator (see `idup`).
 ///
 /// # Safety
-/// `newcomm` and `request` are the program's out-pointers.
-pub unsafe fn give_idup(
-    made: Result<MPI_Comm, Fail>,
+/// As `MPI_Comm_idup_with_info`.
+#[cfg(isthmus_mpi4)]
+pub(crate) unsafe fn comm_idup_with_info(
+    mc: &MergedComm,
     comm: MPI_Comm,
+    info: ffi::MPI_Info,
     newcomm: *mut MPI_Comm,
     request: *mut crate::mpi_glue::MPI_Request,
 ) -> c_int {
-    let made = made.and_then(|c| {
-        crate::requests::completed(crate::mpi_glue::Outcome::empty())
-            .map(|r| (c, r))
-            .map_err(Fail::Mpi)
-    });
-    match made {
-        Ok((c, r)) => {
-            // SAFETY: the program's out-pointers.
-            unsafe {
-                *newcomm = c;
-                *request = r;
-            }
-            0
-        }
-        Err(f) => raise(comm, "MPI_Comm_idup", f),
+    // SAFETY: forwarded.
+    unsafe {
+        idup(
+            mc,
+            comm,
+            info,
+            (newcomm, request),
+            "MPI_Comm_idup_with_info",
+        )
     }
 }
 

@@ -40,7 +40,7 @@ use crate::requests::{self, Op};
 use crate::state::{Peers, Place};
 
 /// A rank argument as a place, or MPI's `MPI_ERR_RANK`; `None` for `MPI_PROC_NULL`.
-fn place(mc: &dyn Peers, rank: c_int, call: &str) -> Result<Option<Place>, Fail> {
+pub(super) fn place(mc: &dyn Peers, rank: c_int, call: &str) -> Result<Option<Place>, Fail> {
     if rank == proc_null() {
         return Ok(None);
     }
@@ -64,7 +64,7 @@ fn int(r: u32) -> c_int {
 ///
 /// # Safety
 /// `status` is null, `MPI_STATUS_IGNORE` or the program's status.
-unsafe fn translate(mc: &dyn Peers, status: *mut MPI_Status) {
+pub(super) unsafe fn translate(mc: &dyn Peers, status: *mut MPI_Status) {
     if status.is_null() || status == status_ignore() {
         return;
     }
@@ -76,7 +76,7 @@ unsafe fn translate(mc: &dyn Peers, status: *mut MPI_Status) {
     }
 }
 
-fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
+pub(super) fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
     match r {
         Ok(()) => 0,
         Err(f) => raise(comm, call, f),
@@ -280,7 +280,7 @@ unsafe fn isend_in(
 }
 
 /// What an `MPI_ANY_SOURCE` probe round found.
-enum Found {
+pub(super) enum Found {
     /// A native message, taken by a matched probe.
     Native(ffi::MPI_Message, MPI_Status),
     /// A bridge message from remote rank `.0` with tag `.1`.
@@ -289,7 +289,7 @@ enum Found {
 
 /// One round of an `MPI_ANY_SOURCE` probe: native first, then the bridge.
 /// `take`: a native message found is taken (matched probe).
-fn probe_any(
+pub(super) fn probe_any(
     mc: &dyn Peers,
     tag: c_int,
     comm: MPI_Comm,
@@ -319,7 +319,12 @@ fn probe_any(
 
 /// Rounds of [`probe_any`] until one finds a message, polling and then
 /// sleeping as `ISTHMUS_WAIT` says (`isthmus_bridge::wait`).
-fn wait_any(mc: &dyn Peers, tag: c_int, comm: MPI_Comm, take: bool) -> Result<Found, Fail> {
+pub(super) fn wait_any(
+    mc: &dyn Peers,
+    tag: c_int,
+    comm: MPI_Comm,
+    take: bool,
+) -> Result<Found, Fail> {
     let mut backoff = Backoff::new();
     loop {
         if let Some(f) = probe_any(mc, tag, comm, take)? {
@@ -414,7 +419,7 @@ unsafe fn recv_from(
 /// `MPI_ANY_SOURCE` receives (see `anysource`): `Some(None)` for any
 /// source, `Some(Some(r))` for rank r of the other job behind a pending
 /// one; `None` when it goes straight (this job's ranks, or an empty queue).
-fn queued(mc: &dyn Peers, src: c_int, comm: MPI_Comm) -> Option<Option<u32>> {
+pub(super) fn queued(mc: &dyn Peers, src: c_int, comm: MPI_Comm) -> Option<Option<u32>> {
     let busy = anysource::busy(comm);
     if src == any_source() {
         return busy.then_some(None);
@@ -561,8 +566,55 @@ pub(crate) unsafe fn sendrecv(
     code(comm, CALL, run())
 }
 
+/// `MPI_Sendrecv_replace`: the buffer's data sent from a copy, the
+/// message received into the buffer (as `MPI_Sendrecv` with the copy as
+/// its send buffer).
+///
+/// # Safety
+/// As `MPI_Sendrecv_replace`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn sendrecv_replace(
+    mc: &dyn Peers,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let copy = crate::collbuf::Extents::of(datatype).and_then(|e| {
+        // SAFETY: `buf` holds `count` elements (MPI's contract).
+        elements(count).and_then(|n| unsafe { crate::collbuf::Scratch::copy_of(buf, n, &e) })
+    });
+    let mut copy = match copy {
+        Ok(c) => c,
+        Err(e) => return crate::errors::fail(comm, "MPI_Sendrecv_replace", &e),
+    };
+    // SAFETY: the copy and the program's buffer, `count` elements each.
+    unsafe {
+        sendrecv(
+            mc,
+            copy.ptr(),
+            count,
+            datatype,
+            dest,
+            sendtag,
+            buf,
+            count,
+            datatype,
+            source,
+            recvtag,
+            comm,
+            status,
+        )
+    }
+}
+
 /// A bridge probe's status, the source as a merged rank.
-fn probed(mc: &dyn Peers, r: u32, st: &Status) -> Outcome {
+pub(super) fn probed(mc: &dyn Peers, r: u32, st: &Status) -> Outcome {
     let mut o = Outcome::received(st, i64::try_from(st.bytes).unwrap_or(i64::MAX));
     o.source = int(mc.order().merged_rank(Place::Remote(r)));
     o
@@ -690,13 +742,11 @@ pub(crate) unsafe fn iprobe(
     code(comm, "MPI_Iprobe", run())
 }
 
-/// Copies a native status to the program's (unless ignored).
+/// Copies a native status to the program's (unless ignored), keeping its error field.
 ///
 /// # Safety
 /// `status` is null, `MPI_STATUS_IGNORE` or the program's status.
 unsafe fn copy_status(status: *mut MPI_Status, st: &MPI_Status) {
-    if !status.is_null() && status != status_ignore() {
-        // SAFETY: a writable status (the caller's contract).
-        unsafe { *status = *st };
-    }
+    // SAFETY: forwarded.
+    unsafe { crate::mpi_glue::copy_status_keeping_error(status, st) }
 }

@@ -17,16 +17,22 @@ use super::wire::{
     complete, leader_step, mpi, post, recv, root_place, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL,
     TAG_ALLTOALLW, TAG_GATHER, TAG_SCATTERV,
 };
-use crate::collbuf::{array, elements, ints, is_in_place, offset, Extents, Scratch};
+use crate::collbuf::{
+    array, elements, ints, is_in_place, native_count, native_counts, offset, Extents, Scratch,
+};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
 
 /// A derived datatype of ours, freed when dropped (within the call).
-struct Derived(MPI_Datatype);
+pub(crate) struct Derived(pub(crate) MPI_Datatype);
 
 impl Derived {
     /// The blocks `counts[i]` elements of `dt` at `displs[i]` (in extents of `dt`).
-    fn indexed(counts: &[c_int], displs: &[c_int], dt: MPI_Datatype) -> Result<Derived, Fail> {
+    pub(crate) fn indexed(
+        counts: &[c_int],
+        displs: &[c_int],
+        dt: MPI_Datatype,
+    ) -> Result<Derived, Fail> {
         let n = c_int::try_from(counts.len()).map_err(|_| too_many())?;
         // SAFETY: reading rsmpi's exported constant.
         let mut t = unsafe { ffi::RSMPI_DATATYPE_NULL };
@@ -111,7 +117,7 @@ unsafe fn own_block(
 /// # Safety
 /// `from` and `to` address the blocks, as for the collective.
 #[allow(clippy::too_many_arguments)] // two blocks
-unsafe fn to_self(
+pub(crate) unsafe fn to_self(
     mc: &MergedComm,
     from: *const c_void,
     count: c_int,
@@ -180,15 +186,16 @@ pub(super) unsafe fn allgatherv_as(
                 )
             }?;
         } else {
+            let native_cm = native_counts(&cm, recvtype);
             // SAFETY: the program's buffers; this job's counts and displacements.
             mpi(unsafe {
                 isthmus_bridge::native::run(|req| {
                     ffi::PMPI_Iallgatherv(
                         sendbuf,
-                        sendcount,
+                        native_count(sendcount, sendtype),
                         sendtype,
                         recvbuf,
-                        cm.as_ptr(),
+                        native_cm.as_ptr(),
                         dm.as_ptr(),
                         recvtype,
                         mc.native,
@@ -256,15 +263,16 @@ pub(super) unsafe fn gatherv_as(
                 } else {
                     (counts.to_vec(), displs.to_vec())
                 };
+                let native_cm = native_counts(&cm, recvtype);
                 // SAFETY: the program's buffers; at the root, this job's blocks.
                 mpi(unsafe {
                     isthmus_bridge::native::run(|req| {
                         ffi::PMPI_Igatherv(
                             sendbuf,
-                            sendcount,
+                            native_count(sendcount, sendtype),
                             sendtype,
                             recvbuf,
-                            cm.as_ptr(),
+                            native_cm.as_ptr(),
                             dm.as_ptr(),
                             recvtype,
                             lr,
@@ -403,8 +411,8 @@ pub(super) unsafe fn alltoallv_as(
             // SAFETY: the block for rank r of the other job in the send buffer.
             sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, elements(c)?, sendtype) }?);
         }
-        let (scm, sdm) = (part(sc, &mine)?, part(sd, &mine)?);
-        let (rcm, rdm) = (part(rc, &mine)?, part(rd, &mine)?);
+        let (scm, sdm) = (native_counts(&part(sc, &mine)?, sendtype), part(sd, &mine)?);
+        let (rcm, rdm) = (native_counts(&part(rc, &mine)?, recvtype), part(rd, &mine)?);
         // SAFETY: the program's buffers; this job's counts and displacements.
         mpi(unsafe {
             isthmus_bridge::native::run(|req| {
@@ -492,16 +500,17 @@ pub(super) unsafe fn scatterv_as(
         } else {
             (counts.to_vec(), displs.to_vec())
         };
+        let native_cm = native_counts(&cm, sendtype);
         // SAFETY: the program's buffers; at the root, this job's blocks.
         mpi(unsafe {
             isthmus_bridge::native::run(|req| {
                 ffi::PMPI_Iscatterv(
                     sendbuf,
-                    cm.as_ptr(),
+                    native_cm.as_ptr(),
                     dm.as_ptr(),
                     sendtype,
                     recvbuf,
-                    recvcount,
+                    native_count(recvcount, recvtype),
                     recvtype,
                     lr,
                     mc.native,

@@ -3,6 +3,7 @@
 //! receive names), and what a job's leader tells the rest of its job when
 //! its part failed.
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use isthmus_bridge::{BridgeError, InterComm, RecvRequest, SendRequest, Source, Tag};
@@ -71,6 +72,56 @@ pub unsafe fn send(
     ic.isend_borrowed(dest, tag, &sig, n, &enc.bytes)
 }
 
+/// A send that reads the program's (or a scratch) memory in place (see
+/// [`send_lent`]): waits for the send when dropped, so that an early
+/// return cannot free the memory under it.
+pub struct LentSend(Option<SendRequest>);
+
+impl LentSend {
+    /// Waits for the send to complete.
+    pub fn wait(mut self) -> Result<(), BridgeError> {
+        self.0.take().map_or(Ok(()), SendRequest::wait)
+    }
+}
+
+impl Drop for LentSend {
+    fn drop(&mut self) {
+        if let Some(req) = self.0.take() {
+            // Only the end counts here: the caller reports its own error.
+            let _ = req.wait();
+        }
+    }
+}
+
+/// [`send`] lending the memory at `buf` to the send when its bytes are the
+/// wire's (a predefined type without gaps): no copy, and on this host a
+/// large message is read by the receiver straight out of `buf`.
+///
+/// # Safety
+/// `buf` addresses `count` readable elements of `dt`, which stay valid and
+/// unchanged until the returned guard is dropped or waited for.
+pub unsafe fn send_lent(
+    ic: &InterComm,
+    dest: u32,
+    tag: i32,
+    buf: *const c_void,
+    count: usize,
+    dt: MPI_Datatype,
+) -> Result<LentSend, BridgeError> {
+    let n = c_int::try_from(count)
+        .map_err(|_| BridgeError::InvalidArgument(format!("{count} elements exceed an int")))?;
+    // SAFETY: forwarded.
+    let (sig, n, enc) = unsafe { datatype::encode(buf, n, dt) }?;
+    let req = match enc.bytes {
+        // SAFETY: the bytes are `buf`'s, valid and unchanged until the guard
+        // is dropped or waited for (this function's contract), and the
+        // guard does not go before the request completed.
+        Cow::Borrowed(b) => unsafe { ic.isend_lent(dest, tag, &sig, n, b.as_ptr(), b.len()) }?,
+        Cow::Owned(v) => ic.isend_bytes(dest, tag, &sig, n, v)?,
+    };
+    Ok(LentSend(Some(req)))
+}
+
 /// Posts the receive of `count` elements of `dt` from rank `src` of the other job.
 pub fn post(
     ic: &InterComm,
@@ -110,6 +161,14 @@ pub unsafe fn recv(
     count: usize,
     dt: MPI_Datatype,
 ) -> Result<(), BridgeError> {
+    // SAFETY: `buf` has room for `count` elements (this function's contract).
+    let raw = unsafe { datatype::raw_target(buf, count, dt) };
+    if let Some(target) = raw? {
+        // A predefined type: straight into `buf`, no buffer in between.
+        return target
+            .recv(|bytes| ic.recv_bytes_into(Source::Rank(src), Tag::Value(tag), None, bytes))
+            .map(drop);
+    }
     let req = post(ic, src, tag, count, dt)?;
     // SAFETY: forwarded.
     unsafe { complete(req, buf, count, dt) }

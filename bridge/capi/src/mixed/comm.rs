@@ -102,6 +102,7 @@ fn dup_local(g: &LocalGroup) -> Result<LocalGroup, Fail> {
 fn dup(mx: &MixedInter, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
     let n = mx.derived.fetch_add(1, Ordering::Relaxed) + 1;
     let (inter, coll_inter) = crate::merged::contexts(mx.inter.derived(n)?)?;
+    let nbc = crate::merged::hidden_side(&coll_inter, (&mx.local_group, &mx.remote_group))?;
     let handle = duplicate(comm)?;
     let native = match duplicate(mx.coll.native) {
         Ok(c) => c,
@@ -128,6 +129,7 @@ fn dup(mx: &MixedInter, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
                 inter: coll_inter,
                 native,
             },
+            nbc,
             rank: mx.rank,
             local_size: mx.local_size,
             local: group,
@@ -135,6 +137,7 @@ fn dup(mx: &MixedInter, comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
             local_group: mx.local_group.clone(),
             remote_group: mx.remote_group.clone(),
             derived: Default::default(),
+            three_jobs: mx.three_jobs,
         },
     );
     Ok(handle)
@@ -149,21 +152,137 @@ pub(crate) unsafe fn comm_dup(mx: &MixedInter, comm: MPI_Comm, newcomm: *mut MPI
     unsafe { crate::merged::give_comm(dup(mx, comm), comm, "MPI_Comm_dup", newcomm) }
 }
 
-/// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup` (the info is not used).
+/// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup`, the new handle with the
+/// hints of `info` (the bridge uses none).
 ///
 /// # Safety
 /// As `MPI_Comm_dup_with_info`.
 pub(crate) unsafe fn comm_dup_with_info(
     mx: &MixedInter,
     comm: MPI_Comm,
-    _info: ffi::MPI_Info,
+    info: ffi::MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
+    let made = dup(mx, comm).and_then(|c| {
+        crate::idup::set_hints(c, info)
+            .map(|()| c)
+            .inspect_err(|_| {
+                forget(c);
+                free_native(c);
+            })
+    });
     // SAFETY: forwarded.
-    unsafe { comm_dup(mx, comm, newcomm) }
+    unsafe { crate::merged::give_comm(made, comm, "MPI_Comm_dup_with_info", newcomm) }
 }
 
-/// `MPI_Comm_idup`: the duplicate made at the call, the request complete.
+/// How the local group's communicator of a duplicate is made from its
+/// native duplicates.
+enum LocalLater {
+    /// One native duplicate.
+    Native,
+    /// A private merged duplicate: two (its handle, its private side).
+    Merged(crate::idup::Finish),
+}
+
+/// `MPI_Comm_idup(_with_info)`: the contexts derived at the call (in
+/// `dup`'s order), the job's own nonblocking duplicates of the handle, the
+/// collectives' side and the local group's communicator(s), registered
+/// when the request completes (`crate::idup`).
+///
+/// # Safety
+/// As `MPI_Comm_idup_with_info` (`info` may be MPI_INFO_NULL).
+unsafe fn idup(
+    mx: &MixedInter,
+    comm: MPI_Comm,
+    info: ffi::MPI_Info,
+    (newcomm, request): (*mut MPI_Comm, *mut MPI_Request),
+    call: &'static str,
+) -> c_int {
+    let n = mx.derived.fetch_add(1, Ordering::Relaxed) + 1;
+    let contexts = match mx.inter.derived(n).and_then(crate::merged::contexts) {
+        Ok(c) => c,
+        Err(e) => return crate::errors::fail(comm, call, &e),
+    };
+    let nbc = match crate::merged::hidden_side(&contexts.1, (&mx.local_group, &mx.remote_group)) {
+        Ok(b) => b,
+        Err(e) => return crate::errors::fail(comm, call, &e),
+    };
+    let mut natives = vec![comm, mx.coll.native];
+    let local = match mx.local {
+        LocalGroup::Native(c) => {
+            natives.push(c);
+            LocalLater::Native
+        }
+        LocalGroup::Merged(c) => {
+            let later = state::merged_comm(c)
+                .ok_or_else(|| {
+                    BridgeError::InvalidArgument("the local group's communicator is gone".into())
+                })
+                .and_then(|mc| crate::merged::dup_later(&mc, c));
+            match later {
+                Ok((more, finish)) => {
+                    natives.extend(more);
+                    LocalLater::Merged(finish)
+                }
+                Err(e) => return crate::errors::fail(comm, call, &e),
+            }
+        }
+    };
+    let template = MixedInter {
+        peers: mx.peers.clone(),
+        inter: contexts.0,
+        coll: MixedColl {
+            peers: mx.coll.peers.clone(),
+            inter: contexts.1,
+            native: comm_null(),
+        },
+        nbc,
+        rank: mx.rank,
+        local_size: mx.local_size,
+        local: LocalGroup::Native(comm_null()),
+        union: mx.union.clone(),
+        local_group: mx.local_group.clone(),
+        remote_group: mx.remote_group.clone(),
+        derived: Default::default(),
+        three_jobs: mx.three_jobs,
+    };
+    let finish = move |made: &[MPI_Comm]| {
+        let [handle, native, rest @ ..] = made else {
+            return Err(crate::idup::wrong_count(made.len()));
+        };
+        let local = match (local, rest) {
+            (LocalLater::Native, [c]) => LocalGroup::Native(*c),
+            (LocalLater::Merged(f), [_, _]) => LocalGroup::Merged(f(rest)?),
+            _ => return Err(crate::idup::wrong_count(made.len())),
+        };
+        state::add_mixed(
+            *handle,
+            MixedInter {
+                coll: MixedColl {
+                    native: *native,
+                    ..template.coll
+                },
+                local,
+                ..template
+            },
+        );
+        Ok(*handle)
+    };
+    // SAFETY: forwarded.
+    unsafe {
+        crate::idup::start(
+            comm,
+            call,
+            &natives,
+            info,
+            Box::new(finish),
+            newcomm,
+            request,
+        )
+    }
+}
+
+/// `MPI_Comm_idup` (see `idup`).
 ///
 /// # Safety
 /// As `MPI_Comm_idup`.
@@ -173,8 +292,34 @@ pub(crate) unsafe fn comm_idup(
     newcomm: *mut MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: reading rsmpi's exported constant.
+    let none = unsafe { ffi::RSMPI_INFO_NULL };
     // SAFETY: forwarded.
-    unsafe { crate::merged::give_idup(dup(mx, comm), comm, newcomm, request) }
+    unsafe { idup(mx, comm, none, (newcomm, request), "MPI_Comm_idup") }
+}
+
+/// `MPI_Comm_idup_with_info` (see `idup`).
+///
+/// # Safety
+/// As `MPI_Comm_idup_with_info`.
+#[cfg(isthmus_mpi4)]
+pub(crate) unsafe fn comm_idup_with_info(
+    mx: &MixedInter,
+    comm: MPI_Comm,
+    info: ffi::MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        idup(
+            mx,
+            comm,
+            info,
+            (newcomm, request),
+            "MPI_Comm_idup_with_info",
+        )
+    }
 }
 
 /// Forgets the mixed intercommunicator `comm` if it is one, freeing its
@@ -183,6 +328,7 @@ pub(crate) unsafe fn comm_idup(
 pub fn forget(comm: MPI_Comm) -> bool {
     match state::remove_mixed(comm) {
         Some(mx) => {
+            mx.nbc.coll.free();
             free_native(mx.coll.native);
             local::free(&mx.local);
             true
@@ -238,7 +384,8 @@ fn merged_order(mx: &MixedInter, ours_first: bool) -> Vec<Member> {
     all
 }
 
-fn merge(mx: &MixedInter, comm: MPI_Comm, high: bool) -> Result<MPI_Comm, Fail> {
+/// The merged communicator over both groups (`high` as the merge's).
+pub(super) fn merge(mx: &MixedInter, comm: MPI_Comm, high: bool) -> Result<MPI_Comm, Fail> {
     let theirs = remote_high(mx, high)?;
     let ours_first = if high == theirs {
         mx.union.first().is_some_and(|m| m.ours)
@@ -310,6 +457,19 @@ pub(crate) unsafe fn intercomm_merge(
     if newintracomm.is_null() {
         let e = BridgeError::InvalidArgument("newintracomm is NULL".into());
         return crate::errors::fail(comm, CALL, &e);
+    }
+    if mx.three_jobs {
+        // SAFETY: non-null, the program's out-pointer.
+        unsafe { *newintracomm = comm_null() };
+        let code = crate::errors::code(
+            crate::errors::Class::Refused,
+            &format!(
+                "{CALL}: this intercommunicator's processes are in three jobs \
+                 (MPI_Comm_spawn_multiple's parents, and their children's world of two \
+                 implementations); a merged communicator spans two jobs"
+            ),
+        );
+        return crate::errors::raise(comm, code);
     }
     // SAFETY: non-null, the program's out-pointer.
     unsafe { crate::merged::give_comm(merge(mx, comm, high != 0), comm, CALL, newintracomm) }

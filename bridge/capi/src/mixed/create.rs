@@ -186,6 +186,7 @@ fn finish(
     let mut remote: Vec<&Member> = members.iter().filter(|m| !m.ours).collect();
     remote.sort_by_key(|m| m.rank);
     let peers = Order::of(remote.iter().map(|m| m.place).collect(), 0);
+    let nbc = crate::merged::hidden_side(&coll_inter, ("", ""))?;
     let native = duplicate(handle)?;
     let local_size = u32::try_from(local_size).map_err(|_| bad("groups too large"))?;
     Ok((
@@ -198,6 +199,7 @@ fn finish(
                 inter: coll_inter,
                 native,
             },
+            nbc,
             rank,
             local_size,
             // Replaced by the caller (it keeps the group's ownership).
@@ -206,6 +208,7 @@ fn finish(
             local_group: String::new(),
             remote_group: String::new(),
             derived: Default::default(),
+            three_jobs: false,
         },
     ))
 }

@@ -142,3 +142,31 @@ pub unsafe fn scatter(
         }
     })
 }
+
+/// `MPI_Scatterv` over the local group.
+///
+/// # Safety
+/// As `MPI_Scatterv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub unsafe fn scatterv(
+    g: &LocalGroup,
+    send: *const c_void,
+    counts: *const c_int,
+    displs: *const c_int,
+    st: MPI_Datatype,
+    recv: *mut c_void,
+    rn: c_int,
+    rt: MPI_Datatype,
+    root: c_int,
+) -> Result<(), Fail> {
+    let (c, mc) = parts(g)?;
+    // SAFETY: forwarded.
+    mpi(unsafe {
+        match mc {
+            Some(mc) => {
+                crate::merged::scatterv(&mc, send, counts, displs, st, recv, rn, rt, root, c)
+            }
+            None => ffi::PMPI_Scatterv(send, counts, displs, st, recv, rn, rt, root, c),
+        }
+    })
+}

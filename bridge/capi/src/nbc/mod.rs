@@ -30,6 +30,7 @@
 //! started before it on the communicator has issued all of its own (see
 //! [`side::Side`]). Stages that issue native steps say so ([`Stage::native`]).
 
+pub(crate) mod deferred;
 mod schedule;
 mod share;
 pub(crate) mod side;

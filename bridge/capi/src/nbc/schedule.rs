@@ -216,10 +216,20 @@ impl Op {
         comm: MPI_Comm,
         call: &'static str,
     ) -> Result<Op, c_int> {
+        Op::begin_over(bc, (comm, comm), call)
+    }
+
+    /// [`Op::begin`] whose native steps run on a duplicate of `native`
+    /// (a mixed intercommunicator's local group), errors raised on `comm`.
+    pub(crate) fn begin_over(
+        bc: &Arc<BridgeComm>,
+        (comm, native): (MPI_Comm, MPI_Comm),
+        call: &'static str,
+    ) -> Result<Op, c_int> {
         let seq = bc
             .coll
             .nbc()
-            .begin(comm)
+            .begin(native)
             .map_err(|rc| errors::raise(comm, rc))?;
         tracing::debug!(call, seq, "nonblocking collective started");
         Ok(Op {
@@ -372,9 +382,10 @@ pub(crate) fn progress() -> Vec<Finished> {
 }
 
 /// The request `key` of a schedule that ended has been completed.
-pub(crate) fn retire(key: usize) {
+/// True when it was the last schedule under way (see `deferred`).
+pub(crate) fn retire(key: usize) -> bool {
     live().remove(key);
-    COUNT.fetch_sub(1, Ordering::Relaxed);
+    COUNT.fetch_sub(1, Ordering::Relaxed) == 1
 }
 
 /// Tests `slot`'s request; true once it completed.
@@ -382,6 +393,11 @@ fn test(slot: &mut Slot) -> bool {
     let arrival = match slot {
         Slot::Done(_) => return true,
         Slot::Waiting(Wait::Native(req)) => {
+            // A step may be another schedule's generalized request (a
+            // mixed intercommunicator's local group of both jobs runs the
+            // merged nonblocking collective): its failure is in the table,
+            // not in what PMPI_Test returns, and is this schedule's.
+            let key = crate::mpi_glue::request_key(*req);
             let mut flag = 0;
             // SAFETY: a native request of the schedule's own, live until
             // it completes here.
@@ -389,7 +405,8 @@ fn test(slot: &mut Slot) -> bool {
             if rc == 0 && flag == 0 {
                 return false;
             }
-            Arrival::Native(rc)
+            let inner = crate::failed_requests::take_failure(key).map_or(0, |f| f.code);
+            Arrival::Native(if rc != 0 { rc } else { inner })
         }
         Slot::Waiting(Wait::Send(s)) if !s.test() => return false,
         Slot::Waiting(Wait::Recv(r)) if !r.test() => return false,

@@ -52,6 +52,16 @@ impl Side {
     /// The next operation's sequence number; the first one starts the
     /// native duplicate of `comm` (the communicator's local handle).
     pub(crate) fn begin(&self, comm: MPI_Comm) -> Result<u64, c_int> {
+        self.prepare(comm)?;
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Starts the native duplicate of `comm` if it is not yet under way,
+    /// without taking a sequence number: a communicator whose first
+    /// operation starts inside a schedule (a mixed intercommunicator's
+    /// local group) has its duplication begun in program order, like the
+    /// collectives the program calls on it.
+    pub(crate) fn prepare(&self, comm: MPI_Comm) -> Result<(), c_int> {
         let mut st = self.lock();
         if let Dup::None = st.dup {
             let (mut dup, mut req) = (comm_null(), request_null());
@@ -62,7 +72,7 @@ impl Side {
             }
             st.dup = Dup::Pending(dup, req);
         }
-        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+        Ok(())
     }
 
     /// The native communicator if it is operation `seq`'s turn.

@@ -270,8 +270,12 @@ static void build_derived(void)
     /* What MPI forbids must be refused, not delivered. */
     c = add("must-refuse:int-as-float", MPI_INT, sizeof(int), 4, ints30);
     c->recv_type = MPI_FLOAT, c->must_refuse = 1;
-    c = add("must-refuse:5-int-as-2-pairs", MPI_INT, sizeof(int), 5, ints30);
-    c->recv_type = two_ints, c->send_count = 5, c->recv_count = 4, c->must_refuse = 1;
+    /* A message that ends inside a receive element (MPI allows it:
+     * MPICH's datatype/getpartelm.c): the whole ints arrive, MPI_Get_count
+     * says MPI_UNDEFINED. */
+    c = add("5-int-as-2.5-pairs", MPI_INT, sizeof(int), 5, ints30);
+    c->recv_type = two_ints, c->send_count = 5, c->recv_count = 4,
+    c->expect_count = MPI_UNDEFINED;
     c = add("must-refuse:long-as-int", MPI_LONG, sizeof(int), 4, ints30);
     c->recv_type = MPI_INT, c->send_count = 2, c->recv_count = 8, c->must_refuse = 1;
     /* The struct, three of them, sent and received as themselves. */
@@ -393,8 +397,9 @@ static size_t expected(const struct tcase *c)
         return 10 * sizeof(int);
     }
     if (c->send_type == two_ints || c->recv_type == two_ints) {
-        memcpy(want, ints30, 6 * sizeof(int));
-        return 6 * sizeof(int);
+        int n = c->send_type == two_ints ? 2 * c->send_count : c->send_count;
+        memcpy(want, ints30, n * sizeof(int));
+        return n * sizeof(int);
     }
     fill(c, want);
     return (size_t) c->send_count * c->elem;

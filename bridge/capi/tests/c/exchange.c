@@ -299,8 +299,8 @@ static void refused(void)
         CHECK(gs == rs && gr == MPI_UNDEFINED, "remote group: rank %d of %d", gr, gs);
         MPI_Group_free(&g);
     }
-    expect_refused(MPI_Send_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Send_init");
-    expect_refused(MPI_Recv_init(&x, 1, MPI_INT, 0, 0, inter, &r), "MPI_Recv_init");
+    /* (Persistent requests work now: tests/c/persist.c.) */
+    (void) r;
     (void) m;
     (void) st;
     expect_refused(MPI_Cart_create(inter, 1, &size, &x, 0, &c), "MPI_Cart_create");

@@ -12,65 +12,29 @@
  *        joining (the test driver), with MPI_ERRORS_RETURN: prints
  *        "JOIN-ERROR null=<0|1> <MPI_Error_string>", then "PASS fail rank 0".
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <mpi.h>
 
 #include "check.h"
+#include "join_socket.h"
 
 static int rank;
 
 static int listen_and_accept(const char *file)
 {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(bind(s, (struct sockaddr *)&a, sizeof a) == 0, "bind");
-    CHECK(listen(s, 1) == 0, "listen");
-    socklen_t len = sizeof a;
-    getsockname(s, (struct sockaddr *)&a, &len);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", file);
-    FILE *f = fopen(tmp, "w");
-    CHECK(f != NULL, "cannot write %s", tmp);
-    fprintf(f, "%d\n", ntohs(a.sin_port));
-    fclose(f);
-    CHECK(rename(tmp, file) == 0, "rename %s", tmp);
-    int fd = accept(s, NULL, NULL);
-    CHECK(fd >= 0, "accept");
-    close(s);
+    int fd = join_listen(file);
+    CHECK(fd >= 0, "cannot listen on 127.0.0.1, write the port to %s and accept", file);
     return fd;
 }
 
 static int connect_to(const char *file)
 {
-    int port = 0;
-    for (int i = 0; i < 1200 && port == 0; i++) {
-        FILE *f = fopen(file, "r");
-        if (f) {
-            if (fscanf(f, "%d", &port) != 1)
-                port = 0;
-            fclose(f);
-        }
-        if (port == 0)
-            usleep(50000);
-    }
-    CHECK(port != 0, "no port in %s", file);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect to port %d", port);
+    int fd = join_connect(file);
+    CHECK(fd >= 0, "cannot connect to the port in %s", file);
     return fd;
 }
 
@@ -111,9 +75,8 @@ static int joined(int fd, int listener)
         }
     }
     /* The socket is left as it was: usable, nothing unread. */
-    char out = listener ? 'L' : 'C', in = 0;
-    CHECK(write(fd, &out, 1) == 1, "write to the socket after the join");
-    CHECK(read(fd, &in, 1) == 1 && in == (listener ? 'C' : 'L'), "read %c after the join", in);
+    int in = join_swap_byte(fd, listener ? 'L' : 'C');
+    CHECK(in == (listener ? 'C' : 'L'), "read %d after the join", in);
     MPI_Comm_disconnect(&inter);
     CHECK(inter == MPI_COMM_NULL, "disconnect left a handle");
     close(fd);

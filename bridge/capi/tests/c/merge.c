@@ -588,8 +588,8 @@ static void point_to_point(MPI_Comm m, int mr, int n)
  * at once beside a native request and completed in reverse order by one
  * MPI_Waitall; Igather, Iscatter at every root, Iallgather and Ialltoall
  * (in place too, polled with MPI_Testall), Iscan, Iexscan and
- * Ireduce_scatter(_block) (non-commutative, in place); one not carried
- * yet (MPI_Igatherv) is refused. */
+ * Ireduce_scatter(_block) (non-commutative, in place); Igatherv with
+ * the blocks in reverse order. */
 static void nonblocking_collectives(MPI_Comm m, int mr, int n)
 {
     MPI_Request rq[6];
@@ -751,14 +751,21 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n)
             CHECK(out[i] == n * (n - 1) / 2 + n * (off + i), "ireduce_scatter item %d: %d", i,
                   out[i]);
     }
-    int s1[64], s2 = 0, ones[64], zeros[64];
+    /* Igatherv: every rank's merged rank, each at its own displacement. */
+    int mine_rank = mr, gathered[64], ones[64], at[64];
     MPI_Request r = MPI_REQUEST_NULL;
-    for (i = 0; i < 64; i++) {
+    CHECK(n <= 64, "merged size %d", n);
+    for (i = 0; i < n; i++) {
         ones[i] = 1;
-        zeros[i] = 0;
+        at[i] = n - 1 - i;
+        gathered[i] = -1;
     }
-    expect_refused(MPI_Igatherv(s1, 1, MPI_INT, &s2, ones, zeros, MPI_INT, 0, m, &r),
-                   "MPI_Igatherv");
+    MPI_Igatherv(&mine_rank, 1, MPI_INT, gathered, ones, at, MPI_INT, 0, m, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    if (mr == 0)
+        for (i = 0; i < n; i++)
+            CHECK(gathered[n - 1 - i] == i, "igatherv block of rank %d: %d", i,
+                  gathered[n - 1 - i]);
     MPI_Comm_set_errhandler(m, MPI_ERRORS_ARE_FATAL);
     if (rank == 0)
         printf("NONBLOCKING collectives on merged: ok (%d polls)\n", polls);

@@ -21,10 +21,24 @@
  *        ISTHMUS_TEST_APP=two; the three children are one MPI_COMM_WORLD,
  *        each checks it runs its own command; then the manager's
  *        exchanges. Prints "PASS multiple rank 0".
- *   spawn mixed COMMAND_A COMMAND_B
- *        MPI_Comm_spawn_multiple of one rank of each, which must fail
- *        (commands of two implementations): prints a SPAWN-ERROR line as
- *        `fail` does, then "PASS mixed rank 0".
+ *   spawn cross WORKER_A WORKER_B [self|world]
+ *        `multiple` with WORKER_A as the first command and WORKER_B (of
+ *        the other implementation) as the second: the three children are
+ *        one world (MPI_COMM_WORLD across both implementations, WORKER_A's
+ *        rank first), the intercommunicator's remote group is that world;
+ *        MPI_Intercomm_merge of it is refused (three jobs) with
+ *        MPI_ERRORS_RETURN. On MPI_COMM_SELF of rank 0 (`self`, the
+ *        default) or on MPI_COMM_WORLD with the last rank as root
+ *        (`world`: every parent gets the intercommunicator, whose local
+ *        group is the job's). Each child's MPI library is printed as
+ *        "CHILD-LIBRARY <q> <line>". Prints "PASS cross rank <r>" on each
+ *        parent.
+ *   spawn crossfail TIMEOUT COMMAND IMPL [COMMAND IMPL]...
+ *        one MPI_Comm_spawn_multiple that must fail (MPI_ERRORS_RETURN,
+ *        isthmus_timeout TIMEOUT), one rank of each COMMAND run as
+ *        `sleeper` with the info key isthmus_impl IMPL ("-": none);
+ *        prints "SPAWN-ERROR 0 ..." as `fail` does, then "PASS crossfail
+ *        rank 0".
  *   spawn sleeper    a child that sleeps 120 s before MPI_Init.
  *   spawn exit3      a child that exits with 3 before MPI_Init.
  *   spawn fail TIMEOUT COMMAND NP [COMMAND NP]...
@@ -60,8 +74,10 @@ static void library_line(char line[LIBRARY_LINE])
 }
 
 /* What both sides do on the intercommunicator; `parent` is 1 on the
- * managers' side. Returns the number of failed checks (children report it). */
-static int exchange(MPI_Comm inter, int parent)
+ * managers' side; `cross`: the children are a world of two implementations,
+ * whose intercommunicator spans three jobs and cannot be merged (checked).
+ * Returns the number of failed checks (children report it). */
+static int exchange(MPI_Comm inter, int parent, int cross)
 {
     int bad = 0, rsize, lsize, flag, lrank;
     MPI_Comm_test_inter(inter, &flag);
@@ -113,6 +129,16 @@ static int exchange(MPI_Comm inter, int parent)
     /* Merge: the parents first. */
     MPI_Comm merged;
     int msize, mrank, total = 0;
+    if (cross) {
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+        int rc = MPI_Intercomm_merge(inter, parent ? 0 : 1, &merged);
+        char text[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, text, &len);
+        bad += rc == MPI_SUCCESS || merged != MPI_COMM_NULL || strstr(text, "three jobs") == NULL;
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_ARE_FATAL);
+        return bad;
+    }
     MPI_Intercomm_merge(inter, parent ? 0 : 1, &merged);
     MPI_Comm_size(merged, &msize);
     MPI_Comm_rank(merged, &mrank);
@@ -153,7 +179,7 @@ static int manager(const char *worker, int np, const char *mode, const char *imp
     int rsize;
     MPI_Comm_remote_size(inter, &rsize);
     CHECK(rsize == np, "remote size %d, spawned %d", rsize, np);
-    int bad = exchange(inter, 1);
+    int bad = exchange(inter, 1, 0);
     CHECK(bad == 0, "%d checks failed with the children", bad);
     /* Each child's own verdict, and the MPI library the first one runs on
      * (tests/matrix.rs checks both sides'). */
@@ -184,7 +210,8 @@ static int worker(int argc, char **argv)
     MPI_Comm parent;
     MPI_Comm_get_parent(&parent);
     CHECK(parent != MPI_COMM_NULL, "no parent");
-    int bad = exchange(parent, 0);
+    int cross = argc >= 4 && strcmp(argv[3], "cross") == 0;
+    int bad = exchange(parent, 0, cross);
     /* MPI_APPNUM: the index of this rank's command (0 for MPI_Comm_spawn). */
     int *appnum = NULL, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
@@ -211,7 +238,7 @@ static int worker(int argc, char **argv)
     }
     int lrank;
     MPI_Comm_rank(parent, &lrank);
-    if (argc < 3 && lrank == 0) {
+    if ((argc < 3 && lrank == 0) || cross) {
         /* A child of `manager`: its MPI library, for the manager to print. */
         char mine[LIBRARY_LINE];
         library_line(mine);
@@ -225,12 +252,16 @@ static int worker(int argc, char **argv)
     return 0;
 }
 
-static int multiple(const char *worker)
+static int multiple(const char *worker, const char *other, int on_world)
 {
-    if (rank != 0)
+    if (!on_world && rank != 0)
         return 0;
-    char *commands[2] = {(char *)worker, (char *)worker};
-    char *first[] = {"worker", "first", NULL}, *second[] = {"worker", "second", NULL};
+    MPI_Comm comm = on_world ? MPI_COMM_WORLD : MPI_COMM_SELF;
+    int root = on_world ? size - 1 : 0;
+    int cross = other != NULL;
+    char *commands[2] = {(char *)worker, (char *)(cross ? other : worker)};
+    char *first[] = {"worker", "first", cross ? "cross" : NULL, NULL};
+    char *second[] = {"worker", "second", cross ? "cross" : NULL, NULL};
     char **argvs[2] = {first, second};
     int np[2] = {1, 2}, errcodes[3] = {-1, -1, -1};
     MPI_Info infos[2];
@@ -239,47 +270,77 @@ static int multiple(const char *worker)
     MPI_Info_create(&infos[1]);
     MPI_Info_set(infos[1], "isthmus_env", "ISTHMUS_TEST_APP=two");
     MPI_Comm inter;
-    int rc = MPI_Comm_spawn_multiple(2, commands, argvs, np, infos, 0, MPI_COMM_SELF, &inter,
+    int rc = MPI_Comm_spawn_multiple(2, commands, argvs, np, infos, root, comm, &inter,
                                      errcodes);
     CHECK(rc == MPI_SUCCESS, "MPI_Comm_spawn_multiple returned %d", rc);
     for (int i = 0; i < 3; i++)
         CHECK(errcodes[i] == MPI_SUCCESS, "errcodes[%d] = %d", i, errcodes[i]);
-    int rsize;
+    int rsize, lsize, lrank;
     MPI_Comm_remote_size(inter, &rsize);
+    MPI_Comm_size(inter, &lsize);
+    MPI_Comm_rank(inter, &lrank);
     CHECK(rsize == 3, "remote size %d, spawned 3", rsize);
-    int bad = exchange(inter, 1);
+    CHECK(lsize == (on_world ? size : 1) && lrank == (on_world ? rank : 0),
+          "local size %d rank %d on %s", lsize, lrank, on_world ? "the world" : "self");
+    int bad = exchange(inter, 1, cross);
     CHECK(bad == 0, "%d checks failed with the children", bad);
-    for (int q = 0; q < rsize; q++) {
+    /* The children report to the parents' rank 0. */
+    for (int q = 0; cross && lrank == 0 && q < rsize; q++) {
+        char theirs[LIBRARY_LINE];
+        MPI_Recv(theirs, LIBRARY_LINE, MPI_CHAR, q, 10, inter, MPI_STATUS_IGNORE);
+        theirs[LIBRARY_LINE - 1] = '\0';
+        printf("CHILD-LIBRARY %d %s\n", q, theirs);
+    }
+    for (int q = 0; lrank == 0 && q < rsize; q++) {
         int theirs = -1;
         MPI_Recv(&theirs, 1, MPI_INT, q, 9, inter, MPI_STATUS_IGNORE);
         CHECK(theirs == 0, "child %d reports %d failed checks", q, theirs);
     }
     MPI_Comm_disconnect(&inter);
+    CHECK(inter == MPI_COMM_NULL, "disconnect left a handle");
     MPI_Info_free(&infos[0]);
     MPI_Info_free(&infos[1]);
-    printf("PASS multiple rank %d\n", rank);
+    printf("PASS %s rank %d\n", cross ? "cross" : "multiple", rank);
     return 0;
 }
 
-static int mixed(const char *a, const char *b)
+static int crossfail(int argc, char **argv)
 {
     if (rank != 0)
         return 0;
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    char *commands[2] = {(char *)a, (char *)b};
-    int np[2] = {1, 1}, errcodes[2] = {-1, -1};
-    MPI_Info infos[2] = {MPI_INFO_NULL, MPI_INFO_NULL};
+    enum { MOST = 8 };
+    char *commands[MOST];
+    char *args[] = {"sleeper", NULL};
+    char **argvs[MOST];
+    int np[MOST], errcodes[MOST], count = 0;
+    MPI_Info infos[MOST];
+    for (int c = 3; c + 1 < argc && count < MOST; c += 2, count++) {
+        commands[count] = argv[c];
+        argvs[count] = args;
+        np[count] = 1;
+        errcodes[count] = -1;
+        MPI_Info_create(&infos[count]);
+        MPI_Info_set(infos[count], "isthmus_timeout", argv[2]);
+        if (strcmp(argv[c + 1], "-") != 0)
+            MPI_Info_set(infos[count], "isthmus_impl", argv[c + 1]);
+    }
     MPI_Comm inter = MPI_COMM_WORLD;
-    int rc = MPI_Comm_spawn_multiple(2, commands, MPI_ARGVS_NULL, np, infos, 0, MPI_COMM_SELF,
-                                     &inter, errcodes);
-    CHECK(rc != MPI_SUCCESS, "the spawn of %s and %s succeeded", a, b);
+    int rc = MPI_Comm_spawn_multiple(count, commands, argvs, np, infos, 0, MPI_COMM_SELF, &inter,
+                                     errcodes);
+    CHECK(rc != MPI_SUCCESS, "the spawn of %d commands succeeded", count);
+    int same = 1;
+    for (int i = 0; i < count; i++) {
+        same &= errcodes[i] == rc;
+        MPI_Info_free(&infos[i]);
+    }
     int class, len;
     char text[MPI_MAX_ERROR_STRING];
     MPI_Error_class(rc, &class);
     MPI_Error_string(rc, text, &len);
-    printf("SPAWN-ERROR 0 class=%d same=%d null=%d %s\n", class,
-           errcodes[0] == rc && errcodes[1] == rc, inter == MPI_COMM_NULL, text);
-    printf("PASS mixed rank %d\n", rank);
+    printf("SPAWN-ERROR 0 class=%d same=%d null=%d %s\n", class, same, inter == MPI_COMM_NULL,
+           text);
+    printf("PASS crossfail rank %d\n", rank);
     return 0;
 }
 
@@ -333,13 +394,17 @@ int main(int argc, char **argv)
     else if (argc >= 2 && strcmp(argv[1], "worker") == 0)
         rc = worker(argc, argv);
     else if (argc >= 3 && strcmp(argv[1], "multiple") == 0)
-        rc = multiple(argv[2]);
-    else if (argc >= 4 && strcmp(argv[1], "mixed") == 0)
-        rc = mixed(argv[2], argv[3]);
+        rc = multiple(argv[2], NULL, 0);
+    else if (argc >= 4 && strcmp(argv[1], "cross") == 0)
+        rc = multiple(argv[2], argv[3], argc >= 5 && strcmp(argv[4], "world") == 0);
+    else if (argc >= 5 && strcmp(argv[1], "crossfail") == 0)
+        rc = crossfail(argc, argv);
     else if (argc >= 5 && strcmp(argv[1], "fail") == 0)
         rc = fail(argc, argv);
     else
-        fprintf(stderr, "usage: spawn manager WORKER NP self|world [IMPL] | worker | sleeper | fail TIMEOUT COMMAND NP...\n");
+        fprintf(stderr, "usage: spawn manager WORKER NP self|world [IMPL] | worker | sleeper | multiple WORKER | "
+                        "cross WORKER_A WORKER_B [self|world] | crossfail TIMEOUT COMMAND IMPL... | "
+                        "fail TIMEOUT COMMAND NP...\n");
     MPI_Finalize();
     return rc;
 }

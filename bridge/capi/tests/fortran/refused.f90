@@ -78,8 +78,6 @@ program refused
     call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
   end if
   call MPI_Comm_free(newcomm, ierr)
-  call MPI_Send_init(x, 2, MPI_INTEGER, 0, 1, inter, req, ierr)
-  call expect_refusal(ierr, 'MPI_Send_init')
   call MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, newcomm, ierr)
   call expect_refusal(ierr, 'MPI_Comm_split_type')
   call MPI_Cart_create(inter, 1, x(1:1), (/ .false. /), .false., newcomm, ierr)

@@ -17,6 +17,16 @@ vm.py parent IMPL NP PYTHONPATH
 vm.py child
     MPI.Comm.Get_parent(), the same exchanges; its verdict goes to the
     parent.
+vm.py cross WORKER_A WORKER_B
+    MPI.COMM_WORLD.Spawn_multiple on every rank, the last one the root, of
+    one rank of WORKER_A and two of WORKER_B (tests/c/spawn.c of the two
+    implementations, run as `worker first cross` and `worker second
+    cross`, with the info key isthmus_env ISTHMUS_TEST_APP=one and =two):
+    the children are one world of both implementations. Then the parents'
+    side of spawn.c's exchange: point-to-point both ways, Bcast both ways,
+    Allreduce, Merge refused (three jobs); rank 0 prints each child's MPI
+    library ("CHILD-LIBRARY <q> <line>") and checks its verdict;
+    Disconnect. Prints "VENDOR ..." and "PASS cross rank <r>" on each rank.
 """
 import os
 import sys
@@ -148,6 +158,77 @@ def child():
     print(f"child rank {rank} of {MPI.get_vendor()[0]}: {bad} failed checks", flush=True)
 
 
+def cross_exchange(inter):
+    """The parents' side of tests/c/spawn.c's `exchange` with `cross` (C
+    types: the children are C); returns the number of failed checks."""
+    bad = 0
+    rsize, lrank = inter.Get_remote_size(), inter.Get_rank()
+    # Point-to-point: the parents' rank 0 to each child and back, then the
+    # children's rank 0 to each parent and back.
+    if lrank == 0:
+        for q in range(rsize):
+            inter.Send([array("i", [100 + q]), MPI.INT], dest=q, tag=7)
+            back = array("i", [0])
+            inter.Recv([back, MPI.INT], source=q, tag=8)
+            bad += back[0] != 2 * (100 + q) + 1
+    got = array("i", [0])
+    inter.Recv([got, MPI.INT], source=0, tag=7)
+    bad += got[0] != 200 + lrank
+    inter.Send([array("i", [2 * got[0] + 1]), MPI.INT], dest=0, tag=8)
+    # Bcast: the parents' rank 0 to the children, then the other way.
+    sent = array("d", [1.5, -2.0, 1e10])
+    inter.Bcast([sent, MPI.DOUBLE], root=MPI.ROOT if lrank == 0 else MPI.PROC_NULL)
+    got = array("d", [0.0, 0.0, 0.0])
+    inter.Bcast([got, MPI.DOUBLE], root=0)
+    bad += list(got) != [1.5, -2.0, 1e10 + 1]
+    total = array("i", [0])
+    inter.Allreduce([array("i", [1000 + lrank]), MPI.INT], [total, MPI.INT], op=MPI.SUM)
+    bad += total[0] != sum(q + 1 for q in range(rsize))
+    # The intercommunicator spans three jobs: no merge, and it says why.
+    inter.Set_errhandler(MPI.ERRORS_RETURN)
+    try:
+        inter.Merge(high=False).Free()
+        bad += 1
+    except MPI.Exception as e:
+        bad += "three jobs" not in e.Get_error_string()
+    return bad
+
+
+def cross(worker_a, worker_b):
+    if rank == 0:
+        print(f"VENDOR {MPI.get_vendor()[0]}", flush=True)
+    infos = []
+    for app in ("one", "two"):
+        info = MPI.Info.Create()
+        info.Set("isthmus_env", f"ISTHMUS_TEST_APP={app}")
+        infos.append(info)
+    errcodes = []
+    inter = world.Spawn_multiple([worker_a, worker_b],
+                                 args=[["worker", "first", "cross"], ["worker", "second", "cross"]],
+                                 maxprocs=[1, 2], info=infos, root=world.Get_size() - 1,
+                                 errcodes=errcodes)
+    for info in infos:
+        info.Free()
+    assert errcodes == [[0], [0, 0]], errcodes  # mpi4py: one list per command
+    assert inter.Get_remote_size() == 3, inter.Get_remote_size()
+    assert (inter.Get_size(), inter.Get_rank()) == (world.Get_size(), rank)
+    bad = cross_exchange(inter)
+    assert bad == 0, f"{bad} checks failed"
+    if inter.Get_rank() == 0:
+        for q in range(3):
+            line = bytearray(256)
+            inter.Recv([line, MPI.CHAR], source=q, tag=10)
+            text = line.split(b"\0")[0].decode()
+            print(f"CHILD-LIBRARY {q} {text}", flush=True)
+        for q in range(3):
+            verdict = array("i", [-1])
+            inter.Recv([verdict, MPI.INT], source=q, tag=9)
+            assert verdict[0] == 0, f"child {q}: {verdict[0]} checks failed"
+    inter.Disconnect()
+    assert inter == MPI.COMM_NULL
+    print(f"PASS cross rank {rank}", flush=True)
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     if what == "calls":
@@ -156,3 +237,5 @@ if __name__ == "__main__":
         parent(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     elif what == "child":
         child()
+    elif what == "cross":
+        cross(*sys.argv[2:4])

@@ -12,7 +12,7 @@
 //! One file per algorithm: [`barrier`], [`bcast`], [`allreduce`],
 //! [`reduce`], [`reduce_scatter`] (and its block form), [`prefix`] (scan and
 //! exscan), [`gather`], [`scatter`], [`allgather`], [`alltoall`] (the blocks between the jobs
-//! directly from rank to rank, beside a native all-to-all); and [`setup`], what they share (the start of a schedule,
+//! directly from rank to rank, beside a native all-to-all), [`vector`] (the v/w forms, likewise); and [`setup`], what they share (the start of a schedule,
 //! the leaders' exchange, messages and the `low op high` combination).
 //! They need each job's ranks contiguous in the merged order (the merge's
 //! own order, and a split's that keeps them so); on an order that
@@ -29,6 +29,7 @@ mod reduce;
 mod reduce_scatter;
 mod scatter;
 mod setup;
+mod vector;
 
 pub(crate) use allgather::iallgather;
 pub(crate) use allreduce::iallreduce;
@@ -41,3 +42,4 @@ pub(crate) use reduce::ireduce;
 pub(crate) use reduce_scatter::{ireduce_scatter, ireduce_scatter_block};
 pub(crate) use scatter::iscatter;
 pub(crate) use setup::hidden_side;
+pub(crate) use vector::{iallgatherv, ialltoallv, ialltoallw, igatherv, iscatterv};

@@ -257,6 +257,19 @@ pub(super) fn beside(
     sends: Vec<(u32, Result<CollMessage<'_>, BridgeError>)>,
     recvs: Vec<Into>,
 ) -> Result<Stage, Fail> {
+    beside_keeping(op, bc, native, sends, recvs, Box::new(()))
+}
+
+/// [`beside`], keeping `keep` until the operation ends (the arrays a
+/// native v-collective reads until it completes).
+pub(super) fn beside_keeping(
+    op: &Op,
+    bc: &Arc<BridgeComm>,
+    native: Native,
+    sends: Vec<(u32, Result<CollMessage<'_>, BridgeError>)>,
+    recvs: Vec<Into>,
+    keep: Box<dyn std::any::Any>,
+) -> Result<Stage, Fail> {
     let seq = op.seq();
     let mut waits = Vec::with_capacity(sends.len() + recvs.len() + 1);
     let mut first_err = None;
@@ -294,6 +307,7 @@ pub(super) fn beside(
                     first = put;
                 }
             }
+            drop(keep);
             mpi(rc)?;
             first?;
             Ok(Next::Done)

@@ -11,6 +11,7 @@ use mpi::ffi;
 use crate::collbuf::{elements, times, Scratch};
 use crate::merged::Fail;
 use crate::mixed::coll::steps::{code, extents, int, sendrecv};
+use crate::mixed::coll::vector::not_in_place;
 use crate::mixed::local;
 use crate::mpi_glue::{byte, MPI_Comm, MPI_Datatype};
 use crate::state::MixedInter;
@@ -113,4 +114,116 @@ pub(crate) unsafe fn allgather(
         unsafe { local::bcast(&mx.local, recvbuf, theirs, recvtype, 0) }
     };
     code(comm, "MPI_Allgather", run())
+}
+
+/// The local reduction of `total` elements to the leader, swapped with the
+/// other group's: the other group's reduction at the leader (in `room`).
+///
+/// # Safety
+/// `sendbuf` holds `total` elements of `dt`.
+unsafe fn reduce_swap(
+    mx: &MixedInter,
+    sendbuf: *const c_void,
+    total: usize,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+) -> Result<Scratch, Fail> {
+    let e = extents(dt)?;
+    let leader = mx.rank == 0;
+    let n = int(total)?;
+    let mut mine = Scratch::new(if leader { total } else { 0 }, &e)?;
+    let mut theirs = Scratch::new(if leader { total } else { 0 }, &e)?;
+    // SAFETY: the program's input; our scratch of `total` elements at the leader.
+    unsafe { local::reduce(&mx.local, sendbuf, mine.ptr(), n, dt, op, 0) }?;
+    if leader {
+        // SAFETY: our scratch buffers of `total` elements.
+        unsafe { sendrecv(mx, (mine.ptr(), n, dt, 0), (theirs.ptr(), n, dt, 0)) }?;
+    }
+    Ok(theirs)
+}
+
+/// `MPI_Reduce_scatter` on a mixed intercommunicator: each group's
+/// reduction of the whole vector at its leader, swapped, and scattered in
+/// the other group by its `recvcounts` (MPICH's
+/// `reduce_scatter_inter_remote_reduce_local_scatter`, the two
+/// reductions side by side).
+///
+/// # Safety
+/// As `MPI_Reduce_scatter`: `recvcounts` has an entry per local rank.
+pub(crate) unsafe fn reduce_scatter(
+    mx: &MixedInter,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || -> Result<(), Fail> {
+        not_in_place(&[sendbuf, recvbuf.cast_const()])?;
+        // SAFETY: an entry per local rank (MPI's contract).
+        let counts = unsafe { crate::collbuf::ints(recvcounts, mx.local_size as usize) }?;
+        let mut displs = Vec::with_capacity(counts.len());
+        let mut total = 0usize;
+        for &c in counts {
+            displs.push(int(total)?);
+            total = total
+                .checked_add(elements(c)?)
+                .ok_or(Fail::Mpi(ffi::MPI_ERR_COUNT as c_int))?;
+        }
+        let me = counts.get(mx.rank as usize).copied().unwrap_or(0);
+        // SAFETY: the program's vector of the counts' sum.
+        let mut theirs = unsafe { reduce_swap(mx, sendbuf, total, dt, op) }?;
+        // SAFETY: the other group's reduction at the leader; the program's block.
+        unsafe {
+            local::scatterv(
+                &mx.local,
+                theirs.ptr(),
+                counts.as_ptr(),
+                displs.as_ptr(),
+                dt,
+                recvbuf,
+                me,
+                dt,
+                0,
+            )
+        }
+    };
+    code(comm, "MPI_Reduce_scatter", run())
+}
+
+/// `MPI_Reduce_scatter_block` on a mixed intercommunicator: as
+/// `MPI_Reduce_scatter` with `recvcount` elements per local rank.
+///
+/// # Safety
+/// As `MPI_Reduce_scatter_block`.
+pub(crate) unsafe fn reduce_scatter_block(
+    mx: &MixedInter,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    let run = || -> Result<(), Fail> {
+        not_in_place(&[sendbuf, recvbuf.cast_const()])?;
+        let total = times(elements(recvcount)?, mx.local_size)?;
+        // SAFETY: the program's vector of a block per local rank.
+        let mut theirs = unsafe { reduce_swap(mx, sendbuf, total, dt, op) }?;
+        // SAFETY: the other group's reduction at the leader; the program's block.
+        unsafe {
+            local::scatter(
+                &mx.local,
+                theirs.ptr(),
+                recvcount,
+                dt,
+                recvbuf,
+                recvcount,
+                dt,
+                0,
+            )
+        }
+    };
+    code(comm, "MPI_Reduce_scatter_block", run())
 }

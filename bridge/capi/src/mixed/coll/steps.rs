@@ -23,7 +23,7 @@ pub(super) fn code(comm: MPI_Comm, call: &str, r: Result<(), Fail>) -> c_int {
     }
 }
 
-pub(super) fn int(n: usize) -> Result<c_int, Fail> {
+pub(crate) fn int(n: usize) -> Result<c_int, Fail> {
     Ok(crate::collbuf::int(n)?)
 }
 
@@ -112,7 +112,7 @@ fn remote_root(mx: &MixedInter, root: c_int) -> Result<c_int, Fail> {
 }
 
 /// What a rooted call's `root` makes of this process.
-pub(super) enum Role {
+pub(crate) enum Role {
     /// `MPI_ROOT`: the root itself.
     Root,
     /// `MPI_PROC_NULL`: another member of the root's group (nothing to do).
@@ -121,7 +121,7 @@ pub(super) enum Role {
     From(c_int),
 }
 
-pub(super) fn role(mx: &MixedInter, root: c_int) -> Result<Role, Fail> {
+pub(crate) fn role(mx: &MixedInter, root: c_int) -> Result<Role, Fail> {
     if root == ffi::MPI_ROOT {
         Ok(Role::Root)
     } else if root == proc_null() {
@@ -132,6 +132,6 @@ pub(super) fn role(mx: &MixedInter, root: c_int) -> Result<Role, Fail> {
 }
 
 /// The extents of `dt`.
-pub(super) fn extents(dt: MPI_Datatype) -> Result<Extents, Fail> {
+pub(crate) fn extents(dt: MPI_Datatype) -> Result<Extents, Fail> {
     Ok(Extents::of(dt)?)
 }
