@@ -387,6 +387,9 @@ pub fn build_c_searching(
             // flavour's target dir, which must not win over ours.
             .arg("-Wl,--disable-new-dtags");
     }
+    // The math library after everything, as MPICH's test suite links it
+    // (coll/allgatherv4.c calls exp()).
+    cmd.arg("-lm");
     let o = cmd.output().expect("run mpicc");
     assert!(
         o.status.success(),
@@ -742,6 +745,75 @@ pub fn run_conformance_with(
         ));
     }
     Ok(())
+}
+
+/// tests/c/spawn.c built for `mpi` into `dir`, plain (no libisthmus
+/// linked): the managers and workers of the spawn tests.
+pub fn spawn_program(mpi: Mpi, dir: &TempDir) -> PathBuf {
+    let out = dir.0.join(format!("spawn-{}", mpi.name()));
+    build_c(
+        mpi,
+        &[crate_dir().join("tests/c/spawn.c")],
+        &out,
+        Linking::Unmodified,
+    );
+    out
+}
+
+/// The `CHILD-LIBRARY q line` lines of a spawning manager, by q. Found
+/// anywhere in a line: the launcher forwards every rank's output, and
+/// another rank's text without its newline yet (`PASS cross rank 1`) can
+/// come first on the same line.
+pub fn child_libraries(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.find("CHILD-LIBRARY ").map(|at| &l[at..]))
+        .filter_map(|l| l.strip_prefix("CHILD-LIBRARY "))
+        .filter_map(|l| l.split_once(' ').map(|(_, line)| line.to_string()))
+        .collect()
+}
+
+/// After an `MPI_Comm_spawn_multiple` of one rank of `a`'s program `wa`
+/// and two of `b`'s `wb` whose manager printed each child's MPI library
+/// (`CHILD-LIBRARY q line`): the children ran on `a`'s, `b`'s and `b`'s
+/// libraries, and were two jobs of the virtual machine, one of each
+/// implementation, which exited (awaited up to 30 s: they may still be
+/// finishing after the disconnect). `all` says what ran, on failure.
+pub fn children_were_one_world(
+    m: &Machine,
+    o: &Output,
+    (a, wa): (Mpi, &str),
+    (b, wb): (Mpi, &str),
+    all: &str,
+) {
+    use std::time::Instant;
+    let libraries = child_libraries(o);
+    assert!(
+        libraries.len() == 3
+            && a.is_library(&libraries[0])
+            && b.is_library(&libraries[1])
+            && b.is_library(&libraries[2]),
+        "the children's libraries are not {a:?}, {b:?}, {b:?}: {libraries:?}\n{all}"
+    );
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let jobs = m.jobs();
+        let exited = |w: &str, mpi: Mpi| {
+            let lines: Vec<&str> = jobs.lines().filter(|l| l.contains(w)).collect();
+            lines.len() == 1
+                && lines
+                    .iter()
+                    .all(|l| l.contains("exited") && l.contains(mpi.name()))
+        };
+        if exited(wa, a) && exited(wb, b) {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "the children are not an exited {a:?} job and an exited {b:?} job:\n{jobs}\n{all}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// A vmd with room for the tests' jobs and a tasker for each implementation
