@@ -22,13 +22,7 @@ struct User {
 
 /// The test user, created if missing (another test may create it too).
 fn user() -> User {
-    if id("-u").is_none() {
-        let st = Command::new("useradd")
-            .args(["--no-create-home", "--shell", "/usr/sbin/nologin", USER])
-            .status()
-            .expect("useradd");
-        assert!(st.success() || id("-u").is_some(), "useradd {USER}");
-    }
+    isthmus_testkit::users::create(USER);
     User {
         uid: id("-u").expect("uid"),
         gid: id("-g").expect("gid"),

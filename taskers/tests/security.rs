@@ -344,14 +344,7 @@ fn users() -> Vec<User> {
     USERS
         .iter()
         .map(|name| {
-            if id(name, "-u").is_none() {
-                let st = Command::new("useradd")
-                    .args(["--no-create-home", "--shell", "/usr/sbin/nologin", name])
-                    .status()
-                    .expect("useradd");
-                // Another test may have created it in between.
-                assert!(st.success() || id(name, "-u").is_some(), "useradd {name}");
-            }
+            isthmus_testkit::users::create(name);
             User {
                 uid: id(name, "-u").expect("uid"),
                 gid: id(name, "-g").expect("gid"),

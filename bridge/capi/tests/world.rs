@@ -911,39 +911,49 @@ fn mpich_with_own_harness(test: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
         mpi.name()
     ));
     if !out.exists() {
-        let mut sources = vec![
-            src.clone(),
-            harness.join("util/mtest.c"),
-            harness.join("util/mtest_common.c"),
-            harness.join("util/mtest_thread.c"),
-        ];
         let text = std::fs::read_to_string(&src).unwrap_or_default();
+        let mut parts = vec!["util/mtest.c", "util/mtest_common.c", "util/mtest_thread.c"];
         if text.contains("int run(const char *arg)") {
-            sources.push(harness.join("util/run_mpitests.c"));
+            parts.push("util/run_mpitests.c");
         }
         // MPICH's datatype tests that walk its list of types (libdtypes).
         if text.contains("#include \"dtypes.h\"") {
-            sources.push(harness.join("util/dtypes.c"));
+            parts.push("util/dtypes.c");
         }
         let mut include = vec![harness.join("include")];
         // MPICH's tests over its pool of datatypes (dtpools), by their
         // `mtest_dtp.h` or dtpools' own header.
         if text.contains("#include \"mtest_dtp.h\"") || text.contains("#include \"dtpools.h\"") {
-            let dtpools = harness.join("dtpools");
-            sources.extend(
-                [
-                    "dtpools.c",
-                    "dtpools_attr.c",
-                    "dtpools_custom.c",
-                    "dtpools_desc.c",
-                    "dtpools_init_verify.c",
-                    "dtpools_misc.c",
-                ]
-                .map(|f| dtpools.join("src").join(f)),
-            );
-            include.push(dtpools.join("include"));
+            parts.extend([
+                "dtpools/src/dtpools.c",
+                "dtpools/src/dtpools_attr.c",
+                "dtpools/src/dtpools_custom.c",
+                "dtpools/src/dtpools_desc.c",
+                "dtpools/src/dtpools_init_verify.c",
+                "dtpools/src/dtpools_misc.c",
+            ]);
+            include.push(harness.join("dtpools/include"));
         }
+        let mut sources = vec![src.clone()];
+        sources.extend(parts.iter().map(|p| harness_object(p, mpi, dir)));
         build_c_searching(mpi, &sources, &include, &out, Linking::Linked);
+    }
+    out
+}
+
+/// The object of MPICH's harness source `part` (a path in
+/// tests/mpich/harness) for `mpi`, compiled the first time a test of the
+/// run needs it: some 400 builds of tests share a few harness files.
+fn harness_object(part: &str, mpi: Mpi, dir: &TempDir) -> PathBuf {
+    let harness = crate_dir().join("tests/mpich/harness");
+    let out = dir.0.join(format!(
+        "harness-{}-{}.o",
+        mpi.name(),
+        part.replace('/', "_").trim_end_matches(".c")
+    ));
+    if !out.exists() {
+        let include = [harness.join("include"), harness.join("dtpools/include")];
+        compile_c_object(mpi, &harness.join(part), &include, &out);
     }
     out
 }
@@ -1090,16 +1100,16 @@ fn chosen_tests(quick: bool) -> Vec<(String, usize)> {
         .collect()
 }
 
-fn mpich_suite_on_world(first: Mpi, quick: bool) {
-    let dir = TempDir::new("world-mpich");
-    let vmd = Vmd::start("localhost", &[]);
+/// Runs the chosen tests on worlds with `first` as part 0, each test built
+/// once into `dir` (both orders share it).
+fn mpich_suite_on_world(first: Mpi, quick: bool, dir: &TempDir, vmd: &Vmd) {
     let mut failed = Vec::new();
     for (test, ranks) in chosen_tests(quick) {
         let test = test.as_str();
         let started = std::time::Instant::now();
         // A test that cannot be built fails alone, not the rest of a sweep.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            mpich_on_world((test, ranks), first, &dir, &vmd)
+            mpich_on_world((test, ranks), first, dir, vmd)
         }))
         .unwrap_or_else(|_| Err(format!("{test} ({} first): panicked", first.name())));
         // The time of the run (and of building the test the first time),
@@ -1118,17 +1128,20 @@ fn mpich_suite_on_world(first: Mpi, quick: bool) {
 
 #[test]
 fn mpich_tests_on_a_world_open_mpi_first() {
-    mpich_suite_on_world(Mpi::OpenMpi, true);
+    let (dir, vmd) = (TempDir::new("world-mpich"), Vmd::start("localhost", &[]));
+    mpich_suite_on_world(Mpi::OpenMpi, true, &dir, &vmd);
 }
 
 #[test]
 fn mpich_tests_on_a_world_mpich_first() {
-    mpich_suite_on_world(Mpi::Mpich, true);
+    let (dir, vmd) = (TempDir::new("world-mpich"), Vmd::start("localhost", &[]));
+    mpich_suite_on_world(Mpi::Mpich, true, &dir, &vmd);
 }
 
 #[test]
 #[ignore = "the whole list, both orders: some 22 minutes on the shared two-core machine; scripts/test.sh runs it in a stream of its own"]
 fn mpich_tests_on_a_world_all() {
-    mpich_suite_on_world(Mpi::OpenMpi, false);
-    mpich_suite_on_world(Mpi::Mpich, false);
+    let (dir, vmd) = (TempDir::new("world-mpich"), Vmd::start("localhost", &[]));
+    mpich_suite_on_world(Mpi::OpenMpi, false, &dir, &vmd);
+    mpich_suite_on_world(Mpi::Mpich, false, &dir, &vmd);
 }

@@ -24,6 +24,7 @@
 pub mod netns;
 mod process;
 pub mod slurm;
+pub mod users;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

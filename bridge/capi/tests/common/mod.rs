@@ -402,6 +402,32 @@ pub fn build_c_searching(
     }
 }
 
+/// Compiles C `source` for `mpi` into object `out` (`-c`), with `include`
+/// directories: what many programs share (MPICH's test harness) is
+/// compiled once and linked into each (`build_c_searching` takes objects
+/// among its sources).
+pub fn compile_c_object(mpi: Mpi, source: &Path, include: &[PathBuf], out: &Path) {
+    let o = Command::new(mpi.mpicc())
+        .envs(mpi.env())
+        .args(["-O2", "-Wall", "-pthread", "-c", "-o"])
+        .arg(out)
+        .args(
+            include
+                .iter()
+                .flat_map(|d| [PathBuf::from("-I"), d.clone()]),
+        )
+        .arg(source)
+        .output()
+        .expect("run mpicc");
+    assert!(
+        o.status.success(),
+        "{} -c {} failed:\n{}",
+        mpi.mpicc().display(),
+        source.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// An implementation from a prefix shares its library's name with one of
 /// Debian's (`libmpi.so.40`, `libmpi.so.12`): the program and the
 /// libisthmus it loads must both resolve it inside `prefix`, never to
