@@ -11,17 +11,14 @@
 //! job's MPI gave for the program's handle, valid to use, as MPI says, once
 //! the request completes).
 
-use std::collections::{BTreeMap, VecDeque};
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
 use crate::errors;
 use crate::merged::Fail;
-use crate::mpi_glue::{comm_null, request_null, status_ignore, MPI_Comm, MPI_Request, Outcome};
+use crate::mpi_glue::{comm_null, request_null, statuses_ignore, MPI_Comm, MPI_Request, Outcome};
 use crate::requests::{self, Polled};
 
 /// What makes the new communicator from its native duplicates (in the
@@ -29,134 +26,47 @@ use crate::requests::{self, Polled};
 /// registers nothing when it fails (the duplicates are freed then).
 pub type Finish = Box<dyn FnOnce(&[MPI_Comm]) -> Result<MPI_Comm, Fail>>;
 
-/// The native duplications asked of each parent communicator, oldest
-/// first (tickets), across every duplication of the process: a parent has
-/// one native `MPI_Comm_idup` under way at a time. Open MPI 4.1 left
-/// several outstanding idups of one communicator unfinished forever when
-/// they were progressed by our polling beside nonblocking collectives
-/// (MPICH's `comm/comm_idup_iallreduce` on 3 + 3 ranks: four idups of the
-/// world and four Iallreduces); one at a time per parent they complete.
-/// Every rank of a job asks a parent's duplications in one order (MPI's
-/// rule for collectives on a communicator), so the queues agree.
-static QUEUES: Mutex<BTreeMap<usize, VecDeque<u64>>> = Mutex::new(BTreeMap::new());
-static TICKETS: AtomicU64 = AtomicU64::new(0);
-
-fn queues() -> std::sync::MutexGuard<'static, BTreeMap<usize, VecDeque<u64>>> {
-    QUEUES.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// One native duplication of a [`Natives`].
-struct Native {
-    parent: MPI_Comm,
-    ticket: u64,
-    /// Not yet started (None), under way, or done (MPI_REQUEST_NULL).
-    req: Option<MPI_Request>,
-}
-
-/// The job's own `MPI_Comm_idup`s of a duplication, started in their
-/// parents' turns ([`QUEUES`]). The new handles' vector is made at its full
-/// length and never grows: an MPI may write a handle when its request
-/// completes, so its address must stay.
+/// The job's own `MPI_Comm_idup`s of a duplication, under way. The new
+/// handles' vector is made at its full length and never grows: an MPI may
+/// write a handle when its request completes, so its address must stay.
 struct Natives {
     made: Vec<MPI_Comm>,
-    dups: Vec<Native>,
-    /// The first error of a native call.
-    rc: c_int,
+    reqs: Vec<MPI_Request>,
 }
 
 impl Natives {
-    /// Asks for the duplication of each of `comms`, in order, and starts
-    /// those whose parent has nothing else under way.
-    fn start(comms: &[MPI_Comm]) -> Natives {
-        let mut q = queues();
-        let dups = comms
-            .iter()
-            .map(|&parent| {
-                let ticket = TICKETS.fetch_add(1, Ordering::Relaxed);
-                q.entry(crate::mpi_glue::comm_key(parent))
-                    .or_default()
-                    .push_back(ticket);
-                Native {
-                    parent,
-                    ticket,
-                    req: None,
-                }
-            })
-            .collect();
-        drop(q);
+    /// Starts the duplication of each of `comms`, in order.
+    fn start(comms: &[MPI_Comm]) -> Result<Natives, c_int> {
         let mut n = Natives {
             made: vec![comm_null(); comms.len()],
-            dups,
-            rc: 0,
+            reqs: Vec::with_capacity(comms.len()),
         };
-        n.kick();
-        n
-    }
-
-    /// Starts each duplication whose turn it is on its parent.
-    fn kick(&mut self) {
-        for (i, d) in self.dups.iter_mut().enumerate() {
-            if d.req.is_some() {
-                continue;
-            }
-            let key = crate::mpi_glue::comm_key(d.parent);
-            let first = queues().get(&key).and_then(|q| q.front().copied());
-            if first != Some(d.ticket) {
-                continue;
-            }
-            let Some(made) = self.made.get_mut(i) else {
+        for (i, &c) in comms.iter().enumerate() {
+            let Some(made) = n.made.get_mut(i) else {
                 break;
             };
             let mut req = request_null();
-            // SAFETY: `d.parent` is a live communicator of the job; `made`
-            // lives in a vector that is never resized while the requests
-            // live (kept with them), `req` is ours.
-            let rc = unsafe { ffi::PMPI_Comm_idup(d.parent, made, &mut req) };
+            // SAFETY: `c` is a live communicator of the job; `made` lives in
+            // a vector that is never resized while the requests live (kept
+            // with them), `req` is ours.
+            let rc = unsafe { ffi::PMPI_Comm_idup(c, made, &mut req) };
             if rc != 0 {
-                if self.rc == 0 {
-                    self.rc = rc;
-                }
-                done(key, d.ticket);
-                req = request_null();
+                n.abandon();
+                return Err(rc);
             }
-            d.req = Some(req);
+            n.reqs.push(req);
         }
+        Ok(n)
     }
 
     /// Whether every duplication completed (and the first error code, else 0).
     fn test(&mut self) -> Option<c_int> {
-        loop {
-            self.kick();
-            let mut finished = false;
-            for d in &mut self.dups {
-                let Some(req) = d.req.as_mut() else { continue };
-                if *req == request_null() {
-                    continue;
-                }
-                let mut flag = 0;
-                // SAFETY: our own request (MPI_REQUEST_NULL once complete).
-                let rc = unsafe { ffi::PMPI_Test(req, &mut flag, status_ignore()) };
-                if rc != 0 || flag != 0 {
-                    if rc != 0 && self.rc == 0 {
-                        self.rc = rc;
-                    }
-                    *req = request_null();
-                    done(crate::mpi_glue::comm_key(d.parent), d.ticket);
-                    finished = true;
-                }
-            }
-            if self
-                .dups
-                .iter()
-                .all(|d| d.req.is_some_and(|r| r == request_null()))
-            {
-                return Some(self.rc);
-            }
-            // A completion may have given another duplication its turn.
-            if !finished {
-                return None;
-            }
-        }
+        let mut flag = 0;
+        let n = c_int::try_from(self.reqs.len()).unwrap_or(c_int::MAX);
+        // SAFETY: our own requests (completed ones become MPI_REQUEST_NULL).
+        let rc =
+            unsafe { ffi::PMPI_Testall(n, self.reqs.as_mut_ptr(), &mut flag, statuses_ignore()) };
+        (rc != 0 || flag != 0).then_some(rc)
     }
 
     /// The new handles, in the order they were asked for.
@@ -164,13 +74,12 @@ impl Natives {
         self.made.clone()
     }
 
-    /// Completes the duplications asked (every rank of the job asked them,
-    /// so they complete) and frees what they made.
+    /// Waits for the duplications started (every rank of the job started
+    /// them, so they complete) and frees what they made.
     fn abandon(mut self) {
-        let mut backoff = isthmus_bridge::wait::Backoff::new();
-        while self.test().is_none() {
-            backoff.pause();
-        }
+        let n = c_int::try_from(self.reqs.len()).unwrap_or(c_int::MAX);
+        // SAFETY: our own requests.
+        unsafe { ffi::PMPI_Waitall(n, self.reqs.as_mut_ptr(), statuses_ignore()) };
         for mut c in self.handles() {
             if c != comm_null() {
                 // SAFETY: a duplicate of ours, made by a completed request,
@@ -178,17 +87,6 @@ impl Natives {
                 // make merged::comm and this module depend on each other).
                 unsafe { ffi::PMPI_Comm_free(&mut c) };
             }
-        }
-    }
-}
-
-/// Duplication `ticket` of parent `key` ended: the next one's turn.
-fn done(key: usize, ticket: u64) {
-    let mut q = queues();
-    if let Some(tickets) = q.get_mut(&key) {
-        tickets.retain(|&t| t != ticket);
-        if tickets.is_empty() {
-            q.remove(&key);
         }
     }
 }
@@ -268,7 +166,6 @@ impl Drop for Pending {
 impl Polled for Pending {
     fn poll(&mut self) -> Option<Result<Outcome, BridgeError>> {
         let rc = self.natives.as_mut()?.test()?;
-        tracing::debug!(rc, "MPI_Comm_idup: the native duplicates completed");
         if rc != 0 {
             if let Some(n) = self.natives.take() {
                 n.abandon();
@@ -325,7 +222,10 @@ pub(crate) unsafe fn start(
         let e = BridgeError::InvalidArgument("newcomm or request is NULL".into());
         return errors::fail(comm, call, &e);
     }
-    let n = Natives::start(natives);
+    let n = match Natives::start(natives) {
+        Ok(n) => n,
+        Err(rc) => return errors::raise(comm, rc),
+    };
     let mut held = info_null();
     if info != info_null() {
         // SAFETY: the program's info (it may free it once we return).
