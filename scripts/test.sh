@@ -91,8 +91,9 @@ capi=$!
 rest=0
 tests rest --workspace --exclude isthmus-capi || rest=$?
 # Issue 19's conformance run: MPICH's whole list on a world of two parts,
-# both orders (bridge/capi/tests/world.rs MPICH_ON_WORLD; ~22 min since
-# coll/ and pt2pt/ joined it, ~11 min of that), after the rest's ~4 min.
+# both orders (bridge/capi/tests/world.rs MPICH_ON_WORLD; 8.5 min alone,
+# ~10 beside libisthmus's tests, since each test links MPICH's harness
+# compiled once), after the rest's ~4 min.
 # --nocapture: a line per test with its time, to keep the list within CI's.
 tests world -p isthmus-capi --test world -- --ignored mpich_tests_on_a_world_all --nocapture || rest=$?
 capi_status=0

@@ -74,7 +74,9 @@ unsafe fn ours(comm: MPI_Comm, keyval: c_int, value: *mut c_void, flag: *mut c_i
 /// `keyval` (C's) of `comm`: a world's `MPI_APPNUM`, `MPI_UNIVERSE_SIZE`
 /// and `MPI_TAG_UB`, a spawn's child's `MPI_APPNUM`; `None` for every
 /// other, which is the MPI library's. For the Fortran bindings
-/// (`crate::fortran`), which read attributes past the C entry points.
+/// (`crate::fortran`), which read attributes past the C entry points (the
+/// standard ABI's flavour has no Fortran).
+#[cfg(not(isthmus_mpi_abi))]
 pub(crate) fn own_value(comm: MPI_Comm, keyval: c_int) -> Option<c_int> {
     if let Some(v) = crate::world_attrs::value(comm, keyval) {
         return Some(*v);

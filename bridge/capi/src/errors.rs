@@ -193,11 +193,12 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
         Class::Refused,
         &format!(
             "{call} is not supported on a merged Isthmus communicator (MPI_Intercomm_merge's); \
-             supported: rank, size, compare, dup, free, split, split_type, create(_group), \
-             point-to-point (matched probes and Sendrecv_replace too), Barrier, Bcast, Reduce, Allreduce, Gather(v), \
-             Scatter, Allgather(v), Alltoall(v), Reduce_scatter_block, Scan, Exscan, \
-             and of the nonblocking collectives Ibarrier, Ibcast, Ireduce, Iallreduce, \
-             Igather, Iscatter, Iallgather, Ialltoall, Iscan, Iexscan, Ireduce_scatter(_block)"
+             supported: rank, size, compare, group, dup, idup, free, split, split_type, \
+             create(_group), Intercomm_create, point-to-point (persistent, matched probes \
+             and Sendrecv_replace too), Barrier, Bcast, Reduce, Allreduce, Gather(v), \
+             Scatter(v), Allgather(v), Alltoall(v,w), Reduce_scatter(_block), Scan, Exscan, \
+             their nonblocking and persistent forms (on an order that keeps each job's \
+             ranks together) and their _c forms"
         ),
     );
     raise(comm, c)
