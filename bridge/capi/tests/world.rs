@@ -1158,7 +1158,7 @@ fn mpich_tests_on_a_world_mpich_first() {
 }
 
 #[test]
-#[ignore = "the whole list, both orders: some 22 minutes on the shared two-core machine; scripts/test.sh runs it in a stream of its own"]
+#[ignore = "the whole list, both orders: 8.5-12 minutes on the two-core machine; scripts/test.sh runs it in a stream of its own"]
 fn mpich_tests_on_a_world_all() {
     let (dir, vmd) = (TempDir::new("world-mpich"), Vmd::start("localhost", &[]));
     mpich_suite_on_world(Mpi::OpenMpi, false, &dir, &vmd);

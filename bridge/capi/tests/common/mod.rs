@@ -344,6 +344,21 @@ pub fn build_c_including(
     build_c_searching(mpi, sources, &all, out, linking);
 }
 
+/// `mpi`'s C compiler wrapper writing `out`, with the tests' flags and
+/// exactly the folders `include` searched for headers.
+fn mpicc(mpi: Mpi, include: &[PathBuf], out: &Path) -> Command {
+    let mut cmd = Command::new(mpi.mpicc());
+    cmd.envs(mpi.env())
+        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .arg(out)
+        .args(
+            include
+                .iter()
+                .flat_map(|d| [PathBuf::from("-I"), d.clone()]),
+        );
+    cmd
+}
+
 /// [`build_c`] searching exactly the folders `include` for headers (no
 /// Isthmus harness: MPICH's own `mpitest.h` must not be shadowed).
 pub fn build_c_searching(
@@ -354,16 +369,8 @@ pub fn build_c_searching(
     linking: Linking,
 ) {
     let lib = lib_dir(mpi);
-    let mut cmd = Command::new(mpi.mpicc());
-    cmd.envs(mpi.env())
-        .args(["-O2", "-Wall", "-pthread", "-o"])
-        .arg(out)
-        .args(
-            include
-                .iter()
-                .flat_map(|d| [PathBuf::from("-I"), d.clone()]),
-        )
-        .args(sources);
+    let mut cmd = mpicc(mpi, include, out);
+    cmd.args(sources);
     if let (true, Some(prefix)) = (mpi.is_abi(), mpi.prefix()) {
         // The registry's MPICH 5 links libmpi_abi.so.1 against the libfabric
         // in lib/mpich (its RUNPATH says $ORIGIN/mpich, which ld does not
@@ -407,15 +414,8 @@ pub fn build_c_searching(
 /// compiled once and linked into each (`build_c_searching` takes objects
 /// among its sources).
 pub fn compile_c_object(mpi: Mpi, source: &Path, include: &[PathBuf], out: &Path) {
-    let o = Command::new(mpi.mpicc())
-        .envs(mpi.env())
-        .args(["-O2", "-Wall", "-pthread", "-c", "-o"])
-        .arg(out)
-        .args(
-            include
-                .iter()
-                .flat_map(|d| [PathBuf::from("-I"), d.clone()]),
-        )
+    let o = mpicc(mpi, include, out)
+        .arg("-c")
         .arg(source)
         .output()
         .expect("run mpicc");
