@@ -27,6 +27,15 @@ static void run(MPI_Comm comm, int peer, int first, const char *label, int iters
 {
     char *buf = malloc(4 << 20);
     double *samples = malloc(sizeof(double) * (size_t) iters);
+    if (!buf || !samples) {
+        fprintf(stderr, "pingpong: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* Touch every page: an untouched buffer is the kernel's one shared zero
+     * page, which a single-copy read (process_vm_readv, Open MPI's CMA)
+     * copies from cache, far faster than real data (the Rust ping-pong and
+     * the references fill theirs). */
+    memset(buf, 0x5a, 4 << 20);
     for (size_t s = 0; s < sizeof lat_sizes / sizeof *lat_sizes; s++) {
         int size = lat_sizes[s], warm = iters / 10 + 10;
         for (int i = 0; i < iters + warm; i++) {

@@ -50,7 +50,10 @@ fn main() -> anyhow::Result<()> {
     if world.rank() == 0 {
         let me = isthmus_examples::implementation();
         eprintln!("[{me}] pingpong {} <-> {}", args.group, args.peer);
-        let mut buf = vec![0u8; 4 << 20];
+        // Filled, not zeroed: `vec![0; n]` is calloc's untouched zero pages,
+        // which a single-copy read copies from cache (as the C ping-pong's
+        // and the references' buffers, filled too).
+        let mut buf = vec![0x5au8; 4 << 20];
         for &size in &LAT_SIZES {
             let msg = buf
                 .get_mut(..size)
