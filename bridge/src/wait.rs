@@ -237,17 +237,21 @@ impl Spin {
         if budget.is_zero() {
             return false;
         }
-        self.pause();
-        self.start.elapsed() < budget
+        // The clock only with each yield: reading it on every look took a
+        // quarter of a polling thread's time (`perf`, the ping-pong of
+        // `bench/capi.sh`), time a message that arrives waits to be seen.
+        !self.pause() || self.start.elapsed() < budget
     }
 
-    /// A short pause; every [`ROUND`] of them a yield.
-    fn pause(&mut self) {
+    /// A short pause; every [`ROUND`] of them a yield (then true).
+    fn pause(&mut self) -> bool {
         self.n = self.n.wrapping_add(1);
         if self.n.is_multiple_of(ROUND) {
             std::thread::yield_now();
+            true
         } else {
             std::hint::spin_loop();
+            false
         }
     }
 }

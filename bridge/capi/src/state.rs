@@ -15,6 +15,8 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use rustc_hash::FxHashMap;
+
 use isthmus_bridge::{Bridge, BridgeError, Handle, InterComm};
 
 use crate::mpi_glue::{comm_key, MPI_Comm};
@@ -107,7 +109,7 @@ pub struct BridgeComm {
     pub coll: crate::local_side::LocalSide,
 }
 
-static COMMS: RwLock<Option<HashMap<usize, Arc<BridgeComm>>>> = RwLock::new(None);
+static COMMS: RwLock<Option<FxHashMap<usize, Arc<BridgeComm>>>> = RwLock::new(None);
 static COMM_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// The bridge communicator behind `comm`, if it is one. The fast path for
@@ -123,7 +125,7 @@ pub fn bridge_comm(comm: MPI_Comm) -> Option<Arc<BridgeComm>> {
 
 pub fn add_comm(comm: MPI_Comm, c: BridgeComm) {
     let mut m = COMMS.write().unwrap_or_else(|p| p.into_inner());
-    if m.get_or_insert_with(HashMap::new)
+    if m.get_or_insert_with(FxHashMap::default)
         .insert(comm_key(comm), Arc::new(c))
         .is_none()
     {
@@ -355,7 +357,7 @@ pub fn peers(comm: MPI_Comm) -> Option<Arc<dyn Peers>> {
     mixed_comm(comm).map(|mx| mx as Arc<dyn Peers>)
 }
 
-static MERGED: RwLock<Option<HashMap<usize, Arc<MergedComm>>>> = RwLock::new(None);
+static MERGED: RwLock<Option<FxHashMap<usize, Arc<MergedComm>>>> = RwLock::new(None);
 
 /// The merged communicator behind `comm`, if it is one (the same fast path
 /// as `bridge_comm`).
@@ -385,7 +387,7 @@ pub fn merged_with_context(context: u64) -> Option<Arc<MergedComm>> {
 
 pub fn add_merged(comm: MPI_Comm, c: MergedComm) {
     let mut m = MERGED.write().unwrap_or_else(|p| p.into_inner());
-    if m.get_or_insert_with(HashMap::new)
+    if m.get_or_insert_with(FxHashMap::default)
         .insert(comm_key(comm), Arc::new(c))
         .is_none()
     {
@@ -491,7 +493,7 @@ impl Peers for MixedColl {
     }
 }
 
-static MIXED: RwLock<Option<HashMap<usize, Arc<MixedInter>>>> = RwLock::new(None);
+static MIXED: RwLock<Option<FxHashMap<usize, Arc<MixedInter>>>> = RwLock::new(None);
 
 /// The mixed intercommunicator behind `comm`, if it is one (the same fast
 /// path as `bridge_comm`).
@@ -506,7 +508,7 @@ pub fn mixed_comm(comm: MPI_Comm) -> Option<Arc<MixedInter>> {
 
 pub fn add_mixed(comm: MPI_Comm, c: MixedInter) {
     let mut m = MIXED.write().unwrap_or_else(|p| p.into_inner());
-    if m.get_or_insert_with(HashMap::new)
+    if m.get_or_insert_with(FxHashMap::default)
         .insert(comm_key(comm), Arc::new(c))
         .is_none()
     {

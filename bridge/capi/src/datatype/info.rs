@@ -6,17 +6,17 @@
 //! derived type's handle may be freed and reused for another type, so it is
 //! described afresh on each call.
 
-use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use isthmus_bridge::datatype::{datatype_info, TypeInfo};
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
+use rustc_hash::FxHashMap;
 
 use crate::mpi_glue::MPI_Datatype;
 
-static NAMED: RwLock<Option<HashMap<usize, Arc<TypeInfo>>>> = RwLock::new(None);
+static NAMED: RwLock<Option<FxHashMap<usize, Arc<TypeInfo>>>> = RwLock::new(None);
 
 fn key(dt: MPI_Datatype) -> usize {
     dt.0 as usize
@@ -54,7 +54,7 @@ pub fn info_of(dt: MPI_Datatype) -> Result<Arc<TypeInfo>, BridgeError> {
         NAMED
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert_with(HashMap::new)
+            .get_or_insert_with(FxHashMap::default)
             .insert(key(dt), Arc::clone(&info));
     }
     Ok(info)
