@@ -253,7 +253,7 @@ unsafe fn idup(
                     coll: Default::default(),
                 },
             );
-            Ok(handle)
+            Ok(crate::idup::Next::Done(handle))
         }
         _ => Err(crate::idup::wrong_count(made.len())),
     };

@@ -22,9 +22,27 @@ use crate::mpi_glue::{comm_null, request_null, statuses_ignore, MPI_Comm, MPI_Re
 use crate::requests::{self, Polled};
 
 /// What makes the new communicator from its native duplicates (in the
-/// order they were asked for): registers it and returns its handle. It
-/// registers nothing when it fails (the duplicates are freed then).
-pub type Finish = Box<dyn FnOnce(&[MPI_Comm]) -> Result<MPI_Comm, Fail>>;
+/// order they were asked for): registers it and returns its handle, or
+/// asks for more duplicates first. It registers nothing when it fails (the
+/// duplicates are freed then).
+pub type Finish = Box<dyn FnOnce(&[MPI_Comm]) -> Result<Next, Fail>>;
+
+/// What a [`Finish`] made of the duplicates it was given.
+pub enum Next {
+    /// The new communicator, registered: its handle.
+    Done(MPI_Comm),
+    /// Duplicate these (made from the duplicates just given, which nothing
+    /// else duplicates at the same time) and finish with them: a private
+    /// side taken from the program's new handle, not from the parent.
+    /// Open MPI 4.1 gives communicators duplicated at once from one parent
+    /// inconsistent context ids when its processes hold different numbers
+    /// of communicators (its issue #2025): without Isthmus, three ranks
+    /// that idup one communicator ten times at once and then run an
+    /// `MPI_Iallreduce` on another duplicate of it hang there in two runs
+    /// of three. So Isthmus adds no duplication of its own to a parent the
+    /// program may be duplicating.
+    Then(Vec<MPI_Comm>, Finish),
+}
 
 /// The job's own `MPI_Comm_idup`s of a duplication, under way. The new
 /// handles' vector is made at its full length and never grows: an MPI may
@@ -94,6 +112,8 @@ impl Natives {
 /// A duplication under way: the program's request polls it.
 struct Pending {
     natives: Option<Natives>,
+    /// Duplicates of the stages before, freed if a later one fails.
+    earlier: Vec<MPI_Comm>,
     finish: Option<Finish>,
     /// `MPI_Comm_idup_with_info`'s hints (our duplicate), set on the new
     /// handle at the end; MPI_INFO_NULL for none.
@@ -108,13 +128,20 @@ struct Pending {
 unsafe impl Send for Pending {}
 
 impl Pending {
-    fn end(&mut self) -> Result<(), BridgeError> {
+    /// The stage's duplicates are done: finish, or start the next stage
+    /// (`Ok(false)`: not complete yet).
+    fn end(&mut self) -> Result<bool, BridgeError> {
         let natives = self
             .natives
             .take()
             .ok_or_else(|| BridgeError::Protocol("MPI_Comm_idup polled after its end".into()))?;
         let handles = natives.handles();
-        let hints = self.hints(handles.first().copied());
+        // The hints go on the program's handle, the first stage's first.
+        let hints = if self.earlier.is_empty() {
+            self.hints(handles.first().copied())
+        } else {
+            Ok(())
+        };
         let made = match (hints, self.finish.take()) {
             (Ok(()), Some(finish)) => finish(&handles),
             (Err(f), _) => Err(f),
@@ -122,17 +149,37 @@ impl Pending {
                 "MPI_Comm_idup finished twice".into(),
             ))),
         };
-        match made {
-            Ok(c) => {
+        let failed = match made {
+            Ok(Next::Done(c)) => {
                 // SAFETY: the program's MPI_Comm (see `Pending`).
                 unsafe { *self.out = c };
-                Ok(())
+                return Ok(true);
             }
-            Err(f) => {
-                natives.abandon();
-                // SAFETY: as above.
-                unsafe { *self.out = comm_null() };
-                Err(bridge_error(f))
+            Ok(Next::Then(more, finish)) => match Natives::start(&more) {
+                Ok(next) => {
+                    self.earlier.extend(handles);
+                    self.natives = Some(next);
+                    self.finish = Some(finish);
+                    return Ok(false);
+                }
+                Err(rc) => Fail::Mpi(rc),
+            },
+            Err(f) => f,
+        };
+        natives.abandon();
+        self.free_earlier();
+        // SAFETY: as above.
+        unsafe { *self.out = comm_null() };
+        Err(bridge_error(failed))
+    }
+
+    /// Frees the duplicates of the stages before (a later one failed).
+    fn free_earlier(&mut self) {
+        for mut c in self.earlier.drain(..) {
+            if c != comm_null() {
+                // SAFETY: a duplicate of ours, made by a completed request,
+                // freed once (drained).
+                unsafe { ffi::PMPI_Comm_free(&mut c) };
             }
         }
     }
@@ -170,11 +217,17 @@ impl Polled for Pending {
             if let Some(n) = self.natives.take() {
                 n.abandon();
             }
+            self.free_earlier();
             // SAFETY: the program's MPI_Comm (see `Pending`).
             unsafe { *self.out = comm_null() };
             return Some(Err(bridge_error(Fail::Mpi(rc))));
         }
-        Some(self.end().map(|()| Outcome::empty()))
+        match self.end() {
+            Ok(true) => Some(Ok(Outcome::empty())),
+            // The next stage's duplicates are under way.
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     fn cancel(&mut self) -> bool {
@@ -238,6 +291,7 @@ pub(crate) unsafe fn start(
     let first = n.handles().first().copied().unwrap_or_else(comm_null);
     let pending = Pending {
         natives: Some(n),
+        earlier: Vec::new(),
         finish: Some(finish),
         info: held,
         out: newcomm,

@@ -314,7 +314,16 @@ pub unsafe fn give_comm(
             unsafe { *out = c };
             0
         }
-        Err(f) => raise(comm, call, f),
+        Err(f) => {
+            // MPI: a call that fails to make a communicator gives
+            // MPI_COMM_NULL (MPICH's attr/attrerr checks it after an
+            // attribute copy callback fails a dup).
+            if !out.is_null() {
+                // SAFETY: the program's out-pointer, checked non-null.
+                unsafe { *out = comm_null() };
+            }
+            raise(comm, call, f)
+        }
     }
 }
 
@@ -345,29 +354,67 @@ pub(crate) unsafe fn comm_dup_with_info(
 /// contexts are derived now (in the order of the calls, as `dup`'s); the
 /// native communicators to duplicate (the handle, the private side); and
 /// what registers the duplicates of those two as the new communicator.
+/// (A mixed intercommunicator's local group duplicates both at once;
+/// the merged communicator's own `MPI_Comm_idup` takes its private side
+/// from the new handle, `dup_chained`.)
 pub fn dup_later(
     mc: &MergedComm,
     comm: MPI_Comm,
 ) -> Result<([MPI_Comm; 2], crate::idup::Finish), BridgeError> {
-    let n = mc.derived.fetch_add(1, Ordering::Relaxed) + 1;
-    let contexts = contexts(mc.inter.derived(n)?)?;
-    let (order, groups) = (
-        mc.order.clone(),
-        (mc.local_group.clone(), mc.remote_group.clone()),
-    );
+    let (contexts, order, groups) = derive(mc)?;
     let finish = move |made: &[MPI_Comm]| match *made {
         [handle, native] => {
             adopt(handle, native, contexts, order, groups)?;
-            Ok(handle)
+            Ok(crate::idup::Next::Done(handle))
         }
         _ => Err(crate::idup::wrong_count(made.len())),
     };
     Ok(([comm, mc.native], Box::new(finish)))
 }
 
+/// [`dup_later`] in two stages: the program's handle first, then the
+/// private side duplicated from the new handle (which nothing else
+/// duplicates meanwhile), so that Isthmus never duplicates a parent the
+/// program may be duplicating at the same time (see `crate::idup::Next`).
+fn dup_chained(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+) -> Result<(MPI_Comm, crate::idup::Finish), BridgeError> {
+    let (contexts, order, groups) = derive(mc)?;
+    let finish = move |made: &[MPI_Comm]| match *made {
+        [handle] => {
+            let side = move |made: &[MPI_Comm]| match *made {
+                [native] => {
+                    adopt(handle, native, contexts, order, groups)?;
+                    Ok(crate::idup::Next::Done(handle))
+                }
+                _ => Err(crate::idup::wrong_count(made.len())),
+            };
+            Ok(crate::idup::Next::Then(vec![handle], Box::new(side)))
+        }
+        _ => Err(crate::idup::wrong_count(made.len())),
+    };
+    Ok((comm, Box::new(finish)))
+}
+
+/// A duplicate's contexts (derived now, in the order of the calls) and
+/// what it inherits.
+#[allow(clippy::type_complexity)] // the three parts `adopt` takes
+fn derive(
+    mc: &MergedComm,
+) -> Result<((InterComm, InterComm), Order, (String, String)), BridgeError> {
+    let n = mc.derived.fetch_add(1, Ordering::Relaxed) + 1;
+    let contexts = contexts(mc.inter.derived(n)?)?;
+    Ok((
+        contexts,
+        mc.order.clone(),
+        (mc.local_group.clone(), mc.remote_group.clone()),
+    ))
+}
+
 /// `MPI_Comm_idup(_with_info)` on a merged communicator: the job's own
-/// nonblocking duplicates of the handle and the private side, registered
-/// when the request completes (`crate::idup`).
+/// nonblocking duplicate of the handle, then of the new handle for the
+/// private side, registered when the request completes (`crate::idup`).
 ///
 /// # Safety
 /// As `MPI_Comm_idup_with_info` (`info` may be MPI_INFO_NULL).
@@ -378,10 +425,10 @@ unsafe fn idup(
     (newcomm, request): (*mut MPI_Comm, *mut crate::mpi_glue::MPI_Request),
     call: &'static str,
 ) -> c_int {
-    match dup_later(mc, comm) {
+    match dup_chained(mc, comm) {
         // SAFETY: forwarded.
-        Ok((natives, finish)) => unsafe {
-            crate::idup::start(comm, call, &natives, info, finish, newcomm, request)
+        Ok((handle, finish)) => unsafe {
+            crate::idup::start(comm, call, &[handle], info, finish, newcomm, request)
         },
         Err(e) => errors::fail(comm, call, &e),
     }

@@ -252,7 +252,10 @@ unsafe fn idup(
         };
         let local = match (local, rest) {
             (LocalLater::Native, [c]) => LocalGroup::Native(*c),
-            (LocalLater::Merged(f), [_, _]) => LocalGroup::Merged(f(rest)?),
+            (LocalLater::Merged(f), [_, _]) => match f(rest)? {
+                crate::idup::Next::Done(c) => LocalGroup::Merged(c),
+                crate::idup::Next::Then(..) => return Err(crate::idup::wrong_count(rest.len())),
+            },
             _ => return Err(crate::idup::wrong_count(made.len())),
         };
         state::add_mixed(
@@ -266,7 +269,7 @@ unsafe fn idup(
                 ..template
             },
         );
-        Ok(*handle)
+        Ok(crate::idup::Next::Done(*handle))
     };
     // SAFETY: forwarded.
     unsafe {

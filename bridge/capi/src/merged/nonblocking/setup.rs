@@ -69,7 +69,10 @@ pub(super) unsafe fn start(
         return errors::refuse_merged_because(call.comm, call.name, why);
     }
     let bc = &mc.nbc;
-    let mut op = match Op::begin(bc, call.comm, call.name) {
+    // The native steps' duplicate comes from the private side, not from
+    // the program's handle, which the program may be duplicating at the
+    // same time (see `crate::idup::Next`).
+    let mut op = match Op::begin_over(bc, (call.comm, mc.native), call.name) {
         Ok(op) => op,
         Err(rc) => return rc,
     };
