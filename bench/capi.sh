@@ -19,11 +19,10 @@
 # --matrix: every MPI implementation and every pairing of them beside each
 # one's native numbers instead (bench/capi-matrix.sh, which says more).
 # The C (shared memory) and Rust pairs run ROUNDS times, alternately
-# (--rounds, default 3), and the table gives the median of their rounds:
-# one round's medians move by 10-20 % from run to run on this machine (where
-# the scheduler puts the two processes), more than the 5 % the C/Rust
-# target allows; alternating spreads that over both paths alike. The
-# per-round C/Rust ratios are printed under the table.
+# (--rounds, default 3), and the table gives the median of their rounds,
+# so that what disturbs one round (a build, the hog's placement) falls on
+# both paths alike. The per-round C/Rust ratios are printed under the
+# table.
 # usage: bench/capi.sh [--contended] [--rounds N] [lat_iters [bw_MiB]]
 #        bench/capi.sh --matrix [--contended] [--no-build] [lat_iters [bw_MiB]]
 set -euo pipefail
@@ -51,15 +50,20 @@ mpicc.openmpi -O2 "${INC[@]}" -DNATIVE_ONLY -o "$OUT/pp-plain" "$SRC"
 start_vmd "$OUT" >&2
 if [ $CONTENDED = 1 ]; then bench_start --contended; else bench_start; fi
 
+# The two sides of a pair run pinned, the Open MPI one on CPU 0 and the
+# MPICH one on CPU 1 (as mpirun pins the native pair's two ranks): left to
+# the scheduler, one round's medians moved by 10-20 % with where it put
+# them (Open MPI's mpirun pins a one-rank job to core 0, MPICH's does not
+# pin); pinned, by 2 %.
 pair() { # pair OMPI_CMD... -- MPICH_CMD...: the Open MPI side prints RESULTs
   local a=() b=() seen=0
   for x in "$@"; do
     if [ "$x" = "--" ]; then seen=1; elif [ $seen = 0 ]; then a+=("$x"); else b+=("$x"); fi
   done
-  mpiexec.mpich -n 1 -genv ISTHMUS_VMD "$ISTHMUS_VMD" "${b[@]}" >/dev/null &
+  mpiexec.mpich -n 1 -genv ISTHMUS_VMD "$ISTHMUS_VMD" taskset -c 1 "${b[@]}" >/dev/null &
   local pid=$!
   sleep 0.3
-  mpirun.openmpi -n 1 -x ISTHMUS_VMD "${a[@]}"
+  mpirun.openmpi -n 1 --bind-to none -x ISTHMUS_VMD taskset -c 0 "${a[@]}"
   wait "$pid"
 }
 {

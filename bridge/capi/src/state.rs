@@ -10,10 +10,11 @@
 //! kept in an atomic: while no Isthmus communicator exists, calls on
 //! ordinary communicators go to `PMPI_*` after one relaxed load.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use rustc_hash::FxHashMap;
 
@@ -111,6 +112,18 @@ pub struct BridgeComm {
 
 static COMMS: RwLock<Option<FxHashMap<usize, Arc<BridgeComm>>>> = RwLock::new(None);
 static COMM_COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Advanced by every change of `COMMS`: a thread's cached lookup
+/// (`LAST_COMM`) holds while it is unchanged.
+static COMMS_VERSION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The bridge communicator this thread looked up last, with the
+    /// table's version then. A program sends on one communicator over and
+    /// over; the table's lock and the reference count it took were a cost
+    /// per message that the Rust API does not pay (issue 18). Weak, so
+    /// that the cache never keeps a freed communicator alive.
+    static LAST_COMM: RefCell<Option<(usize, u64, Weak<BridgeComm>)>> = const { RefCell::new(None) };
+}
 
 /// The bridge communicator behind `comm`, if it is one. The fast path for
 /// ordinary communicators is the atomic load.
@@ -119,8 +132,23 @@ pub fn bridge_comm(comm: MPI_Comm) -> Option<Arc<BridgeComm>> {
     if COMM_COUNT.load(Ordering::Relaxed) == 0 {
         return None;
     }
-    let m = COMMS.read().unwrap_or_else(|p| p.into_inner());
-    m.as_ref()?.get(&comm_key(comm)).cloned()
+    let key = comm_key(comm);
+    let version = COMMS_VERSION.load(Ordering::Acquire);
+    let hit = LAST_COMM.with(|last| match &*last.borrow() {
+        Some((k, v, bc)) if *k == key && *v == version => bc.upgrade(),
+        _ => None,
+    });
+    if hit.is_some() {
+        return hit;
+    }
+    let found = {
+        let m = COMMS.read().unwrap_or_else(|p| p.into_inner());
+        m.as_ref()?.get(&key).cloned()
+    };
+    if let Some(bc) = &found {
+        LAST_COMM.with(|last| *last.borrow_mut() = Some((key, version, Arc::downgrade(bc))));
+    }
+    found
 }
 
 pub fn add_comm(comm: MPI_Comm, c: BridgeComm) {
@@ -131,6 +159,7 @@ pub fn add_comm(comm: MPI_Comm, c: BridgeComm) {
     {
         COMM_COUNT.fetch_add(1, Ordering::Relaxed);
     }
+    COMMS_VERSION.fetch_add(1, Ordering::Release);
 }
 
 pub fn remove_comm(comm: MPI_Comm) -> Option<Arc<BridgeComm>> {
@@ -139,6 +168,7 @@ pub fn remove_comm(comm: MPI_Comm) -> Option<Arc<BridgeComm>> {
     if gone.is_some() {
         COMM_COUNT.fetch_sub(1, Ordering::Relaxed);
     }
+    COMMS_VERSION.fetch_add(1, Ordering::Release);
     gone
 }
 

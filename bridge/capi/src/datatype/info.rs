@@ -6,6 +6,7 @@
 //! derived type's handle may be freed and reused for another type, so it is
 //! described afresh on each call.
 
+use std::cell::RefCell;
 use std::ffi::c_int;
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -39,8 +40,37 @@ pub(crate) fn is_named(dt: MPI_Datatype) -> bool {
     named.is_some() && combiner(dt) == named
 }
 
+thread_local! {
+    /// The predefined type this thread described last: most programs send
+    /// one type over and over, and the shared table's lock was a cost per
+    /// message the Rust API does not pay (issue 18). A predefined handle
+    /// names the same type for the whole run, so the entry never goes stale.
+    static LAST_NAMED: RefCell<Option<(usize, Arc<TypeInfo>)>> = const { RefCell::new(None) };
+}
+
 /// The description of `dt`.
 pub fn info_of(dt: MPI_Datatype) -> Result<Arc<TypeInfo>, BridgeError> {
+    let hit = LAST_NAMED.with(|last| match &*last.borrow() {
+        Some((k, info)) if *k == key(dt) => Some(Arc::clone(info)),
+        _ => None,
+    });
+    if let Some(info) = hit {
+        return Ok(info);
+    }
+    let info = info_of_shared(dt)?;
+    if NAMED
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .is_some_and(|m| m.contains_key(&key(dt)))
+    {
+        LAST_NAMED.with(|last| *last.borrow_mut() = Some((key(dt), Arc::clone(&info))));
+    }
+    Ok(info)
+}
+
+/// [`info_of`] through the process-wide table of predefined types.
+fn info_of_shared(dt: MPI_Datatype) -> Result<Arc<TypeInfo>, BridgeError> {
     if let Some(i) = NAMED
         .read()
         .unwrap_or_else(|p| p.into_inner())

@@ -128,15 +128,22 @@ pub unsafe fn raw_target<'a>(
     dt: MPI_Datatype,
 ) -> Result<Option<RawTarget<'a>>, BridgeError> {
     let info = info_of(dt)?;
-    if !info.raw || count == 0 {
+    if !info.raw {
         return Ok(None);
     }
     let len = count.checked_mul(info.data_size_per_elem).ok_or_else(|| {
         BridgeError::InvalidArgument(format!("count {count} overflows the buffer size"))
     })?;
-    // SAFETY: the caller's buffer holds `count` elements of a gapless
-    // type: `len` writable bytes, as for MPI_Recv.
-    let out = unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len) };
+    // An empty receive (MPI lets its buffer be any address, NULL too)
+    // takes the same path as any other: through a buffer of its own it
+    // cost a quarter more than the Rust API's at 0 bytes (issue 18).
+    let out: &'a mut [u8] = if len == 0 {
+        &mut []
+    } else {
+        // SAFETY: the caller's buffer holds `count` elements of a gapless
+        // type: `len` writable bytes, as for MPI_Recv.
+        unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, len) }
+    };
     Ok(Some(RawTarget { info, count, out }))
 }
 
