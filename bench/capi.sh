@@ -23,14 +23,15 @@
 # so that what disturbs one round (a build, the hog's placement) falls on
 # both paths alike. The per-round C/Rust ratios are printed under the
 # table.
-# usage: bench/capi.sh [--contended] [--rounds N] [lat_iters [bw_MiB]]
+# usage: bench/capi.sh [--contended] [--rounds N] [--pin] [lat_iters [bw_MiB]]
 #        bench/capi.sh --matrix [--contended] [--no-build] [lat_iters [bw_MiB]]
 set -euo pipefail
 if [ "${1:-}" = "--matrix" ]; then shift; exec bash "$(dirname "$0")/capi-matrix.sh" "$@"; fi
 . "$(dirname "$0")/../scripts/env.sh"
-CONTENDED=0 ROUNDS=3
+CONTENDED=0 ROUNDS=3 PIN=0
 if [ "${1:-}" = "--contended" ]; then CONTENDED=1; shift; fi
 if [ "${1:-}" = "--rounds" ]; then ROUNDS=$2; shift 2; fi
+if [ "${1:-}" = "--pin" ]; then PIN=1; shift; fi
 ITERS=${1:-5000}
 BW=${2:-512}
 cd "$ISTHMUS_ROOT"
@@ -50,20 +51,22 @@ mpicc.openmpi -O2 "${INC[@]}" -DNATIVE_ONLY -o "$OUT/pp-plain" "$SRC"
 start_vmd "$OUT" >&2
 if [ $CONTENDED = 1 ]; then bench_start --contended; else bench_start; fi
 
-# The two sides of a pair run pinned, the Open MPI one on CPU 0 and the
-# MPICH one on CPU 1 (as mpirun pins the native pair's two ranks): left to
-# the scheduler, one round's medians moved by 10-20 % with where it put
-# them (Open MPI's mpirun pins a one-rank job to core 0, MPICH's does not
-# pin); pinned, by 2 %.
+# With --pin the two sides of a pair run pinned, the Open MPI one on CPU 0
+# and the MPICH one on CPU 1 (as mpirun pins the native pair's two ranks):
+# one round's latency medians then move by ~2 % instead of 10-20 %, but
+# each process's engine threads share its one CPU. Without, Open MPI's
+# mpirun pins its one-rank job to core 0 and MPICH's does not pin.
+PIN_A=() PIN_B=()
+if [ "$PIN" = 1 ]; then PIN_A=(--bind-to none taskset -c 0) PIN_B=(taskset -c 1); fi
 pair() { # pair OMPI_CMD... -- MPICH_CMD...: the Open MPI side prints RESULTs
   local a=() b=() seen=0
   for x in "$@"; do
     if [ "$x" = "--" ]; then seen=1; elif [ $seen = 0 ]; then a+=("$x"); else b+=("$x"); fi
   done
-  mpiexec.mpich -n 1 -genv ISTHMUS_VMD "$ISTHMUS_VMD" taskset -c 1 "${b[@]}" >/dev/null &
+  mpiexec.mpich -n 1 -genv ISTHMUS_VMD "$ISTHMUS_VMD" "${PIN_B[@]}" "${b[@]}" >/dev/null &
   local pid=$!
   sleep 0.3
-  mpirun.openmpi -n 1 --bind-to none -x ISTHMUS_VMD taskset -c 0 "${a[@]}"
+  mpirun.openmpi -n 1 "${PIN_A[@]:0:2}" -x ISTHMUS_VMD "${PIN_A[@]:2}" "${a[@]}"
   wait "$pid"
 }
 {
