@@ -46,11 +46,16 @@ fn pingpong(
     let mut c = match who {
         Some(u) => {
             let mut c = Command::new("setpriv");
+            // A temporary directory of the job's own: two of the user's
+            // mpiruns starting in the same instant raced on their session
+            // directory under /tmp/ompi.<host>.<uid> (one failed in
+            // orte_init: "mkdir ... No such file or directory").
+            let tmp = job_tmpdir(u);
             c.arg(format!("--reuid={}", u.uid))
                 .arg(format!("--regid={}", u.gid))
                 .args(["--clear-groups", "--", "mpirun.openmpi"])
                 .env("HOME", "/tmp")
-                .env("TMPDIR", "/tmp")
+                .env("TMPDIR", &tmp)
                 .current_dir("/");
             c
         }
@@ -75,6 +80,18 @@ fn pingpong(
         c.arg("--first");
     }
     c.spawn().expect("start mpirun")
+}
+
+/// A fresh directory under /tmp owned by `u` (left for the system's
+/// cleaning of /tmp: the job's own files in it are gone when its mpirun
+/// ends).
+fn job_tmpdir(u: &User) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::path::PathBuf::from(format!("/tmp/isthmus-owners-{}-{}", std::process::id(), n));
+    std::fs::create_dir_all(&dir).expect("create the job's TMPDIR");
+    std::os::unix::fs::chown(&dir, Some(u.uid), Some(u.gid)).expect("give it to the test user");
+    dir
 }
 
 fn text(out: &Output) -> String {
