@@ -77,7 +77,8 @@ async fn output_and_exit_codes(implementation: &str, rank_var: &str) {
     let evs = job_events(&mut events, r.job).await;
     assert_eq!(rank_exits(&evs).len(), 3, "{evs:?}");
     assert!(rank_exits(&evs).values().all(|h| *h == How::Code(0)));
-    assert_eq!(job_exit(&evs).state, pb::JobState::JobExited as i32);
+    let end = job_exit(&evs);
+    assert_eq!(end.state, pb::JobState::JobExited as i32, "{end:?}");
     let hosts = c
         .list_hosts(pb::ListHostsRequest {})
         .await

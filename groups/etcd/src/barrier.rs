@@ -140,9 +140,24 @@ impl Core {
             // Registered before the commit, so no outcome passes unheard.
             let (token, mut outcome) = self.barriers.add(group, episode, task, r);
             let mine = |w: &Waiter| w.token == token;
+            // A call dropped from here until it returns (its caller's own
+            // guard exists only then) may have had its entry applied: it
+            // must not count. Seen under load with etcd: a call aborted in
+            // the middle of its commit left its entry, and the next member's
+            // barrier completed with it.
+            let dropped = (!completes).then(|| Cancelled {
+                core: Arc::clone(self),
+                group,
+                episode,
+                task,
+                armed: true,
+            });
             let committed = match self.commit(change, "entering a barrier").await {
                 Ok(c) => c,
                 Err(e) => {
+                    if let Some(d) = dropped {
+                        d.disarm();
+                    }
                     self.barriers.remove(group, mine);
                     if !completes {
                         // It may have been applied: make sure it does not count.
@@ -156,6 +171,9 @@ impl Core {
                     && self
                         .entry_applied(group, (episode, task, token), &key)
                         .await?);
+            if let Some(d) = dropped {
+                d.disarm();
+            }
             if entered && completes {
                 // The log's release reached our registration too, unless
                 // a lost answer hides that a removal broke the episode.
@@ -277,6 +295,31 @@ impl Core {
             .is_err()
         {
             warn!("withdrawals of abandoned barrier calls are slow; entering anyway");
+        }
+    }
+}
+
+/// An entering call's entry, withdrawn in the background if the call is
+/// dropped (or fails) before it returns, unless disarmed.
+struct Cancelled<'a> {
+    core: Arc<Core>,
+    group: &'a str,
+    episode: u64,
+    task: TaskId,
+    armed: bool,
+}
+
+impl Cancelled<'_> {
+    /// The call goes on knowing what became of its entry.
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Cancelled<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.core.abandon(self.group, self.episode, self.task);
         }
     }
 }
