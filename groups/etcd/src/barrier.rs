@@ -140,11 +140,11 @@ impl Core {
             // Registered before the commit, so no outcome passes unheard.
             let (token, mut outcome) = self.barriers.add(group, episode, task, r);
             let mine = |w: &Waiter| w.token == token;
-            // A call dropped from here until it returns (its caller's own
-            // guard exists only then) may have had its entry applied: it
-            // must not count. Seen under load with etcd: a call aborted in
-            // the middle of its commit left its entry, and the next member's
-            // barrier completed with it.
+            // A call dropped or failing from here until it returns (its
+            // caller's own guard exists only then) may have had its entry
+            // applied: it must not count. Seen under load with etcd: a call
+            // aborted in the middle of its commit left its entry, and the
+            // next member's barrier completed with it.
             let dropped = (!completes).then(|| Cancelled {
                 core: Arc::clone(self),
                 group,
@@ -155,14 +155,8 @@ impl Core {
             let committed = match self.commit(change, "entering a barrier").await {
                 Ok(c) => c,
                 Err(e) => {
-                    if let Some(d) = dropped {
-                        d.disarm();
-                    }
+                    // `dropped` withdraws the entry, which may have been applied.
                     self.barriers.remove(group, mine);
-                    if !completes {
-                        // It may have been applied: make sure it does not count.
-                        self.abandon(group, episode, task);
-                    }
                     return Err(e);
                 }
             };

@@ -57,35 +57,32 @@ pub fn info_of(dt: MPI_Datatype) -> Result<Arc<TypeInfo>, BridgeError> {
     if let Some(info) = hit {
         return Ok(info);
     }
-    let info = info_of_shared(dt)?;
-    if NAMED
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .is_some_and(|m| m.contains_key(&key(dt)))
-    {
+    let (info, named) = info_of_shared(dt)?;
+    if named {
         LAST_NAMED.with(|last| *last.borrow_mut() = Some((key(dt), Arc::clone(&info))));
     }
     Ok(info)
 }
 
-/// [`info_of`] through the process-wide table of predefined types.
-fn info_of_shared(dt: MPI_Datatype) -> Result<Arc<TypeInfo>, BridgeError> {
+/// [`info_of`] through the process-wide table of predefined types; true
+/// when `dt` is one of them.
+fn info_of_shared(dt: MPI_Datatype) -> Result<(Arc<TypeInfo>, bool), BridgeError> {
     if let Some(i) = NAMED
         .read()
         .unwrap_or_else(|p| p.into_inner())
         .as_ref()
         .and_then(|m| m.get(&key(dt)))
     {
-        return Ok(Arc::clone(i));
+        return Ok((Arc::clone(i), true));
     }
     let info = Arc::new(datatype_info(dt)?);
-    if is_named(dt) {
+    let named = is_named(dt);
+    if named {
         NAMED
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .get_or_insert_with(FxHashMap::default)
             .insert(key(dt), Arc::clone(&info));
     }
-    Ok(info)
+    Ok((info, named))
 }
