@@ -7,7 +7,8 @@
 //!  0   1   kind         1 EAGER, 2 SYNC_EAGER (ssend), 3 SYNC_ACK, 4 BYE,
 //!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT, 9 SHM, 10 ABORT
 //!  1   1   wire format  0 raw LE, 1 raw BE, 2 external32
-//!  2   1   flags        bit 0 SINGLE_COPY (RTS and CTS only, see below)
+//!  2   1   flags        bit 0 SINGLE_COPY (RTS and CTS only, see below),
+//!                       bit 1 PUSHED (DATA only, see below)
 //!  3   1   reserved (0)
 //!  4   4   source rank  (u32, rank of the sender in ITS local group)
 //!  8   8   context id   (u64, the intercomm)
@@ -22,6 +23,13 @@
 //! length in `payload len` but NO payload; CTS (receiver → sender, on the
 //! receiver's own connection) echoes the RTS's seq; DATA echoes it too and
 //! carries the payload. CREDIT returns eager credit: `count` bytes.
+//! Pushed DATA (flag PUSHED): the sender did not wait for the CTS — the
+//! receiver's credit, returned after the RTS went out, covered the payload
+//! (`payload len` + 128, as an eager message), so it follows its RTS in
+//! the message lane; the receiver reads it into the matched receive, or
+//! holds it with the announcement as an eager message, and answers the
+//! announcement's CTS all the same (it ends the sender's count of
+//! unanswered RTS).
 //! Single copy (between two processes of one host whose shared-memory
 //! connection allows it, see `transport::cma`): an RTS with the
 //! SINGLE_COPY flag is followed by 8 bytes, the address (u64 LE) in the
@@ -53,6 +61,8 @@ pub(crate) const HEADER_LEN: usize = 56;
 pub(crate) const GRANT_FOLLOWS: u64 = 1;
 /// Header flag: a single-copy RTS (an address follows) or its CTS (read done).
 pub(crate) const SINGLE_COPY: u8 = 1;
+/// Header flag: DATA sent on returned credit, before any CTS (see the module's doc).
+pub(crate) const PUSHED: u8 = 2;
 /// Bytes after a single-copy RTS's header: the payload's address.
 pub(crate) const SINGLE_COPY_TRAILER: usize = 8;
 
@@ -164,9 +174,12 @@ impl FrameHeader {
                 .ok_or_else(|| BridgeError::Protocol(format!("no 8-byte field at {o}")))
         };
         let flags = b[2];
-        if flags & !SINGLE_COPY != 0
-            || (flags != 0 && !matches!(kind, FrameKind::Rts | FrameKind::Cts))
-        {
+        let allowed = match kind {
+            FrameKind::Rts | FrameKind::Cts => SINGLE_COPY,
+            FrameKind::Data => PUSHED,
+            _ => 0,
+        };
+        if flags & !allowed != 0 {
             return Err(BridgeError::Protocol(format!(
                 "{kind:?} frame with flags {flags:#x}"
             )));
@@ -200,6 +213,11 @@ impl FrameHeader {
     /// Whether this is a single-copy RTS or CTS (see the module's doc).
     pub(crate) fn single_copy(&self) -> bool {
         self.flags & SINGLE_COPY != 0
+    }
+
+    /// Whether this is DATA the sender pushed on returned credit (see the module's doc).
+    pub(crate) fn pushed(&self) -> bool {
+        self.kind == FrameKind::Data && self.flags & PUSHED != 0
     }
 
     /// A CREDIT frame returning (or granting) `bytes` of eager credit.
@@ -276,8 +294,17 @@ mod tests {
         };
         assert_eq!(FrameHeader::decode(&rts.encode()).unwrap(), rts);
         let mut unknown = rts.encode();
-        unknown[2] = 2;
-        assert!(FrameHeader::decode(&unknown).is_err());
+        unknown[2] = PUSHED;
+        assert!(FrameHeader::decode(&unknown).is_err(), "PUSHED on RTS");
+        let pushed = FrameHeader {
+            kind: FrameKind::Data,
+            flags: PUSHED,
+            ..h
+        };
+        assert!(FrameHeader::decode(&pushed.encode()).unwrap().pushed());
+        let mut copied = pushed.encode();
+        copied[2] = SINGLE_COPY;
+        assert!(FrameHeader::decode(&copied).is_err(), "SINGLE_COPY on DATA");
     }
 
     #[test]

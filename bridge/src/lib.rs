@@ -192,7 +192,8 @@
 //!   reports through `FrameHandler`.
 //! * `request` — request handles, [`wait_all`], [`wait_any`];
 //!   `engine` — [`Engine`] (listeners, shutdown) over `engine::shared`,
-//!   which composes the tables and implements the reporting traits.
+//!   which composes the tables and implements the reporting traits;
+//!   `engine::push` — rendezvous payloads sent on returned credit.
 //! * `p2p` — the point-to-point layer: a `Channel` (one context, our rank,
 //!   the remote ranks) sends (the eager/rendezvous/synchronous decision,
 //!   over a transport `Link`), receives and probes.
@@ -244,7 +245,7 @@ pub use address::{Locality, Route, Transport};
 pub use coll::{shares as coll_shares, BcastRole, Message as CollMessage, Share as CollShare};
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
-    AbortHandler, Engine, EngineConfig, Undelivered, DEFAULT_ADMISSION_PER_SOURCE,
+    AbortHandler, Engine, EngineConfig, PushStats, Undelivered, DEFAULT_ADMISSION_PER_SOURCE,
     DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW,
     DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_FINALIZE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_LOCAL_TRANSPORT, DEFAULT_SEND_BUFFER_LIMIT,

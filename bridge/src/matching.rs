@@ -17,7 +17,7 @@ use crate::completion::Completion;
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::format::WireFormat;
-use crate::frame::{discard_payload, read_payload_vec, FrameHeader};
+use crate::frame::{discard_payload, read_payload_vec, FrameHeader, FrameKind};
 use crate::sync::lock;
 
 /// Which remote rank a receive or probe accepts.
@@ -292,6 +292,35 @@ impl Ctx {
         drop(st);
         self.arrived.notify_all();
         None
+    }
+
+    /// Pushed DATA (see `rendezvous`) for the announcement `seq` from
+    /// `peer` while it is still unexpected here: the announcement becomes
+    /// an eager message with this payload and credit, in its place in the
+    /// queue. The payload comes back if the announcement is not queued (a
+    /// receive is taking it).
+    pub(crate) fn attach_payload(
+        &self,
+        peer: Uuid,
+        seq: u64,
+        payload: Vec<u8>,
+        cost: u64,
+    ) -> std::result::Result<(), Vec<u8>> {
+        let mut st = lock(&self.state);
+        let found = st
+            .unexpected
+            .iter_mut()
+            .find(|a| a.peer == peer && a.hdr.seq == seq && a.hdr.kind == FrameKind::Rts);
+        match found {
+            Some(a) => {
+                a.hdr.kind = FrameKind::Eager;
+                a.hdr.flags = 0;
+                a.payload = payload;
+                a.cost = cost;
+                Ok(())
+            }
+            None => Err(payload),
+        }
     }
 
     /// Its channel is dropped (`MPI_Comm_free`): true when receives are

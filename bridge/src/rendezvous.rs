@@ -6,12 +6,23 @@
 //! holds the two waiting sides: sends waiting for their CTS, by sequence
 //! number, and matched receives waiting for their DATA, by (peer, sequence).
 //!
+//! Pushed DATA (see `frame`): a nonblocking standard send that went by
+//! rendezvous only for want of credit is also queued here to be pushed;
+//! once the receiver's returned credit covers it, its DATA follows the RTS
+//! without waiting for the CTS (so a stream of messages just above the
+//! credit keeps the link busy, where a CTS round trip per message idled
+//! it). Whichever comes first, the push or the CTS, sends the payload; the
+//! other finds nothing to do. The receiver may get pushed DATA before its
+//! receive matched the announcement: it is then held with the
+//! announcement as an eager message, or — while a receive is taking the
+//! announcement at that moment — here, until the receive asks for it.
+//!
 //! Single copy (see `frame` and `transport::cma`): the RTS carries
 //! the payload's address in the sender's memory; until a receive matches
 //! it, that offer waits here, by (peer, sequence). The receiver then reads
 //! the payload itself and its single-copy CTS completes the send: no DATA.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -24,7 +35,7 @@ use crate::held::Held;
 use crate::matching::{PostedRecv, Status};
 use crate::payload::Payload;
 use crate::sync::lock;
-use crate::transport::PeerMemory;
+use crate::transport::{PeerMemory, Queued};
 
 /// A send whose RTS went out and that waits for the CTS.
 pub(crate) struct PendingSend {
@@ -43,6 +54,25 @@ pub(crate) struct PendingSend {
     /// A single-copy send of the blocked caller's memory: set before `done`
     /// completes if the receiver read the payload itself (no DATA to write).
     pub read_by_peer: Option<Arc<AtomicBool>>,
+    /// Its DATA went out on returned credit (see the module's doc): the
+    /// CTS, when it comes, only ends the announcement.
+    pub pushed: bool,
+}
+
+/// A pushed payload that arrived while its announcement was being matched
+/// (see the module's doc), waiting for that receive's [`Rendezvous::add_recv`].
+pub(crate) struct EarlyData {
+    pub payload: Vec<u8>,
+    /// The credit it holds (returned to its sender once consumed).
+    pub cost: u64,
+}
+
+/// Where pushed DATA goes that found no matched receive waiting.
+pub(crate) enum Landing {
+    /// A receive matched it meanwhile: read into it.
+    Matched(PendingData, Vec<u8>),
+    /// Held where the receive will look.
+    Held,
 }
 
 /// Where a single-copy announcement's payload is in the sender's memory,
@@ -67,12 +97,23 @@ pub(crate) struct Sends {
     /// Per peer, sends cleared by a CTS whose DATA is not queued yet (so
     /// that a flush sees them between the two tables).
     handing_over: HashMap<Uuid, usize>,
+    /// Per peer, sends whose DATA may be pushed on returned credit, oldest
+    /// first (a sequence number whose send is gone is skipped).
+    pushable: HashMap<Uuid, VecDeque<u64>>,
+}
+
+#[derive(Default)]
+struct Recvs {
+    /// Matched receives waiting for DATA.
+    pending: HashMap<(Uuid, u64), PendingData>,
+    /// Pushed payloads whose receive is being matched.
+    early: HashMap<(Uuid, u64), EarlyData>,
 }
 
 #[derive(Default)]
 pub(crate) struct Rendezvous {
     sends: Mutex<Sends>,
-    recvs: Mutex<HashMap<(Uuid, u64), PendingData>>,
+    recvs: Mutex<Recvs>,
     /// Single-copy announcements not matched yet (as many as the
     /// announcements a peer may have held, see `ledger`).
     offers: Mutex<HashMap<(Uuid, u64), SingleCopyOffer>>,
@@ -113,6 +154,78 @@ impl Rendezvous {
         lock(&self.sends).pending.remove(&seq);
     }
 
+    /// The RTS of `seq` (to `peer`) is written or queued: its DATA may be
+    /// pushed once credit allows (see the module's doc).
+    pub(crate) fn make_pushable(&self, peer: Uuid, seq: u64) {
+        let mut s = lock(&self.sends);
+        if !s.pending.contains_key(&seq) {
+            return; // The CTS came already.
+        }
+        let Sends {
+            pending, pushable, ..
+        } = &mut *s;
+        let q = pushable.entry(peer).or_default();
+        while q.front().is_some_and(|f| !pending.contains_key(f)) {
+            q.pop_front();
+        }
+        q.push_back(seq);
+    }
+
+    /// Push the oldest pushable sends to `peer`, in order: each one's
+    /// DATA (`data` makes its header from the RTS) goes to `queue`, which
+    /// spends its payload's credit (`payload len` + `frame_cost`) or gives
+    /// it back; the first given back stops the round. A pushed send stays
+    /// pending, marked, until its CTS. Returns how many were pushed.
+    pub(crate) fn push(
+        &self,
+        peer: Uuid,
+        frame_cost: u64,
+        data: impl Fn(&FrameHeader) -> FrameHeader,
+        mut queue: impl FnMut(u64, Queued) -> std::result::Result<(), Queued>,
+    ) -> u64 {
+        let mut s = lock(&self.sends);
+        let Sends {
+            pending, pushable, ..
+        } = &mut *s;
+        let Some(q) = pushable.get_mut(&peer) else {
+            return 0;
+        };
+        let mut pushed = 0;
+        while let Some(&seq) = q.front() {
+            let Some(p) = pending.get_mut(&seq).filter(|p| !p.pushed) else {
+                q.pop_front();
+                continue;
+            };
+            let Some(payload) = p.payload.take() else {
+                q.pop_front();
+                continue;
+            };
+            let item = Queued {
+                hdr: data(&p.rts),
+                payload,
+                dest_rank: p.dest_rank,
+                done: Some(Arc::clone(&p.done)),
+                held: p.held.take(),
+            };
+            match queue(p.rts.payload_len.saturating_add(frame_cost), item) {
+                Ok(()) => {
+                    q.pop_front();
+                    p.pushed = true;
+                    pushed += 1;
+                }
+                Err(item) => {
+                    p.payload = Some(item.payload);
+                    p.held = item.held;
+                    break;
+                }
+            }
+        }
+        if q.is_empty() {
+            pushable.remove(&peer);
+        }
+        pushed
+    }
+
     /// A caller gives up waiting for the CTS: hand the payload to the request
     /// so that a later CTS still sends it. False if the CTS already came.
     pub(crate) fn detach_caller(&self, seq: u64, payload: &[u8], held: Held) -> bool {
@@ -137,8 +250,43 @@ impl Rendezvous {
         by_peer
     }
 
-    pub(crate) fn add_recv(&self, peer: Uuid, seq: u64, p: PendingData) {
-        lock(&self.recvs).insert((peer, seq), p);
+    /// A matched announcement waits for its DATA; if the DATA was pushed
+    /// and arrived meanwhile, it is handed back with it instead.
+    pub(crate) fn add_recv(
+        &self,
+        peer: Uuid,
+        seq: u64,
+        p: PendingData,
+    ) -> Option<(PendingData, EarlyData)> {
+        let mut r = lock(&self.recvs);
+        if let Some(early) = r.early.remove(&(peer, seq)) {
+            return Some((p, early));
+        }
+        r.pending.insert((peer, seq), p);
+        None
+    }
+
+    /// Pushed DATA `seq` from `peer` found no matched receive waiting
+    /// ([`Rendezvous::take_recv`]) and its payload was read: under the
+    /// receives' lock, take a receive matched meanwhile, else let `hold`
+    /// attach it to its announcement where a receive will find it (it
+    /// gives the payload back if the announcement is not there: a receive
+    /// is taking it now), else keep it for that receive's `add_recv`.
+    pub(crate) fn land_pushed(
+        &self,
+        peer: Uuid,
+        seq: u64,
+        early: EarlyData,
+        hold: impl FnOnce(EarlyData) -> Option<EarlyData>,
+    ) -> Landing {
+        let mut r = lock(&self.recvs);
+        if let Some(d) = r.pending.remove(&(peer, seq)) {
+            return Landing::Matched(d, early.payload);
+        }
+        if let Some(early) = hold(early) {
+            r.early.insert((peer, seq), early);
+        }
+        Landing::Held
     }
 
     /// A single-copy announcement `seq` from `peer` (before it is matched or discarded).
@@ -153,7 +301,7 @@ impl Rendezvous {
 
     /// DATA for `seq` arrived from `peer`.
     pub(crate) fn take_recv(&self, peer: Uuid, seq: u64) -> Option<PendingData> {
-        lock(&self.recvs).remove(&(peer, seq))
+        lock(&self.recvs).pending.remove(&(peer, seq))
     }
 
     /// `peer` is gone: fail its pending sends and receives. Returns how
@@ -164,6 +312,7 @@ impl Rendezvous {
         let sends: Vec<PendingSend> = {
             let mut s = lock(&self.sends);
             s.handing_over.remove(&peer);
+            s.pushable.remove(&peer);
             let keys: Vec<u64> = s
                 .pending
                 .iter()
@@ -181,8 +330,14 @@ impl Rendezvous {
         }
         let recvs: Vec<PendingData> = {
             let mut r = lock(&self.recvs);
-            let keys: Vec<(Uuid, u64)> = r.keys().filter(|(p, _)| *p == peer).copied().collect();
-            keys.iter().filter_map(|k| r.remove(k)).collect()
+            r.early.retain(|(p, _), _| *p != peer);
+            let keys: Vec<(Uuid, u64)> = r
+                .pending
+                .keys()
+                .filter(|(p, _)| *p == peer)
+                .copied()
+                .collect();
+            keys.iter().filter_map(|k| r.pending.remove(k)).collect()
         };
         for d in recvs {
             if let Some(p) = d.recv {
@@ -201,13 +356,18 @@ impl Rendezvous {
         let sends: Vec<PendingSend> = {
             let mut s = lock(&self.sends);
             s.handing_over.clear();
+            s.pushable.clear();
             s.pending.drain().map(|(_, p)| p).collect()
         };
         for p in sends {
             p.done.complete(Err(BridgeError::EngineShutDown));
         }
         // PostedRecv::drop completes the receives with EngineShutDown.
-        let recvs: Vec<PendingData> = lock(&self.recvs).drain().map(|(_, d)| d).collect();
+        let recvs: Vec<PendingData> = {
+            let mut r = lock(&self.recvs);
+            r.early.clear();
+            r.pending.drain().map(|(_, d)| d).collect()
+        };
         drop(recvs);
     }
 }

@@ -1,11 +1,13 @@
 //! The per-process bridge [`Engine`]: its listening sockets and accept
-//! loops, the lobby where connections wait to be admitted (`lobby`), and
+//! loops, the lobby where connections wait to be admitted (`lobby`),
+//! rendezvous payloads pushed on returned credit (`push`), and
 //! orderly or abrupt shutdown. Its state lives in [`Shared`];
 //! intercommunicators are created by `Engine::intercomm` (defined with
 //! [`InterComm`](crate::InterComm), so the engine knows nothing of them).
 //! Not a global singleton — several engines can live in one process.
 
 mod lobby;
+mod push;
 mod shared;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
@@ -27,6 +29,7 @@ use crate::ledger::Ledger;
 
 use crate::sync::lock;
 use crate::transport::{self, LocalTransport, Poller, SingleCopyStats, Stream};
+pub use push::PushStats;
 pub(crate) use shared::Shared;
 use shared::{spawn, Limits};
 pub use shared::{AbortHandler, Undelivered};
@@ -443,6 +446,12 @@ impl Engine {
     /// memory, `transport::cma`) since the engine started, each way.
     pub fn single_copy_stats(&self) -> SingleCopyStats {
         self.shared.single_copies.get()
+    }
+
+    /// How many rendezvous payloads went on returned credit, before their
+    /// CTS, since the engine started (see `engine::push`).
+    pub fn push_stats(&self) -> PushStats {
+        self.shared.pushes.get()
     }
 
     /// How peers reach this engine (publish `endpoint().encode()`).

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
+use super::push::PushCounts;
 use crate::admission::{Admission, Arrival, Source};
 use crate::completion::{AnyNotifier, Completion};
 use crate::connections::Connections;
@@ -120,6 +121,8 @@ pub(crate) struct Shared {
     pub(crate) on_abort: Mutex<Option<AbortHandler>>,
     /// Messages moved by single copy, both ways (`Engine::single_copy_stats`).
     pub(crate) single_copies: SingleCopyCounts,
+    /// Rendezvous payloads pushed on returned credit (`push`).
+    pub(crate) pushes: PushCounts,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -161,6 +164,7 @@ impl Shared {
             lost: Mutex::new(Vec::new()),
             on_abort: Mutex::new(None),
             single_copies: SingleCopyCounts::default(),
+            pushes: PushCounts::default(),
             threads: Mutex::new(Vec::new()),
         }
     }
@@ -397,7 +401,7 @@ impl Shared {
 
     /// Queue a control frame (SYNC_ACK, CTS, CREDIT) for process `peer`;
     /// kept (at most MAX_UNEXPECTED_RTS per peer) until we learn its endpoint.
-    fn send_control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
+    pub(super) fn send_control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
         let peers = lock(&self.peers);
         let Some(ep) = peers.get(&peer).cloned() else {
             // Still holding `peers`: `learn_peers` cannot slip in between.
@@ -466,7 +470,7 @@ impl Shared {
             },
             None => recv,
         };
-        self.rendezvous.add_recv(
+        let early = self.rendezvous.add_recv(
             peer,
             rts.seq,
             PendingData {
@@ -475,6 +479,12 @@ impl Shared {
                 recv,
             },
         );
+        if let Some((d, early)) = early {
+            // Its DATA was pushed and came while this receive took the
+            // announcement (see `push`): done, the CTS only ends it.
+            self.fill_pushed(d, early.payload);
+            self.release(peer, early.cost);
+        }
         let cts = FrameHeader::control(FrameKind::Cts, rts.context, rts.seq);
         if let Err(e) = self.send_control(peer, cts) {
             debug!(%peer, error = %e, "could not send CTS");
@@ -561,7 +571,7 @@ impl Shared {
         }
     }
 
-    fn evict(self: &Arc<Self>, evicted: Vec<Arc<Ctx>>) {
+    pub(super) fn evict(self: &Arc<Self>, evicted: Vec<Arc<Ctx>>) {
         for ctx in evicted {
             let dropped = ctx.retire();
             warn!(
@@ -808,13 +818,39 @@ impl Shared {
     }
 
     /// DATA from `peer`: the payload of a matched announcement, straight into the receive's buffer.
+    /// Pushed DATA (see `push`) is charged to the sender's credit first,
+    /// as an eager message is, and returned once read.
     fn payload(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()> {
+        let pushed = if hdr.pushed() {
+            let cost = hdr
+                .payload_len
+                .checked_add(FRAME_COST)
+                .ok_or_else(|| BridgeError::Protocol("DATA payload length overflows".into()))?;
+            self.ledger
+                .charge(peer, cost)
+                .map_err(BridgeError::Protocol)?;
+            Some(cost)
+        } else {
+            None
+        };
         let Some(d) = self.rendezvous.take_recv(peer, hdr.seq) else {
+            if let Some(cost) = pushed {
+                return self.pushed_early(peer, hdr, rd, cost);
+            }
             return Err(BridgeError::Protocol(format!(
                 "DATA for seq {} that no CTS asked for",
                 hdr.seq
             )));
         };
+        let r = self.payload_into(d, hdr, rd);
+        if let Some(cost) = pushed {
+            self.release(peer, cost);
+        }
+        r
+    }
+
+    /// DATA for the matched receive (or discarded match) `d`.
+    fn payload_into(&self, d: PendingData, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()> {
         if hdr.payload_len != d.len {
             let e = BridgeError::Protocol(format!(
                 "DATA of {} bytes for a message announced with {}",
@@ -858,6 +894,11 @@ impl Shared {
         let conn = self.conns.outgoing(peer);
         if let Some(c) = &conn {
             c.rts_answered();
+        }
+        if p.pushed {
+            // Its DATA went already (see `push`).
+            self.rendezvous.handed_over(peer);
+            return;
         }
         if cts.single_copy() {
             let r = if !p.rts.single_copy() {
@@ -940,6 +981,7 @@ impl FrameHandler for Shared {
             FrameKind::Credit => {
                 if let Some(c) = self.conns.outgoing(peer) {
                     c.add_credit(hdr.count);
+                    self.push_pending(peer);
                 }
             }
             FrameKind::Abort => {

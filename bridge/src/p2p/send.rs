@@ -35,6 +35,15 @@ use crate::sync::deadline_of;
 use crate::transport::{Link, Queued, TryInline};
 use crate::wire::TypeSig;
 
+/// Whether a rendezvous send's DATA may go before its CTS, on credit the
+/// receiver returns after the RTS (standard mode only: a synchronous send
+/// must not complete before the match).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Push {
+    OnCredit,
+    Never,
+}
+
 impl Channel {
     /// Blocking standard-mode send. A message up to the eager limit returns
     /// once the bytes are in the kernel (or, when the receiver has no credit
@@ -76,6 +85,7 @@ impl Channel {
                     dest,
                     payload.to_vec().into(),
                     Some(held),
+                    Push::OnCredit,
                 )?;
                 drop(req);
                 return Ok(());
@@ -123,6 +133,7 @@ impl Channel {
                 held,
                 done: Arc::clone(&done),
                 read_by_peer: read_by_peer.clone(),
+                pushed: false,
             },
         );
         (done, read_by_peer)
@@ -183,7 +194,10 @@ impl Channel {
 
     /// Rendezvous of a payload owned by (or lent to) the request: RTS now
     /// (or queued behind earlier messages); the poller sends DATA when the
-    /// CTS comes, and the request completes once DATA was written.
+    /// CTS comes — or, with `Push::OnCredit`, as soon as the receiver's
+    /// returned credit covers it (`engine::push`) — and the request
+    /// completes once DATA was written.
+    #[allow(clippy::too_many_arguments)]
     fn rendezvous_nonblocking(
         &self,
         conn: &dyn Link,
@@ -192,6 +206,7 @@ impl Channel {
         dest: u32,
         payload: Payload,
         held: Option<Held>,
+        push: Push,
     ) -> Result<SendRequest> {
         let shared = &self.shared;
         // The payload's bytes do not move with it (a vector's heap, or lent
@@ -222,6 +237,12 @@ impl Channel {
         if let Err(e) = r {
             shared.rendezvous.remove_send(hdr.seq);
             return Err(e);
+        }
+        let len = usize::try_from(hdr.payload_len).unwrap_or(usize::MAX);
+        if push == Push::OnCredit && !single_copy && len <= shared.limits.large_eager_limit {
+            // After the RTS is written or queued: DATA may not overtake it.
+            shared.rendezvous.make_pushable(peer, hdr.seq);
+            shared.push_pending(peer);
         }
         // A single-copy send completes on the receiver's answer, read from
         // its connection: the waiting thread reads it itself. Any other
@@ -310,6 +331,7 @@ impl Channel {
                 dest,
                 payload.into_payload(),
                 held,
+                Push::OnCredit,
             );
         }
         let done = Completion::new(Arc::clone(&shared.any));
@@ -348,7 +370,16 @@ impl Channel {
         if conn.single_copy(payload.len()) || !self.eager_ok(&*conn, payload.len()) {
             let held = self.pending_share(&payload)?;
             let payload = payload.into_payload();
-            return self.rendezvous_nonblocking(&*conn, hdr, ep.process, dest, payload, held);
+            // Never pushed: its request completes at the match (the CTS).
+            return self.rendezvous_nonblocking(
+                &*conn,
+                hdr,
+                ep.process,
+                dest,
+                payload,
+                held,
+                Push::Never,
+            );
         }
         let payload = Payload::Owned(payload.into_owned());
         let done = Completion::new(Arc::clone(&shared.any));

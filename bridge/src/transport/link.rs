@@ -79,6 +79,10 @@ pub(crate) trait Link: Send + Sync {
     ) -> Result<TryInline>;
     /// Hand a frame to the link's own writer (independent progress).
     fn enqueue(&self, q: Queued) -> Result<()>;
+    /// Queue pushed DATA (see `frame`) behind its RTS if `cost` bytes of
+    /// credit are left (spending them) and no RTS ahead of it can be held
+    /// back; else give it back, nothing spent.
+    fn enqueue_on_credit(&self, cost: u64, q: Queued) -> std::result::Result<(), Queued>;
     /// Whether a message of `len` bytes may go by single copy: announced
     /// with its address, read by the peer from our memory (see `cma`).
     fn single_copy(&self, len: usize) -> bool;

@@ -3,8 +3,9 @@
 //! queued for the connection's writer thread. A write error is reported to
 //! the owner through [`PeerLost`].
 //!
-//! Two lanes: messages (EAGER, SYNC_EAGER, RTS) keep their posting order
-//! (MPI's non-overtaking rule); control frames and rendezvous payloads
+//! Two lanes: messages (EAGER, SYNC_EAGER, RTS, and pushed DATA, which
+//! must follow its RTS) keep their posting order (MPI's non-overtaking
+//! rule); control frames and rendezvous payloads asked for by a CTS
 //! (SYNC_ACK, CTS, CREDIT, DATA) have no order to keep and are never held
 //! back. The message lane stops while [`MAX_UNEXPECTED_RTS`] announcements
 //! are unanswered; the control lane never waits for the peer, so two
@@ -40,6 +41,8 @@ struct OutState {
     credit: u64,
     /// RTS written and not yet answered by CTS.
     rts_out: u32,
+    /// RTS in `queue` (not written yet).
+    rts_queued: u32,
     failed: Option<String>,
     closing: bool,
     /// Application threads blocked on `cv` (for the stream, a lane, the grant).
@@ -96,6 +99,7 @@ impl OutConn {
                 control: VecDeque::new(),
                 credit,
                 rts_out: 0,
+                rts_queued: 0,
                 failed: None,
                 closing: false,
                 waiting: 0,
@@ -210,11 +214,12 @@ impl OutConn {
             }
             let mut all: Vec<Queued> = st.control.drain(..).collect();
             all.extend(st.queue.drain(..));
+            st.rts_queued = 0;
             all
         };
         let messages = queued
             .iter()
-            .filter(|q| is_message(q.hdr.kind) || q.hdr.kind == FrameKind::Data)
+            .filter(|q| is_message(&q.hdr) || q.hdr.kind == FrameKind::Data)
             .count();
         for q in queued {
             if let Some(d) = q.done {
@@ -307,6 +312,7 @@ impl OutConn {
                         if let Some(q) = st.queue.pop_front() {
                             if q.hdr.kind == FrameKind::Rts {
                                 st.rts_out += 1;
+                                st.rts_queued = st.rts_queued.saturating_sub(1);
                             }
                             let s = st.stream.take();
                             break (Some(q), s);
@@ -316,6 +322,7 @@ impl OutConn {
                         // Whatever is still held back (RTSs over the limit)
                         // cannot go out any more: the engine's flush waited
                         // for it until the finalize deadline and reported it.
+                        st.rts_queued = 0;
                         for q in st.queue.drain(..) {
                             if let Some(d) = q.done {
                                 d.complete(Err(BridgeError::EngineShutDown));
@@ -372,12 +379,13 @@ impl OutConn {
     }
 }
 
-/// Frames of the message lane (posting order matters).
-fn is_message(kind: FrameKind) -> bool {
+/// Frames of the message lane (posting order matters): pushed DATA too,
+/// which must not overtake its RTS.
+fn is_message(hdr: &FrameHeader) -> bool {
     matches!(
-        kind,
+        hdr.kind,
         FrameKind::Eager | FrameKind::SyncEager | FrameKind::Rts
-    )
+    ) || hdr.pushed()
 }
 
 impl Link for OutConn {
@@ -432,7 +440,7 @@ impl Link for OutConn {
         dest_rank: u32,
         wait: bool,
     ) -> Result<TryInline> {
-        let is_message = is_message(hdr.kind);
+        let is_message = is_message(hdr);
         let mut st = lock(&self.state);
         let mut stream = loop {
             if let Some(r) = &st.failed {
@@ -489,11 +497,32 @@ impl Link for OutConn {
         if st.closing {
             return Err(BridgeError::EngineShutDown);
         }
-        if is_message(q.hdr.kind) {
+        if is_message(&q.hdr) {
+            if q.hdr.kind == FrameKind::Rts {
+                st.rts_queued += 1;
+            }
             st.queue.push_back(q);
         } else {
             st.control.push_back(q);
         }
+        self.notify(st);
+        Ok(())
+    }
+
+    /// Queue pushed DATA behind its RTS (message lane) if `cost` bytes of
+    /// credit are left — spending them — and every RTS ahead of it will be
+    /// written without waiting for a CTS: behind an RTS held back by the
+    /// announcement limit, the payload would wait for CTSs that its
+    /// receiver, waiting for this payload, might never send. Else `q` comes
+    /// back and nothing is spent.
+    fn enqueue_on_credit(&self, cost: u64, q: Queued) -> std::result::Result<(), Queued> {
+        let mut st = lock(&self.state);
+        let room = st.rts_out.saturating_add(st.rts_queued) < MAX_UNEXPECTED_RTS;
+        if st.failed.is_some() || st.closing || !room || st.credit < cost {
+            return Err(q);
+        }
+        st.credit -= cost;
+        st.queue.push_back(q);
         self.notify(st);
         Ok(())
     }
