@@ -49,6 +49,9 @@ mpicc.mpich -O2 "${INC[@]}" -o "$OUT/pp-mpich" "$SRC" -L"$M" -listhmus -Wl,-rpat
 # The same source without the library (native mode only).
 mpicc.openmpi -O2 "${INC[@]}" -DNATIVE_ONLY -o "$OUT/pp-plain" "$SRC"
 start_vmd "$OUT" >&2
+# Pinned and contended, the hog shares CPU 1 with the MPICH side of every
+# pair (the same placement in each round, so that C and Rust compare).
+if [ "$PIN" = 1 ]; then export BENCH_HOG_CPU=1; fi
 if [ $CONTENDED = 1 ]; then bench_start --contended; else bench_start; fi
 
 # With --pin the two sides of a pair run pinned, the Open MPI one on CPU 0

@@ -93,6 +93,7 @@ for r in $(seq "$ROUNDS"); do
   grep '^ROUTE' "$WORK/bridge.out" | grep -q " $A_ADDR:[0-9]* $B_ADDR:" \
     || fail "the bridge did not go over TCP from $A_ADDR to $B_ADDR: $(grep '^ROUTE' "$WORK/bridge.out" || echo 'no route')"
 
+  grep '^PUSHED' "$WORK/bridge.out" >&2 || true
   awk -v route="$(grep '^ROUTE' "$WORK/bridge.out")" -v round="$r" -v rounds="$ROUNDS" \
     -v loads="after bridge $LOAD_BRIDGE, after TCP $LOAD_TCP" -v ratios="$WORK/ratios" '
     function val(line, key,   i, n, kv) {

@@ -64,9 +64,14 @@ bench_start() {
   HOG_PID=""
   echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" >&2
   if [ "${1:-}" = --contended ]; then
-    bash -c 'while :; do :; done' &
+    # BENCH_HOG_CPU pins it (a placement every round shares).
+    if [ -n "${BENCH_HOG_CPU:-}" ]; then
+      taskset -c "$BENCH_HOG_CPU" bash -c 'while :; do :; done' &
+    else
+      bash -c 'while :; do :; done' &
+    fi
     HOG_PID=$!
-    echo "contended: one CPU-bound process beside the pair (pid $HOG_PID)" >&2
+    echo "contended: one CPU-bound process beside the pair (pid $HOG_PID${BENCH_HOG_CPU:+, on CPU $BENCH_HOG_CPU})" >&2
   fi
 }
 bench_stop_hog() {

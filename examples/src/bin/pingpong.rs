@@ -128,6 +128,9 @@ fn main() -> anyhow::Result<()> {
             // How the data went (bench/hosts-data.sh shows it).
             println!("ROUTE {} {} {}", r.transport, r.local, r.remote);
         }
+        // How many large sends went on returned credit (`engine::push`).
+        let p = inter.engine().push_stats();
+        println!("PUSHED {} HELD {}", p.pushed, p.held);
     }
     drop(inter);
     bridge.leave(handle)?;
