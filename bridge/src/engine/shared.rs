@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
-use super::push::PushCounts;
+use super::push::{self, Placed, PushCounts};
 use crate::admission::{Admission, Arrival, Source};
 use crate::completion::{AnyNotifier, Completion};
 use crate::connections::Connections;
@@ -24,7 +24,9 @@ use crate::contexts::{ContextTable, Destination};
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::failures::FailureSet;
-use crate::frame::{discard_payload, FrameHeader, FrameKind, SINGLE_COPY, SINGLE_COPY_TRAILER};
+use crate::frame::{
+    discard_payload, read_payload_vec, FrameHeader, FrameKind, SINGLE_COPY, SINGLE_COPY_TRAILER,
+};
 use crate::handshake::Identity;
 use crate::held::SendBudget;
 use crate::ledger::{Ledger, FRAME_COST, MAX_UNEXPECTED_RTS};
@@ -334,6 +336,11 @@ impl Shared {
 
     /// The link to `ep` for the point-to-point layer: whatever transport
     /// carries it (see [`Shared::conn`]).
+    /// Push what credit now allows of the sends to `peer` (see `push`).
+    pub(crate) fn push_pending(&self, peer: Uuid, conn: &dyn Link) {
+        push::push_pending(&self.rendezvous, conn, peer, &self.pushes);
+    }
+
     pub(crate) fn link(self: &Arc<Self>, ep: &Endpoint, rank: u32) -> Result<Arc<dyn Link>> {
         Ok(self.conn(ep, rank)?)
     }
@@ -401,7 +408,7 @@ impl Shared {
 
     /// Queue a control frame (SYNC_ACK, CTS, CREDIT) for process `peer`;
     /// kept (at most MAX_UNEXPECTED_RTS per peer) until we learn its endpoint.
-    pub(super) fn send_control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
+    fn send_control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()> {
         let peers = lock(&self.peers);
         let Some(ep) = peers.get(&peer).cloned() else {
             // Still holding `peers`: `learn_peers` cannot slip in between.
@@ -482,7 +489,7 @@ impl Shared {
         if let Some((d, early)) = early {
             // Its DATA was pushed and came while this receive took the
             // announcement (see `push`): done, the CTS only ends it.
-            self.fill_pushed(d, early.payload);
+            push::fill(d, early.payload);
             self.release(peer, early.cost);
         }
         let cts = FrameHeader::control(FrameKind::Cts, rts.context, rts.seq);
@@ -571,7 +578,7 @@ impl Shared {
         }
     }
 
-    pub(super) fn evict(self: &Arc<Self>, evicted: Vec<Arc<Ctx>>) {
+    fn evict(self: &Arc<Self>, evicted: Vec<Arc<Ctx>>) {
         for ctx in evicted {
             let dropped = ctx.retire();
             warn!(
@@ -849,6 +856,51 @@ impl Shared {
         r
     }
 
+    /// Pushed DATA from `peer` (its credit, `cost`, already charged) that
+    /// no matched receive waited for: read it and place it (`push::place`).
+    fn pushed_early(
+        self: &Arc<Self>,
+        peer: Uuid,
+        hdr: FrameHeader,
+        rd: &mut FrameReader,
+        cost: u64,
+    ) -> Result<()> {
+        let len = usize::try_from(hdr.payload_len)
+            .map_err(|_| BridgeError::Protocol("payload does not fit in memory".into()))?;
+        let payload = read_payload_vec(rd, len).map_err(|e| BridgeError::PeerFailed {
+            rank: hdr.source,
+            reason: format!("receiving a message failed: {e}"),
+        })?;
+        // Found before the receives' lock is taken: the lookup may evict
+        // early contexts, whose discarded announcements take that lock.
+        let (dest, evicted) = self.contexts.for_incoming(
+            hdr.context,
+            || self.is_shutting_down(),
+            self.limits.early_context_age,
+        );
+        self.evict(evicted);
+        let ctx = match &dest {
+            Destination::Ctx(ctx) => Some(ctx),
+            Destination::Discard => None,
+        };
+        match push::place(&self.rendezvous, ctx, peer, hdr.seq, payload, cost) {
+            Placed::Matched(d, payload) => {
+                push::fill(d, payload);
+                self.release(peer, cost);
+            }
+            Placed::Attached => {
+                self.pushes.held();
+                self.ledger.rts_done(peer);
+                let cts = FrameHeader::control(FrameKind::Cts, hdr.context, hdr.seq);
+                if let Err(e) = self.send_control(peer, cts) {
+                    debug!(%peer, error = %e, "could not answer a pushed announcement");
+                }
+            }
+            Placed::Kept => {}
+        }
+        Ok(())
+    }
+
     /// DATA for the matched receive (or discarded match) `d`.
     fn payload_into(&self, d: PendingData, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()> {
         if hdr.payload_len != d.len {
@@ -981,7 +1033,7 @@ impl FrameHandler for Shared {
             FrameKind::Credit => {
                 if let Some(c) = self.conns.outgoing(peer) {
                     c.add_credit(hdr.count);
-                    self.push_pending(peer);
+                    push::push_pending(&self.rendezvous, &*c, peer, &self.pushes);
                 }
             }
             FrameKind::Abort => {

@@ -242,7 +242,7 @@ impl Channel {
         if push == Push::OnCredit && !single_copy && len <= shared.limits.large_eager_limit {
             // After the RTS is written or queued: DATA may not overtake it.
             shared.rendezvous.make_pushable(peer, hdr.seq);
-            shared.push_pending(peer);
+            shared.push_pending(peer, conn);
         }
         // A single-copy send completes on the receiver's answer, read from
         // its connection: the waiting thread reads it itself. Any other
