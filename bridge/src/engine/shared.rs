@@ -336,6 +336,15 @@ impl Shared {
 
     /// The link to `ep` for the point-to-point layer: whatever transport
     /// carries it (see [`Shared::conn`]).
+    /// A nonblocking send to `peer` waits for a frame from it (CTS, credit,
+    /// SYNC_ACK) that no application thread will read: have the poller
+    /// read that connection now (`InConn::watch_now`).
+    pub(crate) fn watch_replies(&self, peer: Uuid) {
+        if let Some(c) = self.conns.incoming(peer) {
+            c.watch_now();
+        }
+    }
+
     /// Push what credit now allows of the sends to `peer` (see `push`).
     pub(crate) fn push_pending(&self, peer: Uuid, conn: &dyn Link) {
         push::push_pending(&self.rendezvous, conn, peer, &self.pushes);

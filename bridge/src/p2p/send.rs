@@ -244,6 +244,10 @@ impl Channel {
             shared.rendezvous.make_pushable(peer, hdr.seq);
             shared.push_pending(peer, conn);
         }
+        if !single_copy {
+            // Its CTS (or the credit that pushes it) must be read promptly.
+            shared.watch_replies(peer);
+        }
         // A single-copy send completes on the receiver's answer, read from
         // its connection: the waiting thread reads it itself. Any other
         // completes when the writer thread wrote its DATA, which a thread
@@ -396,6 +400,8 @@ impl Channel {
             shared.ssends.remove(hdr.seq);
             return Err(e);
         }
+        // Its SYNC_ACK must be read promptly.
+        shared.watch_replies(ep.process);
         Ok(SendRequest { done, via: None })
     }
 }

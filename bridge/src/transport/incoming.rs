@@ -238,6 +238,17 @@ impl InConn {
         }
     }
 
+    /// A frame from this peer is now awaited by no application thread
+    /// (the CTS or credit a nonblocking send needs): if none waits on the
+    /// connection, the poller reads it from now on instead of after the
+    /// lazy hand-back's tick (1–2 ms in which a window of rendezvous sends
+    /// would see neither its CTSs nor returned credit).
+    pub(crate) fn watch_now(&self) {
+        if self.app_waiting.load(Ordering::SeqCst) == 0 {
+            self.take_over();
+        }
+    }
+
     fn kick(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our own eventfd. A full
