@@ -487,7 +487,9 @@ fn exchange(a: &InterComm, b: &InterComm, tag: i32) {
 }
 
 /// A VM member that forges headers — a 2^31-byte eager message followed by
-/// 32 MiB, DATA nobody asked for, an unknown frame kind — is cut off without
+/// 32 MiB, DATA nobody asked for, pushed DATA (sent on credit, see the
+/// bridge's `engine::push`) beyond its credit, an unknown frame kind — is
+/// cut off without
 /// the receiver touching the claimed memory; the legitimate exchange between
 /// the receiver and a real peer goes on.
 #[test]
@@ -496,8 +498,11 @@ fn forged_headers_are_cut_off() {
         return;
     }
     let (_ea, eb, a, b) = legit_pair(0xf0);
-    let forgers = fakes(1, 4);
+    let forgers = fakes(1, 5);
     let _known = known_to(&eb, 0xf1, &forgers);
+    // Flag PUSHED (bit 1 of byte 2) on a 2^31-byte DATA: over any window.
+    let mut pushed = header(7, 0xf0, 1, 78, 1 << 31, 1 << 31);
+    pushed[2] = 2;
     exchange(&a, &b, 10);
     let hwm0 = status_field("VmHWM:");
     let junk = vec![0x5au8; 32 << 20];
@@ -507,6 +512,7 @@ fn forged_headers_are_cut_off() {
             header(1, 0xf0, 1, 1, 1 << 31, 1 << 31).to_vec(),
         ),
         ("unasked DATA", header(7, 0xf0, 1, 77, 16, 16).to_vec()),
+        ("pushed DATA beyond its credit", pushed.to_vec()),
         ("unknown kind", header(99, 0xf0, 1, 1, 0, 0).to_vec()),
         (
             "payload on a control frame",
