@@ -298,7 +298,9 @@ impl Ctx {
     /// `peer` while it is still unexpected here: the announcement becomes
     /// an eager message with this payload and credit, in its place in the
     /// queue. The payload comes back if the announcement is not queued (a
-    /// receive is taking it).
+    /// receive is taking it) or announced another length (the receive
+    /// that takes the announcement then fails with a protocol error
+    /// instead of reporting the announced size for other bytes).
     pub(crate) fn attach_payload(
         &self,
         peer: Uuid,
@@ -310,7 +312,8 @@ impl Ctx {
         let found = st
             .unexpected
             .iter_mut()
-            .find(|a| a.peer == peer && a.hdr.seq == seq && a.hdr.kind == FrameKind::Rts);
+            .find(|a| a.peer == peer && a.hdr.seq == seq && a.hdr.kind == FrameKind::Rts)
+            .filter(|a| a.hdr.payload_len == payload.len() as u64);
         match found {
             Some(a) => {
                 a.hdr.kind = FrameKind::Eager;
