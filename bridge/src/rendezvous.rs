@@ -67,12 +67,15 @@ pub(crate) struct EarlyData {
     pub cost: u64,
 }
 
-/// Where pushed DATA goes that found no matched receive waiting.
+/// Where pushed DATA went that found no matched receive waiting.
 pub(crate) enum Landing {
-    /// A receive matched it meanwhile: read into it.
+    /// A receive matched meanwhile: complete it with the payload, return the credit.
     Matched(PendingData, Vec<u8>),
-    /// Held where the receive will look.
-    Held,
+    /// Now an eager message in its context's queue: the announcement ends
+    /// (its RTS count at the receiver, a CTS to the sender).
+    Attached,
+    /// Kept here for the receive that is taking the announcement.
+    Kept,
 }
 
 /// Where a single-copy announcement's payload is in the sender's memory,
@@ -268,8 +271,8 @@ impl Rendezvous {
 
     /// Pushed DATA `seq` from `peer` found no matched receive waiting
     /// ([`Rendezvous::take_recv`]) and its payload was read: under the
-    /// receives' lock, take a receive matched meanwhile, else let `hold`
-    /// attach it to its announcement where a receive will find it (it
+    /// receives' lock, take a receive matched meanwhile, else let `attach`
+    /// give it to its announcement where a receive will find it (it
     /// gives the payload back if the announcement is not there: a receive
     /// is taking it now), else keep it for that receive's `add_recv`.
     pub(crate) fn land_pushed(
@@ -277,16 +280,20 @@ impl Rendezvous {
         peer: Uuid,
         seq: u64,
         early: EarlyData,
-        hold: impl FnOnce(EarlyData) -> Option<EarlyData>,
+        attach: impl FnOnce(Vec<u8>) -> std::result::Result<(), Vec<u8>>,
     ) -> Landing {
         let mut r = lock(&self.recvs);
         if let Some(d) = r.pending.remove(&(peer, seq)) {
             return Landing::Matched(d, early.payload);
         }
-        if let Some(early) = hold(early) {
-            r.early.insert((peer, seq), early);
+        match attach(early.payload) {
+            Ok(()) => Landing::Attached,
+            Err(payload) => {
+                let cost = early.cost;
+                r.early.insert((peer, seq), EarlyData { payload, cost });
+                Landing::Kept
+            }
         }
-        Landing::Held
     }
 
     /// A single-copy announcement `seq` from `peer` (before it is matched or discarded).

@@ -54,9 +54,7 @@ impl PushCounts {
             held: self.held.load(Ordering::Relaxed),
         }
     }
-}
 
-impl PushCounts {
     fn pushed(&self, n: u64) {
         self.pushed.fetch_add(n, Ordering::Relaxed);
     }
@@ -85,17 +83,6 @@ pub(crate) fn push_pending(
     counts.pushed(n);
 }
 
-/// Where pushed DATA went that no matched receive waited for.
-pub(crate) enum Placed {
-    /// A receive matched meanwhile: complete it with [`fill`], return the credit.
-    Matched(PendingData, Vec<u8>),
-    /// Now an eager message in its context's queue: the announcement ends
-    /// (its RTS count here, a CTS to the sender).
-    Attached,
-    /// Kept for the receive that is taking the announcement.
-    Kept,
-}
-
 /// Pushed DATA `seq` from `peer`, read (`payload`, holding `cost` of its
 /// credit), that found no matched receive waiting: give it to a receive
 /// matched meanwhile, or to its announcement in `ctx`, or keep it for the
@@ -107,24 +94,16 @@ pub(crate) fn place(
     seq: u64,
     payload: Vec<u8>,
     cost: u64,
-) -> Placed {
-    let mut attached = false;
-    let landing =
-        rendezvous.land_pushed(peer, seq, EarlyData { payload, cost }, |early| match ctx {
-            Some(ctx) => match ctx.attach_payload(peer, seq, early.payload, cost) {
-                Ok(()) => {
-                    attached = true;
-                    None
-                }
-                Err(payload) => Some(EarlyData { payload, cost }),
-            },
-            None => Some(early),
-        });
-    match landing {
-        Landing::Matched(d, payload) => Placed::Matched(d, payload),
-        Landing::Held if attached => Placed::Attached,
-        Landing::Held => Placed::Kept,
-    }
+) -> Landing {
+    rendezvous.land_pushed(
+        peer,
+        seq,
+        EarlyData { payload, cost },
+        |payload| match ctx {
+            Some(ctx) => ctx.attach_payload(peer, seq, payload, cost),
+            None => Err(payload),
+        },
+    )
 }
 
 /// Complete the receive that matched an announcement with its pushed

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 use uuid::Uuid;
 
-use super::push::{self, Placed, PushCounts};
+use super::push::{self, PushCounts};
 use crate::admission::{Admission, Arrival, Source};
 use crate::completion::{AnyNotifier, Completion};
 use crate::connections::Connections;
@@ -34,7 +34,7 @@ use crate::matching::{
     check_match, read_into, status_of, Arrived, Ctx, Delivery, PostedRecv, RecvOutcome, Target,
 };
 use crate::payload::Payload;
-use crate::rendezvous::{PendingData, Rendezvous, SingleCopyOffer};
+use crate::rendezvous::{Landing, PendingData, Rendezvous, SingleCopyOffer};
 use crate::request::{RecvProgress, SendProgress};
 use crate::ssend_waiters::SsendWaiters;
 use crate::sync::lock;
@@ -334,8 +334,6 @@ impl Shared {
         }
     }
 
-    /// The link to `ep` for the point-to-point layer: whatever transport
-    /// carries it (see [`Shared::conn`]).
     /// A nonblocking send to `peer` waits for a frame from it (CTS, credit,
     /// SYNC_ACK) that no application thread will read: have the poller
     /// read that connection now (`InConn::watch_now`).
@@ -350,6 +348,8 @@ impl Shared {
         push::push_pending(&self.rendezvous, conn, peer, &self.pushes);
     }
 
+    /// The link to `ep` for the point-to-point layer: whatever transport
+    /// carries it (see [`Shared::conn`]).
     pub(crate) fn link(self: &Arc<Self>, ep: &Endpoint, rank: u32) -> Result<Arc<dyn Link>> {
         Ok(self.conn(ep, rank)?)
     }
@@ -893,11 +893,11 @@ impl Shared {
             Destination::Discard => None,
         };
         match push::place(&self.rendezvous, ctx, peer, hdr.seq, payload, cost) {
-            Placed::Matched(d, payload) => {
+            Landing::Matched(d, payload) => {
                 push::fill(d, payload);
                 self.release(peer, cost);
             }
-            Placed::Attached => {
+            Landing::Attached => {
                 self.pushes.held();
                 self.ledger.rts_done(peer);
                 let cts = FrameHeader::control(FrameKind::Cts, hdr.context, hdr.seq);
@@ -905,7 +905,7 @@ impl Shared {
                     debug!(%peer, error = %e, "could not answer a pushed announcement");
                 }
             }
-            Placed::Kept => {}
+            Landing::Kept => {}
         }
         Ok(())
     }
@@ -1042,7 +1042,7 @@ impl FrameHandler for Shared {
             FrameKind::Credit => {
                 if let Some(c) = self.conns.outgoing(peer) {
                     c.add_credit(hdr.count);
-                    push::push_pending(&self.rendezvous, &*c, peer, &self.pushes);
+                    self.push_pending(peer, &*c);
                 }
             }
             FrameKind::Abort => {
