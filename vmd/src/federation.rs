@@ -199,6 +199,25 @@ impl Federated {
         }
     }
 
+    /// Job `id`, as the resource manager knows it or, when its row has not
+    /// been mirrored here yet, as the shared tables hold it: a job id given
+    /// out by one vmd is good at every other at once (read your writes), not
+    /// only once the row's change has arrived.
+    pub async fn job(&self, id: JobId) -> Result<Job, Refusal> {
+        match self.rm.job(id) {
+            Ok(job) => Ok(job),
+            // A row of this host that its manager does not know is one of a
+            // previous run, forgotten at join: not a job.
+            Err(e) => match self.fed.job(id).await? {
+                Some(row) if self.rm.is_peer(&row.host) => {
+                    self.rm.mirror_job(row.clone());
+                    Ok(row)
+                }
+                _ => Err(e),
+            },
+        }
+    }
+
     pub async fn kill(&self, job: &Job) -> Result<(), Refusal> {
         if self.rm.owns_job(job.id) {
             return self.rm.kill(job.id);

@@ -30,7 +30,7 @@ use crate::federation::Federated;
 use crate::session::SessionContext;
 use crate::watch::{self, Viewer};
 use crate::{convert, status};
-use isthmus_rm::{HostState, ResourceManager};
+use isthmus_rm::{HostState, Job, JobId, Refusal, ResourceManager};
 
 pub struct ConsoleService {
     ctx: SessionContext,
@@ -62,6 +62,15 @@ impl ConsoleService {
     /// The resource manager, or the refusal of a vmd that is not it.
     fn rm(&self) -> Result<&ResourceManager, Status> {
         self.role.require_manager(&self.ctx.host)
+    }
+
+    /// Job `id` for an order on it: with etcd, also a job another vmd has
+    /// just started and whose row has not reached this one yet.
+    async fn job(&self, rm: &ResourceManager, id: JobId) -> Result<Job, Refusal> {
+        match &self.federated {
+            Some(f) => f.job(id).await,
+            None => rm.job(id),
+        }
     }
 }
 
@@ -248,8 +257,9 @@ impl Console for ConsoleService {
     ) -> Result<Response<pb::KillReply>, Status> {
         let caller = auth::identity::of(&request)?;
         let rm = self.rm()?;
-        let job = rm
-            .job(request.into_inner().job)
+        let job = self
+            .job(&rm, request.into_inner().job)
+            .await
             .map_err(|e| status::refusal(&e))?;
         rules::check(Rule::JobControl, &caller, Some(job.owner))?;
         match &self.federated {
@@ -267,7 +277,10 @@ impl Console for ConsoleService {
         let caller = auth::identity::of(&request)?;
         let rm = self.rm()?;
         let r = request.into_inner();
-        let job = rm.job(r.job).map_err(|e| status::refusal(&e))?;
+        let job = self
+            .job(&rm, r.job)
+            .await
+            .map_err(|e| status::refusal(&e))?;
         rules::check(Rule::JobControl, &caller, Some(job.owner))?;
         let delivered_to = match &self.federated {
             Some(f) => f.signal(&job, r.signal, r.rank).await,
