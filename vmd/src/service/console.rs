@@ -258,7 +258,7 @@ impl Console for ConsoleService {
         let caller = auth::identity::of(&request)?;
         let rm = self.rm()?;
         let job = self
-            .job(&rm, request.into_inner().job)
+            .job(rm, request.into_inner().job)
             .await
             .map_err(|e| status::refusal(&e))?;
         rules::check(Rule::JobControl, &caller, Some(job.owner))?;
@@ -277,10 +277,7 @@ impl Console for ConsoleService {
         let caller = auth::identity::of(&request)?;
         let rm = self.rm()?;
         let r = request.into_inner();
-        let job = self
-            .job(&rm, r.job)
-            .await
-            .map_err(|e| status::refusal(&e))?;
+        let job = self.job(rm, r.job).await.map_err(|e| status::refusal(&e))?;
         rules::check(Rule::JobControl, &caller, Some(job.owner))?;
         let delivered_to = match &self.federated {
             Some(f) => f.signal(&job, r.signal, r.rank).await,
