@@ -60,7 +60,7 @@ fn offsets(mc: &MergedComm) -> (usize, usize) {
 /// The per-rank counts and displacements of `count` elements per rank in
 /// merged-rank order: a plain collective as its v-form, for an order that
 /// interleaves the jobs.
-fn blocks(mc: &MergedComm, count: c_int) -> Result<(Vec<c_int>, Vec<c_int>), Fail> {
+pub(super) fn blocks(mc: &MergedComm, count: c_int) -> Result<(Vec<c_int>, Vec<c_int>), Fail> {
     let k = elements(count)?;
     let n = mc.size() as usize;
     let displs = (0..n).map(|r| int(r * k)).collect::<Result<Vec<_>, _>>()?;

@@ -6,9 +6,11 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{decode, exchange, message, offsets, start, Call};
+use super::setup::{decode, exchange, message, offsets, per_rank, start, Call, Needs};
+use super::vector::allgatherv;
 use crate::collbuf::{elements, int, Extents};
 use crate::datatype;
+use crate::merged::comm::raise;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::state::MergedComm;
 
@@ -30,10 +32,33 @@ pub(crate) unsafe fn iallgather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    if !mc.order.contiguous_jobs() {
+        return match per_rank(mc, recvcount, true) {
+            // SAFETY: MPI_Iallgather's contract; the arrays are read while
+            // the call starts.
+            Ok((counts, displs)) => unsafe {
+                allgatherv(
+                    mc,
+                    "MPI_Iallgather",
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    counts.as_ptr(),
+                    displs.as_ptr(),
+                    recvtype,
+                    comm,
+                    request,
+                )
+            },
+            Err(f) => raise(comm, "MPI_Iallgather", f),
+        };
+    }
     let call = Call {
         comm,
         request,
         name: "MPI_Iallgather",
+        needs: Needs::ContiguousJobs,
     };
     let (mine, theirs) = offsets(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());

@@ -7,7 +7,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{combine, decode, exchange, message, start, Call};
+use super::setup::{combine, decode, exchange, message, start, Call, Needs};
 use crate::collbuf::{elements, Extents, Scratch};
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
@@ -35,6 +35,7 @@ pub(crate) unsafe fn iallreduce(
         comm,
         request,
         name: "MPI_Iallreduce",
+        needs: Needs::Commutative(op, dt),
     };
     let (low, native) = (mc.low, mc.native);
     // SAFETY: MPI_Iallreduce's contract.

@@ -7,8 +7,10 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{beside, message, offsets, start, Call, Into};
+use super::setup::{beside, message, offsets, per_rank, start, Call, Into, Needs};
+use super::vector::alltoallv;
 use crate::collbuf::{elements, is_in_place, Extents};
+use crate::merged::comm::raise;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::state::MergedComm;
 
@@ -30,10 +32,36 @@ pub(crate) unsafe fn ialltoall(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    if !mc.order.contiguous_jobs() {
+        let arrays = per_rank(mc, sendcount, !is_in_place(sendbuf))
+            .and_then(|s| Ok((s, per_rank(mc, recvcount, true)?)));
+        return match arrays {
+            // SAFETY: MPI_Ialltoall's contract; the arrays are read while
+            // the call starts.
+            Ok(((sc, sd), (rc, rd))) => unsafe {
+                alltoallv(
+                    mc,
+                    "MPI_Ialltoall",
+                    sendbuf,
+                    sc.as_ptr(),
+                    sd.as_ptr(),
+                    sendtype,
+                    recvbuf,
+                    rc.as_ptr(),
+                    rd.as_ptr(),
+                    recvtype,
+                    comm,
+                    request,
+                )
+            },
+            Err(f) => raise(comm, "MPI_Ialltoall", f),
+        };
+    }
     let call = Call {
         comm,
         request,
         name: "MPI_Ialltoall",
+        needs: Needs::ContiguousJobs,
     };
     let (mine, theirs) = offsets(mc);
     let remote = mc.order.remote_ranks().len();

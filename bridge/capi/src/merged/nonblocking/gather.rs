@@ -7,8 +7,12 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{beside, offsets, start, to_remote_root, Call, ToLeader};
+use super::setup::{
+    at_root, beside, offsets, per_rank, start, to_remote_root, Call, Needs, ToLeader,
+};
+use super::vector::gatherv;
 use crate::collbuf::{elements, int, Extents, LeaderRoom};
+use crate::merged::comm::raise;
 use crate::merged::wire::root_place;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::nbc::Fail;
@@ -33,10 +37,34 @@ pub(crate) unsafe fn igather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    if !mc.order.contiguous_jobs() {
+        return match per_rank(mc, recvcount, at_root(mc, root)) {
+            // SAFETY: MPI_Igather's contract; the arrays are read while the
+            // call starts.
+            Ok((counts, displs)) => unsafe {
+                gatherv(
+                    mc,
+                    "MPI_Igather",
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    recvbuf,
+                    counts.as_ptr(),
+                    displs.as_ptr(),
+                    recvtype,
+                    root,
+                    comm,
+                    request,
+                )
+            },
+            Err(f) => raise(comm, "MPI_Igather", f),
+        };
+    }
     let call = Call {
         comm,
         request,
         name: "MPI_Igather",
+        needs: Needs::ContiguousJobs,
     };
     let place = root_place(mc, root);
     let (mine, theirs) = offsets(mc);

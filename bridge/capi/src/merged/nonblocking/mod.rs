@@ -14,9 +14,13 @@
 //! exscan), [`gather`], [`scatter`], [`allgather`], [`alltoall`] (the blocks between the jobs
 //! directly from rank to rank, beside a native all-to-all), [`vector`] (the v/w forms, likewise); and [`setup`], what they share (the start of a schedule,
 //! the leaders' exchange, messages and the `low op high` combination).
-//! They need each job's ranks contiguous in the merged order (the merge's
-//! own order, and a split's that keeps them so); on an order that
-//! interleaves the jobs they are refused with a message saying so.
+//! The algorithms above assume each job's ranks contiguous in the merged
+//! order (the merge's own, and a split's that keeps them so). On an order
+//! that interleaves the jobs, what a call needs of the order
+//! (`setup::Needs`) decides: the v-forms place every block by its merged
+//! rank, so the plain gathers, scatters and all-to-alls run as them; a
+//! commutative reduction, Ibarrier and Ibcast take any order; a
+//! non-commutative reduction and the prefixes are refused with a message.
 
 mod allgather;
 mod allreduce;

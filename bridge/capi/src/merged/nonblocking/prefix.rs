@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use mpi::ffi;
 
-use super::setup::{combine, decode, message, mpi, start, Call};
+use super::setup::{combine, decode, message, mpi, start, Call, Needs};
 use crate::collbuf::{elements, input, Extents, Scratch};
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
@@ -189,6 +189,7 @@ pub(crate) unsafe fn iscan(
         comm,
         request,
         name: "MPI_Iscan",
+        needs: Needs::ContiguousJobs,
     };
     let p = Prefix {
         sendbuf,
@@ -221,6 +222,7 @@ pub(crate) unsafe fn iexscan(
         comm,
         request,
         name: "MPI_Iexscan",
+        needs: Needs::ContiguousJobs,
     };
     let p = Prefix {
         sendbuf,

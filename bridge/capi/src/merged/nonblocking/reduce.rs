@@ -7,7 +7,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{combine, decode, mpi, start, to_remote_root, Call, ToLeader};
+use super::setup::{combine, decode, mpi, start, to_remote_root, Call, Needs, ToLeader};
 use crate::collbuf::{elements, int, Extents, LeaderRoom, Scratch};
 use crate::datatype;
 use crate::merged::wire::root_place;
@@ -37,6 +37,7 @@ pub(crate) unsafe fn ireduce(
         comm,
         request,
         name: "MPI_Ireduce",
+        needs: Needs::Commutative(op, dt),
     };
     let place = root_place(mc, root);
     let (low, native) = (mc.low, mc.native);

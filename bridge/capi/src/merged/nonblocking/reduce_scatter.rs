@@ -9,7 +9,7 @@ use std::ffi::{c_int, c_void};
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use super::setup::{combine, decode, exchange, message, start, Call};
+use super::setup::{combine, decode, exchange, message, start, Call, Needs};
 use crate::collbuf::{elements, input, int, ints, Extents, Scratch};
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
@@ -99,6 +99,7 @@ pub(crate) unsafe fn ireduce_scatter_block(
         comm,
         request,
         name: "MPI_Ireduce_scatter_block",
+        needs: Needs::Commutative(op, dt),
     };
     let (size, rank) = (mc.size() as usize, mc.rank() as usize);
     let blocks = || {
@@ -134,6 +135,7 @@ pub(crate) unsafe fn ireduce_scatter(
         comm,
         request,
         name: "MPI_Ireduce_scatter",
+        needs: Needs::Commutative(op, dt),
     };
     let (size, rank) = (mc.size() as usize, mc.rank() as usize);
     let blocks = || {

@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 use mpi::ffi;
 
-use super::setup::{beside, decode, message, offsets, start, Call};
+use super::setup::{at_root, beside, decode, message, offsets, per_rank, start, Call, Needs};
+use super::vector::scatterv;
 use crate::collbuf::{elements, int, Extents};
 use crate::datatype;
+use crate::merged::comm::raise;
 use crate::merged::wire::root_place;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::nbc::{share, Fail, Share, Stage, Wait};
@@ -34,10 +36,34 @@ pub(crate) unsafe fn iscatter(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    if !mc.order.contiguous_jobs() {
+        return match per_rank(mc, sendcount, at_root(mc, root)) {
+            // SAFETY: MPI_Iscatter's contract; the arrays are read while the
+            // call starts.
+            Ok((counts, displs)) => unsafe {
+                scatterv(
+                    mc,
+                    "MPI_Iscatter",
+                    sendbuf,
+                    counts.as_ptr(),
+                    displs.as_ptr(),
+                    sendtype,
+                    recvbuf,
+                    recvcount,
+                    recvtype,
+                    root,
+                    comm,
+                    request,
+                )
+            },
+            Err(f) => raise(comm, "MPI_Iscatter", f),
+        };
+    }
     let call = Call {
         comm,
         request,
         name: "MPI_Iscatter",
+        needs: Needs::ContiguousJobs,
     };
     let place = root_place(mc, root);
     let (mine, theirs) = offsets(mc);

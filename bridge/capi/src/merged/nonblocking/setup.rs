@@ -44,11 +44,59 @@ pub(super) struct Call {
     pub(super) comm: MPI_Comm,
     pub(super) request: *mut MPI_Request,
     pub(super) name: &'static str,
+    pub(super) needs: Needs,
 }
 
-/// Checks what every initiation needs (a request to write, an order whose
-/// jobs are contiguous) and starts the schedule `plan` makes (an error
-/// there is raised as the call's).
+/// What a call's algorithm needs of the communicator's rank order. A
+/// split's order may interleave the two jobs; then each job's native step
+/// is no contiguous part of MPI's rank order.
+#[derive(Clone, Copy)]
+pub(super) enum Needs {
+    /// Nothing: no rank order in the result (Barrier, Bcast), or every
+    /// block placed by its merged rank (the v-forms).
+    AnyOrder,
+    /// Any order when `op` is commutative on the datatype (a reduction:
+    /// its two jobs' partial results combine the same in any order); each
+    /// job's ranks together otherwise.
+    Commutative(ffi::MPI_Op, MPI_Datatype),
+    /// Each job's ranks together and in order (a prefix: a job's native
+    /// scan is a run of MPI's order; the plain gathers, scatters and
+    /// all-to-alls, which go to their v-forms before on any other order).
+    ContiguousJobs,
+}
+
+impl Needs {
+    /// Why `mc`'s order does not suit this call, if it does not.
+    fn unmet(self, mc: &MergedComm) -> Result<Option<&'static str>, crate::merged::wire::Fail> {
+        if mc.order.contiguous_jobs() {
+            return Ok(None);
+        }
+        Ok(match self {
+            Needs::AnyOrder => None,
+            Needs::Commutative(op, dt) => {
+                if crate::merged::ordered::commutative(op, dt)? {
+                    None
+                } else {
+                    Some(
+                        "a non-commutative operation needs each job's ranks together and in \
+                         their order, and this communicator's order (a split's, by keys) \
+                         interleaves or reorders them (the blocking reduction takes any order)",
+                    )
+                }
+            }
+            Needs::ContiguousJobs => Some(
+                "its algorithm needs each job's ranks together and in their order (a job's \
+                 native step is a run of MPI's order), and this communicator's order (a \
+                 split's, by keys) interleaves or reorders them (the blocking form takes any \
+                 order)",
+            ),
+        })
+    }
+}
+
+/// Checks what every initiation needs (a request to write, a rank order
+/// the call's algorithm takes: [`Needs`]) and starts the schedule `plan`
+/// makes (an error there is raised as the call's).
 ///
 /// # Safety
 /// `call.request` is the program's; every buffer and handle the stages
@@ -62,11 +110,10 @@ pub(super) unsafe fn start(
     if call.request.is_null() {
         return errors::raise(call.comm, ffi::MPI_ERR_ARG as c_int);
     }
-    if !mc.order.contiguous_jobs() {
-        let why = "its rank order interleaves the two jobs (a split's, with keys that mix \
-                   them), and the nonblocking collectives need each job's ranks together (the \
-                   merge's own order, and splits that keep them so, have them)";
-        return errors::refuse_merged_because(call.comm, call.name, why);
+    match call.needs.unmet(mc) {
+        Ok(None) => {}
+        Ok(Some(why)) => return errors::refuse_merged_because(call.comm, call.name, why),
+        Err(f) => return crate::merged::comm::raise(call.comm, call.name, f),
     }
     let bc = &mc.nbc;
     // The native steps' duplicate comes from the private side, not from
@@ -91,6 +138,33 @@ impl From<crate::merged::wire::Fail> for Fail {
             crate::merged::wire::Fail::Bridge(e) => Fail::Bridge(e),
         }
     }
+}
+
+/// `count` elements per merged rank as a v-form's counts and
+/// displacements: how a plain gather, scatter, all-gather or all-to-all
+/// runs on an order that interleaves the jobs, where a job's blocks are no
+/// slice of the buffer (as the blocking ones do, `merged::coll`). Where
+/// this rank's count is not significant (`read` false: a rooted call away
+/// from its root) the arrays are zeros, which the v-form reads nowhere.
+pub(super) fn per_rank(
+    mc: &MergedComm,
+    count: c_int,
+    read: bool,
+) -> Result<(Vec<c_int>, Vec<c_int>), crate::merged::wire::Fail> {
+    if read {
+        crate::merged::coll::blocks(mc, count)
+    } else {
+        let n = mc.size() as usize;
+        Ok((vec![0; n], vec![0; n]))
+    }
+}
+
+/// Whether this rank is the root `root` of a rooted call on `mc`.
+pub(super) fn at_root(mc: &MergedComm, root: c_int) -> bool {
+    matches!(
+        crate::merged::wire::root_place(mc, root),
+        Ok(crate::state::Place::Local(r)) if r == mc.inter.rank()
+    )
 }
 
 /// The message of `count` elements of `dt` at `buf`.

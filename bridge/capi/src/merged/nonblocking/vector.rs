@@ -8,10 +8,11 @@
 //! nonblocking v-collectives read them until completion).
 
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use mpi::ffi;
 
-use super::setup::{beside_keeping, message, offsets, start, Call, Into, Native};
+use super::setup::{beside_keeping, message, start, Call, Into, Native, Needs};
 use crate::collbuf::{array, elements, int, ints, is_in_place, native_counts, offset, Extents};
 use crate::merged::wire::root_place;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
@@ -24,21 +25,48 @@ fn nothing() -> Native {
     Box::new(|_, _| 0)
 }
 
-/// `a`'s entries `from..from + n` (a job's slice of a per-rank array).
-fn slice<T: Copy>(a: &[T], from: usize, n: usize) -> Result<Vec<T>, Fail> {
-    a.get(from..from + n).map(<[T]>::to_vec).ok_or_else(|| {
-        Fail::Bridge(isthmus_bridge::BridgeError::InvalidArgument(
-            "a per-rank array is shorter than the communicator".into(),
-        ))
-    })
-}
-
 /// Entry `i` of a per-rank array.
 fn at<T: Copy>(a: &[T], i: usize) -> Result<T, Fail> {
-    slice(a, i, 1)?
-        .first()
-        .copied()
-        .ok_or(Fail::Mpi(ffi::MPI_ERR_ARG as c_int))
+    a.get(i).copied().ok_or_else(short)
+}
+
+fn short() -> Fail {
+    Fail::Bridge(isthmus_bridge::BridgeError::InvalidArgument(
+        "a per-rank array is shorter than the communicator".into(),
+    ))
+}
+
+/// Where each job's ranks are in the merged order, to read the per-rank
+/// arrays by: a split's order may interleave the two jobs, so a job's
+/// entries need not be one slice of them.
+struct Ranks {
+    local: Arc<[u32]>,
+    remote: Arc<[u32]>,
+}
+
+impl Ranks {
+    fn of(mc: &MergedComm) -> Ranks {
+        Ranks {
+            local: Arc::clone(mc.order.local_ranks()),
+            remote: Arc::clone(mc.order.remote_ranks()),
+        }
+    }
+
+    /// The merged rank of this job's rank `i`.
+    fn local(&self, i: usize) -> usize {
+        self.local.get(i).map_or(usize::MAX, |&r| r as usize)
+    }
+
+    /// The merged rank of the other job's rank `j`.
+    fn remote(&self, j: usize) -> usize {
+        self.remote.get(j).map_or(usize::MAX, |&r| r as usize)
+    }
+
+    /// `a`'s entries of this job's ranks, in their local order (the arrays
+    /// of the job's native v-collective).
+    fn mine<T: Copy>(&self, a: &[T]) -> Result<Vec<T>, Fail> {
+        self.local.iter().map(|&r| at(a, r as usize)).collect()
+    }
 }
 
 /// `MPI_Ialltoallv` on a merged communicator (`MPI_IN_PLACE` too).
@@ -60,12 +88,52 @@ pub(crate) unsafe fn ialltoallv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        alltoallv(
+            mc,
+            "MPI_Ialltoallv",
+            sendbuf,
+            sendcounts,
+            sdispls,
+            sendtype,
+            recvbuf,
+            recvcounts,
+            rdispls,
+            recvtype,
+            comm,
+            request,
+        )
+    }
+}
+
+/// [`ialltoallv`] for the call `name` (also the plain form's on an order
+/// that interleaves the jobs).
+///
+/// # Safety
+/// As `MPI_Ialltoallv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(super) unsafe fn alltoallv(
+    mc: &MergedComm,
+    name: &'static str,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     let call = Call {
         comm,
         request,
-        name: "MPI_Ialltoallv",
+        name,
+        needs: Needs::AnyOrder,
     };
-    let (mine, theirs) = offsets(mc);
+    let ranks = Ranks::of(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
     let n = local + remote;
     // SAFETY: MPI_Ialltoallv's contract.
@@ -82,16 +150,21 @@ pub(crate) unsafe fn ialltoallv(
             let mut sends = Vec::with_capacity(remote);
             let mut recvs: Vec<Into> = Vec::with_capacity(remote);
             for j in 0..remote {
-                let from = se.at(sbuf, elements(at(sd, theirs + j)?)?)?;
-                sends.push((j as u32, message(from, at(sc, theirs + j)?, stype)));
-                let into = re.at(recvbuf, elements(at(rd, theirs + j)?)?)?;
-                recvs.push((j as u32, into, elements(at(rc, theirs + j)?)?, recvtype));
+                let from = se.at(sbuf, elements(at(sd, ranks.remote(j))?)?)?;
+                sends.push((j as u32, message(from, at(sc, ranks.remote(j))?, stype)));
+                let into = re.at(recvbuf, elements(at(rd, ranks.remote(j))?)?)?;
+                recvs.push((
+                    j as u32,
+                    into,
+                    elements(at(rc, ranks.remote(j))?)?,
+                    recvtype,
+                ));
             }
             let arrays = [
-                native_counts(&slice(sc, mine, local)?, stype),
-                slice(sd, mine, local)?,
-                native_counts(&slice(rc, mine, local)?, recvtype),
-                slice(rd, mine, local)?,
+                native_counts(&ranks.mine(sc)?, stype),
+                ranks.mine(sd)?,
+                native_counts(&ranks.mine(rc)?, recvtype),
+                ranks.mine(rd)?,
             ];
             let [scp, sdp, rcp, rdp] = arrays.each_ref().map(|a| a.as_ptr());
             let native: Native = Box::new(move |c, q| {
@@ -130,8 +203,9 @@ pub(crate) unsafe fn ialltoallw(
         comm,
         request,
         name: "MPI_Ialltoallw",
+        needs: Needs::AnyOrder,
     };
-    let (mine, theirs) = offsets(mc);
+    let ranks = Ranks::of(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
     let n = local + remote;
     // SAFETY: MPI_Ialltoallw's contract.
@@ -153,7 +227,7 @@ pub(crate) unsafe fn ialltoallw(
             let mut sends = Vec::with_capacity(remote);
             let mut recvs: Vec<Into> = Vec::with_capacity(remote);
             for j in 0..remote {
-                let i = theirs + j;
+                let i = ranks.remote(j);
                 let from = offset(sbuf, 1, Some(elements(at(sd, i)?)?))?;
                 sends.push((j as u32, message(from, at(sc, i)?, at(st, i)?)));
                 let into = offset(recvbuf, 1, Some(elements(at(rd, i)?)?))?;
@@ -162,19 +236,19 @@ pub(crate) unsafe fn ialltoallw(
             if local == 1 {
                 // One rank: its own block (see `merged::to_self`); in place it is there.
                 if !in_place {
-                    let from = offset(sbuf, 1, Some(elements(at(sd, mine)?)?))?;
-                    let to = offset(recvbuf, 1, Some(elements(at(rd, mine)?)?))?;
-                    let (c, t, rn, rt1) =
-                        (at(sc, mine)?, at(st, mine)?, at(rc, mine)?, at(rt, mine)?);
+                    let me = ranks.local(0);
+                    let from = offset(sbuf, 1, Some(elements(at(sd, me)?)?))?;
+                    let to = offset(recvbuf, 1, Some(elements(at(rd, me)?)?))?;
+                    let (c, t, rn, rt1) = (at(sc, me)?, at(st, me)?, at(rc, me)?, at(rt, me)?);
                     // SAFETY: the program's block and its place (see
                     // `merged::to_self`: a one-rank job's own block).
                     crate::merged::to_self(mc, from, c, t, to, rn, rt1)?;
                 }
                 return beside_keeping(op, bc, nothing(), sends, recvs, Box::new(()));
             }
-            let counts = [slice(sc, mine, local)?, slice(sd, mine, local)?];
-            let counts2 = [slice(rc, mine, local)?, slice(rd, mine, local)?];
-            let types = [slice(st, mine, local)?, slice(rt, mine, local)?];
+            let counts = [ranks.mine(sc)?, ranks.mine(sd)?];
+            let counts2 = [ranks.mine(rc)?, ranks.mine(rd)?];
+            let types = [ranks.mine(st)?, ranks.mine(rt)?];
             let (scp, sdp) = (counts[0].as_ptr(), counts[1].as_ptr());
             let (rcp, rdp) = (counts2[0].as_ptr(), counts2[1].as_ptr());
             let (stp, rtp) = (types[0].as_ptr(), types[1].as_ptr());
@@ -215,13 +289,53 @@ pub(crate) unsafe fn igatherv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        gatherv(
+            mc,
+            "MPI_Igatherv",
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcounts,
+            displs,
+            recvtype,
+            root,
+            comm,
+            request,
+        )
+    }
+}
+
+/// [`igatherv`] for the call `name` (also the plain form's on an order
+/// that interleaves the jobs).
+///
+/// # Safety
+/// As `MPI_Igatherv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(super) unsafe fn gatherv(
+    mc: &MergedComm,
+    name: &'static str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     let call = Call {
         comm,
         request,
-        name: "MPI_Igatherv",
+        name,
+        needs: Needs::AnyOrder,
     };
     let place = root_place(mc, root);
-    let (mine, theirs) = offsets(mc);
+    let ranks = Ranks::of(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
     // SAFETY: MPI_Igatherv's contract.
     unsafe {
@@ -239,13 +353,15 @@ pub(crate) unsafe fn igatherv(
                     let (rc, rd) = (ints(recvcounts, n)?, ints(displs, n)?);
                     let e = Extents::of(recvtype)?;
                     for j in 0..remote {
-                        let into = e.at(recvbuf, elements(at(rd, theirs + j)?)?)?;
-                        recvs.push((j as u32, into, elements(at(rc, theirs + j)?)?, recvtype));
+                        let into = e.at(recvbuf, elements(at(rd, ranks.remote(j))?)?)?;
+                        recvs.push((
+                            j as u32,
+                            into,
+                            elements(at(rc, ranks.remote(j))?)?,
+                            recvtype,
+                        ));
                     }
-                    arrays = [
-                        native_counts(&slice(rc, mine, local)?, recvtype),
-                        slice(rd, mine, local)?,
-                    ];
+                    arrays = [native_counts(&ranks.mine(rc)?, recvtype), ranks.mine(rd)?];
                 }
                 let (rcp, rdp) = (arrays[0].as_ptr(), arrays[1].as_ptr());
                 let count = crate::collbuf::native_count(sendcount, sendtype);
@@ -282,13 +398,53 @@ pub(crate) unsafe fn iscatterv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        scatterv(
+            mc,
+            "MPI_Iscatterv",
+            sendbuf,
+            sendcounts,
+            displs,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+            request,
+        )
+    }
+}
+
+/// [`iscatterv`] for the call `name` (also the plain form's on an order
+/// that interleaves the jobs).
+///
+/// # Safety
+/// As `MPI_Iscatterv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(super) unsafe fn scatterv(
+    mc: &MergedComm,
+    name: &'static str,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     let call = Call {
         comm,
         request,
-        name: "MPI_Iscatterv",
+        name,
+        needs: Needs::AnyOrder,
     };
     let place = root_place(mc, root);
-    let (mine, theirs) = offsets(mc);
+    let ranks = Ranks::of(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
     // SAFETY: MPI_Iscatterv's contract.
     unsafe {
@@ -306,13 +462,10 @@ pub(crate) unsafe fn iscatterv(
                     let (sc, sd) = (ints(sendcounts, n)?, ints(displs, n)?);
                     let e = Extents::of(sendtype)?;
                     for j in 0..remote {
-                        let from = e.at(sendbuf, elements(at(sd, theirs + j)?)?)?;
-                        sends.push((j as u32, message(from, at(sc, theirs + j)?, sendtype)));
+                        let from = e.at(sendbuf, elements(at(sd, ranks.remote(j))?)?)?;
+                        sends.push((j as u32, message(from, at(sc, ranks.remote(j))?, sendtype)));
                     }
-                    arrays = [
-                        native_counts(&slice(sc, mine, local)?, sendtype),
-                        slice(sd, mine, local)?,
-                    ];
+                    arrays = [native_counts(&ranks.mine(sc)?, sendtype), ranks.mine(sd)?];
                 }
                 let (scp, sdp) = (arrays[0].as_ptr(), arrays[1].as_ptr());
                 let count = crate::collbuf::native_count(recvcount, recvtype);
@@ -350,12 +503,50 @@ pub(crate) unsafe fn iallgatherv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        allgatherv(
+            mc,
+            "MPI_Iallgatherv",
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcounts,
+            displs,
+            recvtype,
+            comm,
+            request,
+        )
+    }
+}
+
+/// [`iallgatherv`] for the call `name` (also the plain form's on an order
+/// that interleaves the jobs).
+///
+/// # Safety
+/// As `MPI_Iallgatherv`.
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(super) unsafe fn allgatherv(
+    mc: &MergedComm,
+    name: &'static str,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
     let call = Call {
         comm,
         request,
-        name: "MPI_Iallgatherv",
+        name,
+        needs: Needs::AnyOrder,
     };
-    let (mine, theirs) = offsets(mc);
+    let ranks = Ranks::of(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
     let n = local + remote;
     // SAFETY: MPI_Iallgatherv's contract.
@@ -363,7 +554,7 @@ pub(crate) unsafe fn iallgatherv(
         start(mc, call, |op, bc| {
             let (rc, rd) = (ints(recvcounts, n)?, ints(displs, n)?);
             let e = Extents::of(recvtype)?;
-            let me = mine + bc.inter.rank() as usize;
+            let me = ranks.local(bc.inter.rank() as usize);
             let own = e.at(recvbuf, elements(at(rd, me)?)?)?;
             let (block, count, dt) = if is_in_place(sendbuf) {
                 (own.cast_const(), at(rc, me)?, recvtype)
@@ -374,8 +565,13 @@ pub(crate) unsafe fn iallgatherv(
             let mut recvs: Vec<Into> = Vec::with_capacity(remote);
             for j in 0..remote {
                 sends.push((j as u32, message(block, count, dt)));
-                let into = e.at(recvbuf, elements(at(rd, theirs + j)?)?)?;
-                recvs.push((j as u32, into, elements(at(rc, theirs + j)?)?, recvtype));
+                let into = e.at(recvbuf, elements(at(rd, ranks.remote(j))?)?)?;
+                recvs.push((
+                    j as u32,
+                    into,
+                    elements(at(rc, ranks.remote(j))?)?,
+                    recvtype,
+                ));
             }
             if local == 1 {
                 if !is_in_place(sendbuf) {
@@ -385,10 +581,7 @@ pub(crate) unsafe fn iallgatherv(
                 }
                 return beside_keeping(op, bc, nothing(), sends, recvs, Box::new(()));
             }
-            let arrays = [
-                native_counts(&slice(rc, mine, local)?, recvtype),
-                slice(rd, mine, local)?,
-            ];
+            let arrays = [native_counts(&ranks.mine(rc)?, recvtype), ranks.mine(rd)?];
             let (rcp, rdp) = (arrays[0].as_ptr(), arrays[1].as_ptr());
             let count = crate::collbuf::native_count(sendcount, sendtype);
             let native: Native = Box::new(move |c, q| {
