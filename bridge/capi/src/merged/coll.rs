@@ -27,9 +27,9 @@ use super::comm::raise;
 use super::ordered;
 use super::vcoll;
 use super::wire::{
-    complete, copy, leader_step, mpi, post, recv, root_place, send, send_lent, Fail, TAG_ALLGATHER,
-    TAG_ALLTOALL, TAG_BARRIER, TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_REDUCE_ROOT, TAG_SCAN,
-    TAG_SCATTER,
+    blocks, complete, copy, leader_step, mpi, post, recv, root_place, send, send_lent, Fail,
+    TAG_ALLGATHER, TAG_ALLTOALL, TAG_BARRIER, TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_REDUCE_ROOT,
+    TAG_SCAN, TAG_SCATTER,
 };
 use crate::collbuf::{elements, input, int, ints, is_in_place, Extents, LeaderRoom, Scratch};
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
@@ -55,16 +55,6 @@ fn offsets(mc: &MergedComm) -> (usize, usize) {
         first(mc.order.local_ranks()),
         first(mc.order.remote_ranks()),
     )
-}
-
-/// The per-rank counts and displacements of `count` elements per rank in
-/// merged-rank order: a plain collective as its v-form, for an order that
-/// interleaves the jobs.
-pub(super) fn blocks(mc: &MergedComm, count: c_int) -> Result<(Vec<c_int>, Vec<c_int>), Fail> {
-    let k = elements(count)?;
-    let n = mc.size() as usize;
-    let displs = (0..n).map(|r| int(r * k)).collect::<Result<Vec<_>, _>>()?;
-    Ok((vec![count; n], displs))
 }
 
 /// This job's and the other job's slices of `buf`, `count` elements of `dt`

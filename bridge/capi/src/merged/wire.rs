@@ -9,6 +9,7 @@ use std::ffi::{c_int, c_void};
 use isthmus_bridge::{BridgeError, InterComm, RecvRequest, SendRequest, Source, Tag};
 use mpi::ffi;
 
+use crate::collbuf::{elements, int};
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype};
 use crate::state::{MergedComm, Place};
@@ -271,4 +272,14 @@ pub fn root_place(mc: &MergedComm, root: c_int) -> Result<Place, Fail> {
         .ok()
         .and_then(|r| mc.place(r))
         .ok_or(Fail::Mpi(ffi::MPI_ERR_ROOT as c_int))
+}
+
+/// The per-rank counts and displacements of `count` elements per rank in
+/// merged-rank order: a plain collective as its v-form, for an order that
+/// interleaves the jobs.
+pub(super) fn blocks(mc: &MergedComm, count: c_int) -> Result<(Vec<c_int>, Vec<c_int>), Fail> {
+    let k = elements(count)?;
+    let n = mc.size() as usize;
+    let displs = (0..n).map(|r| int(r * k)).collect::<Result<Vec<_>, _>>()?;
+    Ok((vec![count; n], displs))
 }

@@ -113,7 +113,8 @@ pub(super) unsafe fn start(
     match call.needs.unmet(mc) {
         Ok(None) => {}
         Ok(Some(why)) => return errors::refuse_merged_because(call.comm, call.name, why),
-        Err(f) => return crate::merged::comm::raise(call.comm, call.name, f),
+        Err(crate::merged::wire::Fail::Mpi(rc)) => return errors::raise(call.comm, rc),
+        Err(crate::merged::wire::Fail::Bridge(e)) => return errors::fail(call.comm, call.name, &e),
     }
     let bc = &mc.nbc;
     // The native steps' duplicate comes from the private side, not from
@@ -152,7 +153,7 @@ pub(super) fn per_rank(
     read: bool,
 ) -> Result<(Vec<c_int>, Vec<c_int>), crate::merged::wire::Fail> {
     if read {
-        crate::merged::coll::blocks(mc, count)
+        crate::merged::wire::blocks(mc, count)
     } else {
         let n = mc.size() as usize;
         Ok((vec![0; n], vec![0; n]))
