@@ -212,16 +212,102 @@ unsafe fn allreduce_into(
     dt: MPI_Datatype,
     op: ffi::MPI_Op,
 ) -> Result<(), Fail> {
-    let input = input(sendbuf, recvbuf);
-    // SAFETY: the program's buffers, as for MPI_Allreduce.
-    if let Some(mut r) = unsafe { reduce_to_leaders(mc, input, n, dt, op) }? {
-        // SAFETY: `r` holds `n` elements; `recvbuf` has room for them.
-        unsafe { copy(mc.native, r.ptr(), recvbuf, n, dt) }?;
+    if mc.order.contiguous_jobs() || ordered::commutative(op, dt)? {
+        // SAFETY: the program's buffers, as for MPI_Allreduce.
+        unsafe { reduce_into_leaders(mc, sendbuf, recvbuf, n, dt, op) }?;
+    } else {
+        // SAFETY: as above.
+        let at_leader = unsafe { reduce_to_leaders(mc, input(sendbuf, recvbuf), n, dt, op) }?;
+        if let Some(mut r) = at_leader {
+            // SAFETY: `r` holds `n` elements; `recvbuf` has room for them.
+            unsafe { copy(mc.native, r.ptr(), recvbuf, n, dt) }?;
+        }
     }
     // SAFETY: the program's buffer has room for `n` elements.
     mpi(unsafe {
         isthmus_bridge::native::run(|req| ffi::PMPI_Ibcast(recvbuf, n, dt, 0, mc.native, req))
     })
+}
+
+/// The reduction over both jobs (`low op high`) into `recvbuf` at each
+/// job's leader, with as few copies as the order of the operands allows
+/// (a merged 1 MiB Allreduce went through two scratch buffers and a copy
+/// into `recvbuf`, half again Open MPI's own time): the low job reduces
+/// natively into scratch (a job of one rank sends its input as it is)
+/// and receives the other's result into `recvbuf`, where `MPI_Reduce_local`
+/// makes it `mine op theirs`; the high job reduces natively into `recvbuf`
+/// and receives into scratch (`theirs op mine`). Each job's ranks in one
+/// run of the merged order, or a commutative operation.
+///
+/// # Safety
+/// As `MPI_Allreduce` (`sendbuf` may be `MPI_IN_PLACE`).
+unsafe fn reduce_into_leaders(
+    mc: &MergedComm,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: c_int,
+    dt: MPI_Datatype,
+    op: ffi::MPI_Op,
+) -> Result<(), Fail> {
+    let (nn, e, nop, lead) = (
+        elements(n)?,
+        Extents::of(dt)?,
+        native_op(op, dt),
+        leader(mc),
+    );
+    let input = input(sendbuf, recvbuf);
+    let native_reduce = |into: *mut c_void| {
+        // The native reduce's input: at its root (the leader) reducing
+        // into `recvbuf`, `MPI_IN_PLACE` as the program gave it (the input
+        // is there); the data itself otherwise (a root that reduces into
+        // scratch would take `MPI_IN_PLACE` as the scratch's contents).
+        let native_in = if lead && into == recvbuf {
+            sendbuf
+        } else {
+            input
+        };
+        // SAFETY: the program's input; `into` has room for `n` elements at
+        // the leader (not read elsewhere).
+        mpi(unsafe {
+            isthmus_bridge::native::run(|req| {
+                ffi::PMPI_Ireduce(native_in, into, n, dt, nop, 0, mc.native, req)
+            })
+        })
+    };
+    if mc.low {
+        let alone = mc.order.local_ranks().len() == 1 && !is_in_place(sendbuf);
+        let mut room = Scratch::new(if lead && !alone { nn } else { 0 }, &e)?;
+        let mine: *const c_void = if alone {
+            input
+        } else {
+            native_reduce(room.ptr())?;
+            room.ptr()
+        };
+        leader_step(mc.native, lead, || {
+            // SAFETY: `mine` holds `n` elements, unchanged until `sent`
+            // is waited for; `recvbuf` has room for `n`.
+            let sent = unsafe { send_lent(&mc.coll, 0, TAG_REDUCE, mine, nn, dt) }?;
+            // SAFETY: as above.
+            unsafe { recv(&mc.coll, 0, TAG_REDUCE, recvbuf, nn, dt) }?;
+            sent.wait()?;
+            // MPI_Reduce_local(in, inout): inout = in op inout.
+            // SAFETY: both hold `n` elements of `dt`.
+            mpi(unsafe { ffi::PMPI_Reduce_local(mine, recvbuf, n, dt, nop) })
+        })
+    } else {
+        native_reduce(recvbuf)?;
+        leader_step(mc.native, lead, || {
+            let mut theirs = Scratch::new(nn, &e)?;
+            // SAFETY: `recvbuf` holds this job's `n` elements, unchanged
+            // until `sent` is waited for; the scratch has room for `n`.
+            let sent = unsafe { send_lent(&mc.coll, 0, TAG_REDUCE, recvbuf, nn, dt) }?;
+            // SAFETY: as above.
+            unsafe { recv(&mc.coll, 0, TAG_REDUCE, theirs.ptr(), nn, dt) }?;
+            sent.wait()?;
+            // SAFETY: both hold `n` elements of `dt`.
+            mpi(unsafe { ffi::PMPI_Reduce_local(theirs.ptr(), recvbuf, n, dt, nop) })
+        })
+    }
 }
 
 /// `MPI_Allreduce` on a merged communicator.

@@ -223,7 +223,9 @@ pub fn leader_step(
     result
 }
 
-/// Copies `n` elements of `dt` from `src` to `dst` (pack, unpack).
+/// Copies `n` elements of `dt` from `src` to `dst`: a predefined type's
+/// bytes at once, any other type packed and unpacked (which leaves its
+/// gaps in `dst` alone).
 ///
 /// # Safety
 /// `src` addresses `n` readable, `dst` `n` writable elements of `dt`.
@@ -234,6 +236,22 @@ pub unsafe fn copy(
     n: c_int,
     dt: MPI_Datatype,
 ) -> Result<(), Fail> {
+    let info = datatype::info_of(dt)?;
+    if info.raw {
+        // A predefined type has no gaps: its `n` elements are `n * size`
+        // bytes. Through pack and unpack a megabyte cost two copies and a
+        // zeroed buffer (`perf`: a fifth of a merged 1 MiB Allreduce).
+        let len = usize::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_mul(info.data_size_per_elem))
+            .ok_or_else(|| BridgeError::InvalidArgument(format!("count {n} overflows a buffer")))?;
+        if len > 0 {
+            // SAFETY: both address `n` elements of a gapless type, `len`
+            // bytes (the caller's contract); `copy` allows overlap.
+            unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), len) };
+        }
+        return Ok(());
+    }
     let mut size: c_int = 0;
     // SAFETY: reads the type; writes `size`.
     mpi(unsafe { ffi::PMPI_Pack_size(n, dt, native, &mut size) })?;
