@@ -589,10 +589,10 @@ static void point_to_point(MPI_Comm m, int mr, int n)
  * MPI_Waitall; Igather, Iscatter at every root, Iallgather and Ialltoall
  * (in place too, polled with MPI_Testall), Iscan, Iexscan and
  * Ireduce_scatter(_block) (non-commutative, in place); Igatherv with
- * the blocks in reverse order. `interleaved`: `m`'s order mixes the two
- * jobs (a split's), where a non-commutative reduction and the prefixes are
- * refused and the rest must hold as on the merge's own order. */
-static void nonblocking_collectives(MPI_Comm m, int mr, int n, int interleaved)
+ * the blocks in reverse order. `what` names `m` in the line printed (the
+ * merge's order, or a split's that interleaves the jobs: the same must
+ * hold on both). */
+static void nonblocking_collectives(MPI_Comm m, int mr, int n, const char *what)
 {
     MPI_Request rq[6];
     int flag = 0, polls = 0, i;
@@ -613,16 +613,6 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n, int interleaved)
         int v = root == mr ? 7000 + root : -1, red[2] = {-1, -1};
         fl[0] = fl[1] = mr;
         MPI_Ibcast(&v, 1, MPI_INT, root, m, &rq[0]);
-        if (interleaved) {
-            /* A commutative reduction takes any order. */
-            int total = -1;
-            MPI_Ireduce(&x, &total, 1, MPI_INT, MPI_SUM, root, m, &rq[1]);
-            MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
-            CHECK(v == 7000 + root, "ibcast from %d: %d", root, v);
-            if (mr == root)
-                CHECK(total == n * (n + 1) / 2, "ireduce sum at %d: %d", root, total);
-            continue;
-        }
         MPI_Ireduce(mine, red, 1, pair, op, root, m, &rq[1]);
         MPI_Ireduce(mr == root ? MPI_IN_PLACE : (void *) fl, mr == root ? fl : NULL, 1, pair, op,
                     root, m, &rq[2]);
@@ -638,15 +628,8 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n, int interleaved)
     int right = (rank + 1) % wsize, left = (rank + wsize - 1) % wsize, got = -1;
     fl[0] = fl[1] = -1;
     MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, m, &rq[5]);
-    if (interleaved) {
-        /* Stand-ins for the non-commutative ones below, refused here. */
-        fl[0] = ip[0] = 0;
-        fl[1] = ip[1] = n - 1;
-        rq[4] = rq[3] = MPI_REQUEST_NULL;
-    } else {
-        MPI_Iallreduce(mine, fl, 1, pair, op, m, &rq[4]);
-        MPI_Iallreduce(MPI_IN_PLACE, ip, 1, pair, op, m, &rq[3]);
-    }
+    MPI_Iallreduce(mine, fl, 1, pair, op, m, &rq[4]);
+    MPI_Iallreduce(MPI_IN_PLACE, ip, 1, pair, op, m, &rq[3]);
     MPI_Ibarrier(m, &rq[2]);
     MPI_Irecv(&got, 1, MPI_INT, left, 77, MPI_COMM_WORLD, &rq[1]);
     MPI_Isend(&rank, 1, MPI_INT, right, 77, MPI_COMM_WORLD, &rq[0]);
@@ -657,23 +640,6 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n, int interleaved)
     CHECK(got == left, "native exchange beside them: %d", got);
     for (i = 0; i < 6; i++)
         CHECK(rq[i] == MPI_REQUEST_NULL, "request %d not freed", i);
-    if (interleaved) {
-        /* A non-commutative reduction and the prefixes need each job's
-         * ranks together: refused, saying so; a commutative
-         * Ireduce_scatter_block takes any order. */
-        MPI_Request r = MPI_REQUEST_NULL;
-        int blocks[128], got2 = -1;
-        CHECK(n <= 128, "merged size %d", n);
-        MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
-        expect_refused(MPI_Iallreduce(mine, fl, 1, pair, op, m, &r), "MPI_Iallreduce");
-        expect_refused(MPI_Iscan(&x, &got2, 1, MPI_INT, MPI_SUM, m, &r), "MPI_Iscan");
-        MPI_Comm_set_errhandler(m, MPI_ERRORS_ARE_FATAL);
-        for (i = 0; i < n; i++)
-            blocks[i] = 10 * i + mr;
-        MPI_Ireduce_scatter_block(blocks, &got2, 1, MPI_INT, MPI_SUM, m, &r);
-        MPI_Wait(&r, MPI_STATUS_IGNORE);
-        CHECK(got2 == 10 * n * mr + n * (n - 1) / 2, "ireduce_scatter_block sum: %d", got2);
-    } else {
     /* Prefixes and Ireduce_scatter_block, non-commutative and in place. */
     int sc[2] = {-1, -1}, ex[2] = {-7, -7}, isc[2] = {mr, mr}, iex[2] = {mr, mr};
     int *rsb = malloc(sizeof(int) * 2 * (size_t) n), blk[2] = {-1, -1};
@@ -697,7 +663,6 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n, int interleaved)
     CHECK(rsb[0] == 0 && rsb[1] == n - 1, "in-place ireduce_scatter_block (%d, %d)", rsb[0],
           rsb[1]);
     free(rsb);
-    }
     MPI_Type_free(&pair);
     MPI_Op_free(&op);
 
@@ -805,8 +770,7 @@ static void nonblocking_collectives(MPI_Comm m, int mr, int n, int interleaved)
                   gathered[n - 1 - i]);
     MPI_Comm_set_errhandler(m, MPI_ERRORS_ARE_FATAL);
     if (rank == 0)
-        printf("NONBLOCKING collectives on %s: ok (%d polls)\n",
-               interleaved ? "an interleaving split" : "merged", polls);
+        printf("NONBLOCKING collectives on %s: ok (%d polls)\n", what, polls);
 }
 
 static int split_rank(const int *color, const int *key, int n, int mr, int *size)
@@ -864,7 +828,7 @@ static void spanning_splits(MPI_Comm m, int mr, int n)
     MPI_Comm_size(s, &sn);
     collectives(s, sr, sn);
     point_to_point(s, sr, sn);
-    nonblocking_collectives(s, sr, sn, 1);
+    nonblocking_collectives(s, sr, sn, "an interleaving split");
     {
         /* A split of the split: even and odd ranks, reversed; then a
          * duplicate of it. */
@@ -1220,7 +1184,7 @@ int main(int argc, char **argv)
     spanning_splits(m, mr, n);
     intercomm_create_over(m, mr, n, first, rsize);
     groups_of_both(m, inter, mr, n, first, rsize);
-    nonblocking_collectives(m, mr, n, 0);
+    nonblocking_collectives(m, mr, n, "merged");
 
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);

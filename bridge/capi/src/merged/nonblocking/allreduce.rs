@@ -7,10 +7,13 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
+use super::ordered::{self, Fold};
 use super::setup::{combine, decode, exchange, message, start, Call, Needs};
-use crate::collbuf::{elements, Extents, Scratch};
+use crate::collbuf::{elements, input, Extents, Scratch};
 use crate::datatype;
+use crate::merged::wire::copy;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::nbc::Fail;
 use crate::state::MergedComm;
 use crate::unsigned_ops::native_op;
 
@@ -35,12 +38,33 @@ pub(crate) unsafe fn iallreduce(
         comm,
         request,
         name: "MPI_Iallreduce",
-        needs: Needs::Commutative(op, dt),
+        needs: Needs::AnyOrder,
     };
     let (low, native) = (mc.low, mc.native);
     // SAFETY: MPI_Iallreduce's contract.
     unsafe {
         start(mc, call, |sched, bc| {
+            if ordered::needed(mc, op, dt)? {
+                let native = mc.native;
+                let deliver: ordered::Deliver = Box::new(move |acc| match acc {
+                    // SAFETY: the fold and the receive buffer hold `count` elements.
+                    Some(a) => copy(native, a, recvbuf, count, dt).map_err(Fail::from),
+                    None => Ok(()),
+                });
+                let input = input(sendbuf, recvbuf);
+                // SAFETY: the program's buffers, valid until completion.
+                return ordered::fold_in_order(
+                    sched,
+                    bc,
+                    mc,
+                    input,
+                    count,
+                    dt,
+                    op,
+                    Fold::All,
+                    deliver,
+                );
+            }
             let n = elements(count)?;
             let max = datatype::capacity_bytes(n, dt)?;
             let mut theirs = Scratch::new(n, &Extents::of(dt)?)?;

@@ -20,7 +20,8 @@
 //! (`setup::Needs`) decides: the v-forms place every block by its merged
 //! rank, so the plain gathers, scatters and all-to-alls run as them; a
 //! commutative reduction, Ibarrier and Ibcast take any order; a
-//! non-commutative reduction and the prefixes are refused with a message.
+//! non-commutative reduction and the prefixes fold every rank's input in
+//! merged-rank order at every rank ([`ordered`]).
 
 mod allgather;
 mod allreduce;
@@ -28,6 +29,7 @@ mod alltoall;
 mod barrier;
 mod bcast;
 mod gather;
+mod ordered;
 mod prefix;
 mod reduce;
 mod reduce_scatter;

@@ -1,13 +1,15 @@
 //! `MPI_Iscan` and `MPI_Iexscan` on a merged communicator: each job's
 //! native prefix, and the first job's total, sent by its last rank to the
 //! second job's leader, which hands it to its job, where every rank puts
-//! it before its own prefix (`total op prefix`, the merge's order).
+//! it before its own prefix (`total op prefix`, the merge's order). On an
+//! order that does not keep each job's ranks together, [`super::ordered`].
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use mpi::ffi;
 
+use super::ordered::{self, Fold};
 use super::setup::{combine, decode, message, mpi, start, Call, Needs};
 use crate::collbuf::{elements, input, Extents, Scratch};
 use crate::datatype;
@@ -58,6 +60,24 @@ unsafe fn prefix(mc: &MergedComm, call: Call, kind: Kind, p: Prefix) -> c_int {
     // SAFETY: this function's contract.
     unsafe {
         start(mc, call, move |op, bc| {
+            if !mc.order.contiguous_jobs() {
+                // Each job's native prefix would be no run of MPI's order.
+                let (recvbuf, count, dt) = (p.recvbuf, p.count, p.dt);
+                let deliver: ordered::Deliver = Box::new(move |acc| match acc {
+                    // SAFETY: the fold and the receive buffer hold `count` elements.
+                    Some(a) => {
+                        crate::merged::wire::copy(native, a, recvbuf, count, dt).map_err(Fail::from)
+                    }
+                    None => Ok(()),
+                });
+                let fold = match kind {
+                    Kind::Inclusive => Fold::Inclusive,
+                    Kind::Exclusive => Fold::Exclusive,
+                };
+                let input = input(p.sendbuf, p.recvbuf);
+                // SAFETY: the program's buffers, valid until completion.
+                return ordered::fold_in_order(op, bc, mc, input, count, dt, p.op, fold, deliver);
+            }
             let n = elements(p.count)?;
             let e = Extents::of(p.dt)?;
             let (me, size, seq) = (bc.inter.rank(), bc.inter.local_size(), op.seq());
@@ -189,7 +209,7 @@ pub(crate) unsafe fn iscan(
         comm,
         request,
         name: "MPI_Iscan",
-        needs: Needs::ContiguousJobs,
+        needs: Needs::AnyOrder,
     };
     let p = Prefix {
         sendbuf,
@@ -222,7 +242,7 @@ pub(crate) unsafe fn iexscan(
         comm,
         request,
         name: "MPI_Iexscan",
-        needs: Needs::ContiguousJobs,
+        needs: Needs::AnyOrder,
     };
     let p = Prefix {
         sendbuf,

@@ -49,48 +49,30 @@ pub(super) struct Call {
 
 /// What a call's algorithm needs of the communicator's rank order. A
 /// split's order may interleave the two jobs; then each job's native step
-/// is no contiguous part of MPI's rank order.
+/// is no run of MPI's rank order.
 #[derive(Clone, Copy)]
 pub(super) enum Needs {
-    /// Nothing: no rank order in the result (Barrier, Bcast), or every
-    /// block placed by its merged rank (the v-forms).
+    /// Nothing: no rank order in the result (Barrier, Bcast), every block
+    /// placed by its merged rank (the v-forms), or a fold in merged order
+    /// where the order matters (`ordered`: the reductions and prefixes).
     AnyOrder,
-    /// Any order when `op` is commutative on the datatype (a reduction:
-    /// its two jobs' partial results combine the same in any order); each
-    /// job's ranks together otherwise.
-    Commutative(ffi::MPI_Op, MPI_Datatype),
-    /// Each job's ranks together and in order (a prefix: a job's native
-    /// scan is a run of MPI's order; the plain gathers, scatters and
-    /// all-to-alls, which go to their v-forms before on any other order).
+    /// Each job's ranks together and in order: the plain gathers,
+    /// scatters and all-to-alls' algorithm, which go to their v-forms
+    /// before on any other order (so this refusal is a guard, not a case).
     ContiguousJobs,
 }
 
 impl Needs {
     /// Why `mc`'s order does not suit this call, if it does not.
-    fn unmet(self, mc: &MergedComm) -> Result<Option<&'static str>, crate::merged::wire::Fail> {
-        if mc.order.contiguous_jobs() {
-            return Ok(None);
-        }
-        Ok(match self {
-            Needs::AnyOrder => None,
-            Needs::Commutative(op, dt) => {
-                if crate::merged::ordered::commutative(op, dt)? {
-                    None
-                } else {
-                    Some(
-                        "a non-commutative operation needs each job's ranks together and in \
-                         their order, and this communicator's order (a split's, by keys) \
-                         interleaves or reorders them (the blocking reduction takes any order)",
-                    )
-                }
-            }
-            Needs::ContiguousJobs => Some(
+    fn unmet(self, mc: &MergedComm) -> Option<&'static str> {
+        match self {
+            Needs::ContiguousJobs if !mc.order.contiguous_jobs() => Some(
                 "its algorithm needs each job's ranks together and in their order (a job's \
                  native step is a run of MPI's order), and this communicator's order (a \
-                 split's, by keys) interleaves or reorders them (the blocking form takes any \
-                 order)",
+                 split's, by keys) interleaves or reorders them",
             ),
-        })
+            _ => None,
+        }
     }
 }
 
@@ -110,11 +92,8 @@ pub(super) unsafe fn start(
     if call.request.is_null() {
         return errors::raise(call.comm, ffi::MPI_ERR_ARG as c_int);
     }
-    match call.needs.unmet(mc) {
-        Ok(None) => {}
-        Ok(Some(why)) => return errors::refuse_merged_because(call.comm, call.name, why),
-        Err(crate::merged::wire::Fail::Mpi(rc)) => return errors::raise(call.comm, rc),
-        Err(crate::merged::wire::Fail::Bridge(e)) => return errors::fail(call.comm, call.name, &e),
+    if let Some(why) = call.needs.unmet(mc) {
+        return errors::refuse_merged_because(call.comm, call.name, why);
     }
     let bc = &mc.nbc;
     // The native steps' duplicate comes from the private side, not from
