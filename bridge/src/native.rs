@@ -23,7 +23,7 @@ use mpi::raw::AsRaw;
 use mpi::topology::Communicator;
 
 use crate::error::{BridgeError, Result};
-use crate::wait::{self, Backoff, Spin, WaitMode};
+use crate::wait::Pause;
 
 /// Completes `req`, a request of the job's own MPI, testing it and pausing
 /// between tests as `ISTHMUS_WAIT` says. Returns MPI's error code.
@@ -62,33 +62,6 @@ pub unsafe fn run(start: impl FnOnce(&mut ffi::MPI_Request) -> c_int) -> c_int {
     // SAFETY: `start` made `req` active over buffers that outlive this
     // call (the caller's contract).
     unsafe { wait_request(&mut req) }
-}
-
-/// The pauses between two tests: a spin that yields the core every few
-/// microseconds, for good in `poll` and `adaptive` (an MPI wait has no
-/// descriptor to sleep on, and a yield with nothing else runnable returns
-/// at once), sleeps of growing length in `block`.
-enum Pause {
-    Yielding(Spin),
-    Sleeping(Backoff),
-}
-
-impl Pause {
-    fn new() -> Pause {
-        match wait::mode() {
-            WaitMode::Poll | WaitMode::Adaptive => Pause::Yielding(Spin::with_budget(None)),
-            WaitMode::Block => Pause::Sleeping(Backoff::new()),
-        }
-    }
-
-    fn pause(&mut self) {
-        match self {
-            Pause::Yielding(s) => {
-                s.again();
-            }
-            Pause::Sleeping(b) => b.pause(),
-        }
-    }
 }
 
 fn check(rc: c_int, what: &str) -> Result<()> {

@@ -26,7 +26,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use isthmus_bridge::wait::Backoff;
+use isthmus_bridge::wait::{Backoff, Pause};
 use isthmus_bridge::{BridgeError, PendingInterComm, RecvRequest, SendRequest};
 use mpi::ffi;
 
@@ -567,7 +567,7 @@ unsafe fn wait_ops(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int 
     }
     if !crate::nbc::idle() {
         // Schedules under way: poll, advancing them, whatever the request.
-        let mut backoff = Backoff::new();
+        let mut pause = Pause::new();
         loop {
             let mut flag = 0;
             // SAFETY: forwarded contract; `flag` is ours.
@@ -575,7 +575,7 @@ unsafe fn wait_ops(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int 
             if rc != 0 || flag != 0 {
                 return rc;
             }
-            backoff.pause();
+            pause.pause();
         }
     }
     if request.is_null() {
@@ -602,6 +602,31 @@ fn nothing_of_ours() -> bool {
         && crate::nbc::idle()
 }
 
+/// A test that found nothing of the program's done while something of
+/// ours is pending: every few of them the core goes to whatever else is
+/// runnable (`sched_yield`, as Open MPI's `mpi_yield_when_idle` does in
+/// its progress loop). A program polling `MPI_Test` otherwise keeps its
+/// core from what its request waits for when cores are shared: the peer
+/// ranks, the bridge's poller (an `MPI_Ibarrier` polled with `MPI_Test`
+/// on a merged communicator of 2 + 2 ranks on two cores took 11.5 ms, one
+/// time slice a step). A yield with nothing else runnable returns at once.
+fn idle_test() {
+    thread_local! {
+        static IDLE_TESTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+    let n = IDLE_TESTS.with(|c| {
+        let n = c.get().wrapping_add(1);
+        c.set(n);
+        n
+    });
+    if n.is_multiple_of(IDLE_TESTS_PER_YIELD) {
+        std::thread::yield_now();
+    }
+}
+
+/// Unsuccessful tests between two yields ([`idle_test`]).
+const IDLE_TESTS_PER_YIELD: u32 = 4;
+
 /// # Safety
 /// As `MPI_Test`.
 unsafe fn test_ops(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
@@ -615,17 +640,23 @@ unsafe fn test_ops(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI
     if crate::nbc::owns(key) {
         // SAFETY: `flag` is the program's out-pointer.
         unsafe { *flag = 0 };
+        idle_test();
         return 0;
     }
     if let Some(e) = take(key) {
         if !finish(key, e, false) {
             // SAFETY: `flag` is the program's out-pointer.
             unsafe { *flag = 0 };
+            idle_test();
             return 0;
         }
     }
     // SAFETY: as above.
     let rc = unsafe { ffi::PMPI_Test(request, flag, status) };
+    // SAFETY: `flag` is the program's out-pointer, set by MPI.
+    if rc == 0 && unsafe { *flag } == 0 {
+        idle_test();
+    }
     // SAFETY: the program's status (or ignore).
     unsafe { reported(key, status) }.unwrap_or(rc)
 }
@@ -643,7 +674,7 @@ unsafe fn waitall_ops(
     }
     if !crate::nbc::idle() {
         // Schedules under way: poll, advancing them, whatever the requests.
-        let mut backoff = Backoff::new();
+        let mut pause = Pause::new();
         loop {
             let mut flag = 0;
             // SAFETY: forwarded contract; `flag` is ours.
@@ -651,7 +682,7 @@ unsafe fn waitall_ops(
             if rc != 0 || flag != 0 {
                 return rc;
             }
-            backoff.pause();
+            pause.pause();
         }
     }
     // SAFETY: the program passes `count` requests.
@@ -674,7 +705,7 @@ unsafe fn waitall_ops(
         // Mixed: finish bridge requests as they complete, and let MPI make
         // progress on the native ones meanwhile (without completing them:
         // their statuses come from the final MPI_Waitall).
-        let mut backoff = Backoff::new();
+        let mut pause = Pause::new();
         while !advance(reqs) {
             for r in reqs.iter_mut() {
                 if !is_bridge(request_key(*r)) && *r != request_null() {
@@ -683,7 +714,7 @@ unsafe fn waitall_ops(
                     unsafe { ffi::PMPI_Request_get_status(*r, &mut flag, status_ignore()) };
                 }
             }
-            backoff.pause();
+            pause.pause();
         }
     }
     // SAFETY: as above.
@@ -712,6 +743,7 @@ unsafe fn testall_ops(
     let rc = unsafe { ffi::PMPI_Testall(count, requests, flag, statuses) };
     // SAFETY: `flag` is the program's out-pointer.
     if unsafe { *flag } == 0 {
+        idle_test();
         return rc;
     }
     // SAFETY: as above.
@@ -730,7 +762,7 @@ unsafe fn waitany_ops(
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Waitany(count, requests, index, status) };
     }
-    let mut backoff = Backoff::new();
+    let mut pause = Pause::new();
     loop {
         let mut flag = 0;
         // SAFETY: forwarded contract; `flag` is ours.
@@ -738,7 +770,7 @@ unsafe fn waitany_ops(
         if rc != 0 || flag != 0 {
             return rc;
         }
-        backoff.pause();
+        pause.pause();
     }
 }
 
@@ -763,6 +795,9 @@ unsafe fn testany_ops(
     let rc = unsafe { ffi::PMPI_Testany(count, requests, index, flag, status) };
     // SAFETY: out-pointers set by MPI.
     let (done, i) = unsafe { (*flag, *index) };
+    if done == 0 {
+        idle_test();
+    }
     if done != 0 {
         if let Some(&(_, key)) = usize::try_from(i).ok().and_then(|i| keys.get(i)) {
             // SAFETY: the program's status (or ignore).
@@ -787,7 +822,7 @@ unsafe fn waitsome_ops(
         // SAFETY: the program's arguments, passed on.
         return unsafe { ffi::PMPI_Waitsome(incount, requests, outcount, indices, statuses) };
     }
-    let mut backoff = Backoff::new();
+    let mut pause = Pause::new();
     loop {
         // SAFETY: forwarded contract.
         let rc = unsafe { testsome_ops(incount, requests, outcount, indices, statuses) };
@@ -795,7 +830,7 @@ unsafe fn waitsome_ops(
         if rc != 0 || unsafe { *outcount } != 0 {
             return rc;
         }
-        backoff.pause();
+        pause.pause();
     }
 }
 
@@ -820,6 +855,9 @@ unsafe fn testsome_ops(
     let rc = unsafe { ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses) };
     // SAFETY: set by MPI.
     let n = unsafe { *outcount };
+    if n == 0 {
+        idle_test();
+    }
     let Ok(n) = usize::try_from(n) else {
         return rc; // MPI_UNDEFINED: no active requests
     };
