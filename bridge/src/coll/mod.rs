@@ -334,7 +334,7 @@ impl InterComm {
     /// through [`InterComm::nbc_received`].
     pub fn nbc_irecv(&self, source: u32, seq: u64, max_bytes: usize) -> Result<RecvRequest> {
         check_root(self, source)?;
-        self.nbc_channel().irecv_watched(
+        self.nbc_channel().irecv(
             Source::Rank(source),
             Tag::Value(common::nbc_tag(seq)),
             None,

@@ -334,10 +334,9 @@ impl Shared {
         }
     }
 
-    /// A nonblocking request waits for a frame from `peer` that no
-    /// application thread will read (a send's CTS, credit or SYNC_ACK; a
-    /// nonblocking collective's message): have the poller read that
-    /// connection now (`InConn::watch_now`).
+    /// A nonblocking send to `peer` waits for a frame from it (CTS, credit,
+    /// SYNC_ACK) that no application thread will read: have the poller
+    /// read that connection now (`InConn::watch_now`).
     pub(crate) fn watch_replies(&self, peer: Uuid) {
         if let Some(c) = self.conns.incoming(peer) {
             c.watch_now();

@@ -133,33 +133,6 @@ impl Channel {
         }
     }
 
-    /// [`Channel::irecv`] for a receive no application thread will read
-    /// for (a nonblocking collective's: its schedule only tests it): the
-    /// poller takes the source's connection at once instead of after the
-    /// lazy hand-back's tick (1-2 ms a message: an `MPI_Ibarrier` polled
-    /// with `MPI_Test` took 11.5 ms across two jobs).
-    pub(crate) fn irecv_watched(
-        &self,
-        source: Source,
-        tag: Tag,
-        expected: Option<u64>,
-        max_bytes: usize,
-    ) -> Result<RecvRequest> {
-        let req = self.irecv(source, tag, expected, max_bytes)?;
-        if req.test() {
-            return Ok(req);
-        }
-        match self.peer_of(source) {
-            Some(peer) => self.shared.watch_replies(peer),
-            None => {
-                for e in self.remote.iter() {
-                    self.shared.watch_replies(e.process);
-                }
-            }
-        }
-        Ok(req)
-    }
-
     /// Non-blocking receive of a message of at most `max_bytes`.
     pub(crate) fn irecv(
         &self,
