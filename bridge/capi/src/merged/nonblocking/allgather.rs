@@ -6,7 +6,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{decode, exchange, message, offsets, per_rank, start, Call, Needs};
+use super::setup::{decode, exchange, message, offsets, per_rank, start, Call};
 use super::vector::allgatherv;
 use crate::collbuf::{elements, int, Extents};
 use crate::datatype;
@@ -58,7 +58,6 @@ pub(crate) unsafe fn iallgather(
         comm,
         request,
         name: "MPI_Iallgather",
-        needs: Needs::ContiguousJobs,
     };
     let (mine, theirs) = offsets(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());

@@ -7,13 +7,11 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::ordered::{self, Fold};
-use super::setup::{combine, decode, exchange, message, start, Call, Needs};
+use super::ordered::{self, Fold, Keep};
+use super::setup::{combine, decode, exchange, message, start, Call};
 use crate::collbuf::{elements, input, Extents, Scratch};
 use crate::datatype;
-use crate::merged::wire::copy;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::nbc::Fail;
 use crate::state::MergedComm;
 use crate::unsigned_ops::native_op;
 
@@ -38,19 +36,13 @@ pub(crate) unsafe fn iallreduce(
         comm,
         request,
         name: "MPI_Iallreduce",
-        needs: Needs::AnyOrder,
     };
     let (low, native) = (mc.low, mc.native);
     // SAFETY: MPI_Iallreduce's contract.
     unsafe {
         start(mc, call, |sched, bc| {
             if ordered::needed(mc, op, dt)? {
-                let native = mc.native;
-                let deliver: ordered::Deliver = Box::new(move |acc| match acc {
-                    // SAFETY: the fold and the receive buffer hold `count` elements.
-                    Some(a) => copy(native, a, recvbuf, count, dt).map_err(Fail::from),
-                    None => Ok(()),
-                });
+                let keep = Some(Keep::all(recvbuf, count));
                 let input = input(sendbuf, recvbuf);
                 // SAFETY: the program's buffers, valid until completion.
                 return ordered::fold_in_order(
@@ -62,7 +54,7 @@ pub(crate) unsafe fn iallreduce(
                     dt,
                     op,
                     Fold::All,
-                    deliver,
+                    keep,
                 );
             }
             let n = elements(count)?;

@@ -7,7 +7,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{beside, message, offsets, per_rank, start, Call, Into, Needs};
+use super::setup::{beside, message, offsets, per_rank, start, Call, Into};
 use super::vector::alltoallv;
 use crate::collbuf::{elements, is_in_place, Extents};
 use crate::merged::comm::raise;
@@ -61,7 +61,6 @@ pub(crate) unsafe fn ialltoall(
         comm,
         request,
         name: "MPI_Ialltoall",
-        needs: Needs::ContiguousJobs,
     };
     let (mine, theirs) = offsets(mc);
     let remote = mc.order.remote_ranks().len();

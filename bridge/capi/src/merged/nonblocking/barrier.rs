@@ -6,7 +6,7 @@ use std::ffi::c_int;
 
 use mpi::ffi;
 
-use super::setup::{exchange, message, start, Call, Needs};
+use super::setup::{exchange, message, start, Call};
 use crate::mpi_glue::{byte, MPI_Comm, MPI_Request};
 use crate::state::MergedComm;
 
@@ -19,7 +19,6 @@ pub(crate) unsafe fn ibarrier(mc: &MergedComm, comm: MPI_Comm, request: *mut MPI
         comm,
         request,
         name: "MPI_Ibarrier",
-        needs: Needs::AnyOrder,
     };
     // SAFETY: the program's request (checked by `start`); no buffer of the
     // program's is used.

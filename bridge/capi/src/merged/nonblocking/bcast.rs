@@ -6,7 +6,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{decode, message, mpi, start, Call, Needs};
+use super::setup::{decode, message, mpi, start, Call};
 use crate::collbuf::{elements, int};
 use crate::datatype;
 use crate::merged::wire::root_place;
@@ -32,7 +32,6 @@ pub(crate) unsafe fn ibcast(
         comm,
         request,
         name: "MPI_Ibcast",
-        needs: Needs::AnyOrder,
     };
     let place = root_place(mc, root);
     // SAFETY: MPI_Ibcast's contract: the root's buffer holds `count`

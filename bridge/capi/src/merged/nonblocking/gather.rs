@@ -7,9 +7,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::setup::{
-    at_root, beside, offsets, per_rank, start, to_remote_root, Call, Needs, ToLeader,
-};
+use super::setup::{at_root, beside, offsets, per_rank, start, to_remote_root, Call, ToLeader};
 use super::vector::gatherv;
 use crate::collbuf::{elements, int, Extents, LeaderRoom};
 use crate::merged::comm::raise;
@@ -64,7 +62,6 @@ pub(crate) unsafe fn igather(
         comm,
         request,
         name: "MPI_Igather",
-        needs: Needs::ContiguousJobs,
     };
     let place = root_place(mc, root);
     let (mine, theirs) = offsets(mc);

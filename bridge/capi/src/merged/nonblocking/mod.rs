@@ -16,8 +16,7 @@
 //! the leaders' exchange, messages and the `low op high` combination).
 //! The algorithms above assume each job's ranks contiguous in the merged
 //! order (the merge's own, and a split's that keeps them so). On an order
-//! that interleaves the jobs, what a call needs of the order
-//! (`setup::Needs`) decides: the v-forms place every block by its merged
+//! that interleaves the jobs: the v-forms place every block by its merged
 //! rank, so the plain gathers, scatters and all-to-alls run as them; a
 //! commutative reduction, Ibarrier and Ibcast take any order; a
 //! non-commutative reduction and the prefixes fold every rank's input in

@@ -45,17 +45,35 @@ pub(super) fn needed(
     Ok(!mc.order.contiguous_jobs() && !crate::merged::ordered::commutative(op, dt)?)
 }
 
-/// What a rank does with its fold: the address of `count` elements of the
-/// datatype (None: nothing folded, an exclusive scan at merged rank 0).
-pub(super) type Deliver = Box<dyn FnOnce(Option<*mut c_void>) -> Step<()>>;
+/// Where a rank keeps its fold: `count` elements from element `from` of
+/// the fold (a reduce-scatter's block) into the program's `into`; `None`
+/// keeps nothing (an Ireduce away from its root). An exclusive scan at
+/// merged rank 0 has nothing folded and leaves `into` as it was.
+#[derive(Clone, Copy)]
+pub(super) struct Keep {
+    pub(super) into: *mut c_void,
+    pub(super) from: usize,
+    pub(super) count: c_int,
+}
+
+impl Keep {
+    /// The whole fold of `count` elements into `into`.
+    pub(super) fn all(into: *mut c_void, count: c_int) -> Keep {
+        Keep {
+            into,
+            from: 0,
+            count,
+        }
+    }
+}
 
 /// The schedule: the native all-gather of `input` (`count` elements of
 /// `dt` at every rank), the leaders' exchange of their job's inputs, and
-/// at every rank the fold by `op` that `fold` says, handed to `deliver`.
+/// at every rank the fold by `op` that `fold` says, kept as `keep` says.
 ///
 /// # Safety
 /// `input` holds `count` elements of `dt` until the native step
-/// completes; what `deliver` writes stays the program's until the
+/// completes; `keep`'s `into` has room for its `count` elements until the
 /// request completes.
 #[allow(clippy::too_many_arguments)] // the reduction's own arguments
 pub(super) unsafe fn fold_in_order(
@@ -67,7 +85,7 @@ pub(super) unsafe fn fold_in_order(
     dt: MPI_Datatype,
     op: ffi::MPI_Op,
     fold: Fold,
-    deliver: Deliver,
+    keep: Option<Keep>,
 ) -> Result<Stage, Fail> {
     let n = elements(count)?;
     let e = Extents::of(dt)?;
@@ -89,7 +107,7 @@ pub(super) unsafe fn fold_in_order(
         Fold::Inclusive => me + 1,
         Fold::Exclusive => me,
     };
-    let nop = native_op(op, dt);
+    let (nop, native) = (native_op(op, dt), mc.native);
     exchange(
         sched,
         bc,
@@ -128,9 +146,14 @@ pub(super) unsafe fn fold_in_order(
                 }
                 acc = Some(x);
             }
-            let delivered = deliver(acc);
+            if let (Some(a), Some(k)) = (acc, keep) {
+                let part = e.at(a, k.from)?;
+                // SAFETY: the fold holds `count` elements, `k.count` of
+                // them from `k.from`; `k.into` has room for them.
+                unsafe { crate::merged::wire::copy(native, part, k.into, k.count, dt) }?;
+            }
             drop((mine, theirs));
-            delivered
+            Ok(())
         },
     )
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use mpi::ffi;
 
-use super::ordered::{self, Fold};
-use super::setup::{combine, decode, message, mpi, start, Call, Needs};
+use super::ordered::{self, Fold, Keep};
+use super::setup::{combine, decode, message, mpi, start, Call};
 use crate::collbuf::{elements, input, Extents, Scratch};
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
@@ -62,21 +62,14 @@ unsafe fn prefix(mc: &MergedComm, call: Call, kind: Kind, p: Prefix) -> c_int {
         start(mc, call, move |op, bc| {
             if !mc.order.contiguous_jobs() {
                 // Each job's native prefix would be no run of MPI's order.
-                let (recvbuf, count, dt) = (p.recvbuf, p.count, p.dt);
-                let deliver: ordered::Deliver = Box::new(move |acc| match acc {
-                    // SAFETY: the fold and the receive buffer hold `count` elements.
-                    Some(a) => {
-                        crate::merged::wire::copy(native, a, recvbuf, count, dt).map_err(Fail::from)
-                    }
-                    None => Ok(()),
-                });
+                let keep = Some(Keep::all(p.recvbuf, p.count));
                 let fold = match kind {
                     Kind::Inclusive => Fold::Inclusive,
                     Kind::Exclusive => Fold::Exclusive,
                 };
                 let input = input(p.sendbuf, p.recvbuf);
                 // SAFETY: the program's buffers, valid until completion.
-                return ordered::fold_in_order(op, bc, mc, input, count, dt, p.op, fold, deliver);
+                return ordered::fold_in_order(op, bc, mc, input, p.count, p.dt, p.op, fold, keep);
             }
             let n = elements(p.count)?;
             let e = Extents::of(p.dt)?;
@@ -209,7 +202,6 @@ pub(crate) unsafe fn iscan(
         comm,
         request,
         name: "MPI_Iscan",
-        needs: Needs::AnyOrder,
     };
     let p = Prefix {
         sendbuf,
@@ -242,7 +234,6 @@ pub(crate) unsafe fn iexscan(
         comm,
         request,
         name: "MPI_Iexscan",
-        needs: Needs::AnyOrder,
     };
     let p = Prefix {
         sendbuf,

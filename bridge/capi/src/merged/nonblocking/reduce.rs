@@ -7,11 +7,11 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::ordered::{self, Fold};
-use super::setup::{combine, decode, mpi, start, to_remote_root, Call, Needs, ToLeader};
+use super::ordered::{self, Fold, Keep};
+use super::setup::{combine, decode, mpi, start, to_remote_root, Call, ToLeader};
 use crate::collbuf::{elements, input, int, Extents, LeaderRoom, Scratch};
 use crate::datatype;
-use crate::merged::wire::{copy, root_place};
+use crate::merged::wire::root_place;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::nbc::{Fail, Next, Stage, Wait};
 use crate::state::{MergedComm, Place};
@@ -38,7 +38,6 @@ pub(crate) unsafe fn ireduce(
         comm,
         request,
         name: "MPI_Ireduce",
-        needs: Needs::AnyOrder,
     };
     let place = root_place(mc, root);
     let (low, native) = (mc.low, mc.native);
@@ -51,12 +50,7 @@ pub(crate) unsafe fn ireduce(
             if ordered::needed(mc, op, dt)? {
                 // Every rank folds; the root keeps it.
                 let at_root = matches!(place, Ok(Place::Local(r)) if r == me);
-                let deliver: ordered::Deliver = Box::new(move |acc| match acc {
-                    // SAFETY: the fold and the root's receive buffer hold
-                    // `count` elements.
-                    Some(a) if at_root => copy(native, a, recvbuf, count, dt).map_err(Fail::from),
-                    _ => Ok(()),
-                });
+                let keep = at_root.then(|| Keep::all(recvbuf, count));
                 let input = input(sendbuf, recvbuf);
                 // SAFETY: the program's buffers, valid until completion.
                 return ordered::fold_in_order(
@@ -68,7 +62,7 @@ pub(crate) unsafe fn ireduce(
                     dt,
                     op,
                     Fold::All,
-                    deliver,
+                    keep,
                 );
             }
             let seq = sched.seq();

@@ -9,8 +9,8 @@ use std::ffi::{c_int, c_void};
 use isthmus_bridge::BridgeError;
 use mpi::ffi;
 
-use super::ordered::{self, Fold};
-use super::setup::{combine, decode, exchange, message, start, Call, Needs};
+use super::ordered::{self, Fold, Keep};
+use super::setup::{combine, decode, exchange, message, start, Call};
 use crate::collbuf::{elements, input, int, ints, Extents, Scratch};
 use crate::datatype;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
@@ -49,29 +49,14 @@ unsafe fn reduce_scatter(
             let e = Extents::of(dt)?;
             if ordered::needed(mc, op, dt)? {
                 // Every rank folds the whole vector and keeps its block.
-                let deliver: ordered::Deliver = Box::new(move |acc| match acc {
-                    Some(a) => {
-                        let block = e.at(a, at)?;
-                        // SAFETY: the block holds `mine` elements; the
-                        // receive buffer has room for them.
-                        crate::merged::wire::copy(native, block, recvbuf, mine, dt)
-                            .map_err(Fail::from)
-                    }
-                    None => Ok(()),
+                let keep = Some(Keep {
+                    into: recvbuf,
+                    from: at,
+                    count: mine,
                 });
                 let from = input(sendbuf, recvbuf);
                 // SAFETY: the program's input holds the whole vector.
-                return ordered::fold_in_order(
-                    sched,
-                    bc,
-                    mc,
-                    from,
-                    count,
-                    dt,
-                    op,
-                    Fold::All,
-                    deliver,
-                );
+                return ordered::fold_in_order(sched, bc, mc, from, count, dt, op, Fold::All, keep);
             }
             let (mut whole, mut theirs) = (Scratch::new(total, &e)?, Scratch::new(total, &e)?);
             let w = whole.ptr();
@@ -126,7 +111,6 @@ pub(crate) unsafe fn ireduce_scatter_block(
         comm,
         request,
         name: "MPI_Ireduce_scatter_block",
-        needs: Needs::AnyOrder,
     };
     let (size, rank) = (mc.size() as usize, mc.rank() as usize);
     let blocks = || {
@@ -162,7 +146,6 @@ pub(crate) unsafe fn ireduce_scatter(
         comm,
         request,
         name: "MPI_Ireduce_scatter",
-        needs: Needs::AnyOrder,
     };
     let (size, rank) = (mc.size() as usize, mc.rank() as usize);
     let blocks = || {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mpi::ffi;
 
-use super::setup::{at_root, beside, decode, message, offsets, per_rank, start, Call, Needs};
+use super::setup::{at_root, beside, decode, message, offsets, per_rank, start, Call};
 use super::vector::scatterv;
 use crate::collbuf::{elements, int, Extents};
 use crate::datatype;
@@ -63,7 +63,6 @@ pub(crate) unsafe fn iscatter(
         comm,
         request,
         name: "MPI_Iscatter",
-        needs: Needs::ContiguousJobs,
     };
     let place = root_place(mc, root);
     let (mine, theirs) = offsets(mc);

@@ -44,41 +44,14 @@ pub(super) struct Call {
     pub(super) comm: MPI_Comm,
     pub(super) request: *mut MPI_Request,
     pub(super) name: &'static str,
-    pub(super) needs: Needs,
 }
 
-/// What a call's algorithm needs of the communicator's rank order. A
-/// split's order may interleave the two jobs; then each job's native step
-/// is no run of MPI's rank order.
-#[derive(Clone, Copy)]
-pub(super) enum Needs {
-    /// Nothing: no rank order in the result (Barrier, Bcast), every block
-    /// placed by its merged rank (the v-forms), or a fold in merged order
-    /// where the order matters (`ordered`: the reductions and prefixes).
-    AnyOrder,
-    /// Each job's ranks together and in order: the plain gathers,
-    /// scatters and all-to-alls' algorithm, which go to their v-forms
-    /// before on any other order (so this refusal is a guard, not a case).
-    ContiguousJobs,
-}
-
-impl Needs {
-    /// Why `mc`'s order does not suit this call, if it does not.
-    fn unmet(self, mc: &MergedComm) -> Option<&'static str> {
-        match self {
-            Needs::ContiguousJobs if !mc.order.contiguous_jobs() => Some(
-                "its algorithm needs each job's ranks together and in their order (a job's \
-                 native step is a run of MPI's order), and this communicator's order (a \
-                 split's, by keys) interleaves or reorders them",
-            ),
-            _ => None,
-        }
-    }
-}
-
-/// Checks what every initiation needs (a request to write, a rank order
-/// the call's algorithm takes: [`Needs`]) and starts the schedule `plan`
-/// makes (an error there is raised as the call's).
+/// Checks what every initiation needs (a request to write) and starts the
+/// schedule `plan` makes (an error there is raised as the call's). Every
+/// call takes any rank order: the plain gathers, scatters and all-to-alls
+/// go to their v-forms on an order that interleaves the jobs before they
+/// come here, and the order-dependent reductions fold in order
+/// (`ordered`).
 ///
 /// # Safety
 /// `call.request` is the program's; every buffer and handle the stages
@@ -91,9 +64,6 @@ pub(super) unsafe fn start(
 ) -> c_int {
     if call.request.is_null() {
         return errors::raise(call.comm, ffi::MPI_ERR_ARG as c_int);
-    }
-    if let Some(why) = call.needs.unmet(mc) {
-        return errors::refuse_merged_because(call.comm, call.name, why);
     }
     let bc = &mc.nbc;
     // The native steps' duplicate comes from the private side, not from

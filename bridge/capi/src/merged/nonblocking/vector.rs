@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use mpi::ffi;
 
-use super::setup::{beside_keeping, message, start, Call, Into, Native, Needs};
+use super::setup::{beside_keeping, message, start, Call, Into, Native};
 use crate::collbuf::{array, elements, int, ints, is_in_place, native_counts, offset, Extents};
 use crate::merged::wire::root_place;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
@@ -131,7 +131,6 @@ pub(super) unsafe fn alltoallv(
         comm,
         request,
         name,
-        needs: Needs::AnyOrder,
     };
     let ranks = Ranks::of(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
@@ -203,7 +202,6 @@ pub(crate) unsafe fn ialltoallw(
         comm,
         request,
         name: "MPI_Ialltoallw",
-        needs: Needs::AnyOrder,
     };
     let ranks = Ranks::of(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
@@ -332,7 +330,6 @@ pub(super) unsafe fn gatherv(
         comm,
         request,
         name,
-        needs: Needs::AnyOrder,
     };
     let place = root_place(mc, root);
     let ranks = Ranks::of(mc);
@@ -441,7 +438,6 @@ pub(super) unsafe fn scatterv(
         comm,
         request,
         name,
-        needs: Needs::AnyOrder,
     };
     let place = root_place(mc, root);
     let ranks = Ranks::of(mc);
@@ -544,7 +540,6 @@ pub(super) unsafe fn allgatherv(
         comm,
         request,
         name,
-        needs: Needs::AnyOrder,
     };
     let ranks = Ranks::of(mc);
     let (local, remote) = (mc.order.local_ranks().len(), mc.order.remote_ranks().len());
