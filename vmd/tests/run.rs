@@ -100,10 +100,16 @@ fn rank_pids(dir: &Path, component: &str, np: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Waits until every rank of a `pidfile` component wrote its PID.
+/// Waits until every rank of a `pidfile` component wrote its PID: the
+/// whole line, not just the file (the shell creates it before it writes,
+/// and a read in between found it empty).
 fn wait_pid_files(dir: &Path, component: &str, np: u32) {
     let end = Instant::now() + Duration::from_secs(30);
-    while !(0..np).all(|r| dir.join(format!("{component}.pid.{r}")).exists()) {
+    let written = |r: u32| {
+        std::fs::read_to_string(dir.join(format!("{component}.pid.{r}")))
+            .is_ok_and(|s| s.ends_with('\n'))
+    };
+    while !(0..np).all(written) {
         assert!(Instant::now() < end, "{component}'s ranks did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
