@@ -221,15 +221,6 @@ pub fn refuse_mixed(comm: MPI_Comm, call: &str) -> c_int {
     raise(comm, c)
 }
 
-/// Raises a refusal of `call` on a mixed intercommunicator, saying `why`.
-pub fn refuse_mixed_because(comm: MPI_Comm, call: &str, why: &str) -> c_int {
-    let c = code(
-        Class::Refused,
-        &format!("{call} is not supported on this mixed Isthmus intercommunicator: {why}"),
-    );
-    raise(comm, c)
-}
-
 /// Raises a refusal of `call` on a merged communicator, saying `why`.
 pub fn refuse_merged_because(comm: MPI_Comm, call: &str, why: &str) -> c_int {
     let c = code(

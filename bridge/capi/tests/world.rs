@@ -150,7 +150,9 @@ fn handles_freed_during_a_nonblocking_collective_mpich_first() {
 /// An intercommunicator between the world's even and odd ranks, each
 /// group spanning both parts (tests/c/mixedic.c), on a world of 2 + 3
 /// ranks: point-to-point, groups, dup, collectives, merge, matched probes,
-/// Sendrecv_replace, split.
+/// Sendrecv_replace, split; then point-to-point, the collectives (blocking
+/// and nonblocking, a non-commutative Allreduce among them) and split again
+/// on halves whose orders interleave the parts.
 fn mixedic(first: Mpi) {
     let pass = |r: usize| format!("PASS mixedic world rank {r} of 5\n");
     c_on_world("mixedic", first, (2, 3), &[], &pass);

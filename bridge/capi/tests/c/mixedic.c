@@ -6,7 +6,8 @@
  * point-to-point both ways (every pair, MPI_ANY_SOURCE with the status
  * naming the remote rank, probe, sendrecv), its groups against the
  * world's, a dup, the collectives with MPI_ROOT / MPI_PROC_NULL (Barrier,
- * Bcast, Reduce, Allreduce, Gather, Scatter, Allgather, Alltoall), and
+ * Bcast, Reduce, Allreduce, Gather, Scatter, Allgather, Alltoall; an
+ * Allreduce by a non-commutative operation, blocking and not), and
  * MPI_Intercomm_merge (evens first), with an Allreduce and a ring on the
  * merge; matched probes (a given source of either part, MPI_ANY_SOURCE,
  * MPI_PROC_NULL; MPI_Mrecv and MPI_Imrecv), Sendrecv_replace, MPI 4's
@@ -14,7 +15,8 @@
  * MPI_Comm_split of it (a mixed result, one of one part only, and
  * MPI_UNDEFINED); the nonblocking collectives, persistent ones and the
  * large-count Reduce_scatter_block_c, Sendrecv_replace_c and
- * Alltoallv_init_c (MPI 4); and that an unsupported call (MPI_Iscan on it) is
+ * Alltoallv_init_c (MPI 4); the same again on an intercommunicator whose
+ * groups' orders interleave the parts; and that an unsupported call (MPI_Iscan on it) is
  * refused with a message naming it, as is MPI_Intercomm_create of a half
  * with a native peer_comm.
  *
@@ -27,6 +29,45 @@
 #include "check.h"
 
 static int rank, size;
+
+/* Whether the intercommunicator under test has each group's local ranks 0
+ * and 1 swapped (the second one main makes: its groups' orders interleave
+ * the parts). */
+static int swapped;
+
+/* The world rank of local rank j of the evens' (group 0) or the odds'
+ * (group 1) group. */
+static int wr(int group, int j)
+{
+    return 2 * (swapped && j < 2 ? 1 - j : j) + group;
+}
+
+/* A non-commutative operation: the left operand. A reduction over a group
+ * in its rank order gives its local rank 0's value. */
+static void take_left(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    memcpy(inout, in, sizeof(int) * (size_t)*len);
+}
+
+/* Allreduce (blocking or not) by take_left: each group gets the other's
+ * local rank 0's world rank. */
+static void left_operand(MPI_Comm ic, int odd, int nonblocking)
+{
+    MPI_Op left;
+    MPI_Op_create(take_left, 0, &left);
+    int v = rank, got = -1;
+    if (nonblocking) {
+        MPI_Request r;
+        MPI_Iallreduce(&v, &got, 1, MPI_INT, left, ic, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Allreduce(&v, &got, 1, MPI_INT, left, ic);
+    }
+    CHECK(got == wr(!odd, 0), "%sallreduce of the left operand: %d, expected %d",
+          nonblocking ? "i" : "", got, wr(!odd, 0));
+    MPI_Op_free(&left);
+}
 
 /* Point-to-point between every pair (MPICH's MTestTestIntercomm), then
  * MPI_ANY_SOURCE at each rank 0, probes and a sendrecv. */
@@ -190,7 +231,7 @@ static void split(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     long w = rank, sum = -1, expect = 0;
     for (int j = 0; j < rsize - 1; j++)
         if (j % 2 == color)
-            expect += 2 * j + !odd;
+            expect += wr(!odd, j);
     MPI_Allreduce(&w, &sum, 1, MPI_LONG, MPI_SUM, sub);
     CHECK(sum == expect, "allreduce on the split: %ld, expected %ld", sum, expect);
     MPI_Comm_free(&sub);
@@ -221,7 +262,7 @@ static void large_counts(MPI_Comm ic, int rsize, int odd)
     MPI_Allgatherv(&one, 1, MPI_INT, all, counts, displs, MPI_INT, ic);
 #endif
     for (int j = 0; j < rsize; j++)
-        CHECK(all[2 * j] == 2 * j + !odd && all[2 * j + 1] == -1, "allgatherv(_c)[%d] = %d, %d", j,
+        CHECK(all[2 * j] == wr(!odd, j) && all[2 * j + 1] == -1, "allgatherv(_c)[%d] = %d, %d", j,
               all[2 * j], all[2 * j + 1]);
     free(counts);
     free(displs);
@@ -264,7 +305,7 @@ static void collectives(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     MPI_Gather(&one, 1, MPI_INT, all, 1, MPI_INT, root, ic);
     if (!odd && lrank == 0)
         for (int j = 0; j < rsize; j++)
-            CHECK(all[j] == 2 * j + 1, "gather[%d] = %d", j, all[j]);
+            CHECK(all[j] == wr(1, j), "gather[%d] = %d", j, all[j]);
     if (!odd && lrank == 0)
         for (int j = 0; j < rsize; j++)
             all[j] = 100 + j;
@@ -276,7 +317,7 @@ static void collectives(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     /* Allgather: the other group's world ranks, in their order. */
     MPI_Allgather(&one, 1, MPI_INT, all, 1, MPI_INT, ic);
     for (int j = 0; j < rsize; j++)
-        CHECK(all[j] == 2 * j + !odd, "allgather[%d] = %d", j, all[j]);
+        CHECK(all[j] == wr(!odd, j), "allgather[%d] = %d", j, all[j]);
 
     /* Alltoall: block j for remote rank j is 1000 * my world rank + j. */
     int *to = malloc(sizeof(int) * rsize), *from = malloc(sizeof(int) * rsize);
@@ -286,7 +327,8 @@ static void collectives(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     }
     MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, ic);
     for (int j = 0; j < rsize; j++)
-        CHECK(from[j] == 1000 * (2 * j + !odd) + lrank, "alltoall[%d] = %d", j, from[j]);
+        CHECK(from[j] == 1000 * wr(!odd, j) + lrank, "alltoall[%d] = %d", j, from[j]);
+    left_operand(ic, odd, 0);
     free(to);
     free(from);
     free(all);
@@ -335,10 +377,10 @@ static void nonblocking(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     }
     if (!odd && lrank == 0)
         for (int j = 0; j < rsize; j++)
-            CHECK(all[j] == 2 * j + 1, "igather[%d] = %d", j, all[j]);
+            CHECK(all[j] == wr(1, j), "igather[%d] = %d", j, all[j]);
     for (int j = 0; j < rsize; j++) {
-        CHECK(ag[j] == 2 * j + !odd, "iallgather[%d] = %d", j, ag[j]);
-        CHECK(from[j] == 1000 * (2 * j + !odd) + lrank, "ialltoall[%d] = %d", j, from[j]);
+        CHECK(ag[j] == wr(!odd, j), "iallgather[%d] = %d", j, ag[j]);
+        CHECK(from[j] == 1000 * wr(!odd, j) + lrank, "ialltoall[%d] = %d", j, from[j]);
     }
     CHECK(token == (rank + size - 1) % size, "ring token %d", token);
 
@@ -364,7 +406,7 @@ static void nonblocking(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     MPI_Wait(&r[0], MPI_STATUS_IGNORE);
     if (!odd && lrank == 0)
         for (int j = 0; j < rsize; j++)
-            CHECK(gv[2 * j] == 2 * j + 1 && gv[2 * j + 1] == -1, "igatherv[%d] = %d", j, gv[2 * j]);
+            CHECK(gv[2 * j] == wr(1, j) && gv[2 * j + 1] == -1, "igatherv[%d] = %d", j, gv[2 * j]);
     back = -1;
     MPI_Iscatterv(all, counts, displs, MPI_INT, &back, 1, MPI_INT, root, ic, &r[0]);
     MPI_Wait(&r[0], MPI_STATUS_IGNORE);
@@ -375,7 +417,7 @@ static void nonblocking(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     MPI_Iallgatherv(&one, 1, MPI_INT, gv, counts, displs, MPI_INT, ic, &r[0]);
     MPI_Wait(&r[0], MPI_STATUS_IGNORE);
     for (int j = 0; j < rsize; j++)
-        CHECK(gv[2 * j] == 2 * j + !odd, "iallgatherv[%d] = %d", j, gv[2 * j]);
+        CHECK(gv[2 * j] == wr(!odd, j), "iallgatherv[%d] = %d", j, gv[2 * j]);
     /* Each rank sends 1 + its world rank in every element of blocks of
      * rsize elements, one per local rank (both groups' vectors then have
      * lsize * rsize elements, as MPI asks): each gets the sum over the
@@ -389,6 +431,7 @@ static void nonblocking(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     MPI_Wait(&r[0], MPI_STATUS_IGNORE);
     for (int j = 0; j < rsize; j++)
         CHECK(blk[j] == esum, "ireduce_scatter_block[%d] %d, expected %d", j, blk[j], esum);
+    left_operand(ic, odd, 1);
 
     /* Persistent (MPI 4): an Allreduce and a Bcast from the odds, started
      * twice; an MPI without them (Open MPI 4.1) issues the nonblocking
@@ -437,7 +480,7 @@ static void nonblocking(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     MPI_Sendrecv_replace(&x, 1, MPI_INT, peer, 4, peer, 4, ic, MPI_STATUS_IGNORE);
 #endif
     if (lrank < rsize)
-        CHECK(x == 2 * lrank + !odd, "sendrecv_replace_c gave %d", x);
+        CHECK(x == wr(!odd, lrank), "sendrecv_replace_c gave %d", x);
     for (int j = 0; j < rsize; j++) {
         to[j] = 1000 * rank + j;
         from[j] = -1;
@@ -462,7 +505,7 @@ static void nonblocking(MPI_Comm ic, int lrank, int lsize, int rsize, int odd)
     MPI_Wait(&p[0], MPI_STATUS_IGNORE);
 #endif
     for (int j = 0; j < rsize; j++)
-        CHECK(from[j] == 1000 * (2 * j + !odd) + lrank, "alltoallv_init_c[%d] = %d", j, from[j]);
+        CHECK(from[j] == 1000 * wr(!odd, j) + lrank, "alltoallv_init_c[%d] = %d", j, from[j]);
     free(vec);
     free(blk);
     free(gv);
@@ -509,12 +552,12 @@ int main(int argc, char **argv)
     for (int j = 0; j < rsize; j++) {
         int w = -1;
         MPI_Group_translate_ranks(rg, 1, &j, wg, &w);
-        CHECK(w == 2 * j + !odd, "remote rank %d is world rank %d", j, w);
+        CHECK(w == wr(!odd, j), "remote rank %d is world rank %d", j, w);
     }
     for (int j = 0; j < lsize; j++) {
         int w = -1;
         MPI_Group_translate_ranks(lg, 1, &j, wg, &w);
-        CHECK(w == 2 * j + odd, "local rank %d is world rank %d", j, w);
+        CHECK(w == wr(odd, j), "local rank %d is world rank %d", j, w);
     }
     MPI_Group_free(&wg);
     MPI_Group_free(&lg);
@@ -535,6 +578,27 @@ int main(int argc, char **argv)
     matched(ic, lrank, lsize, rsize);
     large_counts(ic, rsize, odd);
     split(ic, lrank, lsize, rsize, odd);
+
+    /* The same on an intercommunicator whose groups' orders interleave the
+     * parts: each half's local ranks 0 and 1 swapped (the evens of a world
+     * of 2 + 3 are world ranks 2, 0, 4: MPICH, Open MPI, MPICH), so that
+     * their collectives' local steps run on a merged communicator of any
+     * order. */
+    swapped = 1;
+    int key = lrank < 2 ? 1 - lrank : lrank;
+    MPI_Comm half2, ic2;
+    MPI_Comm_split(MPI_COMM_WORLD, odd, key, &half2);
+    MPI_Intercomm_create(half2, 0, MPI_COMM_WORLD, wr(!odd, 0), 33, &ic2);
+    int lrank2 = -1;
+    MPI_Comm_rank(ic2, &lrank2);
+    CHECK(lrank2 == key, "rank %d in the interleaving intercommunicator, expected %d", lrank2, key);
+    pt2pt(ic2, key, lsize, rsize, odd);
+    collectives(ic2, key, lsize, rsize, odd);
+    nonblocking(ic2, key, lsize, rsize, odd);
+    split(ic2, key, lsize, rsize, odd);
+    MPI_Comm_free(&ic2);
+    MPI_Comm_free(&half2);
+    swapped = 0;
 
     /* The merge: evens first (they pass high = 0). */
     MPI_Comm merged;

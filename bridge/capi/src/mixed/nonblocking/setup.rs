@@ -111,12 +111,6 @@ pub(super) unsafe fn start(
             let Some(mc) = state::merged_comm(c) else {
                 return errors::raise(call.comm, ffi::MPI_ERR_COMM as c_int);
             };
-            if !mc.order.contiguous_jobs() {
-                let why = "its local group's ranks interleave the two jobs, and the \
-                           nonblocking collectives over a group of both jobs need each job's \
-                           ranks together (as MPI_COMM_WORLD of a world has them)";
-                return errors::refuse_mixed_because(call.comm, call.name, why);
-            }
             // The merged collectives' own duplicate, begun here in program
             // order (their first one starts inside this schedule).
             if let Err(rc) = mc.nbc.coll.nbc().prepare(c) {
