@@ -197,8 +197,8 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
              create(_group), Intercomm_create, point-to-point (persistent, matched probes \
              and Sendrecv_replace too), Barrier, Bcast, Reduce, Allreduce, Gather(v), \
              Scatter(v), Allgather(v), Alltoall(v,w), Reduce_scatter(_block), Scan, Exscan, \
-             their nonblocking and persistent forms (on an order that keeps each job's \
-             ranks together) and their _c forms"
+             their nonblocking and persistent forms (on any order of the ranks) and \
+             their _c forms"
         ),
     );
     raise(comm, c)
