@@ -19,19 +19,28 @@
 # --matrix: every MPI implementation and every pairing of them beside each
 # one's native numbers instead (bench/capi-matrix.sh, which says more).
 # The C (shared memory) and Rust pairs run ROUNDS times, alternately
-# (--rounds, default 3), and the table gives the median of their rounds,
+# (--rounds, default 11), and the table gives the median of their rounds,
 # so that what disturbs one round (a build, the hog's placement) falls on
 # both paths alike. The per-round C/Rust ratios are printed under the
-# table.
-# usage: bench/capi.sh [--contended] [--rounds N] [--pin] [lat_iters [bw_MiB]]
+# table. Each pair's two sides run pinned to CPUs 0 and 1, as mpirun pins
+# the native pair's two ranks (--no-pin: neither side pinned).
+# usage: bench/capi.sh [--contended] [--rounds N] [--no-pin] [lat_iters [bw_MiB]]
 #        bench/capi.sh --matrix [--contended] [--no-build] [lat_iters [bw_MiB]]
 set -euo pipefail
 if [ "${1:-}" = "--matrix" ]; then shift; exec bash "$(dirname "$0")/capi-matrix.sh" "$@"; fi
 . "$(dirname "$0")/../scripts/env.sh"
-CONTENDED=0 ROUNDS=3 PIN=0
-if [ "${1:-}" = "--contended" ]; then CONTENDED=1; shift; fi
-if [ "${1:-}" = "--rounds" ]; then ROUNDS=$2; shift 2; fi
-if [ "${1:-}" = "--pin" ]; then PIN=1; shift; fi
+CONTENDED=0 ROUNDS=11 PIN=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --contended) CONTENDED=1; shift ;;
+    --rounds) [ $# -ge 2 ] || { echo "bench/capi.sh: --rounds needs a number" >&2; exit 2; }
+              ROUNDS=$2; shift 2 ;;
+    --pin) PIN=1; shift ;;
+    --no-pin) PIN=0; shift ;;
+    -*) echo "bench/capi.sh: unknown option $1 (see the usage at the top of the script)" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
 ITERS=${1:-5000}
 BW=${2:-512}
 cd "$ISTHMUS_ROOT"
@@ -54,12 +63,16 @@ start_vmd "$OUT" >&2
 if [ "$PIN" = 1 ]; then export BENCH_HOG_CPU=1; fi
 if [ $CONTENDED = 1 ]; then bench_start --contended; else bench_start; fi
 
-# With --pin the two sides of a pair run pinned, the Open MPI one on CPU 0
-# and the MPICH one on CPU 1 (as mpirun pins the native pair's two ranks):
-# one round's latency medians then move by ~2 % instead of 10-20 %, but
-# each process's engine threads share its one CPU. Without, Open MPI's
-# mpirun pins its one-rank job to core 0 and MPICH's does not pin.
-PIN_A=() PIN_B=()
+# Pinned (the default), the two sides of a pair run the Open MPI one on
+# CPU 0 and the MPICH one on CPU 1 (as mpirun pins the native pair's two
+# ranks); each process's engine threads share its one CPU. Unpinned was the
+# default once, but Open MPI's mpirun pins its one-rank job to core 0 by
+# itself and MPICH's does not pin, so in some rounds the scheduler put both
+# sides on core 0 and their 8 B latency was 6-8 µs instead of 0.5 (both
+# paths alike, in any phase: per-round C/Rust from 0.09 to 13); --no-pin
+# leaves both unpinned (Open MPI's with --bind-to none), which still
+# showed 3.4 µs rounds.
+PIN_A=(--bind-to none) PIN_B=()
 if [ "$PIN" = 1 ]; then PIN_A=(--bind-to none taskset -c 0) PIN_B=(taskset -c 1); fi
 pair() { # pair OMPI_CMD... -- MPICH_CMD...: the Open MPI side prints RESULTs
   local a=() b=() seen=0
