@@ -30,11 +30,19 @@ echo "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" >&2
 
 for np in ${ISTHMUS_BENCH_COLL_RANKS:-2 4}; do
   echo "== $np+$np ranks" >&2
+  # 1+1: each job's one rank on a CPU of its own (the Open MPI one on 0,
+  # the MPICH one on 1), as the reference's mpirun binds its two ranks.
+  # Left to themselves, Open MPI's mpirun binds its rank to core 0 and
+  # MPICH's floats: in some runs both shared core 0 and an 8 B Allreduce
+  # took 16-20 µs instead of 2-3. With more ranks than cores nothing is
+  # pinned (nor is the reference: its mpirun sees the oversubscription).
+  PIN_A=() PIN_B=()
+  if [ "$np" = 1 ]; then PIN_A=(--bind-to none taskset -c 0) PIN_B=(taskset -c 1); fi
   {
-    mpiexec.mpich -n "$np" -genv ISTHMUS_VMD "$ISTHMUS_VMD" "$OUT/coll-mpich" isthmus "b$np" "a$np" "$ITERS" >/dev/null &
+    mpiexec.mpich -n "$np" -genv ISTHMUS_VMD "$ISTHMUS_VMD" "${PIN_B[@]}" "$OUT/coll-mpich" isthmus "b$np" "a$np" "$ITERS" >/dev/null &
     pid=$!
     sleep 0.3
-    mpirun.openmpi --oversubscribe -n "$np" -x ISTHMUS_VMD "$OUT/coll-ompi" isthmus "a$np" "b$np" "$ITERS"
+    mpirun.openmpi --oversubscribe -n "$np" -x ISTHMUS_VMD "${PIN_A[@]:0:2}" "${PIN_A[@]:2}" "$OUT/coll-ompi" isthmus "a$np" "b$np" "$ITERS"
     wait "$pid"
     mpirun.openmpi --oversubscribe -n "$np" "$OUT/coll-plain" native "$ITERS" : -n "$np" "$OUT/coll-plain" native "$ITERS"
   } 2>"$OUT/stderr.$np" | grep '^RESULT' > "$OUT/results.$np" || { cat "$OUT/stderr.$np" >&2; exit 1; }
