@@ -119,7 +119,7 @@ pub(crate) unsafe fn bcast(
                 })?;
                 if mc.inter.rank() == r {
                     // SAFETY: the root's buffer holds `n` elements.
-                    unsafe { send(&mc.coll, 0, TAG_BCAST, buffer, nn, dt) }?.wait()?;
+                    unsafe { send_lent(&mc.coll, 0, TAG_BCAST, buffer, nn, dt) }?.wait()?;
                 }
                 Ok(())
             }
@@ -366,7 +366,7 @@ pub(crate) unsafe fn reduce(
                 })?;
                 if let Some(p) = room.at_leader() {
                     // SAFETY: the room holds this job's result.
-                    unsafe { send(&mc.coll, r, TAG_REDUCE_ROOT, p, nn, dt) }?.wait()?;
+                    unsafe { send_lent(&mc.coll, r, TAG_REDUCE_ROOT, p, nn, dt) }?.wait()?;
                 }
                 return Ok(());
             }
@@ -535,7 +535,7 @@ unsafe fn prefix(
         native_scan()?;
         if leader(mc) {
             // SAFETY: `total` holds `n` elements.
-            unsafe { send(&mc.coll, 0, TAG_SCAN, total.ptr(), nn, dt) }?.wait()?;
+            unsafe { send_lent(&mc.coll, 0, TAG_SCAN, total.ptr(), nn, dt) }?.wait()?;
         }
         return Ok(());
     }
@@ -681,7 +681,7 @@ pub(crate) unsafe fn gather(
             })?;
             if leader(mc) {
                 // SAFETY: the block holds `n` elements.
-                unsafe { send(&mc.coll, r, TAG_GATHER, block.ptr(), n, sendtype) }?.wait()?;
+                unsafe { send_lent(&mc.coll, r, TAG_GATHER, block.ptr(), n, sendtype) }?.wait()?;
             }
             Ok(())
         }
@@ -749,7 +749,7 @@ pub(crate) unsafe fn scatter(
             if me {
                 let n = mc.remote_size() as usize * elements(sendcount)?;
                 // SAFETY: the root's buffer holds the other job's blocks.
-                unsafe { send(&mc.coll, 0, TAG_SCATTER, theirs, n, sendtype) }?.wait()?;
+                unsafe { send_lent(&mc.coll, 0, TAG_SCATTER, theirs, n, sendtype) }?.wait()?;
             }
             Ok(())
         }
@@ -919,7 +919,7 @@ pub(crate) unsafe fn alltoall(
         for r in 0..mc.remote_size() {
             let block = se.at(sendbuf, (ro + r as usize) * sc)?;
             // SAFETY: the block for merged rank ro + r of the send buffer.
-            sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, sc, sendtype) }?);
+            sends.push(unsafe { send_lent(&mc.coll, r, TAG_ALLTOALL, block, sc, sendtype) }?);
         }
         let (my_send, my_recv) = (se.at(sendbuf, lo * sc)?, re.at(recvbuf, lo * rc)?);
         // SAFETY: this job's slices of the program's buffers.

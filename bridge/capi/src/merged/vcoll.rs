@@ -14,8 +14,8 @@ use mpi::ffi;
 
 use super::comm::raise;
 use super::wire::{
-    complete, leader_step, mpi, post, recv, root_place, send, Fail, TAG_ALLGATHER, TAG_ALLTOALL,
-    TAG_ALLTOALLW, TAG_GATHER, TAG_SCATTERV,
+    complete, leader_step, mpi, post, recv, root_place, send, send_lent, Fail, Sent, TAG_ALLGATHER,
+    TAG_ALLTOALL, TAG_ALLTOALLW, TAG_GATHER, TAG_SCATTERV,
 };
 use crate::collbuf::{
     array, elements, ints, is_in_place, native_count, native_counts, offset, Extents, Scratch,
@@ -341,7 +341,7 @@ pub(super) unsafe fn gatherv_as(
                 })?;
                 if leader {
                     // SAFETY: the block holds `total` elements.
-                    unsafe { send(&mc.coll, r, TAG_GATHER, block.ptr(), total, sendtype) }?
+                    unsafe { send_lent(&mc.coll, r, TAG_GATHER, block.ptr(), total, sendtype) }?
                         .wait()?;
                 }
                 Ok(())
@@ -409,7 +409,9 @@ pub(super) unsafe fn alltoallv_as(
             let r = u32::try_from(r).map_err(|_| too_many())?;
             let block = se.at(sendbuf, elements(d)?)?;
             // SAFETY: the block for rank r of the other job in the send buffer.
-            sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALL, block, elements(c)?, sendtype) }?);
+            sends.push(unsafe {
+                send_lent(&mc.coll, r, TAG_ALLTOALL, block, elements(c)?, sendtype)
+            }?);
         }
         let (scm, sdm) = (native_counts(&part(sc, &mine)?, sendtype), part(sd, &mine)?);
         let (rcm, rdm) = (native_counts(&part(rc, &mine)?, recvtype), part(rd, &mine)?);
@@ -492,7 +494,9 @@ pub(super) unsafe fn scatterv_as(
                 let j = u32::try_from(j).map_err(|_| too_many())?;
                 let at = e.at(sendbuf, elements(d)?)?;
                 // SAFETY: the root's block for rank j of the other job.
-                sends.push(unsafe { send(&mc.coll, j, TAG_SCATTERV, at, elements(c)?, sendtype) }?);
+                sends.push(unsafe {
+                    send_lent(&mc.coll, j, TAG_SCATTERV, at, elements(c)?, sendtype)
+                }?);
             }
         }
         let (cm, dm) = if me {
@@ -591,8 +595,19 @@ pub(crate) unsafe fn alltoallw(
         for (r, ((&c, &d), &t)) in their_sends.enumerate() {
             let r = u32::try_from(r).map_err(|_| too_many())?;
             let block = offset(from, 1, Some(elements(d)?))?;
-            // SAFETY: the block for rank r of the other job.
-            sends.push(unsafe { send(&mc.coll, r, TAG_ALLTOALLW, block, elements(c)?, t) }?);
+            let count = elements(c)?;
+            // In place the block is the receive buffer's, where rank r's
+            // block arrives meanwhile: sent from a copy taken now. Else
+            // lent (read in place, single copy on this host).
+            // SAFETY: the block for rank r of the other job, unchanged
+            // until the send completes (the guards wait before returning).
+            sends.push(unsafe {
+                if in_place {
+                    send(&mc.coll, r, TAG_ALLTOALLW, block, count, t).map(Sent::Copied)
+                } else {
+                    send_lent(&mc.coll, r, TAG_ALLTOALLW, block, count, t).map(Sent::Lent)
+                }
+            }?);
         }
         let (scm, sdm, stm) = (part(sc, &mine)?, part(sd, &mine)?, part(st, &mine)?);
         let (rcm, rdm, rtm) = (part(rc, &mine)?, part(rd, &mine)?, part(rt, &mine)?);

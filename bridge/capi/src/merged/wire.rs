@@ -94,6 +94,23 @@ impl Drop for LentSend {
     }
 }
 
+/// A send that copied its block ([`send`]) or lends it ([`send_lent`]),
+/// where one call site chooses at run time.
+pub enum Sent {
+    Copied(SendRequest),
+    Lent(LentSend),
+}
+
+impl Sent {
+    /// Waits for the send to complete.
+    pub fn wait(self) -> Result<(), BridgeError> {
+        match self {
+            Sent::Copied(r) => r.wait(),
+            Sent::Lent(l) => l.wait(),
+        }
+    }
+}
+
 /// [`send`] lending the memory at `buf` to the send when its bytes are the
 /// wire's (a predefined type without gaps): no copy, and on this host a
 /// large message is read by the receiver straight out of `buf`.
