@@ -4,7 +4,9 @@
 //! machine has cores (4+4): the leaders wait for the bridge and the other
 //! ranks wait in their collective's native step, which `isthmus_bridge::native`
 //! runs as the MPI's nonblocking operation tested in a loop (yielding the
-//! core, or sleeping under `block`) instead of the MPI's own spinning wait.
+//! core, or sleeping under `block`) instead of the MPI's own spinning wait
+//! (with Open MPI, made to yield when idle, its blocking collective but
+//! under `block`: the last test here).
 //! A value that is none of the three is a warning, and the default applies.
 
 #![cfg(test)]
@@ -57,3 +59,60 @@ macro_rules! every_wait {
 every_wait!(icbarrier, "coll/icbarrier.c");
 every_wait!(icallreduce, "coll/icallreduce.c");
 every_wait!(icscatter, "coll/icscatter.c");
+
+/// What Open MPI holds as `mpi_yield_when_idle` after `MPI_Init` in a
+/// one-rank job of `program` with `env` (`-x` each), from its MPI_T
+/// variable (tests/c/yield_when_idle.c).
+fn yield_when_idle(program: &std::path::Path, env: &[(&str, &str)]) -> String {
+    let mut cmd = std::process::Command::new(Mpi::OpenMpi.mpiexec());
+    cmd.args(["-n", "1"]);
+    for (k, v) in env {
+        cmd.env(k, v).args(["-x", k]);
+    }
+    let o = finish(
+        cmd.arg(program)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start mpirun"),
+        std::time::Duration::from_secs(60),
+        "yield_when_idle",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Under libisthmus, Open MPI yields the core while it waits in a blocking
+/// call (the merged collectives' native steps are then its blocking
+/// collectives, `native_step`), as its `mpirun` makes it only for a job
+/// with more ranks than slots; the program's own setting wins, and under
+/// `ISTHMUS_WAIT=block` (whose steps sleep between tests) nothing is set.
+#[test]
+fn open_mpi_yields_when_idle_under_libisthmus_unless_told_otherwise() {
+    let dir = TempDir::new("yield-when-idle");
+    let src = [crate_dir().join("tests/c/yield_when_idle.c")];
+    let (with, without) = (dir.0.join("with"), dir.0.join("without"));
+    build_c(Mpi::OpenMpi, &src, &with, Linking::Linked);
+    // The same program without the library: Open MPI's own default.
+    let status = std::process::Command::new(Mpi::OpenMpi.mpicc())
+        .args(["-O2", "-o"])
+        .arg(&without)
+        .args(&src)
+        .status()
+        .expect("run mpicc");
+    assert!(status.success(), "mpicc failed");
+    assert_eq!(yield_when_idle(&without, &[]), "yield_when_idle=0");
+    assert_eq!(yield_when_idle(&with, &[]), "yield_when_idle=1");
+    assert_eq!(
+        yield_when_idle(&with, &[("ISTHMUS_WAIT", "poll")]),
+        "yield_when_idle=1"
+    );
+    assert_eq!(
+        yield_when_idle(&with, &[("OMPI_MCA_mpi_yield_when_idle", "0")]),
+        "yield_when_idle=0"
+    );
+    assert_eq!(
+        yield_when_idle(&with, &[("ISTHMUS_WAIT", "block")]),
+        "yield_when_idle=0"
+    );
+}

@@ -9,7 +9,6 @@
 
 use std::ffi::{c_int, c_void};
 
-use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 
@@ -40,19 +39,16 @@ unsafe fn local_gather(
     // SAFETY: the program's buffer and handles; the room has space for
     // `sendcount` elements of every local rank at the leader.
     let rc = unsafe {
-        isthmus_bridge::native::run(|req| {
-            ffi::PMPI_Igather(
-                sendbuf,
-                sendcount,
-                sendtype,
-                room.ptr(),
-                sendcount,
-                sendtype,
-                0,
-                local.as_raw(),
-                req,
-            )
-        })
+        crate::native_step::gather(
+            sendbuf,
+            sendcount,
+            sendtype,
+            room.ptr(),
+            sendcount,
+            sendtype,
+            0,
+            local.as_raw(),
+        )
     };
     Ok((rc, room))
 }

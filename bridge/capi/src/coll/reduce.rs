@@ -55,18 +55,15 @@ pub(crate) unsafe fn reduce(
                 // SAFETY: the program's buffer and handles; the room has
                 // space for `count` elements at the leader (the local root).
                 let rc = unsafe {
-                    isthmus_bridge::native::run(|req| {
-                        ffi::PMPI_Ireduce(
-                            sendbuf,
-                            room.ptr(),
-                            count,
-                            datatype,
-                            native_op(op, datatype),
-                            0,
-                            local.as_raw(),
-                            req,
-                        )
-                    })
+                    crate::native_step::reduce(
+                        sendbuf,
+                        room.ptr(),
+                        count,
+                        datatype,
+                        native_op(op, datatype),
+                        0,
+                        local.as_raw(),
+                    )
                 };
                 let mine = room.at_leader().map(|at| {
                     // SAFETY: the room holds the local result when `rc` is 0.
@@ -106,18 +103,15 @@ pub(crate) unsafe fn allreduce(
             // SAFETY: the program's buffers and handles; the room has space
             // for `count` elements at the leader (the local root).
             let rc = unsafe {
-                isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Ireduce(
-                        sendbuf,
-                        room.ptr(),
-                        count,
-                        datatype,
-                        native_op(op, datatype),
-                        0,
-                        local.as_raw(),
-                        req,
-                    )
-                })
+                crate::native_step::reduce(
+                    sendbuf,
+                    room.ptr(),
+                    count,
+                    datatype,
+                    native_op(op, datatype),
+                    0,
+                    local.as_raw(),
+                )
             };
             // SAFETY: the room holds the local result at the leader when `rc` is 0.
             let mine = room
@@ -132,18 +126,15 @@ pub(crate) unsafe fn allreduce(
         // result overwrites once the local one has been sent.
         // SAFETY: the program's buffers and handles (MPI_Allreduce's contract).
         let rc = unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Ireduce(
-                    sendbuf,
-                    recvbuf,
-                    count,
-                    datatype,
-                    native_op(op, datatype),
-                    0,
-                    local.as_raw(),
-                    req,
-                )
-            })
+            crate::native_step::reduce(
+                sendbuf,
+                recvbuf,
+                count,
+                datatype,
+                native_op(op, datatype),
+                0,
+                local.as_raw(),
+            )
         };
         let leader = bc.inter.rank() == 0;
         // SAFETY: recvbuf holds the local result at the leader when `rc` is 0.
@@ -184,18 +175,15 @@ unsafe fn reduce_scatter_body(
         // SAFETY: the program's buffer and handles; the room has space for
         // `total` elements at the leader (the local root).
         let rc = unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Ireduce(
-                    sendbuf,
-                    room.ptr(),
-                    total_c,
-                    datatype,
-                    native_op(op, datatype),
-                    0,
-                    local.as_raw(),
-                    req,
-                )
-            })
+            crate::native_step::reduce(
+                sendbuf,
+                room.ptr(),
+                total_c,
+                datatype,
+                native_op(op, datatype),
+                0,
+                local.as_raw(),
+            )
         };
         let reduced = room.at_leader().map(|at| {
             // SAFETY: the room holds the local result when `rc` is 0.

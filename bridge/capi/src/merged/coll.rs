@@ -78,7 +78,7 @@ fn slices(
 pub(crate) unsafe fn barrier(mc: &MergedComm, comm: MPI_Comm) -> c_int {
     let run = || {
         // SAFETY: the private native side.
-        mpi(unsafe { isthmus_bridge::native::run(|req| ffi::PMPI_Ibarrier(mc.native, req)) })?;
+        mpi(unsafe { crate::native_step::barrier(mc.native) })?;
         leader_step(mc.native, leader(mc), || {
             let sent = mc.coll.isend::<u8>(0, TAG_BARRIER, &[])?;
             mc.coll.recv::<u8>(
@@ -112,11 +112,7 @@ pub(crate) unsafe fn bcast(
             Place::Local(r) => {
                 let lr = int(r as usize)?;
                 // SAFETY: the program's buffer, as for MPI_Bcast.
-                mpi(unsafe {
-                    isthmus_bridge::native::run(|req| {
-                        ffi::PMPI_Ibcast(buffer, n, dt, lr, mc.native, req)
-                    })
-                })?;
+                mpi(unsafe { crate::native_step::bcast(buffer, n, dt, lr, mc.native) })?;
                 if mc.inter.rank() == r {
                     // SAFETY: the root's buffer holds `n` elements.
                     unsafe { send_lent(&mc.coll, 0, TAG_BCAST, buffer, nn, dt) }?.wait()?;
@@ -129,11 +125,7 @@ pub(crate) unsafe fn bcast(
                     Ok(unsafe { recv(&mc.coll, r, TAG_BCAST, buffer, nn, dt) }?)
                 })?;
                 // SAFETY: as above.
-                mpi(unsafe {
-                    isthmus_bridge::native::run(|req| {
-                        ffi::PMPI_Ibcast(buffer, n, dt, 0, mc.native, req)
-                    })
-                })
+                mpi(unsafe { crate::native_step::bcast(buffer, n, dt, 0, mc.native) })
             }
         }
     };
@@ -162,18 +154,7 @@ unsafe fn reduce_to_leaders(
     let mut mine = Scratch::new(nn, &e)?;
     // SAFETY: `input` as the caller says; `mine` has room for `n` elements.
     mpi(unsafe {
-        isthmus_bridge::native::run(|req| {
-            ffi::PMPI_Ireduce(
-                input,
-                mine.ptr(),
-                n,
-                dt,
-                native_op(op, dt),
-                0,
-                mc.native,
-                req,
-            )
-        })
+        crate::native_step::reduce(input, mine.ptr(), n, dt, native_op(op, dt), 0, mc.native)
     })?;
     let mut out = None;
     leader_step(mc.native, leader(mc), || {
@@ -224,9 +205,7 @@ unsafe fn allreduce_into(
         }
     }
     // SAFETY: the program's buffer has room for `n` elements.
-    mpi(unsafe {
-        isthmus_bridge::native::run(|req| ffi::PMPI_Ibcast(recvbuf, n, dt, 0, mc.native, req))
-    })
+    mpi(unsafe { crate::native_step::bcast(recvbuf, n, dt, 0, mc.native) })
 }
 
 /// The reduction over both jobs (`low op high`) into `recvbuf` at each
@@ -268,11 +247,7 @@ unsafe fn reduce_into_leaders(
         };
         // SAFETY: the program's input; `into` has room for `n` elements at
         // the leader (not read elsewhere).
-        mpi(unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Ireduce(native_in, into, n, dt, nop, 0, mc.native, req)
-            })
-        })
+        mpi(unsafe { crate::native_step::reduce(native_in, into, n, dt, nop, 0, mc.native) })
     };
     if mc.low {
         let alone = mc.order.local_ranks().len() == 1 && !is_in_place(sendbuf);
@@ -360,9 +335,7 @@ pub(crate) unsafe fn reduce(
                 // SAFETY: the program's send buffer; the room holds `n`
                 // elements at the leader.
                 mpi(unsafe {
-                    isthmus_bridge::native::run(|req| {
-                        ffi::PMPI_Ireduce(sendbuf, room.ptr(), n, dt, nop, 0, mc.native, req)
-                    })
+                    crate::native_step::reduce(sendbuf, room.ptr(), n, dt, nop, 0, mc.native)
                 })?;
                 if let Some(p) = room.at_leader() {
                     // SAFETY: the room holds this job's result.
@@ -375,9 +348,7 @@ pub(crate) unsafe fn reduce(
         if mc.inter.rank() != r {
             // SAFETY: the program's buffers (the receive one not significant here).
             return mpi(unsafe {
-                isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Ireduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native, req)
-                })
+                crate::native_step::reduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native)
             });
         }
         let e = Extents::of(dt)?;
@@ -387,18 +358,15 @@ pub(crate) unsafe fn reduce(
             // (in place, the root's input is read by the native step first).
             // SAFETY: the root's input holds `n` elements; scratch has room.
             mpi(unsafe {
-                isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Ireduce(
-                        input(sendbuf, recvbuf),
-                        scratch.ptr(),
-                        n,
-                        dt,
-                        nop,
-                        lr,
-                        mc.native,
-                        req,
-                    )
-                })
+                crate::native_step::reduce(
+                    input(sendbuf, recvbuf),
+                    scratch.ptr(),
+                    n,
+                    dt,
+                    nop,
+                    lr,
+                    mc.native,
+                )
             })?;
             // SAFETY: the root's receive buffer has room for `n` elements.
             unsafe { recv(&mc.coll, 0, TAG_REDUCE_ROOT, recvbuf, nn, dt) }?;
@@ -406,9 +374,7 @@ pub(crate) unsafe fn reduce(
             // The other job's result first: into scratch, this job's into recvbuf.
             // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given).
             mpi(unsafe {
-                isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Ireduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native, req)
-                })
+                crate::native_step::reduce(sendbuf, recvbuf, n, dt, nop, lr, mc.native)
             })?;
             // SAFETY: scratch has room for `n` elements.
             unsafe { recv(&mc.coll, 0, TAG_REDUCE_ROOT, scratch.ptr(), nn, dt) }?;
@@ -505,12 +471,17 @@ unsafe fn prefix(
         // SAFETY: the program's buffers (MPI_IN_PLACE passed on as given).
         mpi(unsafe {
             match kind {
-                Prefix::Inclusive => isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Iscan(sendbuf, recvbuf, n, dt, native_op(op, dt), mc.native, req)
-                }),
-                Prefix::Exclusive => isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Iexscan(sendbuf, recvbuf, n, dt, native_op(op, dt), mc.native, req)
-                }),
+                Prefix::Inclusive => {
+                    crate::native_step::scan(sendbuf, recvbuf, n, dt, native_op(op, dt), mc.native)
+                }
+                Prefix::Exclusive => crate::native_step::exscan(
+                    sendbuf,
+                    recvbuf,
+                    n,
+                    dt,
+                    native_op(op, dt),
+                    mc.native,
+                ),
             }
         })
     };
@@ -519,18 +490,7 @@ unsafe fn prefix(
         // The total first: in place, the scan overwrites the input.
         // SAFETY: `input` holds `n` elements; `total` has room for them.
         mpi(unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Ireduce(
-                    input,
-                    total.ptr(),
-                    n,
-                    dt,
-                    native_op(op, dt),
-                    0,
-                    mc.native,
-                    req,
-                )
-            })
+            crate::native_step::reduce(input, total.ptr(), n, dt, native_op(op, dt), 0, mc.native)
         })?;
         native_scan()?;
         if leader(mc) {
@@ -544,9 +504,7 @@ unsafe fn prefix(
         Ok(unsafe { recv(&mc.coll, 0, TAG_SCAN, total.ptr(), nn, dt) }?)
     })?;
     // SAFETY: `total` holds `n` elements at the leader, room for them elsewhere.
-    mpi(unsafe {
-        isthmus_bridge::native::run(|req| ffi::PMPI_Ibcast(total.ptr(), n, dt, 0, mc.native, req))
-    })?;
+    mpi(unsafe { crate::native_step::bcast(total.ptr(), n, dt, 0, mc.native) })?;
     native_scan()?;
     if kind == Prefix::Exclusive && leader(mc) {
         // The second job's first rank: the first job's total alone.
@@ -645,11 +603,9 @@ pub(crate) unsafe fn gather(
             let lr = int(r as usize)?;
             // SAFETY: the program's buffers, the root's at its job's slice.
             mpi(unsafe {
-                isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Igather(
-                        sendbuf, sendcount, sendtype, mine, recvcount, recvtype, lr, mc.native, req,
-                    )
-                })
+                crate::native_step::gather(
+                    sendbuf, sendcount, sendtype, mine, recvcount, recvtype, lr, mc.native,
+                )
             })?;
             if me {
                 let n = mc.remote_size() as usize * elements(recvcount)?;
@@ -665,19 +621,16 @@ pub(crate) unsafe fn gather(
             let mut block = LeaderRoom::of(leader(mc), n, &e)?;
             // SAFETY: the program's send buffer; the block has room at the leader.
             mpi(unsafe {
-                isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Igather(
-                        sendbuf,
-                        sendcount,
-                        sendtype,
-                        block.ptr(),
-                        sendcount,
-                        sendtype,
-                        0,
-                        mc.native,
-                        req,
-                    )
-                })
+                crate::native_step::gather(
+                    sendbuf,
+                    sendcount,
+                    sendtype,
+                    block.ptr(),
+                    sendcount,
+                    sendtype,
+                    0,
+                    mc.native,
+                )
             })?;
             if leader(mc) {
                 // SAFETY: the block holds `n` elements.
@@ -740,11 +693,9 @@ pub(crate) unsafe fn scatter(
             let lr = int(r as usize)?;
             // SAFETY: the program's buffers, the root's at its job's slice.
             mpi(unsafe {
-                isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Iscatter(
-                        mine, sendcount, sendtype, recvbuf, recvcount, recvtype, lr, mc.native, req,
-                    )
-                })
+                crate::native_step::scatter(
+                    mine, sendcount, sendtype, recvbuf, recvcount, recvtype, lr, mc.native,
+                )
             })?;
             if me {
                 let n = mc.remote_size() as usize * elements(sendcount)?;
@@ -764,19 +715,16 @@ pub(crate) unsafe fn scatter(
             })?;
             // SAFETY: the block at the leader; the program's receive buffer.
             mpi(unsafe {
-                isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Iscatter(
-                        block.ptr(),
-                        recvcount,
-                        recvtype,
-                        recvbuf,
-                        recvcount,
-                        recvtype,
-                        0,
-                        mc.native,
-                        req,
-                    )
-                })
+                crate::native_step::scatter(
+                    block.ptr(),
+                    recvcount,
+                    recvtype,
+                    recvbuf,
+                    recvcount,
+                    recvtype,
+                    0,
+                    mc.native,
+                )
             })
         }
     };
@@ -826,11 +774,9 @@ pub(crate) unsafe fn allgather(
         // SAFETY: the program's buffers, the receive at this job's slice
         // (MPI_IN_PLACE finds each rank's block where it is in the merged order).
         mpi(unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Iallgather(
-                    sendbuf, sendcount, sendtype, mine, recvcount, recvtype, mc.native, req,
-                )
-            })
+            crate::native_step::allgather(
+                sendbuf, sendcount, sendtype, mine, recvcount, recvtype, mc.native,
+            )
         })?;
         let (nm, nt) = (
             mc.local_size() as usize * rc,
@@ -845,11 +791,7 @@ pub(crate) unsafe fn allgather(
         })?;
         let nt = int(nt)?;
         // SAFETY: the other job's slice, filled at the leader.
-        mpi(unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Ibcast(theirs, nt, recvtype, 0, mc.native, req)
-            })
-        })
+        mpi(unsafe { crate::native_step::bcast(theirs, nt, recvtype, 0, mc.native) })
     };
     code(comm, "MPI_Allgather", run())
 }
@@ -924,11 +866,9 @@ pub(crate) unsafe fn alltoall(
         let (my_send, my_recv) = (se.at(sendbuf, lo * sc)?, re.at(recvbuf, lo * rc)?);
         // SAFETY: this job's slices of the program's buffers.
         mpi(unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Ialltoall(
-                    my_send, sendcount, sendtype, my_recv, recvcount, recvtype, mc.native, req,
-                )
-            })
+            crate::native_step::alltoall(
+                my_send, sendcount, sendtype, my_recv, recvcount, recvtype, mc.native,
+            )
         })?;
         for (req, p) in recvs {
             // SAFETY: the block of the receive buffer for that rank.
@@ -987,20 +927,17 @@ unsafe fn reduce_scatter_counts(
     // SAFETY: the result at the leader (`total` elements), this job's
     // blocks of it; the program's buffer has room for its own.
     mpi(unsafe {
-        isthmus_bridge::native::run(|req| {
-            ffi::PMPI_Iscatterv(
-                from,
-                cm.as_ptr(),
-                dm.as_ptr(),
-                dt,
-                recvbuf,
-                own,
-                dt,
-                0,
-                mc.native,
-                req,
-            )
-        })
+        crate::native_step::scatterv(
+            from,
+            cm.as_ptr(),
+            dm.as_ptr(),
+            dt,
+            recvbuf,
+            own,
+            dt,
+            0,
+            mc.native,
+        )
     })
 }
 

@@ -159,16 +159,7 @@ fn remote_high(
     })?;
     // SAFETY: one byte, on a private native duplicate.
     mpi(unsafe {
-        isthmus_bridge::native::run(|req| {
-            ffi::PMPI_Ibcast(
-                theirs.as_mut_ptr().cast(),
-                1,
-                ffi::RSMPI_UINT8_T,
-                0,
-                native,
-                req,
-            )
-        })
+        crate::native_step::bcast(theirs.as_mut_ptr().cast(), 1, ffi::RSMPI_UINT8_T, 0, native)
     })?;
     Ok(theirs[0] != 0)
 }

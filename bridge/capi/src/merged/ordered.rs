@@ -63,11 +63,7 @@ unsafe fn at_leaders(
     let leader = mc.inter.rank() == 0;
     let mut room = LeaderRoom::of(leader, mc.local_size() as usize * nn, &e)?;
     // SAFETY: `input` holds `n` elements; the room has one block per rank at the leader.
-    mpi(unsafe {
-        isthmus_bridge::native::run(|req| {
-            ffi::PMPI_Igather(input, n, dt, room.ptr(), n, dt, 0, mc.native, req)
-        })
-    })?;
+    mpi(unsafe { crate::native_step::gather(input, n, dt, room.ptr(), n, dt, 0, mc.native) })?;
     let mut out = None;
     leader_step(mc.native, leader, || {
         let k = mc.local_size() as usize * nn;
@@ -197,17 +193,9 @@ pub unsafe fn prefix(
         let mut sink = Scratch::new(nn, &e)?;
         let into = sink.ptr();
         // SAFETY: the leader's results; room for `n` elements here.
-        return mpi(unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Iscatter(from, n, dt, into, n, dt, 0, mc.native, req)
-            })
-        });
+        return mpi(unsafe { crate::native_step::scatter(from, n, dt, into, n, dt, 0, mc.native) });
     }
     // SAFETY: the leader's results (`n` elements per rank of this job); the
     // program's receive buffer has room for `n`.
-    mpi(unsafe {
-        isthmus_bridge::native::run(|req| {
-            ffi::PMPI_Iscatter(from, n, dt, recvbuf, n, dt, 0, mc.native, req)
-        })
-    })
+    mpi(unsafe { crate::native_step::scatter(from, n, dt, recvbuf, n, dt, 0, mc.native) })
 }

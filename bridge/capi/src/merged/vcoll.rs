@@ -189,19 +189,16 @@ pub(super) unsafe fn allgatherv_as(
             let native_cm = native_counts(&cm, recvtype);
             // SAFETY: the program's buffers; this job's counts and displacements.
             mpi(unsafe {
-                isthmus_bridge::native::run(|req| {
-                    ffi::PMPI_Iallgatherv(
-                        sendbuf,
-                        native_count(sendcount, sendtype),
-                        sendtype,
-                        recvbuf,
-                        native_cm.as_ptr(),
-                        dm.as_ptr(),
-                        recvtype,
-                        mc.native,
-                        req,
-                    )
-                })
+                crate::native_step::allgatherv(
+                    sendbuf,
+                    native_count(sendcount, sendtype),
+                    sendtype,
+                    recvbuf,
+                    native_cm.as_ptr(),
+                    dm.as_ptr(),
+                    recvtype,
+                    mc.native,
+                )
             })?;
         }
         let my_blocks = Derived::indexed(&cm, &dm, recvtype)?;
@@ -215,11 +212,7 @@ pub(super) unsafe fn allgatherv_as(
             Ok(sent.wait()?)
         })?;
         // SAFETY: the other job's blocks, filled at the leader.
-        mpi(unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Ibcast(recvbuf, 1, their_blocks.0, 0, mc.native, req)
-            })
-        })
+        mpi(unsafe { crate::native_step::bcast(recvbuf, 1, their_blocks.0, 0, mc.native) })
     };
     code(comm, call, run())
 }
@@ -266,20 +259,17 @@ pub(super) unsafe fn gatherv_as(
                 let native_cm = native_counts(&cm, recvtype);
                 // SAFETY: the program's buffers; at the root, this job's blocks.
                 mpi(unsafe {
-                    isthmus_bridge::native::run(|req| {
-                        ffi::PMPI_Igatherv(
-                            sendbuf,
-                            native_count(sendcount, sendtype),
-                            sendtype,
-                            recvbuf,
-                            native_cm.as_ptr(),
-                            dm.as_ptr(),
-                            recvtype,
-                            lr,
-                            mc.native,
-                            req,
-                        )
-                    })
+                    crate::native_step::gatherv(
+                        sendbuf,
+                        native_count(sendcount, sendtype),
+                        sendtype,
+                        recvbuf,
+                        native_cm.as_ptr(),
+                        dm.as_ptr(),
+                        recvtype,
+                        lr,
+                        mc.native,
+                    )
                 })?;
                 if me {
                     let blocks = Derived::indexed(
@@ -299,19 +289,16 @@ pub(super) unsafe fn gatherv_as(
                 // SAFETY: one int from each rank into `sizes` at the leader.
                 mpi(unsafe {
                     let int = ffi::RSMPI_INT32_T;
-                    isthmus_bridge::native::run(|req| {
-                        ffi::PMPI_Igather(
-                            (&raw const sendcount).cast(),
-                            1,
-                            int,
-                            sizes.as_mut_ptr().cast(),
-                            1,
-                            int,
-                            0,
-                            mc.native,
-                            req,
-                        )
-                    })
+                    crate::native_step::gather(
+                        (&raw const sendcount).cast(),
+                        1,
+                        int,
+                        sizes.as_mut_ptr().cast(),
+                        1,
+                        int,
+                        0,
+                        mc.native,
+                    )
                 })?;
                 let mut offsets = Vec::with_capacity(sizes.len());
                 let mut total: usize = 0;
@@ -324,20 +311,17 @@ pub(super) unsafe fn gatherv_as(
                 // SAFETY: the program's send buffer; the block has room for
                 // every rank's data at the leader.
                 mpi(unsafe {
-                    isthmus_bridge::native::run(|req| {
-                        ffi::PMPI_Igatherv(
-                            sendbuf,
-                            sendcount,
-                            sendtype,
-                            block.ptr(),
-                            sizes.as_ptr(),
-                            offsets.as_ptr(),
-                            sendtype,
-                            0,
-                            mc.native,
-                            req,
-                        )
-                    })
+                    crate::native_step::gatherv(
+                        sendbuf,
+                        sendcount,
+                        sendtype,
+                        block.ptr(),
+                        sizes.as_ptr(),
+                        offsets.as_ptr(),
+                        sendtype,
+                        0,
+                        mc.native,
+                    )
                 })?;
                 if leader {
                     // SAFETY: the block holds `total` elements.
@@ -417,20 +401,17 @@ pub(super) unsafe fn alltoallv_as(
         let (rcm, rdm) = (native_counts(&part(rc, &mine)?, recvtype), part(rd, &mine)?);
         // SAFETY: the program's buffers; this job's counts and displacements.
         mpi(unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Ialltoallv(
-                    sendbuf,
-                    scm.as_ptr(),
-                    sdm.as_ptr(),
-                    sendtype,
-                    recvbuf,
-                    rcm.as_ptr(),
-                    rdm.as_ptr(),
-                    recvtype,
-                    mc.native,
-                    req,
-                )
-            })
+            crate::native_step::alltoallv(
+                sendbuf,
+                scm.as_ptr(),
+                sdm.as_ptr(),
+                sendtype,
+                recvbuf,
+                rcm.as_ptr(),
+                rdm.as_ptr(),
+                recvtype,
+                mc.native,
+            )
         })?;
         for (req, p, k) in recvs {
             // SAFETY: the block of the receive buffer for that rank.
@@ -507,20 +488,17 @@ pub(super) unsafe fn scatterv_as(
         let native_cm = native_counts(&cm, sendtype);
         // SAFETY: the program's buffers; at the root, this job's blocks.
         mpi(unsafe {
-            isthmus_bridge::native::run(|req| {
-                ffi::PMPI_Iscatterv(
-                    sendbuf,
-                    native_cm.as_ptr(),
-                    dm.as_ptr(),
-                    sendtype,
-                    recvbuf,
-                    native_count(recvcount, recvtype),
-                    recvtype,
-                    lr,
-                    mc.native,
-                    req,
-                )
-            })
+            crate::native_step::scatterv(
+                sendbuf,
+                native_cm.as_ptr(),
+                dm.as_ptr(),
+                sendtype,
+                recvbuf,
+                native_count(recvcount, recvtype),
+                recvtype,
+                lr,
+                mc.native,
+            )
         })?;
         for s in sends {
             s.wait()?;

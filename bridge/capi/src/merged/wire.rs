@@ -216,16 +216,7 @@ pub fn leader_step(
     }
     // SAFETY: one int, on the communicator's private native side.
     mpi(unsafe {
-        isthmus_bridge::native::run(|req| {
-            ffi::PMPI_Ibcast(
-                (&raw mut failed).cast(),
-                1,
-                ffi::RSMPI_INT32_T,
-                0,
-                native,
-                req,
-            )
-        })
+        crate::native_step::bcast((&raw mut failed).cast(), 1, ffi::RSMPI_INT32_T, 0, native)
     })?;
     if failed >= 2 && result.is_ok() {
         result = Err(Fail::Bridge(BridgeError::PeerFailed {
