@@ -168,3 +168,23 @@ pub fn outcome_of(st: &MPI_Status, rc: c_int) -> Outcome {
         error: rc,
     }
 }
+
+/// The linked MPI's `MPI_Get_library_version` (which MPI allows before
+/// `MPI_Init`), or None when it fails.
+pub fn library_version() -> Option<String> {
+    let mut buf: Vec<std::ffi::c_char> = vec![0; 8192];
+    let mut len: std::ffi::c_int = 0;
+    // SAFETY: `buf` holds 8192 characters, at least any MPI's
+    // MPI_MAX_LIBRARY_VERSION_STRING (8192 in mpi_abi.h, 256 in Open
+    // MPI's); MPI writes at most that many and `len`.
+    let rc = unsafe { mpi::ffi::PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    if rc != 0 {
+        return None;
+    }
+    let text: Vec<u8> = buf
+        .iter()
+        .take(usize::try_from(len).unwrap_or(0))
+        .map(|c| *c as u8)
+        .collect();
+    Some(String::from_utf8_lossy(&text).into_owned())
+}

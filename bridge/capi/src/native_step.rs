@@ -49,24 +49,9 @@ fn yes(v: &OsStr) -> bool {
     matches!(v.as_str(), "1" | "true" | "t" | "yes" | "y" | "enabled")
 }
 
-/// Whether the linked MPI is Open MPI (`MPI_Get_library_version`, which
-/// MPI allows before `MPI_Init`).
+/// Whether the linked MPI is Open MPI.
 fn is_open_mpi() -> bool {
-    let mut buf: Vec<std::ffi::c_char> = vec![0; 8192];
-    let mut len: c_int = 0;
-    // SAFETY: `buf` holds 8192 characters, at least any MPI's
-    // MPI_MAX_LIBRARY_VERSION_STRING (Open MPI's is 256); MPI writes at
-    // most that many and `len`.
-    let rc = unsafe { ffi::PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
-    if rc != 0 {
-        return false;
-    }
-    let text: Vec<u8> = buf
-        .iter()
-        .take(usize::try_from(len).unwrap_or(0))
-        .map(|c| *c as u8)
-        .collect();
-    text.starts_with(b"Open MPI")
+    crate::mpi_glue::library_version().is_some_and(|v| v.starts_with("Open MPI"))
 }
 
 /// One function per collective: `name(args)` runs `blocking(args)` or

@@ -405,20 +405,7 @@ fn abi_runtime(implementation: String, env: &mut BTreeMap<String, String>) -> St
 /// built for one implementation's own ABI, or for a library of neither.
 #[cfg(isthmus_mpi_abi)]
 fn own_abi_runtime() -> Option<&'static str> {
-    let mut buf: Vec<std::ffi::c_char> = vec![0; 8192];
-    let mut len: std::ffi::c_int = 0;
-    // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING (8192 in
-    // mpi_abi.h) characters; MPI writes at most that many and `len`.
-    let rc = unsafe { ffi::MPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
-    if rc != 0 {
-        return None;
-    }
-    let text: Vec<u8> = buf
-        .iter()
-        .take(usize::try_from(len).unwrap_or(0))
-        .map(|c| *c as u8)
-        .collect();
-    let text = String::from_utf8_lossy(&text);
+    let text = crate::mpi_glue::library_version()?;
     if text.starts_with("Intel(R) MPI Library") {
         Some("impi")
     } else if text.starts_with("MPICH") {

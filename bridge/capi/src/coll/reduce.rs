@@ -55,15 +55,7 @@ pub(crate) unsafe fn reduce(
                 // SAFETY: the program's buffer and handles; the room has
                 // space for `count` elements at the leader (the local root).
                 let rc = unsafe {
-                    crate::native_step::reduce(
-                        sendbuf,
-                        room.ptr(),
-                        count,
-                        datatype,
-                        native_op(op, datatype),
-                        0,
-                        local.as_raw(),
-                    )
+                    reduce_to_leader(sendbuf, room.ptr(), count, datatype, op, local.as_raw())
                 };
                 let mine = room.at_leader().map(|at| {
                     // SAFETY: the room holds the local result when `rc` is 0.
@@ -103,15 +95,7 @@ pub(crate) unsafe fn allreduce(
             // SAFETY: the program's buffers and handles; the room has space
             // for `count` elements at the leader (the local root).
             let rc = unsafe {
-                crate::native_step::reduce(
-                    sendbuf,
-                    room.ptr(),
-                    count,
-                    datatype,
-                    native_op(op, datatype),
-                    0,
-                    local.as_raw(),
-                )
+                reduce_to_leader(sendbuf, room.ptr(), count, datatype, op, local.as_raw())
             };
             // SAFETY: the room holds the local result at the leader when `rc` is 0.
             let mine = room
@@ -125,17 +109,7 @@ pub(crate) unsafe fn allreduce(
         // The leader reduces into its own recvbuf, which the other group's
         // result overwrites once the local one has been sent.
         // SAFETY: the program's buffers and handles (MPI_Allreduce's contract).
-        let rc = unsafe {
-            crate::native_step::reduce(
-                sendbuf,
-                recvbuf,
-                count,
-                datatype,
-                native_op(op, datatype),
-                0,
-                local.as_raw(),
-            )
-        };
+        let rc = unsafe { reduce_to_leader(sendbuf, recvbuf, count, datatype, op, local.as_raw()) };
         let leader = bc.inter.rank() == 0;
         // SAFETY: recvbuf holds the local result at the leader when `rc` is 0.
         let mine = leader.then(|| unsafe { made(rc, "MPI_Reduce", recvbuf, n, datatype) });
@@ -273,4 +247,31 @@ pub(crate) unsafe fn reduce_scatter(
             comm,
         )
     })
+}
+
+/// The native step of a reduction across groups: this group's reduction
+/// to its leader (local rank 0), by the job's operation for `op`.
+///
+/// # Safety
+/// As `MPI_Reduce` to rank 0 of `local`.
+unsafe fn reduce_to_leader(
+    sendbuf: *const c_void,
+    into: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: ffi::MPI_Op,
+    local: MPI_Comm,
+) -> c_int {
+    // SAFETY: forwarded (this function's contract).
+    unsafe {
+        crate::native_step::reduce(
+            sendbuf,
+            into,
+            count,
+            datatype,
+            native_op(op, datatype),
+            0,
+            local,
+        )
+    }
 }
