@@ -61,6 +61,7 @@ pub mod intercomm_create;
 pub mod intercomm_split;
 pub mod isendrecv;
 pub mod join;
+mod lent_send;
 // The standard ABI's first version has no Fortran (build.rs).
 mod env_list;
 pub mod events;

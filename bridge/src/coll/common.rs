@@ -202,6 +202,34 @@ pub(super) fn nbc_isend(
     }
 }
 
+/// [`nbc_isend`] lending the message's bytes to the request when they are
+/// borrowed (read where they are, on this host by the receiver itself:
+/// no copy), moving them when owned.
+///
+/// # Safety
+/// Borrowed bytes of `msg` stay valid and unchanged until the returned
+/// request completed, or, dropped before, until the message was received.
+pub(super) unsafe fn nbc_isend_lent(
+    ic: &InterComm,
+    dest: u32,
+    seq: u64,
+    msg: Result<Message<'_>>,
+) -> Result<SendRequest> {
+    match msg {
+        Ok(Message {
+            sig,
+            count,
+            bytes: Cow::Borrowed(b),
+        }) => {
+            // SAFETY: the caller's promise, as this function's.
+            let lent = unsafe { Lent::new(b.as_ptr(), b.len()) };
+            ic.nbc_channel()
+                .isend(dest, nbc_tag(seq), &sig, count, SendBytes::Lent(lent))
+        }
+        other => nbc_isend(ic, dest, seq, other),
+    }
+}
+
 /// The message a nonblocking collective's receive got from remote rank
 /// `source`, or an error naming the sender when it was the failure notice.
 pub(super) fn nbc_checked(

@@ -320,13 +320,27 @@ impl InterComm {
     /// failed (`msg` is an error) the failure notice goes instead, so that
     /// the receiver fails rather than waits, and the error is returned.
     pub fn nbc_isend(&self, dest: u32, seq: u64, msg: Result<Message<'_>>) -> Result<SendRequest> {
-        if dest >= self.remote_size() {
-            return Err(BridgeError::InvalidArgument(format!(
-                "remote rank {dest} does not exist: the remote group has {} ranks",
-                self.remote_size()
-            )));
-        }
+        check_dest(self, dest)?;
         common::nbc_isend(self, dest, seq, msg)
+    }
+
+    /// [`InterComm::nbc_isend`] lending the message's bytes when they are
+    /// borrowed (the program's memory: no copy; on this host the receiver
+    /// reads them where they are).
+    ///
+    /// # Safety
+    /// Borrowed bytes of `msg` stay valid and unchanged until the returned
+    /// request completed, or, dropped before, until the message was
+    /// received.
+    pub unsafe fn nbc_isend_lent(
+        &self,
+        dest: u32,
+        seq: u64,
+        msg: Result<Message<'_>>,
+    ) -> Result<SendRequest> {
+        check_dest(self, dest)?;
+        // SAFETY: the caller's promise, as this function's.
+        unsafe { common::nbc_isend_lent(self, dest, seq, msg) }
     }
 
     /// Posts the receive of remote rank `source`'s message (at most
@@ -365,6 +379,17 @@ pub fn shares(
     what: &str,
 ) -> Result<Option<Vec<u64>>> {
     common::split(whole, ranks, share, what)
+}
+
+/// A message's destination must be a rank of the remote group.
+fn check_dest(ic: &InterComm, dest: u32) -> Result<()> {
+    if dest >= ic.remote_size() {
+        return Err(BridgeError::InvalidArgument(format!(
+            "remote rank {dest} does not exist: the remote group has {} ranks",
+            ic.remote_size()
+        )));
+    }
+    Ok(())
 }
 
 /// A broadcast's root must be a rank of the remote group.

@@ -73,26 +73,7 @@ pub unsafe fn send(
     ic.isend_borrowed(dest, tag, &sig, n, &enc.bytes)
 }
 
-/// A send that reads the program's (or a scratch) memory in place (see
-/// [`send_lent`]): waits for the send when dropped, so that an early
-/// return cannot free the memory under it.
-pub struct LentSend(Option<SendRequest>);
-
-impl LentSend {
-    /// Waits for the send to complete.
-    pub fn wait(mut self) -> Result<(), BridgeError> {
-        self.0.take().map_or(Ok(()), SendRequest::wait)
-    }
-}
-
-impl Drop for LentSend {
-    fn drop(&mut self) {
-        if let Some(req) = self.0.take() {
-            // Only the end counts here: the caller reports its own error.
-            let _ = req.wait();
-        }
-    }
-}
+pub use crate::lent_send::LentSend;
 
 /// A send that copied its block ([`send`]) or lends it ([`send_lent`]),
 /// where one call site chooses at run time.
@@ -137,7 +118,7 @@ pub unsafe fn send_lent(
         Cow::Borrowed(b) => unsafe { ic.isend_lent(dest, tag, &sig, n, b.as_ptr(), b.len()) }?,
         Cow::Owned(v) => ic.isend_bytes(dest, tag, &sig, n, v)?,
     };
-    Ok(LentSend(Some(req)))
+    Ok(LentSend::new(req))
 }
 
 /// Posts the receive of `count` elements of `dt` from rank `src` of the other job.

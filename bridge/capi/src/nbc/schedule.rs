@@ -10,6 +10,7 @@ use isthmus_bridge::{BridgeError, RecvRequest, SendRequest, Status};
 use mpi::ffi;
 
 use crate::errors;
+use crate::lent_send::LentSend;
 use crate::mpi_glue::{
     comm_null, request_key, request_null, status_ignore, MPI_Comm, MPI_Request, Outcome,
 };
@@ -38,6 +39,9 @@ pub(crate) enum Wait {
     Native(MPI_Request),
     /// A bridge send.
     Send(SendRequest),
+    /// A bridge send reading the program's memory where it is: dropped
+    /// before it completed (a failed stage), it waits for the send.
+    Lent(LentSend),
     /// A bridge receive: its message goes to the continuation.
     Recv(RecvRequest),
 }
@@ -409,10 +413,12 @@ fn test(slot: &mut Slot) -> bool {
             Arrival::Native(if rc != 0 { rc } else { inner })
         }
         Slot::Waiting(Wait::Send(s)) if !s.test() => return false,
+        Slot::Waiting(Wait::Lent(s)) if !s.test() => return false,
         Slot::Waiting(Wait::Recv(r)) if !r.test() => return false,
         Slot::Waiting(_) => match std::mem::replace(slot, Slot::Done(Arrival::Native(0))) {
             // Complete: `wait` returns at once.
             Slot::Waiting(Wait::Send(s)) => Arrival::Sent(s.wait()),
+            Slot::Waiting(Wait::Lent(s)) => Arrival::Sent(s.wait()),
             Slot::Waiting(Wait::Recv(r)) => Arrival::Received(r.wait()),
             _ => Arrival::Native(0),
         },

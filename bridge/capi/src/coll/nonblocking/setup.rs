@@ -13,6 +13,7 @@ use crate::coll::common::{check_not_in_place, deliver, role_or_raise, Block, Rol
 use crate::collbuf::{elements, times, LeaderRoom};
 use crate::datatype;
 use crate::errors;
+use crate::lent_send::LentSend;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::nbc::{Cx, Fail, Next, Op, Stage, Step, Wait};
 use crate::requests::start_schedule;
@@ -107,7 +108,8 @@ pub(super) unsafe fn start_rooted(
         Err(rc) => return rc,
     };
     let plan = |op: &mut Op| match role {
-        Role::Idle => direct(op, bc, vec![], vec![]),
+        // SAFETY: no message, nothing borrowed.
+        Role::Idle => unsafe { direct(op, bc, vec![], vec![]) },
         Role::Root => at_root(op),
         Role::From(root) => from(op, root),
     };
@@ -230,8 +232,15 @@ pub(super) fn decode_into(
 /// completed, each block decoded into its place. Every send goes (a message
 /// that could not be made as the failure notice) and every receive is
 /// posted, so that no remote rank waits forever; the first error is the
-/// request's.
-pub(super) fn direct<'a>(
+/// request's. A message of the program's bytes as they are is lent to its
+/// send (no copy; on this host the receiver reads it where it is), and the
+/// operation does not end, nor a failed stage let go, before that send
+/// completed.
+///
+/// # Safety
+/// The bytes a message borrows are the program's, valid and unchanged
+/// until the operation ends (MPI's contract for a nonblocking collective).
+pub(super) unsafe fn direct<'a>(
     op: &mut Op,
     bc: &Arc<BridgeComm>,
     sends: Vec<(u32, Result<CollMessage<'a>, BridgeError>)>,
@@ -246,8 +255,10 @@ pub(super) fn direct<'a>(
     let mut waits = Vec::with_capacity(sends.len() + recvs.len());
     let mut first_err = None;
     for (dest, msg) in sends {
-        match bc.inter.nbc_isend(dest, seq, msg) {
-            Ok(s) => waits.push(Wait::Send(s)),
+        // SAFETY: what a message borrows outlives the operation (this
+        // function's contract), and the guard outlives the send.
+        match unsafe { bc.inter.nbc_isend_lent(dest, seq, msg) } {
+            Ok(s) => waits.push(Wait::Lent(LentSend::new(s))),
             Err(e) => {
                 first_err.get_or_insert(e);
             }

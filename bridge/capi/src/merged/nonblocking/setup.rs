@@ -12,6 +12,7 @@ use mpi::ffi;
 
 use crate::datatype;
 use crate::errors;
+use crate::lent_send::LentSend;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::nbc::{share, Cx, Fail, Next, Op, Share, Stage, Step, Wait};
 use crate::requests::start_schedule;
@@ -276,20 +277,32 @@ pub(super) type Into = (u32, *mut c_void, usize, MPI_Datatype);
 /// read a buffer that a receive then overwrites, as `MPI_IN_PLACE` needs).
 /// Every send goes (a message that could not be made as the failure
 /// notice) and every receive is posted, so that no remote rank waits
-/// forever; the first error is the request's.
-pub(super) fn beside(
+/// forever; the first error is the request's. A message of the program's
+/// bytes as they are is lent to its send (no copy; on this host the
+/// receiver reads it where it is), and the operation does not end, nor a
+/// failed stage let go, before that send completed.
+///
+/// # Safety
+/// The bytes a message borrows stay valid and unchanged until the
+/// operation ends: the program's buffers (MPI's contract for a
+/// nonblocking collective), or memory `keep` holds.
+pub(super) unsafe fn beside(
     op: &Op,
     bc: &Arc<BridgeComm>,
     native: Native,
     sends: Vec<(u32, Result<CollMessage<'_>, BridgeError>)>,
     recvs: Vec<Into>,
 ) -> Result<Stage, Fail> {
-    beside_keeping(op, bc, native, sends, recvs, Box::new(()))
+    // SAFETY: forwarded (this function's contract).
+    unsafe { beside_keeping(op, bc, native, sends, recvs, Box::new(())) }
 }
 
 /// [`beside`], keeping `keep` until the operation ends (the arrays a
 /// native v-collective reads until it completes).
-pub(super) fn beside_keeping(
+///
+/// # Safety
+/// As [`beside`].
+pub(super) unsafe fn beside_keeping(
     op: &Op,
     bc: &Arc<BridgeComm>,
     native: Native,
@@ -301,8 +314,10 @@ pub(super) fn beside_keeping(
     let mut waits = Vec::with_capacity(sends.len() + recvs.len() + 1);
     let mut first_err = None;
     for (dest, msg) in sends {
-        match bc.inter.nbc_isend(dest, seq, msg) {
-            Ok(s) => waits.push(Wait::Send(s)),
+        // SAFETY: what a message borrows outlives the operation (this
+        // function's contract), and the guard outlives the send.
+        match unsafe { bc.inter.nbc_isend_lent(dest, seq, msg) } {
+            Ok(s) => waits.push(Wait::Lent(LentSend::new(s))),
             Err(e) => {
                 first_err.get_or_insert(e);
             }
