@@ -42,7 +42,7 @@ impl LocalSide {
         if guard.is_none() {
             let mut dup = comm_null();
             // SAFETY: `comm` is the live local handle; `dup` an out-pointer.
-            let rc = unsafe { ffi::PMPI_Comm_dup(comm, &mut dup) };
+            let rc = unsafe { crate::native_step::comm_dup(comm, &mut dup) };
             if rc != 0 {
                 return Err(rc);
             }

@@ -77,6 +77,10 @@ macro_rules! steps {
 }
 
 steps! {
+    /// `MPI_Comm_dup` (MPICH's blocking one spins in its progress engine
+    /// until every rank has arrived, keeping a core from the ranks that
+    /// are still on their way).
+    comm_dup: PMPI_Comm_dup / PMPI_Comm_idup(comm: MPI_Comm, out: *mut MPI_Comm);
     /// `MPI_Barrier`.
     barrier: PMPI_Barrier / PMPI_Ibarrier(comm: MPI_Comm);
     /// `MPI_Bcast`.

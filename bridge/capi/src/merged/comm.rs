@@ -46,7 +46,7 @@ fn failed_rank(comm: MPI_Comm, remote: u32, reason: &str) -> String {
 pub fn duplicate(comm: MPI_Comm) -> Result<MPI_Comm, Fail> {
     let mut dup = comm_null();
     // SAFETY: `comm` is live; `dup` an out-pointer.
-    mpi(unsafe { ffi::PMPI_Comm_dup(comm, &mut dup) })?;
+    mpi(unsafe { crate::native_step::comm_dup(comm, &mut dup) })?;
     Ok(dup)
 }
 
