@@ -15,16 +15,16 @@
 //! interposition) and tested in a loop that yields the core between tests
 //! (and in `ISTHMUS_WAIT=block`, sleeps a little longer each time).
 //!
-//! An MPI whose blocking calls yield the core while they wait (Open MPI
-//! with `mpi_yield_when_idle`, which libisthmus's `MPI_Init` sets when the
-//! program did not) gets its blocking collective instead ([`step`],
-//! [`use_blocking_steps`]): its nonblocking ones are other algorithms,
-//! and slower ones (Open MPI 4.1's libnbc `MPI_Ireduce` of 1 MiB between
-//! two ranks: 480-550 µs against 105-110 for `MPI_Reduce`, `MPI_Ibcast` of
-//! 64 KiB 26 µs against 10).
+//! With an MPI whose blocking calls can be made to yield the core while
+//! they wait (Open MPI's `opal_progress_set_yield_when_idle`, which
+//! libisthmus finds), a step is the blocking collective instead, the MPI
+//! yielding for the step's length only ([`step`], [`use_steps`]): its
+//! nonblocking ones are other algorithms, and slower ones (Open MPI 4.1's
+//! libnbc `MPI_Ireduce` of 1 MiB between two ranks: 480-550 µs against
+//! 105-110 for `MPI_Reduce`, `MPI_Ibcast` of 64 KiB 26 µs against 10).
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use mpi::datatype::{BufferMut, Equivalence};
 use mpi::ffi;
@@ -54,24 +54,44 @@ pub unsafe fn wait_request(req: &mut ffi::MPI_Request) -> c_int {
     }
 }
 
-/// Whether [`step`] calls the blocking form (see the module's comment).
-static BLOCKING_STEPS: AtomicBool = AtomicBool::new(false);
+/// An MPI's switch for yielding the core while it waits (Open MPI's
+/// `opal_progress_set_yield_when_idle`): sets it, returns what it was.
+pub type YieldSwitch = unsafe extern "C" fn(bool) -> bool;
 
-/// Lets [`step`] call the MPI's blocking form: only for an MPI whose
-/// blocking calls yield the core while they wait (or when the program
-/// asked to poll, `ISTHMUS_WAIT=poll`, one rank per core).
-pub fn use_blocking_steps(yes: bool) {
-    BLOCKING_STEPS.store(yes, Ordering::Relaxed);
+/// How the native steps run (see the module's comment).
+#[derive(Clone, Copy, Debug)]
+pub enum Steps {
+    /// The nonblocking form, tested in a loop that yields or sleeps as
+    /// `ISTHMUS_WAIT` says (the default).
+    Nonblocking,
+    /// The blocking form, the MPI's yield switched on for its length.
+    BlockingYielding(YieldSwitch),
+    /// The blocking form as the MPI waits (`ISTHMUS_WAIT=poll`: a core per
+    /// rank, nobody to yield to).
+    Blocking,
 }
 
-/// Whether [`step`] calls the blocking form.
-pub fn blocking_steps() -> bool {
-    BLOCKING_STEPS.load(Ordering::Relaxed)
+/// The steps' way, chosen once by the library that knows its MPI.
+static STEPS: OnceLock<Steps> = OnceLock::new();
+
+/// Chooses how [`step`] runs, once (a later choice is ignored and
+/// returned false).
+///
+/// # Safety
+/// A [`Steps::BlockingYielding`] switch is callable as its type says, from
+/// any thread, for as long as the process runs (a function of the MPI).
+pub unsafe fn use_steps(steps: Steps) -> bool {
+    STEPS.set(steps).is_ok()
+}
+
+/// How [`step`] runs.
+pub fn steps() -> Steps {
+    STEPS.get().copied().unwrap_or(Steps::Nonblocking)
 }
 
 /// A native step: `blocking` (the MPI's blocking call, returning its code)
-/// where [`use_blocking_steps`] allows it, else `start` (the same
-/// operation's nonblocking form) waited for as [`run`] does.
+/// where [`use_steps`] chose it, else `start` (the same operation's
+/// nonblocking form) waited for as [`run`] does.
 ///
 /// # Safety
 /// As [`run`], for both closures.
@@ -79,11 +99,20 @@ pub unsafe fn step(
     start: impl FnOnce(&mut ffi::MPI_Request) -> c_int,
     blocking: impl FnOnce() -> c_int,
 ) -> c_int {
-    if blocking_steps() {
-        return blocking();
+    match steps() {
+        Steps::Blocking => blocking(),
+        Steps::BlockingYielding(switch) => {
+            // SAFETY: `use_steps`'s contract. Another thread's step may
+            // switch it back meanwhile: then this one spins, no worse.
+            let before = unsafe { switch(true) };
+            let rc = blocking();
+            // SAFETY: as above.
+            unsafe { switch(before) };
+            rc
+        }
+        // SAFETY: forwarded (this function's contract).
+        Steps::Nonblocking => unsafe { run(start) },
     }
-    // SAFETY: forwarded (this function's contract).
-    unsafe { run(start) }
 }
 
 /// Starts a nonblocking operation of the job's own MPI with `start` (which

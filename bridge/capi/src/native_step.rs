@@ -1,57 +1,75 @@
 //! The native steps of the collectives across jobs: one collective of
 //! the job's own MPI, each as its blocking call or as its nonblocking one
 //! waited for by Isthmus (`isthmus_bridge::native::step` chooses), and
-//! what chooses: before `MPI_Init`, Open MPI is made to yield the core
-//! while it waits in a blocking call (`mpi_yield_when_idle`, which its
-//! `mpirun` sets only when a job has more ranks than slots; a program's
-//! own setting wins), and its blocking collectives are then taken (its nonblocking ones, libnbc's,
-//! are other and slower algorithms: a 1 MiB `MPI_Ireduce` between two
-//! ranks 480-550 µs against 105-110 µs). MPICH's blocking calls spin on
-//! their core (Debian's 4.0 has no knob that makes them yield), so its
-//! steps stay nonblocking, tested in a loop that yields.
+//! what chooses. With Open MPI the blocking collectives are taken, Open
+//! MPI made to yield the core while it waits for the step's length only
+//! (`opal_progress_set_yield_when_idle`, what its own `mpirun` switches on
+//! for a whole oversubscribed job): its nonblocking ones, libnbc's, are
+//! other and slower algorithms (a 1 MiB `MPI_Ireduce` between two ranks
+//! 480-550 µs against 105-110 µs). The program's own Open MPI calls keep
+//! Open MPI's setting: switched on for the whole run, a two-rank 8-byte
+//! `MPI_Allreduce` took 0.9-1.1 µs instead of 0.3. MPICH's blocking calls
+//! spin on their core (Debian's 4.0 has no switch that makes them yield),
+//! so its steps stay nonblocking, tested in a loop that yields.
 
-use std::ffi::{c_int, c_void, OsStr};
+use std::ffi::{c_int, c_void, CStr};
 
-use isthmus_bridge::native::{step, use_blocking_steps};
+use isthmus_bridge::native::{step, use_steps, Steps, YieldSwitch};
 use isthmus_bridge::wait::{mode, WaitMode};
 use mpi::ffi::{self, MPI_Comm, MPI_Datatype, MPI_Op};
 
-/// Open MPI's variable for `mpi_yield_when_idle`.
-const OMPI_YIELD: &str = "OMPI_MCA_mpi_yield_when_idle";
-
-/// Chooses how the native steps wait, before the MPI initialises (it reads
-/// its variables then): with Open MPI, sets `mpi_yield_when_idle` unless
-/// the program's environment says otherwise, and takes the blocking
-/// collectives when it yields. Also under `ISTHMUS_WAIT=poll`, whose waits
-/// yield every few hundred looks too (a yield with nobody to yield to
-/// costs a system call). Under `block` the nonblocking ones stay: they
-/// sleep between tests.
-pub(crate) fn before_init() {
-    if mode() == WaitMode::Block || !is_open_mpi() {
-        return;
-    }
-    let blocking = match std::env::var_os(OMPI_YIELD) {
-        Some(v) => yes(&v),
-        None => {
-            // Before MPI_Init no thread of the MPI runs yet, and the
-            // program's own rarely read the environment then; glibc's
-            // setenv never frees a string a concurrent getenv could hold.
-            std::env::set_var(OMPI_YIELD, "1");
-            true
+/// Chooses how the native steps wait (at `MPI_Init`): with Open MPI, its
+/// blocking collectives, yielding while they wait (`ISTHMUS_WAIT=adaptive`,
+/// the default) or spinning (`poll`: a core per rank); else, and under
+/// `block`, the nonblocking ones in Isthmus's loop.
+pub(crate) fn choose() {
+    let chosen = match mode() {
+        WaitMode::Block => Steps::Nonblocking,
+        WaitMode::Poll if is_open_mpi() => Steps::Blocking,
+        WaitMode::Poll => Steps::Nonblocking,
+        WaitMode::Adaptive => {
+            open_mpi_yield_switch().map_or(Steps::Nonblocking, Steps::BlockingYielding)
         }
     };
-    use_blocking_steps(blocking);
-}
-
-/// Whether an Open MPI boolean variable says true (its spellings).
-fn yes(v: &OsStr) -> bool {
-    let v = v.to_string_lossy().trim().to_ascii_lowercase();
-    matches!(v.as_str(), "1" | "true" | "t" | "yes" | "y" | "enabled")
+    // SAFETY: a switch is Open MPI's own function of that type, in a
+    // library the process keeps loaded (libmpi's dependency).
+    unsafe { use_steps(chosen) };
 }
 
 /// Whether the linked MPI is Open MPI.
 fn is_open_mpi() -> bool {
     crate::mpi_glue::library_version().is_some_and(|v| v.starts_with("Open MPI"))
+}
+
+/// Open MPI's `opal_progress_set_yield_when_idle` (in its libopen-pal, 4.x
+/// and 5.x), when the linked MPI is Open MPI and the symbol is found.
+pub(crate) fn open_mpi_yield_switch() -> Option<YieldSwitch> {
+    if !is_open_mpi() {
+        return None;
+    }
+    const NAME: &CStr = c"opal_progress_set_yield_when_idle";
+    // SAFETY: dlsym with a NUL-terminated name only looks the symbol up.
+    let mut found: *mut c_void = unsafe { libc::dlsym(libc::RTLD_DEFAULT, NAME.as_ptr()) };
+    // A program that loaded libmpi privately (Python's extension modules)
+    // has it out of the global scope: ask the library itself, loaded only.
+    for lib in [c"libopen-pal.so.40", c"libopen-pal.so.80"] {
+        if !found.is_null() {
+            break;
+        }
+        // SAFETY: RTLD_NOLOAD loads nothing: a handle to a library already
+        // in the process, or null.
+        let handle = unsafe { libc::dlopen(lib.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if !handle.is_null() {
+            // SAFETY: a live handle and a NUL-terminated name.
+            found = unsafe { libc::dlsym(handle, NAME.as_ptr()) };
+            // SAFETY: our handle's reference only; the library stays
+            // loaded (libmpi needs it), and so does the symbol found.
+            unsafe { libc::dlclose(handle) };
+        }
+    }
+    // SAFETY: Open MPI's `bool opal_progress_set_yield_when_idle(bool)`,
+    // the type `YieldSwitch` declares (C's bool is Rust's).
+    (!found.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, YieldSwitch>(found) })
 }
 
 /// One function per collective: `name(args)` runs `blocking(args)` or
@@ -144,4 +162,29 @@ steps! {
         recv: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: MPI_Datatype,
         comm: MPI_Comm
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Linked with Open MPI (the tests' usual flavour), the switch is found
+    /// and switches; linked with another MPI there is none.
+    #[test]
+    fn open_mpi_s_yield_switch_is_found_and_switches() {
+        let Some(switch) = open_mpi_yield_switch() else {
+            assert!(
+                !is_open_mpi(),
+                "Open MPI without opal_progress_set_yield_when_idle"
+            );
+            return;
+        };
+        // SAFETY: Open MPI's function, which only sets a flag (before
+        // MPI_Init too).
+        unsafe {
+            let before = switch(true);
+            assert!(switch(false));
+            assert!(!switch(before));
+        }
+    }
 }

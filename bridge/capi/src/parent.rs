@@ -40,7 +40,7 @@ static PARENT: Mutex<Option<Parent>> = Mutex::new(None);
 /// As `MPI_Init`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    crate::native_step::before_init();
+    crate::native_step::choose();
     // SAFETY: the program's arguments, passed on.
     let rc = unsafe { ffi::PMPI_Init(argc, argv) };
     if rc != 0 {
@@ -58,7 +58,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    crate::native_step::before_init();
+    crate::native_step::choose();
     // SAFETY: the program's arguments, passed on.
     let rc = unsafe { ffi::PMPI_Init_thread(argc, argv, required, provided) };
     if rc != 0 {
