@@ -85,7 +85,7 @@ pub unsafe fn use_steps(steps: Steps) -> bool {
 }
 
 /// How [`step`] runs.
-pub fn steps() -> Steps {
+fn steps() -> Steps {
     STEPS.get().copied().unwrap_or(Steps::Nonblocking)
 }
 

@@ -43,7 +43,7 @@ fn is_open_mpi() -> bool {
 
 /// Open MPI's `opal_progress_set_yield_when_idle` (in its libopen-pal, 4.x
 /// and 5.x), when the linked MPI is Open MPI and the symbol is found.
-pub(crate) fn open_mpi_yield_switch() -> Option<YieldSwitch> {
+fn open_mpi_yield_switch() -> Option<YieldSwitch> {
     if !is_open_mpi() {
         return None;
     }

@@ -73,7 +73,7 @@ pub unsafe fn send(
     ic.isend_borrowed(dest, tag, &sig, n, &enc.bytes)
 }
 
-pub use crate::lent_send::LentSend;
+use crate::lent_send::LentSend;
 
 /// A send that copied its block ([`send`]) or lends it ([`send_lent`]),
 /// where one call site chooses at run time.
