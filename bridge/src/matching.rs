@@ -510,6 +510,25 @@ impl CtxState {
         })
     }
 
+    /// The failure a nonblocking probe reports for `source`: only a rank
+    /// that failed. One that left in order (its BYE came after all it
+    /// sent) has nothing more to match, so "no message" is the answer —
+    /// what MPI's own `MPI_Iprobe` gives for a process that finalized
+    /// (a blocking probe or receive fails instead: it would wait forever).
+    pub(crate) fn failure_for_iprobe(&self, source: Source) -> Option<BridgeError> {
+        let hit = match source {
+            Source::Any => self.failed_ranks.iter().find(|(_, _, orderly)| !orderly),
+            Source::Rank(r) => self
+                .failed_ranks
+                .iter()
+                .find(|(fr, _, orderly)| *fr == r && !orderly),
+        };
+        hit.map(|(rank, reason, _)| BridgeError::PeerFailed {
+            rank: *rank,
+            reason: reason.clone(),
+        })
+    }
+
     /// Record that process `process` failed; fail the posted receives that can no longer complete.
     pub(crate) fn mark_process_failed(&mut self, process: Uuid, reason: &str, orderly: bool) {
         let Some(reg) = &self.registration else {

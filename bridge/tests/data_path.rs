@@ -509,6 +509,15 @@ fn peer_failure_fails_pending_and_future_operations() {
             Err(BridgeError::PeerFailed { .. })
         ));
     });
+    // A rank that failed (no BYE) is reported by a nonblocking probe too.
+    assert!(matches!(
+        b.iprobe(Source::Rank(0), Tag::Any),
+        Err(BridgeError::PeerFailed { .. })
+    ));
+    assert!(matches!(
+        b.iprobe(Source::Any, Tag::Any),
+        Err(BridgeError::PeerFailed { .. })
+    ));
     let mut x = [0u8];
     assert!(matches!(
         b.recv_timeout(Source::Any, Tag::Any, &mut x, T),
@@ -927,6 +936,9 @@ fn a_rank_that_left_in_order_does_not_fail_any_source_receives() {
         a.recv_timeout(Source::Rank(0), Tag::Any, &mut x, T),
         Err(BridgeError::PeerFailed { .. })
     ));
+    // A nonblocking probe of it finds no message, as MPI_Iprobe does for
+    // a process that finalized: leaving in order is not a failure.
+    assert_eq!(a.iprobe(Source::Rank(0), Tag::Any).unwrap(), None);
     // Once every remote rank has gone, ANY_SOURCE fails too instead of hanging.
     drop(b1);
     eb[1].shutdown();
@@ -934,5 +946,6 @@ fn a_rank_that_left_in_order_does_not_fail_any_source_receives() {
         a.recv_timeout(Source::Any, Tag::Any, &mut x, T),
         Err(BridgeError::PeerFailed { .. })
     ));
+    assert_eq!(a.iprobe(Source::Any, Tag::Any).unwrap(), None);
     drop(ea);
 }

@@ -173,7 +173,7 @@ impl Channel {
         if let Some(s) = st.peek_unexpected(source, tag) {
             return Ok(Some(s));
         }
-        match st.failure_for(source) {
+        match st.failure_for_iprobe(source) {
             Some(e) => Err(e),
             None => Ok(None),
         }
