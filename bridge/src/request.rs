@@ -95,8 +95,10 @@ pub trait Request {
 pub struct SendRequest {
     pub(crate) done: Arc<Completion<()>>,
     /// Engine and receiver of a single-copy send, so that `wait` reads the
-    /// receiver's answer itself (None: another thread completes the send).
-    pub(crate) via: Option<(Arc<dyn SendProgress>, Uuid)>,
+    /// receiver's answer itself, and how long the receiver's read takes
+    /// (the wait polls through it, see `wait::expecting`). None: another
+    /// thread completes the send.
+    pub(crate) via: Option<(Arc<dyn SendProgress>, Uuid, Duration)>,
 }
 
 impl SendRequest {
@@ -122,7 +124,9 @@ impl Request for SendRequest {
     fn wait_timeout(self, timeout: Option<Duration>) -> Result<()> {
         let deadline = deadline_of(timeout);
         let r = match self.via {
-            Some((progress, peer)) => progress.wait_send(peer, &self.done, deadline),
+            Some((progress, peer, read)) => {
+                crate::wait::expecting(read, || progress.wait_send(peer, &self.done, deadline))
+            }
             None => self.done.wait_until(deadline),
         };
         match r {

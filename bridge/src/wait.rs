@@ -159,13 +159,44 @@ pub fn wake_cost() -> Duration {
 
 /// How long a wait that starts now polls before it sleeps: unbounded
 /// (None) for `poll`, zero for `block`, about a wake-up's cost for
-/// `adaptive`.
+/// `adaptive` — or, inside [`expecting`], at least the time the answer is
+/// expected to take (both at most [`MAX_POLL`]).
 pub fn budget() -> Option<Duration> {
     match mode() {
         WaitMode::Poll => None,
         WaitMode::Block => Some(Duration::ZERO),
-        WaitMode::Adaptive => Some(wake_cost().clamp(MIN_POLL, MAX_POLL)),
+        WaitMode::Adaptive => Some(adaptive_budget(wake_cost(), EXPECTED.get())),
     }
+}
+
+/// An adaptive wait's poll: a wake-up's cost (`wake`), or the answer's
+/// expected time (`expected`) if longer, within [`MIN_POLL`]..=[`MAX_POLL`].
+fn adaptive_budget(wake: Duration, expected: Duration) -> Duration {
+    wake.max(expected).clamp(MIN_POLL, MAX_POLL)
+}
+
+thread_local! {
+    /// How long the answer this thread waits for is known to take at
+    /// least (see [`expecting`]); zero outside.
+    static EXPECTED: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+}
+
+/// Runs `f` (a wait) knowing that its answer takes about `work`: the
+/// peer's own work before it can answer, such as reading a large message
+/// out of our memory. An adaptive wait then polls at least that long
+/// before it sleeps — sleeping through work whose length is known only
+/// adds a wake-up to it (a 1 MiB single-copy send: the receiver's read
+/// takes 60–80 µs here, more than the wake-up budget, and every send
+/// paid a wake-up of 20 µs on top).
+pub fn expecting<R>(work: Duration, f: impl FnOnce() -> R) -> R {
+    struct Restore(Duration);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            EXPECTED.set(self.0);
+        }
+    }
+    let _restore = Restore(EXPECTED.replace(work));
+    f()
 }
 
 /// Nanoseconds of `CLOCK_MONOTONIC`: one clock for every process of the
@@ -390,6 +421,19 @@ mod tests {
     fn a_bounded_spin_ends() {
         let mut s = Spin::with_budget(Some(Duration::from_micros(200)));
         while s.again() {}
+    }
+
+    #[test]
+    fn an_expected_answer_lengthens_an_adaptive_poll_within_its_bounds() {
+        let us = Duration::from_micros;
+        assert_eq!(adaptive_budget(us(20), Duration::ZERO), MIN_POLL);
+        assert_eq!(adaptive_budget(us(80), Duration::ZERO), us(80));
+        assert_eq!(adaptive_budget(us(80), us(130)), us(130));
+        assert_eq!(adaptive_budget(us(80), us(30)), us(80));
+        assert_eq!(adaptive_budget(us(80), Duration::from_secs(5)), MAX_POLL);
+        // The expectation holds for the wait inside `expecting` only.
+        let inside = expecting(us(700), || EXPECTED.get());
+        assert_eq!((inside, EXPECTED.get()), (us(700), Duration::ZERO));
     }
 
     #[test]

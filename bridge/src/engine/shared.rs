@@ -432,7 +432,11 @@ impl Shared {
             return Ok(());
         };
         drop(peers);
-        self.conn(&ep, 0)?.enqueue(Queued {
+        let conn = self.conn(&ep, 0)?;
+        if conn.try_control_now(self.as_ref(), &hdr)? {
+            return Ok(());
+        }
+        conn.enqueue(Queued {
             hdr,
             payload: Payload::none(),
             dest_rank: 0,

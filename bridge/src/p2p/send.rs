@@ -32,7 +32,8 @@ use crate::payload::{Payload, SendBytes};
 use crate::rendezvous::PendingSend;
 use crate::request::{SendProgress, SendRequest};
 use crate::sync::deadline_of;
-use crate::transport::{Link, Queued, TryInline};
+use crate::transport::{single_copy_read_time, Link, Queued, TryInline};
+use crate::wait;
 use crate::wire::TypeSig;
 
 /// Whether a rendezvous send's DATA may go before its CTS, on credit the
@@ -163,7 +164,15 @@ impl Channel {
             shared.rendezvous.remove_send(hdr.seq);
             return Err(e);
         }
-        let cleared = match shared.wait_from(Some(peer), &done, deadline_of(timeout)) {
+        let work = if single_copy {
+            single_copy_read_time(payload.len())
+        } else {
+            Duration::ZERO
+        };
+        let waited = wait::expecting(work, || {
+            shared.wait_from(Some(peer), &done, deadline_of(timeout))
+        });
+        let cleared = match waited {
             Some(r) => r,
             None if single_copy => {
                 // The receiver may read our memory until it answers: no detaching.
@@ -254,7 +263,7 @@ impl Channel {
         // reading the connection would not notice.
         let via = single_copy.then(|| {
             let progress: Arc<dyn SendProgress> = shared.clone();
-            (progress, peer)
+            (progress, peer, single_copy_read_time(len))
         });
         Ok(SendRequest { done, via })
     }

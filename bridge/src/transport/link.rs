@@ -79,6 +79,12 @@ pub(crate) trait Link: Send + Sync {
     ) -> Result<TryInline>;
     /// Hand a frame to the link's own writer (independent progress).
     fn enqueue(&self, q: Queued) -> Result<()>;
+    /// Write a control frame (no payload) from the calling thread if
+    /// nothing is ahead of it on the control lane and the byte path takes
+    /// it at once (see `Outbound::try_write_now`); false: nothing written,
+    /// enqueue it. Spares a wake-up of the writer thread for the answers
+    /// (CTS, credit) a peer's waiting thread is polling for.
+    fn try_control_now(&self, lost: &dyn PeerLost, hdr: &FrameHeader) -> Result<bool>;
     /// Queue pushed DATA (see `frame`) behind its RTS if `cost` bytes of
     /// credit are left (spending them) and no RTS ahead of it can be held
     /// back; else give it back, nothing spent.
@@ -92,6 +98,16 @@ pub(crate) trait Link: Send + Sync {
 pub(crate) trait Outbound: Send {
     /// Write a frame (header and payload); blocks while the path is full.
     fn write_frame(&mut self, hdr: &FrameHeader, payload: &[u8]) -> io::Result<()>;
+    /// Write a frame only if the path takes all of it at once, never
+    /// blocking: true if written, false (nothing written) if it would have
+    /// had to wait, or if this path cannot tell beforehand (the default: a
+    /// socket may take part of a frame). A thread that reads a peer's
+    /// frames may answer through this (see `Link::try_control_now`): it
+    /// must not wait for the peer to read, since the peer may be waiting
+    /// for it to read.
+    fn try_write_now(&mut self, _hdr: &FrameHeader, _payload: &[u8]) -> io::Result<bool> {
+        Ok(false)
+    }
     /// Close the path (after BYE, or when the connection fails).
     fn shutdown(&mut self);
 }

@@ -24,7 +24,7 @@ mod poller;
 mod shm;
 mod socket;
 
-pub(crate) use cma::{PeerMemory, ReadError, SingleCopyCounts};
+pub(crate) use cma::{read_time as single_copy_read_time, PeerMemory, ReadError, SingleCopyCounts};
 pub use cma::{
     SingleCopyStats, DEFAULT_THRESHOLD as DEFAULT_SINGLE_COPY_THRESHOLD, ENV as SINGLE_COPY_ENV,
     THRESHOLD_ENV as SINGLE_COPY_THRESHOLD_ENV,

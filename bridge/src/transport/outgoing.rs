@@ -482,6 +482,32 @@ impl Link for OutConn {
         }
     }
 
+    fn try_control_now(&self, lost: &dyn PeerLost, hdr: &FrameHeader) -> Result<bool> {
+        let mut st = lock(&self.state);
+        if st.failed.is_some() || st.closing || st.grant_pending || !st.control.is_empty() {
+            // The enqueue reports the failure, keeps the lane's order, or
+            // leaves the frame to the writer, which writes once admitted.
+            return Ok(false);
+        }
+        let Some(mut stream) = st.stream.take() else {
+            return Ok(false);
+        };
+        drop(st);
+        let res = stream.try_write_now(hdr, &[]);
+        let mut st = lock(&self.state);
+        st.stream = Some(stream);
+        // Frames queued meanwhile are the writer's now.
+        self.notify(st);
+        match res {
+            Ok(written) => Ok(written),
+            Err(e) => {
+                let reason = format!("writing to the peer failed: {e}");
+                lost.peer_lost(self.peer, &reason);
+                Err(Self::failed_err(&reason, 0))
+            }
+        }
+    }
+
     fn single_copy(&self, len: usize) -> bool {
         self.single_copy
             .as_ref()

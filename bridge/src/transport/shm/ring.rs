@@ -36,7 +36,7 @@ use rustix::net::{RecvFlags, SendFlags};
 use rustix::thread::futex;
 
 use super::segment::{Segment, HEADER};
-use crate::frame::FrameHeader;
+use crate::frame::{FrameHeader, HEADER_LEN};
 use crate::transport::link::{Inbound, Outbound};
 use crate::transport::socket::Stream;
 use crate::wait::{self, WaitMode};
@@ -331,6 +331,18 @@ impl Outbound for RingWriter {
         Ok(())
     }
 
+    fn try_write_now(&mut self, hdr: &FrameHeader, payload: &[u8]) -> io::Result<bool> {
+        let len = (HEADER_LEN + payload.len()) as u64;
+        if self.free()? < len {
+            return Ok(false);
+        }
+        // Room for all of it: neither write waits.
+        self.write_all(&hdr.encode())?;
+        self.write_all(payload)?;
+        self.publish();
+        Ok(true)
+    }
+
     fn shutdown(&mut self) {
         self.sock.shutdown();
     }
@@ -580,6 +592,27 @@ mod tests {
         t.join().unwrap();
         // The writer closed its socket: the end, not a hang.
         assert_eq!(r.read(&mut hb).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_frame_written_now_goes_whole_or_not_at_all() {
+        let (mut w, mut r) = pair(64 << 10);
+        // Fill the ring but for less than a header.
+        let mut data = FrameHeader::control(FrameKind::Data, 3, 9);
+        let fill = (64 << 10) - HEADER_LEN - 10;
+        data.payload_len = fill as u64;
+        w.write_frame(&data, &vec![7u8; fill]).unwrap();
+        let cts = FrameHeader::control(FrameKind::Cts, 3, 10);
+        // No room: nothing written, and no wait for the reader.
+        assert!(!w.try_write_now(&cts, &[]).unwrap());
+        let mut hb = [0u8; HEADER_LEN];
+        r.read_exact(&mut hb).unwrap();
+        let mut got = vec![0u8; fill];
+        r.read_exact(&mut got).unwrap();
+        // Room again: written whole, right after the frame before it.
+        assert!(w.try_write_now(&cts, &[]).unwrap());
+        r.read_exact(&mut hb).unwrap();
+        assert_eq!(FrameHeader::decode(&hb).unwrap(), cts);
     }
 
     #[test]
