@@ -62,6 +62,8 @@ pub mod intercomm_split;
 pub mod isendrecv;
 pub mod join;
 mod lent_send;
+mod local_reduce;
+mod malloc_policy;
 // The standard ABI's first version has no Fortran (build.rs).
 mod env_list;
 pub mod events;

@@ -41,6 +41,7 @@ static PARENT: Mutex<Option<Parent>> = Mutex::new(None);
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     crate::native_step::choose();
+    crate::malloc_policy::apply();
     // SAFETY: the program's arguments, passed on.
     let rc = unsafe { ffi::PMPI_Init(argc, argv) };
     if rc != 0 {
@@ -59,6 +60,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     crate::native_step::choose();
+    crate::malloc_policy::apply();
     // SAFETY: the program's arguments, passed on.
     let rc = unsafe { ffi::PMPI_Init_thread(argc, argv, required, provided) };
     if rc != 0 {

@@ -7,7 +7,8 @@
 //! core, or sleeping under `block`) instead of the MPI's own spinning wait
 //! (with Open MPI its blocking collective, Open MPI made to yield for the
 //! step's length, but under `block`; the last test here checks that the
-//! program's own Open MPI keeps its setting).
+//! program's own Open MPI keeps its setting, and the one after it what
+//! libisthmus does to the process's malloc).
 //! A value that is none of the three is a warning, and the default applies.
 
 #![cfg(test)]
@@ -115,4 +116,58 @@ fn libisthmus_leaves_open_mpi_s_own_yield_setting_alone() {
         yield_when_idle(&with, &[("OMPI_MCA_mpi_yield_when_idle", "1")]),
         "yield_when_idle=1"
     );
+}
+
+/// What `tests/c/malloc_policy.c` prints in a one-rank job of `mpi` linked
+/// with libisthmus, under `env`.
+fn malloc_policy(mpi: Mpi, program: &std::path::Path, env: &[(&str, &str)]) -> String {
+    let mut cmd = std::process::Command::new(mpi.mpiexec());
+    cmd.args(["-n", "1"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+        if mpi == Mpi::OpenMpi {
+            cmd.args(["-x", k]);
+        }
+    }
+    let o = finish(
+        cmd.arg(program)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the job"),
+        std::time::Duration::from_secs(60),
+        "malloc_policy",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// libisthmus has large temporary buffers come from the heap and the heap
+/// keep their memory (`malloc_policy`: MPICH's collectives allocate and
+/// free theirs on every call, and faulted every page in again), unless
+/// the user chose malloc's thresholds: then they are left alone.
+#[test]
+fn large_buffers_stay_in_the_heap_unless_the_user_chose_otherwise() {
+    let dir = TempDir::new("malloc-policy");
+    let src = [crate_dir().join("tests/c/malloc_policy.c")];
+    for mpi in [Mpi::OpenMpi, Mpi::Mpich] {
+        let program = dir.0.join(format!("{mpi:?}"));
+        build_c(mpi, &src, &program, Linking::Linked);
+        assert_eq!(
+            malloc_policy(mpi, &program, &[]),
+            "malloc from_heap=1 kept=1",
+            "{mpi:?}"
+        );
+        // A tunable of the user's own: glibc's fixed default threshold
+        // (128 KiB) maps the buffer by itself.
+        assert_eq!(
+            malloc_policy(
+                mpi,
+                &program,
+                &[("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=131072")]
+            ),
+            "malloc from_heap=0 kept=1",
+            "{mpi:?}"
+        );
+    }
 }

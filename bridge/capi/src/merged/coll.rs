@@ -173,7 +173,7 @@ unsafe fn reduce_to_leaders(
         };
         // SAFETY: two scratch buffers of `n` elements of `dt`.
         mpi(unsafe {
-            ffi::PMPI_Reduce_local(first.ptr(), second.ptr(), n, dt, native_op(op, dt))
+            crate::local_reduce::reduce_local(first.ptr(), second.ptr(), n, dt, native_op(op, dt))
         })?;
         out = Some(second);
         Ok(())
@@ -267,7 +267,7 @@ unsafe fn reduce_into_leaders(
             sent.wait()?;
             // MPI_Reduce_local(in, inout): inout = in op inout.
             // SAFETY: both hold `n` elements of `dt`.
-            mpi(unsafe { ffi::PMPI_Reduce_local(mine, recvbuf, n, dt, nop) })
+            mpi(unsafe { crate::local_reduce::reduce_local(mine, recvbuf, n, dt, nop) })
         })
     } else {
         native_reduce(recvbuf)?;
@@ -280,7 +280,7 @@ unsafe fn reduce_into_leaders(
             unsafe { recv(&mc.coll, 0, TAG_REDUCE, theirs.ptr(), nn, dt) }?;
             sent.wait()?;
             // SAFETY: both hold `n` elements of `dt`.
-            mpi(unsafe { ffi::PMPI_Reduce_local(theirs.ptr(), recvbuf, n, dt, nop) })
+            mpi(unsafe { crate::local_reduce::reduce_local(theirs.ptr(), recvbuf, n, dt, nop) })
         })
     }
 }
@@ -381,7 +381,7 @@ pub(crate) unsafe fn reduce(
         }
         // MPI_Reduce_local(in, inout): inout = in op inout, so scratch op recvbuf.
         // SAFETY: both hold `n` elements of `dt`.
-        mpi(unsafe { ffi::PMPI_Reduce_local(scratch.ptr(), recvbuf, n, dt, nop) })
+        mpi(unsafe { crate::local_reduce::reduce_local(scratch.ptr(), recvbuf, n, dt, nop) })
     };
     code(comm, "MPI_Reduce", run())
 }
@@ -513,7 +513,9 @@ unsafe fn prefix(
     }
     // total op (this job's prefix), the earlier ranks first.
     // SAFETY: both hold `n` elements of `dt`.
-    mpi(unsafe { ffi::PMPI_Reduce_local(total.ptr(), recvbuf, n, dt, native_op(op, dt)) })
+    mpi(unsafe {
+        crate::local_reduce::reduce_local(total.ptr(), recvbuf, n, dt, native_op(op, dt))
+    })
 }
 
 /// `MPI_Scan` on a merged communicator.

@@ -102,7 +102,9 @@ unsafe fn combine(
     // SAFETY: `x` holds `n` elements (the caller's contract).
     let mut next = unsafe { Scratch::copy_of(x, elements(n)?, e) }?;
     // SAFETY: two buffers of `n` elements of `dt`.
-    mpi(unsafe { ffi::PMPI_Reduce_local(acc.ptr(), next.ptr(), n, dt, native_op(op, dt)) })?;
+    mpi(unsafe {
+        crate::local_reduce::reduce_local(acc.ptr(), next.ptr(), n, dt, native_op(op, dt))
+    })?;
     *acc = next;
     Ok(())
 }

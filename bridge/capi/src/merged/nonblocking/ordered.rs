@@ -142,7 +142,7 @@ pub(super) unsafe fn fold_in_order(
                     // MPI_Reduce_local(in, inout): inout = in op inout, so
                     // x becomes (inputs before m) op x.
                     // SAFETY: both hold `count` elements of `dt`.
-                    mpi(unsafe { ffi::PMPI_Reduce_local(a, x, count, dt, nop) })?;
+                    mpi(unsafe { crate::local_reduce::reduce_local(a, x, count, dt, nop) })?;
                 }
                 acc = Some(x);
             }

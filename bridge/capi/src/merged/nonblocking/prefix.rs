@@ -116,7 +116,7 @@ unsafe fn prefix(mc: &MergedComm, call: Call, kind: Kind, p: Prefix) -> c_int {
                                     mpi(rc).and_then(|()| {
                                         // SAFETY: both hold `count` elements:
                                         // total = prefix op own input.
-                                        mpi(ffi::PMPI_Reduce_local(
+                                        mpi(crate::local_reduce::reduce_local(
                                             p.recvbuf,
                                             o,
                                             p.count,

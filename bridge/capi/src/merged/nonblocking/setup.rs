@@ -246,12 +246,12 @@ pub(super) unsafe fn combine(
     let nop = crate::unsigned_ops::native_op(op, dt);
     if low {
         // SAFETY: both buffers hold `n` elements (this function's contract).
-        mpi(unsafe { ffi::PMPI_Reduce_local(mine, theirs, n, dt, nop) })?;
+        mpi(unsafe { crate::local_reduce::reduce_local(mine, theirs, n, dt, nop) })?;
         // SAFETY: as above.
         unsafe { crate::merged::wire::copy(native, theirs, mine, n, dt) }.map_err(Fail::from)
     } else {
         // SAFETY: as above.
-        mpi(unsafe { ffi::PMPI_Reduce_local(theirs, mine, n, dt, nop) })
+        mpi(unsafe { crate::local_reduce::reduce_local(theirs, mine, n, dt, nop) })
     }
 }
 
