@@ -12,7 +12,7 @@
 # on a two-core machine 1+1 is the only size that is not oversubscribed).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
-ITERS=${1:-200}
+ITERS=${1:-1000}
 cd "$ISTHMUS_ROOT"
 build_with mpich build --release -q -p isthmus-capi
 build_with openmpi build --release -q -p isthmus-vmd --bins
