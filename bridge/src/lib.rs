@@ -242,7 +242,10 @@ pub mod wait;
 mod wire;
 
 pub use address::{Locality, Route, Transport};
-pub use coll::{shares as coll_shares, BcastRole, Message as CollMessage, Share as CollShare};
+pub use coll::{
+    shares as coll_shares, BcastRole, BlockRecv as CollBlockRecv, Message as CollMessage,
+    Share as CollShare,
+};
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     AbortHandler, Engine, EngineConfig, PushStats, Undelivered, DEFAULT_ADMISSION_PER_SOURCE,

@@ -278,13 +278,28 @@ fn personalized_blocks_cross_once_each_way() {
             let mut got = Vec::new();
             ic.alltoall_bytes(
                 |_| Ok(msg(&[mine, mine + 1])),
-                |_| Ok(8),
-                |j, bytes, st| {
+                |j, r| {
+                    // Into a vector, and (the same bytes) into memory of our own.
+                    assert_eq!(r.source(), j);
+                    let (bytes, st) = r.into_vec(8)?;
                     got.push((j, values(&(bytes, st))));
                     Ok(())
                 },
             )
             .unwrap();
+            let (mut room, mut st) = ([0u8; 8], None);
+            ic.alltoall_bytes(
+                |_| Ok(msg(&[mine + 2, mine + 3])),
+                |_, r| {
+                    st = Some(r.into_slice(&mut room)?);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            got.push((9, values(&(room.to_vec(), st.unwrap()))));
+            // A block the caller does not take is received all the same:
+            // the next collective finds its own message.
+            ic.alltoall_bytes(|_| Ok(msg(&[0])), |_, _| Ok(())).unwrap();
             let all = ic
                 .allgatherv_bytes(local.comm(), Ok(msg(&[mine; 3])), |_| Ok(12))
                 .unwrap();
@@ -294,8 +309,8 @@ fn personalized_blocks_cross_once_each_way() {
     let other = std::thread::spawn(side(a, la, 10));
     let (got_b, all_b) = side(b, lb, 20)();
     let (got_a, all_a) = other.join().unwrap();
-    assert_eq!(got_a, [(0, vec![20, 21])]);
-    assert_eq!(got_b, [(0, vec![10, 11])]);
+    assert_eq!(got_a, [(0, vec![20, 21]), (9, vec![22, 23])]);
+    assert_eq!(got_b, [(0, vec![10, 11]), (9, vec![12, 13])]);
     assert_eq!((all_a, all_b), (vec![vec![20; 3]], vec![vec![10; 3]]));
 }
 

@@ -34,6 +34,7 @@ mod reduce_inter_local_reduce_remote_send;
 mod reduce_scatter_inter_remote_reduce_local_scatter;
 mod scatter_inter_remote_send_local_scatter;
 
+pub use alltoall_inter_pairwise_exchange::BlockRecv;
 pub use common::{BcastRole, Message, Share};
 
 use mpi::topology::Communicator;
@@ -296,15 +297,15 @@ impl InterComm {
     }
 
     /// `MPI_Alltoall` (v, w): `block(j)` is this rank's message for remote
-    /// rank j, `capacity(j)` the most bytes remote rank j's block may have,
-    /// `deliver(j, bytes, status)` takes it. Each block crosses once.
+    /// rank j, and `receive(j, r)` takes remote rank j's block through `r`
+    /// (into the caller's memory or a vector, see [`BlockRecv`]). Each
+    /// block crosses once.
     pub fn alltoall_bytes<'a>(
         &self,
         block: impl FnMut(u32) -> Result<Message<'a>>,
-        capacity: impl Fn(u32) -> Result<usize>,
-        deliver: impl FnMut(u32, Vec<u8>, Status) -> Result<()>,
+        receive: impl FnMut(u32, &mut BlockRecv<'_>) -> Result<()>,
     ) -> Result<()> {
-        alltoall_inter_pairwise_exchange::alltoall(self, block, capacity, deliver)
+        alltoall_inter_pairwise_exchange::alltoall(self, block, receive)
     }
 }
 

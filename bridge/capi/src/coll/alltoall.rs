@@ -1,7 +1,9 @@
 //! `MPI_Alltoall`, `MPI_Alltoallv` and `MPI_Alltoallw` on an Isthmus
 //! intercommunicator: each rank's block for remote rank j crosses the
 //! bridge straight to it, once (the bridge's pairwise exchange), encoded
-//! from and decoded into the program's buffers with their datatypes.
+//! from and decoded into the program's buffers with their datatypes (a
+//! predefined type's block is received straight into the program's
+//! buffer, no copy of ours in between).
 
 use std::ffi::{c_int, c_void};
 
@@ -38,14 +40,17 @@ unsafe fn exchange(
                     // SAFETY: the block holds its elements (this function's contract).
                     unsafe { message(at, n, dt) }
                 },
-                |j| {
-                    let (_, n, dt) = recv(j as usize)?;
-                    datatype::capacity_bytes(n, dt)
-                },
-                |j, bytes, st| {
+                |j, block| {
                     let (at, n, dt) = recv(j as usize)?;
+                    let at = at as *mut c_void;
                     // SAFETY: the block has room for its elements (this function's contract).
-                    unsafe { deliver((bytes, st), at as *mut c_void, n, dt) }
+                    if let Some(target) = unsafe { datatype::raw_target(at, n, dt) }? {
+                        // A predefined type: straight into the program's buffer.
+                        return target.recv(|bytes| block.into_slice(bytes)).map(drop);
+                    }
+                    let got = block.into_vec(datatype::capacity_bytes(n, dt)?)?;
+                    // SAFETY: as above.
+                    unsafe { deliver(got, at, n, dt) }
                 },
             )
             .map_err(|e| errors::fail(comm, call, &e))
