@@ -8,11 +8,13 @@
 # the merged communicator (MPI_Intercomm_merge) beside MPI_COMM_WORLD of
 # that Open MPI job. Prints one table per size of job with the ratios.
 # The program is bridge/capi/bench/coll.c. usage: bench/coll.sh [iters]
+# ISTHMUS_BENCH_COLL_ROUNDS (default 3): Isthmus and reference runs, alternately.
 # ISTHMUS_BENCH_COLL_RANKS="1 2" picks the ranks per job (default "2 4";
 # on a two-core machine 1+1 is the only size that is not oversubscribed).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 ITERS=${1:-1000}
+ROUNDS=${ISTHMUS_BENCH_COLL_ROUNDS:-3}
 cd "$ISTHMUS_ROOT"
 build_with mpich build --release -q -p isthmus-capi
 build_with openmpi build --release -q -p isthmus-vmd --bins
@@ -38,27 +40,47 @@ for np in ${ISTHMUS_BENCH_COLL_RANKS:-2 4}; do
   # pinned (nor is the reference: its mpirun sees the oversubscription).
   PIN_A=() PIN_B=()
   if [ "$np" = 1 ]; then PIN_A=(--bind-to none taskset -c 0) PIN_B=(taskset -c 1); fi
-  {
-    mpiexec.mpich -n "$np" -genv ISTHMUS_VMD "$ISTHMUS_VMD" "${PIN_B[@]}" "$OUT/coll-mpich" isthmus "b$np" "a$np" "$ITERS" >/dev/null &
-    pid=$!
-    sleep 0.3
-    mpirun.openmpi --oversubscribe -n "$np" -x ISTHMUS_VMD "${PIN_A[@]:0:2}" "${PIN_A[@]:2}" "$OUT/coll-ompi" isthmus "a$np" "b$np" "$ITERS"
-    wait "$pid"
-    mpirun.openmpi --oversubscribe -n "$np" "$OUT/coll-plain" native "$ITERS" : -n "$np" "$OUT/coll-plain" native "$ITERS"
-  } 2>"$OUT/stderr.$np" | grep '^RESULT' > "$OUT/results.$np" || { cat "$OUT/stderr.$np" >&2; exit 1; }
-  awk -v np="$np" '
-    { split($2, n, "_"); mode = n[1]; op = n[2]; size = n[3]
-      split($3, kv, "="); v[mode, op, size] = kv[2] }
-    function r(a, b) { return (b > 0) ? sprintf("%.2f", a / b) : "-" }
+  # Rounds alternate an Isthmus run and a reference run: on two cores
+  # shared by 4-8 ranks each side's times move by 2-4x from run to run
+  # (Open MPI's own 1 MiB Bcast on 2+2: 176 us in one run, 677 in the
+  # next), so one pair of runs says little; the table gives each side's
+  # median over the rounds and the range of the rounds' ratios.
+  for r in $(seq "$ROUNDS"); do
+    echo "   round $r/$ROUNDS" >&2
+    {
+      mpiexec.mpich -n "$np" -genv ISTHMUS_VMD "$ISTHMUS_VMD" "${PIN_B[@]}" "$OUT/coll-mpich" isthmus "b$np$r" "a$np$r" "$ITERS" >/dev/null &
+      pid=$!
+      sleep 0.3
+      mpirun.openmpi --oversubscribe -n "$np" -x ISTHMUS_VMD "${PIN_A[@]:0:2}" "${PIN_A[@]:2}" "$OUT/coll-ompi" isthmus "a$np$r" "b$np$r" "$ITERS"
+      wait "$pid"
+      mpirun.openmpi --oversubscribe -n "$np" "$OUT/coll-plain" native "$ITERS" : -n "$np" "$OUT/coll-plain" native "$ITERS"
+    } 2>"$OUT/stderr.$np" | grep '^RESULT' | sed "s/^/$r /" >> "$OUT/results.$np" || { cat "$OUT/stderr.$np" >&2; exit 1; }
+  done
+  awk -v np="$np" -v rounds="$ROUNDS" '
+    { split($3, n, "_"); mode = n[1]; op = n[2]; size = n[3]
+      split($4, kv, "="); v[$1, mode, op, size] = kv[2] }
+    function med(mode, op, size,   i, j, t, a, k) {
+      k = 0
+      for (i = 1; i <= rounds; i++) if ((i, mode, op, size) in v) a[++k] = v[i, mode, op, size] + 0
+      for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return k ? a[int((k + 1) / 2)] : 0 }
+    function span(op, size,   i, lo, hi, x) {
+      lo = ""; hi = ""
+      for (i = 1; i <= rounds; i++) if (v[i, "native", op, size] > 0) {
+        x = v[i, "isthmus", op, size] / v[i, "native", op, size]
+        if (lo == "" || x < lo) lo = x; if (hi == "" || x > hi) hi = x }
+      return lo == "" ? "-" : sprintf("%.2f-%.2f", lo, hi) }
+    function row(name, op, size,   a, b) {
+      a = med("isthmus", op, size); b = med("native", op, size)
+      printf "%-16s %8s %12.2f %12.2f %8s %12s\n", name, (size == 0 ? "-" : size), a, b, (b > 0 ? sprintf("%.2f", a / b) : "-"), span(op, size) }
     END {
-      printf "\n%s+%s ranks: mean µs per operation (slowest rank); target ≤ 1.5× at ≥ 64 KiB\n", np, np
-      printf "%-16s %8s %12s %12s %8s\n", "operation", "size", "Isthmus", "Open MPI", "ratio"
-      printf "%-16s %8s %12s %12s %8s\n", "barrier", "-", v["isthmus", "barrier", 0], v["native", "barrier", 0], r(v["isthmus", "barrier", 0], v["native", "barrier", 0])
+      printf "\n%s+%s ranks, %d rounds: median µs per operation (slowest rank); target ≤ 1.5× at ≥ 64 KiB\n", np, np, rounds
+      printf "%-16s %8s %12s %12s %8s %12s\n", "operation", "size", "Isthmus", "Open MPI", "ratio", "by round"
+      row("barrier", "barrier", 0)
       split("bcast allreduce alltoall mergedallreduce", ops, " ")
       split("8 65536 1048576", S, " ")
-      for (o = 1; o <= 4; o++) for (i = 1; i <= 3; i++) {
-        op = ops[o]; s = S[i]
-        printf "%-16s %8s %12s %12s %8s\n", (op == "mergedallreduce" ? "allreduce merged" : op), s, v["isthmus", op, s], v["native", op, s], r(v["isthmus", op, s], v["native", op, s]) }
+      for (o = 1; o <= 4; o++) for (i = 1; i <= 3; i++)
+        row(ops[o] == "mergedallreduce" ? "allreduce merged" : ops[o], ops[o], S[i])
     }' "$OUT/results.$np"
 done
 echo "(the merged row's reference is MPI_COMM_WORLD of the one Open MPI job)"
