@@ -62,26 +62,35 @@ every_wait!(icbarrier, "coll/icbarrier.c");
 every_wait!(icallreduce, "coll/icallreduce.c");
 every_wait!(icscatter, "coll/icscatter.c");
 
-/// What Open MPI holds as `mpi_yield_when_idle` after `MPI_Init` in a
-/// one-rank job of `program` with `env` (`-x` each), from its MPI_T
-/// variable (tests/c/yield_when_idle.c).
-fn yield_when_idle(program: &std::path::Path, env: &[(&str, &str)]) -> String {
-    let mut cmd = std::process::Command::new(Mpi::OpenMpi.mpiexec());
+/// What a one-rank job of `mpi` running `program` prints, with `env`
+/// (passed on with `-x` by Open MPI's launcher; MPICH's passes everything).
+fn one_rank(mpi: Mpi, program: &std::path::Path, env: &[(&str, &str)]) -> String {
+    let mut cmd = std::process::Command::new(mpi.mpiexec());
     cmd.args(["-n", "1"]);
     for (k, v) in env {
-        cmd.env(k, v).args(["-x", k]);
+        cmd.env(k, v);
+        if mpi == Mpi::OpenMpi {
+            cmd.args(["-x", k]);
+        }
     }
     let o = finish(
         cmd.arg(program)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("start mpirun"),
+            .expect("start the job"),
         std::time::Duration::from_secs(60),
-        "yield_when_idle",
+        "one-rank job",
     );
     assert!(o.status.success(), "{}", text(&o));
     String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// What Open MPI holds as `mpi_yield_when_idle` after `MPI_Init` in a
+/// one-rank job of `program` with `env`, from its MPI_T variable
+/// (tests/c/yield_when_idle.c).
+fn yield_when_idle(program: &std::path::Path, env: &[(&str, &str)]) -> String {
+    one_rank(Mpi::OpenMpi, program, env)
 }
 
 /// libisthmus leaves Open MPI's own `mpi_yield_when_idle` as the program
@@ -121,25 +130,7 @@ fn libisthmus_leaves_open_mpi_s_own_yield_setting_alone() {
 /// What `tests/c/malloc_policy.c` prints in a one-rank job of `mpi` linked
 /// with libisthmus, under `env`.
 fn malloc_policy(mpi: Mpi, program: &std::path::Path, env: &[(&str, &str)]) -> String {
-    let mut cmd = std::process::Command::new(mpi.mpiexec());
-    cmd.args(["-n", "1"]);
-    for (k, v) in env {
-        cmd.env(k, v);
-        if mpi == Mpi::OpenMpi {
-            cmd.args(["-x", k]);
-        }
-    }
-    let o = finish(
-        cmd.arg(program)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the job"),
-        std::time::Duration::from_secs(60),
-        "malloc_policy",
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
+    one_rank(mpi, program, env)
 }
 
 /// libisthmus has large temporary buffers come from the heap and the heap
