@@ -153,104 +153,65 @@ pub(crate) unsafe fn reduce_local(
 mod tests {
     use super::*;
 
+    /// [`own`] over two arrays of one element type: whether the loops
+    /// took the case, and `inout` after.
+    fn combined<T: Copy, const N: usize>(
+        b: BasicType,
+        op: Op,
+        a: [T; N],
+        mut inout: [T; N],
+    ) -> (bool, [T; N]) {
+        // SAFETY: N elements of T in each array, T of `b`'s size in every
+        // case `own` takes (it touches nothing in a case it leaves to MPI).
+        let took = unsafe { own(b, op, a.as_ptr().cast(), inout.as_mut_ptr().cast(), N) };
+        (took, inout)
+    }
+
     #[test]
     fn the_loops_combine_as_mpi_does() {
-        let a = [1.5f64, -2.0, 1e308, 0.1];
-        let mut b = [2.0f64, 3.0, 1e308, 0.2];
-        // SAFETY: four f64 each.
-        assert!(unsafe {
-            own(
+        assert_eq!(
+            combined(
                 BasicType::F64,
                 Op::Sum,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                4,
-            )
-        });
-        assert_eq!(b, [3.5, 1.0, f64::INFINITY, 0.1 + 0.2]);
-        let a = [i32::MAX, -7, 3];
-        let mut b = [1i32, 5, -9];
-        // SAFETY: three i32 each.
-        assert!(unsafe {
-            own(
-                BasicType::Int,
-                Op::Sum,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                3,
-            )
-        });
-        assert_eq!(b, [i32::MIN, -2, -6]);
-        let a = [u64::MAX, 1];
-        let mut b = [1u64, 2];
-        // SAFETY: two u64 each; unsigned compared as unsigned.
-        assert!(unsafe {
-            own(
-                BasicType::U64,
-                Op::Max,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                2,
-            )
-        });
-        assert_eq!(b, [u64::MAX, 2]);
-        let mut b = [1u64, 2];
-        // SAFETY: as above.
-        assert!(unsafe {
-            own(
-                BasicType::U64,
-                Op::Min,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                2,
-            )
-        });
-        assert_eq!(b, [1, 1]);
-        let a = [3i64, -2];
-        let mut b = [i64::MAX, 4];
-        // SAFETY: two i64 each.
-        assert!(unsafe {
-            own(
-                BasicType::Long,
-                Op::Prod,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                2,
-            )
-        });
-        assert_eq!(b, [i64::MAX.wrapping_mul(3), -8]);
+                [1.5f64, -2.0, 1e308, 0.1],
+                [2.0, 3.0, 1e308, 0.2]
+            ),
+            (true, [3.5, 1.0, f64::INFINITY, 0.1 + 0.2])
+        );
+        assert_eq!(
+            combined(BasicType::Int, Op::Sum, [i32::MAX, -7, 3], [1, 5, -9]),
+            (true, [i32::MIN, -2, -6])
+        );
+        // Unsigned compared as unsigned.
+        assert_eq!(
+            combined(BasicType::U64, Op::Max, [u64::MAX, 1], [1, 2]),
+            (true, [u64::MAX, 2])
+        );
+        assert_eq!(
+            combined(BasicType::U64, Op::Min, [u64::MAX, 1], [1, 2]),
+            (true, [1, 1])
+        );
+        assert_eq!(
+            combined(BasicType::Long, Op::Prod, [3i64, -2], [i64::MAX, 4]),
+            (true, [i64::MAX.wrapping_mul(3), -8])
+        );
     }
 
     #[test]
     fn what_the_loops_leave_to_mpi() {
-        let a = [1.0f64];
-        let mut b = [2.0f64];
         // Floating MAX/MIN (NaN rules are MPI's), long double, narrow integers.
-        // SAFETY: one element each (not touched when refused).
-        unsafe {
-            assert!(!own(
-                BasicType::F64,
-                Op::Max,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                1
-            ));
-            assert!(!own(
-                BasicType::LongDouble,
-                Op::Sum,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                0
-            ));
-            assert!(!own(
-                BasicType::Short,
-                Op::Sum,
-                a.as_ptr().cast(),
-                b.as_mut_ptr().cast(),
-                0
-            ));
-        }
-        assert_eq!(b, [2.0]);
+        assert_eq!(
+            combined(BasicType::F64, Op::Max, [1.0f64], [2.0]),
+            (false, [2.0])
+        );
+        assert_eq!(
+            combined(BasicType::LongDouble, Op::Sum, [1.0f64], [2.0]),
+            (false, [2.0])
+        );
+        assert_eq!(
+            combined(BasicType::Short, Op::Sum, [1i16], [2]),
+            (false, [2])
+        );
     }
 
     #[test]
