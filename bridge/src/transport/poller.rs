@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tracing::warn;
 
@@ -171,16 +171,28 @@ impl Poller {
     /// The poller thread's body.
     pub(crate) fn run(&self) {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 64];
+        // Handed-back connections are judged once per whole tick, however
+        // often the poller wakes meanwhile: a tick run at every wake-up
+        // took a connection whose application thread waited on it a few
+        // microseconds before for quiet, armed it, and every message on it
+        // then rang the doorbell and woke this thread (a 4 + 4 Alltoall:
+        // a third of a process's time in this thread, and its senders'
+        // doorbell writes preempted by the wake-ups).
+        let mut next_tick = Instant::now() + HANDBACK_TICK;
         loop {
             let timeout = {
                 let st = lock(&self.state);
                 if st.stop {
                     return;
                 }
-                if st.handback.is_empty() && st.ready.is_empty() {
+                if !st.ready.is_empty() {
+                    0
+                } else if st.handback.is_empty() {
                     -1
                 } else {
-                    HANDBACK_TICK.as_millis() as libc::c_int
+                    let left = next_tick.saturating_duration_since(Instant::now());
+                    // Rounded up: waking before the tick would only sleep again.
+                    left.as_micros().div_ceil(1000) as libc::c_int
                 }
             };
             // SAFETY: `events` is a live buffer of 64 epoll_event.
@@ -224,7 +236,11 @@ impl Poller {
             for w in ready {
                 w.readable();
             }
-            self.tick();
+            let now = Instant::now();
+            if now >= next_tick {
+                self.tick();
+                next_tick = now + HANDBACK_TICK;
+            }
         }
     }
 
@@ -263,5 +279,63 @@ impl Poller {
         for (_, w) in quiet {
             w.take_over();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    /// A connection whose application thread never comes back: quiet from
+    /// the first look on.
+    #[derive(Default)]
+    struct Left {
+        taken_over: Mutex<Option<Instant>>,
+        readable: AtomicUsize,
+    }
+
+    impl Watched for Left {
+        fn readable(&self) {
+            self.readable.fetch_add(1, Ordering::SeqCst);
+        }
+        fn quiet_since(&self, seen: &mut u64) -> bool {
+            let quiet = *seen == 7;
+            *seen = 7;
+            quiet
+        }
+        fn take_over(&self) {
+            lock(&self.taken_over).get_or_insert_with(Instant::now);
+        }
+    }
+
+    #[test]
+    fn a_handed_back_connection_is_taken_over_after_a_whole_tick_however_often_the_poller_wakes() {
+        let poller = Poller::new().unwrap();
+        let left = Arc::new(Left::default());
+        let busy = Arc::new(Left::default());
+        let a = poller.add(left.clone());
+        let b = poller.add(busy.clone());
+        let runner = {
+            let p = Arc::clone(&poller);
+            std::thread::spawn(move || p.run())
+        };
+        let handed = Instant::now();
+        poller.hand_back(a);
+        // Another connection keeps waking the poller meanwhile.
+        while lock(&left.taken_over).is_none() && handed.elapsed() < Duration::from_secs(5) {
+            poller.run_soon(b);
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        poller.stop();
+        runner.join().unwrap();
+        let taken = lock(&left.taken_over).expect("never taken over");
+        assert!(busy.readable.load(Ordering::SeqCst) > 0);
+        assert!(
+            taken.duration_since(handed) >= HANDBACK_TICK,
+            "taken over {:?} after the hand-back",
+            taken.duration_since(handed)
+        );
     }
 }
