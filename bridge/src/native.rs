@@ -84,8 +84,8 @@ pub unsafe fn use_steps(steps: Steps) -> bool {
     STEPS.set(steps).is_ok()
 }
 
-/// How [`step`] runs.
-fn steps() -> Steps {
+/// How [`step`] runs (as [`use_steps`] chose).
+pub fn steps() -> Steps {
     STEPS.get().copied().unwrap_or(Steps::Nonblocking)
 }
 

@@ -80,6 +80,7 @@ pub mod merged;
 pub mod mixed;
 pub mod mpi_glue;
 mod narrow_sum;
+mod native_reduce;
 mod native_step;
 pub mod nbc;
 pub mod parent;

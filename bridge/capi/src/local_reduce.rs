@@ -125,6 +125,18 @@ unsafe fn own(b: BasicType, op: Op, inb: *const c_void, inout: *mut c_void, n: u
     }
 }
 
+/// The size in bytes of one element of `dt` when [`reduce_local`] combines
+/// `dt` with `op` by its own loops (a gapless predefined type and an
+/// operation they compute); None when it would call the MPI.
+pub(crate) fn own_loop_takes(dt: MPI_Datatype, op: ffi::MPI_Op) -> Option<usize> {
+    let info = info_of(dt).ok()?;
+    let (b, o) = (info.contiguous_basic?, Op::of(op)?);
+    // SAFETY: no element (n = 0): `own` only says whether it has a loop,
+    // reading and writing nothing.
+    unsafe { own(b, o, std::ptr::null(), std::ptr::null_mut(), 0) }
+        .then_some(info.data_size_per_elem)
+}
+
 /// `inout = in op inout` over `count` elements of `dt` (MPI_Reduce_local's
 /// order): Isthmus's own loop where it has one, else the job's MPI.
 ///

@@ -14,7 +14,7 @@
 
 use std::ffi::{c_int, c_void, CStr};
 
-use isthmus_bridge::native::{step, use_steps, Steps, YieldSwitch};
+use isthmus_bridge::native::{step, steps, use_steps, Steps, YieldSwitch};
 use isthmus_bridge::wait::{mode, WaitMode};
 use mpi::ffi::{self, MPI_Comm, MPI_Datatype, MPI_Op};
 
@@ -105,8 +105,8 @@ steps! {
     bcast: PMPI_Bcast / PMPI_Ibcast(
         buf: *mut c_void, count: c_int, dt: MPI_Datatype, root: c_int, comm: MPI_Comm
     );
-    /// `MPI_Reduce`.
-    reduce: PMPI_Reduce / PMPI_Ireduce(
+    /// `MPI_Reduce` as the MPI does it (see [`reduce`]).
+    reduce_by_mpi: PMPI_Reduce / PMPI_Ireduce(
         send: *const c_void, recv: *mut c_void, count: c_int, dt: MPI_Datatype, op: MPI_Op,
         root: c_int, comm: MPI_Comm
     );
@@ -162,6 +162,31 @@ steps! {
         recv: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: MPI_Datatype,
         comm: MPI_Comm
     );
+}
+
+/// `MPI_Reduce`: where the steps are the MPI's nonblocking calls (MPICH;
+/// any MPI under `ISTHMUS_WAIT=block`), a large reduction Isthmus's loops
+/// compute goes by `native_reduce`'s tree of point-to-point messages (the
+/// MPI's own reduce is slow there: see that module); else the MPI's.
+///
+/// # Safety
+/// As `MPI_Reduce`, on a private native side (see `native_reduce`).
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(crate) unsafe fn reduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    if matches!(steps(), Steps::Nonblocking) && crate::native_reduce::takes(count, dt, op) {
+        // SAFETY: forwarded (this function's contract).
+        return unsafe { crate::native_reduce::reduce(send, recv, count, dt, op, root, comm) };
+    }
+    // SAFETY: forwarded.
+    unsafe { reduce_by_mpi(send, recv, count, dt, op, root, comm) }
 }
 
 #[cfg(test)]

@@ -19,7 +19,9 @@
 //! place; several outstanding beside a native request, Igatherv with its
 //! blocks reversed), on the merge's order and on a split that interleaves
 //! the jobs;
-//! the same through the large-count (`_c`) forms of the v/w collectives.
+//! the same through the large-count (`_c`) forms of the v/w collectives;
+//! reductions of 20000 elements (the native steps' own tree on MPICH's
+//! side) on the merged communicator and the intercommunicator.
 
 #![cfg(test)]
 
@@ -90,8 +92,9 @@ fn merge_of(source: &str, a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
             && out.contains("INTERCOMM_CREATE over merged: ok")
             && out.contains("GROUPS of both jobs: ok")
             && out.contains("NONBLOCKING collectives on merged: ok")
-            && out.contains("NONBLOCKING collectives on an interleaving split: ok"),
-        "the splits spanning both jobs, of the intercommunicator, the intercomm_create over the merged one, the groups of both jobs or the nonblocking collectives did not run:\n{out}"
+            && out.contains("NONBLOCKING collectives on an interleaving split: ok")
+            && out.contains("LARGE reductions: ok"),
+        "the splits spanning both jobs, of the intercommunicator, the intercomm_create over the merged one, the groups of both jobs, the nonblocking collectives or the large reductions did not run:\n{out}"
     );
 }
 

@@ -326,6 +326,63 @@ static void collectives(MPI_Comm m, int mr, int n)
 /* The other send modes around a ring (each step within a job or across
  * the two): Bsend and Ibsend through an attached buffer, Issend, and
  * Irsend to a receive posted before a barrier. */
+/* Reductions of buffers large enough for the native steps' own tree
+ * (native_reduce: 64 KiB and more of a type and operation Isthmus's loops
+ * compute; MPICH's steps, and Open MPI's under ISTHMUS_WAIT=block), on the
+ * merged communicator (Allreduce; Reduce at every root, in place at the
+ * root for one) and on the intercommunicator (each group gets the other
+ * group's sum), with values that say which rank's element went where. */
+#define LARGE 20000
+static void large_reductions(MPI_Comm m, int mr, int n, MPI_Comm inter, int rsize)
+{
+    double *d = malloc(sizeof(double) * LARGE), *dr = malloc(sizeof(double) * LARGE);
+    long long *l = malloc(sizeof(long long) * LARGE), *lr = malloc(sizeof(long long) * LARGE);
+    int *k = malloc(sizeof(int) * LARGE), *kr = malloc(sizeof(int) * LARGE);
+    CHECK(d && dr && l && lr && k && kr, "malloc");
+    for (int i = 0; i < LARGE; i++) {
+        d[i] = 1000.0 * mr + i;
+        l[i] = i % 3 + 1 + mr % 2;
+        k[i] = (mr * 7 + i) % (n + 3);
+    }
+    MPI_Allreduce(d, dr, LARGE, MPI_DOUBLE, MPI_SUM, m);
+    MPI_Allreduce(l, lr, LARGE, MPI_LONG_LONG, MPI_PROD, m);
+    MPI_Allreduce(k, kr, LARGE, MPI_INT, MPI_MAX, m);
+    for (int i = 0; i < LARGE; i++) {
+        long long prod = 1;
+        int max = 0;
+        for (int r = 0; r < n; r++) {
+            prod *= i % 3 + 1 + r % 2;
+            max = (r * 7 + i) % (n + 3) > max ? (r * 7 + i) % (n + 3) : max;
+        }
+        CHECK(dr[i] == 1000.0 * n * (n - 1) / 2 + (double) n * i, "large allreduce sum [%d]: %g",
+              i, dr[i]);
+        CHECK(lr[i] == prod, "large allreduce prod [%d]: %lld, expected %lld", i, lr[i], prod);
+        CHECK(kr[i] == max, "large allreduce max [%d]: %d, expected %d", i, kr[i], max);
+    }
+    for (int root = 0; root < n; root++) {
+        for (int i = 0; i < LARGE; i++)
+            dr[i] = mr == root ? d[i] : -1.0;
+        if (root % 2)
+            MPI_Reduce(mr == root ? MPI_IN_PLACE : (void *) d, dr, LARGE, MPI_DOUBLE, MPI_SUM,
+                       root, m);
+        else
+            MPI_Reduce(d, dr, LARGE, MPI_DOUBLE, MPI_SUM, root, m);
+        if (mr == root)
+            for (int i = 0; i < LARGE; i++)
+                CHECK(dr[i] == 1000.0 * n * (n - 1) / 2 + (double) n * i,
+                      "large reduce at %d [%d]: %g", root, i, dr[i]);
+    }
+    for (int i = 0; i < LARGE; i++)
+        d[i] = rank + i;
+    MPI_Allreduce(d, dr, LARGE, MPI_DOUBLE, MPI_SUM, inter);
+    for (int i = 0; i < LARGE; i++)
+        CHECK(dr[i] == rsize * (rsize - 1) / 2.0 + (double) rsize * i,
+              "large intercommunicator allreduce [%d]: %g", i, dr[i]);
+    free(d), free(dr), free(l), free(lr), free(k), free(kr);
+    if (rank == 0)
+        printf("LARGE reductions: ok\n");
+}
+
 static void send_modes(MPI_Comm m, int mr, int n)
 {
     int next = (mr + 1) % n, prev = (mr + n - 1) % n, got[4] = {-1, -1, -1, -1}, size = 0;
@@ -1139,6 +1196,7 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     collectives(m, mr, n);
+    large_reductions(m, mr, n, inter, rsize);
     point_to_point(m, mr, n);
 
     /* A duplicate: congruent, the same order, its own traffic. */
