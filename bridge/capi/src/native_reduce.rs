@@ -10,7 +10,9 @@
 //! reductions those loops compute (SUM and PROD of floating types, every
 //! predefined one of the 32- and 64-bit integer types, integer MAX and
 //! MIN: all commutative, so any tree order is MPI's) and only at sizes
-//! where the transfer dominates take the tree; the rest stays the MPI's.
+//! where the transfer dominates, in jobs of two ranks (where the tree is
+//! one message; see [`TREE_MAX_RANKS`]), take the tree; the rest stays
+//! the MPI's.
 //! A tree's messages travel on the step's communicator, always a private
 //! native duplicate (the collectives' native side), under a tag of their
 //! own: nothing of the program's can match them.
@@ -30,13 +32,26 @@ const TAG_TREE: c_int = 0x1573;
 /// is latency-tuned and the transfer does not dominate).
 pub(crate) const TREE_MIN_BYTES: usize = 64 << 10;
 
-/// Whether the tree reduces `count` elements of `dt` with `op`: a
-/// reduction `local_reduce`'s loops compute, of at least [`TREE_MIN_BYTES`].
-pub(crate) fn takes(count: c_int, dt: MPI_Datatype, op: MPI_Op) -> bool {
+/// The most ranks a job may have for the tree: with four ranks on two
+/// cores MPICH's own (Rabenseifner's reduce-scatter and gather, less data
+/// on any one rank) beat it (an intercommunicator 1 MiB Allreduce on
+/// 4 + 4: 4.6-6.2 ms with MPICH's, 7.7-12 with the tree); with two, the
+/// tree is one message and one loop (2 + 2: 930-2150 µs → 644-774).
+const TREE_MAX_RANKS: c_int = 2;
+
+/// Whether the tree reduces `count` elements of `dt` with `op` on `comm`:
+/// a reduction `local_reduce`'s loops compute, of at least
+/// [`TREE_MIN_BYTES`], in a job of at most [`TREE_MAX_RANKS`].
+pub(crate) fn takes(count: c_int, dt: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> bool {
     let Some(elem) = own_loop_takes(dt, op) else {
         return false;
     };
-    usize::try_from(count).is_ok_and(|n| n.saturating_mul(elem) >= TREE_MIN_BYTES)
+    let mut size = 0;
+    // SAFETY: a valid communicator (the step's); one out-value.
+    let rc = unsafe { ffi::PMPI_Comm_size(comm, &mut size) };
+    rc == 0
+        && size <= TREE_MAX_RANKS
+        && usize::try_from(count).is_ok_and(|n| n.saturating_mul(elem) >= TREE_MIN_BYTES)
 }
 
 /// `MPI_Reduce(send, recv, count, dt, op, root, comm)` by the tree, for a

@@ -166,8 +166,9 @@ steps! {
 
 /// `MPI_Reduce`: where the steps are the MPI's nonblocking calls (MPICH;
 /// any MPI under `ISTHMUS_WAIT=block`), a large reduction Isthmus's loops
-/// compute goes by `native_reduce`'s tree of point-to-point messages (the
-/// MPI's own reduce is slow there: see that module); else the MPI's.
+/// compute, in a job of two ranks, goes by `native_reduce`'s tree of
+/// point-to-point messages (the MPI's own reduce is slow there: see that
+/// module); else the MPI's.
 ///
 /// # Safety
 /// As `MPI_Reduce`, on a private native side (see `native_reduce`).
@@ -181,7 +182,7 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    if matches!(steps(), Steps::Nonblocking) && crate::native_reduce::takes(count, dt, op) {
+    if matches!(steps(), Steps::Nonblocking) && crate::native_reduce::takes(count, dt, op, comm) {
         // SAFETY: forwarded (this function's contract).
         return unsafe { crate::native_reduce::reduce(send, recv, count, dt, op, root, comm) };
     }
