@@ -76,8 +76,36 @@ pub(crate) unsafe fn reduce(
     if rc != 0 {
         return rc;
     }
+    // SAFETY: forwarded (this function's contract).
+    match unsafe { tree(send, recv, count, dt, op, (rank, size, root), comm) } {
+        Ok(()) => 0,
+        Err(rc) => rc,
+    }
+}
+
+/// The tree's steps at this rank (`rank` of the job's `size`, to `root`);
+/// `Err` carries MPI's error code.
+///
+/// # Safety
+/// As [`reduce`]'s.
+unsafe fn tree(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    (rank, size, root): (c_int, c_int, c_int),
+    comm: MPI_Comm,
+) -> Result<(), c_int> {
+    let ok = |rc: c_int| if rc == 0 { Ok(()) } else { Err(rc) };
     let (Ok(n), Ok(e), true) = (usize::try_from(count), Extents::of(dt), size > 0) else {
-        return ffi::MPI_ERR_ARG as c_int;
+        return Err(ffi::MPI_ERR_ARG as c_int);
+    };
+    let scratch = |slot: &mut Option<Scratch>| match slot {
+        Some(s) => Ok(s.ptr()),
+        None => Scratch::new(n, &e)
+            .map(|s| slot.insert(s).ptr())
+            .map_err(|_| ffi::MPI_ERR_NO_MEM as c_int),
     };
     let vrank = (rank - root).rem_euclid(size);
     let real = |v: c_int| (v + root) % size;
@@ -85,8 +113,7 @@ pub(crate) unsafe fn reduce(
     // At the root it builds up in `recv` (in place: the input is there).
     let in_place = vrank == 0 && is_in_place(send);
     let input: *const c_void = if in_place { recv } else { send };
-    let mut acc_scratch = None;
-    let mut tmp_scratch = None;
+    let (mut acc_scratch, mut tmp_scratch) = (None, None);
     let mut acc: Option<*mut c_void> = in_place.then_some(recv);
     let mut mask = 1;
     while mask < size {
@@ -94,74 +121,49 @@ pub(crate) unsafe fn reduce(
             let partial = acc.map_or(input, |a| a.cast_const());
             // SAFETY: `partial` holds `count` elements (the input, or a
             // buffer this loop filled); the request is waited for here.
-            return unsafe {
+            return ok(unsafe {
                 run(|req| {
                     ffi::PMPI_Isend(partial, count, dt, real(vrank - mask), TAG_TREE, comm, req)
                 })
-            };
+            });
         }
         let child = vrank + mask;
         if child < size {
-            let rc = match acc {
+            // The first child's partial goes where ours builds up, and
+            // ours is combined into it; a later child's into scratch,
+            // combined into what built up.
+            let (into, from, other) = match acc {
                 None => {
-                    // The first child's partial goes where ours builds up,
-                    // then ours is combined into it.
-                    let into = if vrank == 0 {
+                    let a = if vrank == 0 {
                         recv
                     } else {
-                        match Scratch::new(n, &e) {
-                            Ok(s) => acc_scratch.insert(s).ptr(),
-                            Err(_) => return ffi::MPI_ERR_NO_MEM as c_int,
-                        }
+                        scratch(&mut acc_scratch)?
                     };
-                    acc = Some(into);
-                    // SAFETY: `into` has room for `count` elements (the
-                    // root's receive buffer, or scratch); waited for here.
-                    match unsafe {
-                        run(|req| {
-                            ffi::PMPI_Irecv(into, count, dt, real(child), TAG_TREE, comm, req)
-                        })
-                    } {
-                        // SAFETY: both hold `count` elements of `dt`.
-                        0 => unsafe { reduce_local(input, into, count, dt, op) },
-                        rc => rc,
-                    }
+                    (a, a, input)
                 }
-                Some(into) => {
-                    let from = match tmp_scratch.as_mut() {
-                        Some(s) => Scratch::ptr(s),
-                        None => match Scratch::new(n, &e) {
-                            Ok(s) => tmp_scratch.insert(s).ptr(),
-                            Err(_) => return ffi::MPI_ERR_NO_MEM as c_int,
-                        },
-                    };
-                    // SAFETY: scratch room for `count` elements; waited for here.
-                    match unsafe {
-                        run(|req| {
-                            ffi::PMPI_Irecv(from, count, dt, real(child), TAG_TREE, comm, req)
-                        })
-                    } {
-                        // SAFETY: both hold `count` elements of `dt`.
-                        0 => unsafe { reduce_local(from, into, count, dt, op) },
-                        rc => rc,
-                    }
+                Some(a) => {
+                    let t = scratch(&mut tmp_scratch)?;
+                    (a, t, t.cast_const())
                 }
             };
-            if rc != 0 {
-                return rc;
-            }
+            acc = Some(into);
+            // SAFETY: `from` has room for `count` elements (the root's
+            // receive buffer, or scratch); waited for here.
+            ok(unsafe {
+                run(|req| ffi::PMPI_Irecv(from, count, dt, real(child), TAG_TREE, comm, req))
+            })?;
+            // SAFETY: both hold `count` elements of `dt`.
+            ok(unsafe { reduce_local(other, into, count, dt, op) })?;
         }
         mask <<= 1;
     }
     // The root of a job of one: the result is its input.
     if acc.is_none() {
-        let Some(bytes) = own_loop_takes(dt, op).map(|elem| n.saturating_mul(elem)) else {
-            return ffi::MPI_ERR_TYPE as c_int;
-        };
-        // SAFETY: the input's and the root's buffer hold `count` elements
-        // of a gapless predefined type (what `takes` accepted): `bytes`
-        // each, distinct (not in place).
+        let bytes = e.span(n).map_err(|_| ffi::MPI_ERR_COUNT as c_int)?;
+        // SAFETY: the input's and the root's buffer hold `n` elements of
+        // a gapless predefined type (what `takes` accepted), `bytes` in
+        // all, distinct (not in place).
         unsafe { std::ptr::copy_nonoverlapping(send.cast::<u8>(), recv.cast::<u8>(), bytes) };
     }
-    0
+    Ok(())
 }
