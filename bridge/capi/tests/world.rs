@@ -267,13 +267,17 @@ fn assert_aborted_with_7(oa: &Output, ob: &Output, both: &str) {
 
 /// The world's last rank (part 1) was killed: part 0's ranks each printed
 /// `"{pass} R"` (their receive from it, send to it and Allreduce failed,
-/// naming it) and finalized.
+/// naming it) and finalized. Not matched with its newline: the launcher
+/// forwards each rank's output as it reads it, and one rank's line may be
+/// cut by the other's (mpirun, under load: "PASS python kill rank 0rank 1:
+/// MPI_Allreduce: ...", the 0's newline after); R is 0 or 1, no prefix of
+/// another rank.
 fn assert_kill_reported(oa: &Output, ob: &Output, both: &str, pass: &str) {
     let out = String::from_utf8_lossy(&oa.stdout);
     assert!(
         oa.status.success()
             && !ob.status.success()
-            && (0..2).all(|r| out.contains(&format!("{pass} {r}\n")))
+            && (0..2).all(|r| out.contains(&format!("{pass} {r}")))
             && out.contains("MPI_Recv: Isthmus: MPI_Recv: rank 3 of this communicator"),
         "{both}"
     );
@@ -1290,10 +1294,32 @@ fn mpich_suite_on_world(list: &[(&str, usize)], first: Mpi, quick: bool, dir: &T
         let test = test.as_str();
         let started = std::time::Instant::now();
         // A test that cannot be built fails alone, not the rest of a sweep.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            mpich_on_world((test, ranks), first, dir, vmd)
-        }))
-        .unwrap_or_else(|_| Err(format!("{test} ({} first): panicked", first.name())));
+        let run = || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                mpich_on_world((test, ranks), first, dir, vmd)
+            }))
+            .unwrap_or_else(|_| Err(format!("{test} ({} first): panicked", first.name())))
+        };
+        let result = match run() {
+            // The test's own check passed (rank 0 prints "No Errors" once
+            // every rank has reached MTest_Finalize) and a launcher then
+            // reported a rank that ended without finishing MPI_Finalize:
+            // seen once in CI (info/infotest.c, Open MPI's mpirun:
+            // "exiting improperly", exit 1, no rank wrote a word on
+            // stderr; the list is ~480 runs a CI run), never in 500 runs
+            // of the info/init tests here, alone, under load or beside a
+            // stream of other Open MPI launchers. Not understood: printed
+            // whole, and run once more; a second failure fails the sweep.
+            Err(e) if e.contains("No Errors") => {
+                println!(
+                    "FLAKE {test} ({} first), run once more:
+{e}",
+                    first.name()
+                );
+                run()
+            }
+            r => r,
+        };
         // The time of the run (and of building the test the first time),
         // to keep the list within CI's time.
         let took = started.elapsed().as_secs_f64();
