@@ -15,6 +15,11 @@ from mpi4py import MPI
 
 import isthmus
 
+# One write per line: with PYTHONUNBUFFERED set (as some CI environments
+# do) print writes a line's text and its newline apart, and the launcher may
+# put another rank's output between them.
+sys.stdout.reconfigure(line_buffering=True, write_through=False)
+
 WINDOW = 16
 LAT_SIZES = (0, 8, 1024)
 BW_SIZES = (65536, 1 << 20, 4 << 20)

@@ -23,6 +23,11 @@ from mpi4py import MPI
 
 import isthmus
 
+# One write per line: with PYTHONUNBUFFERED set (as some CI environments
+# do) print writes a line's text and its newline apart, and the launcher may
+# put another rank's output between them.
+sys.stdout.reconfigure(line_buffering=True, write_through=False)
+
 group, peer, mode = sys.argv[1:4]
 world = MPI.COMM_WORLD
 rank = world.Get_rank()

@@ -18,6 +18,11 @@ from array import array
 
 from mpi4py import MPI
 
+# One write per line: with PYTHONUNBUFFERED set (as some CI environments
+# do) print writes a line's text and its newline apart, and the launcher may
+# put another rank's output between them.
+sys.stdout.reconfigure(line_buffering=True, write_through=False)
+
 
 def listen(path):
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -12,6 +12,11 @@ from array import array
 
 from mpi4py import MPI
 
+# One write per line: with PYTHONUNBUFFERED set (as some CI environments
+# do) print writes a line's text and its newline apart, and the launcher may
+# put another rank's output between them.
+sys.stdout.reconfigure(line_buffering=True, write_through=False)
+
 mode, service = sys.argv[1:3]
 accepting = mode == "accept"
 if mode not in ("accept", "connect"):

@@ -9,6 +9,11 @@ from array import array
 
 from mpi4py import MPI
 
+# One write per line: with PYTHONUNBUFFERED set (as some CI environments
+# do) print writes a line's text and its newline apart, and the launcher may
+# put another rank's output between them.
+sys.stdout.reconfigure(line_buffering=True, write_through=False)
+
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 n0 = int(sys.argv[1])
