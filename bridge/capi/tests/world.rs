@@ -694,6 +694,22 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     // there (narrow_sum.rs).
     ("coll/allred.c -count=100", 4),
     ("coll/op_coll.c", 4),
+    // MPI_Scatterv of a column type over a 2-D grid of the world
+    // (MPI_Cart_create on the world: merged/topo.rs).
+    ("coll/scatterv.c", 4),
+    // MPICH's Cartesian topology tests on the world (merged/topo.rs): grids
+    // of the world's ranks in row-major order, their queries, shifts and
+    // MPI_Cart_sub slices (in one part: that MPI's own grid; across both: a
+    // merged one), MPI_Cart_map, zero-dimensional grids. Left out of
+    // topo/testlist: topodup, graphcr, graphcr2, graphmap1, distgraph1,
+    // dgraph_unwgt (graph topologies, refused on a merged communicator);
+    // dims0-5 (MPI_Dims_create: local, no communicator).
+    ("topo/cartmap1.c", 4),
+    ("topo/cartzero.c", 4),
+    ("topo/cartshift1.c", 4),
+    ("topo/cartsuball.c", 4),
+    ("topo/cartcreates.c", 4),
+    ("topo/topotest.c", 4),
     // Left out of coll/testlist, and why:
     // - allred3 (4), exscan (10), gather (4): already above as merged/
     //   (the shared suite's copies, the same files).
@@ -707,7 +723,6 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     //   runs took 7-36 s (most near 30-35 s, like a timeout: icbcast,
     //   icbarrier, icallgather(v), icalltoall(v) among them, either order;
     //   not found).
-    // - scatterv (4): MPI_Cart_create on the world (topologies).
     // - gather_big (8): 1 GiB per rank, 8 GiB at the root (MPICH's testlist
     //   says mem=20.1); the kernel kills a rank on this machine.
     // - opprod, opsum: Open MPI 4.1's mpi.h refuses MPI_Errhandler_set.

@@ -9,8 +9,8 @@
 //! a split's interleaved order) and point-to-point (`pt2pt`, with
 //! `anysource`'s queue of `MPI_ANY_SOURCE` receives; `mprobe`, the matched probes), the nonblocking collectives (`nonblocking`, as schedules of
 //! `crate::nbc`), the splits (`split`:
-//! one job's native communicators, or new merged ones) and the
-//! communicators made from groups (`create`). build.rs generates the dispatch: on a
+//! one job's native communicators, or new merged ones), the
+//! communicators made from groups (`create`) and Cartesian grids (`topo`). build.rs generates the dispatch: on a
 //! merged communicator a `+merged` call reaches its body here, any other
 //! call taking a communicator is refused with the merged communicator's
 //! own message (`errors::refuse_merged`).
@@ -24,6 +24,7 @@ mod nonblocking;
 mod ordered;
 mod pt2pt;
 mod split;
+mod topo;
 mod vcoll;
 mod wire;
 
@@ -79,6 +80,10 @@ pub(crate) use pt2pt::{
     sendrecv_replace, ssend,
 };
 pub(crate) use split::comm_split;
+pub(crate) use topo::{
+    cart_coords, cart_create, cart_get, cart_map, cart_rank, cart_shift, cart_sub, cartdim_get,
+    topo_test,
+};
 pub(crate) use vcoll::{allgatherv, alltoallv, alltoallw, gatherv, scatterv, to_self, Derived};
 pub(crate) use wire::{mpi, Fail};
 

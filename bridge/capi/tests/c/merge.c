@@ -1168,6 +1168,100 @@ static void groups_of_both(MPI_Comm m, MPI_Comm inter, int mr, int n, int first,
         printf("GROUPS of both jobs: ok\n");
 }
 
+/* Cartesian grids over the merged communicator (n = 5): a 2 x 2 grid,
+ * periodic in its second dimension, of merged ranks 0-3 (rank 4 gets
+ * MPI_COMM_NULL); its queries, a ring exchange along the periodic
+ * dimension, its rows and columns (MPI_Cart_sub: in every order of the
+ * jobs some lie in one job, native grids of its MPI, and some span both),
+ * a duplicate keeping the topology, MPI_Cart_map, and the errors. */
+static void cartesian(MPI_Comm m, int mr, int n)
+{
+    int dims[2] = {2, 2}, periods[2] = {0, 1}, rc, t = -1, k = -1, cls = -1;
+    MPI_Comm cart, row, col, dup;
+    CHECK(n == 5, "cartesian: merged size %d", n);
+    MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
+    MPI_Topo_test(m, &t);
+    CHECK(t == MPI_UNDEFINED, "topo_test of the merged communicator: %d", t);
+    rc = MPI_Cart_coords(m, 0, 2, dims);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TOPOLOGY, "cart_coords without a grid: class %d", cls);
+    int big[2] = {3, 2}, zero[2] = {2, 0};
+    rc = MPI_Cart_create(m, 2, big, periods, 0, &cart);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_ARG, "a 3 x 2 grid over 5 ranks: class %d", cls);
+    rc = MPI_Cart_create(m, 2, zero, periods, 0, &cart);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_DIMS, "a 2 x 0 grid: class %d", cls);
+    MPI_Cart_map(m, 2, dims, periods, &k);
+    CHECK(k == (mr < 4 ? mr : MPI_UNDEFINED), "cart_map: %d", k);
+
+    rc = MPI_Cart_create(m, 2, dims, periods, 1, &cart);
+    CHECK(rc == MPI_SUCCESS, "cart_create: rc %d", rc);
+    CHECK((cart == MPI_COMM_NULL) == (mr >= 4), "cart_create: rank %d's grid", mr);
+    if (cart == MPI_COMM_NULL)
+        goto done;
+    int cr = -1, cs = -1, nd = -1, gd[2], gp[2], gc[2], at[2], r = -1, src, dst;
+    MPI_Comm_rank(cart, &cr);
+    MPI_Comm_size(cart, &cs);
+    CHECK(cr == mr && cs == 4, "grid: rank %d of %d", cr, cs);
+    MPI_Topo_test(cart, &t);
+    CHECK(t == MPI_CART, "topo_test of the grid: %d", t);
+    MPI_Cartdim_get(cart, &nd);
+    MPI_Cart_get(cart, 2, gd, gp, gc);
+    CHECK(nd == 2 && gd[0] == 2 && gd[1] == 2 && gp[0] == 0 && gp[1] == 1 && gc[0] == mr / 2 &&
+              gc[1] == mr % 2,
+          "cart_get: %d dims %dx%d periods %d%d coords (%d, %d)", nd, gd[0], gd[1], gp[0], gp[1],
+          gc[0], gc[1]);
+    MPI_Cart_coords(cart, 3, 2, at);
+    CHECK(at[0] == 1 && at[1] == 1, "cart_coords(3): (%d, %d)", at[0], at[1]);
+    at[0] = 1;
+    at[1] = -1;
+    MPI_Cart_rank(cart, at, &r);
+    CHECK(r == 2 + 1, "cart_rank(1, -1) (periodic): %d", r);
+    at[0] = 2;
+    rc = MPI_Cart_rank(cart, at, &r);
+    CHECK(rc != MPI_SUCCESS, "cart_rank past a non-periodic edge succeeded: %d", r);
+    MPI_Cart_shift(cart, 0, 1, &src, &dst);
+    CHECK(src == (mr >= 2 ? mr - 2 : MPI_PROC_NULL) && dst == (mr < 2 ? mr + 2 : MPI_PROC_NULL),
+          "shift along 0: %d -> %d", src, dst);
+    MPI_Cart_shift(cart, 1, 1, &src, &dst);
+    int other = (mr / 2) * 2 + (mr % 2 + 1) % 2, got = -1;
+    CHECK(src == other && dst == other, "shift along 1: %d -> %d", src, dst);
+    MPI_Sendrecv(&mr, 1, MPI_INT, dst, 21, &got, 1, MPI_INT, src, 21, cart, MPI_STATUS_IGNORE);
+    CHECK(got == other, "ring along 1: got %d from %d", got, src);
+
+    int keep_row[2] = {0, 1}, keep_col[2] = {1, 0}, sum = -1;
+    MPI_Cart_sub(cart, keep_row, &row);
+    MPI_Comm_size(row, &cs);
+    MPI_Comm_rank(row, &cr);
+    MPI_Allreduce(&mr, &sum, 1, MPI_INT, MPI_SUM, row);
+    MPI_Topo_test(row, &t);
+    MPI_Cartdim_get(row, &nd);
+    CHECK(cs == 2 && cr == mr % 2 && sum == (mr / 2) * 4 + 1 && t == MPI_CART && nd == 1,
+          "row: rank %d of %d, sum %d, topo %d, %d dims", cr, cs, sum, t, nd);
+    MPI_Cart_sub(cart, keep_col, &col);
+    MPI_Comm_size(col, &cs);
+    MPI_Comm_rank(col, &cr);
+    MPI_Allreduce(&mr, &sum, 1, MPI_INT, MPI_SUM, col);
+    MPI_Cart_coords(col, cr, 1, at);
+    CHECK(cs == 2 && cr == mr / 2 && sum == 2 * (mr % 2) + 2 && at[0] == mr / 2,
+          "column: rank %d of %d, sum %d, coords (%d)", cr, cs, sum, at[0]);
+    MPI_Comm_free(&row);
+    MPI_Comm_free(&col);
+
+    MPI_Comm_dup(cart, &dup);
+    MPI_Topo_test(dup, &t);
+    MPI_Cart_get(dup, 2, gd, gp, gc);
+    CHECK(t == MPI_CART && gd[0] == 2 && gp[1] == 1 && gc[0] == mr / 2, "dup of the grid: topo %d",
+          t);
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&cart);
+done:
+    if (rank == 0)
+        printf("CARTESIAN grids: ok\n");
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, rsize, mr = -1, n = -1, flag = 1, cmp = -1;
@@ -1243,6 +1337,7 @@ int main(int argc, char **argv)
     intercomm_create_over(m, mr, n, first, rsize);
     groups_of_both(m, inter, mr, n, first, rsize);
     nonblocking_collectives(m, mr, n, "merged");
+    cartesian(m, mr, n);
 
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);

@@ -1,0 +1,600 @@
+//! Cartesian topologies on merged communicators (`MPI_Cart_create`,
+//! `MPI_Cart_sub` and the queries on what they make), so that a program
+//! whose `MPI_COMM_WORLD` spans two jobs (or that merged an
+//! intercommunicator) lays its grid over both, as ocean and atmosphere
+//! models do.
+//!
+//! The grid is the communicator's ranks in row-major order: `reorder` is
+//! ignored, which MPI allows (the ranks keep their order). A grid made of
+//! both jobs' ranks is a merged communicator (the split of the old one's
+//! first `nnodes` ranks) that carries its dimensions and periods as an
+//! attribute under a keyval of ours, so that `MPI_Comm_dup` copies them
+//! and `MPI_Comm_free` drops them as MPI does a topology; the queries
+//! (`MPI_Cart_coords`, `_rank`, `_shift`, `_get`, `MPI_Cartdim_get`,
+//! `MPI_Topo_test`) are arithmetic on it. A grid, or a `MPI_Cart_sub`
+//! slice of one, whose ranks all live in one job is that job's own
+//! Cartesian communicator (`PMPI_Cart_create` on the native split, at
+//! full native speed, its queries the MPI's own). Graph and distributed
+//! graph topologies stay refused.
+
+use std::ffi::{c_int, c_void};
+use std::sync::OnceLock;
+
+use mpi::ffi;
+
+use super::split::comm_split;
+use crate::errors;
+use crate::mpi_glue::{comm_null, proc_null, MPI_Comm};
+use crate::state::{self, MergedComm};
+
+/// A Cartesian grid: its extent and periodicity in each dimension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Cart {
+    dims: Vec<c_int>,
+    periods: Vec<bool>,
+}
+
+impl Cart {
+    /// The number of processes the grid holds, or None past an `int`.
+    fn nnodes(dims: &[c_int]) -> Option<c_int> {
+        dims.iter().try_fold(1 as c_int, |n, &d| n.checked_mul(d))
+    }
+
+    fn size(&self) -> c_int {
+        Self::nnodes(&self.dims).unwrap_or(c_int::MAX)
+    }
+
+    /// The coordinates of `rank` (row-major: the last dimension varies fastest).
+    fn coords(&self, rank: c_int) -> Vec<c_int> {
+        let mut left = rank;
+        let mut out = vec![0; self.dims.len()];
+        for (c, &d) in out.iter_mut().zip(&self.dims).rev() {
+            *c = left % d;
+            left /= d;
+        }
+        out
+    }
+
+    /// The rank at `coords`; a coordinate outside a periodic dimension
+    /// wraps, outside another one gives None.
+    fn rank(&self, coords: &[c_int]) -> Option<c_int> {
+        let mut r: c_int = 0;
+        for ((&c, &d), &p) in coords.iter().zip(&self.dims).zip(&self.periods) {
+            let c = if p {
+                c.rem_euclid(d)
+            } else if (0..d).contains(&c) {
+                c
+            } else {
+                return None;
+            };
+            r = r * d + c;
+        }
+        Some(r)
+    }
+
+    /// `MPI_Cart_shift`'s (source, dest) of `rank` along `direction` by `disp`.
+    fn shift(&self, rank: c_int, direction: usize, disp: c_int) -> (c_int, c_int) {
+        let at = |by: c_int| {
+            let mut c = self.coords(rank);
+            if let Some(x) = c.get_mut(direction) {
+                *x = x.saturating_add(by);
+            }
+            self.rank(&c).unwrap_or_else(proc_null)
+        };
+        (at(disp.saturating_neg()), at(disp))
+    }
+}
+
+/// The keyval under which a merged grid keeps its `Cart` (a `Box` as the
+/// attribute's value), created at the first grid; None if MPI refused it.
+fn keyval() -> Option<c_int> {
+    static KEYVAL: OnceLock<Option<c_int>> = OnceLock::new();
+    *KEYVAL.get_or_init(|| {
+        let mut k: c_int = 0;
+        // SAFETY: MPI is initialized (we are inside an MPI call on a live
+        // communicator); the callbacks match MPI's copy and delete
+        // signatures; `k` is a valid out-pointer.
+        let rc = unsafe {
+            ffi::PMPI_Comm_create_keyval(
+                Some(copy_cart),
+                Some(delete_cart),
+                &mut k,
+                std::ptr::null_mut(),
+            )
+        };
+        (rc == 0).then_some(k)
+    })
+}
+
+/// MPI's copy callback: a duplicate communicator gets its own copy of the grid.
+unsafe extern "C" fn copy_cart(
+    _old: MPI_Comm,
+    _keyval: c_int,
+    _extra: *mut c_void,
+    value_in: *mut c_void,
+    value_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    // SAFETY: `value_in` is a `Box<Cart>` we stored (set_cart); MPI hands
+    // the attribute back unchanged and keeps it alive during the copy.
+    let copy = Box::new(unsafe { &*(value_in as *const Cart) }.clone());
+    // SAFETY: MPI's out-pointers for the new value and the flag.
+    unsafe {
+        *(value_out as *mut *mut c_void) = Box::into_raw(copy) as *mut c_void;
+        *flag = 1;
+    }
+    0
+}
+
+/// MPI's delete callback: the communicator (or the attribute) is gone.
+unsafe extern "C" fn delete_cart(
+    _comm: MPI_Comm,
+    _keyval: c_int,
+    value: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    // SAFETY: `value` is a `Box<Cart>` we stored and MPI deletes it once.
+    drop(unsafe { Box::from_raw(value as *mut Cart) });
+    0
+}
+
+fn set_cart(comm: MPI_Comm, cart: Cart) -> Result<(), c_int> {
+    let k = keyval().ok_or(ffi::MPI_ERR_OTHER as c_int)?;
+    let value = Box::into_raw(Box::new(cart));
+    // SAFETY: a live communicator of ours and our keyval; MPI keeps the
+    // pointer until delete_cart.
+    let rc = unsafe { ffi::PMPI_Comm_set_attr(comm, k, value as *mut c_void) };
+    if rc != 0 {
+        // SAFETY: MPI did not take it.
+        drop(unsafe { Box::from_raw(value) });
+        return Err(rc);
+    }
+    Ok(())
+}
+
+/// The grid of `comm`, if it is a merged grid.
+fn cart_of(comm: MPI_Comm) -> Option<Cart> {
+    let k = keyval()?;
+    let mut value: *mut c_void = std::ptr::null_mut();
+    let mut flag: c_int = 0;
+    // SAFETY: a live communicator (the caller's argument), our keyval,
+    // valid out-pointers.
+    let rc = unsafe {
+        ffi::PMPI_Comm_get_attr(
+            comm,
+            k,
+            &mut value as *mut *mut c_void as *mut c_void,
+            &mut flag,
+        )
+    };
+    if rc != 0 || flag == 0 || value.is_null() {
+        return None;
+    }
+    // SAFETY: the attribute is a `Box<Cart>` of ours, alive while `comm` is.
+    Some(unsafe { &*(value as *const Cart) }.clone())
+}
+
+/// `comm`'s grid, or MPI_ERR_TOPOLOGY raised on it.
+fn grid(comm: MPI_Comm) -> Result<Cart, c_int> {
+    cart_of(comm).ok_or_else(|| errors::raise(comm, ffi::MPI_ERR_TOPOLOGY as c_int))
+}
+
+/// `n` ints at `p` (MPI's array arguments), or MPI_ERR_ARG raised on `comm`.
+///
+/// # Safety
+/// A non-null `p` addresses `n` ints.
+unsafe fn ints(comm: MPI_Comm, p: *const c_int, n: c_int) -> Result<Vec<c_int>, c_int> {
+    match usize::try_from(n) {
+        Ok(0) => Ok(Vec::new()),
+        Ok(_) if p.is_null() => Err(errors::raise(comm, ffi::MPI_ERR_ARG as c_int)),
+        // SAFETY: the caller's contract.
+        Ok(n) => Ok(unsafe { std::slice::from_raw_parts(p, n) }.to_vec()),
+        Err(_) => Err(errors::raise(comm, ffi::MPI_ERR_DIMS as c_int)),
+    }
+}
+
+/// The grid `ndims`, `dims`, `periods` describe, checked against a
+/// communicator of `size` ranks: MPI_ERR_DIMS for a negative count or
+/// extent, MPI_ERR_ARG for a grid larger than the communicator.
+///
+/// # Safety
+/// As `MPI_Cart_create`'s arrays.
+unsafe fn described(
+    comm: MPI_Comm,
+    size: u32,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+) -> Result<Cart, c_int> {
+    // SAFETY: the caller's contract.
+    let (d, p) = unsafe { (ints(comm, dims, ndims)?, ints(comm, periods, ndims)?) };
+    if d.iter().any(|&x| x <= 0) {
+        return Err(errors::raise(comm, ffi::MPI_ERR_DIMS as c_int));
+    }
+    match Cart::nnodes(&d) {
+        Some(n) if i64::from(n) <= i64::from(size) => Ok(Cart {
+            dims: d,
+            periods: p.iter().map(|&x| x != 0).collect(),
+        }),
+        _ => Err(errors::raise(comm, ffi::MPI_ERR_ARG as c_int)),
+    }
+}
+
+/// The ranks of `comm` with `color` (MPI_UNDEFINED: none) as a grid
+/// `cart`, in `comm`'s order: a merged communicator carrying the grid, or,
+/// when they are all of one job, that job's own Cartesian communicator.
+fn make(mc: &MergedComm, comm: MPI_Comm, color: c_int, cart: Cart) -> Result<MPI_Comm, c_int> {
+    let mut out = comm_null();
+    // SAFETY: the program's communicator; `out` is ours.
+    let rc = unsafe { comm_split(mc, comm, color, mc.rank() as c_int, &mut out) };
+    if rc != 0 || out == comm_null() {
+        return if rc != 0 { Err(rc) } else { Ok(out) };
+    }
+    if state::merged_comm(out).is_some() {
+        if let Err(rc) = set_cart(out, cart) {
+            crate::merged::forget(out);
+            crate::merged::free_native(out);
+            return Err(errors::raise(comm, rc));
+        }
+        return Ok(out);
+    }
+    // One job's ranks: its MPI's own grid over them.
+    let periods: Vec<c_int> = cart.periods.iter().map(|&p| c_int::from(p)).collect();
+    let mut grid = comm_null();
+    // SAFETY: `out` is a native communicator of ours; the arrays hold
+    // `dims.len()` ints each.
+    let rc = unsafe {
+        ffi::PMPI_Cart_create(
+            out,
+            cart.dims.len() as c_int,
+            cart.dims.as_ptr(),
+            periods.as_ptr(),
+            0,
+            &mut grid,
+        )
+    };
+    // SAFETY: our split, never handed out.
+    unsafe { ffi::PMPI_Comm_free(&mut out) };
+    if rc != 0 {
+        return Err(errors::raise(comm, rc));
+    }
+    Ok(grid)
+}
+
+/// `MPI_Cart_create` on a merged communicator: its first `nnodes` ranks,
+/// in order (`reorder` ignored); the others get `MPI_COMM_NULL`.
+///
+/// # Safety
+/// As `MPI_Cart_create`.
+pub(crate) unsafe fn cart_create(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    _reorder: c_int,
+    comm_cart: *mut MPI_Comm,
+) -> c_int {
+    if comm_cart.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    // SAFETY: the program's arrays (MPI_Cart_create's contract).
+    let cart = match unsafe { described(comm, mc.size(), ndims, dims, periods) } {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    let color = if (mc.rank() as c_int) < cart.size() {
+        0
+    } else {
+        ffi::MPI_UNDEFINED as c_int
+    };
+    match make(mc, comm, color, cart) {
+        Ok(c) => {
+            // SAFETY: the program's out-pointer, checked non-null.
+            unsafe { *comm_cart = c };
+            0
+        }
+        Err(rc) => rc,
+    }
+}
+
+/// `MPI_Cart_sub` on a merged grid: one grid per slice of the dimensions
+/// `remain_dims` drops, each in the parent's order.
+///
+/// # Safety
+/// As `MPI_Cart_sub`.
+pub(crate) unsafe fn cart_sub(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    remain_dims: *const c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    let cart = match grid(comm) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    if newcomm.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    // SAFETY: one flag per dimension (MPI_Cart_sub's contract).
+    let remain = match unsafe { ints(comm, remain_dims, cart.dims.len() as c_int) } {
+        Ok(r) => r,
+        Err(rc) => return rc,
+    };
+    let coords = cart.coords(mc.rank() as c_int);
+    let (mut color, mut sub) = (
+        0 as c_int,
+        Cart {
+            dims: Vec::new(),
+            periods: Vec::new(),
+        },
+    );
+    for (((&keep, &d), &p), &c) in remain
+        .iter()
+        .zip(&cart.dims)
+        .zip(&cart.periods)
+        .zip(&coords)
+    {
+        if keep != 0 {
+            sub.dims.push(d);
+            sub.periods.push(p);
+        } else {
+            color = color * d + c;
+        }
+    }
+    match make(mc, comm, color, sub) {
+        Ok(c) => {
+            // SAFETY: the program's out-pointer, checked non-null.
+            unsafe { *newcomm = c };
+            0
+        }
+        Err(rc) => rc,
+    }
+}
+
+/// `MPI_Topo_test`: `MPI_CART` on a merged grid, else `MPI_UNDEFINED`
+/// (a merged communicator has no other topology).
+///
+/// # Safety
+/// As `MPI_Topo_test`.
+pub(crate) unsafe fn topo_test(_mc: &MergedComm, comm: MPI_Comm, status: *mut c_int) -> c_int {
+    if status.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    let t = if cart_of(comm).is_some() {
+        // SAFETY: reading an immutable constant exported by rsmpi's C shim.
+        unsafe { ffi::RSMPI_CART }
+    } else {
+        ffi::MPI_UNDEFINED as c_int
+    };
+    // SAFETY: the program's out-pointer, checked non-null.
+    unsafe { *status = t };
+    0
+}
+
+/// `MPI_Cartdim_get` on a merged grid.
+///
+/// # Safety
+/// As `MPI_Cartdim_get`.
+pub(crate) unsafe fn cartdim_get(_mc: &MergedComm, comm: MPI_Comm, ndims: *mut c_int) -> c_int {
+    let cart = match grid(comm) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    if ndims.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    // SAFETY: the program's out-pointer, checked non-null.
+    unsafe { *ndims = cart.dims.len() as c_int };
+    0
+}
+
+/// `MPI_Cart_get` on a merged grid.
+///
+/// # Safety
+/// As `MPI_Cart_get`: each array holds `maxdims` ints.
+pub(crate) unsafe fn cart_get(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    maxdims: c_int,
+    dims: *mut c_int,
+    periods: *mut c_int,
+    coords: *mut c_int,
+) -> c_int {
+    let cart = match grid(comm) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    let n = cart.dims.len();
+    if n == 0 {
+        return 0;
+    }
+    if usize::try_from(maxdims).map_or(true, |m| m < n)
+        || dims.is_null()
+        || periods.is_null()
+        || coords.is_null()
+    {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    let mine = cart.coords(mc.rank() as c_int);
+    for (i, ((&d, &p), c)) in cart.dims.iter().zip(&cart.periods).zip(mine).enumerate() {
+        // SAFETY: each array holds maxdims >= n ints (the call's contract).
+        unsafe {
+            *dims.add(i) = d;
+            *periods.add(i) = c_int::from(p);
+            *coords.add(i) = c;
+        }
+    }
+    0
+}
+
+/// `MPI_Cart_rank` on a merged grid.
+///
+/// # Safety
+/// As `MPI_Cart_rank`: `coords` holds one int per dimension.
+pub(crate) unsafe fn cart_rank(
+    _mc: &MergedComm,
+    comm: MPI_Comm,
+    coords: *const c_int,
+    rank: *mut c_int,
+) -> c_int {
+    let cart = match grid(comm) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    // SAFETY: one int per dimension (the call's contract).
+    let c = match unsafe { ints(comm, coords, cart.dims.len() as c_int) } {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    match (cart.rank(&c), rank.is_null()) {
+        (Some(r), false) => {
+            // SAFETY: the program's out-pointer, checked non-null.
+            unsafe { *rank = r };
+            0
+        }
+        // A coordinate outside a non-periodic dimension.
+        _ => errors::raise(comm, ffi::MPI_ERR_ARG as c_int),
+    }
+}
+
+/// `MPI_Cart_coords` on a merged grid.
+///
+/// # Safety
+/// As `MPI_Cart_coords`: `coords` holds `maxdims` ints.
+pub(crate) unsafe fn cart_coords(
+    _mc: &MergedComm,
+    comm: MPI_Comm,
+    rank: c_int,
+    maxdims: c_int,
+    coords: *mut c_int,
+) -> c_int {
+    let cart = match grid(comm) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    if !(0..cart.size()).contains(&rank) {
+        return errors::raise(comm, ffi::MPI_ERR_RANK as c_int);
+    }
+    let n = cart.dims.len();
+    if n == 0 {
+        return 0;
+    }
+    if usize::try_from(maxdims).map_or(true, |m| m < n) || coords.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    for (i, c) in cart.coords(rank).into_iter().enumerate() {
+        // SAFETY: `coords` holds maxdims >= n ints (the call's contract).
+        unsafe { *coords.add(i) = c };
+    }
+    0
+}
+
+/// `MPI_Cart_shift` on a merged grid: `MPI_PROC_NULL` past the edge of a
+/// non-periodic dimension.
+///
+/// # Safety
+/// As `MPI_Cart_shift`.
+pub(crate) unsafe fn cart_shift(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    direction: c_int,
+    disp: c_int,
+    rank_source: *mut c_int,
+    rank_dest: *mut c_int,
+) -> c_int {
+    let cart = match grid(comm) {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    let Some(d) = usize::try_from(direction)
+        .ok()
+        .filter(|&d| d < cart.dims.len())
+    else {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    };
+    if rank_source.is_null() || rank_dest.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    let (source, dest) = cart.shift(mc.rank() as c_int, d, disp);
+    // SAFETY: the program's out-pointers, checked non-null.
+    unsafe {
+        *rank_source = source;
+        *rank_dest = dest;
+    }
+    0
+}
+
+/// `MPI_Cart_map` on a merged communicator: the rank each process would
+/// have in `MPI_Cart_create`'s grid (its own, or `MPI_UNDEFINED` past the
+/// grid), as ranks keep their order here.
+///
+/// # Safety
+/// As `MPI_Cart_map`.
+pub(crate) unsafe fn cart_map(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    // SAFETY: the program's arrays (MPI_Cart_map's contract).
+    let cart = match unsafe { described(comm, mc.size(), ndims, dims, periods) } {
+        Ok(c) => c,
+        Err(rc) => return rc,
+    };
+    if newrank.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    let me = mc.rank() as c_int;
+    // SAFETY: the program's out-pointer, checked non-null.
+    unsafe {
+        *newrank = if me < cart.size() {
+            me
+        } else {
+            ffi::MPI_UNDEFINED as c_int
+        }
+    };
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cart;
+
+    fn grid(dims: &[i32], periods: &[bool]) -> Cart {
+        Cart {
+            dims: dims.to_vec(),
+            periods: periods.to_vec(),
+        }
+    }
+
+    #[test]
+    fn ranks_and_coordinates_are_row_major_and_inverse() {
+        let g = grid(&[2, 3, 4], &[false, true, false]);
+        assert_eq!(g.size(), 24);
+        assert_eq!(g.coords(0), vec![0, 0, 0]);
+        assert_eq!(g.coords(5), vec![0, 1, 1]);
+        assert_eq!(g.coords(23), vec![1, 2, 3]);
+        for r in 0..24 {
+            assert_eq!(g.rank(&g.coords(r)), Some(r));
+        }
+        // A periodic dimension wraps, the others do not.
+        assert_eq!(g.rank(&[0, -1, 0]), Some(8));
+        assert_eq!(g.rank(&[0, 3, 0]), Some(0));
+        assert_eq!(g.rank(&[2, 0, 0]), None);
+        assert_eq!(g.rank(&[0, 0, -1]), None);
+    }
+
+    #[test]
+    fn a_shift_wraps_where_periodic_and_falls_off_elsewhere() {
+        let null = crate::mpi_glue::proc_null;
+        let g = grid(&[3, 2], &[false, true]);
+        // Rank 2 is (1, 0).
+        assert_eq!(g.shift(2, 0, 1), (0, 4));
+        assert_eq!(g.shift(2, 0, 2), (null(), null()));
+        assert_eq!(g.shift(2, 1, 1), (3, 3));
+        assert_eq!(g.shift(0, 0, -1), (2, null()));
+    }
+}
