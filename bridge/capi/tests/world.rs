@@ -700,16 +700,21 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     // MPICH's Cartesian topology tests on the world (merged/topo.rs): grids
     // of the world's ranks in row-major order, their queries, shifts and
     // MPI_Cart_sub slices (in one part: that MPI's own grid; across both: a
-    // merged one), MPI_Cart_map, zero-dimensional grids. Left out of
-    // topo/testlist: topodup, graphcr, graphcr2, graphmap1, distgraph1,
-    // dgraph_unwgt (graph topologies, refused on a merged communicator);
-    // dims0-5 (MPI_Dims_create: local, no communicator).
+    // merged one), MPI_Cart_map, zero-dimensional grids; graphs
+    // (MPI_Graph_create, _map, their queries, duplicates keeping them).
+    // Left out of topo/testlist: distgraph1, dgraph_unwgt (distributed
+    // graphs, refused on a merged communicator); dims0-5 (MPI_Dims_create:
+    // local, no communicator).
     ("topo/cartmap1.c", 4),
     ("topo/cartzero.c", 4),
     ("topo/cartshift1.c", 4),
     ("topo/cartsuball.c", 4),
     ("topo/cartcreates.c", 4),
     ("topo/topotest.c", 4),
+    ("topo/graphcr.c", 4),
+    ("topo/graphcr2.c", 4),
+    ("topo/graphmap1.c", 4),
+    ("topo/topodup.c", 4),
     // Left out of coll/testlist, and why:
     // - allred3 (4), exscan (10), gather (4): already above as merged/
     //   (the shared suite's copies, the same files).

@@ -10,7 +10,8 @@
 //! `anysource`'s queue of `MPI_ANY_SOURCE` receives; `mprobe`, the matched probes), the nonblocking collectives (`nonblocking`, as schedules of
 //! `crate::nbc`), the splits (`split`:
 //! one job's native communicators, or new merged ones), the
-//! communicators made from groups (`create`) and Cartesian grids (`topo`). build.rs generates the dispatch: on a
+//! communicators made from groups (`create`) and the Cartesian and graph
+//! topologies (`topo`). build.rs generates the dispatch: on a
 //! merged communicator a `+merged` call reaches its body here, any other
 //! call taking a communicator is refused with the merged communicator's
 //! own message (`errors::refuse_merged`).
@@ -82,6 +83,7 @@ pub(crate) use pt2pt::{
 pub(crate) use split::comm_split;
 pub(crate) use topo::{
     cart_coords, cart_create, cart_get, cart_map, cart_rank, cart_shift, cart_sub, cartdim_get,
+    graph_create, graph_get, graph_map, graph_neighbors, graph_neighbors_count, graphdims_get,
     topo_test,
 };
 pub(crate) use vcoll::{allgatherv, alltoallv, alltoallw, gatherv, scatterv, to_self, Derived};

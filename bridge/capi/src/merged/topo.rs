@@ -1,5 +1,6 @@
-//! Cartesian topologies on merged communicators (`MPI_Cart_create`,
-//! `MPI_Cart_sub` and the queries on what they make), so that a program
+//! Cartesian and graph topologies on merged communicators
+//! (`MPI_Cart_create`, `MPI_Cart_sub`, `MPI_Graph_create` and the queries
+//! on what they make), so that a program
 //! whose `MPI_COMM_WORLD` spans two jobs (or that merged an
 //! intercommunicator) lays its grid over both, as ocean and atmosphere
 //! models do.
@@ -14,8 +15,10 @@
 //! `MPI_Topo_test`) are arithmetic on it. A grid, or a `MPI_Cart_sub`
 //! slice of one, whose ranks all live in one job is that job's own
 //! Cartesian communicator (`PMPI_Cart_create` on the native split, at
-//! full native speed, its queries the MPI's own). Graph and distributed
-//! graph topologies stay refused.
+//! full native speed, its queries the MPI's own). Graph topologies
+//! (`MPI_Graph_create`, its queries and `MPI_Graph_map`) are kept and
+//! made the same way. Distributed graphs (and so the neighborhood
+//! collectives) stay refused.
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -85,8 +88,41 @@ impl Cart {
     }
 }
 
-/// The keyval under which a merged grid keeps its `Cart` (a `Box` as the
-/// attribute's value), created at the first grid; None if MPI refused it.
+/// A graph topology as `MPI_Graph_create` gives it: `index[i]` is the
+/// number of edges of nodes 0..=i, `edges` their neighbours in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Graph {
+    index: Vec<c_int>,
+    edges: Vec<c_int>,
+}
+
+impl Graph {
+    fn nnodes(&self) -> c_int {
+        self.index.len() as c_int
+    }
+
+    /// The neighbours of `rank` (a node of the graph).
+    fn neighbors(&self, rank: usize) -> &[c_int] {
+        let from = match rank.checked_sub(1) {
+            Some(r) => self.index.get(r).copied().unwrap_or(0),
+            None => 0,
+        };
+        let to = self.index.get(rank).copied().unwrap_or(from);
+        let (from, to) = (from.max(0) as usize, to.max(0) as usize);
+        self.edges.get(from..to).unwrap_or(&[])
+    }
+}
+
+/// What a merged communicator made by the topology calls carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Topology {
+    Cart(Cart),
+    Graph(Graph),
+}
+
+/// The keyval under which a merged communicator keeps its `Topology` (a
+/// `Box` as the attribute's value), created at the first one; None if MPI
+/// refused it.
 fn keyval() -> Option<c_int> {
     static KEYVAL: OnceLock<Option<c_int>> = OnceLock::new();
     *KEYVAL.get_or_init(|| {
@@ -96,8 +132,8 @@ fn keyval() -> Option<c_int> {
         // signatures; `k` is a valid out-pointer.
         let rc = unsafe {
             ffi::PMPI_Comm_create_keyval(
-                Some(copy_cart),
-                Some(delete_cart),
+                Some(copy_topology),
+                Some(delete_topology),
                 &mut k,
                 std::ptr::null_mut(),
             )
@@ -106,8 +142,9 @@ fn keyval() -> Option<c_int> {
     })
 }
 
-/// MPI's copy callback: a duplicate communicator gets its own copy of the grid.
-unsafe extern "C" fn copy_cart(
+/// MPI's copy callback: a duplicate communicator gets its own copy of the
+/// topology.
+unsafe extern "C" fn copy_topology(
     _old: MPI_Comm,
     _keyval: c_int,
     _extra: *mut c_void,
@@ -115,9 +152,9 @@ unsafe extern "C" fn copy_cart(
     value_out: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
-    // SAFETY: `value_in` is a `Box<Cart>` we stored (set_cart); MPI hands
-    // the attribute back unchanged and keeps it alive during the copy.
-    let copy = Box::new(unsafe { &*(value_in as *const Cart) }.clone());
+    // SAFETY: `value_in` is a `Box<Topology>` we stored (set_topology); MPI
+    // hands the attribute back unchanged and keeps it alive during the copy.
+    let copy = Box::new(unsafe { &*(value_in as *const Topology) }.clone());
     // SAFETY: MPI's out-pointers for the new value and the flag.
     unsafe {
         *(value_out as *mut *mut c_void) = Box::into_raw(copy) as *mut c_void;
@@ -127,22 +164,22 @@ unsafe extern "C" fn copy_cart(
 }
 
 /// MPI's delete callback: the communicator (or the attribute) is gone.
-unsafe extern "C" fn delete_cart(
+unsafe extern "C" fn delete_topology(
     _comm: MPI_Comm,
     _keyval: c_int,
     value: *mut c_void,
     _extra: *mut c_void,
 ) -> c_int {
-    // SAFETY: `value` is a `Box<Cart>` we stored and MPI deletes it once.
-    drop(unsafe { Box::from_raw(value as *mut Cart) });
+    // SAFETY: `value` is a `Box<Topology>` we stored and MPI deletes it once.
+    drop(unsafe { Box::from_raw(value as *mut Topology) });
     0
 }
 
-fn set_cart(comm: MPI_Comm, cart: Cart) -> Result<(), c_int> {
+fn set_topology(comm: MPI_Comm, topology: Topology) -> Result<(), c_int> {
     let k = keyval().ok_or(ffi::MPI_ERR_OTHER as c_int)?;
-    let value = Box::into_raw(Box::new(cart));
+    let value = Box::into_raw(Box::new(topology));
     // SAFETY: a live communicator of ours and our keyval; MPI keeps the
-    // pointer until delete_cart.
+    // pointer until delete_topology.
     let rc = unsafe { ffi::PMPI_Comm_set_attr(comm, k, value as *mut c_void) };
     if rc != 0 {
         // SAFETY: MPI did not take it.
@@ -152,8 +189,8 @@ fn set_cart(comm: MPI_Comm, cart: Cart) -> Result<(), c_int> {
     Ok(())
 }
 
-/// The grid of `comm`, if it is a merged grid.
-fn cart_of(comm: MPI_Comm) -> Option<Cart> {
+/// The topology of `comm`, if it is a merged communicator that has one.
+fn topology_of(comm: MPI_Comm) -> Option<Topology> {
     let k = keyval()?;
     let mut value: *mut c_void = std::ptr::null_mut();
     let mut flag: c_int = 0;
@@ -170,13 +207,25 @@ fn cart_of(comm: MPI_Comm) -> Option<Cart> {
     if rc != 0 || flag == 0 || value.is_null() {
         return None;
     }
-    // SAFETY: the attribute is a `Box<Cart>` of ours, alive while `comm` is.
-    Some(unsafe { &*(value as *const Cart) }.clone())
+    // SAFETY: the attribute is a `Box<Topology>` of ours, alive while
+    // `comm` is.
+    Some(unsafe { &*(value as *const Topology) }.clone())
 }
 
 /// `comm`'s grid, or MPI_ERR_TOPOLOGY raised on it.
 fn grid(comm: MPI_Comm) -> Result<Cart, c_int> {
-    cart_of(comm).ok_or_else(|| errors::raise(comm, ffi::MPI_ERR_TOPOLOGY as c_int))
+    match topology_of(comm) {
+        Some(Topology::Cart(c)) => Ok(c),
+        _ => Err(errors::raise(comm, ffi::MPI_ERR_TOPOLOGY as c_int)),
+    }
+}
+
+/// `comm`'s graph, or MPI_ERR_TOPOLOGY raised on it.
+fn graph(comm: MPI_Comm) -> Result<Graph, c_int> {
+    match topology_of(comm) {
+        Some(Topology::Graph(g)) => Ok(g),
+        _ => Err(errors::raise(comm, ffi::MPI_ERR_TOPOLOGY as c_int)),
+    }
 }
 
 /// `n` ints at `p` (MPI's array arguments), or MPI_ERR_ARG raised on `comm`.
@@ -220,10 +269,16 @@ unsafe fn described(
     }
 }
 
-/// The ranks of `comm` with `color` (MPI_UNDEFINED: none) as a grid
-/// `cart`, in `comm`'s order: a merged communicator carrying the grid, or,
-/// when they are all of one job, that job's own Cartesian communicator.
-fn make(mc: &MergedComm, comm: MPI_Comm, color: c_int, cart: Cart) -> Result<MPI_Comm, c_int> {
+/// The ranks of `comm` with `color` (MPI_UNDEFINED: none) with the
+/// topology `topology`, in `comm`'s order: a merged communicator carrying
+/// it, or, when they are all of one job, that job's own communicator with
+/// that topology.
+fn make(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    color: c_int,
+    topology: Topology,
+) -> Result<MPI_Comm, c_int> {
     let mut out = comm_null();
     // SAFETY: the program's communicator; `out` is ours.
     let rc = unsafe { comm_split(mc, comm, color, mc.rank() as c_int, &mut out) };
@@ -231,34 +286,49 @@ fn make(mc: &MergedComm, comm: MPI_Comm, color: c_int, cart: Cart) -> Result<MPI
         return if rc != 0 { Err(rc) } else { Ok(out) };
     }
     if state::merged_comm(out).is_some() {
-        if let Err(rc) = set_cart(out, cart) {
+        if let Err(rc) = set_topology(out, topology) {
             crate::merged::forget(out);
             crate::merged::free_native(out);
             return Err(errors::raise(comm, rc));
         }
         return Ok(out);
     }
-    // One job's ranks: its MPI's own grid over them.
-    let periods: Vec<c_int> = cart.periods.iter().map(|&p| c_int::from(p)).collect();
-    let mut grid = comm_null();
-    // SAFETY: `out` is a native communicator of ours; the arrays hold
-    // `dims.len()` ints each.
-    let rc = unsafe {
-        ffi::PMPI_Cart_create(
-            out,
-            cart.dims.len() as c_int,
-            cart.dims.as_ptr(),
-            periods.as_ptr(),
-            0,
-            &mut grid,
-        )
+    // One job's ranks: its MPI's own topology over them.
+    let mut made = comm_null();
+    let rc = match &topology {
+        Topology::Cart(cart) => {
+            let periods: Vec<c_int> = cart.periods.iter().map(|&p| c_int::from(p)).collect();
+            // SAFETY: `out` is a native communicator of ours; the arrays
+            // hold `dims.len()` ints each.
+            unsafe {
+                ffi::PMPI_Cart_create(
+                    out,
+                    cart.dims.len() as c_int,
+                    cart.dims.as_ptr(),
+                    periods.as_ptr(),
+                    0,
+                    &mut made,
+                )
+            }
+        }
+        // SAFETY: as above; `index` holds nnodes ints, `edges` its last.
+        Topology::Graph(g) => unsafe {
+            ffi::PMPI_Graph_create(
+                out,
+                g.nnodes(),
+                g.index.as_ptr(),
+                g.edges.as_ptr(),
+                0,
+                &mut made,
+            )
+        },
     };
     // SAFETY: our split, never handed out.
     unsafe { ffi::PMPI_Comm_free(&mut out) };
     if rc != 0 {
         return Err(errors::raise(comm, rc));
     }
-    Ok(grid)
+    Ok(made)
 }
 
 /// `MPI_Cart_create` on a merged communicator: its first `nnodes` ranks,
@@ -288,7 +358,7 @@ pub(crate) unsafe fn cart_create(
     } else {
         ffi::MPI_UNDEFINED as c_int
     };
-    match make(mc, comm, color, cart) {
+    match make(mc, comm, color, Topology::Cart(cart)) {
         Ok(c) => {
             // SAFETY: the program's out-pointer, checked non-null.
             unsafe { *comm_cart = c };
@@ -342,7 +412,7 @@ pub(crate) unsafe fn cart_sub(
             color = color * d + c;
         }
     }
-    match make(mc, comm, color, sub) {
+    match make(mc, comm, color, Topology::Cart(sub)) {
         Ok(c) => {
             // SAFETY: the program's out-pointer, checked non-null.
             unsafe { *newcomm = c };
@@ -352,8 +422,8 @@ pub(crate) unsafe fn cart_sub(
     }
 }
 
-/// `MPI_Topo_test`: `MPI_CART` on a merged grid, else `MPI_UNDEFINED`
-/// (a merged communicator has no other topology).
+/// `MPI_Topo_test`: `MPI_CART` on a merged grid, `MPI_GRAPH` on a merged
+/// graph, else `MPI_UNDEFINED`.
 ///
 /// # Safety
 /// As `MPI_Topo_test`.
@@ -361,11 +431,12 @@ pub(crate) unsafe fn topo_test(_mc: &MergedComm, comm: MPI_Comm, status: *mut c_
     if status.is_null() {
         return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
     }
-    let t = if cart_of(comm).is_some() {
+    let t = match topology_of(comm) {
         // SAFETY: reading an immutable constant exported by rsmpi's C shim.
-        unsafe { ffi::RSMPI_CART }
-    } else {
-        ffi::MPI_UNDEFINED as c_int
+        Some(Topology::Cart(_)) => unsafe { ffi::RSMPI_CART },
+        // SAFETY: as above.
+        Some(Topology::Graph(_)) => unsafe { ffi::RSMPI_GRAPH },
+        None => ffi::MPI_UNDEFINED as c_int,
     };
     // SAFETY: the program's out-pointer, checked non-null.
     unsafe { *status = t };
@@ -559,6 +630,225 @@ pub(crate) unsafe fn cart_map(
     0
 }
 
+/// The graph `nnodes`, `index`, `edges` describe, checked against a
+/// communicator of `size` ranks: MPI_ERR_ARG for more nodes than ranks, a
+/// negative count, an index that decreases, or an edge to no node.
+///
+/// # Safety
+/// As `MPI_Graph_create`'s arrays.
+unsafe fn described_graph(
+    comm: MPI_Comm,
+    size: u32,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+) -> Result<Graph, c_int> {
+    let arg = || errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    if nnodes < 0 || i64::from(nnodes) > i64::from(size) {
+        return Err(arg());
+    }
+    // SAFETY: the caller's contract: `index` holds nnodes ints.
+    let index = unsafe { ints(comm, index, nnodes)? };
+    let mut last = 0;
+    for &i in &index {
+        if i < last {
+            return Err(arg());
+        }
+        last = i;
+    }
+    // SAFETY: the caller's contract: `edges` holds index[nnodes - 1] ints.
+    let edges = unsafe { ints(comm, edges, last)? };
+    if edges.iter().any(|&e| !(0..nnodes).contains(&e)) {
+        return Err(arg());
+    }
+    Ok(Graph { index, edges })
+}
+
+/// `MPI_Graph_create` on a merged communicator: its first `nnodes` ranks,
+/// in order (`reorder` ignored); the others get `MPI_COMM_NULL`.
+///
+/// # Safety
+/// As `MPI_Graph_create`.
+pub(crate) unsafe fn graph_create(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    _reorder: c_int,
+    comm_graph: *mut MPI_Comm,
+) -> c_int {
+    if comm_graph.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    // SAFETY: the program's arrays (MPI_Graph_create's contract).
+    let g = match unsafe { described_graph(comm, mc.size(), nnodes, index, edges) } {
+        Ok(g) => g,
+        Err(rc) => return rc,
+    };
+    let color = if (mc.rank() as c_int) < g.nnodes() {
+        0
+    } else {
+        ffi::MPI_UNDEFINED as c_int
+    };
+    match make(mc, comm, color, Topology::Graph(g)) {
+        Ok(c) => {
+            // SAFETY: the program's out-pointer, checked non-null.
+            unsafe { *comm_graph = c };
+            0
+        }
+        Err(rc) => rc,
+    }
+}
+
+/// `MPI_Graphdims_get` on a merged graph.
+///
+/// # Safety
+/// As `MPI_Graphdims_get`.
+pub(crate) unsafe fn graphdims_get(
+    _mc: &MergedComm,
+    comm: MPI_Comm,
+    nnodes: *mut c_int,
+    nedges: *mut c_int,
+) -> c_int {
+    let g = match graph(comm) {
+        Ok(g) => g,
+        Err(rc) => return rc,
+    };
+    if nnodes.is_null() || nedges.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    // SAFETY: the program's out-pointers, checked non-null.
+    unsafe {
+        *nnodes = g.nnodes();
+        *nedges = g.edges.len() as c_int;
+    }
+    0
+}
+
+/// Writes as many of `from` as `max` allows (at least 0) to `to`.
+///
+/// # Safety
+/// A non-null `to` has room for `max` ints.
+unsafe fn put_ints(from: &[c_int], max: c_int, to: *mut c_int) {
+    let n = from.len().min(usize::try_from(max).unwrap_or(0));
+    if n == 0 || to.is_null() {
+        return;
+    }
+    // SAFETY: `to` has room for max >= n ints (the caller's contract);
+    // `from` holds n.
+    unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), to, n) };
+}
+
+/// `MPI_Graph_get` on a merged graph (as much of the index and the edges
+/// as `maxindex` and `maxedges` hold).
+///
+/// # Safety
+/// As `MPI_Graph_get`.
+pub(crate) unsafe fn graph_get(
+    _mc: &MergedComm,
+    comm: MPI_Comm,
+    maxindex: c_int,
+    maxedges: c_int,
+    index: *mut c_int,
+    edges: *mut c_int,
+) -> c_int {
+    let g = match graph(comm) {
+        Ok(g) => g,
+        Err(rc) => return rc,
+    };
+    // SAFETY: the program's arrays of maxindex and maxedges ints.
+    unsafe {
+        put_ints(&g.index, maxindex, index);
+        put_ints(&g.edges, maxedges, edges);
+    }
+    0
+}
+
+/// The neighbours of node `rank` of `comm`'s graph, or the error raised.
+fn neighbors_of(comm: MPI_Comm, rank: c_int) -> Result<Vec<c_int>, c_int> {
+    let g = graph(comm)?;
+    match usize::try_from(rank) {
+        Ok(r) if rank < g.nnodes() => Ok(g.neighbors(r).to_vec()),
+        _ => Err(errors::raise(comm, ffi::MPI_ERR_RANK as c_int)),
+    }
+}
+
+/// `MPI_Graph_neighbors_count` on a merged graph.
+///
+/// # Safety
+/// As `MPI_Graph_neighbors_count`.
+pub(crate) unsafe fn graph_neighbors_count(
+    _mc: &MergedComm,
+    comm: MPI_Comm,
+    rank: c_int,
+    nneighbors: *mut c_int,
+) -> c_int {
+    let n = match neighbors_of(comm, rank) {
+        Ok(n) => n,
+        Err(rc) => return rc,
+    };
+    if nneighbors.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    // SAFETY: the program's out-pointer, checked non-null.
+    unsafe { *nneighbors = n.len() as c_int };
+    0
+}
+
+/// `MPI_Graph_neighbors` on a merged graph (as many as `maxneighbors`).
+///
+/// # Safety
+/// As `MPI_Graph_neighbors`.
+pub(crate) unsafe fn graph_neighbors(
+    _mc: &MergedComm,
+    comm: MPI_Comm,
+    rank: c_int,
+    maxneighbors: c_int,
+    neighbors: *mut c_int,
+) -> c_int {
+    let n = match neighbors_of(comm, rank) {
+        Ok(n) => n,
+        Err(rc) => return rc,
+    };
+    // SAFETY: the program's array of maxneighbors ints.
+    unsafe { put_ints(&n, maxneighbors, neighbors) };
+    0
+}
+
+/// `MPI_Graph_map` on a merged communicator: each process's own rank, or
+/// `MPI_UNDEFINED` past the graph's nodes (ranks keep their order here).
+///
+/// # Safety
+/// As `MPI_Graph_map`.
+pub(crate) unsafe fn graph_map(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    // SAFETY: the program's arrays (MPI_Graph_map's contract).
+    let g = match unsafe { described_graph(comm, mc.size(), nnodes, index, edges) } {
+        Ok(g) => g,
+        Err(rc) => return rc,
+    };
+    if newrank.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    let me = mc.rank() as c_int;
+    // SAFETY: the program's out-pointer, checked non-null.
+    unsafe {
+        *newrank = if me < g.nnodes() {
+            me
+        } else {
+            ffi::MPI_UNDEFINED as c_int
+        }
+    };
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::Cart;
@@ -585,6 +875,21 @@ mod tests {
         assert_eq!(g.rank(&[0, 3, 0]), Some(0));
         assert_eq!(g.rank(&[2, 0, 0]), None);
         assert_eq!(g.rank(&[0, 0, -1]), None);
+    }
+
+    #[test]
+    fn a_graphs_neighbours_are_its_index_slices() {
+        // 0 - 1, 0 - 2, 2 - 3 (MPI's example layout).
+        let g = super::Graph {
+            index: vec![2, 3, 5, 6],
+            edges: vec![1, 2, 0, 0, 3, 2],
+        };
+        assert_eq!(g.nnodes(), 4);
+        assert_eq!(g.neighbors(0), &[1, 2]);
+        assert_eq!(g.neighbors(1), &[0]);
+        assert_eq!(g.neighbors(2), &[0, 3]);
+        assert_eq!(g.neighbors(3), &[2]);
+        assert_eq!(g.neighbors(4), &[] as &[i32]);
     }
 
     #[test]

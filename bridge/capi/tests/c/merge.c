@@ -1262,6 +1262,75 @@ done:
     fflush(stdout);
 }
 
+/* Graph topologies over the merged communicator (n = 5): a ring of all
+ * five ranks (a merged graph spanning both jobs), its queries and an
+ * exchange with both neighbours, a duplicate keeping it; a graph of two
+ * nodes (merged ranks 0 and 1, one job's in every order: that MPI's own
+ * graph); MPI_Graph_map; the errors. */
+static void graphs(MPI_Comm m, int mr, int n)
+{
+    int index[5], edges[10], rc, t = -1, k = -1, cls = -1, nn = -1, ne = -1;
+    MPI_Comm g, dup, two;
+    for (int i = 0; i < n; i++) {
+        index[i] = 2 * (i + 1);
+        edges[2 * i] = (i + n - 1) % n;
+        edges[2 * i + 1] = (i + 1) % n;
+    }
+    MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
+    int bad[2] = {1, 7};
+    rc = MPI_Graph_create(m, 2, index, bad, 0, &g);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_ARG, "a graph with an edge to node 7: class %d", cls);
+    int i2[2] = {1, 2}, e2[2] = {1, 0};
+    MPI_Graph_map(m, 2, i2, e2, &k);
+    CHECK(k == (mr < 2 ? mr : MPI_UNDEFINED), "graph_map: %d", k);
+
+    rc = MPI_Graph_create(m, n, index, edges, 1, &g);
+    CHECK(rc == MPI_SUCCESS && g != MPI_COMM_NULL, "graph_create: rc %d", rc);
+    MPI_Topo_test(g, &t);
+    MPI_Graphdims_get(g, &nn, &ne);
+    CHECK(t == MPI_GRAPH && nn == n && ne == 2 * n, "graph: topo %d, %d nodes, %d edges", t, nn,
+          ne);
+    int gi[5], ge[10], nb[2], cnt = -1, got[2] = {-1, -1};
+    MPI_Graph_get(g, 5, 10, gi, ge);
+    CHECK(gi[4] == 10 && ge[0] == n - 1 && ge[9] == 0, "graph_get: index[4] %d edges %d..%d", gi[4],
+          ge[0], ge[9]);
+    MPI_Graph_neighbors_count(g, mr, &cnt);
+    MPI_Graph_neighbors(g, mr, 2, nb);
+    CHECK(cnt == 2 && nb[0] == (mr + n - 1) % n && nb[1] == (mr + 1) % n,
+          "neighbours of %d: %d (%d, %d)", mr, cnt, nb[0], nb[1]);
+    /* Each rank sends its rank to both neighbours and hears both. */
+    MPI_Request q[4];
+    MPI_Irecv(&got[0], 1, MPI_INT, nb[0], 22, g, &q[0]);
+    MPI_Irecv(&got[1], 1, MPI_INT, nb[1], 22, g, &q[1]);
+    MPI_Isend(&mr, 1, MPI_INT, nb[0], 22, g, &q[2]);
+    MPI_Isend(&mr, 1, MPI_INT, nb[1], 22, g, &q[3]);
+    MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
+    CHECK(got[0] == nb[0] && got[1] == nb[1], "ring: got %d and %d", got[0], got[1]);
+    rc = MPI_Cart_shift(g, 0, 1, &got[0], &got[1]);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TOPOLOGY, "cart_shift on a graph: class %d", cls);
+    MPI_Comm_dup(g, &dup);
+    MPI_Topo_test(dup, &t);
+    MPI_Graph_neighbors(dup, mr, 2, nb);
+    CHECK(t == MPI_GRAPH && nb[1] == (mr + 1) % n, "dup of the graph: topo %d", t);
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&g);
+
+    MPI_Graph_create(m, 2, i2, e2, 0, &two);
+    CHECK((two != MPI_COMM_NULL) == (mr < 2), "two-node graph at rank %d", mr);
+    if (two != MPI_COMM_NULL) {
+        MPI_Topo_test(two, &t);
+        MPI_Graph_neighbors(two, mr, 1, nb);
+        CHECK(t == MPI_GRAPH && nb[0] == 1 - mr, "two-node graph: topo %d, neighbour %d", t,
+              nb[0]);
+        MPI_Comm_free(&two);
+    }
+    if (rank == 0)
+        printf("GRAPHS: ok\n");
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, rsize, mr = -1, n = -1, flag = 1, cmp = -1;
@@ -1338,6 +1407,7 @@ int main(int argc, char **argv)
     groups_of_both(m, inter, mr, n, first, rsize);
     nonblocking_collectives(m, mr, n, "merged");
     cartesian(m, mr, n);
+    graphs(m, mr, n);
 
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
