@@ -1255,6 +1255,16 @@ static void cartesian(MPI_Comm m, int mr, int n)
     CHECK(t == MPI_CART && gd[0] == 2 && gp[1] == 1 && gc[0] == mr / 2, "dup of the grid: topo %d",
           t);
     MPI_Comm_free(&dup);
+    {
+        MPI_Request q;
+        MPI_Comm_idup(cart, &dup, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        MPI_Topo_test(dup, &t);
+        MPI_Cart_get(dup, 2, gd, gp, gc);
+        CHECK(t == MPI_CART && gd[1] == 2 && gp[0] == 0 && gc[1] == mr % 2,
+              "idup of the grid: topo %d", t);
+        MPI_Comm_free(&dup);
+    }
     MPI_Comm_free(&cart);
 done:
     if (rank == 0)
