@@ -120,6 +120,16 @@ enum Topology {
     Graph(Graph),
 }
 
+impl Topology {
+    /// The number of processes it places.
+    fn nnodes(&self) -> c_int {
+        match self {
+            Topology::Cart(c) => c.size(),
+            Topology::Graph(g) => g.nnodes(),
+        }
+    }
+}
+
 /// The keyval under which a merged communicator keeps its `Topology` (a
 /// `Box` as the attribute's value), created at the first one; None if MPI
 /// refused it.
@@ -331,6 +341,74 @@ fn make(
     Ok(made)
 }
 
+/// `made` into the program's out-handle `out` (checked non-null), or its
+/// error code.
+///
+/// # Safety
+/// `out` is the program's out-pointer.
+unsafe fn give(made: Result<MPI_Comm, c_int>, out: *mut MPI_Comm) -> c_int {
+    match made {
+        Ok(c) => {
+            // SAFETY: the program's out-pointer, checked non-null by the caller.
+            unsafe { *out = c };
+            0
+        }
+        Err(rc) => rc,
+    }
+}
+
+/// `MPI_Cart_create` and `MPI_Graph_create`: `topology` over the first
+/// `nnodes` ranks of `comm`, in order (`reorder` ignored, as MPI allows);
+/// the others get `MPI_COMM_NULL`.
+///
+/// # Safety
+/// `out` is the program's out-pointer (checked non-null).
+unsafe fn create_over_first(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    topology: Topology,
+    out: *mut MPI_Comm,
+) -> c_int {
+    let color = if (mc.rank() as c_int) < topology.nnodes() {
+        0
+    } else {
+        ffi::MPI_UNDEFINED as c_int
+    };
+    // SAFETY: forwarded.
+    unsafe { give(make(mc, comm, color, topology), out) }
+}
+
+/// `MPI_Cart_map` and `MPI_Graph_map`: the rank this process would have in
+/// `topology` made over `comm` (its own, or `MPI_UNDEFINED` past its
+/// nodes), into the program's `newrank`.
+///
+/// # Safety
+/// `newrank` is the program's out-pointer.
+unsafe fn mapped(
+    mc: &MergedComm,
+    comm: MPI_Comm,
+    topology: Result<Topology, c_int>,
+    newrank: *mut c_int,
+) -> c_int {
+    let topology = match topology {
+        Ok(t) => t,
+        Err(rc) => return rc,
+    };
+    if newrank.is_null() {
+        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
+    }
+    let me = mc.rank() as c_int;
+    // SAFETY: the program's out-pointer, checked non-null.
+    unsafe {
+        *newrank = if me < topology.nnodes() {
+            me
+        } else {
+            ffi::MPI_UNDEFINED as c_int
+        }
+    };
+    0
+}
+
 /// `MPI_Cart_create` on a merged communicator: its first `nnodes` ranks,
 /// in order (`reorder` ignored); the others get `MPI_COMM_NULL`.
 ///
@@ -349,21 +427,9 @@ pub(crate) unsafe fn cart_create(
         return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
     }
     // SAFETY: the program's arrays (MPI_Cart_create's contract).
-    let cart = match unsafe { described(comm, mc.size(), ndims, dims, periods) } {
-        Ok(c) => c,
-        Err(rc) => return rc,
-    };
-    let color = if (mc.rank() as c_int) < cart.size() {
-        0
-    } else {
-        ffi::MPI_UNDEFINED as c_int
-    };
-    match make(mc, comm, color, Topology::Cart(cart)) {
-        Ok(c) => {
-            // SAFETY: the program's out-pointer, checked non-null.
-            unsafe { *comm_cart = c };
-            0
-        }
+    match unsafe { described(comm, mc.size(), ndims, dims, periods) } {
+        // SAFETY: the program's out-pointer, checked non-null.
+        Ok(cart) => unsafe { create_over_first(mc, comm, Topology::Cart(cart), comm_cart) },
         Err(rc) => rc,
     }
 }
@@ -412,14 +478,8 @@ pub(crate) unsafe fn cart_sub(
             color = color * d + c;
         }
     }
-    match make(mc, comm, color, Topology::Cart(sub)) {
-        Ok(c) => {
-            // SAFETY: the program's out-pointer, checked non-null.
-            unsafe { *newcomm = c };
-            0
-        }
-        Err(rc) => rc,
-    }
+    // SAFETY: the program's out-pointer, checked non-null.
+    unsafe { give(make(mc, comm, color, Topology::Cart(sub)), newcomm) }
 }
 
 /// `MPI_Topo_test`: `MPI_CART` on a merged grid, `MPI_GRAPH` on a merged
@@ -611,23 +671,9 @@ pub(crate) unsafe fn cart_map(
     newrank: *mut c_int,
 ) -> c_int {
     // SAFETY: the program's arrays (MPI_Cart_map's contract).
-    let cart = match unsafe { described(comm, mc.size(), ndims, dims, periods) } {
-        Ok(c) => c,
-        Err(rc) => return rc,
-    };
-    if newrank.is_null() {
-        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
-    }
-    let me = mc.rank() as c_int;
-    // SAFETY: the program's out-pointer, checked non-null.
-    unsafe {
-        *newrank = if me < cart.size() {
-            me
-        } else {
-            ffi::MPI_UNDEFINED as c_int
-        }
-    };
-    0
+    let cart = unsafe { described(comm, mc.size(), ndims, dims, periods) };
+    // SAFETY: the program's out-pointer.
+    unsafe { mapped(mc, comm, cart.map(Topology::Cart), newrank) }
 }
 
 /// The graph `nnodes`, `index`, `edges` describe, checked against a
@@ -682,21 +728,9 @@ pub(crate) unsafe fn graph_create(
         return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
     }
     // SAFETY: the program's arrays (MPI_Graph_create's contract).
-    let g = match unsafe { described_graph(comm, mc.size(), nnodes, index, edges) } {
-        Ok(g) => g,
-        Err(rc) => return rc,
-    };
-    let color = if (mc.rank() as c_int) < g.nnodes() {
-        0
-    } else {
-        ffi::MPI_UNDEFINED as c_int
-    };
-    match make(mc, comm, color, Topology::Graph(g)) {
-        Ok(c) => {
-            // SAFETY: the program's out-pointer, checked non-null.
-            unsafe { *comm_graph = c };
-            0
-        }
+    match unsafe { described_graph(comm, mc.size(), nnodes, index, edges) } {
+        // SAFETY: the program's out-pointer, checked non-null.
+        Ok(g) => unsafe { create_over_first(mc, comm, Topology::Graph(g), comm_graph) },
         Err(rc) => rc,
     }
 }
@@ -830,23 +864,9 @@ pub(crate) unsafe fn graph_map(
     newrank: *mut c_int,
 ) -> c_int {
     // SAFETY: the program's arrays (MPI_Graph_map's contract).
-    let g = match unsafe { described_graph(comm, mc.size(), nnodes, index, edges) } {
-        Ok(g) => g,
-        Err(rc) => return rc,
-    };
-    if newrank.is_null() {
-        return errors::raise(comm, ffi::MPI_ERR_ARG as c_int);
-    }
-    let me = mc.rank() as c_int;
-    // SAFETY: the program's out-pointer, checked non-null.
-    unsafe {
-        *newrank = if me < g.nnodes() {
-            me
-        } else {
-            ffi::MPI_UNDEFINED as c_int
-        }
-    };
-    0
+    let g = unsafe { described_graph(comm, mc.size(), nnodes, index, edges) };
+    // SAFETY: the program's out-pointer.
+    unsafe { mapped(mc, comm, g.map(Topology::Graph), newrank) }
 }
 
 #[cfg(test)]
