@@ -6,8 +6,9 @@
 //! derived type's handle may be freed and reused for another type, so it is
 //! described afresh on each call.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::ffi::c_int;
+use std::ops::Deref;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use isthmus_bridge::datatype::{datatype_info, TypeInfo};
@@ -17,7 +18,30 @@ use rustc_hash::FxHashMap;
 
 use crate::mpi_glue::MPI_Datatype;
 
-static NAMED: RwLock<Option<FxHashMap<usize, Arc<TypeInfo>>>> = RwLock::new(None);
+/// The predefined types' descriptions, kept for the whole run: there are
+/// a few dozen (every handle in it is a predefined one, see [`is_named`]),
+/// so leaking each once is bounded, and a reference to it costs no
+/// reference count on every message (issue 18).
+static NAMED: RwLock<Option<FxHashMap<usize, &'static TypeInfo>>> = RwLock::new(None);
+
+/// A datatype's description: a predefined type's, kept for the whole run,
+/// or a derived type's own.
+#[derive(Clone)]
+pub enum TypeRef {
+    Named(&'static TypeInfo),
+    Derived(Arc<TypeInfo>),
+}
+
+impl Deref for TypeRef {
+    type Target = TypeInfo;
+
+    fn deref(&self) -> &TypeInfo {
+        match self {
+            TypeRef::Named(i) => i,
+            TypeRef::Derived(i) => i,
+        }
+    }
+}
 
 fn key(dt: MPI_Datatype) -> usize {
     dt.0 as usize
@@ -45,44 +69,42 @@ thread_local! {
     /// one type over and over, and the shared table's lock was a cost per
     /// message the Rust API does not pay (issue 18). A predefined handle
     /// names the same type for the whole run, so the entry never goes stale.
-    static LAST_NAMED: RefCell<Option<(usize, Arc<TypeInfo>)>> = const { RefCell::new(None) };
+    static LAST_NAMED: Cell<Option<(usize, &'static TypeInfo)>> = const { Cell::new(None) };
 }
 
 /// The description of `dt`.
-pub fn info_of(dt: MPI_Datatype) -> Result<Arc<TypeInfo>, BridgeError> {
-    let hit = LAST_NAMED.with(|last| match &*last.borrow() {
-        Some((k, info)) if *k == key(dt) => Some(Arc::clone(info)),
-        _ => None,
-    });
-    if let Some(info) = hit {
-        return Ok(info);
+pub fn info_of(dt: MPI_Datatype) -> Result<TypeRef, BridgeError> {
+    if let Some((k, info)) = LAST_NAMED.get() {
+        if k == key(dt) {
+            return Ok(TypeRef::Named(info));
+        }
     }
-    let (info, named) = info_of_shared(dt)?;
-    if named {
-        LAST_NAMED.with(|last| *last.borrow_mut() = Some((key(dt), Arc::clone(&info))));
+    let info = info_of_shared(dt)?;
+    if let TypeRef::Named(i) = info {
+        LAST_NAMED.set(Some((key(dt), i)));
     }
     Ok(info)
 }
 
-/// [`info_of`] through the process-wide table of predefined types; true
-/// when `dt` is one of them.
-fn info_of_shared(dt: MPI_Datatype) -> Result<(Arc<TypeInfo>, bool), BridgeError> {
+/// [`info_of`] through the process-wide table of predefined types.
+fn info_of_shared(dt: MPI_Datatype) -> Result<TypeRef, BridgeError> {
     if let Some(i) = NAMED
         .read()
         .unwrap_or_else(|p| p.into_inner())
         .as_ref()
         .and_then(|m| m.get(&key(dt)))
     {
-        return Ok((Arc::clone(i), true));
+        return Ok(TypeRef::Named(i));
     }
-    let info = Arc::new(datatype_info(dt)?);
-    let named = is_named(dt);
-    if named {
-        NAMED
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert_with(FxHashMap::default)
-            .insert(key(dt), Arc::clone(&info));
+    let info = datatype_info(dt)?;
+    if !is_named(dt) {
+        return Ok(TypeRef::Derived(Arc::new(info)));
     }
-    Ok((info, named))
+    let mut named = NAMED.write().unwrap_or_else(|p| p.into_inner());
+    // Another thread may have described it meanwhile: keep the first.
+    let kept = *named
+        .get_or_insert_with(FxHashMap::default)
+        .entry(key(dt))
+        .or_insert_with(|| Box::leak(Box::new(info)));
+    Ok(TypeRef::Named(kept))
 }

@@ -8,18 +8,17 @@ mod held;
 mod info;
 
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
 
 use isthmus_bridge::datatype::{
     decode_partial, decode_raw_with, encode_raw_with, raw_to_native_in_place, DatatypeError,
-    Encoded, TypeInfo,
+    Encoded,
 };
 use isthmus_bridge::{BridgeError, Status, TypeSig, WireFormat};
 use mpi::ffi;
 
 pub use held::HeldType;
-pub use info::info_of;
 pub(crate) use info::{combiner, is_named};
+pub use info::{info_of, TypeRef};
 
 use crate::mpi_glue::{MPI_Datatype, Outcome};
 
@@ -110,7 +109,7 @@ pub unsafe fn decode_received(
 /// A receive straight into the user's buffer: a predefined type's
 /// elements, as bytes.
 pub struct RawTarget<'a> {
-    info: Arc<TypeInfo>,
+    info: TypeRef,
     count: usize,
     out: &'a mut [u8],
 }
