@@ -20,6 +20,7 @@ fn rust_type(name: &str, c: &str) -> &'static str {
         "MPI_Op" => "ffi::MPI_Op",
         "const MPI_Datatype*" => "*const MPI_Datatype",
         "MPI_Count" => "ffi::MPI_Count",
+        "const MPI_Aint*" => "*const ffi::MPI_Aint",
         "MPI_Datatype" => "MPI_Datatype",
         "MPI_Comm" => "MPI_Comm",
         "MPI_Comm*" => "*mut MPI_Comm",

@@ -95,8 +95,9 @@ fn merge_of(source: &str, a: Mpi, high_a: bool, high_b: bool, a_first: bool) {
             && out.contains("NONBLOCKING collectives on an interleaving split: ok")
             && out.contains("LARGE reductions: ok")
             && out.contains("CARTESIAN grids: ok")
-            && out.contains("GRAPHS: ok"),
-        "the splits spanning both jobs, of the intercommunicator, the intercomm_create over the merged one, the groups of both jobs, the nonblocking collectives, the large reductions, the Cartesian grids or the graphs did not run:\n{out}"
+            && out.contains("GRAPHS: ok")
+            && out.contains("NEIGHBORHOODS: ok"),
+        "the splits spanning both jobs, of the intercommunicator, the intercomm_create over the merged one, the groups of both jobs, the nonblocking collectives, the large reductions, the Cartesian grids, the graphs or the neighbourhood collectives did not run:\n{out}"
     );
 }
 

@@ -11,7 +11,8 @@
 //! `crate::nbc`), the splits (`split`:
 //! one job's native communicators, or new merged ones), the
 //! communicators made from groups (`create`) and the Cartesian and graph
-//! topologies (`topo`). build.rs generates the dispatch: on a
+//! topologies (`topo`, distributed graphs too) with their neighbourhood
+//! collectives (`neighbor`). build.rs generates the dispatch: on a
 //! merged communicator a `+merged` call reaches its body here, any other
 //! call taking a communicator is refused with the merged communicator's
 //! own message (`errors::refuse_merged`).
@@ -21,6 +22,7 @@ mod coll;
 mod comm;
 mod create;
 mod mprobe;
+mod neighbor;
 mod nonblocking;
 mod ordered;
 mod pt2pt;
@@ -70,6 +72,10 @@ pub(crate) use comm::{
 };
 pub(crate) use create::{comm_create, comm_create_group, comm_split_type};
 pub(crate) use mprobe::{improbe, mprobe};
+pub(crate) use neighbor::{
+    neighbor_allgather, neighbor_allgatherv, neighbor_alltoall, neighbor_alltoallv,
+    neighbor_alltoallw,
+};
 pub(crate) use nonblocking::hidden_side;
 pub(crate) use nonblocking::{
     iallgather, iallgatherv, iallreduce, ialltoall, ialltoallv, ialltoallw, ibarrier, ibcast,
@@ -83,8 +89,9 @@ pub(crate) use pt2pt::{
 pub(crate) use split::comm_split;
 pub(crate) use topo::{
     cart_coords, cart_create, cart_get, cart_map, cart_rank, cart_shift, cart_sub, cartdim_get,
-    graph_create, graph_get, graph_map, graph_neighbors, graph_neighbors_count, graphdims_get,
-    topo_test,
+    dist_graph_create, dist_graph_create_adjacent, dist_graph_neighbors,
+    dist_graph_neighbors_count, graph_create, graph_get, graph_map, graph_neighbors,
+    graph_neighbors_count, graphdims_get, topo_test,
 };
 pub(crate) use vcoll::{allgatherv, alltoallv, alltoallw, gatherv, scatterv, to_self, Derived};
 pub(crate) use wire::{mpi, Fail};

@@ -30,6 +30,9 @@ pub const TAG_SCATTERV: i32 = 10;
 pub const TAG_ALLTOALLW: i32 = 11;
 /// `MPI_Reduce`: the other job's partial result to the root.
 pub const TAG_REDUCE_ROOT: i32 = 12;
+/// The neighbourhood collectives (`neighbor`): this and the next (a grid's
+/// two directions).
+pub const TAG_NEIGHBOR: i32 = 13;
 
 /// What a merged collective failed on: an MPI call of this job (its code)
 /// or the bridge.

@@ -14,6 +14,7 @@
  * refusals.
  * Prints "PASS merge rank R" per rank.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1341,6 +1342,132 @@ static void graphs(MPI_Comm m, int mr, int n)
     fflush(stdout);
 }
 
+/* The neighbourhood collectives over topologies spanning both jobs
+ * (n = 5): on the 2 x 2 grid periodic in its second dimension (rank 4
+ * outside), MPI_Neighbor_allgather (an edge's missing neighbour leaves its
+ * block alone) and MPI_Neighbor_alltoall, whose periodic dimension of
+ * extent 2 has one process as both neighbours: the block from the
+ * negative side is the one it sent in the positive direction. A
+ * distributed graph made adjacent (a directed ring to the next two ranks,
+ * weighted) with its queries, MPI_Neighbor_alltoallv, _allgatherv and
+ * _alltoallw (an int and a double to each); one made by
+ * MPI_Dist_graph_create with rank 0 naming every edge; the errors. */
+static void neighborhoods(MPI_Comm m, int mr, int n)
+{
+    int rc, cls = -1, t = -1;
+    CHECK(n == 5, "neighborhoods: merged size %d", n);
+    MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);
+    int one = mr, four[4] = {-1, -1, -1, -1};
+    rc = MPI_Neighbor_allgather(&one, 1, MPI_INT, four, 1, MPI_INT, m);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TOPOLOGY, "neighbor_allgather without a topology: class %d", cls);
+
+    int dims[2] = {2, 2}, periods[2] = {0, 1};
+    MPI_Comm cart;
+    MPI_Cart_create(m, 2, dims, periods, 0, &cart);
+    if (cart != MPI_COMM_NULL) {
+        int src0 = mr >= 2 ? mr - 2 : -1, dst0 = mr < 2 ? mr + 2 : -1;
+        int other = (mr / 2) * 2 + (mr % 2 + 1) % 2;
+        int mine = 10 * mr + 1;
+        rc = MPI_Neighbor_allgather(&mine, 1, MPI_INT, four, 1, MPI_INT, cart);
+        CHECK(rc == MPI_SUCCESS, "neighbor_allgather on the grid: rc %d", rc);
+        CHECK(four[0] == (src0 < 0 ? -1 : 10 * src0 + 1) &&
+                  four[1] == (dst0 < 0 ? -1 : 10 * dst0 + 1) && four[2] == 10 * other + 1 &&
+                  four[3] == 10 * other + 1,
+              "neighbor_allgather at %d: %d %d %d %d", mr, four[0], four[1], four[2], four[3]);
+        int out[4], in[4] = {-1, -1, -1, -1};
+        for (int j = 0; j < 4; j++)
+            out[j] = 100 * mr + j;
+        rc = MPI_Neighbor_alltoall(out, 1, MPI_INT, in, 1, MPI_INT, cart);
+        CHECK(rc == MPI_SUCCESS, "neighbor_alltoall on the grid: rc %d", rc);
+        CHECK(in[0] == (src0 < 0 ? -1 : 100 * src0 + 1) &&
+                  in[1] == (dst0 < 0 ? -1 : 100 * dst0 + 0) && in[2] == 100 * other + 3 &&
+                  in[3] == 100 * other + 2,
+              "neighbor_alltoall at %d: %d %d %d %d", mr, in[0], in[1], in[2], in[3]);
+        MPI_Comm_free(&cart);
+    }
+
+    int srcs[2] = {(mr + n - 1) % n, (mr + n - 2) % n}, dsts[2] = {(mr + 1) % n, (mr + 2) % n};
+    int sw[2] = {mr, mr + 10}, dw[2] = {mr + 20, mr + 30};
+    MPI_Comm dg;
+    int bad[2] = {0, 9};
+    rc = MPI_Dist_graph_create_adjacent(m, 2, srcs, sw, 2, bad, dw, MPI_INFO_NULL, 0, &dg);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_RANK, "a distributed graph with an edge to rank 9: class %d", cls);
+    rc = MPI_Dist_graph_create_adjacent(m, -1, srcs, sw, 2, dsts, dw, MPI_INFO_NULL, 0, &dg);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_ARG, "a negative indegree: class %d", cls);
+    rc = MPI_Dist_graph_create_adjacent(m, 2, srcs, sw, 2, dsts, dw, MPI_INFO_NULL, 1, &dg);
+    CHECK(rc == MPI_SUCCESS && dg != MPI_COMM_NULL, "dist_graph_create_adjacent: rc %d", rc);
+    int indeg = -1, outdeg = -1, weighted = -1, gs[2], gsw[2], gd[2], gdw[2];
+    MPI_Topo_test(dg, &t);
+    MPI_Dist_graph_neighbors_count(dg, &indeg, &outdeg, &weighted);
+    MPI_Dist_graph_neighbors(dg, 2, gs, gsw, 2, gd, gdw);
+    CHECK(t == MPI_DIST_GRAPH && indeg == 2 && outdeg == 2 && weighted && gs[0] == srcs[0] &&
+              gs[1] == srcs[1] && gd[0] == dsts[0] && gd[1] == dsts[1] && gsw[1] == mr + 10 &&
+              gdw[0] == mr + 20,
+          "distributed graph at %d: topo %d, degrees %d %d, weighted %d, sources %d %d", mr, t,
+          indeg, outdeg, weighted, gs[0], gs[1]);
+    /* j + 1 ints to destination j, so source i sent this rank i + 1 of
+     * them; received in reverse order of the sources. */
+    int sv[3], scounts[2] = {1, 2}, sdispls[2] = {0, 1}, rv[3] = {-1, -1, -1};
+    int rcounts[2] = {1, 2}, rdispls[2] = {2, 0};
+    sv[0] = 100 * mr;
+    sv[1] = 100 * mr + 10;
+    sv[2] = 100 * mr + 11;
+    rc = MPI_Neighbor_alltoallv(sv, scounts, sdispls, MPI_INT, rv, rcounts, rdispls, MPI_INT, dg);
+    CHECK(rc == MPI_SUCCESS && rv[2] == 100 * srcs[0] && rv[0] == 100 * srcs[1] + 10 &&
+              rv[1] == 100 * srcs[1] + 11,
+          "neighbor_alltoallv at %d: %d %d %d", mr, rv[0], rv[1], rv[2]);
+    int ag[2] = {-1, -1}, agc[2] = {1, 1}, agd[2] = {1, 0};
+    rc = MPI_Neighbor_allgatherv(&one, 1, MPI_INT, ag, agc, agd, MPI_INT, dg);
+    CHECK(rc == MPI_SUCCESS && ag[1] == srcs[0] && ag[0] == srcs[1],
+          "neighbor_allgatherv at %d: %d %d", mr, ag[0], ag[1]);
+    struct iw {
+        int i;
+        double d;
+    } ws, wr = {-1, -1.0};
+    ws.i = 7 * mr;
+    ws.d = 0.5 + mr;
+    int wc[2] = {1, 1};
+    MPI_Aint wsd[2] = {0, offsetof(struct iw, d)}, wrd[2] = {0, offsetof(struct iw, d)};
+    MPI_Datatype wt[2] = {MPI_INT, MPI_DOUBLE};
+    rc = MPI_Neighbor_alltoallw(&ws, wc, wsd, wt, &wr, wc, wrd, wt, dg);
+    CHECK(rc == MPI_SUCCESS && wr.i == 7 * srcs[0] && wr.d == 0.5 + srcs[1],
+          "neighbor_alltoallw at %d: %d %g", mr, wr.i, wr.d);
+    MPI_Comm dup;
+    MPI_Comm_dup(dg, &dup);
+    MPI_Dist_graph_neighbors_count(dup, &indeg, &outdeg, &weighted);
+    CHECK(indeg == 2 && outdeg == 2, "dup of the distributed graph: degrees %d %d", indeg, outdeg);
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&dg);
+
+    /* Rank 0 names every edge r -> r + 1 (weight r); the others none. */
+    int es[5], ed[5], ew[5], deg[5];
+    for (int r = 0; r < n; r++) {
+        es[r] = r;
+        deg[r] = 1;
+        ed[r] = (r + 1) % n;
+        ew[r] = r;
+    }
+    rc = MPI_Dist_graph_create(m, mr == 0 ? n : 0, es, deg, ed, ew, MPI_INFO_NULL, 0, &dg);
+    CHECK(rc == MPI_SUCCESS, "dist_graph_create: rc %d", rc);
+    MPI_Dist_graph_neighbors_count(dg, &indeg, &outdeg, &weighted);
+    MPI_Dist_graph_neighbors(dg, 1, gs, gsw, 1, gd, gdw);
+    CHECK(indeg == 1 && outdeg == 1 && weighted && gs[0] == (mr + n - 1) % n &&
+              gsw[0] == (mr + n - 1) % n && gd[0] == (mr + 1) % n && gdw[0] == mr,
+          "dist_graph_create at %d: degrees %d %d, from %d (%d) to %d (%d)", mr, indeg, outdeg,
+          gs[0], gsw[0], gd[0], gdw[0]);
+    int from = -1;
+    rc = MPI_Neighbor_allgather(&one, 1, MPI_INT, &from, 1, MPI_INT, dg);
+    CHECK(rc == MPI_SUCCESS && from == (mr + n - 1) % n, "neighbor_allgather on it at %d: %d", mr,
+          from);
+    MPI_Comm_free(&dg);
+    if (rank == 0)
+        printf("NEIGHBORHOODS: ok\n");
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     int handle, rc, rsize, mr = -1, n = -1, flag = 1, cmp = -1;
@@ -1418,6 +1545,7 @@ int main(int argc, char **argv)
     nonblocking_collectives(m, mr, n, "merged");
     cartesian(m, mr, n);
     graphs(m, mr, n);
+    neighborhoods(m, mr, n);
 
     /* What is not carried yet says so. */
     MPI_Comm_set_errhandler(m, MPI_ERRORS_RETURN);

@@ -17,8 +17,11 @@
 //! Cartesian communicator (`PMPI_Cart_create` on the native split, at
 //! full native speed, its queries the MPI's own). Graph topologies
 //! (`MPI_Graph_create`, its queries and `MPI_Graph_map`) are kept and
-//! made the same way. Distributed graphs (and so the neighborhood
-//! collectives) stay refused.
+//! made the same way, and distributed graphs (`dist_graph`) over all of the
+//! communicator's ranks. [`neighbors`] gives the neighbourhood collectives
+//! (`super::neighbor`) a process's neighbours in MPI's order.
+
+mod dist_graph;
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -113,21 +116,83 @@ impl Graph {
     }
 }
 
+use dist_graph::DistGraph;
+pub(crate) use dist_graph::{
+    dist_graph_create, dist_graph_create_adjacent, dist_graph_neighbors, dist_graph_neighbors_count,
+};
+
 /// What a merged communicator made by the topology calls carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Topology {
     Cart(Cart),
     Graph(Graph),
+    /// This process's part of a distributed graph (each has its own).
+    DistGraph(DistGraph),
 }
 
 impl Topology {
-    /// The number of processes it places.
+    /// The number of processes it places (a distributed graph: all of its
+    /// communicator's, which it is never asked).
     fn nnodes(&self) -> c_int {
         match self {
             Topology::Cart(c) => c.size(),
             Topology::Graph(g) => g.nnodes(),
+            Topology::DistGraph(_) => c_int::MAX,
         }
     }
+}
+
+/// A process's neighbours in a topology, in MPI's order (MPI 4.0 §8.6),
+/// each with the tag that pairs its message: a merged rank (or
+/// `MPI_PROC_NULL` off a grid's edge) and 0 or 1.
+pub(crate) struct Neighbors {
+    /// Whom the receive blocks come from, in the receive buffer's order.
+    pub(crate) sources: Vec<(c_int, i32)>,
+    /// Whom the send blocks go to, in the send buffer's order.
+    pub(crate) destinations: Vec<(c_int, i32)>,
+}
+
+/// The neighbours of `rank` (this process's) in `comm`'s topology, or
+/// MPI_ERR_TOPOLOGY raised on a communicator without one.
+///
+/// On a grid each dimension gives its neighbour in the negative direction,
+/// then in the positive one. A message sent in the positive direction
+/// travels with tag 1, in the negative one with tag 0, so that on a
+/// periodic dimension of extent 1 or 2 (where both neighbours are one
+/// process) the block received from the negative side is the one that side
+/// sent in the positive direction, as MPI 4.1 says (Open MPI's own
+/// neighbourhood collectives pair them the same way). Graph neighbours
+/// (repeated edges too) pair in list order with tag 0.
+pub(crate) fn neighbors(comm: MPI_Comm, rank: c_int) -> Result<Neighbors, c_int> {
+    let topology =
+        topology_of(comm).ok_or_else(|| errors::raise(comm, ffi::MPI_ERR_TOPOLOGY as c_int))?;
+    Ok(match topology {
+        Topology::Cart(c) => {
+            let (mut sources, mut destinations) = (Vec::new(), Vec::new());
+            for d in 0..c.dims.len() {
+                let (negative, positive) = c.shift(rank, d, 1);
+                sources.extend([(negative, 1), (positive, 0)]);
+                destinations.extend([(negative, 0), (positive, 1)]);
+            }
+            Neighbors {
+                sources,
+                destinations,
+            }
+        }
+        Topology::Graph(g) => {
+            let n: Vec<(c_int, i32)> = usize::try_from(rank)
+                .map(|r| g.neighbors(r).iter().map(|&x| (x, 0)).collect())
+                .unwrap_or_default();
+            Neighbors {
+                sources: n.clone(),
+                destinations: n,
+            }
+        }
+        Topology::DistGraph(g) => Neighbors {
+            sources: g.sources.iter().map(|&x| (x, 0)).collect(),
+            destinations: g.destinations.iter().map(|&x| (x, 0)).collect(),
+        },
+    })
 }
 
 /// The keyval under which a merged communicator keeps its `Topology` (a
@@ -332,6 +397,9 @@ fn make(
                 &mut made,
             )
         },
+        // A distributed graph spans all of its communicator's ranks, in
+        // order: the split's ranks are the graph's.
+        Topology::DistGraph(g) => g.create_native(out, &mut made),
     };
     // SAFETY: our split, never handed out.
     unsafe { ffi::PMPI_Comm_free(&mut out) };
@@ -483,7 +551,8 @@ pub(crate) unsafe fn cart_sub(
 }
 
 /// `MPI_Topo_test`: `MPI_CART` on a merged grid, `MPI_GRAPH` on a merged
-/// graph, else `MPI_UNDEFINED`.
+/// graph, `MPI_DIST_GRAPH` on a merged distributed graph, else
+/// `MPI_UNDEFINED`.
 ///
 /// # Safety
 /// As `MPI_Topo_test`.
@@ -496,6 +565,8 @@ pub(crate) unsafe fn topo_test(_mc: &MergedComm, comm: MPI_Comm, status: *mut c_
         Some(Topology::Cart(_)) => unsafe { ffi::RSMPI_CART },
         // SAFETY: as above.
         Some(Topology::Graph(_)) => unsafe { ffi::RSMPI_GRAPH },
+        // SAFETY: as above.
+        Some(Topology::DistGraph(_)) => unsafe { ffi::RSMPI_DIST_GRAPH },
         None => ffi::MPI_UNDEFINED as c_int,
     };
     // SAFETY: the program's out-pointer, checked non-null.
