@@ -87,11 +87,13 @@ pub(crate) use pt2pt::{
     sendrecv_replace, ssend,
 };
 pub(crate) use split::comm_split;
+pub(crate) use topo::dist_graph::{
+    dist_graph_create, dist_graph_create_adjacent, dist_graph_neighbors, dist_graph_neighbors_count,
+};
 pub(crate) use topo::{
     cart_coords, cart_create, cart_get, cart_map, cart_rank, cart_shift, cart_sub, cartdim_get,
-    dist_graph_create, dist_graph_create_adjacent, dist_graph_neighbors,
-    dist_graph_neighbors_count, graph_create, graph_get, graph_map, graph_neighbors,
-    graph_neighbors_count, graphdims_get, topo_test,
+    graph_create, graph_get, graph_map, graph_neighbors, graph_neighbors_count, graphdims_get,
+    topo_test,
 };
 pub(crate) use vcoll::{allgatherv, alltoallv, alltoallw, gatherv, scatterv, to_self, Derived};
 pub(crate) use wire::{mpi, Fail};

@@ -21,7 +21,7 @@
 //! communicator's ranks. [`neighbors`] gives the neighbourhood collectives
 //! (`super::neighbor`) a process's neighbours in MPI's order.
 
-mod dist_graph;
+pub(crate) mod dist_graph;
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -116,10 +116,54 @@ impl Graph {
     }
 }
 
-use dist_graph::DistGraph;
-pub(crate) use dist_graph::{
-    dist_graph_create, dist_graph_create_adjacent, dist_graph_neighbors, dist_graph_neighbors_count,
-};
+/// This process's part of a distributed graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DistGraph {
+    /// Where its receive blocks come from, in order.
+    pub(crate) sources: Vec<c_int>,
+    pub(crate) source_weights: Vec<c_int>,
+    /// Where its send blocks go, in order.
+    pub(crate) destinations: Vec<c_int>,
+    pub(crate) dest_weights: Vec<c_int>,
+    /// False if made with `MPI_UNWEIGHTED`.
+    pub(crate) weighted: bool,
+}
+
+impl DistGraph {
+    /// The graph as the MPI's own over `out`, a native communicator of the
+    /// same ranks in the same order; its return code.
+    fn create_native(&self, out: MPI_Comm, made: &mut MPI_Comm) -> c_int {
+        let w = |v: &Vec<c_int>| {
+            if self.weighted {
+                v.as_ptr()
+            } else {
+                unweighted()
+            }
+        };
+        // SAFETY: `out` is a live native communicator of ours; each array
+        // holds its degree's ints (or is MPI_UNWEIGHTED); `made` is ours.
+        unsafe {
+            ffi::PMPI_Dist_graph_create_adjacent(
+                out,
+                self.sources.len() as c_int,
+                self.sources.as_ptr(),
+                w(&self.source_weights),
+                self.destinations.len() as c_int,
+                self.destinations.as_ptr(),
+                w(&self.dest_weights),
+                ffi::RSMPI_INFO_NULL,
+                0,
+                made,
+            )
+        }
+    }
+}
+
+/// The MPI's `MPI_UNWEIGHTED`.
+fn unweighted() -> *const c_int {
+    // SAFETY: rsmpi's shim returns the MPI's constant, nothing else.
+    unsafe { ffi::RSMPI_UNWEIGHTED() }.cast_const()
+}
 
 /// What a merged communicator made by the topology calls carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
