@@ -703,7 +703,7 @@ const MPICH_ON_WORLD: &[(&str, usize)] = &[
     // merged one), MPI_Cart_map, zero-dimensional grids; graphs
     // (MPI_Graph_create, _map, their queries, duplicates keeping them);
     // distributed graphs (merged/topo/dist_graph.rs) and the neighbourhood
-    // collectives (merged/neighbor.rs) on them and on a periodic ring of
+    // collectives (merged/neighbor/) on them and on a periodic ring of
     // two, where both neighbours are one process. Left out of
     // topo/testlist: dims0-5 (MPI_Dims_create: local, no communicator).
     // Left out of coll/testlist: neighb_allgather(v), neighb_alltoall(v,w)

@@ -73,8 +73,9 @@ pub(crate) use comm::{
 pub(crate) use create::{comm_create, comm_create_group, comm_split_type};
 pub(crate) use mprobe::{improbe, mprobe};
 pub(crate) use neighbor::{
-    neighbor_allgather, neighbor_allgatherv, neighbor_alltoall, neighbor_alltoallv,
-    neighbor_alltoallw,
+    ineighbor_allgather, ineighbor_allgatherv, ineighbor_alltoall, ineighbor_alltoallv,
+    ineighbor_alltoallw, neighbor_allgather, neighbor_allgatherv, neighbor_alltoall,
+    neighbor_alltoallv, neighbor_alltoallw,
 };
 pub(crate) use nonblocking::hidden_side;
 pub(crate) use nonblocking::{

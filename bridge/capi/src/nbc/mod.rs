@@ -35,5 +35,7 @@ mod schedule;
 mod share;
 pub(crate) mod side;
 
-pub(crate) use schedule::{idle, owns, progress, retire, Cx, Fail, Next, Op, Stage, Step, Wait};
+pub(crate) use schedule::{
+    idle, owns, progress, retire, Arrivals, Cx, Fail, Next, Op, Stage, Step, Wait,
+};
 pub(crate) use share::{share, share_blocks, share_outcome, Share};

@@ -1351,7 +1351,9 @@ static void graphs(MPI_Comm m, int mr, int n)
  * distributed graph made adjacent (a directed ring to the next two ranks,
  * weighted) with its queries, MPI_Neighbor_alltoallv, _allgatherv and
  * _alltoallw (an int and a double to each); one made by
- * MPI_Dist_graph_create with rank 0 naming every edge; the errors. */
+ * MPI_Dist_graph_create with rank 0 naming every edge; the nonblocking
+ * forms (two at once on the grid, one completed by MPI_Test alone); the
+ * errors. */
 static void neighborhoods(MPI_Comm m, int mr, int n)
 {
     int rc, cls = -1, t = -1;
@@ -1384,6 +1386,22 @@ static void neighborhoods(MPI_Comm m, int mr, int n)
                   in[1] == (dst0 < 0 ? -1 : 100 * dst0 + 0) && in[2] == 100 * other + 3 &&
                   in[3] == 100 * other + 2,
               "neighbor_alltoall at %d: %d %d %d %d", mr, in[0], in[1], in[2], in[3]);
+        /* The same nonblocking, twice at once (the second's blocks after
+         * the first's): each pairs with its own. */
+        int in2[4] = {-1, -1, -1, -1}, out2[4];
+        for (int j = 0; j < 4; j++) {
+            in[j] = -1;
+            out2[j] = 1000 + 100 * mr + j;
+        }
+        MPI_Request nq[2];
+        MPI_Ineighbor_alltoall(out, 1, MPI_INT, in, 1, MPI_INT, cart, &nq[0]);
+        MPI_Ineighbor_alltoall(out2, 1, MPI_INT, in2, 1, MPI_INT, cart, &nq[1]);
+        MPI_Waitall(2, nq, MPI_STATUSES_IGNORE);
+        CHECK(in[2] == 100 * other + 3 && in[3] == 100 * other + 2 &&
+                  in2[2] == 1000 + 100 * other + 3 && in2[3] == 1000 + 100 * other + 2 &&
+                  in2[0] == (src0 < 0 ? -1 : 1000 + 100 * src0 + 1),
+              "ineighbor_alltoall at %d: %d %d, then %d %d %d", mr, in[2], in[3], in2[0], in2[2],
+              in2[3]);
         MPI_Comm_free(&cart);
     }
 
@@ -1435,6 +1453,30 @@ static void neighborhoods(MPI_Comm m, int mr, int n)
     rc = MPI_Neighbor_alltoallw(&ws, wc, wsd, wt, &wr, wc, wrd, wt, dg);
     CHECK(rc == MPI_SUCCESS && wr.i == 7 * srcs[0] && wr.d == 0.5 + srcs[1],
           "neighbor_alltoallw at %d: %d %g", mr, wr.i, wr.d);
+    {
+        /* MPI_Ineighbor_alltoallv on it, completed by MPI_Test alone. */
+        int done = 0;
+        MPI_Request nq;
+        rv[0] = rv[1] = rv[2] = -1;
+        rc = MPI_Ineighbor_alltoallv(sv, scounts, sdispls, MPI_INT, rv, rcounts, rdispls, MPI_INT,
+                                     dg, &nq);
+        while (rc == MPI_SUCCESS && !done)
+            rc = MPI_Test(&nq, &done, MPI_STATUS_IGNORE);
+        CHECK(rc == MPI_SUCCESS && rv[2] == 100 * srcs[0] && rv[0] == 100 * srcs[1] + 10 &&
+                  rv[1] == 100 * srcs[1] + 11,
+              "ineighbor_alltoallv at %d: %d %d %d", mr, rv[0], rv[1], rv[2]);
+        ag[0] = ag[1] = -1;
+        MPI_Ineighbor_allgatherv(&one, 1, MPI_INT, ag, agc, agd, MPI_INT, dg, &nq);
+        MPI_Wait(&nq, MPI_STATUS_IGNORE);
+        wr.i = -1;
+        wr.d = -1.0;
+        MPI_Ineighbor_alltoallw(&ws, wc, wsd, wt, &wr, wc, wrd, wt, dg, &nq);
+        MPI_Wait(&nq, MPI_STATUS_IGNORE);
+        CHECK(ag[1] == srcs[0] && ag[0] == srcs[1] && wr.i == 7 * srcs[0] &&
+                  wr.d == 0.5 + srcs[1],
+              "ineighbor_allgatherv, _alltoallw at %d: %d %d, %d %g", mr, ag[0], ag[1], wr.i,
+              wr.d);
+    }
     MPI_Comm dup;
     MPI_Comm_dup(dg, &dup);
     MPI_Dist_graph_neighbors_count(dup, &indeg, &outdeg, &weighted);
@@ -1462,6 +1504,13 @@ static void neighborhoods(MPI_Comm m, int mr, int n)
     rc = MPI_Neighbor_allgather(&one, 1, MPI_INT, &from, 1, MPI_INT, dg);
     CHECK(rc == MPI_SUCCESS && from == (mr + n - 1) % n, "neighbor_allgather on it at %d: %d", mr,
           from);
+    {
+        MPI_Request nq;
+        from = -1;
+        MPI_Ineighbor_allgather(&one, 1, MPI_INT, &from, 1, MPI_INT, dg, &nq);
+        MPI_Wait(&nq, MPI_STATUS_IGNORE);
+        CHECK(from == (mr + n - 1) % n, "ineighbor_allgather at %d: %d", mr, from);
+    }
     MPI_Comm_free(&dg);
     if (rank == 0)
         printf("NEIGHBORHOODS: ok\n");

@@ -12,7 +12,7 @@
 //! One file per algorithm: [`barrier`], [`bcast`], [`allreduce`],
 //! [`reduce`], [`reduce_scatter`] (and its block form), [`prefix`] (scan and
 //! exscan), [`gather`], [`scatter`], [`allgather`], [`alltoall`] (the blocks between the jobs
-//! directly from rank to rank, beside a native all-to-all), [`vector`] (the v/w forms, likewise); and [`setup`], what they share (the start of a schedule,
+//! directly from rank to rank, beside a native all-to-all), [`vector`] (the v/w forms, likewise), [`neighbor`] (the neighbourhood collectives: each block straight to its neighbour); and [`setup`], what they share (the start of a schedule,
 //! the leaders' exchange, messages and the `low op high` combination).
 //! The algorithms above assume each job's ranks contiguous in the merged
 //! order (the merge's own, and a split's that keeps them so). On an order
@@ -28,6 +28,7 @@ mod alltoall;
 mod barrier;
 mod bcast;
 mod gather;
+mod neighbor;
 mod ordered;
 mod prefix;
 mod reduce;
@@ -42,6 +43,7 @@ pub(crate) use alltoall::ialltoall;
 pub(crate) use barrier::ibarrier;
 pub(crate) use bcast::ibcast;
 pub(crate) use gather::igather;
+pub(crate) use neighbor::ineighbor;
 pub(crate) use prefix::{iexscan, iscan};
 pub(crate) use reduce::ireduce;
 pub(crate) use reduce_scatter::{ireduce_scatter, ireduce_scatter_block};

@@ -14,7 +14,7 @@ use crate::datatype;
 use crate::errors;
 use crate::lent_send::LentSend;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::nbc::{share, Cx, Fail, Next, Op, Share, Stage, Step, Wait};
+use crate::nbc::{share, Arrivals, Cx, Fail, Next, Op, Share, Stage, Step, Wait};
 use crate::requests::start_schedule;
 use crate::state::{BridgeComm, MergedComm};
 
@@ -331,30 +331,50 @@ pub(super) unsafe fn beside_keeping(
     Ok(Stage::native(vec![], move |cx, _| {
         let req = cx.issue(native)?;
         waits.push(Wait::Native(req));
-        Ok(Next::Stage(Stage::after(waits, move |_, mut a| {
-            let rc = a.native_rc();
-            let mut first = match first_err {
-                Some(e) => Err(Fail::Bridge(e)),
-                None => a.sent().map_err(Fail::from),
-            };
-            for (source, at, n, dt) in recvs {
-                let got = bc.inter.nbc_received(source, a.received());
-                // SAFETY: the block has room for its `n` elements and is
-                // the program's until the request completes (the calls'
-                // contract).
-                let put = got
-                    .map_err(Fail::from)
-                    .and_then(|g| unsafe { decode(&g, at, n, dt) });
-                if first.is_ok() {
-                    first = put;
-                }
-            }
-            drop(keep);
-            mpi(rc)?;
-            first?;
-            Ok(Next::Done)
-        })))
+        // SAFETY: the blocks are the program's until the request
+        // completes (the calls' contract).
+        let last = unsafe { settle(bc, first_err, recvs, keep) };
+        Ok(Next::Stage(Stage::after(waits, last)))
     }))
+}
+
+/// The last stage of an exchange with the other job: each block received
+/// decoded into its place (`recvs`, in the order their receives were
+/// listed), `keep` dropped, and the first error the request's: a send that
+/// could not start (`first_err`), then the sends', the blocks', the native
+/// steps'.
+///
+/// # Safety
+/// Each block of `recvs` has room for its elements and stays the
+/// program's until the stage runs.
+pub(super) unsafe fn settle(
+    bc: Arc<BridgeComm>,
+    first_err: Option<BridgeError>,
+    recvs: Vec<Into>,
+    keep: Box<dyn std::any::Any>,
+) -> impl FnOnce(&mut Cx<'_>, Arrivals) -> Step<Next> + 'static {
+    move |_, mut a| {
+        let rc = a.native_rc();
+        let mut first = match first_err {
+            Some(e) => Err(Fail::Bridge(e)),
+            None => a.sent().map_err(Fail::from),
+        };
+        for (source, at, n, dt) in recvs {
+            let got = bc.inter.nbc_received(source, a.received());
+            // SAFETY: the block has room for its `n` elements and is the
+            // program's (this function's contract).
+            let put = got
+                .map_err(Fail::from)
+                .and_then(|g| unsafe { decode(&g, at, n, dt) });
+            if first.is_ok() {
+                first = put;
+            }
+        }
+        drop(keep);
+        mpi(rc)?;
+        first?;
+        Ok(Next::Done)
+    }
 }
 
 /// A native step to the job's leader: `(comm, at, request)` issues it,
