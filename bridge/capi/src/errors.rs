@@ -195,7 +195,7 @@ pub fn refuse_merged(comm: MPI_Comm, call: &str) -> c_int {
             "{call} is not supported on a merged Isthmus communicator (MPI_Intercomm_merge's); \
              supported: rank, size, compare, group, dup, idup, free, split, split_type, \
              create(_group), Intercomm_create, Cartesian, graph and distributed graph topologies \
-             (Cart_*, Graph_*, Dist_graph_*, Topo_test) and the neighborhood collectives (blocking and nonblocking), \
+             (Cart_*, Graph_*, Dist_graph_*, Topo_test) and the neighborhood collectives (blocking, nonblocking, persistent), \
              point-to-point (persistent, matched probes \
              and Sendrecv_replace too), Barrier, Bcast, Reduce, Allreduce, Gather(v), \
              Scatter(v), Allgather(v), Alltoall(v,w), Reduce_scatter(_block), Scan, Exscan, \

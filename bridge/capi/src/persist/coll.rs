@@ -65,6 +65,61 @@ macro_rules! coll_init {
 extern "C" {
     // libisthmus's own entry points (a merged communicator's bodies in
     // `merged`, which imports this module): linked by name, not path.
+    fn MPI_Ineighbor_allgather(
+        s: *const c_void,
+        sn: c_int,
+        st: MPI_Datatype,
+        r: *mut c_void,
+        rn: c_int,
+        rt: MPI_Datatype,
+        comm: MPI_Comm,
+        req: *mut MPI_Request,
+    ) -> c_int;
+    fn MPI_Ineighbor_allgatherv(
+        s: *const c_void,
+        sn: c_int,
+        st: MPI_Datatype,
+        r: *mut c_void,
+        rn: *const c_int,
+        rd: *const c_int,
+        rt: MPI_Datatype,
+        comm: MPI_Comm,
+        req: *mut MPI_Request,
+    ) -> c_int;
+    fn MPI_Ineighbor_alltoall(
+        s: *const c_void,
+        sn: c_int,
+        st: MPI_Datatype,
+        r: *mut c_void,
+        rn: c_int,
+        rt: MPI_Datatype,
+        comm: MPI_Comm,
+        req: *mut MPI_Request,
+    ) -> c_int;
+    fn MPI_Ineighbor_alltoallv(
+        s: *const c_void,
+        sn: *const c_int,
+        sd: *const c_int,
+        st: MPI_Datatype,
+        r: *mut c_void,
+        rn: *const c_int,
+        rd: *const c_int,
+        rt: MPI_Datatype,
+        comm: MPI_Comm,
+        req: *mut MPI_Request,
+    ) -> c_int;
+    fn MPI_Ineighbor_alltoallw(
+        s: *const c_void,
+        sn: *const c_int,
+        sd: *const ffi::MPI_Aint,
+        st: *const MPI_Datatype,
+        r: *mut c_void,
+        rn: *const c_int,
+        rd: *const ffi::MPI_Aint,
+        rt: *const MPI_Datatype,
+        comm: MPI_Comm,
+        req: *mut MPI_Request,
+    ) -> c_int;
     fn MPI_Iscan(
         s: *const c_void,
         r: *mut c_void,
@@ -90,6 +145,7 @@ type BufMut = *mut c_void;
 type Dt = MPI_Datatype;
 type Ints = *const c_int;
 type Types = *const MPI_Datatype;
+type Aints = *const ffi::MPI_Aint;
 
 coll_init!("MPI_Barrier_init", crate::coll::MPI_Ibarrier, (),
     bridge => barrier_init, merged => merged_barrier_init, mixed => mixed_barrier_init);
@@ -140,3 +196,18 @@ coll_init!("MPI_Scan_init", MPI_Iscan,
 coll_init!("MPI_Exscan_init", MPI_Iexscan,
     (s: Buf, r: BufMut, n: c_int, t: Dt, op: ffi::MPI_Op),
     merged => merged_exscan_init);
+coll_init!("MPI_Neighbor_allgather_init", MPI_Ineighbor_allgather,
+    (s: Buf, sn: c_int, st: Dt, r: BufMut, rn: c_int, rt: Dt),
+    merged => merged_neighbor_allgather_init);
+coll_init!("MPI_Neighbor_allgatherv_init", MPI_Ineighbor_allgatherv,
+    (s: Buf, sn: c_int, st: Dt, r: BufMut, rn: Ints, rd: Ints, rt: Dt),
+    merged => merged_neighbor_allgatherv_init);
+coll_init!("MPI_Neighbor_alltoall_init", MPI_Ineighbor_alltoall,
+    (s: Buf, sn: c_int, st: Dt, r: BufMut, rn: c_int, rt: Dt),
+    merged => merged_neighbor_alltoall_init);
+coll_init!("MPI_Neighbor_alltoallv_init", MPI_Ineighbor_alltoallv,
+    (s: Buf, sn: Ints, sd: Ints, st: Dt, r: BufMut, rn: Ints, rd: Ints, rt: Dt),
+    merged => merged_neighbor_alltoallv_init);
+coll_init!("MPI_Neighbor_alltoallw_init", MPI_Ineighbor_alltoallw,
+    (s: Buf, sn: Ints, sd: Aints, st: Types, r: BufMut, rn: Ints, rd: Aints, rt: Types),
+    merged => merged_neighbor_alltoallw_init);

@@ -26,7 +26,9 @@ pub(crate) use coll::{
     barrier_init, bcast_init, gather_init, gatherv_init, merged_allgather_init,
     merged_allgatherv_init, merged_allreduce_init, merged_alltoall_init, merged_alltoallv_init,
     merged_alltoallw_init, merged_barrier_init, merged_bcast_init, merged_exscan_init,
-    merged_gather_init, merged_gatherv_init, merged_reduce_init, merged_reduce_scatter_block_init,
+    merged_gather_init, merged_gatherv_init, merged_neighbor_allgather_init,
+    merged_neighbor_allgatherv_init, merged_neighbor_alltoall_init, merged_neighbor_alltoallv_init,
+    merged_neighbor_alltoallw_init, merged_reduce_init, merged_reduce_scatter_block_init,
     merged_reduce_scatter_init, merged_scan_init, merged_scatter_init, merged_scatterv_init,
     reduce_init, reduce_scatter_block_init, reduce_scatter_init, scatter_init, scatterv_init,
 };

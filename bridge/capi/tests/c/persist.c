@@ -20,7 +20,8 @@
  *   MPI_Barrier_init, MPI_Alltoall_init, MPI_Gather_init, each started three
  *   times; an MPI without them, Open MPI 4.1, issues the nonblocking forms
  *   in the same order, which is what a start issues);
- * - on the merged communicator: a ring of MPI_Send_init/Recv_init (within
+ * - on the merged communicator (and a ring grid over it, persistent
+ *   MPI_Neighbor_alltoall_init): a ring of MPI_Send_init/Recv_init (within
  *   a job: the MPI's own persistent requests; across: the bridge's),
  *   statuses naming merged ranks; MPI_Isendrecv round the ring; persistent
  *   MPI_Allreduce_init and MPI_Scan_init;
@@ -406,6 +407,34 @@ static void merged(MPI_Comm comm)
     OK(MPI_Request_free(&reqs[0]));
     OK(MPI_Request_free(&reqs[1]));
 #endif
+    /* A ring of all the ranks (a periodic one-dimensional grid): each
+     * sends its rank plus the round to both neighbours with a persistent
+     * MPI_Neighbor_alltoall (Open MPI 4.1: the nonblocking form). */
+    MPI_Comm ring;
+    int periodic = 1, pair[2], got[2];
+    OK(MPI_Cart_create(comm, 1, &size, &periodic, 0, &ring));
+#if HAVE_MPI4
+    OK(MPI_Neighbor_alltoall_init(pair, 1, MPI_INT, got, 1, MPI_INT, ring, MPI_INFO_NULL,
+                                  &reqs[0]));
+#endif
+    for (int round = 0; round < 3; round++) {
+        pair[0] = 100 * round + rank;
+        pair[1] = 100 * round + rank + 50;
+        got[0] = got[1] = -1;
+#if HAVE_MPI4
+        OK(MPI_Start(&reqs[0]));
+#else
+        OK(MPI_Ineighbor_alltoall(pair, 1, MPI_INT, got, 1, MPI_INT, ring, &reqs[0]));
+#endif
+        OK(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
+        /* From the left its block for the right, and the reverse. */
+        EXPECT(got[0] == 100 * round + prev + 50 && got[1] == 100 * round + next,
+               "merged Neighbor_alltoall_init round %d: %d %d", round, got[0], got[1]);
+    }
+#if HAVE_MPI4
+    OK(MPI_Request_free(&reqs[0]));
+#endif
+    OK(MPI_Comm_free(&ring));
 }
 
 int main(int argc, char *argv[])
