@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 
 use mpi::ffi;
 
-use crate::collbuf::{elements, offset, Extents};
+use crate::collbuf::{array, elements, offset, Extents};
 use crate::merged::wire::Fail;
 use crate::mpi_glue::{MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::state::{MergedComm, Place};
@@ -59,19 +59,17 @@ pub(super) fn laid_out(
         .collect()
 }
 
-/// `n` ints at `p` (one per neighbour), empty for no neighbours.
+/// The program's array at `p` with one entry per neighbour (`collbuf::array`;
+/// with no neighbours MPI reads none, so any pointer will do).
 ///
 /// # Safety
-/// A non-null `p` addresses `n` ints.
-pub(super) unsafe fn per_neighbor<T: Copy>(p: *const T, n: usize) -> Result<Vec<T>, Fail> {
+/// A non-null `p` addresses `n` entries that stay unchanged during the call.
+pub(super) unsafe fn per_neighbor<'a, T>(p: *const T, n: usize) -> Result<&'a [T], Fail> {
     if n == 0 {
-        return Ok(Vec::new());
-    }
-    if p.is_null() {
-        return Err(Fail::Mpi(ffi::MPI_ERR_ARG as c_int));
+        return Ok(&[]);
     }
     // SAFETY: the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
+    Ok(unsafe { array(p, n, "a per-neighbour array") }?)
 }
 
 /// Displacements in elements, each checked non-negative.

@@ -8,14 +8,10 @@
 //! `topo::neighbors`'s; `MPI_PROC_NULL` neighbours (off a grid's edge)
 //! send and receive nothing, leaving their blocks as they were.
 //!
-//! Every receive is posted before any send, and the native ones complete
-//! before the bridge's are waited for, so no rank waits on a bridge
-//! message while a neighbour of its own job waits on it natively.
-
 //! The calls here lay out their blocks (`blocks`) and move them now
 //! (`now`, the blocking forms) or by a schedule behind the program's
 //! request (`crate::merged::nonblocking::neighbor`, the `MPI_Ineighbor_*`
-//! forms).
+//! forms, and through them the persistent ones).
 
 pub(crate) mod blocks;
 mod now;
@@ -179,7 +175,7 @@ unsafe fn allgatherv(
                 per_neighbor(rdispls, from.len())?,
             )
         };
-        let recvs = laid_out(recvbuf, from, &rc, &displs(&rd)?, recvtype)?;
+        let recvs = laid_out(recvbuf, from, rc, &displs(rd)?, recvtype)?;
         let sends = uniform(sendbuf, to, sendcount, sendtype, Spread::Same)?;
         Ok((recvs, sends))
     };
@@ -240,8 +236,8 @@ unsafe fn alltoallv(
                 per_neighbor(rdispls, from.len())?,
             )
         };
-        let recvs = laid_out(recvbuf, from, &rc, &displs(&rd)?, recvtype)?;
-        let sends = laid_out(sendbuf, to, &sc, &displs(&sd)?, sendtype)?;
+        let recvs = laid_out(recvbuf, from, rc, &displs(rd)?, recvtype)?;
+        let sends = laid_out(sendbuf, to, sc, &displs(sd)?, sendtype)?;
         Ok((recvs, sends))
     };
     // SAFETY: the call's contract (the buffers its arguments describe).
@@ -279,8 +275,8 @@ unsafe fn alltoallw(
                 per_neighbor(recvtypes, from.len())?,
             )
         };
-        let recvs = typed(recvbuf, from, &rc, &rd, &rt)?;
-        let sends = typed(sendbuf, to, &sc, &sd, &st)?;
+        let recvs = typed(recvbuf, from, rc, rd, rt)?;
+        let sends = typed(sendbuf, to, sc, sd, st)?;
         Ok((recvs, sends))
     };
     // SAFETY: the call's contract (the buffers its arguments describe).

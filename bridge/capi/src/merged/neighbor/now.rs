@@ -23,24 +23,6 @@ use crate::state::{MergedComm, Place};
 struct NativeRequests(Vec<ffi::MPI_Request>);
 
 impl NativeRequests {
-    /// A request of `b`'s native message (see `start_native`).
-    ///
-    /// # Safety
-    /// As `start_native`'s.
-    unsafe fn start(
-        &self,
-        b: &Block,
-        way: Way,
-        local: u32,
-        mc: &MergedComm,
-    ) -> Result<ffi::MPI_Request, Fail> {
-        // SAFETY: null, written by MPI.
-        let mut r = unsafe { ffi::RSMPI_REQUEST_NULL };
-        // SAFETY: the caller's contract; `r` is ours.
-        mpi(unsafe { start_native(b, way, local, mc.native, &mut r) })?;
-        Ok(r)
-    }
-
     fn wait(mut self) -> Result<(), Fail> {
         let mut reqs = std::mem::take(&mut self.0);
         let n = c_int::try_from(reqs.len()).map_err(|_| Fail::Mpi(ffi::MPI_ERR_COUNT as c_int))?;
@@ -61,6 +43,24 @@ impl Drop for NativeRequests {
     }
 }
 
+/// Starts `b`'s native message on the collectives' private native side
+/// (see `start_native`).
+///
+/// # Safety
+/// As `start_native`'s.
+unsafe fn start(
+    b: &Block,
+    way: Way,
+    local: u32,
+    mc: &MergedComm,
+) -> Result<ffi::MPI_Request, Fail> {
+    // SAFETY: null, written by MPI.
+    let mut r = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: the caller's contract; `r` is ours.
+    mpi(unsafe { start_native(b, way, local, mc.native, &mut r) })?;
+    Ok(r)
+}
+
 /// Receives `recvs` and sends `sends`, each from or to its neighbour.
 ///
 /// # Safety
@@ -78,7 +78,7 @@ pub(super) unsafe fn exchange(
             Place::Local(l) => {
                 // SAFETY: the block is writable until the wait (this
                 // function's contract).
-                native.0.push(unsafe { native.start(b, Way::In, l, mc) }?);
+                native.0.push(unsafe { start(b, Way::In, l, mc) }?);
             }
             Place::Remote(r) => {
                 let req = post(&mc.coll, r, TAG_NEIGHBOR + b.tag, elements(b.count)?, b.dt)?;
@@ -92,7 +92,7 @@ pub(super) unsafe fn exchange(
             Place::Local(l) => {
                 // SAFETY: the block is readable and unchanged until the
                 // wait (this function's contract).
-                native.0.push(unsafe { native.start(b, Way::Out, l, mc) }?);
+                native.0.push(unsafe { start(b, Way::Out, l, mc) }?);
             }
             // SAFETY: as above; the guard waits for the send before the
             // block may go.
