@@ -346,6 +346,10 @@ impl PeerMemory {
             let n = unsafe { libc::process_vm_readv(self.pid, &local, 1, &remote, 1, 0) };
             if n < 0 {
                 let e = io::Error::last_os_error();
+                // A peer that exited may have left its pid to another
+                // process, whose memory fails the read (EFAULT): that is
+                // the peer's exit, not a bad address of its.
+                self.still_alive()?;
                 return Err(match e.raw_os_error() {
                     Some(libc::EPERM | libc::ENOSYS | libc::EACCES) => ReadError::NotAllowed(e),
                     Some(libc::ESRCH) => ReadError::Gone(e),
