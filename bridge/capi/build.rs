@@ -166,13 +166,18 @@ fn main() {
         }
         let plus = line.merged || line.mixed;
         match &line.class {
-            Class::Native if plus => shells::merged_shell(
-                merged_shells(&mut c_shells),
-                &p,
-                false,
-                line.merged,
-                line.mixed,
-            ),
+            Class::Native if plus => {
+                shells::merged_shell(
+                    merged_shells(&mut c_shells),
+                    &p,
+                    false,
+                    line.merged,
+                    line.mixed,
+                );
+                if line.merged_fortran {
+                    fortran::merged_only(&mut fortran, &p);
+                }
+            }
             Class::Native => {}
             Class::Refused => {
                 if let (true, Some(small)) = (plus, name.strip_suffix("_c")) {
@@ -188,7 +193,7 @@ fn main() {
                 } else {
                     refused::c_refusal(&mut c_refused, &p);
                 }
-                fortran::refusal(&mut fortran, &p);
+                fortran::refusal(&mut fortran, &p, line.merged_fortran);
             }
             Class::Bridge { body } => {
                 if let (Some(_), true) = (name.strip_suffix("_c"), line.own) {
@@ -198,7 +203,7 @@ fn main() {
                     bodies.push_str(&format!(
                         "const _: *const () = crate::{body}::{name} as *const ();\n"
                     ));
-                    fortran::refusal(&mut fortran, &p);
+                    fortran::refusal(&mut fortran, &p, false);
                     continue;
                 } else if let Some(small) = name.strip_suffix("_c") {
                     let own = table.get(small).is_none_or(|l| l.own);

@@ -49,9 +49,23 @@ fn head(out: &mut String, doc: &str, f: &str, params: &str) {
 }
 
 /// Every Fortran name of the refused call `p`: on an Isthmus communicator
-/// Isthmus's error in `ierror`, otherwise passed on. Arguments are words
-/// (see build.rs), `ierror` the one after the C parameters.
-pub fn refusal(out: &mut String, p: &Prototype) {
+/// Isthmus's error in `ierror` (on a merged one the body
+/// `fortran::merged::x` instead if `merged_body`: a `+merged fortran`
+/// line), otherwise passed on. Arguments are words (see build.rs),
+/// `ierror` the one after the C parameters.
+pub fn refusal(out: &mut String, p: &Prototype, merged_body: bool) {
+    names(out, p, true, merged_body);
+}
+
+/// Every Fortran name of the `native` call `p` with a `+merged fortran`
+/// line: the body `fortran::merged::x` on a merged communicator, passed on
+/// otherwise (an Isthmus intercommunicator's local handle answers, as in C).
+pub fn merged_only(out: &mut String, p: &Prototype) {
+    names(out, p, false, true);
+}
+
+/// The Fortran names of `p` (see [`refusal`] and [`merged_only`]).
+fn names(out: &mut String, p: &Prototype, refused: bool, merged_body: bool) {
     if p.comms.is_empty() {
         return;
     }
@@ -74,19 +88,44 @@ pub fn refusal(out: &mut String, p: &Prototype) {
         .collect::<Vec<_>>()
         .join(".or_else(|| ")
         + &")".repeat(p.comms.len() - 1);
+    let body_args = (0..p.params.len())
+        .map(|i| format!("a{i} as _"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let ierror = format!("a{ierror} as *mut Fint");
     let refuse = |indent: &str| {
-        format!(
-            "{indent}// SAFETY: the program's ierror (or null).\n\
-             {indent}unsafe {{ put({ierror}, errors::refuse(c, \"{name}\")) }};\n{indent}return;\n"
-        )
+        let mut s = String::new();
+        if merged_body {
+            let _ = write!(
+                s,
+                "{indent}if crate::state::merged_comm(c).is_some() {{\n\
+                 {indent}    // SAFETY: the program's arguments (references), the body's contract.\n\
+                 {indent}    let rc = unsafe {{ merged::{short}({body_args}) }};\n\
+                 {indent}    // SAFETY: the program's ierror (or null).\n\
+                 {indent}    unsafe {{ put({ierror}, rc) }};\n\
+                 {indent}    return;\n{indent}}}\n"
+            );
+        }
+        if refused {
+            let _ = write!(
+                s,
+                "{indent}// SAFETY: the program's ierror (or null).\n\
+                 {indent}unsafe {{ put({ierror}, errors::refuse(c, \"{name}\")) }};\n{indent}return;\n"
+            );
+        }
+        s
+    };
+    let what = match (refused, merged_body) {
+        (true, false) => "refused on an Isthmus communicator",
+        (true, true) => "carried on a merged communicator, refused on any other Isthmus one",
+        (false, _) => "carried on a merged communicator",
     };
     // Fortran 77 and `use mpi` have no large-count calls.
     if !name.ends_with("_c") {
         let ompi = format!("ompi_{short}_f");
         head(
             out,
-            &format!("Open MPI's Fortran `{name}`, refused on an Isthmus communicator."),
+            &format!("Open MPI's Fortran `{name}`, {what}."),
             &ompi,
             &params,
         );
@@ -104,7 +143,7 @@ pub fn refusal(out: &mut String, p: &Prototype) {
     let f08 = format!("{lower}_f08_");
     head(
         out,
-        &format!("MPICH's `use mpi_f08` `{name}`, refused on an Isthmus communicator."),
+        &format!("MPICH's `use mpi_f08` `{name}`, {what}."),
         &f08,
         &params,
     );
@@ -153,7 +192,7 @@ fn gfortran_name(
 /// MPI code that goes to `ierror`.
 pub fn bridge(out: &mut String, p: &Prototype, fortran: &Fortran) {
     if fortran.refused {
-        refusal(out, p);
+        refusal(out, p, false);
     }
     let (name, lower, short) = (&p.name, p.lower(), p.short());
     let n = p.params.len();

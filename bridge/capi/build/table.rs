@@ -39,6 +39,11 @@ pub struct Line {
     /// A `+merged` line names it: `crate::merged::x` is its body on a
     /// merged communicator (`MPI_Intercomm_merge`'s).
     pub merged: bool,
+    /// `+merged fortran`: a `native` or `refused` call whose Fortran names
+    /// get the body `fortran::merged::x` on a merged communicator (Open
+    /// MPI's bindings and MPICH's `use mpi_f08` call `PMPI_X`, past the C
+    /// entry point that would dispatch it).
+    pub merged_fortran: bool,
     /// A `+mixed` line names it: `crate::mixed::x` is its body on a mixed
     /// intercommunicator (one whose groups span both jobs).
     pub mixed: bool,
@@ -65,12 +70,28 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Line>, String> {
             } else {
                 &mut line.mixed
             };
-            if line.own || *flag || words.next().is_some() {
+            if line.own || *flag {
                 return Err(format!(
-                    "{name}: {class} once, alone, and not for an `own` call (it dispatches itself)"
+                    "{name}: {class} once, and not for an `own` call (it dispatches itself)"
                 ));
             }
             *flag = true;
+            match words.next() {
+                None => {}
+                Some("fortran")
+                    if class == "+merged"
+                        && !matches!(line.class, Class::Bridge { .. })
+                        && words.next().is_none() =>
+                {
+                    line.merged_fortran = true
+                }
+                Some(w) => {
+                    return Err(format!(
+                        "{name}: {class} {w}: only `+merged fortran`, for a native or refused \
+                         call (a bridge call's Fortran bodies reach its C entry point)"
+                    ))
+                }
+            }
             continue;
         }
         let class = match class {
@@ -114,6 +135,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Line>, String> {
             own,
             fortran,
             merged: false,
+            merged_fortran: false,
             mixed: false,
         };
         if lines.insert(name.to_string(), line).is_some() {

@@ -14,6 +14,10 @@
 //! both implementations' Fortran bindings read attributes inside the
 //! library, past the C entry point.
 //!
+//! **Topologies on merged communicators** ([`merged`]): the Fortran bodies
+//! of the Cartesian and graph calls and `MPI_Topo_test`, which MPI's
+//! bindings send past the C entry points (a `+merged fortran` line).
+//!
 //! **MPI's calls.** Open MPI's Fortran bindings (`mpi_send_` in
 //! `libmpi_mpifh`, which `mpif.h` and `use mpi` call, and `ompi_send_f`,
 //! which `use mpi_f08` calls) go to `PMPI_Send` directly, past the C
@@ -85,6 +89,7 @@ mod attrs;
 mod convert;
 mod groups;
 pub mod isthmus;
+mod merged;
 mod mpich_f08;
 mod ompi;
 mod ompi_coll;

@@ -354,12 +354,16 @@ pub(super) unsafe fn comm_dup(comm: *const Fint, newcomm: *mut Fint) -> c_int {
     rc
 }
 
-/// A call making `newcomm` from `comm`, for Open MPI's Fortran: the new
-/// handle goes back on success only.
+/// A call making `newcomm` from `comm`, for Fortran (either
+/// implementation's: `MPI_Comm_c2f`): the new handle goes back on success
+/// only.
 ///
 /// # Safety
 /// `newcomm` is the program's out-handle (or null).
-unsafe fn new_comm(newcomm: *mut Fint, make: impl FnOnce(*mut MPI_Comm) -> c_int) -> c_int {
+pub(super) unsafe fn new_comm(
+    newcomm: *mut Fint,
+    make: impl FnOnce(*mut MPI_Comm) -> c_int,
+) -> c_int {
     let mut c = comm_null();
     let rc = make(&mut c);
     if rc == 0 {

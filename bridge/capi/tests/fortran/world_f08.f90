@@ -1,7 +1,9 @@
 ! One MPI_COMM_WORLD across implementations (ISTHMUS_WORLD), from Fortran's
 ! `use mpi_f08`, as tests/fortran/world.F90 from `use mpi`: the world of
 ! both parts, its size and this rank, the part's MPI_APPNUM, a send across
-! the parts (world rank 0 to the last rank and back) and an Allreduce.
+! the parts (world rank 0 to the last rank and back), an Allreduce and the
+! process topologies over the world (`topologies`, as in world.F90: the
+! calls both implementations' `use mpi_f08` send past the C entry points).
 ! Usage: world_f08 PART0_SIZE. Prints "PASS f08 world rank R of N" per rank.
 program world_f08
   use mpi_f08
@@ -35,10 +37,85 @@ program world_f08
   end if
   call MPI_Allreduce(rank + 1, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (total /= nprocs * (nprocs + 1) / 2) call fail('allreduce', total)
+  call topologies()
   print '(a,i0,a,i0)', 'PASS f08 world rank ', rank, ' of ', nprocs
   call MPI_Finalize()
 
 contains
+
+  ! A 2 x 2 grid over the world (rows: one part each; columns: both parts),
+  ! periodic in its second dimension, with every query, a shift and an
+  ! exchange along each dimension, its columns and rows by MPI_Cart_sub,
+  ! MPI_Cart_map; a ring graph over the four ranks with its queries.
+  subroutine topologies()
+    type(MPI_Comm) :: cart, col, row, graph
+    integer :: topo, nd, r, src, dst, got, n, ierr
+    integer :: dims(2), gdims(2), coords(2), c2(2), index(4), edges(8), nb(2), gi(4), ge(8)
+    logical :: periods(2), gperiods(2), remain(2)
+    dims = (/2, 2/)
+    periods = (/.false., .true./)
+    call MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, .false., cart, ierr)
+    if (ierr /= MPI_SUCCESS) call fail('cart_create', ierr)
+    if (cart == MPI_COMM_NULL) call fail('cart_create: no grid', 0)
+    call MPI_Topo_test(cart, topo)
+    if (topo /= MPI_CART) call fail('topo_test of the grid', topo)
+    call MPI_Topo_test(MPI_COMM_WORLD, topo)
+    if (topo /= MPI_UNDEFINED) call fail('topo_test of the world', topo)
+    call MPI_Cartdim_get(cart, nd)
+    if (nd /= 2) call fail('cartdim_get', nd)
+    call MPI_Cart_get(cart, 2, gdims, gperiods, coords)
+    if (any(gdims /= dims)) call fail('cart_get dims', gdims(1))
+    if (gperiods(1) .or. .not. gperiods(2)) call fail('cart_get periods', 0)
+    if (coords(1) /= rank / 2 .or. coords(2) /= mod(rank, 2)) call fail('cart_get coords', coords(1))
+    call MPI_Cart_coords(cart, rank, 2, c2)
+    if (any(c2 /= coords)) call fail('cart_coords', c2(1))
+    call MPI_Cart_rank(cart, coords, r)
+    if (r /= rank) call fail('cart_rank', r)
+    call MPI_Cart_shift(cart, 1, 1, src, dst)
+    if (src /= dst .or. dst /= 2 * (rank / 2) + 1 - mod(rank, 2)) call fail('periodic shift', dst)
+    call MPI_Cart_shift(cart, 0, 1, src, dst)
+    if (rank < 2 .and. (src /= MPI_PROC_NULL .or. dst /= rank + 2)) call fail('shift down', dst)
+    if (rank >= 2 .and. (src /= rank - 2 .or. dst /= MPI_PROC_NULL)) call fail('shift up', src)
+    got = -1
+    call MPI_Sendrecv(rank, 1, MPI_INTEGER, dst, 7, got, 1, MPI_INTEGER, src, 7, cart, &
+                      MPI_STATUS_IGNORE)
+    if (rank >= 2 .and. got /= rank - 2) call fail('exchange down the grid', got)
+    if (rank < 2 .and. got /= -1) call fail('exchange from no neighbour', got)
+    remain = (/.true., .false./)
+    call MPI_Cart_sub(cart, remain, col)
+    call MPI_Comm_size(col, n)
+    call MPI_Allreduce(rank, got, 1, MPI_INTEGER, MPI_SUM, col)
+    if (n /= 2 .or. got /= 2 + 2 * mod(rank, 2)) call fail('column', got)
+    call MPI_Cart_get(col, 1, gdims, gperiods, coords)
+    if (gdims(1) /= 2 .or. gperiods(1) .or. coords(1) /= rank / 2) call fail('column grid', coords(1))
+    remain = (/.false., .true./)
+    call MPI_Cart_sub(cart, remain, row)
+    call MPI_Cartdim_get(row, nd)
+    call MPI_Cart_get(row, 1, gdims, gperiods, coords)
+    if (nd /= 1 .or. .not. gperiods(1) .or. coords(1) /= mod(rank, 2)) call fail('row grid', nd)
+    call MPI_Cart_map(MPI_COMM_WORLD, 2, dims, periods, r)
+    if (r /= rank) call fail('cart_map', r)
+    call MPI_Comm_free(row)
+    call MPI_Comm_free(col)
+    call MPI_Comm_free(cart)
+
+    index = (/2, 4, 6, 8/)
+    edges = (/1, 3, 0, 2, 1, 3, 2, 0/)
+    call MPI_Graph_create(MPI_COMM_WORLD, 4, index, edges, .true., graph)
+    call MPI_Topo_test(graph, topo)
+    if (topo /= MPI_GRAPH) call fail('topo_test of the graph', topo)
+    call MPI_Graphdims_get(graph, n, nd)
+    if (n /= 4 .or. nd /= 8) call fail('graphdims_get', nd)
+    call MPI_Graph_get(graph, 4, 8, gi, ge)
+    if (any(gi /= index) .or. any(ge /= edges)) call fail('graph_get', ge(1))
+    call MPI_Graph_neighbors_count(graph, rank, n)
+    call MPI_Graph_neighbors(graph, rank, 2, nb)
+    if (n /= 2 .or. nb(1) /= edges(2 * rank + 1) .or. nb(2) /= edges(2 * rank + 2)) &
+      call fail('graph_neighbors', nb(1))
+    call MPI_Graph_map(MPI_COMM_WORLD, 4, index, edges, r)
+    if (r /= rank) call fail('graph_map', r)
+    call MPI_Comm_free(graph)
+  end subroutine topologies
 
   subroutine fail(what, got)
     character(len=*), intent(in) :: what

@@ -1,0 +1,342 @@
+//! Fortran bodies of the calls carried only on merged communicators (a
+//! `+merged fortran` line in `mpi-functions.txt`): the process topologies.
+//!
+//! Open MPI's Fortran bindings and MPICH's `use mpi_f08` call `PMPI_X`,
+//! past the C `MPI_X` whose shell sends a merged communicator to
+//! `crate::merged`; on a merged communicator the generated Fortran names
+//! call these instead (on any other the call is passed on to the MPI
+//! library's own binding, or refused on an Isthmus intercommunicator).
+//! Each converts as the implementations' own bindings do — handles with
+//! `MPI_Comm_f2c`/`c2f`, a `LOGICAL` as an integer that is true when not
+//! zero and written back as 1 (gfortran's `.true.`, which both
+//! implementations' bindings assume) — and calls the C entry point, which
+//! reports errors through the communicator's handler as from C.
+
+use std::ffi::c_int;
+
+use super::convert::{comm_f2c, get, Fint};
+use super::ompi::new_comm;
+use crate::errors::{self, Class};
+use crate::merged;
+use crate::mpi_glue::MPI_Comm;
+
+/// A Fortran `LOGICAL` argument as C's int (absent: false).
+///
+/// # Safety
+/// `p` is null or points to a `LOGICAL` (an integer's size).
+unsafe fn logical(p: *const Fint) -> c_int {
+    // SAFETY: the caller's contract.
+    c_int::from(unsafe { get(p) }.is_some_and(|v| v != 0))
+}
+
+/// A Fortran `LOGICAL` array of `n` elements as C's ints; `None` if the
+/// array is absent (the C call then reports it) and for a negative `n` an
+/// empty one (the C call reports the count). `Err`: no memory for it.
+///
+/// # Safety
+/// `p` is null or points to `n` `LOGICAL`s.
+unsafe fn logicals(p: *const Fint, n: Fint) -> Result<Option<Vec<c_int>>, ()> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    let n = usize::try_from(n).unwrap_or(0);
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| ())?;
+    // SAFETY: the caller's contract: `n` readable LOGICALs at `p`.
+    let f = unsafe { std::slice::from_raw_parts(p, n) };
+    v.extend(f.iter().map(|&l| c_int::from(l != 0)));
+    Ok(Some(v))
+}
+
+/// The C pointer of a converted array (null when absent).
+fn ptr(v: &Option<Vec<c_int>>) -> *const c_int {
+    v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+}
+
+/// The error of a `LOGICAL` array too large to convert.
+fn no_memory(comm: MPI_Comm, call: &str) -> c_int {
+    errors::raise(
+        comm,
+        errors::code(
+            Class::Resources,
+            &format!("{call}: no memory to convert a LOGICAL array"),
+        ),
+    )
+}
+
+/// `MPI_CART_CREATE(COMM_OLD, NDIMS, DIMS, PERIODS, REORDER, COMM_CART)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn cart_create(
+    comm: *const Fint,
+    ndims: *const Fint,
+    dims: *const Fint,
+    periods: *const Fint,
+    reorder: *const Fint,
+    comm_cart: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers.
+    let (c, n) = unsafe { (comm_f2c(int!(comm)), int!(ndims)) };
+    // SAFETY: PERIODS holds NDIMS LOGICALs (the call's contract).
+    let Ok(periods) = (unsafe { logicals(periods, n) }) else {
+        return no_memory(c, "MPI_Cart_create");
+    };
+    // SAFETY: converted handle and arrays, the program's integer array,
+    // our out-handle.
+    unsafe {
+        let reorder = logical(reorder);
+        new_comm(comm_cart, |out| {
+            merged::MPI_Cart_create(c, n, dims, ptr(&periods), reorder, out)
+        })
+    }
+}
+
+/// `MPI_CART_SUB(COMM, REMAIN_DIMS, NEWCOMM)`: REMAIN_DIMS has as many
+/// elements as the grid has dimensions.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn cart_sub(
+    comm: *const Fint,
+    remain_dims: *const Fint,
+    newcomm: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integer.
+    let c = comm_f2c(unsafe { int!(comm) });
+    let mut n: c_int = 0;
+    // SAFETY: a converted handle, our integer.
+    let rc = unsafe { merged::MPI_Cartdim_get(c, &mut n) };
+    if rc != 0 {
+        return rc;
+    }
+    // SAFETY: REMAIN_DIMS holds one LOGICAL per dimension (the call's contract).
+    let Ok(remain) = (unsafe { logicals(remain_dims, n) }) else {
+        return no_memory(c, "MPI_Cart_sub");
+    };
+    // SAFETY: a converted handle and array, our out-handle.
+    unsafe { new_comm(newcomm, |out| merged::MPI_Cart_sub(c, ptr(&remain), out)) }
+}
+
+/// `MPI_CART_GET(COMM, MAXDIMS, DIMS, PERIODS, COORDS)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn cart_get(
+    comm: *const Fint,
+    maxdims: *const Fint,
+    dims: *mut Fint,
+    periods: *mut Fint,
+    coords: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers.
+    let (c, max) = unsafe { (comm_f2c(int!(comm)), int!(maxdims)) };
+    // SAFETY: the program's arrays of MAXDIMS elements (the call's contract).
+    let rc = unsafe { merged::MPI_Cart_get(c, max, dims, periods, coords) };
+    if rc != 0 || periods.is_null() {
+        return rc;
+    }
+    // C wrote ints (whatever the grid's maker passed as true); a LOGICAL
+    // has their size, and true is 1.
+    let mut n: c_int = 0;
+    // SAFETY: a converted handle, our integer.
+    if unsafe { merged::MPI_Cartdim_get(c, &mut n) } == 0 {
+        let n = usize::try_from(n.min(max)).unwrap_or(0);
+        // SAFETY: PERIODS has MAXDIMS >= n elements, just written by C.
+        for l in unsafe { std::slice::from_raw_parts_mut(periods, n) } {
+            *l = Fint::from(*l != 0);
+        }
+    }
+    rc
+}
+
+/// `MPI_CART_MAP(COMM, NDIMS, DIMS, PERIODS, NEWRANK)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn cart_map(
+    comm: *const Fint,
+    ndims: *const Fint,
+    dims: *const Fint,
+    periods: *const Fint,
+    newrank: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers.
+    let (c, n) = unsafe { (comm_f2c(int!(comm)), int!(ndims)) };
+    // SAFETY: PERIODS holds NDIMS LOGICALs (the call's contract).
+    let Ok(periods) = (unsafe { logicals(periods, n) }) else {
+        return no_memory(c, "MPI_Cart_map");
+    };
+    // SAFETY: converted handle and array, the program's array and integer.
+    unsafe { merged::MPI_Cart_map(c, n, dims, ptr(&periods), newrank) }
+}
+
+/// `MPI_CART_COORDS(COMM, RANK, MAXDIMS, COORDS)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn cart_coords(
+    comm: *const Fint,
+    rank: *const Fint,
+    maxdims: *const Fint,
+    coords: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers and array.
+    unsafe { merged::MPI_Cart_coords(comm_f2c(int!(comm)), int!(rank), int!(maxdims), coords) }
+}
+
+/// `MPI_CART_RANK(COMM, COORDS, RANK)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn cart_rank(comm: *const Fint, coords: *const Fint, rank: *mut Fint) -> c_int {
+    // SAFETY: the program's integers and array.
+    unsafe { merged::MPI_Cart_rank(comm_f2c(int!(comm)), coords, rank) }
+}
+
+/// `MPI_CART_SHIFT(COMM, DIRECTION, DISP, RANK_SOURCE, RANK_DEST)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn cart_shift(
+    comm: *const Fint,
+    direction: *const Fint,
+    disp: *const Fint,
+    source: *mut Fint,
+    dest: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers.
+    unsafe {
+        merged::MPI_Cart_shift(
+            comm_f2c(int!(comm)),
+            int!(direction),
+            int!(disp),
+            source,
+            dest,
+        )
+    }
+}
+
+/// `MPI_CARTDIM_GET(COMM, NDIMS)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn cartdim_get(comm: *const Fint, ndims: *mut Fint) -> c_int {
+    // SAFETY: the program's integers.
+    unsafe { merged::MPI_Cartdim_get(comm_f2c(int!(comm)), ndims) }
+}
+
+/// `MPI_GRAPH_CREATE(COMM_OLD, NNODES, INDEX, EDGES, REORDER, COMM_GRAPH)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn graph_create(
+    comm: *const Fint,
+    nnodes: *const Fint,
+    index: *const Fint,
+    edges: *const Fint,
+    reorder: *const Fint,
+    comm_graph: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers and arrays, our out-handle.
+    unsafe {
+        let (c, n, reorder) = (comm_f2c(int!(comm)), int!(nnodes), logical(reorder));
+        new_comm(comm_graph, |out| {
+            merged::MPI_Graph_create(c, n, index, edges, reorder, out)
+        })
+    }
+}
+
+/// `MPI_GRAPH_GET(COMM, MAXINDEX, MAXEDGES, INDEX, EDGES)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn graph_get(
+    comm: *const Fint,
+    maxindex: *const Fint,
+    maxedges: *const Fint,
+    index: *mut Fint,
+    edges: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers and arrays.
+    unsafe {
+        merged::MPI_Graph_get(
+            comm_f2c(int!(comm)),
+            int!(maxindex),
+            int!(maxedges),
+            index,
+            edges,
+        )
+    }
+}
+
+/// `MPI_GRAPH_MAP(COMM, NNODES, INDEX, EDGES, NEWRANK)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn graph_map(
+    comm: *const Fint,
+    nnodes: *const Fint,
+    index: *const Fint,
+    edges: *const Fint,
+    newrank: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers and arrays.
+    unsafe { merged::MPI_Graph_map(comm_f2c(int!(comm)), int!(nnodes), index, edges, newrank) }
+}
+
+/// `MPI_GRAPH_NEIGHBORS(COMM, RANK, MAXNEIGHBORS, NEIGHBORS)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn graph_neighbors(
+    comm: *const Fint,
+    rank: *const Fint,
+    maxneighbors: *const Fint,
+    neighbors: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers and array.
+    unsafe {
+        merged::MPI_Graph_neighbors(
+            comm_f2c(int!(comm)),
+            int!(rank),
+            int!(maxneighbors),
+            neighbors,
+        )
+    }
+}
+
+/// `MPI_GRAPH_NEIGHBORS_COUNT(COMM, RANK, NNEIGHBORS)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn graph_neighbors_count(
+    comm: *const Fint,
+    rank: *const Fint,
+    nneighbors: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers.
+    unsafe { merged::MPI_Graph_neighbors_count(comm_f2c(int!(comm)), int!(rank), nneighbors) }
+}
+
+/// `MPI_GRAPHDIMS_GET(COMM, NNODES, NEDGES)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn graphdims_get(
+    comm: *const Fint,
+    nnodes: *mut Fint,
+    nedges: *mut Fint,
+) -> c_int {
+    // SAFETY: the program's integers.
+    unsafe { merged::MPI_Graphdims_get(comm_f2c(int!(comm)), nnodes, nedges) }
+}
+
+/// `MPI_TOPO_TEST(COMM, STATUS)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn topo_test(comm: *const Fint, status: *mut Fint) -> c_int {
+    // SAFETY: the program's integers.
+    unsafe { merged::MPI_Topo_test(comm_f2c(int!(comm)), status) }
+}
