@@ -19,6 +19,13 @@
 # other users' load (single-pair ratios from 0.7 to 7 were seen here). Compare
 # the ratios of one round, with the loadavg printed beside it.
 #
+# TCP's congestion control is the namespaces' own, inherited from the
+# machine (printed with each table); BENCH_TCP_CC=reno (or another name in
+# net.ipv4.tcp_allowed_congestion_control) sets it in both host namespaces,
+# for the bridge and raw TCP alike. On this VM's veth path the default,
+# BBR, paces both to 1.5-4 GB/s and moves raw TCP by 2x from run to run;
+# reno gives 7-10 GB/s and steadier rounds (see bench/README.md).
+#
 # usage: bench/hosts-data.sh [lat_iters [bw_scale_MiB [rounds]]]   (defaults 5000 1024 3)
 # Needs root (network namespaces) and iproute2. Every wait is bounded
 # (timeout); the trap stops only the processes started here (by PID) and
@@ -60,6 +67,14 @@ trap cleanup EXIT
 
 log "namespaces $NS-h1 ($A_ADDR) and $NS-h2 ($B_ADDR), bridge in $NS-sw"
 netns_hosts "$NS" "h1:$A_ADDR" "h2:$B_ADDR"
+if [ -n "${BENCH_TCP_CC:-}" ]; then
+  for h in h1 h2; do
+    ip netns exec "$NS-$h" sysctl -qw "net.ipv4.tcp_congestion_control=$BENCH_TCP_CC" \
+      || fail "cannot set TCP congestion control $BENCH_TCP_CC (allowed: $(sysctl -n net.ipv4.tcp_allowed_congestion_control))"
+  done
+fi
+TCP_CC=$(ip netns exec "$NS-h1" sysctl -n net.ipv4.tcp_congestion_control)
+log "TCP congestion control in the hosts' namespaces: $TCP_CC"
 
 log "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
 start_vmd "$WORK" >&2
@@ -94,7 +109,7 @@ for r in $(seq "$ROUNDS"); do
     || fail "the bridge did not go over TCP from $A_ADDR to $B_ADDR: $(grep '^ROUTE' "$WORK/bridge.out" || echo 'no route')"
 
   grep '^PUSHED' "$WORK/bridge.out" >&2 || true
-  awk -v route="$(grep '^ROUTE' "$WORK/bridge.out")" -v round="$r" -v rounds="$ROUNDS" \
+  awk -v route="$(grep '^ROUTE' "$WORK/bridge.out")" -v cc="$TCP_CC" -v round="$r" -v rounds="$ROUNDS" \
     -v loads="after bridge $LOAD_BRIDGE, after TCP $LOAD_TCP" -v ratios="$WORK/ratios" '
     function val(line, key,   i, n, kv) {
       n = split(line, f, " ")
@@ -104,7 +119,7 @@ for r in $(seq "$ROUNDS"); do
     /^RESULT/ { r[$2] = $0 }
     END {
       printf "\nround %d/%d, loadavg %s\n", round, rounds, loads
-      printf "bridge data path across two network namespaces (%s) vs raw TCP across the same\n", route
+      printf "bridge data path across two network namespaces (%s) vs raw TCP across the same; TCP congestion control %s\n", route, cc
       printf "\none-way latency, us (median / p99)       ratio = bridge / TCP median (target <= 1.2)\n"
       printf "%-8s %20s %20s %8s\n", "size", "bridge OMPI<->MPICH", "raw TCP", "ratio"
       split("0 8 1024", bs, " "); split("1 8 1024", ts, " ")
