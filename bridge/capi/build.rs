@@ -121,6 +121,9 @@ fn main() {
         println!("cargo:rustc-cfg=isthmus_mpi_abi");
     }
     runpath_to_mpi(&mpicc);
+    if in_place != "((void*)1)" && in_place != "(void*)1" {
+        needs_mpich_fortran(&mpicc);
+    }
 
     let list = fs::read_to_string("mpi-functions.txt").expect("read mpi-functions.txt");
     let table = table::parse(&list).unwrap_or_else(|e| panic!("mpi-functions.txt: {e}"));
@@ -255,6 +258,47 @@ fn merged_shells(c_shells: &mut BTreeMap<String, String>) -> &mut String {
     c_shells
         .entry("merged".to_string())
         .or_insert_with(|| String::from(GENERATED))
+}
+
+/// Makes libisthmus.so, built for an MPI of MPICH's family, depend on
+/// that MPI's Fortran library (`libmpichfort`, Debian's name, or
+/// `libmpifort`), found in the directories of `$MPICC -show`. A Fortran
+/// program links libisthmus before its MPI's Fortran library, which then
+/// defines every Fortran call the program makes, so `--as-needed` drops
+/// the MPI's library from the program; and the program then exports none
+/// of the common blocks holding `MPI_IN_PLACE`, `MPI_BOTTOM`,
+/// `MPI_STATUS_IGNORE`, `MPI_UNWEIGHTED`, … When MPICH's binding was loaded
+/// later, it knew its own copies of them, not the program's: an
+/// `MPI_Allreduce(MPI_IN_PLACE, …)` from `mpif.h` or `use mpi`, on any
+/// communicator, reduced the common block instead (zeros, silently). A
+/// dependency of libisthmus is seen when the program is linked, so the
+/// program exports the blocks and MPICH's binding shares them. Not for the
+/// standard ABI's library (`-lmpi_abi`: no Fortran, and MPICH 5's
+/// `libmpifort` beside it would bring MPICH's own C library).
+fn needs_mpich_fortran(mpicc: &str) {
+    let Ok(show) = Command::new(mpicc).arg("-show").output() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&show.stdout);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.contains(&"-lmpi_abi") {
+        return;
+    }
+    let dirs = words
+        .iter()
+        .filter_map(|w| w.strip_prefix("-L"))
+        .map(|d| d.trim_matches(|c| c == '"' || c == '\''));
+    for dir in dirs {
+        for name in ["libmpichfort.so.12", "libmpifort.so.12"] {
+            let lib = std::path::Path::new(dir).join(name);
+            if lib.exists() {
+                println!("cargo:rustc-cdylib-link-arg=-Wl,--no-as-needed");
+                println!("cargo:rustc-cdylib-link-arg={}", lib.display());
+                println!("cargo:rustc-cdylib-link-arg=-Wl,--as-needed");
+                return;
+            }
+        }
+    }
 }
 
 /// Gives libisthmus.so a run path to its MPI library's directories (the

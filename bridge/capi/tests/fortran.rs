@@ -505,3 +505,68 @@ fn fortran_persist_openmpi_f08_with_mpich_mpif_h() {
 fn fortran_persist_mpich_f08_with_openmpi_mpif_h() {
     fortran_persist((Mpi::Mpich, Binding::F08), (Mpi::OpenMpi, Binding::MpifH));
 }
+
+/// A program built with `mpifort.<mpi>` and libisthmus from
+/// tests/fortran/sentinels.F90 (`use mpi`, or `mpif.h`), run alone as one
+/// job of 2 ranks: the MPI's own Fortran sentinels (`MPI_IN_PLACE`,
+/// `MPI_STATUS(ES)_IGNORE`, `MPI_UNWEIGHTED`) still mean themselves on
+/// its `MPI_COMM_WORLD`. MPICH's binding knows them by the addresses of
+/// the program's common blocks; before libisthmus depended on MPICH's
+/// Fortran library, a program linked `-listhmus` exported none of them,
+/// and its in-place `MPI_Allreduce` reduced zeros.
+fn sentinels(mpi: Mpi, binding: Binding) {
+    let dir = TempDir::new("fortran-sentinels");
+    let out = dir.0.join(format!("sentinels-{}-{binding:?}", mpi.name()));
+    let mpifort = format!("mpifort.{}", mpi.name());
+    let mut cmd = Command::new(&mpifort);
+    cmd.args(["-O2", "-o"]).arg(&out);
+    if binding == Binding::MpifH {
+        cmd.args(["-DUSE_MPIF_H", "-fallow-argument-mismatch", "-w"]);
+    }
+    cmd.arg(sources().join("sentinels.F90"))
+        .args(link_args(mpi));
+    run(cmd, &format!("{mpifort} sentinels.F90 ({binding:?})"));
+    let vmd = Vmd::start("localhost", &[]);
+    let job = Job {
+        mpi,
+        np: 2,
+        program: out,
+        args: vec![],
+        env: vec![],
+        linking: Linking::Linked,
+    };
+    let o = finish(
+        launch(&vmd, &job),
+        Duration::from_secs(60),
+        "the sentinels job",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    for rank in 0..2 {
+        assert!(
+            out.contains(&format!("PASS sentinels rank {rank}\n")),
+            "{} {binding:?}: rank {rank} did not pass\n{}",
+            mpi.name(),
+            text(&o)
+        );
+    }
+}
+
+#[test]
+fn mpich_fortran_sentinels_work_with_libisthmus_use_mpi() {
+    sentinels(Mpi::Mpich, Binding::UseMpi);
+}
+
+#[test]
+fn mpich_fortran_sentinels_work_with_libisthmus_mpif_h() {
+    sentinels(Mpi::Mpich, Binding::MpifH);
+}
+
+#[test]
+fn openmpi_fortran_sentinels_work_with_libisthmus_use_mpi() {
+    sentinels(Mpi::OpenMpi, Binding::UseMpi);
+}
+
+#[test]
+fn openmpi_fortran_sentinels_work_with_libisthmus_mpif_h() {
+    sentinels(Mpi::OpenMpi, Binding::MpifH);
+}
