@@ -48,6 +48,12 @@ pub(super) fn type_f2c(f: Fint) -> ffi::MPI_Datatype {
     unsafe { ffi::RSMPI_Type_f2c(f) }
 }
 
+pub(super) fn info_f2c(f: Fint) -> ffi::MPI_Info {
+    // SAFETY: MPI_Info_f2c accepts any integer (an invalid one gives an
+    // invalid handle, which the call it is passed to reports).
+    unsafe { ffi::RSMPI_Info_f2c(f) }
+}
+
 pub(super) fn request_f2c(f: Fint) -> MPI_Request {
     // SAFETY: as for communicators.
     unsafe { ffi::RSMPI_Request_f2c(f) }
@@ -86,6 +92,11 @@ pub(super) struct Sentinels {
     in_place: usize,
     status_ignore: usize,
     statuses_ignore: usize,
+    /// `MPI_UNWEIGHTED` and `MPI_WEIGHTS_EMPTY`: Open MPI's common blocks,
+    /// and MPICH's `use mpi_f08` module variables (its `mpif.h` and `use
+    /// mpi` names convert them before the C entry point).
+    unweighted: [usize; 2],
+    weights_empty: [usize; 2],
 }
 
 pub(super) fn symbol(name: &std::ffi::CStr) -> usize {
@@ -101,7 +112,39 @@ pub(super) fn sentinels() -> &'static Sentinels {
         in_place: symbol(c"mpi_fortran_in_place_"),
         status_ignore: symbol(c"mpi_fortran_status_ignore_"),
         statuses_ignore: symbol(c"mpi_fortran_statuses_ignore_"),
+        unweighted: [
+            symbol(c"mpi_fortran_unweighted_"),
+            symbol(c"__mpi_f08_link_constants_MOD_mpi_unweighted"),
+        ],
+        weights_empty: [
+            symbol(c"mpi_fortran_weights_empty_"),
+            symbol(c"__mpi_f08_link_constants_MOD_mpi_weights_empty"),
+        ],
     })
+}
+
+/// A Fortran weights argument of the distributed graph calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Weights {
+    /// Fortran's `MPI_UNWEIGHTED`.
+    Unweighted,
+    /// Fortran's `MPI_WEIGHTS_EMPTY`.
+    Empty,
+    /// The program's array.
+    Array,
+}
+
+/// Which of [`Weights`] the Fortran argument at `p` is.
+pub(super) fn weights(p: *const Fint) -> Weights {
+    let s = sentinels();
+    let is = |sentinels: &[usize; 2]| sentinels.iter().any(|&a| a != 0 && a == p as usize);
+    if is(&s.unweighted) {
+        Weights::Unweighted
+    } else if is(&s.weights_empty) {
+        Weights::Empty
+    } else {
+        Weights::Array
+    }
 }
 
 /// Is this process's MPI Open MPI? (Its C library defines

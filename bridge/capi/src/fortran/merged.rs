@@ -1,5 +1,6 @@
 //! Fortran bodies of the calls carried only on merged communicators (a
-//! `+merged fortran` line in `mpi-functions.txt`): the process topologies.
+//! `+merged fortran` line in `mpi-functions.txt`): the process topologies
+//! (Cartesian, graph and distributed graph).
 //!
 //! Open MPI's Fortran bindings and MPICH's `use mpi_f08` call `PMPI_X`,
 //! past the C `MPI_X` whose shell sends a merged communicator to
@@ -9,12 +10,14 @@
 //! Each converts as the implementations' own bindings do — handles with
 //! `MPI_Comm_f2c`/`c2f`, a `LOGICAL` as an integer that is true when not
 //! zero and written back as 1 (gfortran's `.true.`, which both
-//! implementations' bindings assume) — and calls the C entry point, which
-//! reports errors through the communicator's handler as from C.
+//! implementations' bindings assume), Fortran's `MPI_UNWEIGHTED` and
+//! `MPI_WEIGHTS_EMPTY` (each binding's own sentinels) as C's — and calls
+//! the C entry point, which reports errors through the communicator's
+//! handler as from C.
 
 use std::ffi::c_int;
 
-use super::convert::{comm_f2c, get, Fint};
+use super::convert::{comm_f2c, get, info_f2c, put, weights, Fint, Weights};
 use super::ompi::new_comm;
 use crate::errors::{self, Class};
 use crate::merged;
@@ -339,4 +342,181 @@ pub(super) unsafe fn graphdims_get(
 pub(super) unsafe fn topo_test(comm: *const Fint, status: *mut Fint) -> c_int {
     // SAFETY: the program's integers.
     unsafe { merged::MPI_Topo_test(comm_f2c(int!(comm)), status) }
+}
+
+/// A Fortran weights argument for `n` weights as the C call takes it:
+/// `MPI_UNWEIGHTED` as C's; `MPI_WEIGHTS_EMPTY` as an array of none
+/// (`Err` if `n > 0`, which MPI does not allow); the program's array as it
+/// is. (Only a merged communicator's calls get these: they read no
+/// weights for a degree of zero.)
+fn c_weights(p: *const Fint, n: c_int) -> Result<*const c_int, ()> {
+    match weights(p) {
+        Weights::Unweighted => Ok(merged::unweighted()),
+        Weights::Empty if n > 0 => Err(()),
+        Weights::Empty => Ok(std::ptr::NonNull::<c_int>::dangling().as_ptr()),
+        Weights::Array => Ok(p),
+    }
+}
+
+/// The error of `MPI_WEIGHTS_EMPTY` given for a nonzero degree.
+fn weights_not_empty(comm: MPI_Comm, call: &str) -> c_int {
+    errors::raise(
+        comm,
+        errors::code(
+            Class::InvalidArgument,
+            &format!("{call}: MPI_WEIGHTS_EMPTY for a nonzero degree"),
+        ),
+    )
+}
+
+/// `MPI_DIST_GRAPH_CREATE_ADJACENT(COMM_OLD, INDEGREE, SOURCES,
+/// SOURCEWEIGHTS, OUTDEGREE, DESTINATIONS, DESTWEIGHTS, INFO, REORDER,
+/// COMM_DIST_GRAPH)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(super) unsafe fn dist_graph_create_adjacent(
+    comm: *const Fint,
+    indegree: *const Fint,
+    sources: *const Fint,
+    sourceweights: *const Fint,
+    outdegree: *const Fint,
+    destinations: *const Fint,
+    destweights: *const Fint,
+    info: *const Fint,
+    reorder: *const Fint,
+    comm_dist_graph: *mut Fint,
+) -> c_int {
+    const CALL: &str = "MPI_Dist_graph_create_adjacent";
+    // SAFETY: the program's integers.
+    let (c, ind, outd) = unsafe { (comm_f2c(int!(comm)), int!(indegree), int!(outdegree)) };
+    let (Ok(sw), Ok(dw)) = (c_weights(sourceweights, ind), c_weights(destweights, outd)) else {
+        return weights_not_empty(c, CALL);
+    };
+    // SAFETY: converted handles and weights, the program's integer arrays,
+    // our out-handle.
+    unsafe {
+        let (info, reorder) = (info_f2c(int!(info)), logical(reorder));
+        new_comm(comm_dist_graph, |out| {
+            merged::MPI_Dist_graph_create_adjacent(
+                c,
+                ind,
+                sources,
+                sw,
+                outd,
+                destinations,
+                dw,
+                info,
+                reorder,
+                out,
+            )
+        })
+    }
+}
+
+/// `MPI_DIST_GRAPH_CREATE(COMM_OLD, N, SOURCES, DEGREES, DESTINATIONS,
+/// WEIGHTS, INFO, REORDER, COMM_DIST_GRAPH)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+#[allow(clippy::too_many_arguments)] // MPI's own
+pub(super) unsafe fn dist_graph_create(
+    comm: *const Fint,
+    n: *const Fint,
+    sources: *const Fint,
+    degrees: *const Fint,
+    destinations: *const Fint,
+    weights: *const Fint,
+    info: *const Fint,
+    reorder: *const Fint,
+    comm_dist_graph: *mut Fint,
+) -> c_int {
+    const CALL: &str = "MPI_Dist_graph_create";
+    // SAFETY: the program's integers.
+    let (c, nodes) = unsafe { (comm_f2c(int!(comm)), int!(n)) };
+    // The weights are one per edge: as many as the degrees add up to.
+    let edges = match usize::try_from(nodes) {
+        // SAFETY: DEGREES holds N integers (the call's contract).
+        Ok(k) if k > 0 && !degrees.is_null() => unsafe { std::slice::from_raw_parts(degrees, k) }
+            .iter()
+            .fold(0, |a: c_int, &d| a.saturating_add(d.max(0))),
+        _ => 0,
+    };
+    let Ok(w) = c_weights(weights, edges) else {
+        return weights_not_empty(c, CALL);
+    };
+    // SAFETY: converted handles and weights, the program's integer arrays,
+    // our out-handle.
+    unsafe {
+        let (info, reorder) = (info_f2c(int!(info)), logical(reorder));
+        new_comm(comm_dist_graph, |out| {
+            merged::MPI_Dist_graph_create(
+                c,
+                nodes,
+                sources,
+                degrees,
+                destinations,
+                w,
+                info,
+                reorder,
+                out,
+            )
+        })
+    }
+}
+
+/// `MPI_DIST_GRAPH_NEIGHBORS_COUNT(COMM, INDEGREE, OUTDEGREE, WEIGHTED)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn dist_graph_neighbors_count(
+    comm: *const Fint,
+    indegree: *mut Fint,
+    outdegree: *mut Fint,
+    weighted: *mut Fint,
+) -> c_int {
+    let mut w: c_int = 0;
+    // SAFETY: the program's integers, our flag.
+    let rc = unsafe {
+        merged::MPI_Dist_graph_neighbors_count(comm_f2c(int!(comm)), indegree, outdegree, &mut w)
+    };
+    if rc == 0 {
+        // SAFETY: the program's LOGICAL (or null).
+        unsafe { put(weighted, Fint::from(w != 0)) };
+    }
+    rc
+}
+
+/// `MPI_DIST_GRAPH_NEIGHBORS(COMM, MAXINDEGREE, SOURCES, SOURCEWEIGHTS,
+/// MAXOUTDEGREE, DESTINATIONS, DESTWEIGHTS)`: a weights argument that is
+/// `MPI_UNWEIGHTED` or `MPI_WEIGHTS_EMPTY` gets no weights written.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn dist_graph_neighbors(
+    comm: *const Fint,
+    maxindegree: *const Fint,
+    sources: *mut Fint,
+    sourceweights: *mut Fint,
+    maxoutdegree: *const Fint,
+    destinations: *mut Fint,
+    destweights: *mut Fint,
+) -> c_int {
+    let out = |p: *mut Fint| match weights(p) {
+        Weights::Array => p,
+        Weights::Unweighted | Weights::Empty => merged::unweighted().cast_mut(),
+    };
+    // SAFETY: the program's integers and arrays (of the sizes it gave).
+    unsafe {
+        merged::MPI_Dist_graph_neighbors(
+            comm_f2c(int!(comm)),
+            int!(maxindegree),
+            sources,
+            out(sourceweights),
+            int!(maxoutdegree),
+            destinations,
+            out(destweights),
+        )
+    }
 }

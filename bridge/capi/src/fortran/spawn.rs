@@ -29,7 +29,9 @@ use std::sync::OnceLock;
 
 use mpi::ffi;
 
-use super::convert::{comm_c2f, comm_f2c, get, next, no_next, open_mpi, put, symbol, Fint};
+use super::convert::{
+    comm_c2f, comm_f2c, get, info_f2c, next, no_next, open_mpi, put, symbol, Fint,
+};
 use crate::mpi_glue::{comm_null, MPI_Comm};
 use crate::{join, parent, spawn};
 
@@ -133,12 +135,6 @@ fn errcodes(array: *mut Fint) -> *mut c_int {
     } else {
         array
     }
-}
-
-fn info_f2c(f: Fint) -> ffi::MPI_Info {
-    // SAFETY: MPI_Info_f2c accepts any integer (an invalid one gives an
-    // invalid handle, which the spawn reports).
-    unsafe { ffi::RSMPI_Info_f2c(f) }
 }
 
 // ------------------------------------------------------------ the bodies

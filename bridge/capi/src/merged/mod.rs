@@ -99,7 +99,7 @@ pub(crate) use topo::dist_graph::{
 pub(crate) use topo::{
     cart_coords, cart_create, cart_get, cart_map, cart_rank, cart_shift, cart_sub, cartdim_get,
     graph_create, graph_get, graph_map, graph_neighbors, graph_neighbors_count, graphdims_get,
-    topo_test,
+    topo_test, unweighted,
 };
 pub(crate) use vcoll::{allgatherv, alltoallv, alltoallw, gatherv, scatterv, to_self, Derived};
 pub(crate) use wire::{mpi, Fail};

@@ -46,12 +46,15 @@ contains
   ! A 2 x 2 grid over the world (rows: one part each; columns: both parts),
   ! periodic in its second dimension, with every query, a shift and an
   ! exchange along each dimension, its columns and rows by MPI_Cart_sub,
-  ! MPI_Cart_map; a ring graph over the four ranks with its queries.
+  ! MPI_Cart_map; a ring graph over the four ranks with its queries;
+  ! distributed graphs (weighted, unweighted, from one rank's edges).
   subroutine topologies()
     type(MPI_Comm) :: cart, col, row, graph
     integer :: topo, nd, r, src, dst, got, n, ierr
     integer :: dims(2), gdims(2), coords(2), c2(2), index(4), edges(8), nb(2), gi(4), ge(8)
     logical :: periods(2), gperiods(2), remain(2)
+    integer :: srcs(2), dsts(2), sw(2), dw(2), indeg, outdeg, one(1), deg(1), tgt(2)
+    logical :: weighted
     dims = (/2, 2/)
     periods = (/.false., .true./)
     call MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, .false., cart, ierr)
@@ -114,6 +117,51 @@ contains
       call fail('graph_neighbors', nb(1))
     call MPI_Graph_map(MPI_COMM_WORLD, 4, index, edges, r)
     if (r /= rank) call fail('graph_map', r)
+    call MPI_Comm_free(graph)
+
+    ! Distributed graphs: a weighted ring (each rank's left and right
+    ! neighbours, weight 10 + the neighbour's rank), an unweighted one
+    ! (MPI_UNWEIGHTED in and out), and one that rank 0 alone describes
+    ! with MPI_Dist_graph_create (the others name no node: MPI_WEIGHTS_EMPTY).
+    srcs = (/mod(rank + 3, 4), mod(rank + 1, 4)/)
+    sw = 10 + srcs
+    call MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, srcs, sw, 2, srcs, sw, &
+                                        MPI_INFO_NULL, .false., graph)
+    call MPI_Topo_test(graph, topo)
+    if (topo /= MPI_DIST_GRAPH) call fail('topo_test of the distributed graph', topo)
+    call MPI_Dist_graph_neighbors_count(graph, indeg, outdeg, weighted)
+    if (indeg /= 2 .or. outdeg /= 2 .or. .not. weighted) call fail('dist_graph_neighbors_count', indeg)
+    dsts = -1
+    dw = -1
+    call MPI_Dist_graph_neighbors(graph, 2, dsts, dw, 2, tgt, dw)
+    if (any(dsts /= srcs) .or. any(tgt /= srcs) .or. any(dw /= sw)) call fail('dist_graph_neighbors', dw(1))
+    got = -1
+    call MPI_Sendrecv(rank, 1, MPI_INTEGER, srcs(2), 8, got, 1, MPI_INTEGER, srcs(1), 8, graph, &
+                      MPI_STATUS_IGNORE)
+    if (got /= srcs(1)) call fail('exchange on the distributed graph', got)
+    call MPI_Comm_free(graph)
+    call MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, srcs, MPI_UNWEIGHTED, 2, srcs, &
+                                        MPI_UNWEIGHTED, MPI_INFO_NULL, .false., graph)
+    call MPI_Dist_graph_neighbors_count(graph, indeg, outdeg, weighted)
+    if (weighted) call fail('an unweighted graph reported weighted', indeg)
+    call MPI_Dist_graph_neighbors(graph, 2, dsts, MPI_UNWEIGHTED, 2, tgt, MPI_UNWEIGHTED)
+    if (any(dsts /= srcs) .or. any(tgt /= srcs)) call fail('unweighted neighbours', dsts(1))
+    call MPI_Comm_free(graph)
+    if (rank == 0) then
+      ! Rank 0 names the edges 0 -> 1 and 0 -> 3.
+      one = (/0/)
+      deg = (/2/)
+      tgt = (/1, 3/)
+      call MPI_Dist_graph_create(MPI_COMM_WORLD, 1, one, deg, tgt, MPI_UNWEIGHTED, &
+                                 MPI_INFO_NULL, .false., graph)
+    else
+      call MPI_Dist_graph_create(MPI_COMM_WORLD, 0, one, deg, tgt, MPI_WEIGHTS_EMPTY, &
+                                 MPI_INFO_NULL, .false., graph)
+    end if
+    call MPI_Dist_graph_neighbors_count(graph, indeg, outdeg, weighted)
+    if (rank == 0 .and. (indeg /= 0 .or. outdeg /= 2)) call fail('edges of rank 0', outdeg)
+    if (mod(rank, 2) == 1 .and. (indeg /= 1 .or. outdeg /= 0)) call fail('edges into an odd rank', indeg)
+    if (rank == 2 .and. (indeg /= 0 .or. outdeg /= 0)) call fail('edges of rank 2', indeg)
     call MPI_Comm_free(graph)
   end subroutine topologies
 

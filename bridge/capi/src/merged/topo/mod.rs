@@ -160,7 +160,7 @@ impl DistGraph {
 }
 
 /// The MPI's `MPI_UNWEIGHTED`.
-fn unweighted() -> *const c_int {
+pub(crate) fn unweighted() -> *const c_int {
     // SAFETY: rsmpi's shim returns the MPI's constant, nothing else.
     unsafe { ffi::RSMPI_UNWEIGHTED() }.cast_const()
 }
