@@ -369,8 +369,9 @@ fn fortran_program(dir: &TempDir, source: &str, defines: &[&str], mpi: Mpi) -> P
 }
 
 /// A Fortran program sees one world: size, rank, a send across the parts,
-/// an Allreduce (world.F90: `use mpi`, or `mpif.h` with USE_MPIF_H;
-/// world_f08.f90: `use mpi_f08`, and `MPI_APPNUM`); `first` as part 0.
+/// an Allreduce, the process topologies (world.F90: `use mpi`, or `mpif.h`
+/// with USE_MPIF_H; world_f08.f90: `use mpi_f08`, and `MPI_APPNUM`);
+/// `first` as part 0.
 fn fortran_world(first: Mpi, source: &str, defines: &[&str], pass: &str) {
     let dir = TempDir::new("world-fortran");
     let program = |mpi: Mpi| fortran_program(&dir, source, defines, mpi);
@@ -414,6 +415,97 @@ fn fortran_f08_sees_one_world_open_mpi_first() {
 #[test]
 fn fortran_f08_sees_one_world_mpich_first() {
     fortran_world(Mpi::Mpich, "world_f08.f90", &[], "PASS f08 world rank");
+}
+
+/// MPICH's Fortran topology tests (`tests/mpich/world/f77/topo/*.f` with
+/// `mpif.h`, `f08/topo/*.f90` with `use mpi_f08`; unmodified copies, built
+/// with MPICH's Fortran harness `util/mtest_f77.f` / `util/mtest_f08.f90`),
+/// each at MPICH's 4 ranks on a world of 2 + 2, both orders: the grids and
+/// distributed graphs over `MPI_COMM_WORLD` reach libisthmus from every
+/// Fortran binding (Open MPI's and MPICH's `use mpi_f08` past the C entry
+/// points). Each rank 0 prints " No Errors".
+const MPICH_FORTRAN_ON_WORLD: &[&str] = &[
+    "f77/topo/cartcrf.f",
+    "f77/topo/dgraph_wgtf.f",
+    "f77/topo/dgraph_unwgtf.f",
+    "f08/topo/cartcrf90.f90",
+    "f08/topo/dgraph_wgtf90.f90",
+    "f08/topo/dgraph_unwgtf90.f90",
+    "f08/topo/cart_subf90.f90",
+];
+
+/// `test` (of [`MPICH_FORTRAN_ON_WORLD`]) built with `mpi`'s `mpifort`,
+/// its harness and libisthmus, into `dir`.
+fn mpich_fortran_test(dir: &TempDir, test: &str, mpi: Mpi) -> PathBuf {
+    let out = dir
+        .0
+        .join(format!("{}-{}", test.replace(['/', '.'], "-"), mpi.name()));
+    if out.exists() {
+        return out;
+    }
+    let mpich = crate_dir().join("tests/mpich");
+    let harness = if test.starts_with("f08/") {
+        "mtest_f08.f90"
+    } else {
+        "mtest_f77.f"
+    };
+    let lib = lib_dir(mpi);
+    let o = std::process::Command::new(format!("mpifort.{}", mpi.name()))
+        // mpif.h declares no interfaces: MPICH's tests pass buffers of
+        // several types to one routine, as legacy code does.
+        .args(["-O2", "-fallow-argument-mismatch", "-w", "-o"])
+        .arg(&out)
+        // The module directory of the harness's objects: this test's own.
+        .arg("-J")
+        .arg(&dir.0)
+        .arg(mpich.join("harness/util").join(harness))
+        .arg(mpich.join("world").join(test))
+        .arg(format!("-L{}", lib.display()))
+        .arg("-listhmus")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-Wl,--disable-new-dtags")
+        .output()
+        .expect("run mpifort");
+    assert!(
+        o.status.success(),
+        "mpifort.{} {test}: {}",
+        mpi.name(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn mpich_fortran_tests_on_a_world(first: Mpi) {
+    let mut failed = Vec::new();
+    for test in MPICH_FORTRAN_ON_WORLD {
+        let dir = TempDir::new("world-mpich-fortran");
+        let program = |mpi: Mpi| mpich_fortran_test(&dir, test, mpi);
+        let name = format!("mpich-{}-{}", test.replace(['/', '.'], "-"), first.name());
+        let (a, b) = parts(&name, first, (2, 2), &program, &[]);
+        let vmd = Vmd::start("localhost", &[]);
+        let (oa, ob) = run_pair(&vmd, &a, &b, Duration::from_secs(120));
+        let passed = oa.status.success()
+            && ob.status.success()
+            && String::from_utf8_lossy(&oa.stdout).contains(" No Errors");
+        if !passed {
+            failed.push(format!(
+                "{test}:\npart 0:\n{}\npart 1:\n{}",
+                text(&oa),
+                text(&ob)
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+#[test]
+fn mpich_fortran_topology_tests_on_a_world_open_mpi_first() {
+    mpich_fortran_tests_on_a_world(Mpi::OpenMpi);
+}
+
+#[test]
+fn mpich_fortran_topology_tests_on_a_world_mpich_first() {
+    mpich_fortran_tests_on_a_world(Mpi::Mpich);
 }
 
 /// tests/fortran/world_fail.F90 (`use mpi`) in `mode` as a world of 2 + 2
