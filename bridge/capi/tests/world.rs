@@ -24,7 +24,8 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
@@ -344,15 +345,22 @@ fn fortran_program(dir: &TempDir, source: &str, defines: &[&str], mpi: Mpi) -> P
     let out = dir
         .0
         .join(format!("{stem}{}-{}", defines.join("-"), mpi.name()));
-    if out.exists() {
-        return out;
+    if !out.exists() {
+        let mut args: Vec<OsString> = defines.iter().map(|d| format!("-D{d}").into()).collect();
+        args.push(crate_dir().join("tests/fortran").join(source).into());
+        mpifort_with_libisthmus(mpi, &out, &args);
     }
+    out
+}
+
+/// `mpifort.<mpi> -O2 -o out <args>`, linked with libisthmus; the test
+/// fails with the compiler's message if that fails.
+fn mpifort_with_libisthmus(mpi: Mpi, out: &Path, args: &[OsString]) {
     let lib = lib_dir(mpi);
     let o = std::process::Command::new(format!("mpifort.{}", mpi.name()))
         .args(["-O2", "-o"])
-        .arg(&out)
-        .args(defines.iter().map(|d| format!("-D{d}")))
-        .arg(crate_dir().join("tests/fortran").join(source))
+        .arg(out)
+        .args(args)
         .arg(format!("-L{}", lib.display()))
         .arg("-listhmus")
         .arg(format!("-Wl,-rpath,{}", lib.display()))
@@ -361,11 +369,10 @@ fn fortran_program(dir: &TempDir, source: &str, defines: &[&str], mpi: Mpi) -> P
         .expect("run mpifort");
     assert!(
         o.status.success(),
-        "mpifort.{} {source}: {}",
+        "mpifort.{} {args:?}: {}",
         mpi.name(),
         String::from_utf8_lossy(&o.stderr)
     );
-    out
 }
 
 /// A Fortran program sees one world: size, rank, a send across the parts,
@@ -449,29 +456,18 @@ fn mpich_fortran_test(dir: &TempDir, test: &str, mpi: Mpi) -> PathBuf {
     } else {
         "mtest_f77.f"
     };
-    let lib = lib_dir(mpi);
-    let o = std::process::Command::new(format!("mpifort.{}", mpi.name()))
+    let args: Vec<OsString> = vec![
         // mpif.h declares no interfaces: MPICH's tests pass buffers of
         // several types to one routine, as legacy code does.
-        .args(["-O2", "-fallow-argument-mismatch", "-w", "-o"])
-        .arg(&out)
+        "-fallow-argument-mismatch".into(),
+        "-w".into(),
         // The module directory of the harness's objects: this test's own.
-        .arg("-J")
-        .arg(&dir.0)
-        .arg(mpich.join("harness/util").join(harness))
-        .arg(mpich.join("world").join(test))
-        .arg(format!("-L{}", lib.display()))
-        .arg("-listhmus")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-Wl,--disable-new-dtags")
-        .output()
-        .expect("run mpifort");
-    assert!(
-        o.status.success(),
-        "mpifort.{} {test}: {}",
-        mpi.name(),
-        String::from_utf8_lossy(&o.stderr)
-    );
+        "-J".into(),
+        dir.0.clone().into(),
+        mpich.join("harness/util").join(harness).into(),
+        mpich.join("world").join(test).into(),
+    ];
+    mpifort_with_libisthmus(mpi, &out, &args);
     out
 }
 
