@@ -1,6 +1,7 @@
 //! Fortran bodies of the calls carried only on merged communicators (a
 //! `+merged fortran` line in `mpi-functions.txt`): the process topologies
-//! (Cartesian, graph and distributed graph).
+//! (Cartesian, graph and distributed graph), and the neighborhood
+//! collectives (`neighbor`, re-exported here).
 //!
 //! Open MPI's Fortran bindings and MPICH's `use mpi_f08` call `PMPI_X`,
 //! past the C `MPI_X` whose shell sends a merged communicator to
@@ -18,6 +19,11 @@
 use std::ffi::c_int;
 
 use super::convert::{comm_f2c, get, info_f2c, put, weights, Fint, Weights};
+pub(super) use super::neighbor::{
+    ineighbor_allgather, ineighbor_allgatherv, ineighbor_alltoall, ineighbor_alltoallv,
+    ineighbor_alltoallw, neighbor_allgather, neighbor_allgatherv, neighbor_alltoall,
+    neighbor_alltoallv, neighbor_alltoallw,
+};
 use super::ompi::new_comm;
 use crate::errors::{self, Class};
 use crate::merged;

@@ -15,8 +15,9 @@
 //! library, past the C entry point.
 //!
 //! **Topologies on merged communicators** ([`merged`]): the Fortran bodies
-//! of the Cartesian and graph calls and `MPI_Topo_test`, which MPI's
-//! bindings send past the C entry points (a `+merged fortran` line).
+//! of the Cartesian, graph and distributed graph calls and `MPI_Topo_test`,
+//! and of the neighborhood collectives ([`neighbor`]), which MPI's bindings
+//! send past the C entry points (a `+merged fortran` line).
 //!
 //! **MPI's calls.** Open MPI's Fortran bindings (`mpi_send_` in
 //! `libmpi_mpifh`, which `mpif.h` and `use mpi` call, and `ompi_send_f`,
@@ -85,12 +86,43 @@ macro_rules! pass_on {
     }};
 }
 
+/// The two Fortran bodies of a collective, blocking (`$name`, calling the
+/// C `$m::$c`) and nonblocking (`$iname`, calling `$m::$ic` with one more
+/// argument, the request, whose Fortran handle goes back on success), from
+/// its parameters and their conversion to C's (`ompi_coll`, `neighbor`).
+macro_rules! collective {
+    ($m:ident: $name:ident / $iname:ident => $c:ident / $ic:ident
+        ($($p:ident: $t:ty),* $(,)?) => ($($arg:expr),* $(,)?)) => {
+        #[doc = concat!("`", stringify!($c), "` for Open MPI's Fortran.")]
+        ///
+        /// # Safety
+        /// As the Fortran call: every argument a reference (or null).
+        #[allow(clippy::too_many_arguments)] // MPI's own
+        pub(super) unsafe fn $name($($p: $t),*) -> c_int {
+            // SAFETY: the program's buffers and arrays, converted handles.
+            unsafe { $m::$c($($arg),*) }
+        }
+
+        #[doc = concat!("`", stringify!($ic), "` for Open MPI's Fortran.")]
+        ///
+        /// # Safety
+        /// As the Fortran call: every argument a reference (or null).
+        #[allow(clippy::too_many_arguments)] // MPI's own
+        pub(super) unsafe fn $iname($($p: $t,)* request: *mut Fint) -> c_int {
+            // SAFETY: the program's buffers and arrays, converted handles,
+            // its request.
+            unsafe { super::ompi_coll::started(request, |r| $m::$ic($($arg,)* r)) }
+        }
+    };
+}
+
 mod attrs;
 mod convert;
 mod groups;
 pub mod isthmus;
 mod merged;
 mod mpich_f08;
+mod neighbor;
 mod ompi;
 mod ompi_coll;
 mod shared;

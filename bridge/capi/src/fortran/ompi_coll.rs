@@ -27,7 +27,10 @@ use crate::{coll, comms};
 ///
 /// # Safety
 /// `request` is the program's request argument (or null).
-unsafe fn started(request: *mut Fint, start: impl FnOnce(*mut MPI_Request) -> c_int) -> c_int {
+pub(super) unsafe fn started(
+    request: *mut Fint,
+    start: impl FnOnce(*mut MPI_Request) -> c_int,
+) -> c_int {
     let mut r = request_null();
     let rc = start(&mut r);
     if rc == 0 {
@@ -65,7 +68,7 @@ fn blocks(comm: MPI_Comm) -> Result<usize, c_int> {
 ///
 /// # Safety
 /// `types` is null or the program's array of at least `n` handles.
-unsafe fn types_f2c(types: *const Fint, n: usize) -> Vec<MPI_Datatype> {
+pub(super) unsafe fn types_f2c(types: *const Fint, n: usize) -> Vec<MPI_Datatype> {
     if types.is_null() {
         return Vec::new();
     }
@@ -98,70 +101,41 @@ unsafe fn w_types(
     Ok((send, recv))
 }
 
-/// The two Fortran bodies of a collective, blocking (`$name`, calling the
-/// C `$c`) and nonblocking (`$iname`, calling `$ic` with one more argument,
-/// the request), from its parameters and their conversion to C's.
-macro_rules! collective {
-    ($name:ident / $iname:ident => $c:ident / $ic:ident
-        ($($p:ident: $t:ty),* $(,)?) => ($($arg:expr),* $(,)?)) => {
-        #[doc = concat!("`", stringify!($c), "` for Open MPI's Fortran.")]
-        ///
-        /// # Safety
-        /// As the Fortran call: every argument a reference (or null).
-        #[allow(clippy::too_many_arguments)] // MPI's own
-        pub(super) unsafe fn $name($($p: $t),*) -> c_int {
-            // SAFETY: the program's buffers and arrays, converted handles.
-            unsafe { coll::$c($($arg),*) }
-        }
-
-        #[doc = concat!("`", stringify!($ic), "` for Open MPI's Fortran.")]
-        ///
-        /// # Safety
-        /// As the Fortran call: every argument a reference (or null).
-        #[allow(clippy::too_many_arguments)] // MPI's own
-        pub(super) unsafe fn $iname($($p: $t,)* request: *mut Fint) -> c_int {
-            // SAFETY: the program's buffers and arrays, converted handles,
-            // its request.
-            unsafe { started(request, |r| coll::$ic($($arg,)* r)) }
-        }
-    };
-}
-
-collective!(barrier / ibarrier => MPI_Barrier / MPI_Ibarrier
+collective!(coll: barrier / ibarrier => MPI_Barrier / MPI_Ibarrier
     (comm: *const Fint) => (comm_f2c(int!(comm))));
 
-collective!(bcast / ibcast => MPI_Bcast / MPI_Ibcast
+collective!(coll: bcast / ibcast => MPI_Bcast / MPI_Ibcast
     (buf: *mut c_void, count: *const Fint, datatype: *const Fint, root: *const Fint,
      comm: *const Fint)
     => (buffer(buf) as *mut c_void, int!(count), type_f2c(int!(datatype)), int!(root),
         comm_f2c(int!(comm))));
 
-collective!(allreduce / iallreduce => MPI_Allreduce / MPI_Iallreduce
+collective!(coll: allreduce / iallreduce => MPI_Allreduce / MPI_Iallreduce
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint, datatype: *const Fint,
      op: *const Fint, comm: *const Fint)
     => (buffer(sendbuf), buffer(recvbuf) as *mut c_void, int!(count),
         type_f2c(int!(datatype)), op_f2c(int!(op)), comm_f2c(int!(comm))));
 
-collective!(reduce / ireduce => MPI_Reduce / MPI_Ireduce
+collective!(coll: reduce / ireduce => MPI_Reduce / MPI_Ireduce
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint, datatype: *const Fint,
      op: *const Fint, root: *const Fint, comm: *const Fint)
     => (buffer(sendbuf), buffer(recvbuf) as *mut c_void, int!(count),
         type_f2c(int!(datatype)), op_f2c(int!(op)), int!(root), comm_f2c(int!(comm))));
 
-collective!(reduce_scatter_block / ireduce_scatter_block
+collective!(coll: reduce_scatter_block / ireduce_scatter_block
     => MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: *const Fint,
      datatype: *const Fint, op: *const Fint, comm: *const Fint)
     => (buffer(sendbuf), buffer(recvbuf) as *mut c_void, int!(recvcount),
         type_f2c(int!(datatype)), op_f2c(int!(op)), comm_f2c(int!(comm))));
 
-collective!(reduce_scatter / ireduce_scatter => MPI_Reduce_scatter / MPI_Ireduce_scatter
+collective!(coll: reduce_scatter / ireduce_scatter => MPI_Reduce_scatter / MPI_Ireduce_scatter
     (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Fint,
      datatype: *const Fint, op: *const Fint, comm: *const Fint)
     => (buffer(sendbuf), buffer(recvbuf) as *mut c_void, recvcounts,
         type_f2c(int!(datatype)), op_f2c(int!(op)), comm_f2c(int!(comm))));
 
-collective!(gather / igather => MPI_Gather / MPI_Igather
+collective!(coll: gather / igather => MPI_Gather / MPI_Igather
     (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
      recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint, root: *const Fint,
      comm: *const Fint)
@@ -169,7 +143,7 @@ collective!(gather / igather => MPI_Gather / MPI_Igather
         buffer(recvbuf) as *mut c_void, int!(recvcount), type_f2c(int!(recvtype)), int!(root),
         comm_f2c(int!(comm))));
 
-collective!(scatter / iscatter => MPI_Scatter / MPI_Iscatter
+collective!(coll: scatter / iscatter => MPI_Scatter / MPI_Iscatter
     (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
      recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint, root: *const Fint,
      comm: *const Fint)
@@ -177,21 +151,21 @@ collective!(scatter / iscatter => MPI_Scatter / MPI_Iscatter
         buffer(recvbuf) as *mut c_void, int!(recvcount), type_f2c(int!(recvtype)), int!(root),
         comm_f2c(int!(comm))));
 
-collective!(allgather / iallgather => MPI_Allgather / MPI_Iallgather
+collective!(coll: allgather / iallgather => MPI_Allgather / MPI_Iallgather
     (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
      recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint, comm: *const Fint)
     => (buffer(sendbuf), int!(sendcount), type_f2c(int!(sendtype)),
         buffer(recvbuf) as *mut c_void, int!(recvcount), type_f2c(int!(recvtype)),
         comm_f2c(int!(comm))));
 
-collective!(alltoall / ialltoall => MPI_Alltoall / MPI_Ialltoall
+collective!(coll: alltoall / ialltoall => MPI_Alltoall / MPI_Ialltoall
     (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
      recvbuf: *mut c_void, recvcount: *const Fint, recvtype: *const Fint, comm: *const Fint)
     => (buffer(sendbuf), int!(sendcount), type_f2c(int!(sendtype)),
         buffer(recvbuf) as *mut c_void, int!(recvcount), type_f2c(int!(recvtype)),
         comm_f2c(int!(comm))));
 
-collective!(gatherv / igatherv => MPI_Gatherv / MPI_Igatherv
+collective!(coll: gatherv / igatherv => MPI_Gatherv / MPI_Igatherv
     (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
      recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
      recvtype: *const Fint, root: *const Fint, comm: *const Fint)
@@ -199,7 +173,7 @@ collective!(gatherv / igatherv => MPI_Gatherv / MPI_Igatherv
         buffer(recvbuf) as *mut c_void, recvcounts, displs, type_f2c(int!(recvtype)),
         int!(root), comm_f2c(int!(comm))));
 
-collective!(scatterv / iscatterv => MPI_Scatterv / MPI_Iscatterv
+collective!(coll: scatterv / iscatterv => MPI_Scatterv / MPI_Iscatterv
     (sendbuf: *const c_void, sendcounts: *const Fint, displs: *const Fint,
      sendtype: *const Fint, recvbuf: *mut c_void, recvcount: *const Fint,
      recvtype: *const Fint, root: *const Fint, comm: *const Fint)
@@ -207,7 +181,7 @@ collective!(scatterv / iscatterv => MPI_Scatterv / MPI_Iscatterv
         buffer(recvbuf) as *mut c_void, int!(recvcount), type_f2c(int!(recvtype)),
         int!(root), comm_f2c(int!(comm))));
 
-collective!(allgatherv / iallgatherv => MPI_Allgatherv / MPI_Iallgatherv
+collective!(coll: allgatherv / iallgatherv => MPI_Allgatherv / MPI_Iallgatherv
     (sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint,
      recvbuf: *mut c_void, recvcounts: *const Fint, displs: *const Fint,
      recvtype: *const Fint, comm: *const Fint)
@@ -215,7 +189,7 @@ collective!(allgatherv / iallgatherv => MPI_Allgatherv / MPI_Iallgatherv
         buffer(recvbuf) as *mut c_void, recvcounts, displs, type_f2c(int!(recvtype)),
         comm_f2c(int!(comm))));
 
-collective!(alltoallv / ialltoallv => MPI_Alltoallv / MPI_Ialltoallv
+collective!(coll: alltoallv / ialltoallv => MPI_Alltoallv / MPI_Ialltoallv
     (sendbuf: *const c_void, sendcounts: *const Fint, sdispls: *const Fint,
      sendtype: *const Fint, recvbuf: *mut c_void, recvcounts: *const Fint,
      rdispls: *const Fint, recvtype: *const Fint, comm: *const Fint)

@@ -96,10 +96,13 @@ pub(crate) use split::comm_split;
 pub(crate) use topo::dist_graph::{
     dist_graph_create, dist_graph_create_adjacent, dist_graph_neighbors, dist_graph_neighbors_count,
 };
+/// C's `MPI_UNWEIGHTED`, for the Fortran bodies (none in the standard ABI's build).
+#[cfg(not(isthmus_mpi_abi))]
+pub(crate) use topo::unweighted;
 pub(crate) use topo::{
     cart_coords, cart_create, cart_get, cart_map, cart_rank, cart_shift, cart_sub, cartdim_get,
     graph_create, graph_get, graph_map, graph_neighbors, graph_neighbors_count, graphdims_get,
-    topo_test, unweighted,
+    topo_test,
 };
 pub(crate) use vcoll::{allgatherv, alltoallv, alltoallw, gatherv, scatterv, to_self, Derived};
 pub(crate) use wire::{mpi, Fail};

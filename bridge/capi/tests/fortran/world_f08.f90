@@ -47,7 +47,8 @@ contains
   ! periodic in its second dimension, with every query, a shift and an
   ! exchange along each dimension, its columns and rows by MPI_Cart_sub,
   ! MPI_Cart_map; a ring graph over the four ranks with its queries;
-  ! distributed graphs (weighted, unweighted, from one rank's edges).
+  ! distributed graphs (weighted, unweighted, from one rank's edges); the
+  ! neighbourhood collectives on the grid and on the weighted ring.
   subroutine topologies()
     type(MPI_Comm) :: cart, col, row, graph
     integer :: topo, nd, r, src, dst, got, n, ierr
@@ -55,6 +56,8 @@ contains
     logical :: periods(2), gperiods(2), remain(2)
     integer :: srcs(2), dsts(2), sw(2), dw(2), indeg, outdeg, one(1), deg(1), tgt(2)
     logical :: weighted
+    integer :: o, nb4(4), sb4(4), sv(3), rv(3), scnt(2), sdis(2), rcnt(2), rdis(2)
+    type(MPI_Request) :: req
     dims = (/2, 2/)
     periods = (/.false., .true./)
     call MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, .false., cart, ierr)
@@ -100,6 +103,25 @@ contains
     if (r /= rank) call fail('cart_map', r)
     call MPI_Comm_free(row)
     call MPI_Comm_free(col)
+    ! Neighbourhood collectives on the grid: per dimension the negative
+    ! side's block, then the positive side's; MPI_PROC_NULL leaves its
+    ! block alone; on the periodic dimension of extent 2 both neighbours
+    ! are one rank, and the negative side's block is the one it sent in
+    ! the positive direction.
+    o = 2 * (rank / 2) + 1 - mod(rank, 2)
+    nb4 = -1
+    call MPI_Neighbor_allgather(rank, 1, MPI_INTEGER, nb4, 1, MPI_INTEGER, cart)
+    if (rank >= 2 .and. nb4(1) /= rank - 2) call fail('neighbor_allgather from above', nb4(1))
+    if (rank < 2 .and. (nb4(1) /= -1 .or. nb4(2) /= rank + 2)) call fail('neighbor_allgather edge', nb4(2))
+    if (nb4(3) /= o .or. nb4(4) /= o) call fail('neighbor_allgather along the ring', nb4(3))
+    sb4 = (/100 * rank + 1, 100 * rank + 2, 100 * rank + 3, 100 * rank + 4/)
+    nb4 = -1
+    call MPI_Ineighbor_alltoall(sb4, 1, MPI_INTEGER, nb4, 1, MPI_INTEGER, cart, req)
+    call MPI_Wait(req, MPI_STATUS_IGNORE)
+    if (rank >= 2 .and. nb4(1) /= 100 * (rank - 2) + 2) call fail('ineighbor_alltoall from above', nb4(1))
+    if (rank < 2 .and. (nb4(1) /= -1 .or. nb4(2) /= 100 * (rank + 2) + 1)) &
+      call fail('ineighbor_alltoall edge', nb4(2))
+    if (nb4(3) /= 100 * o + 4 .or. nb4(4) /= 100 * o + 3) call fail('ineighbor_alltoall pairing', nb4(3))
     call MPI_Comm_free(cart)
 
     index = (/2, 4, 6, 8/)
@@ -139,6 +161,25 @@ contains
     call MPI_Sendrecv(rank, 1, MPI_INTEGER, srcs(2), 8, got, 1, MPI_INTEGER, srcs(1), 8, graph, &
                       MPI_STATUS_IGNORE)
     if (got /= srcs(1)) call fail('exchange on the distributed graph', got)
+    ! Neighbourhood collectives on it: to the left one int, to the right
+    ! two; an allgatherv of each rank's value. (No alltoallw: MPICH's
+    ! use mpi_f08 asks PMPI_Dist_graph_neighbors_count, past libisthmus,
+    ! how many types to convert, which the merged graph's local handle
+    ! cannot answer.)
+    sv = (/1000 * rank + 1, 1000 * rank + 2, 1000 * rank + 3/)
+    scnt = (/1, 2/)
+    sdis = (/0, 1/)
+    rcnt = (/2, 1/)
+    rdis = (/0, 2/)
+    rv = -1
+    call MPI_Neighbor_alltoallv(sv, scnt, sdis, MPI_INTEGER, rv, rcnt, rdis, MPI_INTEGER, graph)
+    if (rv(1) /= 1000 * srcs(1) + 2 .or. rv(2) /= 1000 * srcs(1) + 3 .or. rv(3) /= 1000 * srcs(2) + 1) &
+      call fail('neighbor_alltoallv', rv(1))
+    rv = -1
+    scnt = (/1, 1/)
+    rdis = (/1, 0/)
+    call MPI_Neighbor_allgatherv(rank, 1, MPI_INTEGER, rv, scnt, rdis, MPI_INTEGER, graph)
+    if (rv(2) /= srcs(1) .or. rv(1) /= srcs(2)) call fail('neighbor_allgatherv', rv(1))
     call MPI_Comm_free(graph)
     call MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, srcs, MPI_UNWEIGHTED, 2, srcs, &
                                         MPI_UNWEIGHTED, MPI_INFO_NULL, .false., graph)
