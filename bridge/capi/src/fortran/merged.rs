@@ -1,7 +1,9 @@
 //! Fortran bodies of the calls carried only on merged communicators (a
 //! `+merged fortran` line in `mpi-functions.txt`): the process topologies
-//! (Cartesian, graph and distributed graph), and the neighborhood
-//! collectives (`neighbor`, re-exported here).
+//! (Cartesian, graph and distributed graph), the neighborhood collectives
+//! (`neighbor`, re-exported here), the prefix reductions (`MPI_Scan`,
+//! `MPI_Exscan` and their nonblocking forms, which MPI does not define on
+//! an intercommunicator) and `MPI_Comm_split_type`.
 //!
 //! Open MPI's Fortran bindings and MPICH's `use mpi_f08` call `PMPI_X`,
 //! past the C `MPI_X` whose shell sends a merged communicator to
@@ -16,9 +18,11 @@
 //! the C entry point, which reports errors through the communicator's
 //! handler as from C.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
-use super::convert::{comm_f2c, get, info_f2c, put, weights, Fint, Weights};
+use super::convert::{
+    buffer, comm_f2c, get, info_f2c, op_f2c, put, type_f2c, weights, Fint, Weights,
+};
 pub(super) use super::neighbor::{
     ineighbor_allgather, ineighbor_allgatherv, ineighbor_alltoall, ineighbor_alltoallv,
     ineighbor_alltoallw, neighbor_allgather, neighbor_allgatherv, neighbor_alltoall,
@@ -524,5 +528,40 @@ pub(super) unsafe fn dist_graph_neighbors(
             destinations,
             out(destweights),
         )
+    }
+}
+
+collective!(merged: scan / iscan => MPI_Scan / MPI_Iscan
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint, datatype: *const Fint,
+     op: *const Fint, comm: *const Fint)
+    => (buffer(sendbuf), buffer(recvbuf) as *mut c_void, int!(count),
+        type_f2c(int!(datatype)), op_f2c(int!(op)), comm_f2c(int!(comm))));
+
+collective!(merged: exscan / iexscan => MPI_Exscan / MPI_Iexscan
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint, datatype: *const Fint,
+     op: *const Fint, comm: *const Fint)
+    => (buffer(sendbuf), buffer(recvbuf) as *mut c_void, int!(count),
+        type_f2c(int!(datatype)), op_f2c(int!(op)), comm_f2c(int!(comm))));
+
+/// `MPI_COMM_SPLIT_TYPE(COMM, SPLIT_TYPE, KEY, INFO, NEWCOMM)`.
+///
+/// # Safety
+/// As the Fortran call: every argument a reference (or null).
+pub(super) unsafe fn comm_split_type(
+    comm: *const Fint,
+    split_type: *const Fint,
+    key: *const Fint,
+    info: *const Fint,
+    newcomm: *mut Fint,
+) -> c_int {
+    // SAFETY: converted handles, the program's integers, our out-handle.
+    unsafe {
+        let (c, t, k, i) = (
+            comm_f2c(int!(comm)),
+            int!(split_type),
+            int!(key),
+            info_f2c(int!(info)),
+        );
+        new_comm(newcomm, |out| merged::MPI_Comm_split_type(c, t, k, i, out))
     }
 }
