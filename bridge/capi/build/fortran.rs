@@ -93,7 +93,8 @@ fn names(out: &mut String, p: &Prototype, refused: bool, merged_body: bool) {
         .collect::<Vec<_>>()
         .join(", ");
     let ierror = format!("a{ierror} as *mut Fint");
-    let refuse = |indent: &str| {
+    // On an Isthmus communicator: the merged body, then the refusal.
+    let on_isthmus = |indent: &str| {
         let mut s = String::new();
         if merged_body {
             let _ = write!(
@@ -133,7 +134,7 @@ fn names(out: &mut String, p: &Prototype, refused: bool, merged_body: bool) {
             out,
             "    // SAFETY: Fortran passes every argument by reference.\n    \
              if let Some(c) = unsafe {{ {check} }} {{\n{}    }}\n{}}}\n",
-            refuse("        "),
+            on_isthmus("        "),
             pass_on(&ompi, &types, &args, &ierror)
         );
         for f in [format!("{lower}_"), format!("p{lower}_")] {
@@ -152,7 +153,7 @@ fn names(out: &mut String, p: &Prototype, refused: bool, merged_body: bool) {
         "    if !open_mpi() {{\n        \
          // SAFETY: Fortran passes every argument by reference.\n        \
          if let Some(c) = unsafe {{ {check} }} {{\n{}        }}\n    }}\n{}}}\n",
-        refuse("            "),
+        on_isthmus("            "),
         pass_on(&f08, &types, &args, &ierror)
     );
 }
