@@ -120,9 +120,10 @@ fn main() {
     if header.contains("MPI_ABI_Comm") {
         println!("cargo:rustc-cfg=isthmus_mpi_abi");
     }
-    runpath_to_mpi(&mpicc);
+    let show = mpicc_show(&mpicc);
+    runpath_to_mpi(&show);
     if in_place != "((void*)1)" && in_place != "(void*)1" {
-        needs_mpich_fortran(&mpicc);
+        needs_mpich_fortran(&show);
     }
 
     let list = fs::read_to_string("mpi-functions.txt").expect("read mpi-functions.txt");
@@ -275,20 +276,11 @@ fn merged_shells(c_shells: &mut BTreeMap<String, String>) -> &mut String {
 /// program exports the blocks and MPICH's binding shares them. Not for the
 /// standard ABI's library (`-lmpi_abi`: no Fortran, and MPICH 5's
 /// `libmpifort` beside it would bring MPICH's own C library).
-fn needs_mpich_fortran(mpicc: &str) {
-    let Ok(show) = Command::new(mpicc).arg("-show").output() else {
-        return;
-    };
-    let text = String::from_utf8_lossy(&show.stdout);
-    let words: Vec<&str> = text.split_whitespace().collect();
-    if words.contains(&"-lmpi_abi") {
+fn needs_mpich_fortran(show: &MpiccShow) {
+    if show.words.iter().any(|w| w == "-lmpi_abi") {
         return;
     }
-    let dirs = words
-        .iter()
-        .filter_map(|w| w.strip_prefix("-L"))
-        .map(|d| d.trim_matches(|c| c == '"' || c == '\''));
-    for dir in dirs {
+    for dir in &show.lib_dirs {
         for name in ["libmpichfort.so.12", "libmpifort.so.12"] {
             let lib = std::path::Path::new(dir).join(name);
             if lib.exists() {
@@ -301,24 +293,38 @@ fn needs_mpich_fortran(mpicc: &str) {
     }
 }
 
+/// What `$MPICC -show` says: its words, and its `-L` directories (each
+/// once, in order). Empty if it cannot be run.
+struct MpiccShow {
+    words: Vec<String>,
+    lib_dirs: Vec<String>,
+}
+
+fn mpicc_show(mpicc: &str) -> MpiccShow {
+    let text = Command::new(mpicc)
+        .arg("-show")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+    let mut seen = BTreeSet::new();
+    let lib_dirs = words
+        .iter()
+        .filter_map(|w| w.strip_prefix("-L"))
+        .map(|d| d.trim_matches(|c| c == '"' || c == '\'').to_string())
+        .filter(|d| !d.is_empty() && seen.insert(d.clone()))
+        .collect();
+    MpiccShow { words, lib_dirs }
+}
+
 /// Gives libisthmus.so a run path to its MPI library's directories (the
 /// `-L` of `$MPICC -show`). A program loads libisthmus with `LD_PRELOAD`,
 /// or finds it through its own RUNPATH, which the loader does not apply to
 /// libisthmus's own dependencies: without this, libisthmus built for an MPI
 /// in a prefix (Open MPI 5 in a virtual environment) would resolve its
 /// `libmpi.so.40` to Debian's Open MPI 4.1, which has the same name.
-fn runpath_to_mpi(mpicc: &str) {
-    let Ok(show) = Command::new(mpicc).arg("-show").output() else {
-        return;
-    };
-    let text = String::from_utf8_lossy(&show.stdout);
-    let mut dirs = BTreeSet::new();
-    for word in text.split_whitespace() {
-        if let Some(dir) = word.strip_prefix("-L") {
-            let dir = dir.trim_matches(|c| c == '"' || c == '\'');
-            if !dir.is_empty() && dirs.insert(dir.to_string()) {
-                println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{dir}");
-            }
-        }
+fn runpath_to_mpi(show: &MpiccShow) {
+    for dir in &show.lib_dirs {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{dir}");
     }
 }
