@@ -8,7 +8,8 @@
 //!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT, 9 SHM, 10 ABORT
 //!  1   1   wire format  0 raw LE, 1 raw BE, 2 external32
 //!  2   1   flags        bit 0 SINGLE_COPY (RTS and CTS only, see below),
-//!                       bit 1 PUSHED (DATA only, see below)
+//!                       bit 1 PUSHED (DATA only, see below),
+//!                       bit 2 WANTS_CREDIT (RTS only, see below)
 //!  3   1   reserved (0)
 //!  4   4   source rank  (u32, rank of the sender in ITS local group)
 //!  8   8   context id   (u64, the intercomm)
@@ -30,6 +31,11 @@
 //! holds it with the announcement as an eager message, and answers the
 //! announcement's CTS all the same (it ends the sender's count of
 //! unanswered RTS).
+//! An RTS with the flag WANTS_CREDIT announces a message the sender would
+//! have sent eagerly (within the large-eager limit) but for want of
+//! credit, and will push once credit covers it: the receiver may grow the
+//! sender's window (see `ledger`) and grant the difference at once in a
+//! CREDIT frame. It is a hint; the RTS is an RTS either way.
 //! Single copy (between two processes of one host whose shared-memory
 //! connection allows it, see `transport::cma`): an RTS with the
 //! SINGLE_COPY flag is followed by 8 bytes, the address (u64 LE) in the
@@ -63,6 +69,8 @@ pub(crate) const GRANT_FOLLOWS: u64 = 1;
 pub(crate) const SINGLE_COPY: u8 = 1;
 /// Header flag: DATA sent on returned credit, before any CTS (see the module's doc).
 pub(crate) const PUSHED: u8 = 2;
+/// Header flag: an RTS sent only for want of credit (see the module's doc).
+pub(crate) const WANTS_CREDIT: u8 = 4;
 /// Bytes after a single-copy RTS's header: the payload's address.
 pub(crate) const SINGLE_COPY_TRAILER: usize = 8;
 
@@ -108,7 +116,7 @@ impl FrameKind {
 pub(crate) struct FrameHeader {
     pub kind: FrameKind,
     pub format: WireFormat,
-    /// [`SINGLE_COPY`] or 0.
+    /// [`SINGLE_COPY`], [`PUSHED`], [`WANTS_CREDIT`] or 0.
     pub flags: u8,
     pub source: u32,
     pub context: u64,
@@ -175,7 +183,8 @@ impl FrameHeader {
         };
         let flags = b[2];
         let allowed = match kind {
-            FrameKind::Rts | FrameKind::Cts => SINGLE_COPY,
+            FrameKind::Rts => SINGLE_COPY | WANTS_CREDIT,
+            FrameKind::Cts => SINGLE_COPY,
             FrameKind::Data => PUSHED,
             _ => 0,
         };
@@ -213,6 +222,11 @@ impl FrameHeader {
     /// Whether this is a single-copy RTS or CTS (see the module's doc).
     pub(crate) fn single_copy(&self) -> bool {
         self.flags & SINGLE_COPY != 0
+    }
+
+    /// Whether this is an RTS sent only for want of credit (see the module's doc).
+    pub(crate) fn wants_credit(&self) -> bool {
+        self.kind == FrameKind::Rts && self.flags & WANTS_CREDIT != 0
     }
 
     /// Whether this is DATA the sender pushed on returned credit (see the module's doc).
@@ -305,6 +319,22 @@ mod tests {
         let mut copied = pushed.encode();
         copied[2] = SINGLE_COPY;
         assert!(FrameHeader::decode(&copied).is_err(), "SINGLE_COPY on DATA");
+        let wants = FrameHeader {
+            kind: FrameKind::Rts,
+            flags: WANTS_CREDIT,
+            ..h
+        };
+        assert!(FrameHeader::decode(&wants.encode()).unwrap().wants_credit());
+        assert!(!FrameHeader::decode(&rts.encode()).unwrap().wants_credit());
+        let cts = FrameHeader {
+            kind: FrameKind::Cts,
+            flags: WANTS_CREDIT,
+            ..h
+        };
+        assert!(
+            FrameHeader::decode(&cts.encode()).is_err(),
+            "WANTS_CREDIT on CTS"
+        );
     }
 
     #[test]

@@ -77,12 +77,14 @@
 //!   forgotten — only that connection (and the peer process behind it) is
 //!   affected.
 //! * Protocol: eager up to [`EngineConfig::eager_limit`] (64 KiB), within
-//!   credit, and up to [`EngineConfig::large_eager_limit`] (1 MiB) when the
+//!   credit, and up to [`EngineConfig::large_eager_limit`] (4 MiB) when the
 //!   credit covers the message at once (it never waits for credit);
 //!   rendezvous above it. An eager message is sent in one frame at
 //!   once if the receiver granted enough credit (each accepted peer gets a
 //!   window of [`EngineConfig::eager_window`] from the process-wide bound
-//!   [`EngineConfig::unexpected_limit`]; see `ledger`); the receiver checks
+//!   [`EngineConfig::unexpected_limit`], grown up to
+//!   [`EngineConfig::eager_window_max`] for a peer that streams; see
+//!   `ledger`); the receiver checks
 //!   the header against that credit before reading a byte of payload, holds
 //!   the message in the unexpected queue if no receive is posted, and
 //!   returns the credit once it is consumed. Anything larger, or without
@@ -249,7 +251,7 @@ pub use coll::{
 pub use endpoint::{process_id, Endpoint, PUBLIC_KEY_LEN};
 pub use engine::{
     AbortHandler, Engine, EngineConfig, PushStats, Undelivered, DEFAULT_ADMISSION_PER_SOURCE,
-    DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW,
+    DEFAULT_ADMISSION_TIMEOUT, DEFAULT_EAGER_LIMIT, DEFAULT_EAGER_WINDOW, DEFAULT_EAGER_WINDOW_MAX,
     DEFAULT_EARLY_CONTEXT_AGE, DEFAULT_FINALIZE_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_LARGE_EAGER_LIMIT, DEFAULT_LOCAL_TRANSPORT, DEFAULT_SEND_BUFFER_LIMIT,
     DEFAULT_UNEXPECTED_LIMIT,

@@ -671,6 +671,59 @@ fn pushed_data_before_its_receive_is_held_and_received_in_order() {
     }
 }
 
+/// A window grows for a peer that streams, as it is received, and only
+/// then (`ledger`): announcements sent for want of credit to a receiver
+/// that does not receive leave its window as granted; once it receives
+/// them, later messages go eagerly where they were announced before.
+#[test]
+fn a_streaming_peer_s_window_grows_as_it_is_received() {
+    const N: usize = 16_384; // 128 KiB
+    let ea = start(EngineConfig::new("host-a")).unwrap();
+    let mut cb = EngineConfig::new("host-b");
+    cb.eager_window = 256 << 10;
+    cb.eager_window_max = 1 << 20;
+    let eb = start(cb).unwrap();
+    let a = ea.intercomm(43, 0, 1, vec![eb.endpoint()]).unwrap();
+    let b = eb.intercomm(43, 0, 1, vec![ea.endpoint()]).unwrap();
+    let mut out = vec![0u64; N];
+    let mut next = 0u64;
+    // Sends `count` messages while b does not receive; returns how many
+    // completed (went eagerly) within `settle`, then receives them all.
+    let mut round = |count: u64, settle: Duration| {
+        let reqs: Vec<_> = (next..next + count)
+            .map(|i| a.isend(0, 6, &numbered(i, N)).unwrap())
+            .collect();
+        std::thread::sleep(settle);
+        let eager = reqs.iter().filter(|r| r.test()).count();
+        for i in next..next + count {
+            b.recv_timeout(Source::Rank(0), Tag::Value(6), &mut out, T)
+                .unwrap();
+            assert!(
+                out == numbered(i, N),
+                "message {i} corrupted or out of order"
+            );
+        }
+        for r in wait_all(reqs) {
+            r.unwrap();
+        }
+        next += count;
+        eager
+    };
+    // A 256 KiB window holds one 128 KiB message (and its frame cost); the
+    // other seven are announced, and stay so while b does not receive.
+    assert_eq!(round(8, Duration::from_millis(300)), 1);
+    // Received: the window doubled (512 KiB), and again in the next round.
+    round(8, Duration::from_millis(50));
+    round(8, Duration::from_millis(50));
+    // Grown to 1 MiB: five 128 KiB messages fit beside what b has not yet
+    // handed back (less than a quarter window), and go at once.
+    let eager = round(5, Duration::from_millis(300));
+    assert_eq!(
+        eager, 5,
+        "the window did not grow: {eager} of 5 sent eagerly"
+    );
+}
+
 /// Sends one message a → b and one b → a over intercomms built from the
 /// given endpoints; returns a's route to b.
 fn route_between(ea: &Arc<Engine>, eb: &Arc<Engine>, b_as_a_sees_it: Endpoint, ctx: u64) -> Route {

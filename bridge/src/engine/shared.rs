@@ -455,6 +455,18 @@ impl Shared {
         }
     }
 
+    /// We matched an announcement from `peer`: grow its window if it
+    /// lacked credit (see `ledger`), and grant the difference now.
+    fn grow_window(self: &Arc<Self>, peer: Uuid) {
+        if let Some(bytes) = self.ledger.grow(peer) {
+            debug!(%peer, bytes, "window grown for a streaming peer");
+            if let Err(e) = self.send_control(peer, FrameHeader::credit(bytes)) {
+                debug!(%peer, error = %e, "could not grant the grown window");
+                self.ledger.unsent(peer, bytes);
+            }
+        }
+    }
+
     /// A receive matched the rendezvous announcement `rts` from `peer`:
     /// wait for its DATA (or discard it if the match failed) and send CTS.
     pub(crate) fn rts_matched(self: &Arc<Self>, peer: Uuid, rts: FrameHeader, p: PostedRecv) {
@@ -466,6 +478,7 @@ impl Shared {
             }));
             return;
         }
+        self.grow_window(peer);
         let recv = match check_match(p.expected, p.target.capacity(), &rts) {
             Ok(()) => Some(p),
             Err(e) => {
@@ -825,6 +838,9 @@ impl Shared {
             }
             Destination::Ctx(ctx) => {
                 self.ledger.rts_held(peer).map_err(BridgeError::Protocol)?;
+                if hdr.wants_credit() {
+                    self.ledger.wanted(peer, hdr.payload_len);
+                }
                 if let Some(p) = ctx.announce(hdr, peer) {
                     self.ledger.rts_done(peer);
                     self.rts_matched(peer, hdr, p);

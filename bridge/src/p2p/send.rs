@@ -25,7 +25,7 @@ use uuid::Uuid;
 use super::{timeout_err, Channel};
 use crate::completion::Completion;
 use crate::error::{BridgeError, Result};
-use crate::frame::{FrameHeader, FrameKind, SINGLE_COPY};
+use crate::frame::{FrameHeader, FrameKind, SINGLE_COPY, WANTS_CREDIT};
 use crate::held::Held;
 use crate::ledger::FRAME_COST;
 use crate::payload::{Payload, SendBytes};
@@ -228,7 +228,14 @@ impl Channel {
         // 4.0 ms by single copy and 1.0 ms through the ring. (Much of that
         // was the sender's wait for the receiver's answer, which the poller
         // read only a tick later; the waiting thread reads it now.)
-        let single_copy = matches!(payload, Payload::Lent(_)) && conn.single_copy(payload.len());
+        let len = payload.len();
+        let single_copy = matches!(payload, Payload::Lent(_)) && conn.single_copy(len);
+        let pushable =
+            push == Push::OnCredit && !single_copy && len <= shared.limits.large_eager_limit;
+        if pushable {
+            // It would have gone eagerly: the receiver may grow our window.
+            hdr.flags = WANTS_CREDIT;
+        }
         let trailer = (payload.as_ptr() as u64).to_le_bytes();
         let rts_payload: &[u8] = if single_copy { &trailer } else { &[] };
         let (done, _) = self.announce(&mut hdr, peer, dest, Some((payload, held)), single_copy);
@@ -247,8 +254,7 @@ impl Channel {
             shared.rendezvous.remove_send(hdr.seq);
             return Err(e);
         }
-        let len = usize::try_from(hdr.payload_len).unwrap_or(usize::MAX);
-        if push == Push::OnCredit && !single_copy && len <= shared.limits.large_eager_limit {
+        if pushable {
             // After the RTS is written or queued: DATA may not overtake it.
             shared.rendezvous.make_pushable(peer, hdr.seq);
             shared.push_pending(peer, conn);
