@@ -224,6 +224,55 @@ fn wake_sample(armed: u64, event: u64, now: u64) -> Option<Duration> {
     (armed <= event && event <= now).then(|| Duration::from_nanos(now - event))
 }
 
+/// How often [`core_free`] looks at the host's runnable threads again.
+const CORE_FREE_EVERY: Duration = Duration::from_millis(1);
+
+/// When [`core_free`] last looked ([`now_ns`]; 0: never) and what it saw.
+static CORE_FREE_AT: AtomicU64 = AtomicU64::new(0);
+static CORE_FREE: AtomicU8 = AtomicU8::new(1);
+
+/// Whether a core of this host has nothing to run besides the caller:
+/// fewer runnable threads than online CPUs, the caller not counted
+/// (`/proc/loadavg`'s fourth field, read at most once a millisecond; true
+/// if it cannot be read). A thread that polls a socket instead of
+/// sleeping takes its core from nobody then; when every core has work,
+/// the poll takes it from that work — across two network namespaces the
+/// sender, whose own system call delivers the bytes: beside one CPU-bound
+/// process a reader that polled its socket halved a stream's bandwidth.
+pub fn core_free() -> bool {
+    let now = now_ns();
+    let at = CORE_FREE_AT.load(Ordering::Relaxed);
+    if at != 0 && now.saturating_sub(at) < CORE_FREE_EVERY.as_nanos() as u64 {
+        return CORE_FREE.load(Ordering::Relaxed) != 0;
+    }
+    CORE_FREE_AT.store(now, Ordering::Relaxed);
+    let free = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| runnable_besides_caller(&s))
+        .is_none_or(|others| others < online_cpus());
+    CORE_FREE.store(u8::from(free), Ordering::Relaxed);
+    free
+}
+
+/// Runnable threads but the caller, from the text of `/proc/loadavg`
+/// ("0.52 0.58 0.59 3/467 1234": the fourth field's first number counts
+/// the reader itself).
+fn runnable_besides_caller(loadavg: &str) -> Option<u64> {
+    let field = loadavg.split_whitespace().nth(3)?;
+    let running: u64 = field.split('/').next()?.parse().ok()?;
+    Some(running.saturating_sub(1))
+}
+
+/// CPUs online on this host (what `/proc/loadavg` counts runnable threads over).
+fn online_cpus() -> u64 {
+    static CPUS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| {
+        // SAFETY: sysconf reads a system value; no pointers.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
+    })
+}
+
 /// One wait's polling: call [`Spin::again`] each time the condition is
 /// found false; it says whether to look again or to block now.
 pub struct Spin {
@@ -403,6 +452,18 @@ mod tests {
         );
         assert!(WaitMode::parse("").is_err());
         assert!(WaitMode::parse("Poll").is_err());
+    }
+
+    #[test]
+    fn runnable_threads_besides_the_reader_come_from_loadavg() {
+        assert_eq!(
+            runnable_besides_caller("0.52 0.58 0.59 3/467 1234\n"),
+            Some(2)
+        );
+        assert_eq!(runnable_besides_caller("0.00 0.00 0.00 1/80 9"), Some(0));
+        assert_eq!(runnable_besides_caller("0.1 0.2"), None);
+        assert_eq!(runnable_besides_caller("0.1 0.2 0.3 x/80 9"), None);
+        assert!(online_cpus() >= 1);
     }
 
     #[test]
