@@ -26,12 +26,17 @@
 # BBR, paces both to 1.5-4 GB/s and moves raw TCP by 2x from run to run;
 # reno gives 7-10 GB/s and steadier rounds (see bench/README.md).
 #
-# usage: bench/hosts-data.sh [lat_iters [bw_scale_MiB [rounds]]]   (defaults 5000 1024 3)
+# --contended runs it all beside one CPU-bound process (started before the
+# first round, stopped by its PID at the end), the bridge and raw TCP alike.
+#
+# usage: bench/hosts-data.sh [--contended] [lat_iters [bw_scale_MiB [rounds]]]   (defaults 5000 1024 3)
 # Needs root (network namespaces) and iproute2. Every wait is bounded
 # (timeout); the trap stops only the processes started here (by PID) and
 # deletes only the namespaces created here.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
+CONTENDED=""
+if [ "${1:-}" = --contended ]; then CONTENDED=--contended; shift; fi
 ITERS=${1:-5000}
 BW_MIB=${2:-1024}
 ROUNDS=${3:-3}
@@ -59,6 +64,7 @@ PIDS=()
 cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  bench_stop_hog
   netns_remove "$NS" h1 h2
   [ -n "${VMD_PID:-}" ] && kill "$VMD_PID" 2>/dev/null && wait "$VMD_PID" 2>/dev/null
   rm -rf "$WORK"
@@ -76,7 +82,7 @@ fi
 TCP_CC=$(ip netns exec "$NS-h1" sysctl -n net.ipv4.tcp_congestion_control)
 log "TCP congestion control in the hosts' namespaces: $TCP_CC"
 
-log "loadavg at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
+bench_start $CONTENDED
 start_vmd "$WORK" >&2
 
 for r in $(seq "$ROUNDS"); do
@@ -110,7 +116,8 @@ for r in $(seq "$ROUNDS"); do
 
   grep '^PUSHED' "$WORK/bridge.out" >&2 || true
   awk -v route="$(grep '^ROUTE' "$WORK/bridge.out")" -v cc="$TCP_CC" -v round="$r" -v rounds="$ROUNDS" \
-    -v loads="after bridge $LOAD_BRIDGE, after TCP $LOAD_TCP" -v ratios="$WORK/ratios" '
+    -v loads="after bridge $LOAD_BRIDGE, after TCP $LOAD_TCP" -v ratios="$WORK/ratios" \
+    -v beside="${CONTENDED:+, beside one CPU-bound process}" '
     function val(line, key,   i, n, kv) {
       n = split(line, f, " ")
       for (i = 3; i <= n; i++) { split(f[i], kv, "="); if (kv[1] == key) return kv[2] }
@@ -118,7 +125,7 @@ for r in $(seq "$ROUNDS"); do
     }
     /^RESULT/ { r[$2] = $0 }
     END {
-      printf "\nround %d/%d, loadavg %s\n", round, rounds, loads
+      printf "\nround %d/%d%s, loadavg %s\n", round, rounds, beside, loads
       printf "bridge data path across two network namespaces (%s) vs raw TCP across the same; TCP congestion control %s\n", route, cc
       printf "\none-way latency, us (median / p99)       ratio = bridge / TCP median (target <= 1.2)\n"
       printf "%-8s %20s %20s %8s\n", "size", "bridge OMPI<->MPICH", "raw TCP", "ratio"
