@@ -19,11 +19,12 @@
 //! rendezvous.
 //!
 //! A window grows, as TCP's receive window does, for a peer that streams:
-//! when an announcement says its sender lacked credit for a message it
-//! would have sent eagerly (`WANTS_CREDIT`), the peer's grant doubles (to
-//! at least that message and at most `EngineConfig::eager_window_max`),
-//! within the same half of the bound that full windows come from, and the
-//! difference is granted at once. Across hosts a window must cover the
+//! once an announcement said its sender lacked credit for a message it
+//! would have sent eagerly (`WANTS_CREDIT`), our next receive from that
+//! peer doubles its grant (to at least that message and at most
+//! `EngineConfig::eager_window_max`), within the same half of the bound
+//! that full windows come from, and the difference goes back at once with
+//! the credit. A peer whose receiver does not receive keeps its window. Across hosts a window must cover the
 //! bandwidth-delay product, which there includes a thread's wake-up at
 //! each end: with 4 MiB (three 1 MiB messages) a stream idled while credit
 //! came back, and ran at 0.74x raw TCP across two network namespaces;

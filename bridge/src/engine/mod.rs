@@ -57,8 +57,8 @@ pub const DEFAULT_EAGER_LIMIT: usize = 64 << 10;
 /// process of this host go single-copy instead, where the kernel allows.
 pub const DEFAULT_LARGE_EAGER_LIMIT: usize = 4 << 20;
 /// Default eager window per peer: 4 MiB — 63 messages at the eager limit,
-/// three at the large-eager limit (so a stream of 1 MiB messages keeps
-/// going while credit comes back, every quarter window), and many times
+/// three of 1 MiB (a stream of larger ones grows it, up to
+/// [`DEFAULT_EAGER_WINDOW_MAX`]; credit comes back every quarter window), and many times
 /// the bandwidth-delay product of loopback or a LAN (10 Gbit/s × 100 µs =
 /// 125 KB).
 pub const DEFAULT_EAGER_WINDOW: u64 = 4 << 20;
