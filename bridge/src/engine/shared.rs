@@ -448,10 +448,7 @@ impl Shared {
     /// An eager message from `peer` holding `cost` bytes of its credit was consumed.
     pub(crate) fn release(self: &Arc<Self>, peer: Uuid, cost: u64) {
         if let Some(bytes) = self.ledger.release(peer, cost) {
-            if let Err(e) = self.send_control(peer, FrameHeader::credit(bytes)) {
-                debug!(%peer, error = %e, "could not return eager credit");
-                self.ledger.unsent(peer, bytes);
-            }
+            self.send_credit(peer, bytes);
         }
     }
 
@@ -460,10 +457,15 @@ impl Shared {
     fn grow_window(self: &Arc<Self>, peer: Uuid) {
         if let Some(bytes) = self.ledger.grow(peer) {
             debug!(%peer, bytes, "window grown for a streaming peer");
-            if let Err(e) = self.send_control(peer, FrameHeader::credit(bytes)) {
-                debug!(%peer, error = %e, "could not grant the grown window");
-                self.ledger.unsent(peer, bytes);
-            }
+            self.send_credit(peer, bytes);
+        }
+    }
+
+    /// A CREDIT frame of `bytes` to `peer`; owed in the ledger if it cannot go.
+    fn send_credit(self: &Arc<Self>, peer: Uuid, bytes: u64) {
+        if let Err(e) = self.send_control(peer, FrameHeader::credit(bytes)) {
+            debug!(%peer, error = %e, "could not send eager credit");
+            self.ledger.unsent(peer, bytes);
         }
     }
 
