@@ -480,9 +480,12 @@ impl Inbound for SocketIn {
         // bytes and wakes the reader, and a stream of 64 KiB messages to
         // a reader that slept for each ran at 0.73-0.77x raw TCP's
         // bandwidth, 0.88-1.17x with a reader that polled first.
-        // Only with a core to spare, though (`wait::core_free`).
-        if wait::mode() != WaitMode::Poll && !wait::core_free() {
-            return false;
+        // Only with a core to spare, though (`wait::core_free`); under
+        // `block` not at all (nor a look at /proc).
+        match wait::mode() {
+            WaitMode::Block => return false,
+            WaitMode::Adaptive if !wait::core_free() => return false,
+            _ => {}
         }
         let fd = self.fd();
         wait::poll_until_within(LINGER_CHUNK, || readable_now(fd))
