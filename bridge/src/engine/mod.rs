@@ -53,7 +53,7 @@ pub const DEFAULT_EAGER_LIMIT: usize = 64 << 10;
 /// bandwidth (the CTS round trip and its wake-ups idle the link once per
 /// message), eagerly 0.87-0.96×; 4 MiB ones 0.67-0.81× by rendezvous and
 /// 0.91× eagerly (with the window grown to 16 MiB, which such a stream
-/// asks for: `ledger`). Messages from the single-copy threshold up to a
+/// asks for: `ledger`; 0.92× with 32 MiB, the largest window now). Messages from the single-copy threshold up to a
 /// process of this host go single-copy instead, where the kernel allows.
 pub const DEFAULT_LARGE_EAGER_LIMIT: usize = 4 << 20;
 /// Default eager window per peer: 4 MiB — 63 messages at the eager limit,
@@ -62,11 +62,16 @@ pub const DEFAULT_LARGE_EAGER_LIMIT: usize = 4 << 20;
 /// the bandwidth-delay product of loopback or a LAN (10 Gbit/s × 100 µs =
 /// 125 KB).
 pub const DEFAULT_EAGER_WINDOW: u64 = 4 << 20;
-/// Default largest window: 16 MiB. A peer that streams messages it would
+/// Default largest window: 32 MiB. A peer that streams messages it would
 /// send eagerly but lacks credit for gets its window doubled, up to this
-/// (`ledger`), as long as half the unexpected-memory bound has room:
-/// three messages of the large-eager limit in flight.
-pub const DEFAULT_EAGER_WINDOW_MAX: u64 = 16 << 20;
+/// (`ledger`), as long as half the unexpected-memory bound has room (two
+/// such peers fill it): seven messages of the large-eager limit in
+/// flight. Across two network namespaces (TCP, reno; eight alternating
+/// rounds, `bench/hosts-data.sh`'s streams) 16 MiB ran 1 MiB messages at
+/// 0.92× raw TCP and 4 MiB ones at 0.83× (a 16 MiB window holds three of
+/// them, and every fourth waited for returned credit); 32 MiB at 0.97×
+/// and 0.92×; 64 MiB was no better than 32.
+pub const DEFAULT_EAGER_WINDOW_MAX: u64 = 32 << 20;
 /// Default bound on memory for unexpected eager messages: 128 MiB, i.e. full
 /// windows for 16 peer processes (half the bound) and reduced ones (256 KiB,
 /// for small messages) for 256 more; later peers send everything by
