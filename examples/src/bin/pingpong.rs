@@ -30,6 +30,9 @@ struct Args {
     bw_mib: usize,
     #[arg(long, default_value_t = 120)]
     timeout_secs: u64,
+    /// Only these bandwidth sizes (bytes, comma-separated; default all three).
+    #[arg(long, value_delimiter = ',')]
+    bw_sizes: Option<Vec<usize>>,
 }
 
 const WINDOW: usize = 16;
@@ -87,7 +90,7 @@ fn main() -> anyhow::Result<()> {
                 );
             }
         }
-        for &size in &BW_SIZES {
+        for &size in args.bw_sizes.as_deref().unwrap_or(&BW_SIZES) {
             let reps = ((args.bw_mib << 20) / (size * WINDOW)).max(4);
             let data = vec![1u8; size];
             let mut ack = [0u8; 1];
