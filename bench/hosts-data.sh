@@ -9,7 +9,12 @@
 # two namespaces. Prints one table per round: latency (0/1, 8, 1024 B) and
 # bandwidth (64 KiB, 1 MiB, 4 MiB) with the ratio bridge / raw TCP (target:
 # within 1.2x, i.e. latency ratio <= 1.2 and bandwidth ratio >= 1/1.2 =
-# 0.83), then each row's median ratio over the rounds.
+# 0.83), then each row's median ratio over the rounds. The latency table
+# also shows raw TCP over two one-way connections (tcp_pingpong
+# serve2/connect2), as the bridge connects two processes: there each
+# message's TCP acknowledgement is a segment of its own instead of riding
+# on the answer, which is what the bridge's topology costs by itself
+# (informative; the targets are against raw TCP over one connection).
 #
 # Rounds alternate a bridge run and a raw TCP run, because on a shared VM
 # one bridge run followed by one raw run need not be measured under the
@@ -111,6 +116,15 @@ for r in $(seq "$ROUNDS"); do
   wait "$SERVE_PID" || fail "tcp_pingpong's server failed"
   LOAD_TCP=$(cut -d' ' -f1-3 /proc/loadavg)
 
+  log "round $r/$ROUNDS: raw TCP over two one-way connections, connect2 on A -> serve2 on B"
+  PORT2=6$(( ($$ + r) % 1000 ))
+  timeout "$RUN_TIMEOUT" ip netns exec "$NS-h2" "$REF_OUT/tcp_pingpong" serve2 "$B_ADDR" "$PORT2" "$ITERS" 64 &
+  PIDS+=($!)
+  SERVE_PID=$!
+  timeout "$RUN_TIMEOUT" ip netns exec "$NS-h1" "$REF_OUT/tcp_pingpong" connect2 "$B_ADDR" "$PORT2" "$ITERS" 64 \
+    > "$WORK/tcp2.out" || fail "tcp_pingpong connect2 failed"
+  wait "$SERVE_PID" || fail "tcp_pingpong's serve2 failed"
+
   grep '^ROUTE' "$WORK/bridge.out" | grep -q " $A_ADDR:[0-9]* $B_ADDR:" \
     || fail "the bridge did not go over TCP from $A_ADDR to $B_ADDR: $(grep '^ROUTE' "$WORK/bridge.out" || echo 'no route')"
 
@@ -128,14 +142,14 @@ for r in $(seq "$ROUNDS"); do
       printf "\nround %d/%d%s, loadavg %s\n", round, rounds, beside, loads
       printf "bridge data path across two network namespaces (%s) vs raw TCP across the same; TCP congestion control %s\n", route, cc
       printf "\none-way latency, us (median / p99)       ratio = bridge / TCP median (target <= 1.2)\n"
-      printf "%-8s %20s %20s %8s\n", "size", "bridge OMPI<->MPICH", "raw TCP", "ratio"
+      printf "%-8s %20s %20s %8s %22s\n", "size", "bridge OMPI<->MPICH", "raw TCP", "ratio", "raw TCP, 2 one-way"
       split("0 8 1024", bs, " "); split("1 8 1024", ts, " ")
       for (i = 1; i <= 3; i++) {
-        b = r["bridge_lat_" bs[i]]; t = r["tcp_lat_" ts[i]]
+        b = r["bridge_lat_" bs[i]]; t = r["tcp_lat_" ts[i]]; t2 = r["tcp2_lat_" ts[i]]
         bm = val(b, "median_us"); bp = val(b, "p99_us"); tm = val(t, "median_us"); tp = val(t, "p99_us")
         label = (bs[i] == ts[i]) ? bs[i] "_B" : bs[i] "/" ts[i] "_B"
         shown = label; gsub("_", " ", shown)
-        printf "%-8s %20s %20s %8.2f\n", shown, sprintf("%.2f / %.2f", bm, bp), sprintf("%.2f / %.2f", tm, tp), (tm > 0 ? bm / tm : 0)
+        printf "%-8s %20s %20s %8.2f %22s\n", shown, sprintf("%.2f / %.2f", bm, bp), sprintf("%.2f / %.2f", tm, tp), (tm > 0 ? bm / tm : 0), sprintf("%.2f / %.2f", val(t2, "median_us"), val(t2, "p99_us"))
         printf "latency %s %.4f\n", label, (tm > 0 ? bm / tm : 0) >> ratios
       }
       printf "\nbandwidth, MB/s (16-message window)      ratio = bridge / TCP (target >= 0.83)\n"
@@ -147,7 +161,7 @@ for r in $(seq "$ROUNDS"); do
         printf "%-8s %20.1f %20.1f %8.2f\n", l, bb, tb, (tb > 0 ? bb / tb : 0)
         printf "bandwidth %s %.4f\n", ls[i], (tb > 0 ? bb / tb : 0) >> ratios
       }
-    }' "$WORK/bridge.out" "$WORK/tcp.out"
+    }' "$WORK/bridge.out" "$WORK/tcp.out" "$WORK/tcp2.out"
 done
 
 # The median of each row's per-round ratios (rows in first-seen order).

@@ -3,10 +3,18 @@
  *
  * usage: tcp_pingpong tcp|unix [lat_iters [bw_scale_MiB]]   (defaults 10000 1024)
  *        tcp_pingpong serve|connect IPV4 PORT [lat_iters [bw_scale_MiB]]
+ *        tcp_pingpong serve2|connect2 IPV4 PORT [lat_iters [bw_scale_MiB]]
  *   The second form runs the two sides as separate processes (e.g. in two
  *   network namespaces, bench/hosts-data.sh): `serve` listens on
  *   IPV4:PORT and answers one client; `connect` dials it (retrying for up
  *   to 20 s while nothing listens yet) and prints the tcp_* RESULT lines.
+ *   The third form does the same over two one-way connections, as the
+ *   bridge connects two processes (each writes on the connection it
+ *   dialled or was dialled on for that direction, never reads from it):
+ *   the client's messages go on the first, the server's answers on the
+ *   second; it prints tcp2_* RESULT lines. Over one connection an answer
+ *   carries TCP's acknowledgement of the message it answers; over two,
+ *   the receiver of each message acknowledges it in a segment of its own.
  *
  * Latency: client writes <size> bytes, server reads them fully and writes
  *   them back; each round trip is timed, sample = RTT/2 (one-way). A 0-byte
@@ -81,7 +89,8 @@ static long bw_reps(long size, long scale_mib)
     return reps < 4 ? 4 : reps;
 }
 
-static void run(int fd, int is_client, const char *proto, int iters, long scale)
+/* Reads from `rfd`, writes to `wfd` (the same socket, or two one-way ones). */
+static void run(int rfd, int wfd, int is_client, const char *proto, int iters, long scale)
 {
     char *buf = malloc((size_t)bw_sizes[2]);
     double *s = malloc(sizeof(double) * (size_t)iters);
@@ -94,12 +103,12 @@ static void run(int fd, int is_client, const char *proto, int iters, long scale)
         for (int i = 0; i < LAT_WARMUP + iters; i++) {
             if (is_client) {
                 double t0 = now_us();
-                write_all(fd, buf, sz);
-                read_all(fd, buf, sz);
+                write_all(wfd, buf, sz);
+                read_all(rfd, buf, sz);
                 if (i >= LAT_WARMUP) s[i - LAT_WARMUP] = (now_us() - t0) / 2.0;
             } else {
-                read_all(fd, buf, sz);
-                write_all(fd, buf, sz);
+                read_all(rfd, buf, sz);
+                write_all(wfd, buf, sz);
             }
         }
         if (is_client) {
@@ -115,11 +124,11 @@ static void run(int fd, int is_client, const char *proto, int iters, long scale)
         for (long r = -2; r < reps; r++) { /* 2 warm-up windows */
             if (r == 0) t0 = now_us();
             if (is_client) {
-                for (int w = 0; w < WINDOW; w++) write_all(fd, buf, (size_t)sz);
-                read_all(fd, buf, 1);
+                for (int w = 0; w < WINDOW; w++) write_all(wfd, buf, (size_t)sz);
+                read_all(rfd, buf, 1);
             } else {
-                for (int w = 0; w < WINDOW; w++) read_all(fd, buf, (size_t)sz);
-                write_all(fd, buf, 1);
+                for (int w = 0; w < WINDOW; w++) read_all(rfd, buf, (size_t)sz);
+                write_all(wfd, buf, 1);
             }
         }
         if (is_client) {
@@ -131,12 +140,34 @@ static void run(int fd, int is_client, const char *proto, int iters, long scale)
     free(s);
 }
 
-/* serve|connect IPV4 PORT [iters [scale]]: one side in this process. */
+/* Dial IPV4:PORT, retrying for up to 20 s while nothing listens yet. */
+static int dial(const struct sockaddr_in *ia)
+{
+    double give_up = now_us() + 20e6;
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) die("socket");
+        if (connect(fd, (const struct sockaddr *)ia, sizeof *ia) == 0) return fd;
+        if (errno != ECONNREFUSED || now_us() > give_up) die("connect");
+        close(fd);
+        usleep(20000);
+    }
+}
+
+static void nodelay(int fd)
+{
+    int one = 1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) die("TCP_NODELAY");
+}
+
+/* serve|connect IPV4 PORT [iters [scale]]: one side in this process, over
+ * one connection; serve2|connect2: over two one-way connections. */
 static int split_main(int argc, char **argv)
 {
-    int serve = strcmp(argv[1], "serve") == 0;
+    int serve = strcmp(argv[1], "serve") == 0 || strcmp(argv[1], "serve2") == 0;
+    int two = strcmp(argv[1], "serve2") == 0 || strcmp(argv[1], "connect2") == 0;
     if (argc < 4) {
-        fprintf(stderr, "usage: %s serve|connect IPV4 PORT [lat_iters [bw_scale_MiB]]\n", argv[0]);
+        fprintf(stderr, "usage: %s serve|connect|serve2|connect2 IPV4 PORT [lat_iters [bw_scale_MiB]]\n", argv[0]);
         return 2;
     }
     int iters = argc > 4 ? atoi(argv[4]) : 10000;
@@ -148,36 +179,39 @@ static int split_main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     alarm(SAFETY_ALARM_S);
-    int one = 1, fd;
+    /* `to_server` carries the client's messages, `to_client` the answers. */
+    int to_server, to_client;
     if (serve) {
+        int one = 1;
         int lfd = socket(AF_INET, SOCK_STREAM, 0);
         if (lfd < 0) die("socket");
         setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (bind(lfd, (struct sockaddr *)&ia, sizeof ia) < 0) die("bind");
-        if (listen(lfd, 1) < 0) die("listen");
-        fd = accept(lfd, NULL, NULL);
-        if (fd < 0) die("accept");
+        if (listen(lfd, 2) < 0) die("listen");
+        to_server = accept(lfd, NULL, NULL);
+        if (to_server < 0) die("accept");
+        to_client = two ? accept(lfd, NULL, NULL) : to_server;
+        if (to_client < 0) die("accept");
         close(lfd);
     } else {
-        double give_up = now_us() + 20e6;
-        for (;;) {
-            fd = socket(AF_INET, SOCK_STREAM, 0);
-            if (fd < 0) die("socket");
-            if (connect(fd, (struct sockaddr *)&ia, sizeof ia) == 0) break;
-            if (errno != ECONNREFUSED || now_us() > give_up) die("connect");
-            close(fd);
-            usleep(20000);
-        }
+        to_server = dial(&ia);
+        to_client = two ? dial(&ia) : to_server;
     }
-    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) die("TCP_NODELAY");
-    run(fd, !serve, "tcp", iters, scale);
-    close(fd);
+    nodelay(to_server);
+    nodelay(to_client);
+    if (serve)
+        run(to_server, to_client, 0, "tcp", iters, scale);
+    else
+        run(to_client, to_server, 1, two ? "tcp2" : "tcp", iters, scale);
+    close(to_server);
+    if (two) close(to_client);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && (!strcmp(argv[1], "serve") || !strcmp(argv[1], "connect")))
+    if (argc >= 2 && (!strcmp(argv[1], "serve") || !strcmp(argv[1], "connect") ||
+                      !strcmp(argv[1], "serve2") || !strcmp(argv[1], "connect2")))
         return split_main(argc, argv);
     if (argc < 2 || (strcmp(argv[1], "tcp") && strcmp(argv[1], "unix"))) {
         fprintf(stderr, "usage: %s tcp|unix [lat_iters [bw_scale_MiB]]\n", argv[0]);
@@ -230,7 +264,7 @@ int main(int argc, char **argv)
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         }
-        run(fd, 0, argv[1], iters, scale);
+        run(fd, fd, 0, argv[1], iters, scale);
         close(fd);
         _exit(0);
     }
@@ -244,7 +278,7 @@ int main(int argc, char **argv)
         int one = 1;
         if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) die("TCP_NODELAY");
     }
-    run(fd, 1, argv[1], iters, scale);
+    run(fd, fd, 1, argv[1], iters, scale);
     close(fd);
     if (!tcp) {
         unlink(ua.sun_path);
