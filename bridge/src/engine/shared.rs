@@ -433,13 +433,20 @@ impl Shared {
         };
         drop(peers);
         let conn = self.conn(&ep, 0)?;
-        if conn.try_control_now(self.as_ref(), &hdr)? {
+        self.write_control(&conn, hdr, 0)
+    }
+
+    /// A control frame to the peer of `conn` (`dest_rank` names it in
+    /// errors): written by this thread if nothing is ahead of it and the
+    /// byte path takes it at once, else by the connection's writer.
+    fn write_control(&self, conn: &OutConn, hdr: FrameHeader, dest_rank: u32) -> Result<()> {
+        if conn.try_control_now(self, &hdr)? {
             return Ok(());
         }
         conn.enqueue(Queued {
             hdr,
             payload: Payload::none(),
-            dest_rank: 0,
+            dest_rank,
             done: None,
             held: None,
         })
@@ -693,15 +700,9 @@ impl Shared {
             return;
         };
         let ack = FrameHeader::control(FrameKind::SyncAck, hdr.context, hdr.seq);
-        let r = self.conn(&ep, hdr.source).and_then(|c| {
-            c.enqueue(Queued {
-                hdr: ack,
-                payload: Payload::none(),
-                dest_rank: hdr.source,
-                done: None,
-                held: None,
-            })
-        });
+        let r = self
+            .conn(&ep, hdr.source)
+            .and_then(|c| self.write_control(&c, ack, hdr.source));
         if let Err(e) = r {
             debug!(error = %e, "could not send SYNC_ACK");
         }

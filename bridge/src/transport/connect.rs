@@ -14,7 +14,7 @@ use crate::handshake::Identity;
 use super::link::Outbound;
 use super::outgoing::OutConn;
 use super::shm::{self, LocalTransport};
-use super::socket::{self, Grant, Stream};
+use super::socket::{self, Grant, SocketOut, Stream};
 
 /// A freshly opened outgoing connection.
 pub(crate) struct Dialed {
@@ -72,7 +72,7 @@ pub(crate) fn dial(
             route.shared_memory = true;
             (a.writer, single_copy.map(|t| (a.gate, t)))
         }
-        None => (Box::new(stream), None),
+        None => (Box::new(SocketOut::new(stream)), None),
     };
     let conn = OutConn::new(
         ep.process,

@@ -98,15 +98,24 @@ pub(crate) trait Link: Send + Sync {
 pub(crate) trait Outbound: Send {
     /// Write a frame (header and payload); blocks while the path is full.
     fn write_frame(&mut self, hdr: &FrameHeader, payload: &[u8]) -> io::Result<()>;
-    /// Write a frame only if the path takes all of it at once, never
-    /// blocking: true if written, false (nothing written) if it would have
-    /// had to wait, or if this path cannot tell beforehand (the default: a
-    /// socket may take part of a frame). A thread that reads a peer's
-    /// frames may answer through this (see `Link::try_control_now`): it
-    /// must not wait for the peer to read, since the peer may be waiting
-    /// for it to read.
+    /// Write a frame without blocking: true if the path took it (all of
+    /// it, or — see [`Outbound::unfinished`] — a part, the rest kept to be
+    /// written first), false (nothing written) if it would have had to
+    /// wait, or if this path cannot write without blocking (the default).
+    /// A thread that reads a peer's frames may answer through this (see
+    /// `Link::try_control_now`): it must not wait for the peer to read,
+    /// since the peer may be waiting for it to read.
     fn try_write_now(&mut self, _hdr: &FrameHeader, _payload: &[u8]) -> io::Result<bool> {
         Ok(false)
+    }
+    /// Part of a frame taken by [`Outbound::try_write_now`] is still to be
+    /// written: nothing else may go before [`Outbound::finish`].
+    fn unfinished(&self) -> bool {
+        false
+    }
+    /// Write what [`Outbound::try_write_now`] left (blocks while the path is full).
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
     }
     /// Close the path (after BYE, or when the connection fails).
     fn shutdown(&mut self);

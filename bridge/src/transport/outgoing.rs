@@ -10,8 +10,13 @@
 //! back. The message lane stops while [`MAX_UNEXPECTED_RTS`] announcements
 //! are unanswered; the control lane never waits for the peer, so two
 //! processes sending to each other cannot block each other's CTSs.
-//! The connection also holds the eager credit the peer granted us; the
-//! writer thread first waits for the initial grant (see `await_grant`).
+//! A control frame may also go from the thread that read the frame it
+//! answers, when nothing is queued ahead of it and the byte path takes it
+//! without waiting (`try_control_now`); if a socket took only part of it,
+//! the rest goes before anything else (the writer finishes it if no other
+//! write does first). The connection also holds the eager credit the peer
+//! granted us; the writer thread first waits for the initial grant (see
+//! `await_grant`).
 
 use std::collections::VecDeque;
 use std::io;
@@ -52,6 +57,19 @@ struct OutState {
     /// The peer said its initial grant follows (it waits for the table
     /// naming us); cleared when the grant arrives.
     grant_pending: bool,
+    /// A control frame written without waiting was taken only in part
+    /// (`Outbound::unfinished`): the writer finishes it unless another
+    /// write does first.
+    unfinished: bool,
+}
+
+/// What the writer thread does next.
+enum WriterStep {
+    Frame(Queued),
+    /// Write the rest of a frame the socket took only part of.
+    Finish,
+    /// Closing and drained: say goodbye.
+    Bye,
 }
 
 /// Our one outgoing connection to a peer process. Frames are written either
@@ -105,6 +123,7 @@ impl OutConn {
                 waiting: 0,
                 writer_idle: false,
                 grant_pending,
+                unfinished: false,
             }),
             cv: Condvar::new(),
             writer_cv: Condvar::new(),
@@ -134,7 +153,7 @@ impl OutConn {
         if st.failed.is_some() {
             return None;
         }
-        let writing = usize::from(st.stream.is_none());
+        let writing = usize::from(st.stream.is_none() || st.unfinished);
         Some(st.queue.len() + st.control.len() + writing)
     }
 
@@ -192,6 +211,7 @@ impl OutConn {
         let writer = st.writer_idle
             && (!st.control.is_empty()
                 || !st.queue.is_empty()
+                || st.unfinished
                 || st.closing
                 || st.failed.is_some());
         drop(st);
@@ -300,7 +320,11 @@ impl OutConn {
                 if st.stream.is_some() {
                     if let Some(q) = st.control.pop_front() {
                         let s = st.stream.take();
-                        break (Some(q), s);
+                        break (WriterStep::Frame(q), s);
+                    }
+                    if std::mem::take(&mut st.unfinished) {
+                        let s = st.stream.take();
+                        break (WriterStep::Finish, s);
                     }
                     let head_rts = st.queue.front().map(|q| q.hdr.kind == FrameKind::Rts);
                     let movable = match head_rts {
@@ -315,7 +339,7 @@ impl OutConn {
                                 st.rts_queued = st.rts_queued.saturating_sub(1);
                             }
                             let s = st.stream.take();
-                            break (Some(q), s);
+                            break (WriterStep::Frame(q), s);
                         }
                     }
                     if st.closing {
@@ -329,7 +353,7 @@ impl OutConn {
                             }
                         }
                         let s = st.stream.take();
-                        break (None, s);
+                        break (WriterStep::Bye, s);
                     }
                 }
                 st.writer_idle = true;
@@ -341,14 +365,27 @@ impl OutConn {
                 return;
             };
             match item {
-                None => {
-                    // Closing and drained: say goodbye.
+                WriterStep::Bye => {
                     let _ =
                         stream_ref.write_frame(&FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
                     stream_ref.shutdown();
                     return;
                 }
-                Some(q) => {
+                WriterStep::Finish => {
+                    let res = stream_ref.finish();
+                    let mut st = lock(&self.state);
+                    st.stream = stream;
+                    let wake = st.waiting > 0;
+                    drop(st);
+                    if wake {
+                        self.cv.notify_all();
+                    }
+                    if let Err(e) = res {
+                        lost.peer_lost(self.peer, &format!("writing to the peer failed: {e}"));
+                        return;
+                    }
+                }
+                WriterStep::Frame(q) => {
                     let res = stream_ref.write_frame(&q.hdr, &q.payload);
                     let mut st = lock(&self.state);
                     st.stream = stream;
@@ -495,6 +532,9 @@ impl Link for OutConn {
         drop(st);
         let res = stream.try_write_now(hdr, &[]);
         let mut st = lock(&self.state);
+        if stream.unfinished() {
+            st.unfinished = true;
+        }
         st.stream = Some(stream);
         // Frames queued meanwhile are the writer's now.
         self.notify(st);
@@ -551,5 +591,84 @@ impl Link for OutConn {
         st.queue.push_back(q);
         self.notify(st);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::Transport;
+    use crate::frame::HEADER_LEN;
+    use crate::transport::socket::SocketOut;
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+    use std::time::Duration;
+
+    struct Lost;
+    impl PeerLost for Lost {
+        fn peer_lost(&self, peer: Uuid, reason: &str) {
+            panic!("{peer} lost: {reason}");
+        }
+    }
+
+    fn read_header(s: &mut UnixStream) -> FrameHeader {
+        let mut b = [0u8; HEADER_LEN];
+        s.read_exact(&mut b).expect("a frame header");
+        FrameHeader::decode(&b).expect("a valid header")
+    }
+
+    /// A control frame the socket took only in part (`Outbound::unfinished`)
+    /// is finished by the writer thread although nothing else is queued,
+    /// before any other frame, and the flush counts it until then.
+    #[test]
+    fn the_writer_finishes_a_frame_the_socket_took_in_part() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let ack = FrameHeader::control(FrameKind::SyncAck, 1, 2).encode();
+        let mut a2 = a.try_clone().unwrap();
+        std::io::Write::write_all(&mut a2, &ack[..10]).unwrap();
+        let out = SocketOut::taken_but(Stream::Unix(a.try_clone().unwrap()), ack[10..].to_vec());
+        let route = Route {
+            transport: Transport::Unix,
+            local: String::new(),
+            remote: "test".into(),
+            shared_memory: false,
+            single_copy: false,
+        };
+        let conn = OutConn::new(
+            Uuid::new_v4(),
+            Box::new(out),
+            Stream::Unix(a),
+            route,
+            0,
+            false,
+            None,
+        );
+        // The rest goes first: this frame cannot go now (the caller queues it).
+        assert!(!conn
+            .try_control_now(&Lost, &FrameHeader::credit(1))
+            .unwrap());
+        assert_eq!(
+            conn.backlog(),
+            Some(1),
+            "the unfinished frame is still to be written"
+        );
+        let writer = {
+            let c = Arc::clone(&conn);
+            std::thread::spawn(move || c.writer_loop(Arc::new(Lost)))
+        };
+        let h = read_header(&mut b);
+        assert_eq!((h.kind, h.context, h.seq), (FrameKind::SyncAck, 1, 2));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while conn.backlog() != Some(0) {
+            assert!(
+                Instant::now() < deadline,
+                "the writer did not finish the frame"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        conn.close();
+        writer.join().unwrap();
+        assert_eq!(read_header(&mut b).kind, FrameKind::Bye);
     }
 }

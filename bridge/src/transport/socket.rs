@@ -415,12 +415,94 @@ fn recv_with_fd(sock: &Stream, buf: &mut [u8]) -> io::Result<(usize, Option<Owne
     Ok((m.bytes, fd))
 }
 
-impl Outbound for Stream {
+/// The sending half of a socket connection: whole frames, written by the
+/// connection's writer or inline by a sending thread (blocking), or — a
+/// control frame answering the peer — by the thread that read the peer's
+/// frame, only if the socket takes it without waiting
+/// ([`Outbound::try_write_now`]). Such a thread must not wait for the
+/// peer, which may be waiting for it to read; and a socket may take part
+/// of a frame (TCP, when its send buffer fills in the middle): the rest is
+/// kept here and written before anything else, by the next
+/// [`Outbound::write_frame`] or by the writer's [`Outbound::finish`].
+pub(crate) struct SocketOut {
+    stream: Stream,
+    /// The unwritten tail of a frame the socket took only part of.
+    rest: Vec<u8>,
+}
+
+impl SocketOut {
+    pub(crate) fn new(stream: Stream) -> SocketOut {
+        SocketOut {
+            stream,
+            rest: Vec::new(),
+        }
+    }
+
+    /// As if the socket had taken all of a frame but `rest` (tests).
+    #[cfg(test)]
+    pub(crate) fn taken_but(stream: Stream, rest: Vec<u8>) -> SocketOut {
+        SocketOut { stream, rest }
+    }
+}
+
+/// Write `bufs` with `sendmsg(MSG_DONTWAIT | MSG_NOSIGNAL)`: how many bytes
+/// the socket took (0 if it would have had to wait).
+fn send_now(s: &Stream, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    // SAFETY: an all-zero msghdr is valid (no address, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is ABI-compatible with iovec on Unix; sendmsg only reads the
+    // slices (at most two here), which outlive the call.
+    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = bufs.len() as _;
+    loop {
+        // SAFETY: the fd is this stream's open socket; `msg` points to
+        // `bufs.len()` valid iovecs for the duration of the call.
+        let r =
+            unsafe { libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => {}
+            io::ErrorKind::WouldBlock => return Ok(0),
+            _ => return Err(e),
+        }
+    }
+}
+
+impl Outbound for SocketOut {
     fn write_frame(&mut self, hdr: &FrameHeader, payload: &[u8]) -> io::Result<()> {
-        write_frame(self, hdr, payload)
+        self.finish()?;
+        write_frame(&mut self.stream, hdr, payload)
+    }
+    fn try_write_now(&mut self, hdr: &FrameHeader, payload: &[u8]) -> io::Result<bool> {
+        if !self.rest.is_empty() {
+            return Ok(false);
+        }
+        let h = hdr.encode();
+        let n = send_now(&self.stream, &[IoSlice::new(&h), IoSlice::new(payload)])?;
+        if n == 0 {
+            return Ok(false);
+        }
+        if n < h.len() + payload.len() {
+            // Taken in part: what it did not take goes before anything else.
+            self.rest = h.iter().chain(payload).skip(n).copied().collect();
+        }
+        Ok(true)
+    }
+    fn unfinished(&self) -> bool {
+        !self.rest.is_empty()
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        if !self.rest.is_empty() {
+            self.stream.write_all(&self.rest)?;
+            self.rest = Vec::new();
+        }
+        Ok(())
     }
     fn shutdown(&mut self) {
-        Stream::shutdown(self)
+        self.stream.shutdown()
     }
 }
 
@@ -496,5 +578,122 @@ impl Inbound for SocketIn {
     fn arm(&mut self) -> bool {
         // The socket itself becomes readable; nothing to ask of the writer.
         self.buffered()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::FrameKind;
+    use crate::transport::link::Outbound;
+    use std::net::TcpListener;
+
+    fn header(bytes: &[u8]) -> FrameHeader {
+        let mut b = [0u8; HEADER_LEN];
+        b.copy_from_slice(&bytes[..HEADER_LEN]);
+        FrameHeader::decode(&b).expect("a frame header")
+    }
+
+    /// Fill `s`'s send buffer (its peer reads nothing meanwhile): the bytes written.
+    fn fill(s: &Stream) -> usize {
+        let chunk = [0xabu8; 4096];
+        let mut n = 0;
+        loop {
+            match send_now(s, &[IoSlice::new(&chunk)]) {
+                Ok(0) => return n,
+                Ok(k) => n += k,
+                Err(e) => panic!("filling the socket: {e}"),
+            }
+        }
+    }
+
+    fn read_all(mut s: Stream) -> Vec<u8> {
+        let mut all = Vec::new();
+        s.read_to_end(&mut all)
+            .expect("reading the socket to its end");
+        all
+    }
+
+    #[test]
+    fn a_control_frame_goes_whole_at_once_or_not_at_all_when_the_socket_is_full() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let (a, b) = (Stream::Unix(a), Stream::Unix(b));
+        let mut out = SocketOut::new(a.try_clone().unwrap());
+        assert!(out.try_write_now(&FrameHeader::credit(77), &[]).unwrap());
+        assert!(!out.unfinished());
+        let filled = fill(&a);
+        assert!(filled > 0);
+        // A Unix socket takes a small frame whole or not at all.
+        assert!(!out
+            .try_write_now(&FrameHeader::control(FrameKind::Cts, 5, 6), &[])
+            .unwrap());
+        assert!(!out.unfinished());
+        drop(out);
+        drop(a);
+        let all = read_all(b);
+        assert_eq!(
+            all.len(),
+            HEADER_LEN + filled,
+            "nothing but the first frame and the filler"
+        );
+        let h = header(&all);
+        assert_eq!((h.kind, h.count), (FrameKind::Credit, 77));
+        assert!(all[HEADER_LEN..].iter().all(|&x| x == 0xab));
+    }
+
+    #[test]
+    fn the_rest_of_a_frame_taken_in_part_goes_before_anything_else() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let mut out = SocketOut::new(Stream::Unix(a));
+        let first = FrameHeader::control(FrameKind::SyncAck, 1, 2).encode();
+        out.stream.write_all(&first[..10]).unwrap();
+        out.rest = first[10..].to_vec();
+        assert!(out.unfinished());
+        // Nothing may go before the rest: not even a frame that would fit.
+        assert!(!out.try_write_now(&FrameHeader::credit(1), &[]).unwrap());
+        out.write_frame(&FrameHeader::control(FrameKind::Cts, 3, 4), &[])
+            .unwrap();
+        assert!(!out.unfinished());
+        out.finish().unwrap();
+        drop(out);
+        let all = read_all(Stream::Unix(b));
+        assert_eq!(all.len(), 2 * HEADER_LEN);
+        let (h1, h2) = (header(&all), header(&all[HEADER_LEN..]));
+        assert_eq!((h1.kind, h1.context, h1.seq), (FrameKind::SyncAck, 1, 2));
+        assert_eq!((h2.kind, h2.context, h2.seq), (FrameKind::Cts, 3, 4));
+    }
+
+    /// Over TCP a full send buffer may take part of a frame; whatever it
+    /// took, the peer reads the filler, then the whole frame, then the next.
+    #[test]
+    fn over_tcp_a_frame_taken_in_part_is_finished_intact() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let a = Stream::Tcp(a);
+        let filled = fill(&a);
+        let reader = std::thread::spawn(move || read_all(Stream::Tcp(b)));
+        let mut out = SocketOut::new(a);
+        let payload: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+        let mut first = FrameHeader::control(FrameKind::Eager, 9, 9);
+        first.payload_len = payload.len() as u64;
+        // Keep trying while the reader drains: some attempt takes it (whole or in part).
+        while !out.try_write_now(&first, &payload).unwrap() {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        out.write_frame(&FrameHeader::credit(5), &[]).unwrap();
+        out.shutdown();
+        let all = reader.join().unwrap();
+        assert_eq!(all.len(), filled + 2 * HEADER_LEN + payload.len());
+        assert!(all[..filled].iter().all(|&x| x == 0xab));
+        let h1 = header(&all[filled..]);
+        assert_eq!(
+            (h1.kind, h1.context, h1.payload_len),
+            (FrameKind::Eager, 9, 3000)
+        );
+        let p = &all[filled + HEADER_LEN..filled + HEADER_LEN + payload.len()];
+        assert_eq!(p, &payload[..]);
+        let h2 = header(&all[filled + HEADER_LEN + payload.len()..]);
+        assert_eq!((h2.kind, h2.count), (FrameKind::Credit, 5));
     }
 }
