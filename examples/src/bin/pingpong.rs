@@ -33,6 +33,10 @@ struct Args {
     /// Only these bandwidth sizes (bytes, comma-separated; default all three).
     #[arg(long, value_delimiter = ',')]
     bw_sizes: Option<Vec<usize>>,
+    /// Latency with synchronous sends (`ssend`: each completes on the
+    /// receiver's SYNC_ACK) instead of standard ones.
+    #[arg(long)]
+    ssend: bool,
 }
 
 const WINDOW: usize = 16;
@@ -65,12 +69,19 @@ fn main() -> anyhow::Result<()> {
             let mut samples = Vec::with_capacity(args.iters);
             for i in 0..args.iters + warm {
                 let t = Instant::now();
+                let send = |m: &[u8]| {
+                    if args.ssend {
+                        inter.ssend(0, 1, m)
+                    } else {
+                        inter.send(0, 1, m)
+                    }
+                };
                 if args.first {
-                    inter.send(0, 1, msg)?;
+                    send(msg)?;
                     inter.recv(Source::Rank(0), Tag::Value(1), msg)?;
                 } else {
                     inter.recv(Source::Rank(0), Tag::Value(1), msg)?;
-                    inter.send(0, 1, msg)?;
+                    send(msg)?;
                 }
                 if i >= warm {
                     samples.push(t.elapsed() / 2);
