@@ -364,52 +364,41 @@ impl OutConn {
             let Some(stream_ref) = stream.as_mut() else {
                 return;
             };
-            match item {
+            // What completes with the write: a queued frame's request.
+            let (res, done) = match item {
                 WriterStep::Bye => {
                     let _ =
                         stream_ref.write_frame(&FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
                     stream_ref.shutdown();
                     return;
                 }
-                WriterStep::Finish => {
-                    let res = stream_ref.finish();
-                    let mut st = lock(&self.state);
-                    st.stream = stream;
-                    let wake = st.waiting > 0;
-                    drop(st);
-                    if wake {
-                        self.cv.notify_all();
-                    }
-                    if let Err(e) = res {
-                        lost.peer_lost(self.peer, &format!("writing to the peer failed: {e}"));
-                        return;
-                    }
-                }
+                WriterStep::Finish => (stream_ref.finish(), None),
                 WriterStep::Frame(q) => {
                     let res = stream_ref.write_frame(&q.hdr, &q.payload);
-                    let mut st = lock(&self.state);
-                    st.stream = stream;
-                    let wake = st.waiting > 0;
-                    drop(st);
-                    // Only inline writers can be waiting: this thread is the writer.
-                    if wake {
-                        self.cv.notify_all();
+                    (res, q.done.map(|d| (d, q.dest_rank)))
+                }
+            };
+            let mut st = lock(&self.state);
+            st.stream = stream;
+            let wake = st.waiting > 0;
+            drop(st);
+            // Only inline writers can be waiting: this thread is the writer.
+            if wake {
+                self.cv.notify_all();
+            }
+            match res {
+                Ok(()) => {
+                    if let Some((d, _)) = done {
+                        d.complete(Ok(()));
                     }
-                    match res {
-                        Ok(()) => {
-                            if let Some(d) = q.done {
-                                d.complete(Ok(()));
-                            }
-                        }
-                        Err(e) => {
-                            let reason = format!("writing to the peer failed: {e}");
-                            if let Some(d) = q.done {
-                                d.complete(Err(Self::failed_err(&reason, q.dest_rank)));
-                            }
-                            lost.peer_lost(self.peer, &reason);
-                            return;
-                        }
+                }
+                Err(e) => {
+                    let reason = format!("writing to the peer failed: {e}");
+                    if let Some((d, rank)) = done {
+                        d.complete(Err(Self::failed_err(&reason, rank)));
                     }
+                    lost.peer_lost(self.peer, &reason);
+                    return;
                 }
             }
         }
