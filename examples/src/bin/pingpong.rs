@@ -45,6 +45,14 @@ const BW_SIZES: [usize; 3] = [65536, 1 << 20, 4 << 20];
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(bad) = args
+        .bw_sizes
+        .iter()
+        .flatten()
+        .find(|&&n| n == 0 || n > *BW_SIZES.iter().max().unwrap_or(&0))
+    {
+        anyhow::bail!("--bw-sizes: {bad} is not a size from 1 B to 4 MiB");
+    }
     let universe = isthmus_examples::init_mpi()?;
     let world = universe.world();
     let bridge = Bridge::connect().context("connecting to the vmd")?;
@@ -61,6 +69,13 @@ fn main() -> anyhow::Result<()> {
         // which a single-copy read copies from cache (as the C ping-pong's
         // and the references' buffers, filled too).
         let mut buf = vec![0x5au8; 4 << 20];
+        let send = |m: &[u8]| {
+            if args.ssend {
+                inter.ssend(0, 1, m)
+            } else {
+                inter.send(0, 1, m)
+            }
+        };
         for &size in &LAT_SIZES {
             let msg = buf
                 .get_mut(..size)
@@ -69,13 +84,6 @@ fn main() -> anyhow::Result<()> {
             let mut samples = Vec::with_capacity(args.iters);
             for i in 0..args.iters + warm {
                 let t = Instant::now();
-                let send = |m: &[u8]| {
-                    if args.ssend {
-                        inter.ssend(0, 1, m)
-                    } else {
-                        inter.send(0, 1, m)
-                    }
-                };
                 if args.first {
                     send(msg)?;
                     inter.recv(Source::Rank(0), Tag::Value(1), msg)?;
