@@ -53,8 +53,9 @@ pub const DEFAULT_EAGER_LIMIT: usize = 64 << 10;
 /// bandwidth (the CTS round trip and its wake-ups idle the link once per
 /// message), eagerly 0.87-0.96×; 4 MiB ones 0.67-0.81× by rendezvous and
 /// 0.91× eagerly (with the window grown to 16 MiB, which such a stream
-/// asks for: `ledger`; 0.92× with 32 MiB, the largest window now). Messages from the single-copy threshold up to a
-/// process of this host go single-copy instead, where the kernel allows.
+/// asks for: `ledger`; 0.92× with 32 MiB, the largest window now).
+/// Messages from the single-copy threshold up to a process of this host
+/// go single-copy instead, where the kernel allows.
 pub const DEFAULT_LARGE_EAGER_LIMIT: usize = 4 << 20;
 /// Default eager window per peer: 4 MiB — 63 messages at the eager limit,
 /// three of 1 MiB (a stream of larger ones grows it, up to

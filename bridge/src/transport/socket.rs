@@ -102,6 +102,26 @@ impl Read for Stream {
     }
 }
 
+/// One `sendmsg(2)` of `bufs` (at most IOV_MAX, 1024 on Linux; more
+/// slices are left to a later call) with `flags`: the bytes taken.
+fn sendmsg(s: &Stream, bufs: &[IoSlice<'_>], flags: libc::c_int) -> io::Result<usize> {
+    let n = bufs.len().min(1024);
+    // SAFETY: an all-zero msghdr is valid (no address, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is guaranteed ABI-compatible with iovec on Unix; sendmsg
+    // only reads the slices, which outlive the call.
+    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = n as _;
+    // SAFETY: the fd is this stream's open socket; `msg` points to `n`
+    // valid iovecs for the duration of the call.
+    let r = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, flags) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
 /// Writes with `sendmsg(MSG_NOSIGNAL)`: writing to a peer that is gone is
 /// an EPIPE error, not a SIGPIPE. A Rust `main` ignores SIGPIPE, but a C,
 /// Fortran or Python program using libisthmus keeps the default action,
@@ -111,22 +131,7 @@ impl Write for Stream {
         self.write_vectored(&[IoSlice::new(buf)])
     }
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        // IOV_MAX is 1024 on Linux; more slices are written by a later call.
-        let n = bufs.len().min(1024);
-        // SAFETY: an all-zero msghdr is valid (no address, no control data).
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        // IoSlice is guaranteed ABI-compatible with iovec on Unix; sendmsg
-        // only reads the slices, which outlive the call.
-        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
-        msg.msg_iovlen = n as _;
-        // SAFETY: the fd is this stream's open socket; `msg` points to `n`
-        // valid iovecs for the duration of the call.
-        let r = unsafe { libc::sendmsg(self.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(r as usize)
-        }
+        sendmsg(self, bufs, libc::MSG_NOSIGNAL)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -448,25 +453,12 @@ impl SocketOut {
 /// Write `bufs` with `sendmsg(MSG_DONTWAIT | MSG_NOSIGNAL)`: how many bytes
 /// the socket took (0 if it would have had to wait).
 fn send_now(s: &Stream, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-    // SAFETY: an all-zero msghdr is valid (no address, no control data).
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    // IoSlice is ABI-compatible with iovec on Unix; sendmsg only reads the
-    // slices (at most two here), which outlive the call.
-    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
-    msg.msg_iovlen = bufs.len() as _;
     loop {
-        // SAFETY: the fd is this stream's open socket; `msg` points to
-        // `bufs.len()` valid iovecs for the duration of the call.
-        let r =
-            unsafe { libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-        if r >= 0 {
-            return Ok(r as usize);
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::Interrupted => {}
-            io::ErrorKind::WouldBlock => return Ok(0),
-            _ => return Err(e),
+        match sendmsg(s, bufs, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            Err(e) => return Err(e),
         }
     }
 }
