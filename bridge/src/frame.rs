@@ -5,7 +5,8 @@
 //! ```text
 //! off size field
 //!  0   1   kind         1 EAGER, 2 SYNC_EAGER (ssend), 3 SYNC_ACK, 4 BYE,
-//!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT, 9 SHM, 10 ABORT
+//!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT, 9 SHM, 10 ABORT,
+//!                       11 DUPLEX
 //!  1   1   wire format  0 raw LE, 1 raw BE, 2 external32
 //!  2   1   flags        bit 0 SINGLE_COPY (RTS and CTS only, see below),
 //!                       bit 1 PUSHED (DATA only, see below),
@@ -56,6 +57,13 @@
 //! except doorbell bytes once the connection moved to shared memory: the
 //! connector's first frame may be SHM ("what follows goes through the
 //! ring whose segment came with your grant", see `transport::shm`).
+//! Over TCP the connector's first frame may instead be DUPLEX ("I read
+//! this socket too: write to me on it"; `count` is the acceptor's initial
+//! window, as the acceptor's first CREDIT frame is the connector's): the
+//! acceptor may then carry its own frames to the connector on the same
+//! connection instead of opening one of its own, so that each side's
+//! answers carry TCP's acknowledgement of what they answer (see
+//! `transport::duplex`).
 
 use std::io::{self, Read};
 
@@ -99,6 +107,9 @@ pub(crate) enum FrameKind {
     /// The sender's program aborted (`MPI_Abort`) with the error code in
     /// `tag`: the receiver ends too (see `Engine::on_abort`).
     Abort = 10,
+    /// First frame only, over TCP: the connector reads this connection too
+    /// and grants `count` bytes of eager credit on it (see the module's doc).
+    Duplex = 11,
 }
 
 impl FrameKind {
@@ -170,6 +181,7 @@ impl FrameHeader {
             8 => FrameKind::Credit,
             9 => FrameKind::Shm,
             10 => FrameKind::Abort,
+            11 => FrameKind::Duplex,
             k => return Err(BridgeError::Protocol(format!("unknown frame kind {k}"))),
         };
         let format = WireFormat::from_u8(b[1])
@@ -217,6 +229,13 @@ impl FrameHeader {
     /// The SHM frame (see [`FrameKind::Shm`]).
     pub(crate) fn shm() -> Self {
         FrameHeader::control(FrameKind::Shm, 0, 0)
+    }
+
+    /// The DUPLEX frame (see [`FrameKind::Duplex`]) granting `window` bytes.
+    pub(crate) fn duplex(window: u64) -> Self {
+        let mut h = FrameHeader::control(FrameKind::Duplex, 0, 0);
+        h.count = window;
+        h
     }
 
     /// Whether this is a single-copy RTS or CTS (see the module's doc).

@@ -69,6 +69,19 @@ struct PeerAccount {
     wanted: u64,
     /// The connection is open (its grant still counts against the bound).
     open: bool,
+    /// Which connection the window was granted on.
+    granted_on: GrantedOn,
+}
+
+/// Which of the peer's connections to us carries what its window covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GrantedOn {
+    /// The connection it opened to us (granted when we accepted it).
+    Accepted,
+    /// Our own connection to it, in our DUPLEX frame: not written on yet.
+    DuplexOffered,
+    /// Our own connection to it, which it writes on.
+    Duplex,
 }
 
 struct Accounts {
@@ -103,11 +116,60 @@ impl Ledger {
     /// A connection from `peer` was accepted: its window (possibly 0).
     pub(crate) fn open(&self, peer: Uuid) -> u64 {
         let mut a = lock(&self.accounts);
-        if a.peers.contains_key(&peer) {
+        if let Some(p) = a.peers.get_mut(&peer) {
+            if p.open && p.granted_on == GrantedOn::DuplexOffered {
+                // It connected to us before it read our DUPLEX frame (both
+                // connected at once): it never writes on our connection
+                // (a process has one connection to each peer), so the
+                // window offered there moves to this one.
+                p.granted_on = GrantedOn::Accepted;
+                return p.grant;
+            }
             // A second connection from the same process (or one that left
             // messages behind): no second window, it sends by rendezvous.
             return 0;
         }
+        self.open_locked(&mut a, peer, GrantedOn::Accepted)
+    }
+
+    /// We connected to `peer` over TCP and offer it to write to us on that
+    /// connection (DUPLEX): its window, or None if it has an account
+    /// already (it connected to us: it writes on that connection).
+    pub(crate) fn open_duplex(&self, peer: Uuid) -> Option<u64> {
+        let mut a = lock(&self.accounts);
+        if a.peers.contains_key(&peer) {
+            return None;
+        }
+        Some(self.open_locked(&mut a, peer, GrantedOn::DuplexOffered))
+    }
+
+    /// `peer` wrote its first frame on our connection to it: true if we
+    /// offered it that (DUPLEX) and its window is still there (not moved
+    /// to a connection it opened to us); false is a protocol violation.
+    pub(crate) fn duplex_used(&self, peer: Uuid) -> bool {
+        let mut a = lock(&self.accounts);
+        match a.peers.get_mut(&peer) {
+            Some(p) if p.open && p.granted_on == GrantedOn::DuplexOffered => {
+                p.granted_on = GrantedOn::Duplex;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Our connection to `peer` (offered with DUPLEX) ended: close its
+    /// account unless the window moved to a connection `peer` opened.
+    pub(crate) fn close_duplex(&self, peer: Uuid) {
+        let on_ours = lock(&self.accounts)
+            .peers
+            .get(&peer)
+            .is_some_and(|p| p.granted_on != GrantedOn::Accepted);
+        if on_ours {
+            self.close(peer);
+        }
+    }
+
+    fn open_locked(&self, a: &mut Accounts, peer: Uuid, granted_on: GrantedOn) -> u64 {
         let full = a.reserved.saturating_add(self.window) <= self.bound / 2;
         let window = if full {
             self.window
@@ -125,6 +187,7 @@ impl Ledger {
                 rts: 0,
                 wanted: 0,
                 open: true,
+                granted_on,
             },
         );
         grant
@@ -361,6 +424,33 @@ mod tests {
         assert_eq!(l2.reserved(), 0);
         l2.wanted(c, 0);
         assert_eq!(l2.grow(c), None);
+    }
+
+    #[test]
+    fn a_duplex_window_moves_to_the_peer_s_own_connection_and_is_closed_once() {
+        let l = Ledger::new(1000, 400, 400);
+        let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        // Offered on our connection to `a`, then `a` connected to us too:
+        // the same window, reserved once, belongs to its connection.
+        assert_eq!(l.open_duplex(a), Some(400));
+        assert_eq!(l.open(a), 400);
+        assert_eq!(l.reserved(), 400);
+        assert!(!l.duplex_used(a), "frames on both connections");
+        l.close_duplex(a);
+        assert_eq!(l.reserved(), 400, "ours ending does not close its window");
+        // `b` has an account (it connected to us): no DUPLEX offer.
+        assert_eq!(l.open(b), 400);
+        assert_eq!(l.open_duplex(b), None);
+        // `c` writes on our connection: its account, closed with it.
+        assert_eq!(l.open_duplex(c), Some(200));
+        assert!(l.duplex_used(c));
+        assert!(!l.duplex_used(c), "used once");
+        assert_eq!(l.open(c), 0, "a second connection gets no second window");
+        l.close_duplex(c);
+        assert_eq!(l.reserved(), 800);
+        l.close(a);
+        l.close(b);
+        assert_eq!(l.reserved(), 0);
     }
 
     #[test]

@@ -592,6 +592,82 @@ fn tcp_pair(context: u64, window: u64) -> (Arc<Engine>, Arc<Engine>, InterComm, 
     (ea, eb, a, b)
 }
 
+/// Over TCP the connector offers its connection for the acceptor's frames
+/// (`transport::duplex`): b's replies to a go back on the connection a
+/// opened (b's route to a is a's route to b, ends swapped), in order and
+/// intact, and the other way again after; with `tcp_duplex` off on b it
+/// opens its own connection.
+#[test]
+fn replies_over_tcp_go_back_on_the_connection_that_brought_the_message() {
+    for duplex in [true, false] {
+        let ea = start(EngineConfig::new("host-a")).unwrap();
+        let mut cb = EngineConfig::new("host-b");
+        cb.tcp_duplex = duplex;
+        let eb = start(cb).unwrap();
+        let a = ea.intercomm(44, 0, 1, vec![eb.endpoint()]).unwrap();
+        let b = eb.intercomm(44, 0, 1, vec![ea.endpoint()]).unwrap();
+        let mut got = vec![0u64; 1024];
+        for i in 0..200 {
+            let len = [1, 64, 1024][i as usize % 3];
+            a.send(0, 3, &numbered(i, len)).unwrap();
+            let st = b
+                .recv_timeout(Source::Rank(0), Tag::Value(3), &mut got, T)
+                .unwrap();
+            assert_eq!(st.count, len as u64);
+            assert!(got[..len] == numbered(i, len)[..], "a -> b message {i}");
+            b.send(0, 4, &numbered(i + 1000, len)).unwrap();
+            let st = a
+                .recv_timeout(Source::Rank(0), Tag::Value(4), &mut got, T)
+                .unwrap();
+            assert_eq!(st.count, len as u64);
+            assert!(
+                got[..len] == numbered(i + 1000, len)[..],
+                "b -> a message {i}"
+            );
+        }
+        let a_to_b = ea.route_to(eb.endpoint().process).unwrap();
+        let b_to_a = eb.route_to(ea.endpoint().process).unwrap();
+        assert_eq!(a_to_b.transport, Transport::Tcp);
+        assert_eq!(b_to_a.transport, Transport::Tcp);
+        let same = b_to_a.local == a_to_b.remote && b_to_a.remote == a_to_b.local;
+        assert_eq!(
+            same, duplex,
+            "duplex {duplex}: a -> b {a_to_b:?}, b -> a {b_to_a:?}"
+        );
+    }
+}
+
+/// A connection offered for the peer's frames that the peer never writes
+/// on ends quietly when the peer closes it: b (which takes no offer) only
+/// receives from a, then shuts down, closing a's connection without a
+/// BYE on it (b has no connection to a to say BYE on). As before
+/// connections were offered both ways, a does not take that for b's
+/// failure: a receive from b times out instead of failing.
+#[test]
+fn an_offered_connection_the_peer_never_wrote_on_ends_without_a_failure() {
+    let ea = start(EngineConfig::new("host-a")).unwrap();
+    let mut cb = EngineConfig::new("host-b");
+    cb.tcp_duplex = false;
+    let eb = start(cb).unwrap();
+    let a = ea.intercomm(45, 0, 1, vec![eb.endpoint()]).unwrap();
+    let b = eb.intercomm(45, 0, 1, vec![ea.endpoint()]).unwrap();
+    let mut got = vec![0u64; 8];
+    a.send(0, 1, &numbered(1, 8)).unwrap();
+    b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut got, T)
+        .unwrap();
+    drop(b);
+    eb.shutdown();
+    let err = a
+        .recv_timeout(
+            Source::Rank(0),
+            Tag::Value(2),
+            &mut got,
+            Duration::from_millis(500),
+        )
+        .unwrap_err();
+    assert!(matches!(err, BridgeError::Timeout(_)), "a saw: {err}");
+}
+
 /// Over TCP, both ways at once: synchronous sends, whose SYNC_ACKs (and
 /// the credit that comes back) are written by whichever thread read the
 /// peer's frame, between the other direction's messages on the same

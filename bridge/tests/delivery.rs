@@ -377,3 +377,130 @@ fn a_receiver_that_dies_is_reported_by_the_sender() {
         "sender reported: {err}"
     );
 }
+
+/// Messages of the answering-receiver test: within the receiver's window
+/// (all eager), so the sender ends as soon as its last one is in its socket.
+const DUPLEX_LEN: usize = 32 << 10;
+const DUPLEX_COUNT: u64 = 96;
+
+/// The receiver of the answering-receiver test: answers the sender's first
+/// message (on the sender's own TCP connection if it offered that), then
+/// receives the others, answering each with a small message the sender
+/// never receives (it has ended), and says RECEIVED with their number.
+#[test]
+#[ignore = "child process of the delivery tests"]
+fn answering_receiver_child() {
+    let Ok(peer) = std::env::var("DELIVERY_SENDER") else {
+        return;
+    };
+    mpi();
+    let e = Engine::start(EngineConfig::new("otherhost")).unwrap();
+    println!("ENDPOINT {}", hex(&e.endpoint().encode()));
+    std::io::stdout().flush().unwrap();
+    let c = e
+        .intercomm(
+            CONTEXT,
+            0,
+            1,
+            vec![Endpoint::decode(&unhex(&peer)).unwrap()],
+        )
+        .unwrap();
+    let mut buf = vec![0u8; DUPLEX_LEN];
+    expect(&c, &mut buf, 0, DUPLEX_LEN);
+    c.send(0, 8, &[0u64]).unwrap();
+    for i in 1..DUPLEX_COUNT {
+        expect(&c, &mut buf, i, DUPLEX_LEN);
+        // Fails once the sender is gone; the answers are not the point.
+        let _ = c.send(0, 9, &[i]);
+    }
+    println!("RECEIVED {DUPLEX_COUNT}");
+    std::io::stdout().flush().unwrap();
+}
+
+/// A sender ends while its receiver answers (messages the sender never
+/// reads): every completed send arrives, intact and in order, and the
+/// receiver ends successfully. Two ways to lose the tail, both held:
+/// - On a duplex TCP connection (`transport::duplex`) the receiver writes
+///   on the sender's connection; closing a TCP socket with unread bytes,
+///   or receiving bytes after it was closed, resets the connection and
+///   drops what it had not sent. The sender's goodbye shuts only its
+///   writing half and waits until the receiver acknowledged everything
+///   (with a plain close, "failed to fill whole buffer" at message 4).
+/// - Either way (also with one connection per direction, `tcp_duplex`
+///   off), the receiver's answers fail to be written once the sender is
+///   gone; that must fail only its sends, not the receives of what the
+///   sender completed before (it did, one run in two, at message 3).
+#[test]
+fn a_sender_that_ends_while_its_receiver_answers_delivers_everything() {
+    for (round, duplex) in [true, true, false, false].into_iter().enumerate() {
+        mpi();
+        let mut cfg = EngineConfig::new("testhost");
+        cfg.tcp_duplex = duplex;
+        let e = Engine::start(cfg).unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "answering_receiver_child",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("DELIVERY_SENDER", hex(&e.endpoint().encode()))
+            .env(TCP_DUPLEX_ENV, if duplex { "on" } else { "off" })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let ep = Endpoint::decode(&unhex(&line_from(&mut out, "ENDPOINT "))).unwrap();
+        let receiver = ep.process;
+        let c = e.intercomm(CONTEXT, 0, 1, vec![ep]).unwrap();
+        let sig = u8::type_sig().unwrap();
+        let first = message(0, DUPLEX_LEN);
+        c.send_bytes(0, 7, &sig, DUPLEX_LEN as u64, &first).unwrap();
+        let mut answer = [0u64];
+        c.recv_timeout(Source::Rank(0), Tag::Value(8), &mut answer, T)
+            .unwrap();
+        let route = e.route_to(receiver).unwrap();
+        assert_eq!(route.transport, Transport::Tcp);
+        // The receiver stops for a while: the sender's last messages wait
+        // in its socket, the receiver's answers come after the sender ended.
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: signals to our own child process, which has not been reaped.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let resume = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            // SAFETY: as above; the child is reaped only after this thread is joined.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        });
+        for i in 1..DUPLEX_COUNT {
+            let m = message(i, DUPLEX_LEN);
+            c.send_bytes(0, 7, &sig, DUPLEX_LEN as u64, &m).unwrap();
+        }
+        drop(c);
+        drop(e);
+        resume.join().unwrap();
+        let mut rest = String::new();
+        out.read_to_string(&mut rest).unwrap();
+        let received = rest
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("RECEIVED "))
+            .map(str::to_owned);
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(
+            status.success(),
+            "round {round} (duplex {duplex}): receiver failed: {err}"
+        );
+        assert_eq!(
+            received,
+            Some(DUPLEX_COUNT.to_string()),
+            "round {round} (duplex {duplex}): {err}"
+        );
+    }
+}

@@ -182,6 +182,12 @@ pub struct EngineConfig {
     /// `ISTHMUS_SHM_CMA` (`on`, the default, or `off`) and
     /// `ISTHMUS_SHM_CMA_THRESHOLD` (512 KiB by default).
     pub single_copy: Option<usize>,
+    /// Over TCP, offer a peer we connect to that it write to us on the same
+    /// connection (see `transport::duplex`): its answers then carry TCP's
+    /// acknowledgements; and take such an offer. Off: neither (one
+    /// connection per direction, as on Unix sockets and shared memory).
+    /// `ISTHMUS_TCP_DUPLEX` (`on`, the default, or `off`).
+    pub tcp_duplex: bool,
 }
 
 impl EngineConfig {
@@ -233,6 +239,7 @@ impl EngineConfig {
                 transport::SINGLE_COPY_THRESHOLD_ENV,
                 transport::DEFAULT_SINGLE_COPY_THRESHOLD as u64,
             )),
+            tcp_duplex: env_on_off(TCP_DUPLEX_ENV),
         }
     }
 
@@ -265,18 +272,26 @@ fn env_transport() -> LocalTransport {
 /// `ISTHMUS_SHM_CMA`: the single-copy threshold `threshold` (at least 1
 /// byte), or None when it says `off`.
 fn env_single_copy(threshold: u64) -> Option<usize> {
-    let on = match std::env::var(transport::SINGLE_COPY_ENV) {
+    env_on_off(transport::SINGLE_COPY_ENV)
+        .then(|| usize::try_from(threshold.max(1)).unwrap_or(usize::MAX))
+}
+
+/// Whether TCP connections carry frames both ways (see [`EngineConfig::tcp_duplex`]).
+pub const TCP_DUPLEX_ENV: &str = "ISTHMUS_TCP_DUPLEX";
+
+/// A switch from the environment: `on` (also when unset) or `off`.
+fn env_on_off(name: &str) -> bool {
+    match std::env::var(name) {
         Err(_) => true,
         Ok(v) => match v.trim() {
             "on" => true,
             "off" => false,
             _ => {
-                warn!(variable = transport::SINGLE_COPY_ENV, value = %v, "not 'on' or 'off'; using 'on'");
+                warn!(variable = name, value = %v, "not 'on' or 'off'; using 'on'");
                 true
             }
         },
-    };
-    on.then(|| usize::try_from(threshold.max(1)).unwrap_or(usize::MAX))
+    }
 }
 
 /// What carries frames on one host unless `ISTHMUS_TRANSPORT` says otherwise.
@@ -391,6 +406,7 @@ impl Engine {
             finalize_timeout: config.finalize_timeout,
             local_transport: config.local_transport,
             single_copy: config.single_copy,
+            tcp_duplex: config.tcp_duplex,
         };
         let ledger = Ledger::new(
             config.unexpected_limit,

@@ -61,6 +61,8 @@ pub(crate) struct Limits {
     pub local_transport: transport::LocalTransport,
     /// The smallest message moved by single copy on shared memory; None: off.
     pub single_copy: Option<usize>,
+    /// Offer TCP connections we open to carry the peer's frames too.
+    pub tcp_duplex: bool,
 }
 
 /// What an orderly shutdown could not deliver to one peer process.
@@ -368,10 +370,15 @@ impl Shared {
         if let Some(c) = guard.as_ref() {
             return Ok(Arc::clone(c));
         }
+        if let Some(conn) = self.reverse_conn(ep.process)? {
+            *guard = Some(Arc::clone(&conn));
+            return Ok(conn);
+        }
         let transport::Dialed {
             conn,
             credit,
             grant_reader,
+            reverse,
         } = transport::dial(
             &self.endpoint,
             &self.identity,
@@ -379,7 +386,11 @@ impl Shared {
             self.limits.handshake_timeout,
             self.limits.local_transport,
             self.limits.single_copy,
+            self.limits.tcp_duplex,
         )?;
+        if let Some(stream) = reverse {
+            self.offer_duplex(&conn, stream, rank)?;
+        }
         let route = &conn.route;
         info!(
             peer = %ep.process,
@@ -413,6 +424,72 @@ impl Shared {
             conn.close();
         }
         Ok(conn)
+    }
+
+    /// Our outgoing connection to `peer` on the connection it opened to
+    /// us, if it offered that (DUPLEX, see `transport::duplex`); its
+    /// writer thread started. None: dial.
+    fn reverse_conn(self: &Arc<Self>, peer: Uuid) -> Result<Option<Arc<OutConn>>> {
+        if !self.limits.tcp_duplex {
+            return Ok(None);
+        }
+        let Some((stream, window)) = self
+            .conns
+            .incoming(peer)
+            .and_then(|c| c.take_duplex_offer())
+        else {
+            return Ok(None);
+        };
+        let conn = transport::reversed(peer, stream, window, self.limits.finalize_timeout)
+            .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
+        info!(%peer, transport = "tcp", local = %conn.route.local, remote = %conn.route.remote,
+            "data connection open (the peer's, both ways)");
+        let (c2, me) = (Arc::clone(&conn), Arc::clone(self));
+        let h = spawn("bridge-writer", move || c2.writer_loop(me))?;
+        self.add_threads([h]);
+        if let Some(reason) = self.failures.reason(peer) {
+            let _ = conn.fail(&reason);
+        }
+        if self.is_shutting_down() {
+            conn.close();
+        }
+        Ok(Some(conn))
+    }
+
+    /// Offer `peer` (`conn`'s) to write to us on the TCP connection we just
+    /// opened to it: DUPLEX, its first frame, with the window we grant
+    /// there, and a reader of `stream` (a clone) watched by the poller.
+    /// Nothing offered if the peer has a window here already (it connected
+    /// to us: it writes there).
+    fn offer_duplex(self: &Arc<Self>, conn: &OutConn, stream: Stream, rank: u32) -> Result<()> {
+        let peer = conn.peer;
+        let Some(window) = self.ledger.open_duplex(peer) else {
+            return Ok(());
+        };
+        if let Err(e) = conn.write_blocking(&**self, &FrameHeader::duplex(window), &[], rank) {
+            self.ledger.close_duplex(peer);
+            return Err(e);
+        }
+        let reader = match InConn::new_reverse(
+            peer,
+            transport::reverse_reader(stream),
+            Arc::clone(&self.poller),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                // The peer may write to us on it and nobody would read:
+                // this connection cannot be used.
+                self.ledger.close_duplex(peer);
+                let reason = format!("cannot read our connection to it: {e}");
+                conn.fail(&reason);
+                return Err(BridgeError::io("creating an eventfd", e));
+            }
+        };
+        // The peer may write on it: our goodbye must not reset it (see `duplex`).
+        conn.read_by_peer_too(self.limits.finalize_timeout);
+        self.conns.add_offered(Arc::clone(&reader));
+        reader.watch(self);
+        Ok(())
     }
 
     /// Queue a control frame (SYNC_ACK, CTS, CREDIT) for process `peer`;
@@ -1040,6 +1117,27 @@ impl PeerLost for Shared {
     fn peer_lost(&self, peer: Uuid, reason: &str) {
         self.peer_failed(peer, reason)
     }
+
+    fn write_failed(&self, peer: Uuid, reason: &str) {
+        if self.conns.incoming(peer).is_none() {
+            return self.peer_failed(peer, reason);
+        }
+        // It closed its end (ended, or died): our sends to it fail now,
+        // but the messages it completed before are still in its
+        // connection to us, and are received before its reader reaches
+        // the end (BYE: it departed; else: it failed). A sender that ended
+        // must not lose them because we wrote to it (issue 23).
+        let queued = self.conns.outgoing(peer).map_or(0, |c| c.fail(reason));
+        if queued > 0 {
+            warn!(%peer, queued, reason, "messages sent to this peer are lost");
+            lock(&self.lost).push(Undelivered {
+                process: peer,
+                queued,
+                unmatched: 0,
+                reason: reason.to_owned(),
+            });
+        }
+    }
 }
 
 impl FrameHandler for Shared {
@@ -1088,9 +1186,23 @@ impl FrameHandler for Shared {
         self.peer_gone(peer, reason, true)
     }
 
+    fn reverse_in_use(self: &Arc<Self>, conn: &Arc<InConn>) -> Result<()> {
+        if !self.ledger.duplex_used(conn.peer) || !self.conns.promote(conn) {
+            return Err(BridgeError::Protocol(
+                "frames on our connection from a process that writes to us on its own".into(),
+            ));
+        }
+        debug!(peer = %conn.peer, "the peer writes to us on our connection");
+        Ok(())
+    }
+
     fn connection_closed(&self, conn: &Arc<InConn>) {
         self.conns.remove_incoming(conn);
-        self.ledger.close(conn.peer);
+        if conn.reverse {
+            self.ledger.close_duplex(conn.peer);
+        } else {
+            self.ledger.close(conn.peer);
+        }
     }
 }
 

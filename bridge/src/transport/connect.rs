@@ -2,11 +2,14 @@
 //! and authenticate (the socket, see `socket`), read the acceptor's first
 //! CREDIT frame (the grant, or "grant follows", perhaps with a
 //! shared-memory segment offered, see `shm`), pick the byte path and make
-//! the [`OutConn`]. The engine then starts its writer thread.
+//! the [`OutConn`]. The engine then starts its writer thread (and, over
+//! TCP, may offer the peer the connection for its own frames, see
+//! `duplex`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::address::Transport;
 use crate::endpoint::Endpoint;
 use crate::error::{BridgeError, Result};
 use crate::handshake::Identity;
@@ -23,12 +26,15 @@ pub(crate) struct Dialed {
     pub credit: u64,
     /// When the grant follows: the socket to read it from (the writer thread does).
     pub grant_reader: Option<Stream>,
+    /// A TCP connection granted at once, if `duplex` was asked: the socket
+    /// to read the peer's frames from, should we offer it (see `duplex`).
+    pub reverse: Option<Stream>,
 }
 
 /// Connect to `ep` (see `socket::connect` for where and how), within
 /// `timeout`; `single_copy`: the smallest message we would let the peer
 /// read from our memory (None: never), if the connection goes through
-/// shared memory.
+/// shared memory; `duplex`: the peer may write to us on it (TCP only).
 pub(crate) fn dial(
     me: &Endpoint,
     identity: &Identity,
@@ -36,6 +42,7 @@ pub(crate) fn dial(
     timeout: Duration,
     local: LocalTransport,
     single_copy: Option<usize>,
+    duplex: bool,
 ) -> Result<Dialed> {
     let (mut stream, mut route) = socket::connect(me, identity, ep, timeout)?;
     let io_err = |e: std::io::Error| BridgeError::Connect {
@@ -67,6 +74,19 @@ pub(crate) fn dial(
         }
         None => None,
     };
+    let reverse = if duplex
+        && ring.is_none()
+        && grant_reader.is_none()
+        && route.transport == Transport::Tcp
+    {
+        Some(
+            stream
+                .try_clone()
+                .map_err(|e| BridgeError::io("cloning a socket handle", e))?,
+        )
+    } else {
+        None
+    };
     let (out, single_copy): (Box<dyn Outbound>, _) = match ring {
         Some(a) => {
             route.shared_memory = true;
@@ -87,5 +107,6 @@ pub(crate) fn dial(
         conn,
         credit,
         grant_reader,
+        reverse,
     })
 }

@@ -54,6 +54,7 @@ use crate::sync::{cv_wait, lock};
 
 use super::link::{Inbound, PeerLost};
 use super::poller::{Poller, Watched};
+use super::socket::Stream;
 
 /// The byte path a token holder reads frames (and payloads) from.
 pub(crate) type FrameReader = Box<dyn Inbound>;
@@ -67,6 +68,10 @@ pub(crate) trait FrameHandler: PeerLost {
     fn message(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader, rd: &mut FrameReader) -> Result<()>;
     /// A control frame (SYNC_ACK, CTS, CREDIT) from `peer`. `Err` ends the connection.
     fn control(self: &Arc<Self>, peer: Uuid, hdr: FrameHeader) -> Result<()>;
+    /// The first frame came on `conn`, our own connection to its peer read
+    /// in reverse (see `duplex`): the peer writes to us there from now on.
+    /// `Err` (it was not offered that, or writes elsewhere) ends it.
+    fn reverse_in_use(self: &Arc<Self>, conn: &Arc<InConn>) -> Result<()>;
     /// `peer` said goodbye (BYE) and closed: nothing more will come from it.
     fn peer_departed(&self, peer: Uuid, reason: &str);
     /// The connection `conn` ended and was closed (after the two above).
@@ -105,6 +110,13 @@ pub(crate) struct InConn {
     poller: Arc<Poller>,
     /// Poller token (set once by `watch`).
     token: AtomicU64,
+    /// This is our own outgoing connection, read for the frames the peer
+    /// may write on it once it takes our DUPLEX offer (see `duplex`).
+    pub reverse: bool,
+    /// The peer's first frame here was DUPLEX: the socket to write to it
+    /// on and the window it granted there, until our outgoing connection
+    /// to it takes them.
+    duplex_offer: Mutex<Option<(Stream, u64)>>,
 }
 
 enum Step {
@@ -137,7 +149,26 @@ impl<H: FrameHandler> Watched for Served<H> {
 }
 
 impl InConn {
+    /// An accepted connection from `peer`.
     pub(crate) fn new(peer: Uuid, rd: FrameReader, poller: Arc<Poller>) -> io::Result<Arc<InConn>> {
+        Self::build(peer, rd, poller, false)
+    }
+
+    /// Our own outgoing connection to `peer`, read in reverse (see `duplex`).
+    pub(crate) fn new_reverse(
+        peer: Uuid,
+        rd: FrameReader,
+        poller: Arc<Poller>,
+    ) -> io::Result<Arc<InConn>> {
+        Self::build(peer, rd, poller, true)
+    }
+
+    fn build(
+        peer: Uuid,
+        rd: FrameReader,
+        poller: Arc<Poller>,
+        reverse: bool,
+    ) -> io::Result<Arc<InConn>> {
         // SAFETY: plain syscall without pointers; the result is checked below.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
@@ -163,7 +194,15 @@ impl InConn {
             fd: sock,
             poller,
             token: AtomicU64::new(0),
+            reverse,
+            duplex_offer: Mutex::new(None),
         }))
+    }
+
+    /// The socket the peer offered us to write to it on (DUPLEX) and the
+    /// window it granted there, once (see `duplex`).
+    pub(crate) fn take_duplex_offer(&self) -> Option<(Stream, u64)> {
+        lock(&self.duplex_offer).take()
     }
 
     /// Hand the connection to the poller (it starts reading at once).
@@ -216,7 +255,7 @@ impl InConn {
             return;
         }
         loop {
-            if let Err(reason) = read_frame(owner, self.peer, &mut r) {
+            if let Err(reason) = read_frame(owner, self, &mut r) {
                 self.end(owner, r, reason);
                 return;
             }
@@ -282,7 +321,7 @@ impl InConn {
     /// Application token holder: wait for data (or a kick / the deadline), then process one frame.
     /// `Err` carries why the connection must end.
     fn pump<H: FrameHandler>(
-        &self,
+        self: &Arc<Self>,
         owner: &Arc<H>,
         r: &mut Reader,
         deadline: Option<Instant>,
@@ -341,12 +380,13 @@ impl InConn {
                 return Ok(Step::Progress);
             }
         }
-        read_frame(owner, self.peer, r).map(|()| Step::Progress)
+        read_frame(owner, self, r).map(|()| Step::Progress)
     }
 
     /// The connection ended: close it, then run failure detection (EOF without BYE → PeerFailed).
     fn end<H: FrameHandler>(self: &Arc<Self>, owner: &Arc<H>, r: Reader, reason: String) {
         let saw_bye = r.saw_bye;
+        let r_frames = r.frames;
         {
             let mut st = lock(&self.state);
             st.ended = true;
@@ -357,7 +397,11 @@ impl InConn {
         owner.connection_closed(self);
         let peer = self.peer;
         if !owner.is_shutting_down() {
-            if saw_bye {
+            if self.reverse && r_frames == 0 {
+                // The peer never wrote on our connection: its departure
+                // or death shows where it writes (or on our writes).
+                debug!(%peer, %reason, "our connection to the peer ended; it never wrote on it");
+            } else if saw_bye {
                 debug!(%peer, "peer said goodbye");
                 owner.peer_departed(peer, "peer engine shut down (BYE)");
             } else {
@@ -448,9 +492,10 @@ impl InConn {
 /// Read one frame and act on it. Err carries why the connection must end.
 fn read_frame<H: FrameHandler>(
     owner: &Arc<H>,
-    peer: Uuid,
+    conn: &Arc<InConn>,
     r: &mut Reader,
 ) -> std::result::Result<(), String> {
+    let peer = conn.peer;
     let mut hb = [0u8; HEADER_LEN];
     if let Err(e) = r.rd.read_exact(&mut hb) {
         return Err(if e.kind() == io::ErrorKind::UnexpectedEof {
@@ -465,6 +510,19 @@ fn read_frame<H: FrameHandler>(
     }
     let first = r.frames == 0;
     r.frames += 1;
+    if first && conn.reverse {
+        // The peer took our DUPLEX offer: this is where it writes now.
+        owner.reverse_in_use(conn).map_err(|e| format!("{e}"))?;
+    }
+    if hdr.kind == FrameKind::Duplex {
+        if !first || conn.reverse {
+            return Err("DUPLEX frame that is not an accepted connection's first".to_owned());
+        }
+        r.rd.decline();
+        let writer = r.rd.duplex_writer().map_err(|e| format!("{e}"))?;
+        *lock(&conn.duplex_offer) = Some((writer, hdr.count));
+        return Ok(());
+    }
     if hdr.kind == FrameKind::Shm {
         if !first {
             return Err("SHM frame after other frames".to_owned());
@@ -485,7 +543,7 @@ fn read_frame<H: FrameHandler>(
             r.saw_bye = true;
             Ok(())
         }
-        FrameKind::Shm => Ok(()),
+        FrameKind::Shm | FrameKind::Duplex => Ok(()),
     };
     res.map_err(|e| format!("{e}"))
 }

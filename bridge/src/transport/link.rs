@@ -22,11 +22,19 @@ use crate::held::Held;
 use crate::payload::Payload;
 
 use super::cma::PeerMemory;
+use super::socket::Stream;
 
 /// What a connection tells its owner (the engine) when the peer is lost.
 pub(crate) trait PeerLost: Send + Sync + 'static {
     /// Writing to (or reading from) `peer` failed: fail everything that involves it.
     fn peer_lost(&self, peer: Uuid, reason: &str);
+    /// Writing to `peer` failed (it closed its end): what we send it is
+    /// lost; what it sent us may still be in its connection to us, whose
+    /// end tells whether it said goodbye or failed. By default as
+    /// [`PeerLost::peer_lost`].
+    fn write_failed(&self, peer: Uuid, reason: &str) {
+        self.peer_lost(peer, reason)
+    }
 }
 
 /// A frame waiting for the writer thread.
@@ -163,6 +171,14 @@ pub(crate) trait Inbound: Read + Send {
     }
     /// The peer's first frame was not SHM: drop what was offered.
     fn decline(&mut self) {}
+    /// The peer's first frame was DUPLEX: the socket to write our own
+    /// frames to it on (a clone); an error if this path cannot carry them.
+    fn duplex_writer(&self) -> io::Result<Stream> {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "DUPLEX frame on a connection that cannot carry frames both ways",
+        ))
+    }
     /// The peer's memory, if this path lets us read its large messages
     /// from there (single copy, see `cma`).
     fn peer_memory(&self) -> Option<Arc<PeerMemory>> {

@@ -12,11 +12,13 @@
 //! abstract namespace on the same host and locality, TCP otherwise; the
 //! handshake and credit grant run on it always) and `shm` (a shared-memory
 //! ring between two processes of one host, set up over the Unix socket),
-//! with `cma` beside it (large messages read from the sender's memory).
+//! with `cma` beside it (large messages read from the sender's memory);
+//! `duplex` lets a TCP connection carry both peers' frames.
 //! [`accepted`] is the acceptor's side of choosing the path.
 
 mod cma;
 mod connect;
+mod duplex;
 mod incoming;
 mod link;
 mod outgoing;
@@ -30,6 +32,7 @@ pub use cma::{
     THRESHOLD_ENV as SINGLE_COPY_THRESHOLD_ENV,
 };
 pub(crate) use connect::{dial, Dialed};
+pub(crate) use duplex::{reverse_reader, reversed};
 pub(crate) use incoming::{FrameHandler, FrameReader, InConn};
 pub(crate) use link::{Link, PeerLost, Queued, TryInline};
 pub(crate) use outgoing::OutConn;

@@ -21,7 +21,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
@@ -61,6 +61,9 @@ struct OutState {
     /// (`Outbound::unfinished`): the writer finishes it unless another
     /// write does first.
     unfinished: bool,
+    /// The peer writes to us on this connection too (see `duplex`): how
+    /// long our goodbye waits for its acknowledgements. None: one-way.
+    duplex_linger: Option<Duration>,
 }
 
 /// What the writer thread does next.
@@ -68,8 +71,8 @@ enum WriterStep {
     Frame(Queued),
     /// Write the rest of a frame the socket took only part of.
     Finish,
-    /// Closing and drained: say goodbye.
-    Bye,
+    /// Closing and drained: say goodbye (see `duplex::goodbye` for `Some`).
+    Bye(Option<Duration>),
 }
 
 /// Our one outgoing connection to a peer process. Frames are written either
@@ -124,12 +127,19 @@ impl OutConn {
                 writer_idle: false,
                 grant_pending,
                 unfinished: false,
+                duplex_linger: None,
             }),
             cv: Condvar::new(),
             writer_cv: Condvar::new(),
             shutdown_handle,
             single_copy,
         })
+    }
+
+    /// The peer writes to us on this connection too (see `duplex`); our
+    /// goodbye waits up to `linger` for its acknowledgements.
+    pub(crate) fn read_by_peer_too(&self, linger: Duration) {
+        lock(&self.state).duplex_linger = Some(linger);
     }
 
     /// Whether the peer may read our large messages from our memory.
@@ -158,9 +168,11 @@ impl OutConn {
     }
 
     /// Whether the peer closed its end of this connection (EOF or reset).
-    /// It never writes to us on it after its grant, so anything but "no
-    /// data yet" means it is gone — how a shutdown's flush learns that a
-    /// peer it waits for died, when no connection from it would tell.
+    /// A one-way connection's peer never writes to us on it after its
+    /// grant (a duplex one's writes BYE before it closes), so anything but
+    /// "no data yet" or data means it is gone — how a shutdown's flush
+    /// learns that a peer it waits for died, when no connection from it
+    /// would tell.
     pub(crate) fn peer_closed(&self) -> bool {
         use std::os::fd::AsRawFd;
         {
@@ -254,10 +266,15 @@ impl OutConn {
 
     /// Orderly close: the writer drains the queue, sends BYE and exits.
     pub(crate) fn close(&self) {
-        lock(&self.state).closing = true;
-        // Nothing but the credit grant is read from this socket: stop
-        // waiting for it, if the writer still does.
-        self.shutdown_handle.shutdown_read();
+        let mut st = lock(&self.state);
+        st.closing = true;
+        let duplex = st.duplex_linger.is_some();
+        drop(st);
+        if !duplex {
+            // Nothing but the credit grant is read from this socket: stop
+            // waiting for it, if the writer still does.
+            self.shutdown_handle.shutdown_read();
+        }
         self.cv.notify_all();
         self.writer_cv.notify_all();
     }
@@ -353,7 +370,7 @@ impl OutConn {
                             }
                         }
                         let s = st.stream.take();
-                        break (WriterStep::Bye, s);
+                        break (WriterStep::Bye(st.duplex_linger), s);
                     }
                 }
                 st.writer_idle = true;
@@ -366,10 +383,13 @@ impl OutConn {
             };
             // What completes with the write: a queued frame's request.
             let (res, done) = match item {
-                WriterStep::Bye => {
+                WriterStep::Bye(linger) => {
                     let _ =
                         stream_ref.write_frame(&FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
-                    stream_ref.shutdown();
+                    match linger {
+                        None => stream_ref.shutdown(),
+                        Some(t) => super::duplex::goodbye(&self.shutdown_handle, self.peer, t),
+                    }
                     return;
                 }
                 WriterStep::Finish => (stream_ref.finish(), None),
@@ -397,7 +417,7 @@ impl OutConn {
                     if let Some((d, rank)) = done {
                         d.complete(Err(Self::failed_err(&reason, rank)));
                     }
-                    lost.peer_lost(self.peer, &reason);
+                    lost.write_failed(self.peer, &reason);
                     return;
                 }
             }
@@ -502,7 +522,7 @@ impl Link for OutConn {
             Ok(()) => Ok(TryInline::Done),
             Err(e) => {
                 let reason = format!("writing to the peer failed: {e}");
-                lost.peer_lost(self.peer, &reason);
+                lost.write_failed(self.peer, &reason);
                 Err(Self::failed_err(&reason, dest_rank))
             }
         }
@@ -531,7 +551,7 @@ impl Link for OutConn {
             Ok(written) => Ok(written),
             Err(e) => {
                 let reason = format!("writing to the peer failed: {e}");
-                lost.peer_lost(self.peer, &reason);
+                lost.write_failed(self.peer, &reason);
                 Err(Self::failed_err(&reason, 0))
             }
         }

@@ -42,6 +42,45 @@ impl Stream {
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
         };
     }
+    /// Shut down the writing half only: the peer reads what we wrote, then
+    /// EOF; we may still read what it sends (a duplex connection's goodbye).
+    pub(crate) fn shutdown_write(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(Shutdown::Write),
+            Stream::Tcp(s) => s.shutdown(Shutdown::Write),
+        };
+    }
+    /// Bytes we wrote that the peer's kernel has not acknowledged yet
+    /// (TCP: unsent and unacknowledged, the FIN included; `SIOCOUTQ`).
+    pub(crate) fn unacknowledged(&self) -> io::Result<usize> {
+        let mut n: libc::c_int = 0;
+        // SAFETY: SIOCOUTQ (= TIOCOUTQ) writes one int into `n`, a live local;
+        // the descriptor is this stream's open socket.
+        let r = unsafe { libc::ioctl(self.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+    /// A TCP connection that was reset or fully closed (state CLOSE):
+    /// nothing written to it will be acknowledged any more.
+    pub(crate) fn tcp_closed(&self) -> bool {
+        const TCP_CLOSE: u8 = 7;
+        let mut info = [0u8; 8];
+        let mut len = info.len() as libc::socklen_t;
+        // SAFETY: TCP_INFO writes at most `len` bytes into `info`, a live
+        // buffer, and sets `len`; its first byte is `tcpi_state`.
+        let r = unsafe {
+            libc::getsockopt(
+                self.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_INFO,
+                info.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        r == 0 && len >= 1 && info[0] == TCP_CLOSE
+    }
     /// Shut down the reading half only (wakes a thread blocked reading it).
     pub(crate) fn shutdown_read(&self) {
         let _ = match self {
@@ -570,6 +609,15 @@ impl Inbound for SocketIn {
     fn arm(&mut self) -> bool {
         // The socket itself becomes readable; nothing to ask of the writer.
         self.buffered()
+    }
+    fn duplex_writer(&self) -> io::Result<Stream> {
+        match self.0.get_ref() {
+            s @ Stream::Tcp(_) => s.try_clone(),
+            Stream::Unix(_) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "DUPLEX frame on a Unix socket (only TCP connections carry frames both ways)",
+            )),
+        }
     }
 }
 
