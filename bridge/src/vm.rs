@@ -564,6 +564,23 @@ struct Forming {
 /// Tag of the "ready" message on the ready context.
 const READY_TAG: i32 = 0;
 
+/// How long the leader with the larger process id waits for the other
+/// leader's "ready" before it sends its own (see `Forming::post`); both
+/// post theirs once both have the remote table, so it is usually there
+/// within milliseconds.
+const LEADER_ANSWER_WAIT: Duration = Duration::from_secs(5);
+
+/// Wait until `r` completed or `limit` passed, sleeping between looks
+/// (1 ms, growing to 20 ms): it runs on the blocking pool, not the program.
+fn wait_a_while(r: &RecvRequest, limit: Duration) {
+    let until = Instant::now() + limit;
+    let mut nap = Duration::from_millis(1);
+    while !r.test() && Instant::now() < until {
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(20));
+    }
+}
+
 impl Forming {
     /// Register both contexts and post the "ready" exchange (the local
     /// leader, whose ranks have all passed the local barrier, tells every
@@ -580,9 +597,20 @@ impl Forming {
         let heard = ready.irecv_bytes(Source::Rank(0), Tag::Value(READY_TAG), None, 1)?;
         let mut sent = Vec::new();
         if rank == 0 {
-            for q in 0..ready.remote_size() {
+            // The two leaders send to each other: if both connected at once,
+            // each would keep its own connection; over TCP one connection
+            // carrying both ways is faster (see `transport::duplex`). So the
+            // leader with the larger process id answers the other's "ready"
+            // (on its connection), unless it does not come soon.
+            let remote_leader = ready.remote_process(0);
+            let mine = engine.endpoint().process;
+            for q in 1..ready.remote_size() {
                 sent.push(ready.isend(q, READY_TAG, &[1u8])?);
             }
+            if remote_leader.is_some_and(|theirs| mine > theirs) {
+                wait_a_while(&heard, LEADER_ANSWER_WAIT);
+            }
+            sent.push(ready.isend(0, READY_TAG, &[1u8])?);
         }
         Ok(Forming {
             intercomm,
