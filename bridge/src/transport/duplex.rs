@@ -25,7 +25,7 @@
 //! What changes at the end: a duplex connection's goodbye (BYE) shuts only
 //! its writing half, and waits (within the finalize timeout) until the
 //! peer's kernel acknowledged everything we wrote before it closes the
-//! socket ([`goodbye`]): closing a TCP socket with unread bytes resets the
+//! socket (`socket::goodbye`): closing a TCP socket with unread bytes resets the
 //! connection and drops what it had not sent yet, and on a duplex
 //! connection the peer's frames may be unread when we leave. A reverse
 //! reader that ends without having read a frame is not a failure (the
@@ -33,10 +33,10 @@
 //! Unix sockets and shared memory keep one connection per direction
 //! (there is no acknowledgement to save).
 
+use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tracing::{debug, error};
 use uuid::Uuid;
 
 use crate::address::{Route, Transport};
@@ -45,39 +45,30 @@ use super::incoming::FrameReader;
 use super::outgoing::OutConn;
 use super::socket::{SocketIn, SocketOut, Stream};
 
-/// How often a goodbye looks whether the peer acknowledged everything.
-const ACK_POLL: Duration = Duration::from_millis(1);
-
 /// The reader of our own outgoing connection (frames the peer writes on it).
 pub(crate) fn reverse_reader(stream: Stream) -> FrameReader {
     Box::new(SocketIn::new(stream))
 }
 
 /// Our outgoing connection to `peer` on the connection it opened to us
-/// and offered with DUPLEX (`stream`, a clone of the accepted socket),
+/// and offered with DUPLEX (`tcp`, a clone of the accepted socket),
 /// with the `window` of eager credit it granted there; its goodbye waits
 /// up to `linger` for acknowledgements.
 pub(crate) fn reversed(
     peer: Uuid,
-    stream: Stream,
+    tcp: TcpStream,
     window: u64,
     linger: Duration,
 ) -> std::io::Result<Arc<OutConn>> {
-    let shutdown_handle = stream.try_clone()?;
-    let (local, remote) = match &stream {
-        Stream::Tcp(s) => (
-            s.local_addr().map(|a| a.to_string()).unwrap_or_default(),
-            s.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
-        ),
-        Stream::Unix(_) => (String::new(), String::new()),
-    };
     let route = Route {
         transport: Transport::Tcp,
-        local,
-        remote,
+        local: tcp.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        remote: tcp.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
         shared_memory: false,
         single_copy: false,
     };
+    let stream = Stream::Tcp(tcp);
+    let shutdown_handle = stream.try_clone()?;
     let conn = OutConn::new(
         peer,
         Box::new(SocketOut::new(stream)),
@@ -89,31 +80,4 @@ pub(crate) fn reversed(
     );
     conn.read_by_peer_too(linger);
     Ok(conn)
-}
-
-/// Say goodbye on a duplex connection after BYE was written: shut the
-/// writing half, then wait until the peer's kernel acknowledged all we
-/// wrote (or `linger` passed: then say how much was not, on standard
-/// error too, as a shutdown's undelivered messages are).
-pub(crate) fn goodbye(stream: &Stream, peer: Uuid, linger: Duration) {
-    stream.shutdown_write();
-    let deadline = Instant::now() + linger;
-    loop {
-        match stream.unacknowledged() {
-            Ok(0) => return,
-            Ok(n) if Instant::now() >= deadline => {
-                error!(%peer, bytes = n, "bytes written to this peer were not acknowledged before shutdown; they may be lost");
-                eprintln!("isthmus: {n} bytes written to process {peer} were not acknowledged before shutdown; they may be lost");
-                return;
-            }
-            // Reset: the peer is gone, nothing more will be acknowledged.
-            Ok(_) if stream.tcp_closed() => return,
-            Ok(_) => std::thread::sleep(ACK_POLL),
-            Err(e) => {
-                // The connection is gone (reset): nothing more to wait for.
-                debug!(%peer, error = %e, "duplex goodbye: cannot read the send queue");
-                return;
-            }
-        }
-    }
 }

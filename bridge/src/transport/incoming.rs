@@ -54,7 +54,6 @@ use crate::sync::{cv_wait, lock};
 
 use super::link::{Inbound, PeerLost};
 use super::poller::{Poller, Watched};
-use super::socket::Stream;
 
 /// The byte path a token holder reads frames (and payloads) from.
 pub(crate) type FrameReader = Box<dyn Inbound>;
@@ -116,7 +115,7 @@ pub(crate) struct InConn {
     /// The peer's first frame here was DUPLEX: the socket to write to it
     /// on and the window it granted there, until our outgoing connection
     /// to it takes them.
-    duplex_offer: Mutex<Option<(Stream, u64)>>,
+    duplex_offer: Mutex<Option<(std::net::TcpStream, u64)>>,
 }
 
 enum Step {
@@ -201,7 +200,7 @@ impl InConn {
 
     /// The socket the peer offered us to write to it on (DUPLEX) and the
     /// window it granted there, once (see `duplex`).
-    pub(crate) fn take_duplex_offer(&self) -> Option<(Stream, u64)> {
+    pub(crate) fn take_duplex_offer(&self) -> Option<(std::net::TcpStream, u64)> {
         lock(&self.duplex_offer).take()
     }
 

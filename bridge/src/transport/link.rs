@@ -22,7 +22,6 @@ use crate::held::Held;
 use crate::payload::Payload;
 
 use super::cma::PeerMemory;
-use super::socket::Stream;
 
 /// What a connection tells its owner (the engine) when the peer is lost.
 pub(crate) trait PeerLost: Send + Sync + 'static {
@@ -173,7 +172,7 @@ pub(crate) trait Inbound: Read + Send {
     fn decline(&mut self) {}
     /// The peer's first frame was DUPLEX: the socket to write our own
     /// frames to it on (a clone); an error if this path cannot carry them.
-    fn duplex_writer(&self) -> io::Result<Stream> {
+    fn duplex_writer(&self) -> io::Result<std::net::TcpStream> {
         Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "DUPLEX frame on a connection that cannot carry frames both ways",

@@ -388,7 +388,7 @@ impl OutConn {
                         stream_ref.write_frame(&FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
                     match linger {
                         None => stream_ref.shutdown(),
-                        Some(t) => super::duplex::goodbye(&self.shutdown_handle, self.peer, t),
+                        Some(t) => super::socket::goodbye(&self.shutdown_handle, self.peer, t),
                     }
                     return;
                 }

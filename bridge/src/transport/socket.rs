@@ -12,7 +12,8 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixStream};
 use std::time::{Duration, Instant};
 
-use tracing::debug;
+use tracing::{debug, error};
+use uuid::Uuid;
 
 use crate::address::{Route, Transport};
 use crate::endpoint::Endpoint;
@@ -610,13 +611,43 @@ impl Inbound for SocketIn {
         // The socket itself becomes readable; nothing to ask of the writer.
         self.buffered()
     }
-    fn duplex_writer(&self) -> io::Result<Stream> {
+    fn duplex_writer(&self) -> io::Result<TcpStream> {
         match self.0.get_ref() {
-            s @ Stream::Tcp(_) => s.try_clone(),
+            Stream::Tcp(s) => s.try_clone(),
             Stream::Unix(_) => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "DUPLEX frame on a Unix socket (only TCP connections carry frames both ways)",
             )),
+        }
+    }
+}
+
+/// How often a goodbye looks whether the peer acknowledged everything.
+const ACK_POLL: Duration = Duration::from_millis(1);
+
+/// Say goodbye on a duplex connection (see `duplex`) after BYE was written: shut the
+/// writing half, then wait until the peer's kernel acknowledged all we
+/// wrote (or `linger` passed: then say how much was not, on standard
+/// error too, as a shutdown's undelivered messages are).
+pub(crate) fn goodbye(stream: &Stream, peer: Uuid, linger: Duration) {
+    stream.shutdown_write();
+    let deadline = Instant::now() + linger;
+    loop {
+        match stream.unacknowledged() {
+            Ok(0) => return,
+            Ok(n) if Instant::now() >= deadline => {
+                error!(%peer, bytes = n, "bytes written to this peer were not acknowledged before shutdown; they may be lost");
+                eprintln!("isthmus: {n} bytes written to process {peer} were not acknowledged before shutdown; they may be lost");
+                return;
+            }
+            // Reset: the peer is gone, nothing more will be acknowledged.
+            Ok(_) if stream.tcp_closed() => return,
+            Ok(_) => std::thread::sleep(ACK_POLL),
+            Err(e) => {
+                // The connection is gone (reset): nothing more to wait for.
+                debug!(%peer, error = %e, "duplex goodbye: cannot read the send queue");
+                return;
+            }
         }
     }
 }
