@@ -34,6 +34,11 @@
 //! connection closes, and leaves less of the bound for later peers' full
 //! windows.
 //!
+//! Over TCP a window may also be granted on our own connection to a peer,
+//! in its DUPLEX frame (see `transport::duplex`): if the peer connects to
+//! us before it reads that, the same window (reserved once) moves to the
+//! peer's connection (`GrantedOn`), since it writes on one only.
+//!
 //! Rendezvous announcements (RTS) held unexpectedly cost memory too; each
 //! peer may have at most [`MAX_UNEXPECTED_RTS`] of them here (senders never
 //! have more outstanding), so a flood of envelopes is bounded as well.

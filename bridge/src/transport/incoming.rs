@@ -30,6 +30,10 @@
 //!   failure, engine shutdown, intercomm teardown) calls [`InConn::wake`] so
 //!   token holders blocked in `poll` and threads waiting for the token
 //!   re-check their completion.
+//! * Over TCP our own outgoing connection is read too, in reverse (see
+//!   `duplex`): the poller watches it from the start; it becomes the
+//!   peer's incoming connection (for application threads) at its first
+//!   frame, and if it ends without one, that is not the peer's failure.
 //! * A connection that ends (EOF, error, malformed frame) is taken off the
 //!   poller and its socket and eventfd are closed; only that connection is
 //!   affected.
