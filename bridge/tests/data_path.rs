@@ -583,13 +583,28 @@ fn tcp_path_works_between_hosts() {
 /// Two engines on two "hosts" (TCP between them); the receiver `b` grants
 /// a window of `window` bytes.
 fn tcp_pair(context: u64, window: u64) -> (Arc<Engine>, Arc<Engine>, InterComm, InterComm) {
-    let ea = start(EngineConfig::new("host-a")).unwrap();
     let mut cb = EngineConfig::new("host-b");
     cb.eager_window = window;
+    tcp_pair_with(context, cb)
+}
+
+/// An engine on "host-a" and one configured by `cb`, and their intercomms.
+fn tcp_pair_with(
+    context: u64,
+    cb: EngineConfig,
+) -> (Arc<Engine>, Arc<Engine>, InterComm, InterComm) {
+    let ea = start(EngineConfig::new("host-a")).unwrap();
     let eb = start(cb).unwrap();
     let a = ea.intercomm(context, 0, 1, vec![eb.endpoint()]).unwrap();
     let b = eb.intercomm(context, 0, 1, vec![ea.endpoint()]).unwrap();
     (ea, eb, a, b)
+}
+
+/// Two engines on two host names (TCP), b taking DUPLEX offers or not.
+fn hosts_pair(context: u64, b_duplex: bool) -> (Arc<Engine>, Arc<Engine>, InterComm, InterComm) {
+    let mut cb = EngineConfig::new("host-b");
+    cb.tcp_duplex = b_duplex;
+    tcp_pair_with(context, cb)
 }
 
 /// Over TCP the connector offers its connection for the acceptor's frames
@@ -600,12 +615,7 @@ fn tcp_pair(context: u64, window: u64) -> (Arc<Engine>, Arc<Engine>, InterComm, 
 #[test]
 fn replies_over_tcp_go_back_on_the_connection_that_brought_the_message() {
     for duplex in [true, false] {
-        let ea = start(EngineConfig::new("host-a")).unwrap();
-        let mut cb = EngineConfig::new("host-b");
-        cb.tcp_duplex = duplex;
-        let eb = start(cb).unwrap();
-        let a = ea.intercomm(44, 0, 1, vec![eb.endpoint()]).unwrap();
-        let b = eb.intercomm(44, 0, 1, vec![ea.endpoint()]).unwrap();
+        let (ea, eb, a, b) = hosts_pair(44, duplex);
         let mut got = vec![0u64; 1024];
         for i in 0..200 {
             let len = [1, 64, 1024][i as usize % 3];
@@ -645,12 +655,7 @@ fn replies_over_tcp_go_back_on_the_connection_that_brought_the_message() {
 /// failure: a receive from b times out instead of failing.
 #[test]
 fn an_offered_connection_the_peer_never_wrote_on_ends_without_a_failure() {
-    let ea = start(EngineConfig::new("host-a")).unwrap();
-    let mut cb = EngineConfig::new("host-b");
-    cb.tcp_duplex = false;
-    let eb = start(cb).unwrap();
-    let a = ea.intercomm(45, 0, 1, vec![eb.endpoint()]).unwrap();
-    let b = eb.intercomm(45, 0, 1, vec![ea.endpoint()]).unwrap();
+    let (_ea, eb, a, b) = hosts_pair(45, false);
     let mut got = vec![0u64; 8];
     a.send(0, 1, &numbered(1, 8)).unwrap();
     b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut got, T)

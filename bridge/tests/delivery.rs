@@ -97,17 +97,7 @@ fn sender_child() {
     let host = std::env::var("DELIVERY_HOST").unwrap();
     mpi();
     let start_kib = status_field("VmHWM:");
-    let e = Engine::start(EngineConfig::new(host)).unwrap();
-    println!("ENDPOINT {}", hex(&e.endpoint().encode()));
-    std::io::stdout().flush().unwrap();
-    let c = e
-        .intercomm(
-            CONTEXT,
-            0,
-            1,
-            vec![Endpoint::decode(&unhex(&peer)).unwrap()],
-        )
-        .unwrap();
+    let (e, c) = child_engine(&host, &peer);
     let sig = u8::type_sig().unwrap();
     let started = Instant::now();
     match mode.as_str() {
@@ -148,6 +138,18 @@ fn sender_child() {
         ending.elapsed().as_secs_f64(),
         status_field("VmHWM:")
     );
+}
+
+/// A child's engine on `host`, its endpoint said on standard output, and
+/// its intercomm to the test process (whose endpoint is `peer`, in hex).
+fn child_engine(host: &str, peer: &str) -> (Arc<Engine>, InterComm) {
+    let e = Engine::start(EngineConfig::new(host)).unwrap();
+    println!("ENDPOINT {}", hex(&e.endpoint().encode()));
+    std::io::stdout().flush().unwrap();
+    let c = e
+        .intercomm(CONTEXT, 0, 1, vec![Endpoint::decode(&unhex(peer)).unwrap()])
+        .unwrap();
+    (e, c)
 }
 
 /// The receiver (this process) and its sender child.
@@ -394,17 +396,7 @@ fn answering_receiver_child() {
         return;
     };
     mpi();
-    let e = Engine::start(EngineConfig::new("otherhost")).unwrap();
-    println!("ENDPOINT {}", hex(&e.endpoint().encode()));
-    std::io::stdout().flush().unwrap();
-    let c = e
-        .intercomm(
-            CONTEXT,
-            0,
-            1,
-            vec![Endpoint::decode(&unhex(&peer)).unwrap()],
-        )
-        .unwrap();
+    let (_e, c) = child_engine("otherhost", &peer);
     let mut buf = vec![0u8; DUPLEX_LEN];
     expect(&c, &mut buf, 0, DUPLEX_LEN);
     c.send(0, 8, &[0u64]).unwrap();
