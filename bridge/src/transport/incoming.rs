@@ -378,7 +378,7 @@ impl InConn {
             if timeout_ms != 0 {
                 r.rd.woke();
             }
-            if !r.rd.ready() {
+            if !r.rd.readable_when_polled() && !r.rd.ready() {
                 // A stale doorbell: nothing to read after all.
                 return Ok(Step::Progress);
             }

@@ -151,6 +151,13 @@ pub(crate) trait Inbound: Read + Send {
     fn never_blocks(&self) -> bool {
         false
     }
+    /// A `poll` that found [`Inbound::fd`] readable means a read makes
+    /// progress (a socket: bytes, the end or an error are there), so
+    /// [`Inbound::ready`] need not be asked again; false where the
+    /// descriptor is only a doorbell (the ring).
+    fn readable_when_polled(&self) -> bool {
+        false
+    }
     /// The thread that blocked on [`Inbound::fd`] after [`Inbound::arm`]
     /// runs again with the descriptor readable (the path may measure what
     /// its wake-up cost, see `wait`).
