@@ -57,6 +57,12 @@ impl Connections {
         lock(&self.offered).insert(c.peer, c);
     }
 
+    /// Our outgoing connection to `peer`, read in reverse, if the peer has
+    /// not written on it yet.
+    pub(crate) fn offered(&self, peer: Uuid) -> Option<Arc<InConn>> {
+        lock(&self.offered).get(&peer).cloned()
+    }
+
     /// The peer wrote its first frame on `c` (offered): `c` is its
     /// incoming connection from now on; false if it has another one.
     pub(crate) fn promote(&self, c: &Arc<InConn>) -> bool {

@@ -6,7 +6,7 @@
 //! off size field
 //!  0   1   kind         1 EAGER, 2 SYNC_EAGER (ssend), 3 SYNC_ACK, 4 BYE,
 //!                       5 RTS, 6 CTS, 7 DATA, 8 CREDIT, 9 SHM, 10 ABORT,
-//!                       11 DUPLEX
+//!                       11 DUPLEX, 12 MOVED
 //!  1   1   wire format  0 raw LE, 1 raw BE, 2 external32
 //!  2   1   flags        bit 0 SINGLE_COPY (RTS and CTS only, see below),
 //!                       bit 1 PUSHED (DATA only, see below),
@@ -63,7 +63,10 @@
 //! acceptor may then carry its own frames to the connector on the same
 //! connection instead of opening one of its own, so that each side's
 //! answers carry TCP's acknowledgement of what they answer (see
-//! `transport::duplex`).
+//! `transport::duplex`). If both connected at once and both said DUPLEX,
+//! the one with the larger process id ends its own connection with MOVED
+//! ("what follows comes on the connection you opened to me") and writes
+//! on the other's from then on.
 
 use std::io::{self, Read};
 
@@ -110,6 +113,9 @@ pub(crate) enum FrameKind {
     /// First frame only, over TCP: the connector reads this connection too
     /// and grants `count` bytes of eager credit on it (see the module's doc).
     Duplex = 11,
+    /// Last frame on a connection: the sender's frames continue on the
+    /// connection the receiver opened to it (see the module's doc).
+    Moved = 12,
 }
 
 impl FrameKind {
@@ -182,6 +188,7 @@ impl FrameHeader {
             9 => FrameKind::Shm,
             10 => FrameKind::Abort,
             11 => FrameKind::Duplex,
+            12 => FrameKind::Moved,
             k => return Err(BridgeError::Protocol(format!("unknown frame kind {k}"))),
         };
         let format = WireFormat::from_u8(b[1])

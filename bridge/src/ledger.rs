@@ -139,7 +139,8 @@ impl Ledger {
 
     /// We connected to `peer` over TCP and offer it to write to us on that
     /// connection (DUPLEX): its window, or None if it has an account
-    /// already (it connected to us: it writes on that connection).
+    /// already (it connected to us: its window stays with that connection
+    /// unless it moves to ours, `moved_to_ours`).
     pub(crate) fn open_duplex(&self, peer: Uuid) -> Option<u64> {
         let mut a = lock(&self.accounts);
         if a.peers.contains_key(&peer) {
@@ -156,6 +157,21 @@ impl Ledger {
         match a.peers.get_mut(&peer) {
             Some(p) if p.open && p.granted_on == GrantedOn::DuplexOffered => {
                 p.granted_on = GrantedOn::Duplex;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `peer` moved its frames from the connection it opened to us (whose
+    /// window it was granted at accept) to ours (MOVED, see
+    /// `transport::duplex`): the same window, offered on ours until its
+    /// first frame there (`duplex_used`). False if it has no such window.
+    pub(crate) fn moved_to_ours(&self, peer: Uuid) -> bool {
+        let mut a = lock(&self.accounts);
+        match a.peers.get_mut(&peer) {
+            Some(p) if p.open && p.granted_on == GrantedOn::Accepted => {
+                p.granted_on = GrantedOn::DuplexOffered;
                 true
             }
             _ => false,
@@ -453,7 +469,13 @@ mod tests {
         assert_eq!(l.open(c), 0, "a second connection gets no second window");
         l.close_duplex(c);
         assert_eq!(l.reserved(), 800);
-        l.close(a);
+        // `a` moves from its connection to ours: the same window, now
+        // ours to close; a second move is refused.
+        assert!(l.moved_to_ours(a));
+        assert!(!l.moved_to_ours(a));
+        assert!(l.duplex_used(a));
+        l.close_duplex(a);
+        assert_eq!(l.reserved(), 400);
         l.close(b);
         assert_eq!(l.reserved(), 0);
     }

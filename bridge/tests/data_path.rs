@@ -673,6 +673,49 @@ fn an_offered_connection_the_peer_never_wrote_on_ends_without_a_failure() {
     assert!(matches!(err, BridgeError::Timeout(_)), "a saw: {err}");
 }
 
+/// Both send to each other as their first act, so both connect at once
+/// and offer DUPLEX: the one with the larger process id ends its own
+/// connection with MOVED and carries on on the other's (or, if it read
+/// the other's DUPLEX before it connected, writes there from the start).
+/// Either way one connection carries both ways in the end (the routes
+/// mirror each other), and every message arrives intact and in order,
+/// across the move too.
+#[test]
+fn both_connecting_at_once_end_on_one_connection_in_order() {
+    const N: u64 = 300;
+    for round in 0..5u64 {
+        let (ea, eb, a, b) = hosts_pair(46 + round, true);
+        std::thread::scope(|s| {
+            for (side, tag) in [(&a, 1), (&b, 2)] {
+                s.spawn(move || {
+                    for i in 0..N {
+                        side.send(0, tag, &numbered(i, 64)).unwrap();
+                    }
+                });
+            }
+            for (side, tag) in [(&a, 2), (&b, 1)] {
+                s.spawn(move || {
+                    let mut got = vec![0u64; 64];
+                    for i in 0..N {
+                        side.recv_timeout(Source::Rank(0), Tag::Value(tag), &mut got, T)
+                            .unwrap();
+                        assert!(
+                            got == numbered(i, 64),
+                            "round {round}: message {i} of tag {tag}"
+                        );
+                    }
+                });
+            }
+        });
+        let a_to_b = ea.route_to(eb.endpoint().process).unwrap();
+        let b_to_a = eb.route_to(ea.endpoint().process).unwrap();
+        assert!(
+            b_to_a.local == a_to_b.remote && b_to_a.remote == a_to_b.local,
+            "round {round}: two connections: a -> b {a_to_b:?}, b -> a {b_to_a:?}"
+        );
+    }
+}
+
 /// Over TCP, both ways at once: synchronous sends, whose SYNC_ACKs (and
 /// the credit that comes back) are written by whichever thread read the
 /// peer's frame, between the other direction's messages on the same

@@ -477,7 +477,7 @@ impl Engine {
     pub fn route_to(&self, process: Uuid) -> Option<Route> {
         self.shared.conns.outgoing(process).map(|c| Route {
             single_copy: c.single_copy_allowed(),
-            ..c.route.clone()
+            ..c.route()
         })
     }
 

@@ -391,7 +391,7 @@ impl Shared {
         if let Some(stream) = reverse {
             self.offer_duplex(&conn, stream, rank)?;
         }
-        let route = &conn.route;
+        let route = &conn.route();
         info!(
             peer = %ep.process,
             rank,
@@ -442,7 +442,8 @@ impl Shared {
         };
         let conn = transport::reversed(peer, stream, window, self.limits.finalize_timeout)
             .map_err(|e| BridgeError::io("cloning a socket handle", e))?;
-        info!(%peer, transport = "tcp", local = %conn.route.local, remote = %conn.route.remote,
+        let route = conn.route();
+        info!(%peer, transport = "tcp", local = %route.local, remote = %route.remote,
             "data connection open (the peer's, both ways)");
         let (c2, me) = (Arc::clone(&conn), Arc::clone(self));
         let h = spawn("bridge-writer", move || c2.writer_loop(me))?;
@@ -459,15 +460,17 @@ impl Shared {
     /// Offer `peer` (`conn`'s) to write to us on the TCP connection we just
     /// opened to it: DUPLEX, its first frame, with the window we grant
     /// there, and a reader of `stream` (a clone) watched by the poller.
-    /// Nothing offered if the peer has a window here already (it connected
-    /// to us: it writes there).
+    /// If the peer has a window here already (it connected to us too, at
+    /// once), the offer grants nothing: its window moves with it if it
+    /// moves to our connection (MOVED, see `transport::duplex`).
     fn offer_duplex(self: &Arc<Self>, conn: &OutConn, stream: Stream, rank: u32) -> Result<()> {
         let peer = conn.peer;
-        let Some(window) = self.ledger.open_duplex(peer) else {
-            return Ok(());
-        };
+        let opened = self.ledger.open_duplex(peer);
+        let window = opened.unwrap_or(0);
         if let Err(e) = conn.write_blocking(&**self, &FrameHeader::duplex(window), &[], rank) {
-            self.ledger.close_duplex(peer);
+            if opened.is_some() {
+                self.ledger.close_duplex(peer);
+            }
             return Err(e);
         }
         let reader = match InConn::new_reverse(
@@ -479,14 +482,16 @@ impl Shared {
             Err(e) => {
                 // The peer may write to us on it and nobody would read:
                 // this connection cannot be used.
-                self.ledger.close_duplex(peer);
+                if opened.is_some() {
+                    self.ledger.close_duplex(peer);
+                }
                 let reason = format!("cannot read our connection to it: {e}");
                 conn.fail(&reason);
                 return Err(BridgeError::io("creating an eventfd", e));
             }
         };
         // The peer may write on it: our goodbye must not reset it (see `duplex`).
-        conn.read_by_peer_too(self.limits.finalize_timeout);
+        conn.offered_duplex(self.limits.finalize_timeout);
         self.conns.add_offered(Arc::clone(&reader));
         reader.watch(self);
         Ok(())
@@ -1196,12 +1201,73 @@ impl FrameHandler for Shared {
         Ok(())
     }
 
+    fn duplex_offered(
+        self: &Arc<Self>,
+        conn: &Arc<InConn>,
+        tcp: std::net::TcpStream,
+        window: u64,
+    ) -> Result<()> {
+        let peer = conn.peer;
+        if !self.limits.tcp_duplex {
+            return Ok(());
+        }
+        // Waits while our own connection to it is being opened.
+        match self.conns.outgoing(peer) {
+            // Taken at our first send to it (`reverse_conn`).
+            None => conn.keep_duplex_offer(tcp, window),
+            // Both connected at once and offered: the connection opened by
+            // the smaller process id carries both ways; the larger moves.
+            Some(out) if out.is_offered() && self.endpoint.process > peer => {
+                debug!(%peer, "both connected at once: moving to the peer's connection");
+                out.move_to(Stream::Tcp(tcp));
+            }
+            // Ours carries both ways (the peer moves), or one-way.
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    fn peer_moved(self: &Arc<Self>, conn: &Arc<InConn>) -> Result<()> {
+        let peer = conn.peer;
+        let ours = self
+            .conns
+            .outgoing(peer)
+            .is_some_and(|out| out.is_offered());
+        if !(ours && self.endpoint.process < peer && self.ledger.moved_to_ours(peer)) {
+            return Err(BridgeError::Protocol(
+                "MOVED from a process that may not move to our connection".into(),
+            ));
+        }
+        self.conns.remove_incoming(conn);
+        if let Some(reverse) = self.conns.offered(peer) {
+            reverse.unpark();
+        }
+        Ok(())
+    }
+
+    fn may_read_reverse(&self, conn: &Arc<InConn>) -> bool {
+        // Only a peer with a larger id moves to our connection; until its
+        // MOVED is read on its own, what it wrote there comes first.
+        self.endpoint.process > conn.peer
+            || self
+                .conns
+                .incoming(conn.peer)
+                .is_none_or(|c| Arc::ptr_eq(&c, conn))
+    }
+
     fn connection_closed(&self, conn: &Arc<InConn>) {
         self.conns.remove_incoming(conn);
-        if conn.reverse {
+        if conn.moved() {
+            // Its window now covers our connection (read in reverse).
+        } else if conn.reverse {
             self.ledger.close_duplex(conn.peer);
         } else {
             self.ledger.close(conn.peer);
+            // A reverse reader parked behind this connection reads on
+            // (its end, if the peer closes it, is seen there).
+            if let Some(reverse) = self.conns.offered(conn.peer) {
+                reverse.unpark();
+            }
         }
     }
 }

@@ -17,10 +17,14 @@
 //! to the engine only once the peer writes on it). An acceptor that has no
 //! outgoing connection to the connector yet when it first sends to it
 //! writes on the accepted connection ([`reversed`]) instead of dialling.
-//! A process still has exactly one connection it writes on to each peer:
-//! if both connect at once, each writes on its own and the reverse
-//! readers read nothing (the window offered with DUPLEX moves to the
-//! peer's own connection, see `ledger`).
+//! A process has exactly one connection it writes on to each peer at a
+//! time. If both connect at once (each before reading the other's DUPLEX),
+//! both offered: the one with the larger process id moves — its writer
+//! ends its own connection with MOVED and writes on the other's from then
+//! on (`OutConn::move_to`). The other reads what came on the moved
+//! connection up to MOVED before anything on its own (its reverse reader
+//! stays parked until then), so each direction keeps its order; the
+//! window moves with the peer (`ledger`: one reservation, never two).
 //!
 //! What changes at the end: a duplex connection's goodbye (BYE) shuts only
 //! its writing half, and waits (within the finalize timeout) until the

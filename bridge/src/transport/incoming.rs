@@ -44,7 +44,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
@@ -75,6 +75,23 @@ pub(crate) trait FrameHandler: PeerLost {
     /// in reverse (see `duplex`): the peer writes to us there from now on.
     /// `Err` (it was not offered that, or writes elsewhere) ends it.
     fn reverse_in_use(self: &Arc<Self>, conn: &Arc<InConn>) -> Result<()>;
+    /// The peer's first frame on `conn` (which it opened) was DUPLEX: it
+    /// offers `tcp` (a clone) for our frames, with `window` bytes of credit
+    /// (see `duplex`). `Err` ends the connection.
+    fn duplex_offered(
+        self: &Arc<Self>,
+        conn: &Arc<InConn>,
+        tcp: std::net::TcpStream,
+        window: u64,
+    ) -> Result<()>;
+    /// The peer ended `conn` (which it opened) with MOVED: its frames come
+    /// on our own connection to it from now on (see `duplex`). `Err`: it
+    /// may not; either way `conn` ends.
+    fn peer_moved(self: &Arc<Self>, conn: &Arc<InConn>) -> Result<()>;
+    /// Whether `conn`, our own connection read in reverse, may be read
+    /// now: not while the peer's frames still come on its own connection
+    /// (before its MOVED was read there). Asked before its first frame.
+    fn may_read_reverse(&self, conn: &Arc<InConn>) -> bool;
     /// `peer` said goodbye (BYE) and closed: nothing more will come from it.
     fn peer_departed(&self, peer: Uuid, reason: &str);
     /// The connection `conn` ended and was closed (after the two above).
@@ -120,6 +137,8 @@ pub(crate) struct InConn {
     /// on and the window it granted there, until our outgoing connection
     /// to it takes them.
     duplex_offer: Mutex<Option<(std::net::TcpStream, u64)>>,
+    /// The peer ended this connection with MOVED (see `duplex`).
+    moved: AtomicBool,
 }
 
 enum Step {
@@ -199,7 +218,18 @@ impl InConn {
             token: AtomicU64::new(0),
             reverse,
             duplex_offer: Mutex::new(None),
+            moved: AtomicBool::new(false),
         }))
+    }
+
+    /// Keep the socket the peer offered (DUPLEX) until our first send to it.
+    pub(crate) fn keep_duplex_offer(&self, tcp: std::net::TcpStream, window: u64) {
+        *lock(&self.duplex_offer) = Some((tcp, window));
+    }
+
+    /// Whether the peer moved its frames off this connection (MOVED).
+    pub(crate) fn moved(&self) -> bool {
+        self.moved.load(Ordering::SeqCst)
     }
 
     /// The socket the peer offered us to write to it on (DUPLEX) and the
@@ -251,6 +281,12 @@ impl InConn {
             return;
         };
         drop(st);
+        if self.reverse && r.frames == 0 && !owner.may_read_reverse(self) {
+            // Parked, unwatched, until the peer's MOVED is read on its own
+            // connection (`unpark`): its frames there come first.
+            lock(&self.state).reader = Some(r);
+            return;
+        }
         if !r.rd.ready() {
             // A wake-up with nothing to read (a stale doorbell): watch again.
             lock(&self.state).reader = Some(r);
@@ -278,6 +314,11 @@ impl InConn {
         } else {
             self.take_over();
         }
+    }
+
+    /// Read a parked reverse connection (see `serve_ready`) again.
+    pub(crate) fn unpark(&self) {
+        self.take_over();
     }
 
     /// A frame from this peer is now awaited by no application thread
@@ -400,7 +441,9 @@ impl InConn {
         owner.connection_closed(self);
         let peer = self.peer;
         if !owner.is_shutting_down() {
-            if self.reverse && r_frames == 0 {
+            if self.moved() {
+                debug!(%peer, "the peer's frames continue on our connection");
+            } else if self.reverse && r_frames == 0 {
                 // The peer never wrote on our connection: its departure
                 // or death shows where it writes (or on our writes).
                 debug!(%peer, %reason, "our connection to the peer ended; it never wrote on it");
@@ -523,8 +566,17 @@ fn read_frame<H: FrameHandler>(
         }
         r.rd.decline();
         let writer = r.rd.duplex_writer().map_err(|e| format!("{e}"))?;
-        *lock(&conn.duplex_offer) = Some((writer, hdr.count));
-        return Ok(());
+        return owner
+            .duplex_offered(conn, writer, hdr.count)
+            .map_err(|e| format!("{e}"));
+    }
+    if hdr.kind == FrameKind::Moved {
+        if first || conn.reverse {
+            return Err("MOVED frame where the peer could not have moved".to_owned());
+        }
+        owner.peer_moved(conn).map_err(|e| format!("{e}"))?;
+        conn.moved.store(true, Ordering::SeqCst);
+        return Err("the peer moved to our connection".to_owned());
     }
     if hdr.kind == FrameKind::Shm {
         if !first {
@@ -546,7 +598,7 @@ fn read_frame<H: FrameHandler>(
             r.saw_bye = true;
             Ok(())
         }
-        FrameKind::Shm | FrameKind::Duplex => Ok(()),
+        FrameKind::Shm | FrameKind::Duplex | FrameKind::Moved => Ok(()),
     };
     res.map_err(|e| format!("{e}"))
 }

@@ -64,6 +64,11 @@ struct OutState {
     /// The peer writes to us on this connection too (see `duplex`): how
     /// long our goodbye waits for its acknowledgements. None: one-way.
     duplex_linger: Option<Duration>,
+    /// We opened this connection and offered it with DUPLEX.
+    offered: bool,
+    /// Move to this socket (the peer's connection, see `duplex`): the
+    /// writer writes MOVED on the current one, then writes here.
+    move_to: Option<Stream>,
 }
 
 /// What the writer thread does next.
@@ -71,6 +76,8 @@ enum WriterStep {
     Frame(Queued),
     /// Write the rest of a frame the socket took only part of.
     Finish,
+    /// Write MOVED, then carry on on this socket (see `duplex`).
+    Move(Stream),
     /// Closing and drained: say goodbye (see `duplex::goodbye` for `Some`).
     Bye(Option<Duration>),
 }
@@ -80,8 +87,8 @@ enum WriterStep {
 /// or by the connection's writer thread, always in FIFO order.
 pub(crate) struct OutConn {
     pub peer: Uuid,
-    /// How the connection reached the peer.
-    pub route: Route,
+    /// How the connection reached the peer (see [`OutConn::route`]).
+    route: Mutex<Route>,
     state: Mutex<OutState>,
     /// Application threads waiting to write inline or for the grant.
     cv: Condvar,
@@ -93,7 +100,7 @@ pub(crate) struct OutConn {
     writer_cv: Condvar,
     /// The socket (a clone), to shut it down from outside and to see it
     /// close; frames go through `stream` (the socket or shared memory).
-    shutdown_handle: Stream,
+    shutdown_handle: Mutex<Stream>,
     /// On shared memory: whether the peer may read our memory, and the
     /// smallest message it reads there (see `Link::single_copy`).
     single_copy: Option<(SingleCopyGate, usize)>,
@@ -113,7 +120,7 @@ impl OutConn {
     ) -> Arc<OutConn> {
         Arc::new(OutConn {
             peer,
-            route,
+            route: Mutex::new(route),
             state: Mutex::new(OutState {
                 stream: Some(stream),
                 queue: VecDeque::new(),
@@ -128,10 +135,12 @@ impl OutConn {
                 grant_pending,
                 unfinished: false,
                 duplex_linger: None,
+                offered: false,
+                move_to: None,
             }),
             cv: Condvar::new(),
             writer_cv: Condvar::new(),
-            shutdown_handle,
+            shutdown_handle: Mutex::new(shutdown_handle),
             single_copy,
         })
     }
@@ -140,6 +149,37 @@ impl OutConn {
     /// goodbye waits up to `linger` for its acknowledgements.
     pub(crate) fn read_by_peer_too(&self, linger: Duration) {
         lock(&self.state).duplex_linger = Some(linger);
+    }
+
+    /// How the connection reached the peer (the peer's own, after a move).
+    pub(crate) fn route(&self) -> Route {
+        lock(&self.route).clone()
+    }
+
+    /// We opened this connection and offered it with DUPLEX.
+    pub(crate) fn offered_duplex(&self, linger: Duration) {
+        let mut st = lock(&self.state);
+        st.duplex_linger = Some(linger);
+        st.offered = true;
+    }
+
+    /// Whether we opened this connection and offered it with DUPLEX (and
+    /// have not moved off it).
+    pub(crate) fn is_offered(&self) -> bool {
+        lock(&self.state).offered
+    }
+
+    /// Carry our frames on `stream` (the connection the peer opened to us
+    /// and offered) from now on: the writer ends this one with MOVED
+    /// first (see `duplex`). Once only.
+    pub(crate) fn move_to(&self, stream: Stream) {
+        let mut st = lock(&self.state);
+        if !st.offered {
+            return;
+        }
+        st.offered = false;
+        st.move_to = Some(stream);
+        self.writer_cv.notify_one();
     }
 
     /// Whether the peer may read our large messages from our memory.
@@ -186,7 +226,7 @@ impl OutConn {
         // shutting it down); recv writes at most one byte into `byte`.
         let n = unsafe {
             libc::recv(
-                self.shutdown_handle.as_raw_fd(),
+                lock(&self.shutdown_handle).as_raw_fd(),
                 byte.as_mut_ptr().cast(),
                 1,
                 libc::MSG_PEEK | libc::MSG_DONTWAIT,
@@ -224,6 +264,7 @@ impl OutConn {
             && (!st.control.is_empty()
                 || !st.queue.is_empty()
                 || st.unfinished
+                || st.move_to.is_some()
                 || st.closing
                 || st.failed.is_some());
         drop(st);
@@ -258,7 +299,7 @@ impl OutConn {
                 d.complete(Err(Self::failed_err(reason, q.dest_rank)));
             }
         }
-        self.shutdown_handle.shutdown();
+        lock(&self.shutdown_handle).shutdown();
         self.cv.notify_all();
         self.writer_cv.notify_all();
         messages
@@ -273,7 +314,7 @@ impl OutConn {
         if !duplex {
             // Nothing but the credit grant is read from this socket: stop
             // waiting for it, if the writer still does.
-            self.shutdown_handle.shutdown_read();
+            lock(&self.shutdown_handle).shutdown_read();
         }
         self.cv.notify_all();
         self.writer_cv.notify_all();
@@ -343,6 +384,10 @@ impl OutConn {
                         let s = st.stream.take();
                         break (WriterStep::Finish, s);
                     }
+                    if let Some(to) = st.move_to.take() {
+                        let s = st.stream.take();
+                        break (WriterStep::Move(to), s);
+                    }
                     let head_rts = st.queue.front().map(|q| q.hdr.kind == FrameKind::Rts);
                     let movable = match head_rts {
                         Some(true) => st.rts_out < MAX_UNEXPECTED_RTS,
@@ -388,11 +433,17 @@ impl OutConn {
                         stream_ref.write_frame(&FrameHeader::control(FrameKind::Bye, 0, 0), &[]);
                     match linger {
                         None => stream_ref.shutdown(),
-                        Some(t) => super::socket::goodbye(&self.shutdown_handle, self.peer, t),
+                        Some(t) => {
+                            // A clone: the wait must not hold the handle's lock.
+                            if let Ok(h) = lock(&self.shutdown_handle).try_clone() {
+                                super::socket::goodbye(&h, self.peer, t)
+                            }
+                        }
                     }
                     return;
                 }
                 WriterStep::Finish => (stream_ref.finish(), None),
+                WriterStep::Move(to) => (self.carry_on(stream_ref, to), None),
                 WriterStep::Frame(q) => {
                     let res = stream_ref.write_frame(&q.hdr, &q.payload);
                     (res, q.done.map(|d| (d, q.dest_rank)))
@@ -422,6 +473,24 @@ impl OutConn {
                 }
             }
         }
+    }
+}
+
+impl OutConn {
+    /// The move (see [`OutConn::move_to`]), by the writer holding `current`:
+    /// MOVED as its last frame, its writing half shut, then `to` in its place.
+    fn carry_on(&self, current: &mut Box<dyn Outbound>, to: Stream) -> io::Result<()> {
+        let handle = to.try_clone()?;
+        current.write_frame(&FrameHeader::control(FrameKind::Moved, 0, 0), &[])?;
+        current.shutdown();
+        if let Stream::Tcp(t) = &to {
+            let mut route = lock(&self.route);
+            route.local = t.local_addr().map(|a| a.to_string()).unwrap_or_default();
+            route.remote = t.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        }
+        *current = Box::new(super::socket::SocketOut::new(to));
+        *lock(&self.shutdown_handle) = handle;
+        Ok(())
     }
 }
 
