@@ -678,8 +678,9 @@ fn an_offered_connection_the_peer_never_wrote_on_ends_without_a_failure() {
 /// connection with MOVED and carries on on the other's (or, if it read
 /// the other's DUPLEX before it connected, writes there from the start).
 /// Either way one connection carries both ways in the end (the routes
-/// mirror each other), and every message arrives intact and in order,
-/// across the move too.
+/// mirror each other, within the test's deadline: the move is the
+/// writer thread's), and every message arrives intact and in order,
+/// across the move and after it.
 #[test]
 fn both_connecting_at_once_end_on_one_connection_in_order() {
     const N: u64 = 300;
@@ -707,12 +708,33 @@ fn both_connecting_at_once_end_on_one_connection_in_order() {
                 });
             }
         });
-        let a_to_b = ea.route_to(eb.endpoint().process).unwrap();
-        let b_to_a = eb.route_to(ea.endpoint().process).unwrap();
-        assert!(
-            b_to_a.local == a_to_b.remote && b_to_a.remote == a_to_b.local,
-            "round {round}: two connections: a -> b {a_to_b:?}, b -> a {b_to_a:?}"
-        );
+        // The move is the writer thread's, after the DUPLEX frame was read:
+        // it may still be under way when the messages are all in.
+        let deadline = std::time::Instant::now() + T;
+        loop {
+            let a_to_b = ea.route_to(eb.endpoint().process).unwrap();
+            let b_to_a = eb.route_to(ea.endpoint().process).unwrap();
+            if b_to_a.local == a_to_b.remote && b_to_a.remote == a_to_b.local {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: two connections: a -> b {a_to_b:?}, b -> a {b_to_a:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // And on, both ways, on the one connection.
+        let mut got = vec![0u64; 64];
+        for i in N..N + 20 {
+            a.send(0, 1, &numbered(i, 64)).unwrap();
+            b.recv_timeout(Source::Rank(0), Tag::Value(1), &mut got, T)
+                .unwrap();
+            assert!(got == numbered(i, 64), "round {round}: a -> b after");
+            b.send(0, 2, &numbered(i, 64)).unwrap();
+            a.recv_timeout(Source::Rank(0), Tag::Value(2), &mut got, T)
+                .unwrap();
+            assert!(got == numbered(i, 64), "round {round}: b -> a after");
+        }
     }
 }
 
