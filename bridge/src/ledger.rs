@@ -153,14 +153,7 @@ impl Ledger {
     /// offered it that (DUPLEX) and its window is still there (not moved
     /// to a connection it opened to us); false is a protocol violation.
     pub(crate) fn duplex_used(&self, peer: Uuid) -> bool {
-        let mut a = lock(&self.accounts);
-        match a.peers.get_mut(&peer) {
-            Some(p) if p.open && p.granted_on == GrantedOn::DuplexOffered => {
-                p.granted_on = GrantedOn::Duplex;
-                true
-            }
-            _ => false,
-        }
+        self.regrant(peer, GrantedOn::DuplexOffered, GrantedOn::Duplex)
     }
 
     /// `peer` moved its frames from the connection it opened to us (whose
@@ -168,10 +161,16 @@ impl Ledger {
     /// `transport::duplex`): the same window, offered on ours until its
     /// first frame there (`duplex_used`). False if it has no such window.
     pub(crate) fn moved_to_ours(&self, peer: Uuid) -> bool {
+        self.regrant(peer, GrantedOn::Accepted, GrantedOn::DuplexOffered)
+    }
+
+    /// `peer`'s open window, granted on `from`, now counts as granted on
+    /// `to`; false (nothing changed) if it is not open on `from`.
+    fn regrant(&self, peer: Uuid, from: GrantedOn, to: GrantedOn) -> bool {
         let mut a = lock(&self.accounts);
         match a.peers.get_mut(&peer) {
-            Some(p) if p.open && p.granted_on == GrantedOn::Accepted => {
-                p.granted_on = GrantedOn::DuplexOffered;
+            Some(p) if p.open && p.granted_on == from => {
+                p.granted_on = to;
                 true
             }
             _ => false,
