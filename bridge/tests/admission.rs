@@ -534,3 +534,70 @@ fn frames_claiming_another_intercomms_rank_are_discarded() {
     // C itself is no worse off.
     exchange(&ac, &ca, 3);
 }
+
+/// A frame header of `kind` with every other field 0.
+fn bare_frame(kind: u8) -> [u8; 56] {
+    let mut f = [0u8; 56];
+    f[0] = kind;
+    f
+}
+
+/// An admitted process — its key is in a table (an intercomm names it) —
+/// that sends DUPLEX or MOVED where they cannot come has that connection
+/// ended (the bridge's `transport::duplex`): DUPLEX after another frame,
+/// DUPLEX on the Unix socket, MOVED as a first frame, MOVED when nobody
+/// offered it our connection. The exchange between the real peers goes on.
+#[test]
+fn duplex_and_moved_where_they_cannot_come_end_the_connection() {
+    const CREDIT: u8 = 8;
+    const DUPLEX: u8 = 11;
+    const MOVED: u8 = 12;
+    let (ea, eb, a, b) = pair(engine(), engine(), 61);
+    let target = ea.endpoint();
+    let cases: [(bool, &[u8]); 4] = [
+        (true, &[CREDIT, DUPLEX]),
+        (false, &[DUPLEX]),
+        (true, &[MOVED]),
+        (true, &[DUPLEX, MOVED]),
+    ];
+    for (i, (tcp, kinds)) in cases.into_iter().enumerate() {
+        let key = fresh_key(40 + i as u8);
+        let public_key = key.verifying_key().to_bytes();
+        let me = Endpoint {
+            process: process_id(&public_key),
+            public_key,
+            host: "elsewhere".into(),
+            locality: None,
+            unix: None,
+            tcp: Vec::new(),
+        };
+        let _named = ea.intercomm(70 + i as u64, 0, 1, vec![me.clone()]).unwrap();
+        let mut raw = if tcp {
+            Raw::tcp(&target)
+        } else {
+            Raw::unix(&target)
+        };
+        let nc = [5u8; 32];
+        raw.send(&hello(me.process, &nc));
+        let (acceptor, na, _sig) = raw.challenge();
+        let sig = key.sign(&transcript(
+            b"isthmus-data-v2",
+            me.process,
+            acceptor,
+            &nc,
+            &na,
+        ));
+        raw.send(&sig.to_bytes());
+        let mut grant = [0u8; 56];
+        raw.io().read_exact(&mut grant).unwrap();
+        assert_eq!(grant[0], CREDIT, "case {i}: admitted with a grant");
+        for &k in kinds {
+            raw.send(&bare_frame(k));
+        }
+        assert!(raw.closed_by_acceptor(), "case {i} ({kinds:?}): still open");
+    }
+    for round in 1..3 {
+        exchange(&a, &b, round);
+    }
+    drop(eb);
+}
