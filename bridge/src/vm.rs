@@ -598,10 +598,11 @@ impl Forming {
         let mut sent = Vec::new();
         if rank == 0 {
             // The two leaders send to each other: if both connected at once,
-            // each would keep its own connection; over TCP one connection
-            // carrying both ways is faster (see `transport::duplex`). So the
-            // leader with the larger process id answers the other's "ready"
-            // (on its connection), unless it does not come soon.
+            // over TCP one would then move onto the other's connection (a
+            // MOVED frame, and the other's reader parked until it came; see
+            // `transport::duplex`). The leader with the larger process id
+            // answers the other's "ready" on its connection instead, unless
+            // it does not come soon.
             let remote_leader = ready.remote_process(0);
             let mine = engine.endpoint().process;
             for q in 1..ready.remote_size() {

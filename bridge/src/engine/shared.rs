@@ -401,9 +401,24 @@ impl Shared {
             remote = %route.remote,
             "data connection open"
         );
+        self.start_writer(&conn, grant_reader)?;
+        *guard = Some(Arc::clone(&conn));
+        debug!(peer = %ep.process, credit, "opened data connection");
+        Ok(conn)
+    }
+
+    /// Start `conn`'s writer thread (which first reads the peer's grant
+    /// from `grant_reader` when it follows), then apply a failure or a
+    /// shutdown recorded while the connection was being opened (the
+    /// caller holds its slot, so later ones find it there).
+    fn start_writer(
+        self: &Arc<Self>,
+        conn: &Arc<OutConn>,
+        grant_reader: Option<Stream>,
+    ) -> Result<()> {
         let grant_deadline =
             Instant::now() + self.limits.admission_timeout + self.limits.handshake_timeout;
-        let (c2, me) = (Arc::clone(&conn), Arc::clone(self));
+        let (c2, me) = (Arc::clone(conn), Arc::clone(self));
         let h = spawn("bridge-writer", move || {
             let granted = match grant_reader {
                 Some(reader) => c2.await_grant(reader, grant_deadline, &*me),
@@ -414,16 +429,13 @@ impl Shared {
             }
         })?;
         self.add_threads([h]);
-        *guard = Some(Arc::clone(&conn));
-        debug!(peer = %ep.process, credit, "opened data connection");
-        // A failure or shutdown may have been recorded while we connected.
-        if let Some(reason) = self.failures.reason(ep.process) {
+        if let Some(reason) = self.failures.reason(conn.peer) {
             let _ = conn.fail(&reason);
         }
         if self.is_shutting_down() {
             conn.close();
         }
-        Ok(conn)
+        Ok(())
     }
 
     /// Our outgoing connection to `peer` on the connection it opened to
@@ -445,15 +457,7 @@ impl Shared {
         let route = conn.route();
         info!(%peer, transport = "tcp", local = %route.local, remote = %route.remote,
             "data connection open (the peer's, both ways)");
-        let (c2, me) = (Arc::clone(&conn), Arc::clone(self));
-        let h = spawn("bridge-writer", move || c2.writer_loop(me))?;
-        self.add_threads([h]);
-        if let Some(reason) = self.failures.reason(peer) {
-            let _ = conn.fail(&reason);
-        }
-        if self.is_shutting_down() {
-            conn.close();
-        }
+        self.start_writer(&conn, None)?;
         Ok(Some(conn))
     }
 
@@ -795,6 +799,24 @@ impl Shared {
         self.peer_gone(process, reason, false)
     }
 
+    /// Sends to `process` that are lost (`queued` on our connection,
+    /// `unmatched` announcements): some may have returned to the program
+    /// already, so they are logged now and reported again by the
+    /// shutdown's flush.
+    fn record_lost(&self, process: Uuid, queued: usize, unmatched: usize, reason: &str) {
+        if queued + unmatched == 0 {
+            return;
+        }
+        warn!(peer = %process, queued, unmatched, reason,
+            "messages sent to this peer are lost with it");
+        lock(&self.lost).push(Undelivered {
+            process,
+            queued,
+            unmatched,
+            reason: reason.to_owned(),
+        });
+    }
+
     /// A peer is gone: failed (`orderly` false) or said goodbye (BYE).
     /// Nothing more can come from it; a goodbye, unlike a failure, does not
     /// fail ANY_SOURCE operations while other remote ranks may still send.
@@ -811,18 +833,7 @@ impl Shared {
         }
         self.ssends.peer_gone(process, reason);
         let unmatched = self.rendezvous.peer_gone(process, reason);
-        if queued + unmatched > 0 {
-            // Some of these sends may have returned to the program already:
-            // logged now, and reported again by the shutdown's flush.
-            warn!(peer = %process, queued, unmatched, reason,
-                "messages sent to this peer are lost with it");
-            lock(&self.lost).push(Undelivered {
-                process,
-                queued,
-                unmatched,
-                reason: reason.to_owned(),
-            });
-        }
+        self.record_lost(process, queued, unmatched, reason);
         // Threads blocked reading the failed peer's socket must see their failed completions.
         if let Some(c) = self.conns.incoming(process) {
             c.wake();
@@ -1133,15 +1144,7 @@ impl PeerLost for Shared {
         // the end (BYE: it departed; else: it failed). A sender that ended
         // must not lose them because we wrote to it (issue 23).
         let queued = self.conns.outgoing(peer).map_or(0, |c| c.fail(reason));
-        if queued > 0 {
-            warn!(%peer, queued, reason, "messages sent to this peer are lost");
-            lock(&self.lost).push(Undelivered {
-                process: peer,
-                queued,
-                unmatched: 0,
-                reason: reason.to_owned(),
-            });
-        }
+        self.record_lost(peer, queued, 0, reason);
     }
 }
 
